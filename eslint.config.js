@@ -1,0 +1,40 @@
+// Lint, including the layer map (see ARCHITECTURE.md "Layers"): each folder may import only the
+// layers listed for it. The per-layer tsconfigs check the same boundary by types (no Node types
+// in protocol/renderer, no DOM in Node layers); this rule checks it by import path.
+import tseslint from 'typescript-eslint';
+
+const NODE_BUILTINS = ['node:*', 'fs', 'fs/*', 'path', 'os', 'child_process', 'net', 'crypto', 'http', 'https', 'url', 'util', 'stream', 'events', 'worker_threads'];
+
+function layer(files, message, patterns) {
+  return {
+    files,
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }] }] },
+  };
+}
+
+export default tseslint.config(
+  { ignores: ['node_modules/**', 'dist/**', 'out/**', 'resources/**', 'bench/**', 'test-artifacts/**', '**/*.svelte'] },
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+    },
+  },
+  layer(['trainer/**'], 'the trainer runs on hosts: it may use Node and trainer/protocol, never electron, core or the renderer.', [
+    'electron', 'ssh2', '**/electron/**', '**/renderer/**',
+  ]),
+  // After trainer/**: for protocol files the stricter map must win (later configs override).
+  layer(['trainer/protocol/**'], 'trainer/protocol is the common layer: plain TypeScript only (no Node, no DOM, no other layer).', [
+    ...NODE_BUILTINS, 'electron', 'ssh2', '@tensorflow/*', '../*', '!./*',
+  ]),
+  layer(['electron/core/**', 'electron/cli/**', 'electron/web/**'], 'core, cli and web are Node-only: never import electron or the renderer.', [
+    'electron', '**/renderer/**', '**/main/**', '**/preload/**',
+  ]),
+  layer(['electron/preload/**'], 'preload may import only electron and trainer/protocol.', [
+    ...NODE_BUILTINS, '**/core/**', '**/main/**', '**/renderer/**', 'ssh2',
+  ]),
+  layer(['renderer/**'], 'the renderer runs in a sandboxed browser: it may import only trainer/protocol and the Api contract, never Node or electron.', [
+    ...NODE_BUILTINS, 'electron', 'ssh2', '@tensorflow/*', '**/electron/core/**', '**/electron/main/**', '**/trainer/engine/**', '**/trainer/collectives/**',
+  ]),
+);

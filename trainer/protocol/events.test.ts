@@ -1,0 +1,54 @@
+import { describe, expect, it } from 'vitest';
+import { EventLineDecoder, decodeEvent, formatStepLine, makeEvent, type StepEvent } from './events';
+
+const step = (): StepEvent =>
+  makeEvent({
+    type: 'step',
+    step: 20,
+    epoch: 0,
+    loss: 4.87,
+    globalSamplesPerSec: 27.94,
+    stepTimeMs: 1145,
+    worldSize: 2,
+    lr: 0.001,
+    memory: [
+      { rank: 0, host: 'local', rssBytes: 1e9, tensorBytes: 5e8 },
+      { rank: 1, host: 'local', rssBytes: 1.1e9 },
+    ],
+  }, 1000);
+
+describe('event protocol', () => {
+  it('round-trips a step event through JSON and validation', () => {
+    const e = step();
+    expect(decodeEvent(JSON.parse(JSON.stringify(e)))).toEqual(e);
+  });
+
+  it('names the failing field', () => {
+    const bad = { ...step(), memory: [{ rank: 0, host: 'h', rssBytes: -1 }] };
+    expect(() => decodeEvent(bad)).toThrow(/memory\[0\]\.rssBytes: must be ≥ 0/);
+    expect(() => decodeEvent({ ...step(), loss: 'x' })).toThrow(/loss/);
+  });
+
+  it('requires fp16 and compile capabilities in hello', () => {
+    const hello = makeEvent({ type: 'hello', engine: 'tfjs', backend: 'wasm', device: 'cpu', worldSize: 1, params: 1, host: 'h', capabilities: { fp16: { available: false, detail: 'no' } }, versions: {} });
+    expect(() => decodeEvent(hello)).toThrow(/capabilities\.compile: is required/);
+  });
+
+  it('reports bad lines with their number and counts unknown types', () => {
+    const d = new EventLineDecoder();
+    const lines = [JSON.stringify(step()), 'garbage', JSON.stringify({ v: 1, time: 1, type: 'future-thing' }), JSON.stringify(step())];
+    const text = lines.join('\n');
+    const results = [...d.push(text.slice(0, 17)), ...d.push(text.slice(17)), ...d.end()];
+    expect(results.map((r) => r.kind)).toEqual(['event', 'invalid', 'unknown', 'event']);
+    expect(results[1]).toMatchObject({ kind: 'invalid', line: 2 });
+    expect(d.unknownCount).toBe(1);
+  });
+
+  it('refuses a newer protocol version with a hint', () => {
+    expect(() => decodeEvent({ ...step(), v: 99 })).toThrow(/update Cohort/);
+  });
+
+  it('formats the seeds human line', () => {
+    expect(formatStepLine(step())).toBe('Epoch: 0, Step: 20, Loss: 4.8700, Throughputs: 27.9 samples/s');
+  });
+});

@@ -1,0 +1,439 @@
+// The event protocol: versioned JSON lines from the trainer (rank 0 and the host agents) to
+// every consumer (core, CLI, dashboard, run history). Defined once here, with runtime
+// validation; nothing else declares an event shape. Fields may be added, never renamed.
+import {
+  DecodeError,
+  arr,
+  bool,
+  num,
+  numOrNull,
+  obj,
+  oneOf,
+  optNum,
+  optStr,
+  str,
+  strArr,
+  type Obj,
+} from './validate';
+
+export const PROTOCOL_VERSION = 1;
+
+export const EVENT_TYPES = [
+  'hello',
+  'plan',
+  'compile',
+  'warmup',
+  'step',
+  'memory',
+  'epoch',
+  'checkpoint',
+  'log',
+  'error',
+  'done',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+interface EventBase {
+  v: number;
+  /** Milliseconds since the Unix epoch, on the emitting host. */
+  time: number;
+}
+
+export interface Capability {
+  available: boolean;
+  /** Why (not): e.g. "fp16 compute: unavailable on backend wasm (tfjs has no float16 tensors)". */
+  detail: string;
+}
+
+export interface HelloEvent extends EventBase {
+  type: 'hello';
+  engine: string;
+  backend: string;
+  device: string;
+  worldSize: number;
+  /** Trainable parameter count. */
+  params: number;
+  host: string;
+  /** At least `fp16` and `compile`; engines add more (e.g. `fp16Transport`, `channelsLast`). */
+  capabilities: Record<string, Capability>;
+  /** Versions of the engine's parts, e.g. {node, tfjs, torch}. */
+  versions: Record<string, string>;
+  /** Why this engine/backend was chosen (auto selection or the user's flag). */
+  reason?: string;
+}
+
+export interface PlanRank {
+  rank: number;
+  host: string;
+  localRank: number;
+  /** GPU index this rank sees as its only device (CUDA_VISIBLE_DEVICES), if any. */
+  gpu?: number;
+}
+
+export interface PlanEvent extends EventBase {
+  type: 'plan';
+  worldSize: number;
+  ranks: PlanRank[];
+  globalBatch: number;
+  /** Optimizer steps the run will take. */
+  steps: number;
+  epochs: number;
+  stepsPerEpoch: number;
+  data: string;
+}
+
+export interface CompileEvent extends EventBase {
+  type: 'compile';
+  /** What ran: e.g. "kernel-selection", "torch.compile". */
+  name: string;
+  status: 'ok' | 'skipped' | 'failed';
+  durationMs: number;
+  detail: string;
+  /** Step time before / after, when the pass measured it. */
+  baselineStepMs?: number;
+  compiledStepMs?: number;
+  /** baselineStepMs / compiledStepMs. */
+  speedup?: number;
+}
+
+export interface WarmupEvent extends EventBase {
+  type: 'warmup';
+  /** Steps run as warm-up (not counted in throughput). */
+  steps: number;
+  durationMs: number;
+  detail: string;
+}
+
+export interface RankMemory {
+  rank: number;
+  host: string;
+  rssBytes: number;
+  /** Bytes held by the framework (tfjs numBytes, torch memory_allocated). */
+  tensorBytes?: number;
+  /** Peak framework bytes (torch max_memory_allocated). */
+  peakTensorBytes?: number;
+  gpuUsedBytes?: number;
+  gpuTotalBytes?: number;
+}
+
+export interface StepEvent extends EventBase {
+  type: 'step';
+  step: number;
+  epoch: number;
+  /** Mean loss over the window across all ranks; null if it was not finite. */
+  loss: number | null;
+  /** Samples per second over the last window, summed over every rank (the seeds' "Throughputs"). */
+  globalSamplesPerSec: number;
+  /** Mean wall time of one optimizer step over the window. */
+  stepTimeMs: number;
+  worldSize: number;
+  lr: number;
+  memory: RankMemory[];
+  /** Bytes each rank sent for gradient exchange during the window (fp16 halves it). */
+  commBytes?: number;
+}
+
+export interface MemoryEvent extends EventBase {
+  type: 'memory';
+  memory: RankMemory[];
+}
+
+export interface EpochEvent extends EventBase {
+  type: 'epoch';
+  epoch: number;
+  trainLoss: number | null;
+  valLoss?: number;
+  valAccuracy?: number;
+  durationMs: number;
+}
+
+export interface CheckpointEvent extends EventBase {
+  type: 'checkpoint';
+  step: number;
+  path: string;
+  action: 'saved' | 'resumed';
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+export interface LogEvent extends EventBase {
+  type: 'log';
+  level: LogLevel;
+  message: string;
+  rank?: number;
+  host?: string;
+  stream?: 'stdout' | 'stderr';
+}
+
+export interface ErrorEvent extends EventBase {
+  type: 'error';
+  /** -1 when the failure is not a rank's (e.g. rendezvous, a host's connection). */
+  rank: number;
+  host: string;
+  message: string;
+  /** The rank's last log lines, oldest first. */
+  logTail: string[];
+  code?: string;
+}
+
+export type RunStatus = 'ok' | 'failed' | 'cancelled';
+export interface DoneEvent extends EventBase {
+  type: 'done';
+  status: RunStatus;
+  steps: number;
+  medianGlobalSamplesPerSec: number | null;
+  /** Deterministic digest of the final weights (hex), '' when the run did not finish training. */
+  paramChecksum: string;
+  durationMs: number;
+}
+
+export type CohortEvent =
+  | HelloEvent
+  | PlanEvent
+  | CompileEvent
+  | WarmupEvent
+  | StepEvent
+  | MemoryEvent
+  | EpochEvent
+  | CheckpointEvent
+  | LogEvent
+  | ErrorEvent
+  | DoneEvent;
+
+type Payload<E> = E extends CohortEvent ? Omit<E, 'v' | 'time'> : never;
+export type EventPayload = Payload<CohortEvent>;
+
+/** Stamps version and time onto an event payload. */
+export function makeEvent<P extends EventPayload>(payload: P, time: number = Date.now()): P & EventBase {
+  return { v: PROTOCOL_VERSION, time, ...payload };
+}
+
+export function encodeEvent(e: CohortEvent): string {
+  return JSON.stringify(e);
+}
+
+// ---- decoding ---------------------------------------------------------------------------
+
+function capability(v: unknown, path: string): Capability {
+  const o = obj(v, path);
+  return { available: bool(o, 'available', path), detail: str(o, 'detail', path) };
+}
+
+function rankMemory(v: unknown, path: string): RankMemory {
+  const o = obj(v, path);
+  const m: RankMemory = { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), rssBytes: num(o, 'rssBytes', path, { min: 0 }) };
+  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes'] as const) {
+    const x = optNum(o, k, path, { min: 0 });
+    if (x !== undefined) m[k] = x;
+  }
+  return m;
+}
+
+function record<T>(o: Obj, key: string, path: string, item: (v: unknown, p: string) => T): Record<string, T> {
+  const rec = obj(o[key], `${path}${key}`);
+  const out: Record<string, T> = {};
+  for (const [k, v] of Object.entries(rec)) out[k] = item(v, `${key}.${k}`);
+  return out;
+}
+
+const p = '';
+const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { type: K }>> } = {
+  hello: (o) => ({
+    type: 'hello',
+    engine: str(o, 'engine', p),
+    backend: str(o, 'backend', p),
+    device: str(o, 'device', p),
+    worldSize: num(o, 'worldSize', p, { int: true, min: 1 }),
+    params: num(o, 'params', p, { int: true, min: 0 }),
+    host: str(o, 'host', p),
+    capabilities: requireKeys(record(o, 'capabilities', p, capability), ['fp16', 'compile'], 'capabilities'),
+    versions: record(o, 'versions', p, (v, path) => {
+      if (typeof v !== 'string') throw new DecodeError(path, 'expected a string');
+      return v;
+    }),
+    ...opt('reason', optStr(o, 'reason', p)),
+  }),
+  plan: (o) => ({
+    type: 'plan',
+    worldSize: num(o, 'worldSize', p, { int: true, min: 1 }),
+    ranks: arr(o, 'ranks', p, (v, path) => {
+      const r = obj(v, path);
+      return {
+        rank: num(r, 'rank', path, { int: true, min: 0 }),
+        host: str(r, 'host', path),
+        localRank: num(r, 'localRank', path, { int: true, min: 0 }),
+        ...opt('gpu', optNum(r, 'gpu', path, { int: true, min: 0 })),
+      };
+    }),
+    globalBatch: num(o, 'globalBatch', p, { int: true, min: 1 }),
+    steps: num(o, 'steps', p, { int: true, min: 0 }),
+    epochs: num(o, 'epochs', p, { int: true, min: 0 }),
+    stepsPerEpoch: num(o, 'stepsPerEpoch', p, { int: true, min: 0 }),
+    data: str(o, 'data', p),
+  }),
+  compile: (o) => ({
+    type: 'compile',
+    name: str(o, 'name', p),
+    status: oneOf(o, 'status', p, ['ok', 'skipped', 'failed'] as const),
+    durationMs: num(o, 'durationMs', p, { min: 0 }),
+    detail: str(o, 'detail', p),
+    ...opt('baselineStepMs', optNum(o, 'baselineStepMs', p, { min: 0 })),
+    ...opt('compiledStepMs', optNum(o, 'compiledStepMs', p, { min: 0 })),
+    ...opt('speedup', optNum(o, 'speedup', p, { min: 0 })),
+  }),
+  warmup: (o) => ({
+    type: 'warmup',
+    steps: num(o, 'steps', p, { int: true, min: 0 }),
+    durationMs: num(o, 'durationMs', p, { min: 0 }),
+    detail: str(o, 'detail', p),
+  }),
+  step: (o) => ({
+    type: 'step',
+    step: num(o, 'step', p, { int: true, min: 0 }),
+    epoch: num(o, 'epoch', p, { int: true, min: 0 }),
+    loss: numOrNull(o, 'loss', p),
+    globalSamplesPerSec: num(o, 'globalSamplesPerSec', p, { min: 0 }),
+    stepTimeMs: num(o, 'stepTimeMs', p, { min: 0 }),
+    worldSize: num(o, 'worldSize', p, { int: true, min: 1 }),
+    lr: num(o, 'lr', p, { min: 0 }),
+    memory: arr(o, 'memory', p, rankMemory),
+    ...opt('commBytes', optNum(o, 'commBytes', p, { min: 0 })),
+  }),
+  memory: (o) => ({ type: 'memory', memory: arr(o, 'memory', p, rankMemory) }),
+  epoch: (o) => ({
+    type: 'epoch',
+    epoch: num(o, 'epoch', p, { int: true, min: 0 }),
+    trainLoss: numOrNull(o, 'trainLoss', p),
+    ...opt('valLoss', optNum(o, 'valLoss', p)),
+    ...opt('valAccuracy', optNum(o, 'valAccuracy', p, { min: 0, max: 1 })),
+    durationMs: num(o, 'durationMs', p, { min: 0 }),
+  }),
+  checkpoint: (o) => ({
+    type: 'checkpoint',
+    step: num(o, 'step', p, { int: true, min: 0 }),
+    path: str(o, 'path', p),
+    action: oneOf(o, 'action', p, ['saved', 'resumed'] as const),
+  }),
+  log: (o) => ({
+    type: 'log',
+    level: oneOf(o, 'level', p, ['debug', 'info', 'warn', 'error'] as const),
+    message: str(o, 'message', p),
+    ...opt('rank', optNum(o, 'rank', p, { int: true, min: 0 })),
+    ...opt('host', optStr(o, 'host', p)),
+    ...opt('stream', o.stream === undefined ? undefined : oneOf(o, 'stream', p, ['stdout', 'stderr'] as const)),
+  }),
+  error: (o) => ({
+    type: 'error',
+    rank: num(o, 'rank', p, { int: true, min: -1 }),
+    host: str(o, 'host', p),
+    message: str(o, 'message', p),
+    logTail: strArr(o, 'logTail', p),
+    ...opt('code', optStr(o, 'code', p)),
+  }),
+  done: (o) => ({
+    type: 'done',
+    status: oneOf(o, 'status', p, ['ok', 'failed', 'cancelled'] as const),
+    steps: num(o, 'steps', p, { int: true, min: 0 }),
+    medianGlobalSamplesPerSec: o.medianGlobalSamplesPerSec === null ? null : num(o, 'medianGlobalSamplesPerSec', p, { min: 0 }),
+    paramChecksum: str(o, 'paramChecksum', p),
+    durationMs: num(o, 'durationMs', p, { min: 0 }),
+  }),
+};
+
+function opt<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
+}
+
+function requireKeys<T>(rec: Record<string, T>, keys: string[], path: string): Record<string, T> {
+  for (const k of keys) if (!(k in rec)) throw new DecodeError(`${path}.${k}`, 'is required');
+  return rec;
+}
+
+export function isEventType(t: unknown): t is EventType {
+  return typeof t === 'string' && (EVENT_TYPES as readonly string[]).includes(t);
+}
+
+export class UnknownEventType extends Error {
+  constructor(readonly eventType: string) {
+    super(`unknown event type ${JSON.stringify(eventType)}`);
+    this.name = 'UnknownEventType';
+  }
+}
+
+/** Validates one parsed event object. Throws DecodeError (bad field) or UnknownEventType. */
+export function decodeEvent(value: unknown): CohortEvent {
+  const o = obj(value, '');
+  const type = str(o, 'type', '');
+  const v = num(o, 'v', '', { int: true, min: 1 });
+  if (v > PROTOCOL_VERSION) throw new DecodeError('v', `protocol version ${v} is newer than this reader (${PROTOCOL_VERSION}); update Cohort`);
+  const time = num(o, 'time', '', { min: 0 });
+  if (!isEventType(type)) throw new UnknownEventType(type);
+  const payload = decoders[type](o);
+  return { ...payload, v, time } as CohortEvent;
+}
+
+export type LineResult =
+  | { kind: 'event'; event: CohortEvent }
+  | { kind: 'unknown'; eventType: string }
+  | { kind: 'invalid'; line: number; error: string; text: string };
+
+/**
+ * Decodes a JSON-lines event stream line by line. A bad line is reported with its line
+ * number; unknown event types (from a newer trainer) are counted, not fatal.
+ */
+export class EventLineDecoder {
+  private lineNo = 0;
+  private pending = '';
+  unknownCount = 0;
+  invalidCount = 0;
+
+  /** Feeds a chunk of text; returns results for every complete line in it. */
+  push(chunk: string): LineResult[] {
+    this.pending += chunk;
+    const out: LineResult[] = [];
+    let nl: number;
+    while ((nl = this.pending.indexOf('\n')) >= 0) {
+      const line = this.pending.slice(0, nl);
+      this.pending = this.pending.slice(nl + 1);
+      const r = this.decodeLine(line);
+      if (r) out.push(r);
+    }
+    return out;
+  }
+
+  /** Decodes whatever remains after the stream ended. */
+  end(): LineResult[] {
+    const rest = this.pending;
+    this.pending = '';
+    const r = rest ? this.decodeLine(rest) : undefined;
+    return r ? [r] : [];
+  }
+
+  decodeLine(line: string): LineResult | undefined {
+    this.lineNo++;
+    const text = line.trim();
+    if (!text) return undefined;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      this.invalidCount++;
+      return { kind: 'invalid', line: this.lineNo, error: 'not JSON', text };
+    }
+    try {
+      return { kind: 'event', event: decodeEvent(parsed) };
+    } catch (err) {
+      if (err instanceof UnknownEventType) {
+        this.unknownCount++;
+        return { kind: 'unknown', eventType: err.eventType };
+      }
+      this.invalidCount++;
+      return { kind: 'invalid', line: this.lineNo, error: (err as Error).message, text };
+    }
+  }
+}
+
+/** The seeds' human line: `Epoch: 0, Step: 20, Loss: 4.87, Throughputs: 27.9 samples/s`. */
+export function formatStepLine(e: StepEvent): string {
+  const loss = e.loss === null ? 'nan' : e.loss.toFixed(4);
+  return `Epoch: ${e.epoch}, Step: ${e.step}, Loss: ${loss}, Throughputs: ${e.globalSamplesPerSec.toFixed(1)} samples/s`;
+}
