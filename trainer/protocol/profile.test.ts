@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { ProfileError, decodeProfile, localProfile, parseProxyJump, profileWorldSize, resolveRunConfig } from './profile';
+
+const lab = {
+  name: 'lab',
+  hosts: [{ name: 'h1', address: '10.77.0.1', port: 22, user: 'root', identityFile: '/path/id_ed25519', slots: 1, workdir: '/tmp/cohort-h1' }],
+};
+
+function hostsWith(second: Record<string, unknown>) {
+  return { name: 'lab', hosts: [lab.hosts[0], { name: 'h2', address: '10.77.0.2', ...second }] };
+}
+
+describe('profile schema', () => {
+  it('accepts the issue example and fills defaults', () => {
+    const p = decodeProfile(lab);
+    expect(p).toEqual({ v: 1, name: 'lab', hosts: [{ ...lab.hosts[0], env: {} }] });
+    const q = decodeProfile(hostsWith({}));
+    expect(q.hosts[1]).toEqual({ name: 'h2', address: '10.77.0.2', port: 22, slots: 1, workdir: '.cohort', env: {} });
+    expect(profileWorldSize(q)).toBe(2);
+  });
+
+  it('names the profile, host and field in errors', () => {
+    expect(() => decodeProfile(hostsWith({ port: 70000 }))).toThrow('profile "lab": hosts[1] (h2).port: must be ≤ 65535, got 70000');
+    expect(() => decodeProfile(hostsWith({ slots: 0 }))).toThrow('profile "lab": hosts[1] (h2).slots: must be ≥ 1, got 0');
+    expect(() => decodeProfile(hostsWith({ slots: 2, gpus: [0] }))).toThrow(/hosts\[1\] \(h2\)\.gpus: lists 1 GPU\(s\) but slots is 2/);
+    expect(() => decodeProfile(hostsWith({ slots: 2, gpus: [0, -1] }))).toThrow(/hosts\[1\] \(h2\)\.gpus\[1\]: expected a GPU index/);
+    expect(() => decodeProfile(hostsWith({ env: { 'BAD-NAME': 'x' } }))).toThrow(/hosts\[1\] \(h2\)\.env: "BAD-NAME" is not a valid/);
+    expect(() => decodeProfile(hostsWith({ proxyJump: 'root@h1:99999' }))).toThrow(/hosts\[1\] \(h2\)\.proxyJump: hop 1 port must be 1\.\.65535/);
+    expect(() => decodeProfile(hostsWith({ colour: 'red' }))).toThrow(/hosts\[1\] \(h2\)\.colour: unknown field/);
+    expect(() => decodeProfile({ name: 'lab', hosts: [lab.hosts[0], { address: 'x' }] })).toThrow('profile "lab": hosts[1].name: expected a string, got nothing');
+    expect(() => decodeProfile({ name: 'lab', hosts: [] })).toThrow('profile "lab": hosts: needs at least one host');
+    expect(() => decodeProfile(hostsWith({ name: 'h1' }))).toThrow(/hosts\[1\] \(h1\)\.name: duplicate host name \(also hosts\[0\]\)/);
+    expect(() => decodeProfile({ ...lab, name: 'local' })).toThrow(/"local" is reserved/);
+    expect(() => decodeProfile({ ...lab, defaults: { batchSize: -1 } })).toThrow('profile "lab": defaults.batchSize: must be ≥ 1, got -1');
+    expect(() => decodeProfile({ ...lab, defaults: { fp16: true, bf16: true } })).toThrow(/defaults\.bf16: choose one/);
+    try {
+      decodeProfile(hostsWith({ port: 'x' }));
+      expect.unreachable();
+    } catch (err) {
+      expect(err).toBeInstanceOf(ProfileError);
+      expect(err).toMatchObject({ profile: 'lab', host: 'h2', field: 'hosts[1] (h2).port' });
+    }
+  });
+
+  it('keeps run defaults partial and applies them under overrides', () => {
+    const p = decodeProfile({ ...lab, defaults: { batchSize: 32, steps: 100 } });
+    expect(p.defaults).toEqual({ batchSize: 32, steps: 100 });
+    expect(resolveRunConfig(p).batchSize).toBe(32);
+    expect(resolveRunConfig(p, { batchSize: 8 }).batchSize).toBe(8);
+    const byEpochs = resolveRunConfig(p, { epochs: 2 });
+    expect([byEpochs.steps, byEpochs.epochs]).toEqual([0, 2]);
+  });
+
+  it('parses ProxyJump chains', () => {
+    expect(parseProxyJump('h1')).toEqual([{ host: 'h1' }]);
+    expect(parseProxyJump('alice@gw.example:2222,[fe80::1]:22')).toEqual([{ user: 'alice', host: 'gw.example', port: 2222 }, { host: 'fe80::1', port: 22 }]);
+    expect(() => parseProxyJump('a b')).toThrow(/not \[user@\]host\[:port\]/);
+    expect(() => decodeProfile(hostsWith({ proxyJump: 'h2' }))).toThrow(/cannot jump through itself/);
+  });
+
+  it('builds the built-in local profile', () => {
+    const p = localProfile(3);
+    expect(p.name).toBe('local');
+    expect(profileWorldSize(p)).toBe(3);
+    expect(() => decodeProfile(p, { allowLocal: true })).not.toThrow();
+  });
+});
