@@ -1,0 +1,19 @@
+// Distinct exit codes so scripts can tell failures apart (documented in the README).
+export const EXIT = {
+  ok: 0,
+  /** The training itself failed (a rank died, diverged, ran out of memory...). */
+  trainingFailed: 1,
+  /** Bad flags or input: fix the command line. */
+  usage: 2,
+  /** Could not reach or log in to a host (name resolution, refused, timeout, auth, host key). */
+  connection: 3,
+  /** Stopped by Ctrl-C or `cohort stop`. */
+  cancelled: 130,
+} as const;
+
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}

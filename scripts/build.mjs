@@ -1,0 +1,69 @@
+// Builds what runs outside the repo's TypeScript sources:
+//   resources/trainer/  the trainer bundle deployed to hosts: cohort-trainer.mjs (agent + ranks,
+//                       tfjs and the collectives inside), wasm/ (tfjs wasm binaries), engines/
+//                       (the PyTorch engine script) and manifest.json (content hash for deploy)
+//   dist/cli.mjs        the `cohort` CLI (bin/cohort.mjs loads it)
+// The renderer (Svelte) has its own Vite build.
+import { build } from 'esbuild';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+
+const root = dirname(dirname(new URL(import.meta.url).pathname));
+const require = createRequire(import.meta.url);
+const out = join(root, 'resources', 'trainer');
+// An ESM bundle of CommonJS packages needs a real `require` for Node built-ins.
+const banner = { js: "import { createRequire as __cohortRequire } from 'node:module'; const require = __cohortRequire(import.meta.url);" };
+
+rmSync(out, { recursive: true, force: true });
+mkdirSync(join(out, 'wasm'), { recursive: true });
+await build({
+  entryPoints: [join(root, 'trainer', 'main.ts')],
+  outfile: join(out, 'cohort-trainer.mjs'),
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  banner,
+  // Loaded at run time from the host's own install when present (their install downloads libtensorflow).
+  external: ['@tensorflow/tfjs-node', '@tensorflow/tfjs-node-gpu'],
+  logLevel: 'warning',
+  legalComments: 'none',
+});
+const wasmDist = join(dirname(require.resolve('@tensorflow/tfjs-backend-wasm/package.json')), 'dist');
+for (const f of readdirSync(wasmDist).filter((f) => f.endsWith('.wasm'))) copyFileSync(join(wasmDist, f), join(out, 'wasm', f));
+const engines = join(root, 'resources', 'engines');
+if (existsSync(engines)) {
+  mkdirSync(join(out, 'engines'), { recursive: true });
+  for (const f of readdirSync(engines).filter((f) => f.endsWith('.py'))) copyFileSync(join(engines, f), join(out, 'engines', f));
+}
+writeFileSync(join(out, 'manifest.json'), JSON.stringify(manifest(out), null, 2) + '\n');
+
+await build({
+  entryPoints: [join(root, 'electron', 'cli', 'main.ts')],
+  outfile: join(root, 'dist', 'cli.mjs'),
+  bundle: true,
+  platform: 'node',
+  format: 'esm',
+  target: 'node20',
+  banner,
+  packages: 'external', // the CLI runs from the installed package, next to its node_modules
+  logLevel: 'warning',
+});
+console.log(`built ${relative(root, out)} (${manifest(out).hash.slice(0, 12)}) and dist/cli.mjs`);
+
+/** Files with sha256 each, and one hash over all of them: the deploy cache key. */
+function manifest(dir) {
+  const files = [];
+  const walk = (d) => {
+    for (const f of readdirSync(d).sort()) {
+      const p = join(d, f);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (f !== 'manifest.json') files.push({ path: relative(dir, p), bytes: statSync(p).size, sha256: createHash('sha256').update(readFileSync(p)).digest('hex') });
+    }
+  };
+  walk(dir);
+  const hash = createHash('sha256').update(files.map((f) => `${f.path}\0${f.sha256}`).join('\n')).digest('hex');
+  return { hash, files };
+}

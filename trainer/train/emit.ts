@@ -1,0 +1,49 @@
+// Event output of a rank: JSON lines on stdout, written synchronously so events keep their order
+// and a crash loses at most the line being written. Everything else a rank prints goes to stderr
+// (console.log is redirected there), so stdout stays a clean event channel.
+import { writeSync } from 'node:fs';
+import { encodeEvent, makeEvent, type CohortEvent, type EventPayload } from '../protocol';
+
+export type Emit = (payload: EventPayload) => void;
+
+export function stdoutEmitter(): Emit {
+  return (payload) => writeEvent(makeEvent(payload) as CohortEvent);
+}
+
+/** Writes a complete event (e.g. one relayed from a rank, keeping its own timestamp). */
+export function writeEvent(e: CohortEvent): void {
+  writeLine(encodeEvent(e));
+}
+
+function writeLine(text: string): void {
+  const buf = Buffer.from(text + '\n');
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += writeSync(1, buf, off);
+    } catch (err) {
+      // A pipe that is momentarily full: retry; a closed pipe: nobody is listening any more.
+      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+    }
+  }
+}
+
+/** Keeps stdout for events only: libraries that print with console.log are sent to stderr. */
+export function reserveStdoutForEvents(): void {
+  console.log = console.error;
+  console.info = console.error;
+  console.debug = console.error;
+}
+
+/** The last lines a rank logged, for the `error` event's logTail. */
+export class LogTail {
+  private lines: string[] = [];
+  constructor(private readonly max = 30) {}
+  add(line: string): void {
+    this.lines.push(line);
+    if (this.lines.length > this.max) this.lines.shift();
+  }
+  get(): string[] {
+    return [...this.lines];
+  }
+}
