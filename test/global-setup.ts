@@ -1,0 +1,24 @@
+// Multi-process tests run the built trainer bundle (the same file deploy ships to hosts). Build
+// it before the suite when any trainer source is newer than the bundle.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+
+function newest(dir: string): number {
+  let t = 0;
+  if (!existsSync(dir)) return t;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }
+  return t;
+}
+
+export default function setup(): void {
+  const manifest = join(root, 'resources', 'trainer', 'manifest.json');
+  const built = existsSync(manifest) ? statSync(manifest).mtimeMs : 0;
+  const sources = Math.max(newest(join(root, 'trainer')), newest(join(root, 'resources', 'engines')), newest(join(root, 'electron', 'cli')), newest(join(root, 'electron', 'core')));
+  if (sources > built) execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { stdio: 'inherit', cwd: root });
+}
