@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { decodeProfile } from '../../../trainer/protocol/profile';
+import { importSshConfig } from './ssh-config';
+
+const CONFIG = `
+# defaults for the lab
+Host gpu-*
+    User researcher
+    IdentityFile ~/.ssh/lab_ed25519
+
+Host gw
+    HostName gateway.lab.example
+    Port 2222
+    User admin
+
+Host gpu-a gpu-b
+    HostName %n.internal
+    ProxyJump gw
+
+Host box-c
+    HostName=10.1.2.3
+    User root
+    IdentityFile "%d/keys/c key"
+    ProxyJump bastion
+
+Host bastion
+    HostName 198.51.100.7
+
+Match host *.example
+    User nobody
+
+Host *
+    User fallback
+    Port 22
+`;
+
+describe('ssh config import', () => {
+  it('imports concrete aliases with first-value-wins semantics', () => {
+    const r = importSshConfig(CONFIG, { home: '/home/me', localUser: 'me' });
+    const byName = Object.fromEntries(r.hosts.map((h) => [h.name, h]));
+    expect(Object.keys(byName)).toEqual(['gw', 'gpu-a', 'gpu-b', 'box-c', 'bastion']);
+    expect(byName.gw).toMatchObject({ address: 'gateway.lab.example', port: 2222, user: 'admin' });
+    expect(byName['gpu-a']).toMatchObject({ address: 'gpu-a.internal', port: 22, user: 'researcher', identityFile: '/home/me/.ssh/lab_ed25519', proxyJump: 'gw' });
+    expect(byName['box-c']).toMatchObject({ address: '10.1.2.3', user: 'root', identityFile: '/home/me/keys/c key', proxyJump: 'bastion' });
+    expect(byName.bastion).toMatchObject({ address: '198.51.100.7', user: 'fallback' });
+    expect(r.skipped.map((s) => s.what)).toEqual(expect.arrayContaining([expect.stringMatching(/^Match/), expect.stringMatching(/^Host gpu-\*/)]));
+    // The result is a valid profile.
+    expect(() => decodeProfile({ name: 'imported', hosts: r.hosts })).not.toThrow();
+  });
+
+  it('resolves jump hosts that are not imported into user@address:port', () => {
+    const r = importSshConfig(CONFIG, { home: '/home/me', localUser: 'me', only: ['gpu-a', 'nope'] });
+    expect(r.hosts).toHaveLength(1);
+    expect(r.hosts[0].proxyJump).toBe('admin@gateway.lab.example:2222');
+    expect(r.skipped).toContainEqual({ what: 'nope', reason: 'no Host block names it' });
+  });
+});
