@@ -1,0 +1,141 @@
+// End-to-end local runs through the real CLI: real rank processes, real TCP allreduce, the real
+// wasm backend. Small shapes keep each run to a few seconds.
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadLatestCheckpoint } from '../../trainer/train/checkpoint';
+import type { CohortEvent, DoneEvent, ErrorEvent, HelloEvent, StepEvent } from '../../trainer/protocol';
+import { alive, runCli, tempDataDir } from '../helpers/cli';
+
+const dirs: string[] = [];
+const dataDir = () => {
+  const d = tempDataDir();
+  dirs.push(d);
+  return d;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10'];
+const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
+
+describe('cohort run --local', () => {
+  it('trains 2 data-parallel ranks and streams valid events with global throughput and both ranks memory', async () => {
+    const data = dataDir();
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '6', '--log-steps', '2', '--warmup-steps', '1', ...tiny, '--json'], { env: { COHORT_DATA_DIR: data }, json: true });
+    const exit = await r.exit;
+    expect(exit.code, r.stderr).toBe(0);
+    expect(r.invalidLines).toBe(0);
+    const hello = of(r.events, 'hello')[0] as HelloEvent;
+    expect(hello).toMatchObject({ engine: 'tfjs', worldSize: 2 });
+    expect(hello.capabilities.fp16!.available).toBe(false);
+    expect(of(r.events, 'warmup')).toHaveLength(1);
+    const steps = of(r.events, 'step') as StepEvent[];
+    expect(steps.map((s) => s.step)).toEqual([2, 4, 6]);
+    for (const s of steps) {
+      expect(s.globalSamplesPerSec).toBeGreaterThan(0);
+      expect(s.memory.map((m) => m.rank).sort()).toEqual([0, 1]);
+      expect(s.memory.every((m) => m.rssBytes > 10e6)).toBe(true);
+    }
+    const done = of(r.events, 'done')[0] as DoneEvent;
+    expect(done.status).toBe('ok');
+    expect(done.paramChecksum).toMatch(/^[0-9a-f]{64}$/);
+    // history
+    const runs = readdirSync(join(data, 'runs'));
+    expect(runs).toHaveLength(1);
+    const meta = JSON.parse(readFileSync(join(data, 'runs', runs[0]!, 'meta.json'), 'utf8'));
+    expect(meta.status).toBe('ok');
+    expect(readdirSync(join(data, 'runs', runs[0]!, 'logs')).sort()).toEqual(expect.arrayContaining(['local-0.log', 'local-1.log']));
+  });
+
+  it('prints the seeds human format by default', async () => {
+    const r = runCli(['run', '--local', '--steps', '3', '--log-steps', '1', '--warmup-steps', '1', ...tiny], { env: { COHORT_DATA_DIR: dataDir() } });
+    const exit = await r.exit;
+    expect(exit.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^Epoch: 0, Step: 2, Loss: \d+\.\d+, Throughputs: \d+\.\d samples\/s$/m);
+    expect(r.stdout).toMatch(/memory: rank 0@local rss/);
+    expect(r.stderr).toMatch(/engine tfjs, backend/);
+  });
+
+  it('computes the same update with 2 ranks as one process on the same global batch (frozen batch-norm)', async () => {
+    const common = ['--steps', '3', '--warmup-steps', '0', '--log-steps', '3', '--freeze-bn', '--optimizer', 'sgd', '--lr', '0.05', '--momentum', '0', '--weight-decay', '0', '--stem', 'cifar', '--image-size', '8', '--classes', '10', '--json'];
+    const ck1 = dataDir();
+    const ck2 = dataDir();
+    const [one, two] = [
+      runCli(['run', '--local', '--ranks', '1', '--batch-size', '8', '--checkpoint-dir', ck1, ...common], { env: { COHORT_DATA_DIR: dataDir() }, json: true }),
+      runCli(['run', '--local', '--ranks', '2', '--batch-size', '4', '--checkpoint-dir', ck2, ...common], { env: { COHORT_DATA_DIR: dataDir() }, json: true }),
+    ];
+    expect((await one.exit).code, one.stderr).toBe(0);
+    expect((await two.exit).code, two.stderr).toBe(0);
+    const a = loadLatestCheckpoint(ck1)!.sections.params!;
+    const b = loadLatestCheckpoint(ck2)!.sections.params!;
+    let maxDiff = 0;
+    let maxAbs = 0;
+    for (let i = 0; i < a.length; i++) {
+      maxDiff = Math.max(maxDiff, Math.abs(a[i]! - b[i]!));
+      maxAbs = Math.max(maxAbs, Math.abs(a[i]!));
+    }
+    expect(maxDiff / maxAbs).toBeLessThan(1e-4);
+    // and they really trained: the loss moved
+    const losses = of(one.events, 'step').map((s) => s.loss);
+    expect(losses.length).toBeGreaterThan(0);
+  });
+
+  it('fails every rank within 10 s, non-zero, with an error naming the rank, when one rank is killed', async () => {
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', '--warmup-steps', '0', ...tiny, '--json'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+    await r.waitFor((e) => e.type === 'step');
+    // Find rank 1's pid from the process table (it is a child of the agent, in its own group).
+    const { execFileSync } = await import('node:child_process');
+    const ps = execFileSync('ps', ['-eo', 'pid,args']).toString();
+    const line = ps.split('\n').find((l) => l.includes('cohort-trainer.mjs rank') && l.trim().length > 0 && isRank(Number(l.trim().split(/\s+/)[0]), 1));
+    expect(line, ps).toBeDefined();
+    const pid = Number(line!.trim().split(/\s+/)[0]);
+    const killedAt = Date.now();
+    process.kill(pid, 'SIGKILL');
+    const exit = await r.exit;
+    expect(Date.now() - killedAt).toBeLessThan(10_000);
+    expect(exit.code).toBe(1);
+    const err = of(r.events, 'error') as ErrorEvent[];
+    expect(err.some((e) => e.rank === 1 && /killed by SIGKILL/.test(e.message) && e.host === 'local')).toBe(true);
+    const after = execFileSync('ps', ['-eo', 'pid,args']).toString();
+    const leftovers = after.split('\n').filter((l) => l.includes('cohort-trainer.mjs') && pidOf(l) !== undefined && alive(pidOf(l)!) && belongsTo(pidOf(l)!, r.child.pid!));
+    expect(leftovers).toEqual([]);
+  });
+});
+
+describe('cohort run: bad input', () => {
+  it.each([
+    [['--batch-size', '-4'], /--batch-size: must be ≥ 1, got -4/],
+    [['--backend', 'tpu'], /--backend: expected one of auto, tensorflow, wasm, cpu/],
+    [['--image-size', '16'], /--image-size: 16 is too small for the imagenet stem/],
+    [['--batch-size', 'lots'], /--batch-size: expected a number, got "lots"/],
+    [['--ranks', '0'], /--ranks: expected a whole number/],
+    [['--bogus'], /Unknown option '--bogus'/],
+  ])('%j gets a one-line error naming the flag and exit code 2', async (flags, message) => {
+    const r = runCli(['run', '--local', ...flags], { env: { COHORT_DATA_DIR: dataDir() } });
+    const exit = await r.exit;
+    expect(exit.code).toBe(2);
+    expect(r.stderr.split('\n')[0]).toMatch(message);
+  });
+});
+
+function pidOf(psLine: string): number | undefined {
+  const n = Number(psLine.trim().split(/\s+/)[0]);
+  return Number.isFinite(n) && n > 0 ? n : undefined;
+}
+
+function isRank(pid: number, rank: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`RANK=${rank}`);
+  } catch {
+    return false;
+  }
+}
+
+/** Was this process started by the CLI under test (its environment carries our data dir)? */
+function belongsTo(pid: number, _cliPid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').includes('cohort-test-data-');
+  } catch {
+    return false;
+  }
+}
