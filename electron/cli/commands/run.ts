@@ -53,6 +53,7 @@ export async function runCommand(args: string[], io: { env: NodeJS.ProcessEnv; s
     hosts: [{ name: 'local', ranks: Array.from({ length: ranks }, (_, i) => i) }],
     worldSize: ranks,
     versions: { node: process.versions.node },
+    controllerPid: process.pid,
   });
   const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
   controller.onEvent((e) => {

@@ -5,25 +5,9 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../../../trainer/util/atomic-write';
-import { EventLineDecoder, type CohortEvent, type RunStatus, type TrainConfig } from '../../../trainer/protocol';
+import { EventLineDecoder, type CohortEvent, type RunMeta } from '../../../trainer/protocol';
 
-export interface RunMeta {
-  id: string;
-  profile: string;
-  startedAt: string;
-  endedAt?: string;
-  status: RunStatus | 'running';
-  config: TrainConfig;
-  hosts: { name: string; address?: string; ranks: number[] }[];
-  worldSize: number;
-  versions: Record<string, string>;
-  /** Filled at the end from the `done` event. */
-  medianGlobalSamplesPerSec?: number | null;
-  steps?: number;
-  error?: string;
-  /** A copy of the profile as it was when the run started. */
-  profileSnapshot?: unknown;
-}
+export type { RunMeta };
 
 export function newRunId(now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\..*/, '').replace('T', '-');
