@@ -1,8 +1,10 @@
 // `cohort run --local [--ranks N] [trainer flags] [--json]`: trains on this machine with the
 // same agent, events and run history as a cluster run.
+import { join } from 'node:path';
+import { localProfile } from '../../../trainer/protocol';
 import { resolvePaths } from '../../core/paths';
-import { localWorkdir, startLocalRun } from '../../core/runs/local-run';
-import { RunStore, newRunId } from '../../core/runs/run-store';
+import { RunStore } from '../../core/runs/run-store';
+import { startRun } from '../../core/runs/start-run';
 import { EXIT, UsageError } from '../exit-codes';
 import { humanPrinter, jsonPrinter } from '../event-printer';
 import { parseCommandLine, trainConfigFromFlags, trainFlagOptions } from '../train-flags';
@@ -41,42 +43,20 @@ export async function runCommand(args: string[], io: { env: NodeJS.ProcessEnv; s
   const config = trainConfigFromFlags(values);
 
   const paths = resolvePaths(io.env);
-  const runId = newRunId();
-  const store = new RunStore(`${paths.dataDir}/runs`);
-  const controller = await startLocalRun({ runId, ranks, config, workdir: localWorkdir(paths.dataDir) });
-  const recorder = store.create({
-    id: runId,
-    profile: 'local',
-    startedAt: new Date().toISOString(),
-    status: 'running',
-    config,
-    hosts: [{ name: 'local', ranks: Array.from({ length: ranks }, (_, i) => i) }],
-    worldSize: ranks,
-    versions: { node: process.versions.node },
-    controllerPid: process.pid,
-  });
+  const store = new RunStore(join(paths.dataDir, 'runs'));
+  // Flags were validated into a full config above; the profile's defaults do not apply to --local.
+  const { runId, controller, recorder } = await startRun({ profile: localProfile(ranks), overrides: config, ranks, store, dataDir: paths.dataDir });
   const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
-  controller.onEvent((e) => {
-    recorder.record(e);
-    printer.event(e);
-  });
+  controller.onEvent((e) => printer.event(e));
   const onSignal = () => controller.cancel('interrupted (Ctrl-C)');
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
     await controller.start();
     const result = await controller.result;
-    recorder.update({
-      status: result.status,
-      endedAt: new Date().toISOString(),
-      medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? null,
-      steps: result.lastStep,
-      ...(result.error ? { error: `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}` } : {}),
-    });
     if (!values.json) io.stderr.write(`run ${runId} recorded in ${recorder.dir}\n`);
     return result.status === 'ok' ? EXIT.ok : result.status === 'cancelled' ? EXIT.cancelled : EXIT.trainingFailed;
   } finally {
-    recorder.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }

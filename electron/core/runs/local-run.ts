@@ -6,7 +6,7 @@ import type { TrainConfig } from '../../../trainer/protocol';
 import { locateTrainerBundle } from '../trainer-bundle';
 import { spawnLocalAgent } from './agent-channel';
 import { freePort } from './free-port';
-import { RunController, type RunPlan } from './run-controller';
+import type { RunPlan } from './run-controller';
 
 export interface LocalRunOptions {
   runId: string;
@@ -41,10 +41,6 @@ export async function planLocalRun(o: LocalRunOptions): Promise<RunPlan> {
   };
 }
 
-export async function startLocalRun(o: LocalRunOptions): Promise<RunController> {
-  const c = new RunController(await planLocalRun(o));
-  return c;
-}
 
 export function localWorkdir(dataDir: string): string {
   return join(dataDir, 'local');
