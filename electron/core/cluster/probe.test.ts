@@ -1,0 +1,33 @@
+// The probe script is run for real by /bin/sh on this machine (the SSH tests run it on sshd hosts).
+import { execFileSync } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
+import { parseProbe, probeScript, probeSummary } from './probe';
+
+describe('probe', () => {
+  it('describes this machine', () => {
+    const out = execFileSync('/bin/sh', ['-c', probeScript('/tmp/cohort-probe-test')], { encoding: 'utf8' });
+    const p = parseProbe('here', out);
+    expect(p.ok).toBe(true);
+    expect(p.cores).toBeGreaterThan(0);
+    expect(p.memBytes).toBeGreaterThan(2 ** 30);
+    expect(p.node?.version).toBe(process.version);
+    expect(p.gpus).toEqual([]); // no GPU on the build machines
+    expect(probeSummary(p)).toMatch(/CPU only/);
+  });
+
+  it('parses GPUs, CUDA and torch', () => {
+    const p = parseProbe('gpu1', ['os=Linux 6.1', 'arch=x86_64', 'cores=64', 'mem=540000000000', 'node=/usr/bin/node|v20.11.0', 'gpu=0, NVIDIA A100-SXM4-80GB, 81920, 535.104.05', 'gpu=1, NVIDIA A100-SXM4-80GB, 81920, 535.104.05', 'cuda=12.2', 'python=/usr/bin/python3|3.10.12|2.3.0|True', 'probe=done'].join('\n'));
+    expect(p.gpus).toHaveLength(2);
+    expect(p.gpus[1]).toMatchObject({ index: 1, name: 'NVIDIA A100-SXM4-80GB', memoryBytes: 81920 * 2 ** 20, driver: '535.104.05', cuda: '12.2' });
+    expect(p.torch).toEqual({ version: '2.3.0', cuda: true });
+  });
+
+  it('explains a missing or old Node with the fix', () => {
+    const missing = parseProbe('old', 'os=Linux\nprobe=done\n');
+    expect(missing.ok).toBe(false);
+    expect(missing.error?.code).toBe('node-missing');
+    expect(missing.error?.hint).toMatch(/install Node\.js 20/);
+    const old = parseProbe('old', 'node=/usr/bin/node|v18.19.0\nprobe=done\n');
+    expect(old.error?.message).toMatch(/Node\.js v18\.19\.0 .* needs 20/);
+  });
+});

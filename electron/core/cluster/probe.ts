@@ -1,0 +1,118 @@
+// Probe: what a host offers (OS, cores, RAM, Node, GPUs, TensorFlow bindings, PyTorch), found by a
+// POSIX shell script run over one SSH exec. Shell, not Node, because a host without Node ≥ 20 must
+// still be described (and told how to fix it). Output is `key=value` lines; parseProbe reads them.
+import type { GpuInfo, HostProbe } from '../../../trainer/protocol';
+
+export const MIN_NODE_MAJOR = 20;
+
+/** The script; `workdir` is where `cohort provision` installs runtime packages. */
+export function probeScript(workdir: string): string {
+  const wd = shellQuote(workdir);
+  return `
+set +e
+WD=${wd}
+case "$WD" in "~/"*) WD="$HOME/\${WD#\\~/}";; esac
+echo "os=$(uname -s 2>/dev/null) $(uname -r 2>/dev/null)"
+echo "arch=$(uname -m 2>/dev/null)"
+echo "cores=$(getconf _NPROCESSORS_ONLN 2>/dev/null || nproc 2>/dev/null)"
+if [ -r /proc/meminfo ]; then echo "mem=$(awk '/^MemTotal:/ {print $2*1024}' /proc/meminfo)"; else echo "mem=$(sysctl -n hw.memsize 2>/dev/null)"; fi
+NODE=$(command -v node 2>/dev/null)
+if [ -n "$NODE" ]; then echo "node=$NODE|$("$NODE" --version 2>/dev/null)"; fi
+if command -v nvidia-smi >/dev/null 2>&1; then
+  nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader,nounits 2>/dev/null | while IFS= read -r l; do echo "gpu=$l"; done
+  echo "cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\\([0-9.]*\\).*/\\1/p' | head -n 1)"
+fi
+for m in tfjs-node-gpu tfjs-node; do
+  if [ -d "$WD/runtime/node_modules/@tensorflow/$m" ]; then echo "$m=$WD/runtime"; fi
+done
+for P in "$COHORT_PYTHON" /usr/bin/python3 python3; do
+  [ -n "$P" ] || continue
+  command -v "$P" >/dev/null 2>&1 || continue
+  OUT=$("$P" -c 'import sys; v=sys.version.split()[0]
+try:
+    import torch; print(v + "|" + torch.__version__ + "|" + str(torch.cuda.is_available()))
+except Exception:
+    print(v + "||")' 2>/dev/null)
+  [ -n "$OUT" ] || continue
+  echo "python=$(command -v "$P")|$OUT"
+  case "$OUT" in *"||") continue;; esac
+  break
+done
+echo "probe=done"
+`;
+}
+
+export function parseProbe(host: string, text: string, probedAt = new Date().toISOString()): HostProbe {
+  const p: HostProbe = { host, ok: false, probedAt, gpus: [], tfjsNodeGpu: false, tfjsNode: false };
+  let cuda = '';
+  let complete = false;
+  for (const line of text.split('\n')) {
+    const eq = line.indexOf('=');
+    if (eq < 0) continue;
+    const key = line.slice(0, eq).trim();
+    const value = line.slice(eq + 1).trim();
+    switch (key) {
+      case 'os':
+        p.os = value;
+        break;
+      case 'arch':
+        p.arch = value;
+        break;
+      case 'cores':
+        if (Number(value) > 0) p.cores = Number(value);
+        break;
+      case 'mem':
+        if (Number(value) > 0) p.memBytes = Number(value);
+        break;
+      case 'node': {
+        const [path, version] = value.split('|');
+        const major = Number(/^v?(\d+)/.exec(version ?? '')?.[1]);
+        p.node = { path: path ?? '', version: version ?? '', ok: major >= MIN_NODE_MAJOR };
+        break;
+      }
+      case 'gpu': {
+        const [index, name, mem, driver] = value.split(',').map((s) => s.trim());
+        const g: GpuInfo = { index: Number(index), name: name ?? '', memoryBytes: Number(mem) * 2 ** 20, driver: driver ?? '', cuda: '' };
+        if (Number.isFinite(g.index)) p.gpus.push(g);
+        break;
+      }
+      case 'cuda':
+        cuda = value;
+        break;
+      case 'tfjs-node-gpu':
+        p.tfjsNodeGpu = true;
+        break;
+      case 'tfjs-node':
+        p.tfjsNode = true;
+        break;
+      case 'python': {
+        const [path, version, torch, hasCuda] = value.split('|');
+        p.python = { path: path ?? '', version: version ?? '' };
+        if (torch) p.torch = { version: torch, cuda: hasCuda === 'True' };
+        break;
+      }
+      case 'probe':
+        complete = value === 'done';
+        break;
+    }
+  }
+  for (const g of p.gpus) g.cuda = cuda;
+  p.ok = complete && !!p.node?.ok;
+  if (!complete) p.error = { code: 'probe-incomplete', message: `the probe script on ${host} did not finish`, hint: 'check that the login shell is POSIX sh compatible' };
+  else if (!p.node) p.error = { code: 'node-missing', message: `${host} has no Node.js on the PATH of a non-interactive SSH login`, hint: `install Node.js ${MIN_NODE_MAJOR} or newer on ${host} (e.g. from nodejs.org or your distribution's nodejs ${MIN_NODE_MAJOR}.x package), or put it on the PATH in the host's env` };
+  else if (!p.node.ok) p.error = { code: 'node-too-old', message: `${host} has Node.js ${p.node.version} at ${p.node.path}; the trainer needs ${MIN_NODE_MAJOR} or newer`, hint: `upgrade Node.js on ${host} to ${MIN_NODE_MAJOR}.x or newer` };
+  return p;
+}
+
+export function shellQuote(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** One line per host for `cohort probe` (table form). */
+export function probeSummary(p: HostProbe): string {
+  if (p.error && !p.node) return `${p.host}: ${p.error.message}`;
+  const gpu = p.gpus.length ? p.gpus.map((g) => `${g.name} ${(g.memoryBytes / 2 ** 30).toFixed(0)} GiB`).join(', ') + ` (driver ${p.gpus[0]!.driver}, CUDA ${p.gpus[0]!.cuda || '?'})` : 'CPU only';
+  const torch = p.torch ? `torch ${p.torch.version}${p.torch.cuda ? '+cuda' : ''}` : 'no torch';
+  const tf = p.tfjsNodeGpu ? 'tfjs-node-gpu' : p.tfjsNode ? 'tfjs-node' : 'tfjs wasm only';
+  return `${p.host}: ${p.os ?? '?'} ${p.arch ?? ''}, ${p.cores ?? '?'} cores, ${p.memBytes ? (p.memBytes / 2 ** 30).toFixed(1) + ' GiB' : '?'}, node ${p.node?.version ?? 'missing'}, ${gpu}, ${tf}, ${torch}${p.error ? ` — ${p.error.message}` : ''}`;
+}
