@@ -1,0 +1,140 @@
+// OpenSSH known_hosts: parse, look a host key up, and record a newly accepted key. Supports
+// plain and hashed (`|1|salt|hash`, HMAC-SHA1) host fields, comma lists, `*`/`?` wildcards,
+// `!negation`, `[host]:port` names for non-22 ports and the @revoked marker. @cert-authority lines
+// are skipped (we do not do host certificates). Format: sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT".
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { writeFileAtomic, withFileLock } from '../profiles/atomic-file';
+
+export interface KnownHostEntry {
+  /** 1-based line number in the file (what `ssh-keygen -R` and users count by). */
+  line: number;
+  marker?: 'revoked';
+  /** The host field as written (patterns or a hashed name). */
+  hosts: string;
+  keyType: string;
+  /** Base64 of the public key blob. */
+  key: string;
+}
+
+export type HostKeyCheck =
+  | { status: 'known'; line: number }
+  | { status: 'unknown'; otherKeyTypes: { keyType: string; line: number }[] }
+  | { status: 'changed'; line: number; keyType: string; knownFingerprint: string }
+  | { status: 'revoked'; line: number };
+
+/** The name OpenSSH looks up: `host` on port 22, `[host]:port` otherwise. */
+export function knownHostsName(address: string, port: number): string {
+  return port === 22 ? address : `[${address}]:${port}`;
+}
+
+/** OpenSSH-style fingerprint: `SHA256:` + unpadded base64 of the SHA-256 of the key blob. */
+export function fingerprintSha256(keyBlob: Uint8Array): string {
+  return 'SHA256:' + createHash('sha256').update(keyBlob).digest('base64').replace(/=+$/, '');
+}
+
+/** The key type named at the start of an SSH public key blob (`ssh-ed25519`, `ssh-rsa`, ...). */
+export function keyTypeOf(keyBlob: Uint8Array): string {
+  const buf = Buffer.from(keyBlob.buffer, keyBlob.byteOffset, keyBlob.byteLength);
+  if (buf.length < 4) return 'unknown';
+  const len = buf.readUInt32BE(0);
+  return len > 0 && 4 + len <= buf.length ? buf.subarray(4, 4 + len).toString('latin1') : 'unknown';
+}
+
+export function parseKnownHosts(text: string): KnownHostEntry[] {
+  const out: KnownHostEntry[] = [];
+  text.split('\n').forEach((raw, i) => {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#')) return;
+    const fields = line.split(/\s+/);
+    let marker: KnownHostEntry['marker'];
+    if (fields[0].startsWith('@')) {
+      const m = fields.shift() as string;
+      if (m === '@revoked') marker = 'revoked';
+      else return; // @cert-authority and unknown markers: not supported, never trusted
+    }
+    if (fields.length < 3) return;
+    out.push({ line: i + 1, ...(marker ? { marker } : {}), hosts: fields[0], keyType: fields[1], key: fields[2] });
+  });
+  return out;
+}
+
+/** Does the entry's host field match `name` (already in `[host]:port` form when needed)? */
+export function hostFieldMatches(field: string, name: string): boolean {
+  if (field.startsWith('|1|')) {
+    const [, , salt, hash] = field.split('|');
+    if (!salt || !hash) return false;
+    const mac = createHmac('sha1', Buffer.from(salt, 'base64')).update(name).digest('base64');
+    return mac === hash;
+  }
+  let hit = false;
+  for (const pattern of field.split(',')) {
+    const negated = pattern.startsWith('!');
+    if (globMatch(negated ? pattern.slice(1) : pattern, name)) {
+      if (negated) return false;
+      hit = true;
+    }
+  }
+  return hit;
+}
+
+function globMatch(pattern: string, name: string): boolean {
+  if (!/[*?]/.test(pattern)) return pattern.toLowerCase() === name.toLowerCase();
+  const re = new RegExp('^' + pattern.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.') + '$', 'i');
+  return re.test(name);
+}
+
+/** Looks a presented host key up, the way OpenSSH decides known / new / changed / revoked. */
+export function checkHostKey(entries: KnownHostEntry[], name: string, keyBlob: Uint8Array): HostKeyCheck {
+  const keyB64 = Buffer.from(keyBlob).toString('base64');
+  const keyType = keyTypeOf(keyBlob);
+  const matching = entries.filter((e) => hostFieldMatches(e.hosts, name));
+  const revoked = matching.find((e) => e.marker === 'revoked' && e.key === keyB64);
+  if (revoked) return { status: 'revoked', line: revoked.line };
+  const live = matching.filter((e) => !e.marker);
+  const same = live.find((e) => e.key === keyB64);
+  if (same) return { status: 'known', line: same.line };
+  const sameType = live.find((e) => e.keyType === keyType);
+  if (sameType) {
+    return { status: 'changed', line: sameType.line, keyType, knownFingerprint: fingerprintSha256(Buffer.from(sameType.key, 'base64')) };
+  }
+  return { status: 'unknown', otherKeyTypes: live.map((e) => ({ keyType: e.keyType, line: e.line })) };
+}
+
+export async function readKnownHosts(path: string): Promise<KnownHostEntry[]> {
+  try {
+    return parseKnownHosts(await readFile(path, 'utf8'));
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') return [];
+    throw err;
+  }
+}
+
+/** `|1|salt|hash` for a host name, as `ssh-keygen -H` / HashKnownHosts write it. */
+export function hashHostName(name: string, salt: Buffer = randomBytes(20)): string {
+  return `|1|${salt.toString('base64')}|${createHmac('sha1', salt).update(name).digest('base64')}`;
+}
+
+/**
+ * Records an accepted host key (OpenSSH's accept-new): rewrites the file atomically with the new
+ * line appended, under an in-process lock so parallel connects do not lose each other's lines.
+ * Returns the new line's number.
+ */
+export async function addKnownHost(path: string, name: string, keyBlob: Uint8Array, opts: { hash?: boolean } = {}): Promise<number> {
+  return withFileLock(path, async () => {
+    let text = '';
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
+    }
+    // Another connection may have recorded the same key meanwhile.
+    const existing = checkHostKey(parseKnownHosts(text), name, keyBlob);
+    if (existing.status === 'known') return existing.line;
+    if (text !== '' && !text.endsWith('\n')) text += '\n';
+    const hostField = opts.hash ? hashHostName(name) : name;
+    text += `${hostField} ${keyTypeOf(keyBlob)} ${Buffer.from(keyBlob).toString('base64')}\n`;
+    await writeFileAtomic(path, text, { mode: 0o600 });
+    return text.split('\n').length - 1;
+  });
+}
