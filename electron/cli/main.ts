@@ -1,20 +1,32 @@
 // The `cohort` CLI: the composition root for headless use. It reads the environment once and
 // hands explicit dependencies to core.
+import { profilesCommand } from './commands/profiles';
 import { runCommand } from './commands/run';
+import { runsCommand, stopCommand } from './commands/runs';
 import { EXIT, UsageError } from './exit-codes';
+import type { CliIo } from './io';
 
 const USAGE = `usage: cohort <command> [options]
 commands:
-  run      train ResNet-50 (--local, or --profile NAME)      cohort run --help
+  run       train ResNet-50 (--local, or --profile NAME)      cohort run --help
+  profiles  saved cluster profiles: list, show, add, rm, import, export, import-ssh-config
+  runs      run history: list, show, export
+  stop RUN  stop a running run on every host
   help     this text`;
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
-  const io = { env: process.env, stdout: process.stdout, stderr: process.stderr };
+  const io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr, stdin: process.stdin };
   try {
     switch (cmd) {
       case 'run':
         return await runCommand(rest, io);
+      case 'profiles':
+        return await profilesCommand(rest, io);
+      case 'runs':
+        return await runsCommand(rest, io);
+      case 'stop':
+        return await stopCommand(rest, io);
       case undefined:
       case 'help':
       case '--help':
@@ -29,10 +41,18 @@ async function main(argv: string[]): Promise<number> {
       io.stderr.write(`cohort: ${err.message}\n`);
       return EXIT.usage;
     }
-    const e = err as Error & { code?: string };
-    io.stderr.write(`cohort: ${e.message}\n`);
-    return typeof e.code === 'string' && e.code.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+    const e = err as Error & { code?: string; hint?: string };
+    io.stderr.write(`cohort: ${e.message}\n${e.hint ? `  hint: ${e.hint}\n` : ''}`);
+    return exitCodeFor(e);
   }
+}
+
+/** Input problems (a bad profile, an unknown run) are usage errors; connection problems have their own code. */
+function exitCodeFor(e: Error & { code?: string }): number {
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (code.startsWith('ssh-')) return EXIT.connection;
+  if (code.startsWith('profile-') || e.name === 'ProfileError' || e.name === 'DecodeError' || e.name === 'ConfigError') return EXIT.usage;
+  return EXIT.trainingFailed;
 }
 
 process.exitCode = await main(process.argv.slice(2));

@@ -6,6 +6,7 @@ import { resolvePaths } from '../../core/paths';
 import { RunStore } from '../../core/runs/run-store';
 import { startRun } from '../../core/runs/start-run';
 import { EXIT, UsageError } from '../exit-codes';
+import type { CliIo } from '../io';
 import { humanPrinter, jsonPrinter } from '../event-printer';
 import { parseCommandLine, trainConfigFromFlags, trainFlagOptions } from '../train-flags';
 
@@ -20,7 +21,7 @@ training options:
   --checkpoint-dir DIR  --checkpoint-every N  --resume
 output: --json (events only, one per line)  --verbose (every rank's log lines)`;
 
-export async function runCommand(args: string[], io: { env: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }): Promise<number> {
+export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(args, {
     ...trainFlagOptions(),
     local: { type: 'boolean' },

@@ -1,0 +1,120 @@
+// `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
+import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
+import type { RunMeta } from '../../../trainer/protocol';
+import { resolvePaths } from '../../core/paths';
+import { runsToCsv } from '../../core/runs/run-csv';
+import { RunStore } from '../../core/runs/run-store';
+import { EXIT, UsageError } from '../exit-codes';
+import { parseCommandLine } from '../train-flags';
+import type { CliIo } from '../io';
+
+export const RUNS_USAGE = `usage: cohort runs list [--json]
+       cohort runs show RUN [--json]
+       cohort runs export RUN... [--format csv|jsonl]
+       cohort stop RUN`;
+
+function storeOf(io: CliIo): RunStore {
+  return new RunStore(join(resolvePaths(io.env).dataDir, 'runs'));
+}
+
+function requireRun(store: RunStore, id: string | undefined): RunMeta {
+  if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${RUNS_USAGE}`);
+  const meta = store.meta(id) ?? store.list().find((m) => m.id.startsWith(id));
+  if (!meta) throw new UsageError(`no run "${id}" in ${store.runsDir}; "cohort runs list" shows the recorded runs`);
+  return meta;
+}
+
+export async function runsCommand(args: string[], io: CliIo): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' } });
+  const store = storeOf(io);
+  switch (sub) {
+    case 'list': {
+      const runs = store.list();
+      if (values.json) io.stdout.write(JSON.stringify(runs, null, 2) + '\n');
+      else if (!runs.length) io.stdout.write(`no runs recorded yet in ${store.runsDir}\n`);
+      else {
+        io.stdout.write(pad(['RUN', 'PROFILE', 'STATUS', 'RANKS', 'IMG/S', 'STEPS', 'CONFIG', 'STARTED']) + '\n');
+        for (const m of runs) io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), m.medianGlobalSamplesPerSec ? m.medianGlobalSamplesPerSec.toFixed(1) : '-', String(m.steps ?? '-'), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19)]) + '\n');
+      }
+      return EXIT.ok;
+    }
+    case 'show': {
+      const meta = requireRun(store, positionals[0]);
+      const events = store.events(meta.id);
+      if (values.json) {
+        io.stdout.write(JSON.stringify({ meta, events }, null, 2) + '\n');
+        return EXIT.ok;
+      }
+      const steps = events.filter((e) => e.type === 'step');
+      io.stdout.write(
+        [
+          `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]`).join(' ')}`,
+          `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
+          `config: ${configSummary(meta)}`,
+          `median throughput: ${meta.medianGlobalSamplesPerSec ? meta.medianGlobalSamplesPerSec.toFixed(1) + ' samples/s' : '-'}; ${steps.length} step reports`,
+          ...(meta.error ? [`error: ${meta.error}`] : []),
+          `folder: ${join(store.runsDir, meta.id)}`,
+        ].join('\n') + '\n',
+      );
+      return EXIT.ok;
+    }
+    case 'export': {
+      if (!positionals.length) throw new UsageError(`name at least one run\n${RUNS_USAGE}`);
+      const metas = positionals.map((id) => requireRun(store, id));
+      const format = (values.format as string | undefined) ?? 'csv';
+      if (format === 'csv') io.stdout.write(runsToCsv(metas.map((meta) => ({ meta, events: store.events(meta.id) }))));
+      else if (format === 'jsonl') for (const m of metas) for (const e of store.events(m.id)) io.stdout.write(JSON.stringify(e) + '\n');
+      else throw new UsageError(`--format: expected csv or jsonl, got ${JSON.stringify(format)}`);
+      return EXIT.ok;
+    }
+    default:
+      throw new UsageError(sub ? `unknown runs command "${sub}"\n${RUNS_USAGE}` : RUNS_USAGE);
+  }
+}
+
+/** `cohort stop RUN`: signals the process that controls the run; it cancels every host and verifies. */
+export async function stopCommand(args: string[], io: CliIo): Promise<number> {
+  const { positionals } = parseCommandLine(args, {});
+  const store = storeOf(io);
+  const meta = requireRun(store, positionals[0]);
+  if (meta.status !== 'running') {
+    io.stdout.write(`run ${meta.id} is not running (${meta.status})\n`);
+    return EXIT.ok;
+  }
+  const pid = meta.controllerPid;
+  if (!pid || !alive(pid)) {
+    throw new Error(`run ${meta.id} is marked running but its controller (pid ${pid ?? '?'}) is gone; its agents stop by themselves when their SSH channels close (check with "cohort probe ${meta.profile}")`);
+  }
+  process.kill(pid, 'SIGINT');
+  io.stderr.write(`asked the controller (pid ${pid}) to stop run ${meta.id}...\n`);
+  for (let i = 0; i < 150; i++) {
+    await sleep(100);
+    const now = store.meta(meta.id);
+    if (now && now.status !== 'running') {
+      io.stdout.write(`run ${meta.id}: ${now.status}\n`);
+      return EXIT.ok;
+    }
+  }
+  throw new Error(`run ${meta.id} did not stop within 15 s; its controller is pid ${pid}`);
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function configSummary(m: RunMeta): string {
+  const c = m.config;
+  return `${c.engine} bs${c.batchSize} ${c.imageSize}px ${c.stem}${c.compile ? ' compile' : ''}${c.fp16 ? ' fp16' : ''}${c.bf16 ? ' bf16' : ''} ${c.data}`;
+}
+
+function pad(cols: string[]): string {
+  const widths = [22, 12, 10, 6, 8, 6, 34, 19];
+  return cols.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' ').trimEnd();
+}
