@@ -141,7 +141,9 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     COHORT_THREADS: spec.env.COHORT_THREADS ?? String(threads),
   };
   if (r.gpu !== undefined) env.CUDA_VISIBLE_DEVICES = String(r.gpu);
-  const [cmd, ...args] = engine.name === 'torch' ? [engine.python!, engine.script!] : [process.execPath, trainerEntry, 'rank'];
+  // The run id in every rank's arguments lets `cohort` find leftovers of a run with ps (python: -X accepts any key).
+  const [cmd, ...args] =
+    engine.name === 'torch' ? [engine.python!, '-X', `cohort_run=${spec.runId}`, engine.script!] : [process.execPath, trainerEntry, 'rank', '--run', spec.runId];
   // detached: the rank leads its own process group, so killing the group also ends anything it spawned.
   const child = spawn(cmd!, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false };

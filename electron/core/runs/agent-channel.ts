@@ -22,8 +22,8 @@ export interface AgentChannel {
 }
 
 /** Starts the trainer agent as a local child process (the `local` profile). */
-export function spawnLocalAgent(opts: { host: string; nodePath: string; trainerEntry: string; workdir: string; env?: NodeJS.ProcessEnv }): AgentChannel {
-  const child = spawn(opts.nodePath, [opts.trainerEntry, 'agent'], {
+export function spawnLocalAgent(opts: { host: string; nodePath: string; trainerEntry: string; workdir: string; runId: string; env?: NodeJS.ProcessEnv }): AgentChannel {
+  const child = spawn(opts.nodePath, [opts.trainerEntry, 'agent', '--run', opts.runId], {
     cwd: opts.workdir,
     env: { ...process.env, ...opts.env, COHORT_WORKDIR: opts.workdir },
     stdio: ['pipe', 'pipe', 'pipe'],

@@ -33,7 +33,7 @@ export async function planLocalRun(o: LocalRunOptions): Promise<RunPlan> {
         host: 'local',
         ranks: Array.from({ length: o.ranks }, (_, i) => ({ rank: i, localRank: i })),
         env: o.env ?? {},
-        open: async () => spawnLocalAgent({ host: 'local', nodePath: process.execPath, trainerEntry: bundle.entry, workdir: o.workdir }),
+        open: async () => spawnLocalAgent({ host: 'local', nodePath: process.execPath, trainerEntry: bundle.entry, workdir: o.workdir, runId: o.runId }),
       },
     ],
     // Locally the agent also sees EOF the moment we die; heartbeats cover hung parents.
