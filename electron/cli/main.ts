@@ -1,7 +1,9 @@
 // The `cohort` CLI: the composition root for headless use. It reads the environment once and
 // hands explicit dependencies to core.
+import { deployCommand, probeCommand, provisionCommand } from './commands/cluster';
 import { profilesCommand } from './commands/profiles';
 import { runCommand } from './commands/run';
+import { serveCommand } from './commands/serve';
 import { runsCommand, stopCommand } from './commands/runs';
 import { EXIT, UsageError } from './exit-codes';
 import type { CliIo } from './io';
@@ -10,8 +12,12 @@ const USAGE = `usage: cohort <command> [options]
 commands:
   run       train ResNet-50 (--local, or --profile NAME)      cohort run --help
   profiles  saved cluster profiles: list, show, add, rm, import, export, import-ssh-config
+  probe PROFILE      what each host offers (GPUs, Node, tfjs bindings, PyTorch)
+  deploy PROFILE     upload the trainer bundle (skipped when already there)
+  provision PROFILE  install @tensorflow/tfjs-node(-gpu) on the hosts (needs their network)
   runs      run history: list, show, export
   stop RUN  stop a running run on every host
+  serve     the dashboard in a browser (loopback + token): cohort serve [--port N] [--host ADDR]
   help     this text`;
 
 async function main(argv: string[]): Promise<number> {
@@ -23,10 +29,18 @@ async function main(argv: string[]): Promise<number> {
         return await runCommand(rest, io);
       case 'profiles':
         return await profilesCommand(rest, io);
+      case 'probe':
+        return await probeCommand(rest, io);
+      case 'deploy':
+        return await deployCommand(rest, io);
+      case 'provision':
+        return await provisionCommand(rest, io);
       case 'runs':
         return await runsCommand(rest, io);
       case 'stop':
         return await stopCommand(rest, io);
+      case 'serve':
+        return await serveCommand(rest, io);
       case undefined:
       case 'help':
       case '--help':

@@ -1,6 +1,6 @@
 // Starting a run, the same way for every client (CLI, `cohort serve`, Electron): resolve the
 // profile's config, plan local or cluster hosts, record history, and hand back the controller.
-import { isLocalProfile, resolveRunConfig, type Profile, type RunMeta, type TrainConfig } from '../../../trainer/protocol';
+import { isLocalProfile, resolveRunConfig, type DeployProgress, type Profile, type RunMeta, type TrainConfig } from '../../../trainer/protocol';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { localWorkdir, planLocalRun } from './local-run';
 import { RunController } from './run-controller';
@@ -20,6 +20,7 @@ export async function startRun(o: {
   dataDir: string;
   cluster?: ClusterOps;
   acceptNewHostKeys?: boolean;
+  onDeployProgress?: (p: DeployProgress) => void;
   runId?: string;
 }): Promise<StartedRun> {
   const runId = o.runId ?? newRunId();
@@ -29,7 +30,7 @@ export async function startRun(o: {
     plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir) });
   } else {
     if (!o.cluster) throw new Error('cluster runs need the SSH layer (ClusterOps), which this client did not provide');
-    plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
+    plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(o.onDeployProgress ? { onProgress: o.onDeployProgress } : {}) });
   }
   const meta: RunMeta = {
     id: runId,

@@ -1,0 +1,101 @@
+// `cohort probe PROFILE`, `cohort deploy PROFILE`, `cohort provision PROFILE`: talking to a
+// profile's hosts over SSH.
+import type { DeployProgress, Profile } from '../../../trainer/protocol';
+import { SshCluster } from '../../core/cluster/ssh-cluster';
+import { probeSummary, shellQuote } from '../../core/cluster/probe';
+import { resolvePaths } from '../../core/paths';
+import { ProfileStore } from '../../core/profiles';
+import { KeyRing } from '../../core/ssh';
+import { EXIT, UsageError } from '../exit-codes';
+import type { CliIo } from '../io';
+import { parseCommandLine } from '../train-flags';
+import { ttyPassphraseProvider } from '../tty-prompt';
+
+export function makeCluster(io: CliIo): SshCluster {
+  return new SshCluster({
+    env: io.env,
+    keys: new KeyRing(ttyPassphraseProvider()),
+    onHostKeyAdded: (e) => io.stderr.write(`Permanently added ${e.knownHostsName} (${e.keyType} ${e.fingerprint}) to ${e.path} (line ${e.line})\n`),
+  });
+}
+
+export async function loadProfile(io: CliIo, name: string | undefined, usage: string): Promise<Profile> {
+  if (!name) throw new UsageError(`name a profile ("cohort profiles list" shows them)\n${usage}`);
+  return new ProfileStore(resolvePaths(io.env).profilesDir).get(name);
+}
+
+export async function probeCommand(args: string[], io: CliIo): Promise<number> {
+  const usage = 'usage: cohort probe PROFILE [--json] [--accept-new-host-key]';
+  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
+  const profile = await loadProfile(io, positionals[0], usage);
+  const cluster = makeCluster(io);
+  try {
+    const probes = await cluster.probe(profile, { acceptNewHostKeys: !!values['accept-new-host-key'] });
+    await new ProfileStore(resolvePaths(io.env).profilesDir).setLastProbe(profile.name, probes);
+    if (values.json) io.stdout.write(JSON.stringify(probes, null, 2) + '\n');
+    else for (const p of probes) io.stdout.write(probeSummary(p) + (p.error?.hint ? `\n  hint: ${p.error.hint}` : '') + '\n');
+    const bad = probes.find((p) => !p.ok);
+    return !bad ? EXIT.ok : bad.error?.code.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+  } finally {
+    cluster.dispose();
+  }
+}
+
+export async function deployCommand(args: string[], io: CliIo): Promise<number> {
+  const usage = 'usage: cohort deploy PROFILE [--accept-new-host-key] [--json]';
+  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
+  const profile = await loadProfile(io, positionals[0], usage);
+  const cluster = makeCluster(io);
+  try {
+    const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], onProgress: progressPrinter(io) });
+    if (values.json) io.stdout.write(JSON.stringify(results, null, 2) + '\n');
+    else for (const r of results) io.stdout.write(r.ok ? `${r.host}: ${r.cached ? 'already deployed' : `deployed ${(r.bytesSent / 2 ** 20).toFixed(1)} MiB`} at ${r.remoteDir}\n` : `${r.host}: FAILED: ${r.error?.message}\n${r.error?.hint ? `  hint: ${r.error.hint}\n` : ''}`);
+    const bad = results.find((r) => !r.ok);
+    return !bad ? EXIT.ok : bad.error?.code.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+  } finally {
+    cluster.dispose();
+  }
+}
+
+/** Installs the TensorFlow binding for Node into <workdir>/runtime on each host (needs the host's network). */
+export async function provisionCommand(args: string[], io: CliIo): Promise<number> {
+  const usage = 'usage: cohort provision PROFILE [--cpu] [--accept-new-host-key]';
+  const { values, positionals } = parseCommandLine(args, { cpu: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
+  const profile = await loadProfile(io, positionals[0], usage);
+  const cluster = makeCluster(io);
+  try {
+    const probes = await cluster.probe(profile, { acceptNewHostKeys: !!values['accept-new-host-key'] });
+    let failed = 0;
+    await Promise.all(
+      profile.hosts.map(async (h, i) => {
+        const pr = probes[i]!;
+        if (!pr.ok) {
+          failed++;
+          io.stdout.write(`${h.name}: skipped: ${pr.error?.message}\n`);
+          return;
+        }
+        const pkg = !values.cpu && pr.gpus.length ? '@tensorflow/tfjs-node-gpu' : '@tensorflow/tfjs-node';
+        const s = await cluster.session(profile, h.name);
+        const wd = h.workdir.startsWith('/') ? shellQuote(h.workdir) : `"$HOME"/${shellQuote(h.workdir.replace(/^~\/?/, ''))}`;
+        io.stderr.write(`${h.name}: installing ${pkg} into ${h.workdir}/runtime (npm; this downloads libtensorflow)...\n`);
+        const r = await s.run(`mkdir -p ${wd}/runtime && cd ${wd}/runtime && { [ -f package.json ] || echo '{"private":true}' > package.json; } && npm install --no-audit --no-fund ${pkg} 2>&1 | tail -n 20`);
+        const ok = r.code === 0 && !/ERR!/.test(r.stdout);
+        if (!ok) failed++;
+        io.stdout.write(`${h.name}: ${ok ? `installed ${pkg}` : `FAILED to install ${pkg}:\n${r.stdout.trim().split('\n').slice(-5).map((l) => '    ' + l).join('\n')}\n  hint: the host needs npm and network access to the npm registry and to libtensorflow's download site`}\n`);
+      }),
+    );
+    return failed ? EXIT.trainingFailed : EXIT.ok;
+  } finally {
+    cluster.dispose();
+  }
+}
+
+export function progressPrinter(io: CliIo): (p: DeployProgress) => void {
+  const last = new Map<string, number>();
+  return (p) => {
+    const pct = p.totalBytes ? Math.floor((100 * p.bytes) / p.totalBytes) : 0;
+    if (p.phase === 'upload' && (last.get(p.host) ?? -10) + 10 > pct) return; // every 10%
+    last.set(p.host, pct);
+    io.stderr.write(`${p.host}: ${p.phase}${p.phase === 'upload' ? ` ${pct}% of ${(p.totalBytes / 2 ** 20).toFixed(1)} MiB` : ''}${p.message ? ` — ${p.message}` : ''}\n`);
+  };
+}
