@@ -40,7 +40,7 @@ export class SshError extends Error {
     readonly hint: string,
     options: { cause?: unknown; fatal?: boolean; details?: Record<string, unknown> } = {},
   ) {
-    super(hint ? `${message}. ${hint}` : message, { cause: options.cause });
+    super(hint ? `${message}. ${hint.charAt(0).toUpperCase()}${hint.slice(1)}` : message, { cause: options.cause });
     this.name = 'SshError';
     this.fatal = options.fatal ?? true;
     this.details = options.details ?? {};

@@ -1,0 +1,366 @@
+// Real OpenSSH hosts for tests. Each host is an `sshd` in its own network namespace with its own
+// 10.x address, host key, workdir and log, joined by a bridge in the root namespace (so the test
+// process reaches them like a cluster). Hosts listed in `privateHosts` are not on the bridge:
+// they have a point-to-point link to host 0 only, so reaching them needs ProxyJump through it.
+// Without netns (not root, no iproute2) it falls back to sshd on 127.0.0.2, .3, ... .
+//
+// Cleanup is guaranteed three ways: dispose() (call it in afterAll), a process 'exit' hook, and
+// removal at the next start of anything a killed run registered (see netns.ts).
+import { execFile, spawn } from 'node:child_process';
+import { appendFile, mkdir, open, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { SshEndpoint } from '../../electron/core/ssh';
+import { MARKER_VAR, cleanupStale, ip, markedProcesses, netnsAvailable, register, reserveSubnets, teardownSync, type Registration } from './netns';
+
+const execFileP = promisify(execFile);
+
+export type HarnessMode = 'netns' | 'loopback';
+
+export interface StartHostsOptions {
+  /** 'auto' (default) uses netns when possible; COHORT_TEST_SSHD_MODE=loopback forces the fallback. */
+  mode?: 'auto' | HarnessMode;
+  /** 0-based indices of hosts reachable only from host 0 (netns mode only; ignored in loopback). */
+  privateHosts?: number[];
+  /** Extra sshd_config lines for every host. */
+  sshdConfig?: string[];
+  /** known_hosts content: 'trusted' (every host's key, the default) or 'empty'. */
+  knownHosts?: 'trusted' | 'empty';
+  signal?: AbortSignal;
+}
+
+export interface SshdHost {
+  name: string;
+  index: number;
+  address: string;
+  port: number;
+  user: string;
+  /** This host's own working directory (namespaces share the filesystem). */
+  workdir: string;
+  hostKeyPath: string;
+  /** `ssh-ed25519 AAAA...` (no comment), as it appears in known_hosts. */
+  hostPublicKey: string;
+  namespace?: string;
+  sshdPid: number;
+  logPath: string;
+  configPath: string;
+  /** Only reachable through host 0 (ProxyJump). */
+  isPrivate: boolean;
+}
+
+export interface CommandResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ProcInfo {
+  pid: number;
+  ppid: number;
+  cmd: string;
+}
+
+export interface SshdCluster {
+  id: string;
+  mode: HarnessMode;
+  dir: string;
+  hosts: SshdHost[];
+  user: string;
+  clientKeyPath: string;
+  clientPublicKey: string;
+  authorizedKeysPath: string;
+  /** Trusted known_hosts (or empty, per options). Tests that change it should copy it first. */
+  knownHostsPath: string;
+  /** An address on the hosts' network where nothing answers (connect attempts hang); netns mode only. */
+  unusedAddress?: string;
+  /** The endpoint for host i (root, the client key), with overrides. */
+  endpoint(host: number | SshdHost, overrides?: Partial<SshEndpoint>): SshEndpoint;
+  /** Adds a public key line to authorized_keys (sshd reads it on each login). */
+  authorize(publicKeyLine: string): Promise<void>;
+  /** Runs a shell command inside the host's namespace (not over SSH): for assertions. */
+  exec(host: number | SshdHost, command: string): Promise<CommandResult>;
+  /** Processes started through this host's sshd sessions (found by the SetEnv marker), sshd itself excluded. */
+  processes(host: number | SshdHost): Promise<ProcInfo[]>;
+  sshdLog(host: number | SshdHost): Promise<string>;
+  /** Takes the host's network link down/up (netns mode): connections stall, keepalives fail. */
+  setLink(host: number | SshdHost, up: boolean): Promise<void>;
+  /** Kills everything, removes namespaces and links, deletes the directory. Idempotent. */
+  dispose(): Promise<void>;
+}
+
+const live = new Map<string, Registration>();
+let exitHookInstalled = false;
+let counter = 0;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const r of live.values()) teardownSync(r);
+  });
+}
+
+export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<SshdCluster> {
+  cleanupStale();
+  installExitHook();
+  const forced = process.env.COHORT_TEST_SSHD_MODE;
+  const wanted = opts.mode && opts.mode !== 'auto' ? opts.mode : forced === 'loopback' || forced === 'netns' ? forced : 'auto';
+  const mode: HarnessMode = wanted === 'auto' ? ((await netnsAvailable()) ? 'netns' : 'loopback') : wanted;
+  if (mode === 'netns' && !(await netnsAvailable())) throw new Error('netns mode requested but `ip netns add` does not work here (root and iproute2 needed)');
+  if (mode === 'loopback' && n > 250) throw new Error('at most 250 loopback hosts');
+
+  const sid = `${process.pid.toString(36)}${(counter++).toString(36)}`;
+  const id = `cohort-${sid}`;
+  const dir = join('/tmp', `cohort-sshd-${sid}`);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const reg: Registration = { id, ownerPid: process.pid, namespaces: [], links: [], routes: [], subnetLocks: [], pids: [], dir };
+  live.set(id, reg);
+  register(reg);
+  const save = () => register(reg);
+
+  try {
+    const user = 'root';
+    const clientKeyPath = join(dir, 'client_ed25519');
+    await keygen(clientKeyPath, 'cohort-test-client');
+    const clientPublicKey = (await readFile(`${clientKeyPath}.pub`, 'utf8')).trim();
+    const authorizedKeysPath = join(dir, 'authorized_keys');
+    await writeFile(authorizedKeysPath, clientPublicKey + '\n', { mode: 0o600 });
+    await mkdir('/run/sshd', { recursive: true, mode: 0o755 });
+
+    const privateSet = new Set(mode === 'netns' ? (opts.privateHosts ?? []) : []);
+    if (privateSet.has(0)) throw new Error('host 0 is the jump host and cannot be private');
+    const addresses: string[] = [];
+    let unusedAddress: string | undefined;
+    const namespaces: (string | undefined)[] = [];
+    const ports: number[] = [];
+
+    if (mode === 'netns') {
+      const { x, locks } = await reserveSubnets([77, 76], id);
+      reg.subnetLocks.push(...locks);
+      save();
+      const bridge = `cbr-${sid}`;
+      reg.links.push(bridge);
+      save();
+      await ip('link', 'add', bridge, 'type', 'bridge');
+      await ip('addr', 'add', `10.77.${x}.254/24`, 'dev', bridge);
+      await ip('link', 'set', bridge, 'up');
+      unusedAddress = `10.77.${x}.200`;
+      // The private hosts' subnet must fail fast from here and never leave the machine through
+      // the default route: an `unreachable` route answers EHOSTUNREACH locally.
+      const route = `unreachable 10.76.${x}.0/24`;
+      reg.routes.push(route);
+      save();
+      await ip('route', 'add', ...route.split(' '));
+      for (let i = 0; i < n; i++) {
+        const ns = `${id}-h${i + 1}`;
+        reg.namespaces.push(ns);
+        save();
+        await ip('netns', 'add', ns);
+        await ip('-n', ns, 'link', 'set', 'lo', 'up');
+        namespaces.push(ns);
+        ports.push(22);
+        if (privateSet.has(i)) {
+          // Point-to-point link to host 0 only: no route from here or from the other hosts.
+          const a = `cx-${sid}-${i}`;
+          const b = `cy-${sid}-${i}`;
+          reg.links.push(a);
+          save();
+          await ip('link', 'add', a, 'type', 'veth', 'peer', 'name', b);
+          await ip('link', 'set', a, 'netns', namespaces[0] as string);
+          await ip('link', 'set', b, 'netns', ns);
+          await ip('-n', namespaces[0] as string, 'addr', 'add', `10.76.${x}.1/32`, 'peer', `10.76.${x}.${i + 1}/32`, 'dev', a);
+          await ip('-n', ns, 'addr', 'add', `10.76.${x}.${i + 1}/32`, 'peer', `10.76.${x}.1/32`, 'dev', b);
+          await ip('-n', namespaces[0] as string, 'link', 'set', a, 'up');
+          await ip('-n', ns, 'link', 'set', b, 'up');
+          addresses.push(`10.76.${x}.${i + 1}`);
+        } else {
+          const outer = `cv-${sid}-${i}`;
+          const inner = `cp-${sid}-${i}`;
+          reg.links.push(outer);
+          save();
+          await ip('link', 'add', outer, 'type', 'veth', 'peer', 'name', inner);
+          await ip('link', 'set', inner, 'netns', ns);
+          await ip('-n', ns, 'link', 'set', inner, 'name', 'eth0');
+          await ip('-n', ns, 'addr', 'add', `10.77.${x}.${i + 1}/24`, 'dev', 'eth0');
+          await ip('-n', ns, 'link', 'set', 'eth0', 'up');
+          await ip('link', 'set', outer, 'master', bridge);
+          await ip('link', 'set', outer, 'up');
+          addresses.push(`10.77.${x}.${i + 1}`);
+        }
+      }
+    } else {
+      for (let i = 0; i < n; i++) {
+        const address = `127.0.0.${i + 2}`;
+        addresses.push(address);
+        namespaces.push(undefined);
+        ports.push(await freePort(address));
+      }
+    }
+
+    const hosts: SshdHost[] = [];
+    for (let i = 0; i < n; i++) {
+      const name = `h${i + 1}`;
+      const hdir = join(dir, name);
+      const workdir = join(hdir, 'work');
+      await mkdir(workdir, { recursive: true });
+      const hostKeyPath = join(hdir, 'ssh_host_ed25519_key');
+      await keygen(hostKeyPath, `${id}-${name}`);
+      const hostPublicKey = (await readFile(`${hostKeyPath}.pub`, 'utf8')).trim().split(/\s+/).slice(0, 2).join(' ');
+      const configPath = join(hdir, 'sshd_config');
+      const logPath = join(hdir, 'sshd.log');
+      await writeFile(
+        configPath,
+        [
+          `Port ${ports[i]}`,
+          `ListenAddress ${addresses[i]}`,
+          `HostKey ${hostKeyPath}`,
+          `PidFile ${join(hdir, 'sshd.pid')}`,
+          `AuthorizedKeysFile ${authorizedKeysPath}`,
+          'UsePAM no',
+          'StrictModes no',
+          'PermitRootLogin prohibit-password',
+          'PubkeyAuthentication yes',
+          'PasswordAuthentication no',
+          'KbdInteractiveAuthentication no',
+          'AllowTcpForwarding yes',
+          'X11Forwarding no',
+          'UseDNS no',
+          'PrintMotd no',
+          'LogLevel VERBOSE',
+          'MaxStartups 100:30:200',
+          'MaxSessions 64',
+          // Every session process carries this marker, so processes() finds (and dispose() kills)
+          // whatever a test started on this host, even after it re-parents.
+          `SetEnv ${MARKER_VAR}=${id}/${name}`,
+          'Subsystem sftp internal-sftp',
+          ...(opts.sshdConfig ?? []),
+        ].join('\n') + '\n',
+      );
+      const ns = namespaces[i];
+      const cmd = ns ? ['ip', 'netns', 'exec', ns, '/usr/sbin/sshd', '-D', '-e', '-f', configPath] : ['/usr/sbin/sshd', '-D', '-e', '-f', configPath];
+      const log = await open(logPath, 'a');
+      const child = spawn(cmd[0], cmd.slice(1), { stdio: ['ignore', log.fd, log.fd] });
+      await log.close();
+      child.unref();
+      if (!child.pid) throw new Error(`cannot start sshd for ${name}`);
+      reg.pids.push(child.pid);
+      save();
+      hosts.push({ name, index: i, address: addresses[i], port: ports[i], user, workdir, hostKeyPath, hostPublicKey, ...(ns ? { namespace: ns } : {}), sshdPid: child.pid, logPath, configPath, isPrivate: privateSet.has(i) });
+    }
+    await Promise.all(hosts.map((h) => waitForListening(h, opts.signal)));
+
+    const knownHostsPath = join(dir, 'known_hosts');
+    await writeFile(knownHostsPath, opts.knownHosts === 'empty' ? '' : hosts.map((h) => `${h.port === 22 ? h.address : `[${h.address}]:${h.port}`} ${h.hostPublicKey}\n`).join(''), { mode: 0o600 });
+
+    const hostOf = (h: number | SshdHost): SshdHost => {
+      const host = typeof h === 'number' ? hosts[h] : h;
+      if (!host) throw new Error(`no host ${String(h)} (have ${hosts.length})`);
+      return host;
+    };
+    let disposed = false;
+    const cluster: SshdCluster = {
+      id,
+      mode,
+      dir,
+      hosts,
+      user,
+      clientKeyPath,
+      clientPublicKey,
+      authorizedKeysPath,
+      knownHostsPath,
+      ...(unusedAddress ? { unusedAddress } : {}),
+      endpoint: (h, overrides = {}) => {
+        const host = hostOf(h);
+        return { name: host.name, address: host.address, port: host.port, user, identityFile: clientKeyPath, ...overrides };
+      },
+      authorize: async (line) => {
+        await appendFile(authorizedKeysPath, line.trim() + '\n');
+      },
+      exec: async (h, command) => {
+        const host = hostOf(h);
+        const argv = host.namespace ? ['ip', 'netns', 'exec', host.namespace, 'sh', '-c', command] : ['sh', '-c', command];
+        try {
+          const r = await execFileP(argv[0], argv.slice(1), { encoding: 'utf8' });
+          return { code: 0, stdout: r.stdout, stderr: r.stderr };
+        } catch (err) {
+          const e = err as { code?: unknown; stdout?: string; stderr?: string };
+          return { code: typeof e.code === 'number' ? e.code : null, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+        }
+      },
+      processes: async (h) => listProcesses(`${MARKER_VAR}=${id}/${hostOf(h).name}\0`),
+      sshdLog: (h) => readFile(hostOf(h).logPath, 'utf8'),
+      setLink: async (h, up) => {
+        const host = hostOf(h);
+        if (!host.namespace) throw new Error('setLink needs netns mode');
+        await ip('-n', host.namespace, 'link', 'set', host.isPrivate ? `cy-${sid}-${host.index}` : 'eth0', up ? 'up' : 'down');
+      },
+      dispose: async () => {
+        if (disposed) return;
+        disposed = true;
+        live.delete(id);
+        teardownSync(reg);
+      },
+    };
+    return cluster;
+  } catch (err) {
+    live.delete(id);
+    teardownSync(reg);
+    throw err;
+  }
+}
+
+async function keygen(path: string, comment: string): Promise<void> {
+  await execFileP('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', path]);
+}
+
+async function freePort(address: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, address, () => {
+      const a = srv.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForListening(h: SshdHost, signal?: AbortSignal): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const log = await readFile(h.logPath, 'utf8').catch(() => '');
+    if (log.includes('Server listening on')) return;
+    if (/fatal|error|Bad configuration/i.test(log) || !pidRunning(h.sshdPid)) throw new Error(`sshd for ${h.name} did not start:\n${log}`);
+    if (Date.now() > deadline) throw new Error(`sshd for ${h.name} not listening after 15 s:\n${log}`);
+    signal?.throwIfAborted();
+    await new Promise((r) => setTimeout(r, 30));
+  }
+}
+
+function pidRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function listProcesses(marker: string): Promise<ProcInfo[]> {
+  const out: ProcInfo[] = [];
+  for (const pid of markedProcesses(marker)) {
+    try {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+      // comm may contain spaces and parens: fields after the last ')' are fixed.
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      const cmd = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ');
+      if (comm === 'sshd' || cmd.startsWith('sshd:')) continue;
+      out.push({ pid, ppid, cmd: cmd || `[${comm}]` });
+    } catch {
+      /* exited meanwhile */
+    }
+  }
+  return out;
+}
