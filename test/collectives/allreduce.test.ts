@@ -1,0 +1,117 @@
+// Real rank processes on loopback: results are compared with a single-process computation.
+import { readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { f16ToF32, f32ToF16 } from '../../trainer/collectives/fp16';
+import { RankGroup, type RankProc } from './harness';
+import { newOutDir, rankData, type Op } from './scenario';
+
+let group: RankGroup | undefined;
+let outDir: string | undefined;
+afterEach(async () => {
+  await group?.dispose();
+  if (outDir) rmSync(outDir, { recursive: true, force: true });
+  group = undefined;
+  outDir = undefined;
+});
+
+function result(rank: number, index: number): Float32Array {
+  const b = readFileSync(join(outDir!, `r${rank}-op${index}.f32`));
+  return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
+}
+
+async function runAll(n: number, ops: Op[]): Promise<RankProc[]> {
+  group = new RankGroup();
+  outDir = newOutDir();
+  const procs = await group.start(n, { kind: 'ops', ops, outDir, timeoutMs: 30_000, peerTimeoutMs: 30_000 });
+  for (const p of procs) {
+    const done = await p.waitFor('done', 90_000);
+    expect(done.type).toBe('done');
+  }
+  return procs;
+}
+
+function expectedSum(n: number, op: { len: number; seed: number }): Float64Array {
+  const out = new Float64Array(op.len);
+  for (let r = 0; r < n; r++) rankData(op.seed, r, op.len).forEach((v, i) => (out[i]! += v));
+  return out;
+}
+
+function bytesOf(p: RankProc, index: number): number {
+  return p.lines.find((l) => l.type === 'op' && l.index === index)!.bytes as number;
+}
+
+describe.each([2, 3])('tcp-ring with %i rank processes', (n) => {
+  it('allreduce equals the single-process sum (ragged, tiny and empty lengths), average too; ranks agree bit for bit', async () => {
+    const ops: Op[] = [
+      { op: 'allreduce', len: 100_003, seed: 1 }, // not divisible by 2 or 3; spans several pipeline pieces
+      { op: 'allreduce', len: 2, seed: 2 }, // shorter than the world for n = 3
+      { op: 'allreduce', len: 1, seed: 3 },
+      { op: 'allreduce', len: 0, seed: 4 },
+      { op: 'allreduce', len: 65_537, seed: 5, average: true },
+    ];
+    await runAll(n, ops);
+    ops.forEach((op, index) => {
+      if (op.op !== 'allreduce') return;
+      const want = expectedSum(n, op);
+      if (op.average) want.forEach((v, i) => (want[i] = v / n));
+      const got0 = result(0, index);
+      expect(got0.length).toBe(op.len);
+      let worst = 0;
+      got0.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - want[i]!))));
+      expect(worst, `op ${index}`).toBeLessThan(4e-6 * n); // f32 rounding of |values| < 4·n
+      for (let r = 1; r < n; r++) expect(Buffer.from(result(r, index).buffer).equals(Buffer.from(got0.buffer)), `rank ${r} op ${index}`).toBe(true);
+    });
+  });
+
+  it('fp16 transport: within half-precision tolerance, identical on every rank, and half the bytes', async () => {
+    const len = 200_001;
+    const ops: Op[] = [
+      { op: 'allreduce', len, seed: 9 },
+      { op: 'allreduce', len, seed: 9, fp16: true },
+    ];
+    const procs = await runAll(n, ops);
+    const want = expectedSum(n, { len, seed: 9 });
+    const got = result(0, 1);
+    let worst = 0;
+    let sq = 0;
+    got.forEach((v, i) => {
+      const e = Math.abs(v - want[i]!);
+      worst = Math.max(worst, e);
+      sq += e * e;
+    });
+    // Values are in [-4, 4): hop k sends a partial sum of k+1 values (|x| < 4(k+1)) rounded to 11
+    // significant bits (error ≤ |x|·2^-11), and the owner rounds the final sum once more.
+    expect(worst).toBeLessThan(2 ** -11 * 4 * ((n * (n + 1)) / 2));
+    expect(Math.sqrt(sq / len)).toBeLessThan(2 ** -11 * 4);
+    expect(worst).toBeGreaterThan(0); // it really went through halves
+    got.forEach((v, i) => expect(f16ToF32(f32ToF16(v))).toBe(v) || i);
+    for (let r = 1; r < n; r++) expect(Buffer.from(result(r, 1).buffer).equals(Buffer.from(got.buffer))).toBe(true);
+    for (const p of procs) {
+      const f32 = bytesOf(p, 0);
+      const f16 = bytesOf(p, 1);
+      expect(f32).toBeGreaterThan(len * 4 * (n - 1) / n); // ≈ 2(n-1)/n · bytes
+      expect(f16 * 2).toBe(f32);
+    }
+  });
+
+  it('broadcast copies the root, gather collects every rank on the root only, barrier passes', async () => {
+    const root = n - 1;
+    const ops: Op[] = [
+      { op: 'broadcast', len: 150_001, seed: 11, root },
+      { op: 'gather', root },
+      { op: 'gather', root: 0 },
+      { op: 'barrier' },
+    ];
+    const procs = await runAll(n, ops);
+    const want = rankData(11, root, 150_001);
+    for (let r = 0; r < n; r++) expect(Buffer.from(result(r, 0).buffer).equals(Buffer.from(want.buffer)), `rank ${r}`).toBe(true);
+    const all = Array.from({ length: n }, (_, r) => ({ rank: r, note: `hello from ${r}` }));
+    for (const p of procs) {
+      const g1 = p.lines.find((l) => l.type === 'gathered' && l.index === 1)!;
+      const g2 = p.lines.find((l) => l.type === 'gathered' && l.index === 2)!;
+      expect(g1.values).toEqual(p.rank === root ? all : null);
+      expect(g2.values).toEqual(p.rank === 0 ? all : null);
+    }
+  });
+});

@@ -1,0 +1,54 @@
+// The one collective interface the rank loop sees (Horovod's shape, STYLE.md §2/§10): backends
+// implement it, are tried in order by connectCollective, and nothing outside this folder names one.
+import type { PeerLostError } from './errors';
+
+export interface AllreduceOptions {
+  /** Divide the sum by worldSize (done once, by the rank that owns each reduced segment). */
+  average?: boolean;
+  /** Values travel as IEEE half (bytes halve); sums accumulate in f32. Every rank ends with identical values. */
+  fp16?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface OpOptions {
+  signal?: AbortSignal;
+}
+
+export type BackendName = 'loopback' | 'tcp-ring';
+
+export interface Collective {
+  readonly rank: number;
+  readonly worldSize: number;
+  readonly backend: BackendName;
+  /** In-place sum across ranks (then divided if `average`). Operations run in call order. */
+  allreduce(buf: Float32Array, opts?: AllreduceOptions): Promise<void>;
+  /** Every rank's `buf` (same length everywhere) becomes root's. */
+  broadcast(buf: Float32Array, root: number, opts?: OpOptions): Promise<void>;
+  /** Small JSON values to root: all ranks' values (index = rank) on root, undefined elsewhere. */
+  gather<T>(value: T, root: number, opts?: OpOptions): Promise<T[] | undefined>;
+  barrier(opts?: OpOptions): Promise<void>;
+  /** Cumulative payload bytes this rank sent on the data ring. */
+  readonly bytesSent: number;
+  /** Fires once when a peer is lost; afterwards every pending and later op rejects with that error. Returns a disposer. */
+  onFailure(listener: (err: PeerLostError) => void): () => void;
+  /** Idempotent: rejects pending ops, tells peers this rank is leaving, closes every socket. */
+  dispose(): void;
+}
+
+export interface ConnectOptions {
+  /** Whole rendezvous (register, table, ring connections). Default 60 000. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Address for this rank's data listener. Default: the local address this rank reaches the master from. */
+  bindAddr?: string;
+  /** Address rank 0 binds MASTER_PORT on. Default: MASTER_ADDR when it is an IP literal, else 0.0.0.0. */
+  masterBindAddr?: string;
+  /**
+   * A peer whose control connection is silent this long is declared lost. Default 30 000: heartbeats
+   * come from the JS thread, so a rank inside a long synchronous compute step cannot answer; a dead
+   * process or closed socket is detected at once regardless of this value.
+   */
+  peerTimeoutMs?: number;
+  /** Backends to try, in order. Default ['loopback', 'tcp-ring']. */
+  backends?: BackendName[];
+}

@@ -1,0 +1,113 @@
+// Control-plane framing: [u32 big-endian length][UTF-8 JSON]. Only small messages travel here
+// (rendezvous, heartbeats, barrier, gather, failure notices); gradients never do.
+import { obj, num, str, type Obj } from '../protocol/validate';
+import { CollectiveError } from './errors';
+
+export const PROTOCOL_NAME = 'cohort-collective';
+export const PROTOCOL_VERSION = 1;
+const MAX_FRAME = 16 * 1024 * 1024;
+
+export interface PeerInfo {
+  rank: number;
+  host: string;
+  /** Data listener address and port. */
+  addr: string;
+  port: number;
+}
+
+export type ControlMessage =
+  | { t: 'hello'; proto: string; v: number; rank: number; worldSize: number; host: string; addr: string; port: number }
+  | { t: 'table'; peers: PeerInfo[] }
+  | { t: 'reject'; message: string; code: string }
+  | { t: 'ready' }
+  | { t: 'go' }
+  | { t: 'hb' }
+  | { t: 'barrier'; seq: number }
+  | { t: 'release'; seq: number }
+  | { t: 'gather'; seq: number; root: number; value: unknown }
+  | { t: 'gathered'; seq: number; values: unknown[] }
+  /** A peer is gone; `graceful` when it disposed without a pending failure. */
+  | { t: 'lost'; rank: number; host: string; reason: string; graceful: boolean }
+  /** Sender is leaving; `lost` names the rank whose loss made it leave, if any. */
+  | { t: 'bye'; lost?: { rank: number; host: string; reason: string } };
+
+export function encodeControl(msg: ControlMessage): Buffer {
+  const body = Buffer.from(JSON.stringify(msg), 'utf8');
+  const frame = Buffer.allocUnsafe(4 + body.length);
+  frame.writeUInt32BE(body.length, 0);
+  body.copy(frame, 4);
+  return frame;
+}
+
+function peer(v: unknown, path: string): PeerInfo {
+  const o = obj(v, path);
+  return { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), addr: str(o, 'addr', path), port: num(o, 'port', path, { int: true, min: 1, max: 65535 }) };
+}
+
+function lostRef(o: Obj, path: string): { rank: number; host: string; reason: string } {
+  return { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), reason: str(o, 'reason', path) };
+}
+
+export function decodeControl(value: unknown): ControlMessage {
+  const o = obj(value, 'control');
+  const t = str(o, 't', 'control');
+  const p = `control(${t})`;
+  const seq = (): number => num(o, 'seq', p, { int: true, min: 0 });
+  switch (t) {
+    case 'hello':
+      return {
+        t, proto: str(o, 'proto', p), v: num(o, 'v', p), rank: num(o, 'rank', p, { int: true, min: 0 }),
+        worldSize: num(o, 'worldSize', p, { int: true, min: 1 }), host: str(o, 'host', p), addr: str(o, 'addr', p),
+        port: num(o, 'port', p, { int: true, min: 1, max: 65535 }),
+      };
+    case 'table': {
+      if (!Array.isArray(o.peers)) throw new CollectiveError('PROTOCOL', `${p}.peers: expected an array`);
+      return { t, peers: o.peers.map((v, i) => peer(v, `${p}.peers[${i}]`)) };
+    }
+    case 'reject':
+      return { t, message: str(o, 'message', p), code: str(o, 'code', p) };
+    case 'ready':
+    case 'go':
+    case 'hb':
+      return { t };
+    case 'barrier':
+    case 'release':
+      return { t, seq: seq() };
+    case 'gather':
+      return { t, seq: seq(), root: num(o, 'root', p, { int: true, min: 0 }), value: o.value };
+    case 'gathered':
+      if (!Array.isArray(o.values)) throw new CollectiveError('PROTOCOL', `${p}.values: expected an array`);
+      return { t, seq: seq(), values: o.values };
+    case 'lost':
+      return { t, ...lostRef(o, p), graceful: o.graceful === true };
+    case 'bye':
+      return o.lost === undefined ? { t } : { t, lost: lostRef(obj(o.lost, `${p}.lost`), `${p}.lost`) };
+    default:
+      throw new CollectiveError('PROTOCOL', `unknown control message type ${JSON.stringify(t)}`);
+  }
+}
+
+/** Splits a byte stream into decoded control messages. */
+export class ControlReader {
+  private pending: Buffer = Buffer.alloc(0);
+
+  push(chunk: Buffer): ControlMessage[] {
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
+    const out: ControlMessage[] = [];
+    while (this.pending.length >= 4) {
+      const len = this.pending.readUInt32BE(0);
+      if (len > MAX_FRAME) throw new CollectiveError('PROTOCOL', `control frame of ${len} bytes exceeds ${MAX_FRAME}; the peer is not a Cohort rank of the same version`);
+      if (this.pending.length < 4 + len) break;
+      const text = this.pending.subarray(4, 4 + len).toString('utf8');
+      this.pending = this.pending.subarray(4 + len);
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch (cause) {
+        throw new CollectiveError('PROTOCOL', 'control frame is not JSON; the peer is not a Cohort rank', { cause });
+      }
+      out.push(decodeControl(parsed));
+    }
+    return out;
+  }
+}

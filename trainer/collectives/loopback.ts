@@ -1,0 +1,43 @@
+// worldSize 1: nothing travels, so every op is local. Kept as a real backend so the rank loop has
+// one code path for 1 and N ranks.
+import type { AllreduceOptions, Collective, OpOptions } from './collective';
+import { abortedError, CollectiveError, type PeerLostError } from './errors';
+
+export class LoopbackCollective implements Collective {
+  readonly rank = 0;
+  readonly worldSize = 1;
+  readonly backend = 'loopback' as const;
+  readonly bytesSent = 0;
+  private disposed = false;
+
+  private check(what: string, signal: AbortSignal | undefined, root?: number): void {
+    if (this.disposed) throw new CollectiveError('DISPOSED', `${what} called on a disposed collective`);
+    if (signal?.aborted) throw abortedError(what, signal);
+    if (root !== undefined && root !== 0) throw new CollectiveError('BAD_ARGUMENT', `${what}: root ${root} is out of range for world size 1`);
+  }
+
+  async allreduce(_buf: Float32Array, opts: AllreduceOptions = {}): Promise<void> {
+    this.check('allreduce', opts.signal);
+  }
+
+  async broadcast(_buf: Float32Array, root: number, opts: OpOptions = {}): Promise<void> {
+    this.check('broadcast', opts.signal, root);
+  }
+
+  async gather<T>(value: T, root: number, opts: OpOptions = {}): Promise<T[] | undefined> {
+    this.check('gather', opts.signal, root);
+    return [value];
+  }
+
+  async barrier(opts: OpOptions = {}): Promise<void> {
+    this.check('barrier', opts.signal);
+  }
+
+  onFailure(_listener: (err: PeerLostError) => void): () => void {
+    return () => {};
+  }
+
+  dispose(): void {
+    this.disposed = true;
+  }
+}

@@ -1,0 +1,356 @@
+// The tcp-ring backend: data over the ring (ring-engine.ts), small ops and liveness over the
+// rank-0 star of control connections. Operations run strictly in call order (one queue), which is
+// what lets every rank derive the same sequence numbers without negotiating them.
+import type { Socket } from 'node:net';
+import type { AllreduceOptions, Collective, OpOptions } from './collective';
+import type { ControlChannel } from './control-channel';
+import type { ControlMessage, PeerInfo } from './control-frames';
+import { Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader } from './data-frames';
+import { abortedError, CollectiveError, PeerLostError } from './errors';
+import type { RendezvousEnv } from './rendezvous-env';
+import { rendezvous } from './rendezvous';
+import { RingEngine } from './ring-engine';
+
+export interface TcpRingOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+  bindAddr?: string;
+  masterBindAddr?: string;
+  peerTimeoutMs: number;
+}
+
+interface Waiter {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+}
+
+interface Collect {
+  kind: 'barrier' | 'gather';
+  root: number;
+  values: Map<number, unknown>;
+}
+
+export class TcpRingCollective implements Collective {
+  readonly backend = 'tcp-ring' as const;
+  readonly rank: number;
+  readonly worldSize: number;
+  private readonly peers: PeerInfo[];
+  private readonly control: Map<number, ControlChannel>;
+  private readonly left: Socket;
+  private readonly right: Socket;
+  private readonly engine: RingEngine;
+  private tail: Promise<unknown> = Promise.resolve();
+  private failure: CollectiveError | undefined;
+  /** Set when a peer left gracefully: the op in flight may still finish, later ops cannot. */
+  private gone: PeerLostError | undefined;
+  private readonly leftRanks = new Set<number>();
+  private disposed = false;
+  private readonly listeners = new Set<(err: PeerLostError) => void>();
+  private currentReject: ((e: Error) => void) | undefined;
+  private ctlSeq = 0;
+  private readonly waiters = new Map<string, Waiter>();
+  private readonly collects = new Map<number, Collect>();
+  private readonly heartbeat: NodeJS.Timeout;
+
+  static async connect(env: RendezvousEnv, opts: TcpRingOptions): Promise<TcpRingCollective> {
+    let engine: RingEngine | undefined;
+    const ref: { self?: TcpRingCollective } = {};
+    const n = env.worldSize;
+    const early: Array<() => void> = [];
+    const setup = await rendezvous(env, {
+      ...opts,
+      engineFor: (peers) => {
+        const l = peers[(env.rank - 1 + n) % n]!;
+        engine = new RingEngine(env.rank, n, l.rank, l.host, {
+          // Events during the rendezvous are replayed once the collective exists.
+          onLeftBye: (lost) => void (ref.self ? ref.self.onBye(l.rank, 'left', lost) : early.push(() => ref.self!.onBye(l.rank, 'left', lost))),
+          onFatal: (err) => void (ref.self ? ref.self.setFailure(err, false) : early.push(() => ref.self!.setFailure(err, false))),
+        });
+        return engine;
+      },
+    });
+    const self = new TcpRingCollective(env, setup.peers, setup.control, setup.left, setup.right, engine!, setup.rightLeftover, opts.peerTimeoutMs);
+    ref.self = self;
+    for (const f of early) f();
+    return self;
+  }
+
+  private constructor(
+    env: RendezvousEnv,
+    peers: PeerInfo[],
+    control: Map<number, ControlChannel>,
+    left: Socket,
+    right: Socket,
+    engine: RingEngine,
+    rightLeftover: Buffer,
+    private readonly peerTimeoutMs: number,
+  ) {
+    this.rank = env.rank;
+    this.worldSize = env.worldSize;
+    this.peers = peers;
+    this.control = control;
+    this.left = left;
+    this.right = right;
+    this.engine = engine;
+    engine.attach(left, right);
+    const n = this.worldSize;
+    const leftRank = (this.rank - 1 + n) % n;
+    const rightRank = (this.rank + 1) % n;
+
+    for (const [k, ch] of control) {
+      ch.listen(
+        (m) => this.onControl(k, m),
+        (reason) => this.departed(k, reason),
+      );
+    }
+    const watch = (sock: Socket, peer: number, which: string): void => {
+      const lost = (why: string) => () => this.departed(peer, `${which} ring connection ${why}`);
+      sock.on('error', (err: Error & { code?: string }) => lost(`failed (${err.code ?? err.message})`)());
+      sock.on('end', lost('closed by the peer'));
+      sock.on('close', lost('closed'));
+    };
+    watch(left, leftRank, 'left');
+    watch(right, rightRank, 'right');
+    // The right neighbour only ever sends us a Bye frame on this socket.
+    let pending = rightLeftover;
+    const onRight = (chunk: Buffer): void => {
+      pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
+      while (pending.length >= HEADER_BYTES) {
+        const h = readHeader(pending);
+        pending = pending.subarray(HEADER_BYTES);
+        if (h?.kind === Kind.Bye) this.onBye(rightRank, 'right', h.aux === 0 ? undefined : h.aux - 1);
+        else this.setFailure(new CollectiveError('PROTOCOL', `rank ${rightRank} sent an unexpected frame on the ring's return path`), false);
+      }
+    };
+    right.on('data', onRight);
+    right.resume();
+    if (rightLeftover.length) onRight(Buffer.alloc(0));
+
+    const interval = Math.max(50, Math.min(1000, peerTimeoutMs / 4));
+    let lastTick = Date.now();
+    this.heartbeat = setInterval(() => {
+      const now = Date.now();
+      // A late tick means *our* loop was blocked (a long synchronous step); peers' bytes are
+      // still unread in the kernel, so their silence proves nothing yet.
+      const blocked = now - lastTick > interval * 2.5;
+      lastTick = now;
+      for (const [k, ch] of this.control) {
+        ch.send({ t: 'hb' });
+        if (blocked || this.leftRanks.has(k)) ch.lastRecv = now;
+        else if (!this.failure && now - ch.lastRecv > peerTimeoutMs) this.departed(k, `no heartbeat for ${Math.round((now - ch.lastRecv) / 100) / 10} s`);
+      }
+    }, interval);
+    this.heartbeat.unref();
+  }
+
+  get bytesSent(): number {
+    return this.engine.bytesSent;
+  }
+
+  allreduce(buf: Float32Array, opts: AllreduceOptions = {}): Promise<void> {
+    if (!(buf instanceof Float32Array)) return Promise.reject(new CollectiveError('BAD_ARGUMENT', 'allreduce: buf must be a Float32Array'));
+    return this.enqueue('allreduce', opts.signal, () => this.engine.allreduce(buf, opts.average === true, opts.fp16 === true));
+  }
+
+  broadcast(buf: Float32Array, root: number, opts: OpOptions = {}): Promise<void> {
+    const bad = this.checkRoot('broadcast', root);
+    if (bad) return Promise.reject(bad);
+    return this.enqueue('broadcast', opts.signal, () => this.engine.broadcast(buf, root));
+  }
+
+  gather<T>(value: T, root: number, opts: OpOptions = {}): Promise<T[] | undefined> {
+    const bad = this.checkRoot('gather', root);
+    if (bad) return Promise.reject(bad);
+    return this.enqueue('gather', opts.signal, async () => {
+      const seq = this.ctlSeq++;
+      if (this.rank === 0) {
+        const done = root === 0 ? this.wait(`gathered:${seq}`) : undefined;
+        this.collect(seq, 'gather', root, 0, value);
+        return done ? ((await done) as T[]) : undefined;
+      }
+      const done = root === this.rank ? this.wait(`gathered:${seq}`) : undefined;
+      this.control.get(0)!.send({ t: 'gather', seq, root, value });
+      return done ? ((await done) as T[]) : undefined;
+    });
+  }
+
+  barrier(opts: OpOptions = {}): Promise<void> {
+    return this.enqueue('barrier', opts.signal, async () => {
+      const seq = this.ctlSeq++;
+      const done = this.wait(`release:${seq}`);
+      if (this.rank === 0) this.collect(seq, 'barrier', 0, 0, null);
+      else this.control.get(0)!.send({ t: 'barrier', seq });
+      await done;
+    });
+  }
+
+  onFailure(listener: (err: PeerLostError) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    clearInterval(this.heartbeat);
+    const cause = this.failure instanceof PeerLostError ? this.failure : undefined;
+    const idle = this.engine.idle;
+    this.setFailure(new CollectiveError('DISPOSED', `rank ${this.rank}'s collective was disposed`), false);
+    const lost = cause ? { rank: cause.peerRank, host: cause.peerHost, reason: cause.reason } : undefined;
+    for (const ch of this.control.values()) {
+      ch.send(lost ? { t: 'bye', lost } : { t: 'bye' });
+      ch.socket.end();
+    }
+    // A Bye frame may only follow a complete op: mid-op it would land inside the payload.
+    const bye = idle ? encodeHeader({ kind: Kind.Bye, dtype: Dtype.F32, aux: lost ? lost.rank + 1 : 0, seq: 0, count: 0 }) : undefined;
+    for (const s of [this.left, this.right]) {
+      if (bye && s.writable) s.end(bye);
+      else s.end();
+    }
+    const all = [this.left, this.right, ...[...this.control.values()].map((c) => c.socket)];
+    setTimeout(() => all.forEach((s) => s.destroy()), 1000).unref();
+  }
+
+  // ---- internals ----------------------------------------------------------------------------
+
+  private checkRoot(what: string, root: number): CollectiveError | undefined {
+    if (Number.isInteger(root) && root >= 0 && root < this.worldSize) return undefined;
+    return new CollectiveError('BAD_ARGUMENT', `${what}: root ${root} is out of range for world size ${this.worldSize}`);
+  }
+
+  private enqueue<T>(what: string, signal: AbortSignal | undefined, run: () => Promise<T>): Promise<T> {
+    const unusable = this.failure ?? this.gone;
+    if (unusable) return Promise.reject(unusable);
+    if (signal?.aborted) return Promise.reject(abortedError(what, signal));
+    const result = this.tail.then(async () => {
+      const now = this.failure ?? this.gone;
+      if (now) throw now;
+      if (signal?.aborted) throw abortedError(what, signal);
+      let onAbort: (() => void) | undefined;
+      const interrupted = new Promise<never>((_, reject) => {
+        this.currentReject = reject;
+        onAbort = () => {
+          // The peers are mid-operation with us: the ring cannot be resynchronised, so leave it.
+          const err = abortedError(`rank ${this.rank}'s ${what}`, signal);
+          reject(err);
+          this.setFailure(err, false);
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+      });
+      try {
+        return await Promise.race([run(), interrupted]);
+      } finally {
+        if (onAbort) signal?.removeEventListener('abort', onAbort);
+        this.currentReject = undefined;
+      }
+    });
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+
+  private wait(key: string): Promise<unknown> {
+    return new Promise((resolve, reject) => this.waiters.set(key, { resolve, reject }));
+  }
+
+  private settle(key: string, value: unknown): void {
+    const w = this.waiters.get(key);
+    this.waiters.delete(key);
+    w?.resolve(value);
+  }
+
+  /** Rank 0: record one rank's arrival at barrier/gather `seq`; complete it when all have arrived. */
+  private collect(seq: number, kind: 'barrier' | 'gather', root: number, from: number, value: unknown): void {
+    let c = this.collects.get(seq);
+    if (!c) this.collects.set(seq, (c = { kind, root, values: new Map() }));
+    if (c.kind !== kind || c.root !== root) {
+      const other = `${c.kind}${c.kind === 'gather' ? `(root ${c.root})` : ''}`;
+      return this.setFailure(new CollectiveError('PROTOCOL', `ranks disagree on control op #${seq}: rank ${from} called ${kind}${kind === 'gather' ? `(root ${root})` : ''}, another rank called ${other}; every rank must call the same collectives in the same order`), false);
+    }
+    c.values.set(from, value);
+    if (c.values.size < this.worldSize) return;
+    this.collects.delete(seq);
+    if (kind === 'barrier') {
+      for (const ch of this.control.values()) ch.send({ t: 'release', seq });
+      this.settle(`release:${seq}`, undefined);
+      return;
+    }
+    const values = Array.from({ length: this.worldSize }, (_, i) => c.values.get(i));
+    if (root === 0) this.settle(`gathered:${seq}`, values);
+    else this.control.get(root)?.send({ t: 'gathered', seq, values });
+  }
+
+  private onControl(from: number, m: ControlMessage): void {
+    switch (m.t) {
+      case 'hb':
+        return;
+      case 'barrier':
+        if (this.rank === 0) this.collect(m.seq, 'barrier', 0, from, null);
+        return;
+      case 'gather':
+        if (this.rank === 0) this.collect(m.seq, 'gather', m.root, from, m.value);
+        return;
+      case 'release':
+        return this.settle(`release:${m.seq}`, undefined);
+      case 'gathered':
+        return this.settle(`gathered:${m.seq}`, m.values);
+      case 'lost':
+        if (m.graceful) return this.leaving(m.rank, 'relay');
+        return this.departed(m.rank, `${m.reason} (reported by rank ${from})`, m.host);
+      case 'bye':
+        return this.onBye(from, 'control', m.lost?.rank, m.lost?.reason);
+      default:
+        return this.setFailure(new CollectiveError('PROTOCOL', `unexpected control message '${m.t}' from rank ${from} after the rendezvous`), false);
+    }
+  }
+
+  private onBye(from: number, via: 'control' | 'left' | 'right', lostRank: number | undefined, reason?: string): void {
+    if (lostRank === undefined) this.leaving(from, via);
+    else this.departed(lostRank, `${reason ?? 'lost'} (reported by rank ${from})`);
+  }
+
+  /**
+   * `rank` disposed its collective after finishing its ops. Every stream is ordered, so a Bye
+   * follows all of that rank's data on the same connection: if we still wait on that connection
+   * now, the wait can never end; otherwise the op in flight can finish and only later ops fail.
+   */
+  private leaving(rank: number, via: 'control' | 'left' | 'right' | 'relay'): void {
+    if (this.disposed || this.failure || this.leftRanks.has(rank)) return;
+    this.leftRanks.add(rank);
+    const err = new PeerLostError(rank, this.peers[rank]?.host ?? 'unknown host', 'it left the run (its collective was disposed)', { observedBy: this.rank });
+    this.gone ??= err;
+    if (this.rank === 0) for (const [k, ch] of this.control) if (k !== rank) ch.send({ t: 'lost', rank, host: err.peerHost, reason: err.reason, graceful: true });
+    const stuck =
+      (via === 'left' && this.engine.awaitingLeft) ||
+      (via === 'control' && this.rank !== 0 && this.waiters.size > 0) ||
+      (via === 'control' && this.rank === 0 && [...this.collects.values()].some((c) => !c.values.has(rank)));
+    if (stuck) this.setFailure(err, false);
+  }
+
+  private departed(rank: number, reason: string, host?: string): void {
+    if (this.disposed || this.failure || this.leftRanks.has(rank)) return;
+    const err = new PeerLostError(rank, host ?? this.peers[rank]?.host ?? 'unknown host', reason, { observedBy: this.rank });
+    this.setFailure(err, true);
+    // Ranks that are not neighbours of the lost one learn it through rank 0.
+    const notice: ControlMessage = { t: 'lost', rank, host: err.peerHost, reason, graceful: false };
+    if (this.rank === 0) for (const [k, ch] of this.control) if (k !== rank) ch.send(notice);
+    if (this.rank !== 0 && rank !== 0) this.control.get(0)?.send(notice);
+  }
+
+  private setFailure(err: CollectiveError, fire: boolean): void {
+    if (this.failure) return;
+    this.failure = err;
+    this.engine.fail(err);
+    this.currentReject?.(err);
+    for (const w of this.waiters.values()) w.reject(err);
+    this.waiters.clear();
+    if (fire && err instanceof PeerLostError) {
+      for (const l of this.listeners) {
+        try {
+          l(err);
+        } catch {
+          // A listener's bug must not stop the others from hearing about the failure.
+        }
+      }
+    }
+  }
+}
