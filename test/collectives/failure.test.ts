@@ -1,0 +1,58 @@
+// A rank that dies or freezes mid-run must make every surviving rank reject promptly with a
+// PeerLostError naming it (and its host); later ops must reject at once.
+import { afterEach, describe, expect, it } from 'vitest';
+import { RankGroup, type Line, type RankProc } from './harness';
+
+let group: RankGroup | undefined;
+afterEach(async () => {
+  await group?.dispose();
+  group = undefined;
+});
+
+async function looping(n: number, peerTimeoutMs: number): Promise<RankProc[]> {
+  group = new RankGroup();
+  const procs = await group.start(n, { kind: 'loop', len: 1_000_003, timeoutMs: 30_000, peerTimeoutMs });
+  for (const p of procs) await p.waitFor('looping');
+  return procs;
+}
+
+function expectLost(line: Line, rank: number, since: number): void {
+  expect(line.code).toBe('PEER_LOST');
+  expect(line.peerRank).toBe(rank);
+  expect(line.peerHost).toBe(`host-${rank}`);
+  expect(String(line.message)).toContain(`rank ${rank} on host host-${rank} was lost`);
+  expect(line.time - since).toBeLessThan(10_000);
+}
+
+describe('peer failure', () => {
+  it('SIGKILL of a middle rank mid-allreduce: the others reject within 10 s naming it', async () => {
+    const procs = await looping(3, 30_000);
+    const killedAt = Date.now();
+    procs[1]!.child.kill('SIGKILL');
+    for (const p of [procs[0]!, procs[2]!]) {
+      const err = await p.waitFor('error', 15_000);
+      expectLost(err, 1, killedAt);
+      expectLost(await p.waitFor('failure'), 1, killedAt); // onFailure fired too
+      expectLost(await p.waitFor('later'), 1, killedAt);
+      expect(await p.exited).toBe(0); // it shut down cleanly instead of hanging
+    }
+  });
+
+  it('SIGKILL of rank 0 (the master) is seen by the other ranks', async () => {
+    const procs = await looping(2, 30_000);
+    const killedAt = Date.now();
+    procs[0]!.child.kill('SIGKILL');
+    expectLost(await procs[1]!.waitFor('error', 15_000), 0, killedAt);
+  });
+
+  it('a frozen rank (SIGSTOP) is declared lost by heartbeat timeout, relayed to non-neighbours', async () => {
+    const procs = await looping(3, 2_000);
+    const stoppedAt = Date.now();
+    procs[2]!.child.kill('SIGSTOP');
+    for (const p of [procs[0]!, procs[1]!]) {
+      const err = await p.waitFor('error', 15_000);
+      expectLost(err, 2, stoppedAt);
+      expect(String(err.message)).toMatch(/no heartbeat|reported by rank 0/);
+    }
+  });
+});
