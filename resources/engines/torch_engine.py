@@ -20,6 +20,8 @@ epoch, checkpoint, done; shapes in trainer/protocol/events.ts). Any rank that fa
 Other environment: COHORT_THREADS (torch threads; default cores / ranks on this host),
 COHORT_RUN_DIR (checkpoints go to $COHORT_RUN_DIR/checkpoints when no checkpointDir is given),
 COHORT_PEER_TIMEOUT_S (a silent peer fails the run after this long; default 10),
+COHORT_TORCH_EXTRAS=0 (the seeds' plain "native" loop: no channels-last, cudnn.benchmark, fused
+AdamW, set_to_none, pinned/non-blocking copies), COHORT_TORCH_CHANNELS_LAST=0 (NHWC alone off),
 COHORT_TORCH_BUILTIN_RESNET=1 (use the built-in ResNet-50 even when torchvision is installed).
 """
 import argparse
@@ -116,6 +118,11 @@ PEER_TIMEOUT_S = float(os.environ.get("COHORT_PEER_TIMEOUT_S", "10"))
 HEARTBEAT_S = 1.0
 COLLECTIVE_TIMEOUT_S = max(60.0, 6 * PEER_TIMEOUT_S)  # main-thread collectives (the watchdog is faster)
 RENDEZVOUS_TIMEOUT_S = 300.0                           # waiting for every rank to start
+# The seeds' extras (SC20 "# EXTRA", "# NHWC") are on by default; COHORT_TORCH_EXTRAS=0 gives the
+# plain "native" rung of the GPU ladder, COHORT_TORCH_CHANNELS_LAST=0 turns off NHWC alone.
+EXTRAS = os.environ.get("COHORT_TORCH_EXTRAS", "1") != "0"
+CHANNELS_LAST = EXTRAS and os.environ.get("COHORT_TORCH_CHANNELS_LAST", "1") != "0"
+MEMORY_FORMAT = torch.channels_last if CHANNELS_LAST else torch.contiguous_format
 
 
 class ConfigError(ValueError):
@@ -300,7 +307,7 @@ class Cifar100:
         from torch.utils.data.distributed import DistributedSampler
         self.sampler = DistributedSampler(range(self.size), num_replicas=world, rank=rank, shuffle=True,
                                           seed=cfg["seed"], drop_last=True)
-        self.pin = device.type == "cuda"
+        self.pin = device.type == "cuda" and EXTRAS
         self.mean = torch.tensor(CIFAR_MEAN, device=device).view(1, 3, 1, 1) * 255
         self.std = torch.tensor(CIFAR_STD, device=device).view(1, 3, 1, 1) * 255
         self.gen = torch.Generator()
@@ -309,7 +316,7 @@ class Cifar100:
         x, y = self.images[idx], self.labels[idx]
         if self.pin:
             x, y = x.pin_memory(), y.pin_memory()
-        x, y = x.to(self.device, non_blocking=True).float(), y.to(self.device, non_blocking=True)
+        x, y = x.to(self.device, non_blocking=self.pin).float(), y.to(self.device, non_blocking=self.pin)
         if augment:
             b = x.shape[0]
             off = torch.randint(0, 9, (2, b), generator=self.gen).to(self.device)
@@ -374,19 +381,41 @@ def capabilities(cfg, device, world):
     has_compile = hasattr(torch, "compile") and version_tuple(tv) >= (2, 0)
     put("compile", has_compile, (f"torch.compile(mode={cfg['compileMode']!r}): " + ("on" if cfg["compile"] else "off (--compile)"))
         if has_compile else f"torch.compile needs PyTorch ≥ 2.0; found {tv}", cfg["compile"])
-    put("channelsLast", True, "on: model and inputs in NHWC (channels_last)")
-    put("cudnnBenchmark", cuda, "on: cudnn.benchmark autotunes convolutions during warm-up" if cuda else "cuDNN is CUDA-only")
+    def on(detail, enabled=EXTRAS):
+        return detail if enabled else "off (COHORT_TORCH_CHANNELS_LAST=0)" if EXTRAS else "off (COHORT_TORCH_EXTRAS=0)"
+
+    put("channelsLast", True, on("on: model and inputs in NHWC (channels_last)", CHANNELS_LAST))
+    put("cudnnBenchmark", cuda, on("on: cudnn.benchmark autotunes convolutions during warm-up") if cuda else "cuDNN is CUDA-only")
     fused = "fused" in inspect.signature(torch.optim.AdamW.__init__).parameters
     put("fusedAdamW", cuda and fused,
-        ("on" if cfg["optimizer"] == "adamw" else "available; off (optimizer is sgd)") if cuda and fused
+        on("on" if cfg["optimizer"] == "adamw" else "available; off (optimizer is sgd)") if cuda and fused
         else ("fused AdamW runs on CUDA only" if fused else f"torch {tv} AdamW has no fused=True (PyTorch ≥ 2.0)"))
-    put("zeroGradSetToNone", True, "on: zero_grad(set_to_none=True)")
-    put("pinnedMemory", cuda, "on: CIFAR batches pinned before the host-to-device copy" if cuda else "no host-to-device copy on cpu")
-    put("nonBlockingCopy", cuda, "on: .to(device, non_blocking=True)" if cuda else "no host-to-device copy on cpu")
+    put("zeroGradSetToNone", True, on("on: zero_grad(set_to_none=True)"))
+    put("pinnedMemory", cuda, on("on: CIFAR batches pinned before the host-to-device copy") if cuda else "no host-to-device copy on cpu")
+    put("nonBlockingCopy", cuda, on("on: .to(device, non_blocking=True)") if cuda else "no host-to-device copy on cpu")
     put("syncBn", cuda and world > 1, ("SyncBatchNorm: " + ("on" if cfg["syncBn"] else "off (--sync-bn)")) if cuda and world > 1
         else ("nothing to synchronise at worldSize 1" if cuda else f"SyncBatchNorm needs CUDA (torch {tv} supports GPU inputs only)"), cfg["syncBn"])
     put("ddp", world > 1, f"DistributedDataParallel over {'nccl' if cuda else 'gloo'}" if world > 1 else "single process: no DDP wrapper")
     return cap
+
+
+def torchvision_version():
+    try:
+        import torchvision
+        return torchvision.__version__
+    except ImportError:
+        return "absent"
+
+
+def device_name(device, threads):
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        cpu = platform.processor() or platform.machine()
+    return f"{cpu} ({threads} threads)"
 
 
 def rss_bytes():
@@ -545,16 +574,16 @@ def main(argv):
     params = sum(p.numel() for p in model.parameters() if p.requires_grad)
     if cfg["syncBn"] and cap["syncBn"]["available"]:
         model = nn.SyncBatchNorm.convert_sync_batchnorm(model)
-    model = model.to(device, memory_format=torch.channels_last)
+    model = model.to(device, memory_format=MEMORY_FORMAT)
     if cuda:
-        torch.backends.cudnn.benchmark = True
+        torch.backends.cudnn.benchmark = EXTRAS
     use_fp16 = cfg["fp16"] and cap["fp16"]["available"]
     use_bf16 = cfg["bf16"] and cap["bf16"]["available"]
     amp_dtype = torch.float16 if use_fp16 else torch.bfloat16 if use_bf16 else None
     autocast = (lambda: torch.autocast(device.type, dtype=amp_dtype)) if amp_dtype else contextlib.nullcontext
     scaler = torch.cuda.amp.GradScaler(enabled=use_fp16)
     if cfg["optimizer"] == "adamw":
-        extra = {"fused": True} if cap["fusedAdamW"]["available"] else {}
+        extra = {"fused": True} if cap["fusedAdamW"]["available"] and EXTRAS else {}
         optimizer = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weightDecay"], **extra)
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=cfg["lr"], momentum=cfg["momentum"], weight_decay=cfg["weightDecay"])
@@ -563,28 +592,16 @@ def main(argv):
     total = cfg["steps"] or cfg["epochs"] * data.steps_per_epoch
     epochs = cfg["epochs"] or math.ceil(total / data.steps_per_epoch)
 
-    device_name = torch.cuda.get_device_name(device) if cuda else f"{platform.processor() or platform.machine()} ({threads} threads)"
-    try:
-        cpu_model = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
-        device_name = device_name if cuda else f"{cpu_model} ({threads} threads)"
-    except (OSError, StopIteration):
-        pass
-    versions = {"python": platform.python_version(), "torch": torch.__version__}
-    try:
-        import torchvision
-        versions["torchvision"] = torchvision.__version__
-    except ImportError:
-        versions["torchvision"] = "absent"
+    versions = {"python": platform.python_version(), "torch": torch.__version__, "torchvision": torchvision_version()}
     if cuda:
-        versions["cuda"] = str(torch.version.cuda)
-        versions["cudnn"] = str(torch.backends.cudnn.version())
+        versions.update(cuda=str(torch.version.cuda), cudnn=str(torch.backends.cudnn.version()))
     asked = [f for f in ("fp16", "bf16", "compile", "syncBn") if cfg[f] and not cap[f]["available"]]
     reason = (f"engine torch: {why}; {'DDP over ' + backend if world > 1 else 'one process'}; {model_desc}"
               + "".join(f"; --{kebab(f)} unavailable: {cap[f]['detail'].split(' — ')[0]}" for f in asked))
     for f in asked:
         log(f"warning: --{kebab(f)} requested but unavailable: {cap[f]['detail']}")
     if rank == 0:
-        emit("hello", engine="torch", backend=device.type, device=device_name, worldSize=world, params=params,
+        emit("hello", engine="torch", backend=device.type, device=device_name(device, threads), worldSize=world, params=params,
              host=HOST, capabilities=cap, versions=versions, reason=reason)
         emit("plan", worldSize=world, ranks=peers, globalBatch=cfg["batchSize"] * world, steps=total, epochs=epochs,
              stepsPerEpoch=data.steps_per_epoch, data=cfg["data"])
@@ -629,10 +646,10 @@ def main(argv):
     def train_step(x, y, lr):
         for group in optimizer.param_groups:
             group["lr"] = lr
-        x = x.contiguous(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=MEMORY_FORMAT)
         with autocast():
             loss = F.cross_entropy(step_model(x), y)
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad(set_to_none=EXTRAS)
         scaler.scale(loss).backward()  # DDP all-reduces gradient buckets during backward (sync point)
         scaler.step(optimizer)
         scaler.update()
@@ -768,7 +785,7 @@ def evaluate(model, data, autocast):
     with torch.no_grad():
         for x, y in data.validation():
             with autocast():
-                out = model(x.contiguous(memory_format=torch.channels_last))
+                out = model(x.contiguous(memory_format=MEMORY_FORMAT))
             loss_sum += F.cross_entropy(out.float(), y, reduction="sum").item()
             correct += (out.argmax(1) == y).sum().item()
             count += len(y)
