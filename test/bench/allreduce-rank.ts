@@ -1,0 +1,36 @@
+// One rank of the allreduce benchmark (spawned by allreduce.ts): times ITERS allreduces of
+// BENCH_LEN float32 per mode after WARMUP untimed ones. Each timed op starts right after a
+// barrier; the reported time of an iteration is the slowest rank's. Rank 0 prints one JSON line.
+import { connectCollective, rendezvousEnvFromProcess } from '../../trainer/collectives';
+
+const len = Number(process.env.BENCH_LEN ?? 25_000_000);
+const iters = Number(process.env.BENCH_ITERS ?? 7);
+const warmup = Number(process.env.BENCH_WARMUP ?? 2);
+const modes = (process.env.BENCH_MODES ?? 'f32,f16').split(',');
+
+const env = rendezvousEnvFromProcess(process.env);
+const c = await connectCollective(env, { timeoutMs: 60_000 });
+const buf = new Float32Array(len);
+const out: Record<string, { ms: number[]; bytesPerOp: number }> = {};
+for (const mode of modes) {
+  const fp16 = mode === 'f16';
+  const mine: number[] = [];
+  let bytes = 0;
+  for (let i = 0; i < warmup + iters; i++) {
+    buf.fill(env.rank + 1); // fresh values each time (sum, not average, like torch's allreduce)
+    await c.barrier();
+    const before = c.bytesSent;
+    const t0 = performance.now();
+    await c.allreduce(buf, { fp16 });
+    const dt = performance.now() - t0;
+    if (i >= warmup) mine.push(dt);
+    bytes = c.bytesSent - before;
+  }
+  const expected = (env.worldSize * (env.worldSize + 1)) / 2;
+  if (buf[0] !== expected || buf[len - 1] !== expected) throw new Error(`wrong result ${buf[0]} (want ${expected})`);
+  const all = await c.gather(mine, 0);
+  if (all) out[mode] = { ms: mine.map((_, i) => Math.max(...all.map((a) => a[i]!))), bytesPerOp: bytes };
+}
+if (env.rank === 0) console.log(JSON.stringify({ kernel: 'see ring', results: out }));
+await c.barrier();
+c.dispose();

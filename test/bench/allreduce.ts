@@ -1,0 +1,172 @@
+/**
+ * Allreduce benchmark: `npx tsx test/bench/allreduce.ts` (about 2–4 minutes on 2 cores).
+ *
+ * 100 MB (25M float32) allreduce among 2 and 3 local rank processes over the tcp-ring backend,
+ * fp16 transport off and on; raw loopback TCP between two Node processes measured in the same
+ * run (one-way and duplex); torch.distributed gloo on the same size with /usr/bin/python3 when
+ * torch imports. Bus bandwidth = 2(n−1)/n · bytes / time (nccl-tests' definition), computed on
+ * the f32 payload size for fp16 too, so it is directly comparable. Writes
+ * bench/results/allreduce.{json,md}. Options: --iters N (default 7), --mb N (default 100).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { machine, median, ROOT, writeResults } from './bench-util';
+
+const arg = (name: string, dflt: number): number => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+};
+const ITERS = arg('iters', 7); // timed iterations per case (after 2 warm-up)
+const BYTES = arg('mb', 100) * 1_000_000; // payload, bytes of float32
+const LEN = BYTES / 4;
+const PY = '/usr/bin/python3';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/** Runs `n` processes (argv per rank) and returns rank 0's last stdout line parsed as JSON. */
+async function runRanks(n: number, cmd: string, args: string[], env: (rank: number) => Record<string, string>): Promise<unknown> {
+  const procs = Array.from({ length: n }, (_, r) => spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env(r) }, stdio: ['ignore', 'pipe', 'inherit'] }));
+  try {
+    const outs = await Promise.all(
+      procs.map(
+        (p, r) =>
+          new Promise<string>((resolve, reject) => {
+            let out = '';
+            p.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+            p.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`rank ${r} of ${cmd} exited with ${code}: ${out}`))));
+          }),
+      ),
+    );
+    const lines = outs[0]!.trim().split('\n');
+    return JSON.parse(lines[lines.length - 1]!);
+  } finally {
+    for (const p of procs) if (p.exitCode === null) p.kill('SIGKILL');
+  }
+}
+
+interface Case {
+  name: string;
+  ranks: number;
+  medianMs: number;
+  busGBs: number;
+  ms: number[];
+  bytesSentPerOp?: number;
+}
+
+const busGBs = (n: number, ms: number): number => ((2 * (n - 1)) / n) * BYTES / (ms / 1000) / 1e9;
+
+async function ring(n: number): Promise<Case[]> {
+  const port = await freePort();
+  const res = (await runRanks(n, process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'bench', 'allreduce-rank.ts')], (r) => ({
+    MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), RANK: String(r), WORLD_SIZE: String(n), LOCAL_RANK: String(r),
+    BENCH_LEN: String(LEN), BENCH_ITERS: String(ITERS), BENCH_MODES: 'f32,f16',
+  }))) as { results: Record<string, { ms: number[]; bytesPerOp: number }> };
+  return Object.entries(res.results).map(([mode, r]) => {
+    const m = median(r.ms);
+    return { name: `tcp-ring ${mode === 'f16' ? 'fp16 wire' : 'fp32'}`, ranks: n, medianMs: m, busGBs: busGBs(n, m), ms: r.ms, bytesSentPerOp: r.bytesPerOp };
+  });
+}
+
+function rawTcp(): { oneWay: Case; duplex: Case } {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'bench', 'allreduce-raw-tcp.ts')], {
+    cwd: ROOT, encoding: 'utf8', env: { ...process.env, BENCH_BYTES: String(BYTES), BENCH_ITERS: String(ITERS) },
+  });
+  if (r.status !== 0) throw new Error(`raw TCP bench failed: ${r.stderr}`);
+  const j = JSON.parse(r.stdout.trim().split('\n').pop()!) as { oneWayMs: number[]; duplexMs: number[] };
+  const ow = median(j.oneWayMs);
+  const dx = median(j.duplexMs);
+  // One-way: bytes/time. Duplex: each direction carries BYTES; report the per-direction rate,
+  // which is what a 2-rank ring's bus bandwidth measures.
+  return {
+    oneWay: { name: 'raw TCP one-way', ranks: 2, medianMs: ow, busGBs: BYTES / (ow / 1000) / 1e9, ms: j.oneWayMs },
+    duplex: { name: 'raw TCP duplex (per direction)', ranks: 2, medianMs: dx, busGBs: BYTES / (dx / 1000) / 1e9, ms: j.duplexMs },
+  };
+}
+
+const GLOO = `
+import json, os, sys, time
+import torch, torch.distributed as dist
+torch.set_num_threads(1)
+rank, n = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])
+dist.init_process_group('gloo', init_method='tcp://127.0.0.1:' + os.environ['MASTER_PORT'], rank=rank, world_size=n)
+t = torch.empty(int(os.environ['BENCH_LEN']), dtype=torch.float32)
+mine = []
+for i in range(2 + int(os.environ['BENCH_ITERS'])):
+    t.fill_(rank + 1)
+    dist.barrier()
+    t0 = time.perf_counter()
+    dist.all_reduce(t)
+    dt = (time.perf_counter() - t0) * 1000
+    if i >= 2: mine.append(dt)
+assert t[0].item() == n * (n + 1) / 2
+allt = [None] * n
+dist.all_gather_object(allt, mine)
+if rank == 0: print(json.dumps({'ms': [max(x[i] for x in allt) for i in range(len(mine))], 'torch': torch.__version__}))
+dist.destroy_process_group()
+`;
+
+function torchAvailable(): string | undefined {
+  const r = spawnSync(PY, ['-c', 'import torch, torch.distributed as d; print(torch.__version__, d.is_gloo_available())'], { encoding: 'utf8' });
+  if (r.status !== 0) return undefined;
+  return r.stdout.includes('True') ? r.stdout.trim().split(' ')[0] : undefined;
+}
+
+async function gloo(n: number, script: string): Promise<Case> {
+  const port = await freePort();
+  const res = (await runRanks(n, PY, [script], (r) => ({ MASTER_PORT: String(port), RANK: String(r), WORLD_SIZE: String(n), BENCH_LEN: String(LEN), BENCH_ITERS: String(ITERS) }))) as { ms: number[] };
+  const m = median(res.ms);
+  return { name: 'torch gloo', ranks: n, medianMs: m, busGBs: busGBs(n, m), ms: res.ms };
+}
+
+const fmt = (x: number, d = 2): string => x.toFixed(d);
+const loadStart = loadavg()[0]!;
+const raw = rawTcp();
+const cases: Case[] = [raw.oneWay, raw.duplex];
+for (const n of [2, 3]) cases.push(...(await ring(n)));
+const torchVersion = torchAvailable();
+const glooCases: Case[] = [];
+if (torchVersion) {
+  const dir = mkdtempSync(join(tmpdir(), 'cohort-gloo-'));
+  try {
+    const script = join(dir, 'gloo_allreduce.py');
+    writeFileSync(script, GLOO);
+    for (const n of [2, 3]) glooCases.push(await gloo(n, script));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+cases.push(...glooCases);
+const loadEnd = loadavg()[0]!;
+
+const rows = cases.map((c) => {
+  const g = glooCases.find((x) => x.ranks === c.ranks);
+  const ring = c.name.startsWith('tcp-ring');
+  return {
+    ...c,
+    vsRawOneWay: ring ? c.busGBs / raw.oneWay.busGBs : undefined,
+    vsRawDuplex: ring ? c.busGBs / raw.duplex.busGBs : undefined,
+    vsGloo: ring && g ? c.busGBs / g.busGBs : undefined,
+  };
+});
+const md = [
+  `## allreduce (${BYTES / 1e6} MB float32, ${ITERS} timed iterations, median of the slowest rank per iteration)`,
+  '',
+  `Machine: ${process.env.COHORT_BENCH_NOTE ?? '2 cores'}; load average ${fmt(loadStart)} at start, ${fmt(loadEnd)} at end (other work on the machine skews all numbers). ` +
+    `3 ranks share 2 cores with the OS. Bus bandwidth = 2(n−1)/n · bytes / time, on the f32 size for the fp16 rows too. torch gloo: ${torchVersion ? `torch ${torchVersion}, 1 thread` : 'skipped (torch not importable with /usr/bin/python3)'}.`,
+  '',
+  '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP duplex | vs gloo | bytes sent/op/rank |',
+  '|---|---|---|---|---|---|---|---|',
+  ...rows.map((r) => `| ${r.name} | ${r.ranks} | ${fmt(r.medianMs, 1)} | ${fmt(r.busGBs)} | ${r.vsRawOneWay === undefined ? '' : fmt(r.vsRawOneWay)} | ${r.vsRawDuplex === undefined ? '' : fmt(r.vsRawDuplex)} | ${r.vsGloo === undefined ? (r.name.startsWith('tcp-ring') && !torchVersion ? 'skipped' : '') : fmt(r.vsGloo)} | ${r.bytesSentPerOp ?? ''} |`),
+].join('\n');
+writeResults('allreduce', { machine: { ...machine(), loadStart, loadEnd }, bytes: BYTES, iters: ITERS, torch: torchVersion ?? 'skipped', cases: rows }, md);
