@@ -1,0 +1,88 @@
+// Batch normalisation over NHWC activations, forward and a hand-written backward.
+// Why hand-written: tfjs-core's stock gradient tiles every per-channel vector to the full
+// activation size; here each per-channel reduction is one matMul with a ones row (wasm's Sum over
+// leading axes transposes the whole tensor first), and dx is 4 broadcast element-wise ops.
+import * as tf from '@tensorflow/tfjs-core';
+
+export const BN_EPS = 1e-5;
+/** Running-statistics momentum, as torch.nn.BatchNorm2d (new = (1-m)·old + m·batch). */
+export const BN_MOMENTUM = 0.1;
+
+/** Σ over rows of a [M, C] matrix as a [1, C] row: one fast matMul instead of a transposing Sum. */
+export function channelSum(t2d: tf.Tensor2D, ones: tf.Tensor2D): tf.Tensor2D {
+  return tf.matMul(ones, t2d);
+}
+
+export interface BnCache {
+  /** Normalised input, [M, C]. */
+  xhat: tf.Tensor2D;
+  /** 1/sqrt(var + eps) of the statistics used, [1, C]. */
+  invstd: tf.Tensor2D;
+}
+
+export interface BnTrainOut {
+  y: tf.Tensor4D;
+  cache: BnCache;
+  /** Batch mean and unbiased variance ([C] each) for the running-statistics update. */
+  mean: tf.Tensor1D;
+  varUnbiased: tf.Tensor1D;
+}
+
+/** Training-mode BN on batch statistics (biased variance normalises, as torch). */
+export function bnForwardTrain(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, ones: tf.Tensor2D): BnTrainOut {
+  const c = x.shape[3];
+  const m = x.size / c;
+  if (m < 2) throw new Error(`batch norm needs more than one value per channel in training (got ${m}): use a batch size ≥ 2`);
+  const x2 = tf.reshape(x, [m, c]);
+  const mean = tf.div(channelSum(x2, ones), m) as tf.Tensor2D;
+  const variance = tf.div(channelSum(tf.squaredDifference(x2, mean), ones), m) as tf.Tensor2D;
+  const invstd = tf.rsqrt(tf.add(variance, BN_EPS)) as tf.Tensor2D;
+  const xhat = tf.mul(tf.sub(x2, mean), invstd) as tf.Tensor2D;
+  const y = tf.reshape(tf.add(tf.mul(xhat, gamma), beta), x.shape);
+  return { y, cache: { xhat, invstd }, mean: tf.reshape(mean, [c]), varUnbiased: tf.reshape(tf.mul(variance, m / (m - 1)), [c]) };
+}
+
+/** BN on given (running) statistics: eval mode, and training with frozen BN. */
+export function bnForwardStats(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, mean: tf.Tensor1D, variance: tf.Tensor1D): { y: tf.Tensor4D; cache: BnCache } {
+  const c = x.shape[3];
+  const x2 = tf.reshape(x, [x.size / c, c]);
+  const invstd = tf.reshape(tf.rsqrt(tf.add(variance, BN_EPS)), [1, c]) as tf.Tensor2D;
+  const xhat = tf.mul(tf.sub(x2, mean), invstd) as tf.Tensor2D;
+  return { y: tf.reshape(tf.add(tf.mul(xhat, gamma), beta), x.shape), cache: { xhat, invstd } };
+}
+
+/** Eval-only BN folded into one scale and one shift (no cache kept). */
+export function bnInfer(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, mean: tf.Tensor1D, variance: tf.Tensor1D): tf.Tensor4D {
+  const scale = tf.mul(gamma, tf.rsqrt(tf.add(variance, BN_EPS)));
+  const shift = tf.sub(beta, tf.mul(mean, scale));
+  return tf.add(tf.mul(x, scale), shift);
+}
+
+export interface BnGrads {
+  dx: tf.Tensor4D;
+  dgamma: tf.Tensor1D;
+  dbeta: tf.Tensor1D;
+}
+
+/**
+ * Backward of bnForwardTrain (`batchStats` true: the statistics depend on x) or of
+ * bnForwardStats (false: constants). `dy` is [N,H,W,C]; returns dx of the same shape.
+ */
+export function bnBackward(dy: tf.Tensor4D, cache: BnCache, gamma: tf.Tensor1D, ones: tf.Tensor2D, batchStats: boolean): BnGrads {
+  const c = dy.shape[3];
+  const m = dy.size / c;
+  const g = tf.reshape(dy, [m, c]);
+  const dbeta = channelSum(g, ones);
+  const dgamma = channelSum(tf.mul(g, cache.xhat) as tf.Tensor2D, ones);
+  const a = tf.mul(gamma, cache.invstd); // [1, C]
+  let dx: tf.Tensor;
+  if (batchStats) {
+    // dx = a·(g − dbeta/M − xhat·dgamma/M), regrouped as g·a + xhat·b + c0 with per-channel b, c0.
+    const b = tf.mul(a, tf.div(dgamma, -m));
+    const c0 = tf.mul(a, tf.div(dbeta, -m));
+    dx = tf.add(tf.add(tf.mul(g, a), tf.mul(cache.xhat, b)), c0);
+  } else {
+    dx = tf.mul(g, a);
+  }
+  return { dx: tf.reshape(dx, dy.shape), dgamma: tf.reshape(dgamma, [c]), dbeta: tf.reshape(dbeta, [c]) };
+}

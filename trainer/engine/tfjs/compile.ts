@@ -1,0 +1,131 @@
+// `--compile` for the tfjs engine: a per-layer autotune of the convolution kernels, in the spirit
+// of cudnn.benchmark. For every distinct conv geometry in the network it times each candidate
+// forward, input-gradient and filter-gradient implementation (conv-kernels.ts) on the real shapes
+// and batch, keeps the fastest, and measures the whole training step before and after. It is not
+// a graph compiler (tfjs has none); the report says exactly what was chosen.
+import * as tf from '@tensorflow/tfjs-core';
+import { candidates, convBackpropFilter, convBackpropInput, convForward, type ConvGeometry, type ConvImpl } from './conv-kernels';
+import type { TfjsResNet, TfjsResNetInternals } from './resnet50';
+import { allUnits } from './resnet50-spec';
+
+export interface CompileReport {
+  durationMs: number;
+  baselineStepMs: number;
+  compiledStepMs: number;
+  speedup: number;
+  detail: string;
+  /** The chosen implementation per conv layer; apply on other ranks with applyCompilePlan for identical numerics. */
+  plan: Record<string, ConvImpl>;
+}
+
+export interface CompileSample {
+  images: Float32Array;
+  labels: Int32Array;
+  batch: number;
+}
+
+function isInternals(m: TfjsResNet): m is TfjsResNetInternals {
+  return typeof (m as Partial<TfjsResNetInternals>).setImpl === 'function' && (m as Partial<TfjsResNetInternals>).spec !== undefined;
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] as number;
+}
+
+function timeStep(model: TfjsResNet, sample: CompileSample, grad: Float32Array, reps: number): number {
+  model.trainStep(sample.images, sample.labels, sample.batch, grad); // warm-up (kernel setup, heap growth)
+  const ts: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    const t0 = performance.now();
+    model.trainStep(sample.images, sample.labels, sample.batch, grad);
+    ts.push(performance.now() - t0);
+  }
+  return median(ts);
+}
+
+/** Best-of-`reps` time of f (after one warm-up), everything it allocates disposed. */
+function timeKernel(f: () => tf.Tensor, reps: number): number {
+  let best = Infinity;
+  for (let i = 0; i <= reps; i++) {
+    const t0 = performance.now();
+    tf.tidy(() => {
+      f().dataSync();
+    });
+    const dt = performance.now() - t0;
+    if (i > 0) best = Math.min(best, dt);
+  }
+  return best;
+}
+
+function geoKey(g: ConvGeometry): string {
+  return `${g.k}x${g.k}/${g.stride} ${g.cin}->${g.cout} @${g.inSize}`;
+}
+
+export function applyCompilePlan(model: TfjsResNet, plan: Record<string, ConvImpl>): void {
+  if (!isInternals(model)) throw new Error('applyCompilePlan: the model was not made by createResNet50');
+  for (const [conv, impl] of Object.entries(plan)) model.setImpl(conv, impl);
+}
+
+export async function compileTrainStep(model: TfjsResNet, sample: CompileSample, opts: { reps?: number; log?: (m: string) => void } = {}): Promise<CompileReport> {
+  if (!isInternals(model)) throw new Error('compileTrainStep: the model was not made by createResNet50');
+  const reps = opts.reps ?? 3;
+  const log = opts.log ?? (() => undefined);
+  const t0 = performance.now();
+  const grad = new Float32Array(model.paramCount);
+  const baselineStepMs = timeStep(model, sample, grad, reps);
+  log(`compile: baseline step ${baselineStepMs.toFixed(0)} ms`);
+
+  const units = allUnits(model.spec);
+  const n = sample.batch;
+  const chosen = new Map<string, { impl: ConvImpl; note: string }>();
+  const plan: Record<string, ConvImpl> = {};
+  for (const [i, u] of units.entries()) {
+    const g = u.geo;
+    const key = geoKey(g) + (i === 0 ? ' (no dx)' : '');
+    let pick = chosen.get(key);
+    if (!pick) {
+      const c = candidates(g);
+      const w = model.param(`${u.conv}.weight`) as tf.Tensor4D;
+      const x = tf.randomNormal([n, g.inSize, g.inSize, g.cin], 0, 1, 'float32', 1) as tf.Tensor4D;
+      const dy = tf.randomNormal([n, g.outSize, g.outSize, g.cout], 0, 1, 'float32', 2) as tf.Tensor4D;
+      const fastest = <T extends string>(names: readonly T[], run: (impl: T) => tf.Tensor): { best: T; times: string } => {
+        let best = names[0] as T;
+        let bestMs = Infinity;
+        const times: string[] = [];
+        for (const name of names) {
+          const ms = timeKernel(() => run(name), reps);
+          times.push(`${name} ${ms.toFixed(1)}`);
+          if (ms < bestMs) {
+            bestMs = ms;
+            best = name;
+          }
+        }
+        return { best, times: times.join(', ') };
+      };
+      const f = fastest(c.fwd, (impl) => convForward(x, w, g, impl));
+      const dx = i === 0 ? { best: model.getImpl(u.conv).dx, times: 'not needed' } : fastest(c.dx, (impl) => convBackpropInput(dy, w, g, impl));
+      const dw = fastest(c.dw, (impl) => convBackpropFilter(x, dy, g, impl));
+      x.dispose();
+      dy.dispose();
+      pick = { impl: { fwd: f.best, dx: dx.best, dw: dw.best }, note: `fwd[${f.times}] dx[${dx.times}] dw[${dw.times}] ms` };
+      chosen.set(key, pick);
+      log(`compile: ${key}: fwd ${f.best}, dx ${dx.best}, dw ${dw.best} (${pick.note})`);
+      await new Promise((r) => setImmediate(r)); // let the event loop breathe (heartbeats) between geometries
+    }
+    model.setImpl(u.conv, pick.impl);
+    plan[u.conv] = pick.impl;
+  }
+
+  const compiledStepMs = timeStep(model, sample, grad, reps);
+  const counts = new Map<string, number>();
+  for (const impl of Object.values(plan)) {
+    for (const [k, v] of Object.entries(impl)) counts.set(`${k}=${v}`, (counts.get(`${k}=${v}`) ?? 0) + 1);
+  }
+  const summary = [...counts].sort().map(([k, c]) => `${k}×${c}`).join(', ');
+  const durationMs = performance.now() - t0;
+  const speedup = baselineStepMs / compiledStepMs;
+  const detail = `autotuned conv kernels per layer: ${chosen.size} distinct geometries timed over ${units.length} conv layers (batch ${n}, ${model.spec.imageSize}²); chosen ${summary}; step ${baselineStepMs.toFixed(0)} → ${compiledStepMs.toFixed(0)} ms (${speedup.toFixed(2)}×)`;
+  log(`compile: ${detail}`);
+  return { durationMs, baselineStepMs, compiledStepMs, speedup, detail, plan };
+}

@@ -1,0 +1,224 @@
+// Convolution forward and gradient implementations for NHWC tensors with HWIO filters.
+// Why several of each: the stock wasm backend has no Conv2DBackpropFilter kernel at all, and its
+// Conv2DBackpropInput is a naive loop (5-10× slower than the forward XNNPACK conv on the same
+// shape). Every gradient here is rewritten as forward convolutions and matMuls, the kernels wasm
+// runs fast. Which candidate wins depends on the shape (e.g. im2col beats the transposed conv
+// when the output is 1×1), so `--compile` times them per layer (see conv-autotune.ts).
+import * as tf from '@tensorflow/tfjs-core';
+
+export interface ConvGeometry {
+  /** Input spatial side (square inputs only: ResNet-50 here always sees square images). */
+  inSize: number;
+  outSize: number;
+  cin: number;
+  cout: number;
+  k: number;
+  stride: number;
+  pad: number;
+}
+
+export type ConvFwdImpl = 'conv2d' | 'center';
+export type ConvDxImpl = 'backprop-input' | 'matmul' | 'matmul-t' | 'rot-conv' | 'col2im' | 'center';
+export type ConvDwImpl = 'conv-t' | 'im2col' | 'matmul' | 'center';
+export interface ConvImpl {
+  fwd: ConvFwdImpl;
+  dx: ConvDxImpl;
+  dw: ConvDwImpl;
+}
+
+export function convGeometry(inSize: number, cin: number, cout: number, k: number, stride: number, pad: number): ConvGeometry {
+  const outSize = Math.floor((inSize + 2 * pad - k) / stride) + 1;
+  if (outSize < 1) throw new Error(`conv ${k}×${k}/${stride}: input side ${inSize} is too small (output side ${outSize}); use a larger --image-size`);
+  return { inSize, outSize, cin, cout, k, stride, pad };
+}
+
+/** Only the centre tap of the filter ever meets real data (1×1 input, "same" padding): the conv is a matMul. */
+export function centerOnly(g: ConvGeometry): boolean {
+  return g.inSize === 1 && g.outSize === 1 && g.k % 2 === 1 && g.pad === (g.k - 1) / 2;
+}
+
+export function candidates(g: ConvGeometry): { fwd: ConvFwdImpl[]; dx: ConvDxImpl[]; dw: ConvDwImpl[] } {
+  const center = centerOnly(g) && g.k > 1;
+  return {
+    fwd: center ? ['conv2d', 'center'] : ['conv2d'],
+    dx: [...(g.k === 1 ? (['matmul', 'matmul-t'] as const) : (['rot-conv', 'col2im'] as const)), 'backprop-input', ...(center ? (['center'] as const) : [])],
+    dw: [...(g.k === 1 ? (['matmul'] as const) : (['conv-t', 'im2col'] as const)), ...(center ? (['center'] as const) : [])],
+  };
+}
+
+/** The implementation used without --compile: the generic rewrite for each gradient, no shape specialisation. */
+export function defaultImpl(g: ConvGeometry): ConvImpl {
+  return { fwd: 'conv2d', dx: g.k === 1 ? 'matmul' : 'rot-conv', dw: g.k === 1 ? 'matmul' : 'conv-t' };
+}
+
+type Pad4 = [[number, number], [number, number], [number, number], [number, number]];
+function pad4(t: number, b: number, l: number, r: number): Pad4 {
+  return [[0, 0], [t, b], [l, r], [0, 0]];
+}
+
+function as2d(t: tf.Tensor, cols: number): tf.Tensor2D {
+  return tf.reshape(t, [t.size / cols, cols]);
+}
+
+function centerTap(w: tf.Tensor4D, g: ConvGeometry): tf.Tensor2D {
+  const c = (g.k - 1) / 2;
+  return tf.reshape(tf.slice(w, [c, c, 0, 0], [1, 1, g.cin, g.cout]), [g.cin, g.cout]);
+}
+
+/** Strided 1×1 sampling of x (what a 1×1 stride-s conv reads). */
+function subsample(x: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
+  if (g.stride === 1) return x;
+  const n = x.shape[0];
+  return tf.stridedSlice(x, [0, 0, 0, 0], [n, (g.outSize - 1) * g.stride + 1, (g.outSize - 1) * g.stride + 1, g.cin], [1, g.stride, g.stride, 1]);
+}
+
+/** Insert stride-1 zeros after every element of the spatial axes: [N,H,W,C] → [N,H·s,W·s,C]. */
+function dilate(t: tf.Tensor4D, s: number): tf.Tensor4D {
+  if (s === 1) return t;
+  const [n, h, w, c] = t.shape;
+  const six = tf.reshape(t, [n, h, 1, w, 1, c]);
+  const padded = tf.pad(six, [[0, 0], [0, 0], [0, s - 1], [0, 0], [0, s - 1], [0, 0]]);
+  return tf.reshape(padded, [n, h * s, w * s, c]);
+}
+
+/**
+ * The filter rotated 180° with in/out swapped, [k,k,cout,cin]. Flipping both spatial axes is
+ * reversing the k·k taps: contiguous slices concatenated backwards (wasm's Reverse kernel is
+ * ~6× slower on these shapes).
+ */
+function rotateFilter(w: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
+  const kk = g.k * g.k;
+  const taps = tf.reshape(w, [kk, g.cin, g.cout]);
+  const rev = tf.concat(Array.from({ length: kk }, (_, i) => tf.slice(taps, [kk - 1 - i, 0, 0], [1, g.cin, g.cout])), 0);
+  return tf.reshape(tf.transpose(rev, [0, 2, 1]), [g.k, g.k, g.cout, g.cin]);
+}
+
+/** A 1×1 stride-s conv's input gradient from its values at the sampled positions: zeros elsewhere. */
+function scatterStrided(dxs: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
+  if (g.stride === 1) return dxs;
+  const n = dxs.shape[0];
+  const d = dilate(dxs, g.stride);
+  const have = g.outSize * g.stride;
+  if (have === g.inSize) return d;
+  if (have > g.inSize) return tf.slice(d, [0, 0, 0, 0], [n, g.inSize, g.inSize, g.cin]);
+  return tf.pad(d, pad4(0, g.inSize - have, 0, g.inSize - have));
+}
+
+export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvFwdImpl): tf.Tensor4D {
+  if (impl === 'center') {
+    const n = x.shape[0];
+    return tf.reshape(tf.matMul(as2d(x, g.cin), centerTap(w, g)), [n, 1, 1, g.cout]);
+  }
+  return tf.conv2d(x, w, g.stride, g.pad === 0 ? 'valid' : pad4(g.pad, g.pad, g.pad, g.pad));
+}
+
+/** Gradient of the conv output w.r.t. its input. `wT` (filter as [cout, cin] for 1×1) may be passed precomputed. */
+export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvDxImpl): tf.Tensor4D {
+  const n = dy.shape[0];
+  switch (impl) {
+    case 'backprop-input':
+      return tf.engine().runKernel('Conv2DBackpropInput', { dy, filter: w }, {
+        strides: g.stride, pad: g.pad === 0 ? 'valid' : [[0, 0], [g.pad, g.pad], [g.pad, g.pad], [0, 0]],
+        dataFormat: 'NHWC', inputShape: [n, g.inSize, g.inSize, g.cin],
+      } as unknown as tf.NamedAttrMap) as tf.Tensor4D;
+    case 'center': {
+      // dxᵀ = W_c · dyᵀ: transposes only the small dy, never the weight.
+      const dxt = tf.matMul(centerTap(w, g), tf.transpose(as2d(dy, g.cout)));
+      return tf.reshape(tf.transpose(dxt), [n, 1, 1, g.cin]);
+    }
+    case 'matmul-t': {
+      if (g.k !== 1) throw new Error(`conv dx impl 'matmul-t' needs a 1×1 filter, got ${g.k}×${g.k}`);
+      const dxt = tf.matMul(tf.reshape(w, [g.cin, g.cout]), tf.transpose(as2d(dy, g.cout)));
+      return scatterStrided(tf.reshape(tf.transpose(dxt), [n, g.outSize, g.outSize, g.cin]), g);
+    }
+    case 'col2im': {
+      // dcolᵀ = W2d · dyᵀ ([k·k·cin, M]): the weight is only read, never transposed (on tiny
+      // spatial sizes the weight dwarfs the activations). Then col2im: each tap's slice is
+      // dilated by the stride, shifted to its offset and summed, and the padding cropped.
+      const dcol = tf.reshape(tf.transpose(tf.matMul(tf.reshape(w, [g.k * g.k * g.cin, g.cout]), tf.transpose(as2d(dy, g.cout)))), [n, g.outSize, g.outSize, g.k * g.k * g.cin]);
+      const hp = g.inSize + 2 * g.pad;
+      const span = g.outSize * g.stride;
+      let acc: tf.Tensor4D | null = null;
+      for (let ky = 0; ky < g.k; ky++) {
+        for (let kx = 0; kx < g.k; kx++) {
+          const t = ky * g.k + kx;
+          let piece = dilate(tf.slice(dcol, [0, 0, 0, t * g.cin], [n, g.outSize, g.outSize, g.cin]), g.stride);
+          // Place at (ky, kx) in the padded frame [hp, hp]; crop what falls past it (only zeros from dilation or unused rows).
+          const h = Math.min(span, hp - ky);
+          const wd = Math.min(span, hp - kx);
+          if (h < span || wd < span) piece = tf.slice(piece, [0, 0, 0, 0], [n, h, wd, g.cin]);
+          const placed = tf.pad(piece, pad4(ky, hp - ky - h, kx, hp - kx - wd));
+          acc = acc ? tf.add(acc, placed) : placed;
+        }
+      }
+      const full = acc!;
+      return g.pad === 0 ? full : tf.slice(full, [0, g.pad, g.pad, 0], [n, g.inSize, g.inSize, g.cin]);
+    }
+    case 'matmul': {
+      if (g.k !== 1) throw new Error(`conv dx impl 'matmul' needs a 1×1 filter, got ${g.k}×${g.k}`);
+      // Explicit transpose of the (small) filter: wasm's transposed matMul path is 5-10× slower.
+      const wt = tf.transpose(tf.reshape(w, [g.cin, g.cout]));
+      return scatterStrided(tf.reshape(tf.matMul(as2d(dy, g.cout), wt), [n, g.outSize, g.outSize, g.cin]), g);
+    }
+    case 'rot-conv': {
+      // dx = full correlation of (dilated) dy with the filter rotated 180° and in/out swapped.
+      const wr = rotateFilter(w, g);
+      let d = dilate(dy, g.stride);
+      let len = g.outSize * g.stride;
+      const padL = g.k - 1 - g.pad;
+      let padR = g.inSize - len - padL + g.k - 1;
+      if (padR < 0) {
+        len += padR;
+        d = tf.slice(d, [0, 0, 0, 0], [n, len, len, g.cout]);
+        padR = 0;
+      }
+      if (padL < 0) throw new Error(`conv dx impl 'rot-conv' needs pad < k (k=${g.k}, pad=${g.pad})`);
+      return tf.conv2d(d, wr, 1, padL === 0 && padR === 0 ? 'valid' : pad4(padL, padR, padL, padR));
+    }
+  }
+}
+
+/** Gradient of the conv output w.r.t. the filter (what wasm has no kernel for), HWIO. */
+export function convBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeometry, impl: ConvDwImpl): tf.Tensor4D {
+  const n = x.shape[0];
+  switch (impl) {
+    case 'center': {
+      const c = (g.k - 1) / 2;
+      const dwc = tf.matMul(tf.transpose(as2d(x, g.cin)), as2d(dy, g.cout));
+      return tf.pad(tf.reshape(dwc, [1, 1, g.cin, g.cout]), [[c, c], [c, c], [0, 0], [0, 0]]);
+    }
+    case 'matmul': {
+      if (g.k !== 1) throw new Error(`conv dw impl 'matmul' needs a 1×1 filter, got ${g.k}×${g.k}`);
+      const xs = subsample(x, g);
+      return tf.reshape(tf.matMul(tf.transpose(as2d(xs, g.cin)), as2d(dy, g.cout)), [1, 1, g.cin, g.cout]);
+    }
+    case 'conv-t': {
+      // dW[ky,kx,ci,co] = Σ_{n,oy,ox} xpad[n, oy·s+ky, ox·s+kx, ci] · dy[n,oy,ox,co]: a conv of x with
+      // batch and channels swapped ([ci,H,W,n]) by dy used as a filter ([oy,ox,n,co]) dilated by s.
+      const xt = tf.transpose(x, [3, 1, 2, 0]) as tf.Tensor4D;
+      const f = tf.transpose(dy, [1, 2, 0, 3]) as tf.Tensor4D;
+      const need = (g.outSize - 1) * g.stride + g.k;
+      const bottom = need - g.inSize - g.pad;
+      let src = xt;
+      let padB = bottom;
+      if (bottom < 0) {
+        src = tf.slice(xt, [0, 0, 0, 0], [g.cin, g.inSize + bottom, g.inSize + bottom, n]);
+        padB = 0;
+      }
+      const r = tf.conv2d(src, f, 1, g.pad === 0 && padB === 0 ? 'valid' : pad4(g.pad, padB, g.pad, padB), 'NHWC', g.stride);
+      return tf.transpose(r, [1, 2, 0, 3]);
+    }
+    case 'im2col': {
+      const xp = g.pad === 0 ? x : tf.pad(x, pad4(g.pad, g.pad, g.pad, g.pad));
+      const cols: tf.Tensor4D[] = [];
+      const span = (g.outSize - 1) * g.stride + 1;
+      for (let ky = 0; ky < g.k; ky++) {
+        for (let kx = 0; kx < g.k; kx++) {
+          cols.push(tf.stridedSlice(xp, [0, ky, kx, 0], [n, ky + span, kx + span, g.cin], [1, g.stride, g.stride, 1]));
+        }
+      }
+      const col = as2d(tf.concat(cols, 3), g.k * g.k * g.cin);
+      return tf.reshape(tf.matMul(tf.transpose(col), as2d(dy, g.cout)), [g.k, g.k, g.cin, g.cout]);
+    }
+  }
+}

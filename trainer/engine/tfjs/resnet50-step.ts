@@ -1,0 +1,151 @@
+// ResNet-50 forward and hand-written backward over tfjs tensors. Why not tf.grads: the backward
+// here uses only kernels wasm runs fast (see conv-kernels.ts and batch-norm.ts), keeps exactly the
+// activations each gradient needs, and lets `--compile` pick a gradient implementation per layer.
+// Every function here must be called inside tf.tidy (the model does).
+import * as tf from '@tensorflow/tfjs-core';
+import { bnBackward, bnForwardStats, bnForwardTrain, bnInfer, channelSum, type BnCache } from './batch-norm';
+import { convBackpropFilter, convBackpropInput, convForward, type ConvImpl } from './conv-kernels';
+import type { BlockSpec, NetSpec, UnitSpec } from './resnet50-spec';
+
+export type BnMode = 'batch' | 'frozen' | 'eval';
+
+/** What the step reads from the model: parameters and BN statistics by name, and the chosen kernels. */
+export interface StepState {
+  spec: NetSpec;
+  param(name: string): tf.Tensor;
+  runningMean(bn: string): tf.Tensor1D;
+  runningVar(bn: string): tf.Tensor1D;
+  impl(conv: string): ConvImpl;
+  /** A [1, m] row of ones (cached per m) for channel sums. */
+  ones(m: number): tf.Tensor2D;
+}
+
+interface UnitCache {
+  x: tf.Tensor4D;
+  bn: BnCache;
+  /** Post-ReLU output (the ReLU mask), when the unit has a ReLU. */
+  out: tf.Tensor4D | null;
+}
+
+interface BlockCache {
+  units: [UnitCache, UnitCache, UnitCache];
+  down: UnitCache | null;
+  out: tf.Tensor4D;
+}
+
+export interface ForwardCache {
+  stem: UnitCache;
+  poolIn: tf.Tensor4D | null;
+  poolOut: tf.Tensor4D | null;
+  blocks: BlockCache[];
+  pooled: tf.Tensor2D;
+}
+
+/** New running statistics produced by a batch-statistics forward, per BN name. */
+export type StatUpdates = Map<string, { mean: tf.Tensor1D; varUnbiased: tf.Tensor1D }>;
+
+function unitForward(s: StepState, u: UnitSpec, x: tf.Tensor4D, mode: BnMode, stats: StatUpdates): { y: tf.Tensor4D; cache: UnitCache | null } {
+  const z = convForward(x, s.param(`${u.conv}.weight`) as tf.Tensor4D, u.geo, s.impl(u.conv).fwd);
+  const gamma = s.param(`${u.bn}.weight`) as tf.Tensor1D;
+  const beta = s.param(`${u.bn}.bias`) as tf.Tensor1D;
+  if (mode === 'eval') {
+    const y = bnInfer(z, gamma, beta, s.runningMean(u.bn), s.runningVar(u.bn));
+    return { y: u.relu ? tf.relu(y) : y, cache: null };
+  }
+  let y: tf.Tensor4D;
+  let bn: BnCache;
+  if (mode === 'batch') {
+    const r = bnForwardTrain(z, gamma, beta, s.ones(z.size / z.shape[3]));
+    stats.set(u.bn, { mean: r.mean, varUnbiased: r.varUnbiased });
+    y = r.y;
+    bn = r.cache;
+  } else {
+    const r = bnForwardStats(z, gamma, beta, s.runningMean(u.bn), s.runningVar(u.bn));
+    y = r.y;
+    bn = r.cache;
+  }
+  const out = u.relu ? tf.relu(y) : null;
+  return { y: out ?? y, cache: { x, bn, out } };
+}
+
+function blockForward(s: StepState, b: BlockSpec, x: tf.Tensor4D, mode: BnMode, stats: StatUpdates): { y: tf.Tensor4D; cache: BlockCache | null } {
+  const r1 = unitForward(s, b.units[0], x, mode, stats);
+  const r2 = unitForward(s, b.units[1], r1.y, mode, stats);
+  const r3 = unitForward(s, b.units[2], r2.y, mode, stats);
+  const rd = b.down ? unitForward(s, b.down, x, mode, stats) : null;
+  const out = tf.relu(tf.add(r3.y, rd ? rd.y : x));
+  if (mode === 'eval') return { y: out, cache: null };
+  return { y: out, cache: { units: [r1.cache!, r2.cache!, r3.cache!], down: rd ? rd.cache! : null, out } };
+}
+
+/** Forward to logits. With mode 'eval' the returned cache is null (nothing kept for a backward). */
+export function forward(s: StepState, images: tf.Tensor4D, mode: BnMode, stats: StatUpdates): { logits: tf.Tensor2D; cache: ForwardCache | null } {
+  const spec = s.spec;
+  const st = unitForward(s, spec.stem, images, mode, stats);
+  let h = st.y;
+  let poolIn: tf.Tensor4D | null = null;
+  let poolOut: tf.Tensor4D | null = null;
+  if (spec.pool) {
+    poolIn = h;
+    h = tf.maxPool(h, spec.pool.k, spec.pool.stride, spec.pool.pad);
+    poolOut = h;
+  }
+  const blocks: BlockCache[] = [];
+  for (const b of spec.blocks) {
+    const r = blockForward(s, b, h, mode, stats);
+    if (r.cache) blocks.push(r.cache);
+    h = r.y;
+  }
+  const n = h.shape[0];
+  const pooled = spec.finalSize === 1 ? tf.reshape(h, [n, spec.features]) : tf.mean(h, [1, 2]) as tf.Tensor2D;
+  const logits = tf.add(tf.matMul(pooled, s.param('fc.weight') as tf.Tensor2D), s.param('fc.bias')) as tf.Tensor2D;
+  if (mode === 'eval') return { logits, cache: null };
+  return { logits, cache: { stem: st.cache!, poolIn, poolOut, blocks, pooled } };
+}
+
+/** Parameter gradients by name. */
+export type Grads = Map<string, tf.Tensor>;
+
+function unitBackward(s: StepState, u: UnitSpec, c: UnitCache, dy: tf.Tensor4D, mode: BnMode, grads: Grads, needDx: boolean): tf.Tensor4D | null {
+  // ReLU backward fused into the mask multiply: step(out) is 1 where the ReLU passed.
+  const g = c.out ? tf.mul(dy, tf.step(c.out)) : dy;
+  const r = bnBackward(g, c.bn, s.param(`${u.bn}.weight`) as tf.Tensor1D, s.ones(g.size / g.shape[3]), mode === 'batch');
+  grads.set(`${u.bn}.weight`, r.dgamma);
+  grads.set(`${u.bn}.bias`, r.dbeta);
+  const impl = s.impl(u.conv);
+  grads.set(`${u.conv}.weight`, convBackpropFilter(c.x, r.dx, u.geo, impl.dw));
+  return needDx ? convBackpropInput(r.dx, s.param(`${u.conv}.weight`) as tf.Tensor4D, u.geo, impl.dx) : null;
+}
+
+function blockBackward(s: StepState, b: BlockSpec, c: BlockCache, dy: tf.Tensor4D, mode: BnMode, grads: Grads): tf.Tensor4D {
+  const g = tf.mul(dy, tf.step(c.out));
+  const d3 = unitBackward(s, b.units[2], c.units[2], g, mode, grads, true)!;
+  const d2 = unitBackward(s, b.units[1], c.units[1], d3, mode, grads, true)!;
+  const d1 = unitBackward(s, b.units[0], c.units[0], d2, mode, grads, true)!;
+  const short = b.down && c.down ? unitBackward(s, b.down, c.down, g, mode, grads, true)! : g;
+  return tf.add(d1, short);
+}
+
+/** Backward from d(loss)/d(logits) to every parameter gradient. */
+export function backward(s: StepState, cache: ForwardCache, dlogits: tf.Tensor2D, mode: BnMode): Grads {
+  const spec = s.spec;
+  const grads: Grads = new Map();
+  const n = dlogits.shape[0];
+  // fc: explicit transposes (wasm's transposed matMul is the slow path).
+  grads.set('fc.weight', tf.matMul(tf.transpose(cache.pooled), dlogits));
+  grads.set('fc.bias', tf.reshape(channelSum(dlogits, s.ones(n)), [spec.classes]));
+  // dpooledᵀ = W · dlogitsᵀ: transposes the small dlogits, not the weight.
+  const dpooled = tf.transpose(tf.matMul(s.param('fc.weight') as tf.Tensor2D, tf.transpose(dlogits)));
+  const f = spec.finalSize;
+  let dh: tf.Tensor4D = f === 1
+    ? tf.reshape(dpooled, [n, 1, 1, spec.features])
+    : tf.tile(tf.reshape(tf.div(dpooled, f * f), [n, 1, 1, spec.features]), [1, f, f, 1]);
+  for (let i = spec.blocks.length - 1; i >= 0; i--) dh = blockBackward(s, spec.blocks[i]!, cache.blocks[i]!, dh, mode, grads);
+  if (spec.pool && cache.poolIn && cache.poolOut) {
+    dh = tf.engine().runKernel('MaxPoolGrad', { dy: dh, input: cache.poolIn, output: cache.poolOut }, {
+      filterSize: spec.pool.k, strides: spec.pool.stride, pad: spec.pool.pad,
+    } as unknown as tf.NamedAttrMap) as tf.Tensor4D;
+  }
+  unitBackward(s, spec.stem, cache.stem, dh, mode, grads, false);
+  return grads;
+}

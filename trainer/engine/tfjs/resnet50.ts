@@ -1,0 +1,249 @@
+// ResNet-50 for the tfjs engine: parameters in one flat Float32Array layout (the allreduce and the
+// optimizer work on one buffer), a training step that writes the fused gradient buffer, and
+// eval. The backend must be initialised first (initBackend in backend.ts).
+import * as tf from '@tensorflow/tfjs-core';
+import type { Stem } from '../../protocol/train-config';
+import { BN_MOMENTUM } from './batch-norm';
+import { defaultImpl, type ConvImpl } from './conv-kernels';
+import { fillNormal, fillUniform } from './init-rng';
+import { checkLabels, softmaxCrossEntropy } from './loss';
+import { backward, forward, type BnMode, type StatUpdates, type StepState } from './resnet50-step';
+import { allUnits, resnet50Spec, type NetSpec, type ParamSlot } from './resnet50-spec';
+
+export type { ParamSlot } from './resnet50-spec';
+
+export interface ResNetOptions {
+  classes: number;
+  stem: Stem;
+  imageSize: number;
+  seed: number;
+  /** Train with running statistics (eval-mode BN): data-parallel then equals one process exactly. */
+  freezeBn: boolean;
+}
+
+export interface TfjsResNet {
+  /** 23,712,932 at 100 classes with the imagenet stem. */
+  readonly paramCount: number;
+  /** Offsets into ONE flat Float32Array of all trainable params (torchvision state_dict order). */
+  readonly layout: readonly ParamSlot[];
+  getParams(out: Float32Array): void;
+  setParams(flat: Float32Array): void;
+  /** Running mean then running var for each BN layer, in layout order. */
+  getBnState(): Float32Array;
+  setBnState(s: Float32Array): void;
+  /** One forward + backward on NHWC float32 images; writes the mean-loss gradients into gradOut (flat, same layout). Returns the mean loss. */
+  trainStep(images: Float32Array, labels: Int32Array, batch: number, gradOut: Float32Array): number;
+  evaluate(images: Float32Array, labels: Int32Array, batch: number): { loss: number; correct: number };
+  /** tf.memory().numBytes. */
+  tensorBytes(): number;
+  dispose(): void;
+}
+
+/** Internals the compiler (compile.ts) and tests use; not part of the trainer-facing API. */
+export interface TfjsResNetInternals extends TfjsResNet {
+  readonly spec: NetSpec;
+  getImpl(conv: string): ConvImpl;
+  setImpl(conv: string, impl: ConvImpl): void;
+  /** Tensors of the current parameters by name (read-only use). */
+  param(name: string): tf.Tensor;
+  /** Eval-mode logits, [batch × classes] row-major. */
+  logits(images: Float32Array, batch: number): Float32Array;
+}
+
+export function initialParams(spec: NetSpec, seed: number): Float32Array {
+  const flat = new Float32Array(spec.paramCount);
+  for (const s of spec.layout) {
+    const view = flat.subarray(s.offset, s.offset + s.size);
+    if (s.name === 'fc.weight' || s.name === 'fc.bias') {
+      // torch.nn.Linear: kaiming_uniform(a=√5) for the weight and U(±1/√fan_in) for the bias both give bound 1/√fan_in.
+      fillUniform(view, 1 / Math.sqrt(spec.features), seed, s.name);
+    } else if (s.shape.length === 4) {
+      // torchvision: kaiming_normal_(mode='fan_out', nonlinearity='relu'), fan_out = k·k·cout.
+      const [kh, kw, , cout] = s.shape as [number, number, number, number];
+      fillNormal(view, Math.sqrt(2 / (kh * kw * cout)), seed, s.name);
+    } else if (s.name.endsWith('.weight')) {
+      view.fill(1); // BN gamma
+    } // BN beta stays 0
+  }
+  return flat;
+}
+
+function checkImages(images: Float32Array, batch: number, size: number): void {
+  if (!Number.isInteger(batch) || batch < 1) throw new Error(`batch must be a positive integer, got ${batch}`);
+  const need = batch * size * size * 3;
+  if (images.length < need) throw new Error(`images: batch ${batch} of ${size}×${size}×3 NHWC needs ${need} floats, got ${images.length}`);
+}
+
+export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
+  const spec = resnet50Spec(opts.stem, opts.imageSize, opts.classes);
+  const params = new Map<string, tf.Tensor>();
+  const runMean = new Map<string, tf.Tensor1D>();
+  const runVar = new Map<string, tf.Tensor1D>();
+  const ones = new Map<number, tf.Tensor2D>();
+  const impls = new Map<string, ConvImpl>();
+  for (const u of allUnits(spec)) impls.set(u.conv, defaultImpl(u.geo));
+  let disposed = false;
+
+  const alive = (): void => {
+    if (disposed) throw new Error('ResNet-50 model used after dispose()');
+  };
+  const state: StepState = {
+    spec,
+    param: (name) => params.get(name) ?? fail(`no parameter ${name}`),
+    runningMean: (bn) => runMean.get(bn) ?? fail(`no BN ${bn}`),
+    runningVar: (bn) => runVar.get(bn) ?? fail(`no BN ${bn}`),
+    impl: (conv) => impls.get(conv) ?? fail(`no conv ${conv}`),
+    ones: (m) => {
+      let t = ones.get(m);
+      if (!t) {
+        t = tf.keep(tf.ones([1, m]));
+        ones.set(m, t);
+      }
+      return t;
+    },
+  };
+
+  const setParams = (flat: Float32Array): void => {
+    alive();
+    if (flat.length !== spec.paramCount) throw new Error(`setParams: expected ${spec.paramCount} floats, got ${flat.length}`);
+    for (const s of spec.layout) {
+      params.get(s.name)?.dispose();
+      // slice() copies: the backend may keep a reference to the array until first use, and the
+      // caller (optimizer) rewrites the flat buffer in place.
+      params.set(s.name, tf.tensor(flat.slice(s.offset, s.offset + s.size), s.shape, 'float32'));
+    }
+  };
+
+  const setBnState = (st: Float32Array): void => {
+    alive();
+    const need = spec.bns.reduce((a, b) => a + 2 * b.c, 0);
+    if (st.length !== need) throw new Error(`setBnState: expected ${need} floats (mean+var per BN channel), got ${st.length}`);
+    let o = 0;
+    for (const b of spec.bns) {
+      runMean.get(b.name)?.dispose();
+      runVar.get(b.name)?.dispose();
+      runMean.set(b.name, tf.tensor1d(st.slice(o, o + b.c)));
+      runVar.set(b.name, tf.tensor1d(st.slice(o + b.c, o + 2 * b.c)));
+      o += 2 * b.c;
+    }
+  };
+
+  const getBnState = (): Float32Array => {
+    alive();
+    const out = new Float32Array(spec.bns.reduce((a, b) => a + 2 * b.c, 0));
+    let o = 0;
+    for (const b of spec.bns) {
+      out.set(state.runningMean(b.name).dataSync() as Float32Array, o);
+      out.set(state.runningVar(b.name).dataSync() as Float32Array, o + b.c);
+      o += 2 * b.c;
+    }
+    return out;
+  };
+
+  setParams(initialParams(spec, opts.seed));
+  {
+    const st = new Float32Array(spec.bns.reduce((a, b) => a + 2 * b.c, 0));
+    let o = 0;
+    for (const b of spec.bns) {
+      st.fill(1, o + b.c, o + 2 * b.c); // running var starts at 1, mean at 0 (torch)
+      o += 2 * b.c;
+    }
+    setBnState(st);
+  }
+
+  const inputs = (images: Float32Array, labels: Int32Array, batch: number): { x: tf.Tensor4D; y: tf.Tensor1D } => {
+    const s = spec.imageSize;
+    return {
+      x: tf.tensor4d(images.subarray(0, batch * s * s * 3), [batch, s, s, 3]),
+      y: tf.tensor1d(labels.subarray(0, batch), 'int32'),
+    };
+  };
+
+  const model: TfjsResNetInternals = {
+    spec,
+    paramCount: spec.paramCount,
+    layout: spec.layout,
+    getParams(out) {
+      alive();
+      if (out.length !== spec.paramCount) throw new Error(`getParams: expected a buffer of ${spec.paramCount} floats, got ${out.length}`);
+      for (const s of spec.layout) out.set(state.param(s.name).dataSync() as Float32Array, s.offset);
+    },
+    setParams,
+    getBnState,
+    setBnState,
+    trainStep(images, labels, batch, gradOut) {
+      alive();
+      checkImages(images, batch, spec.imageSize);
+      checkLabels(labels, batch, spec.classes);
+      if (gradOut.length !== spec.paramCount) throw new Error(`trainStep: gradOut must have ${spec.paramCount} floats, got ${gradOut.length}`);
+      const mode: BnMode = opts.freezeBn ? 'frozen' : 'batch';
+      const stats: StatUpdates = new Map();
+      const loss = tf.tidy(() => {
+        const { x, y } = inputs(images, labels, batch);
+        const f = forward(state, x, mode, stats);
+        const l = softmaxCrossEntropy(f.logits, y);
+        const grads = backward(state, f.cache!, l.dlogits, mode);
+        for (const s of spec.layout) {
+          const g = grads.get(s.name) ?? fail(`backward produced no gradient for ${s.name}`);
+          gradOut.set(g.dataSync() as Float32Array, s.offset);
+        }
+        // New running statistics survive the tidy; the old ones are disposed below.
+        for (const [bn, u] of stats) {
+          const m = tf.keep(tf.add(tf.mul(state.runningMean(bn), 1 - BN_MOMENTUM), tf.mul(u.mean, BN_MOMENTUM)));
+          const v = tf.keep(tf.add(tf.mul(state.runningVar(bn), 1 - BN_MOMENTUM), tf.mul(u.varUnbiased, BN_MOMENTUM)));
+          u.mean = m as tf.Tensor1D;
+          u.varUnbiased = v as tf.Tensor1D;
+        }
+        return l.loss.dataSync()[0] as number;
+      });
+      for (const [bn, u] of stats) {
+        runMean.get(bn)?.dispose();
+        runVar.get(bn)?.dispose();
+        runMean.set(bn, u.mean);
+        runVar.set(bn, u.varUnbiased);
+      }
+      return loss;
+    },
+    evaluate(images, labels, batch) {
+      alive();
+      checkImages(images, batch, spec.imageSize);
+      checkLabels(labels, batch, spec.classes);
+      return tf.tidy(() => {
+        const { x, y } = inputs(images, labels, batch);
+        const f = forward(state, x, 'eval', new Map());
+        const l = softmaxCrossEntropy(f.logits, y);
+        const correct = tf.sum(tf.cast(tf.equal(tf.argMax(f.logits, 1), y), 'int32')).dataSync()[0] as number;
+        return { loss: l.loss.dataSync()[0] as number, correct };
+      });
+    },
+    tensorBytes: () => tf.memory().numBytes,
+    getImpl: (conv) => ({ ...state.impl(conv) }),
+    setImpl(conv, impl) {
+      if (!impls.has(conv)) throw new Error(`setImpl: no conv layer named ${conv}`);
+      impls.set(conv, { ...impl });
+    },
+    param: (name) => state.param(name),
+    logits(images, batch) {
+      alive();
+      checkImages(images, batch, spec.imageSize);
+      return tf.tidy(() => {
+        const s = spec.imageSize;
+        const x = tf.tensor4d(images.subarray(0, batch * s * s * 3), [batch, s, s, 3]);
+        return forward(state, x, 'eval', new Map()).logits.dataSync() as Float32Array;
+      });
+    },
+    dispose() {
+      if (disposed) return;
+      disposed = true;
+      for (const m of [params, runMean, runVar, ones] as Map<unknown, tf.Tensor>[]) {
+        for (const t of m.values()) t.dispose();
+        m.clear();
+      }
+    },
+  };
+  return model;
+}
+
+function fail(msg: string): never {
+  throw new Error(msg);
+}
