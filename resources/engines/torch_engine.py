@@ -18,6 +18,7 @@ epoch, checkpoint, done; shapes in trainer/protocol/events.ts). Any rank that fa
 `error` event and exits 1. Everything else (progress, warnings, library noise) goes to stderr.
 
 Other environment: COHORT_THREADS (torch threads; default cores / ranks on this host),
+COHORT_ENGINE_REASON (the agent's reason for choosing torch, prefixed to hello.reason),
 COHORT_RUN_DIR (checkpoints go to $COHORT_RUN_DIR/checkpoints when no checkpointDir is given),
 COHORT_PEER_TIMEOUT_S (a silent peer fails the run after this long; default 10),
 COHORT_TORCH_EXTRAS=0 (the seeds' plain "native" loop: no channels-last, cudnn.benchmark, fused
@@ -81,7 +82,7 @@ def fail(message, code=None, exit_code=1):
             event = {"rank": RANK, "host": HOST, "message": message, "logTail": list(_tail)[-20:]}
             emit("error", **event, **({"code": code} if code else {}))
             if RANK == 0 and STATE.get("started"):
-                emit("done", status="failed", steps=STATE.get("step", 0), medianGlobalSamplesPerSec=None,
+                emit("done", status="cancelled" if code == "cancelled" else "failed", steps=STATE.get("step", 0), medianGlobalSamplesPerSec=None,
                      paramChecksum="", durationMs=(time.time() - STATE["t0"]) * 1000)
     _event_out.flush()
     sys.stderr.flush()
@@ -596,7 +597,8 @@ def main(argv):
     if cuda:
         versions.update(cuda=str(torch.version.cuda), cudnn=str(torch.backends.cudnn.version()))
     asked = [f for f in ("fp16", "bf16", "compile", "syncBn") if cfg[f] and not cap[f]["available"]]
-    reason = (f"engine torch: {why}; {'DDP over ' + backend if world > 1 else 'one process'}; {model_desc}"
+    chosen = os.environ.get("COHORT_ENGINE_REASON") or "engine torch"  # why the agent picked this engine
+    reason = (f"{chosen}; {why}; {'DDP over ' + backend if world > 1 else 'one process'}; {model_desc}"
               + "".join(f"; --{kebab(f)} unavailable: {cap[f]['detail'].split(' — ')[0]}" for f in asked))
     for f in asked:
         log(f"warning: --{kebab(f)} requested but unavailable: {cap[f]['detail']}")
