@@ -1,0 +1,217 @@
+// `cohort serve`: the dashboard over HTTP + WebSocket on one port. Loopback by default, and every
+// request (page, assets, WebSocket upgrade) must carry the per-launch token, in the URL
+// (`?token=`) or in the cookie the page response sets. Anything else gets 401.
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { extname, join, normalize, sep } from 'node:path';
+import { WebSocketServer, type WebSocket } from 'ws';
+import type { CohortApi } from '../../trainer/protocol';
+import { handleCallMessage } from '../core/service/dispatch';
+
+export interface WebServerOptions {
+  api: CohortApi;
+  /** The built renderer (Vite output with index.html). */
+  staticDir: string;
+  host?: string;
+  port?: number;
+  /** Fixed token (tests); default: 32 random bytes, hex. */
+  token?: string;
+}
+
+const COOKIE = 'cohort_token';
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json',
+  '.woff2': 'font/woff2',
+};
+/** Scripts only from this origin; inline styles stay allowed for Svelte/uPlot style attributes. */
+export const CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
+
+export class WebServer {
+  readonly token: string;
+  private readonly http: Server;
+  private readonly wss: WebSocketServer;
+  private readonly sockets = new Set<WebSocket>();
+  private disposed: Promise<void> | undefined;
+  private bound: AddressInfo | undefined;
+
+  constructor(private readonly opts: WebServerOptions) {
+    this.token = opts.token ?? randomBytes(32).toString('hex');
+    this.http = createServer((req, res) => void this.onRequest(req, res));
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
+    this.http.on('upgrade', (req, socket, head) => {
+      const url = new URL(req.url ?? '/', 'http://x');
+      if (url.pathname !== '/ws' || !this.authorized(req, url) || !this.sameOrigin(req)) {
+        socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+        return;
+      }
+      this.wss.handleUpgrade(req, socket, head, (ws) => this.onSocket(ws));
+    });
+  }
+
+  async listen(opts: { signal?: AbortSignal } = {}): Promise<void> {
+    const host = this.opts.host ?? '127.0.0.1';
+    await new Promise<void>((resolve, reject) => {
+      const onAbort = () => reject(opts.signal?.reason ?? new Error('aborted'));
+      opts.signal?.addEventListener('abort', onAbort, { once: true });
+      this.http.once('error', (err: NodeJS.ErrnoException) => {
+        reject(
+          Object.assign(new Error(`cannot listen on ${host}:${this.opts.port ?? 0}: ${err.message}${err.code === 'EADDRINUSE' ? ' (the port is taken; choose another with --port)' : ''}`), { code: err.code, cause: err }),
+        );
+      });
+      this.http.listen(this.opts.port ?? 0, host, () => {
+        opts.signal?.removeEventListener('abort', onAbort);
+        resolve();
+      });
+    });
+    this.bound = this.http.address() as AddressInfo;
+  }
+
+  get port(): number {
+    if (!this.bound) throw new Error('the server is not listening yet');
+    return this.bound.port;
+  }
+
+  /** The URL to open (contains the token). */
+  get url(): string {
+    const host = this.opts.host ?? '127.0.0.1';
+    const h = host.includes(':') ? `[${host}]` : host;
+    return `http://${h}:${this.port}/?token=${this.token}`;
+  }
+
+  /** Closes every WebSocket and the listener. Idempotent. */
+  dispose(): Promise<void> {
+    this.disposed ??= new Promise<void>((resolve) => {
+      for (const ws of this.sockets) ws.terminate();
+      this.sockets.clear();
+      this.wss.close();
+      this.http.closeAllConnections();
+      this.http.close(() => resolve());
+    });
+    return this.disposed;
+  }
+
+  private tokenOk(candidate: string | undefined | null): boolean {
+    if (!candidate) return false;
+    const a = Buffer.from(candidate);
+    const b = Buffer.from(this.token);
+    return a.length === b.length && timingSafeEqual(a, b);
+  }
+
+  private authorized(req: IncomingMessage, url: URL): boolean {
+    return this.tokenOk(url.searchParams.get('token')) || this.tokenOk(readCookie(req.headers.cookie, COOKIE));
+  }
+
+  /** Browsers always send Origin on WebSocket upgrades: refuse other sites (cross-site WS hijack). */
+  private sameOrigin(req: IncomingMessage): boolean {
+    const origin = req.headers.origin;
+    if (origin === undefined) return true; // not a browser (tests, CLI clients): the token suffices
+    try {
+      return new URL(origin).host === req.headers.host;
+    } catch {
+      return false;
+    }
+  }
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const headers: Record<string, string> = {
+      'Content-Security-Policy': CSP,
+      'X-Content-Type-Options': 'nosniff',
+      'Referrer-Policy': 'no-referrer',
+      'Cross-Origin-Opener-Policy': 'same-origin',
+      'Cache-Control': 'no-store',
+    };
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { ...headers, Allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (!this.authorized(req, url)) {
+      res.writeHead(401, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }).end('401: this Cohort dashboard needs the token printed by `cohort serve` (open the URL it printed).\n');
+      return;
+    }
+    if (this.tokenOk(url.searchParams.get('token'))) {
+      // Assets are requested without the query string; the cookie authorises them.
+      headers['Set-Cookie'] = `${COOKIE}=${this.token}; Path=/; HttpOnly; SameSite=Strict`;
+    }
+    const rel = url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname.slice(1));
+    const file = normalize(join(this.opts.staticDir, rel));
+    if (!file.startsWith(normalize(this.opts.staticDir) + sep)) {
+      res.writeHead(404, headers).end();
+      return;
+    }
+    let size: number;
+    try {
+      const s = await stat(file);
+      if (!s.isFile()) throw new Error('not a file');
+      size = s.size;
+    } catch {
+      res.writeHead(404, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }).end(`404: ${url.pathname}\n`);
+      return;
+    }
+    res.writeHead(200, { ...headers, 'Content-Type': TYPES[extname(file)] ?? 'application/octet-stream', 'Content-Length': String(size) });
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
+    createReadStream(file).pipe(res);
+  }
+
+  private onSocket(ws: WebSocket): void {
+    this.sockets.add(ws);
+    const send = (msg: unknown) => {
+      if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
+    };
+    const subs = [
+      this.opts.api.onRunEvent((payload) => send({ event: 'onRunEvent', payload })),
+      this.opts.api.onDeployProgress((payload) => send({ event: 'onDeployProgress', payload })),
+    ];
+    ws.on('message', (data, isBinary) => {
+      let raw: unknown;
+      try {
+        if (isBinary) throw new Error('binary');
+        raw = JSON.parse(String(data));
+      } catch {
+        send({ id: null, error: { code: 'bad-message', message: 'expected a JSON text message {id, method, args}' } });
+        return;
+      }
+      void handleCallMessage(this.opts.api, raw).then((reply) => send(reply ?? { id: null, error: { code: 'bad-message', message: 'the call has no id' } }));
+    });
+    ws.on('close', () => {
+      for (const off of subs) off();
+      this.sockets.delete(ws);
+    });
+    ws.on('error', () => ws.terminate());
+  }
+}
+
+function readCookie(header: string | undefined, name: string): string | undefined {
+  for (const part of (header ?? '').split(';')) {
+    const i = part.indexOf('=');
+    if (i > 0 && part.slice(0, i).trim() === name) return part.slice(i + 1).trim();
+  }
+  return undefined;
+}
