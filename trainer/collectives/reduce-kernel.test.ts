@@ -1,22 +1,77 @@
 import { describe, expect, it } from 'vitest';
-import { createJsReduceKernel, createReduceKernel } from './reduce-kernel';
+import { createJsReduceKernel, createReduceKernel, type ReduceKernel } from './reduce-kernel';
 
-describe('reduce kernel', () => {
-  it('uses wasm SIMD on this Node and matches the plain loop, including ragged counts', () => {
-    const piece = 1024;
-    const simd = createReduceKernel(piece * 4);
-    expect(simd.name).toBe('wasm-simd');
-    const js = createJsReduceKernel(piece * 4);
-    for (const count of [0, 1, 3, 5, 17, 1000, 1024]) {
+const P = 1024;
+
+function stage(k: ReduceKernel, values: Float32Array | Uint16Array): void {
+  new Uint8Array(k.staging.buffer, k.staging.byteOffset, values.byteLength).set(new Uint8Array(values.buffer, values.byteOffset, values.byteLength));
+}
+
+/** Indices where a and b differ (both nan counts as equal; -0 and 0 differ). */
+function mismatches(a: Float32Array, b: Float32Array): number[] {
+  const out: number[] = [];
+  a.forEach((v, i) => {
+    if (!(Number.isNaN(v) ? Number.isNaN(b[i]!) : Object.is(v, b[i]))) out.push(i);
+  });
+  return out;
+}
+
+const bits = (a: Float32Array): number[] => Array.from(new Uint32Array(a.buffer, a.byteOffset, a.length));
+
+describe('reduce kernel (wasm SIMD vs scalar)', () => {
+  const simd = createReduceKernel(P);
+  const js = createJsReduceKernel(P);
+
+  it('compiles the SIMD module on this Node', () => expect(simd.name).toBe('wasm-simd'));
+
+  it('adds f32 pieces like the plain loop, for ragged counts', () => {
+    for (const count of [0, 1, 3, 5, 17, 1000, P]) {
       const a = Float32Array.from({ length: 3000 }, (_, i) => Math.sin(i) * 10);
       const b = a.slice();
-      const incoming = Float32Array.from({ length: piece }, (_, i) => Math.cos(i) * 3);
-      new Float32Array(simd.staging.buffer, simd.staging.byteOffset, piece).set(incoming);
-      new Float32Array(js.staging.buffer, js.staging.byteOffset, piece).set(incoming);
-      simd.addStagingF32(a, 7, count);
-      js.addStagingF32(b, 7, count);
+      const incoming = Float32Array.from({ length: P }, (_, i) => Math.cos(i) * 3);
+      stage(simd, incoming);
+      stage(js, incoming);
+      simd.addF32(a, 7, count);
+      js.addF32(b, 7, count);
+      expect(bits(a)).toEqual(bits(b));
+    }
+  });
+
+  it('decodes every one of the 65536 halves exactly like the table (nan stays nan)', () => {
+    for (let base = 0; base < 65536; base += P) {
+      const halves = Uint16Array.from({ length: P }, (_, i) => base + i);
+      const a = new Float32Array(P);
+      const b = new Float32Array(P);
+      stage(simd, halves);
+      stage(js, halves);
+      simd.decodeF16(a, 0, P);
+      js.decodeF16(b, 0, P);
+      expect(mismatches(a, b), `halves from 0x${base.toString(16)}`).toEqual([]);
+      const c = new Float32Array(P + 3).fill(0.25);
+      const d = c.slice();
+      simd.addF16(c, 3, P - 5);
+      js.addF16(d, 3, P - 5);
+      expect(mismatches(c, d)).toEqual([]);
+    }
+  });
+
+  it('encodes like the scalar RNE encoder: edges, subnormals, overflow, nan, random', () => {
+    const edge = [0, -0, 1, -1, 65504, 65519.99, 65520, 65536, 1e9, -1e9, Infinity, -Infinity, NaN, 2 ** -24, 2 ** -25, 3 * 2 ** -25, 2 ** -26, 6.1e-5, 6.097555e-5, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 1e-40, -1e-40];
+    let seed = 3;
+    const rnd = (): number => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
+    const src = Float32Array.from({ length: 5 * P + 3 }, (_, i) => (i < edge.length ? edge[i]! : (rnd() - 0.5) * 2 ** (rnd() * 50 - 30)));
+    for (let off = 0; off + 1 < src.length; off += P) {
+      const count = Math.min(P, src.length - off);
+      const a = new Uint16Array(P);
+      const b = new Uint16Array(P);
+      simd.encodeF16(src, off, count, a);
+      js.encodeF16(src, off, count, b);
       expect(Array.from(a)).toEqual(Array.from(b));
-      if (count > 0) expect(a[7]).toBe(Math.fround(Math.fround(Math.sin(7) * 10) + Math.fround(Math.cos(0) * 3)));
+      const x = new Float32Array(count);
+      const y = new Float32Array(count);
+      simd.decodeHalves(a, x, 0, count);
+      js.decodeHalves(b, y, 0, count);
+      expect(mismatches(x, y)).toEqual([]);
     }
   });
 });

@@ -14,7 +14,6 @@
 //   copy through f16 before passing it on, so every rank ends with bit-identical values.
 import type { Socket } from 'node:net';
 import { CollectiveError } from './errors';
-import { addF16Into, decodeF16, encodeF16 } from './fp16';
 import { describeHeader, Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader, type DataHeader } from './data-frames';
 import { createReduceKernel, type ReduceKernel } from './reduce-kernel';
 
@@ -34,7 +33,6 @@ interface Op {
   header: DataHeader;
   buf: Float32Array;
   bytes: Uint8Array;
-  bits: Uint32Array;
   f16: boolean;
   average: boolean;
   steps: RecvStep[];
@@ -92,7 +90,7 @@ export class RingEngine {
     private readonly leftHost: string,
     private readonly hooks: RingEngineHooks,
   ) {
-    this.kernel = createReduceKernel(PIECE_ELEMS * 4);
+    this.kernel = createReduceKernel(PIECE_ELEMS);
     this.stagingHalves = new Uint16Array(this.kernel.staging.buffer, this.kernel.staging.byteOffset, PIECE_ELEMS);
   }
 
@@ -164,7 +162,6 @@ export class RingEngine {
       const op: Op = {
         header, buf, f16, average, steps,
         bytes: new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength),
-        bits: new Uint32Array(buf.buffer, buf.byteOffset, buf.length),
         step: -1, pieceStart: 0, pieceEnd: 0, filled: 0, recvDone: false, pendingWrites: 0,
         resolve, reject,
       };
@@ -279,10 +276,10 @@ export class RingEngine {
     const start = op.pieceStart;
     const count = op.pieceEnd - start;
     if (step.mode === 'add') {
-      if (op.f16) addF16Into(this.stagingHalves, 0, op.buf, start, count);
-      else this.kernel.addStagingF32(op.buf, start, count);
+      if (op.f16) this.kernel.addF16(op.buf, start, count);
+      else this.kernel.addF32(op.buf, start, count);
     } else if (op.f16) {
-      decodeF16(this.stagingHalves, 0, op.buf, start, count);
+      this.kernel.decodeF16(op.buf, start, count);
     }
     if (step.finalize && op.average) {
       const n = this.worldSize;
@@ -292,7 +289,7 @@ export class RingEngine {
     if (step.forward) this.sendRange(op, start, start + count, step.mode === 'copy' && op.f16);
     if (step.finalize && op.f16) {
       // The owner keeps exactly what the others will decode.
-      decodeF16(this.lastSlotHalves!, 0, op.buf, start, count);
+      this.kernel.decodeHalves(this.lastSlotHalves!, op.buf, start, count);
     }
     op.pieceStart = op.pieceEnd;
     op.filled = 0;
@@ -313,7 +310,7 @@ export class RingEngine {
       const count = Math.min(PIECE_ELEMS, end - s);
       const slot = this.freeSlots.pop() ?? newSlot();
       if (fromStaging) slot.halves.set(this.stagingHalves.subarray(0, count));
-      else encodeF16(op.bits, s, slot.halves, 0, count);
+      else this.kernel.encodeF16(op.buf, s, count, slot.halves);
       this.lastSlotHalves = slot.halves;
       this.write(slot.bytes.subarray(0, count * 2), true, slot);
     }

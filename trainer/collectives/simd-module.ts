@@ -1,0 +1,140 @@
+// A tiny hand-assembled WebAssembly SIMD module with the ring's inner loops. Hand-assembled
+// because it is ~150 bytes and a wasm toolchain would be a large dependency for it; every
+// function is checked against the scalar code in reduce-kernel.test.ts (all 65536 halves, and
+// random/edge floats). All functions loop `while (d < dEnd)` over 16-byte-aligned pointers.
+//
+//   add_f32(d, s, dEnd)  f32 d[i] += s[i]                  (4 lanes per step)
+//   add_f16(d, s, dEnd)  f32 d[i] += half s[i]             (8 lanes per step)
+//   dec_f16(d, s, dEnd)  f32 d[i]  = half s[i]
+//   enc_f16(d, s, dEnd)  half d[i] = f32 s[i], RNE         (d steps 16 bytes, s 32)
+//
+// The half conversions are F. Giesen's branch-free half_to_float / float_to_half_fast3_rtne,
+// the same algorithms as fp16.ts, with selects instead of branches.
+
+function leb(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n) b |= 0x80;
+    out.push(b);
+  } while (n);
+  return out;
+}
+const section = (id: number, bytes: number[]): number[] => [id, ...leb(bytes.length), ...bytes];
+const vec = (items: number[][]): number[] => [...leb(items.length), ...items.flat()];
+const name = (s: string): number[] => [...leb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
+
+// Locals: 0 d, 1 s, 2 dEnd (params), 3..8 v128 temporaries.
+const D = 0;
+const S = 1;
+const END = 2;
+const get = (i: number): number[] => [0x20, i];
+const set = (i: number): number[] => [0x21, i];
+const simd = (op: number): number[] => [0xfd, ...leb(op)];
+const load = (ptr: number, off = 0): number[] => [...get(ptr), 0xfd, 0x00, 4, ...leb(off)];
+/** Store the v128 on the stack (computed by `value`) at ptr+off. */
+const store = (ptr: number, off: number, value: number[]): number[] => [...get(ptr), ...value, 0xfd, 0x0b, 4, ...leb(off)];
+/** v128.const with the same u32 in all four lanes. */
+const splat = (u32: number): number[] => {
+  const b = [u32 & 0xff, (u32 >>> 8) & 0xff, (u32 >>> 16) & 0xff, (u32 >>> 24) & 0xff];
+  return [0xfd, 0x0c, ...b, ...b, ...b, ...b];
+};
+const op = {
+  and: simd(0x4e), or: simd(0x50), xor: simd(0x51), bitselect: simd(0x52),
+  i32eq: simd(0x37), i32lt_s: simd(0x39), i32gt_s: simd(0x3b), i32ge_s: simd(0x3f),
+  narrowU: simd(0x86), extLowU: simd(0xa9), extHighU: simd(0xaa),
+  shl: simd(0xab), shrU: simd(0xad), add: simd(0xae), sub: simd(0xb1),
+  fadd: simd(0xe4), fsub: simd(0xe5),
+};
+const shl = (n: number): number[] => [0x41, n, ...op.shl];
+const shrU = (n: number): number[] => [0x41, n, ...op.shrU];
+
+/** i32x4 of half bits (local h) → f32 bits, leaves result on the stack. Uses locals o, e. */
+function halfToFloat(h: number, o: number, e: number): number[] {
+  return [
+    ...get(h), ...splat(0x7fff), ...op.and, ...shl(13), ...set(o), // o = (h & 0x7fff) << 13
+    ...get(o), ...splat(0x0f800000), ...op.and, ...set(e), // e = exponent bits
+    ...get(o), ...splat(0x38000000), ...op.add, // o + (127-15)<<23
+    ...get(e), ...splat(0x0f800000), ...op.i32eq, ...splat(0x38000000), ...op.and, ...op.add, ...set(o), // inf/nan: + (128-16)<<23
+    // zero/subnormal: (o + 1<<23) as float − 2^-14
+    ...get(o), ...splat(0x00800000), ...op.add, ...splat(0x38800000), ...op.fsub,
+    ...get(o),
+    ...get(e), ...splat(0), ...op.i32eq,
+    ...op.bitselect,
+    ...get(h), ...splat(0x8000), ...op.and, ...shl(16), ...op.or, // sign
+  ];
+}
+
+/** v128 of f32 (local x) → i32x4 of half bits on the stack. Uses locals sg, f. */
+function floatToHalf(x: number, sg: number, f: number): number[] {
+  return [
+    ...get(x), ...splat(0x80000000), ...op.and, ...set(sg),
+    ...get(x), ...get(sg), ...op.xor, ...set(f), // f = |x| bits
+    // big (≥ 65536, inf, nan): nan → 0x7e00, else 0x7c00
+    ...splat(0x7e00), ...splat(0x7c00), ...get(f), ...splat(0x7f800000), ...op.i32gt_s, ...op.bitselect,
+    // subnormal result: bits(|x| + 0.5f) − bits(0.5f)
+    ...get(f), ...splat(0x3f000000), ...op.fadd, ...splat(0x3f000000), ...op.sub,
+    // normal: (f − (112<<23) + 0xfff + ((f >> 13) & 1)) >> 13
+    ...get(f), ...splat(0xc8000fff), ...op.add, ...get(f), ...shrU(13), ...splat(1), ...op.and, ...op.add, ...shrU(13),
+    ...get(f), ...splat(0x38800000), ...op.i32lt_s, ...op.bitselect, // subnormal vs normal
+    ...get(f), ...splat(0x47800000), ...op.i32ge_s, ...op.bitselect, // big vs the rest
+    ...get(sg), ...shrU(16), ...op.or,
+  ];
+}
+
+function loop(body: number[], dStep: number, sStep: number): number[] {
+  return [
+    0x02, 0x40, 0x03, 0x40,
+    ...get(D), ...get(END), 0x4f, 0x0d, 1, // br_if (d >= dEnd) out
+    ...body,
+    ...get(D), 0x41, ...leb(dStep), 0x6a, ...set(D),
+    ...get(S), 0x41, ...leb(sStep), 0x6a, ...set(S),
+    0x0c, 0, 0x0b, 0x0b,
+  ];
+}
+
+const T0 = 3;
+const T1 = 4;
+const T2 = 5;
+const T3 = 6;
+const T4 = 7;
+
+const addF32 = loop(store(D, 0, [...load(D), ...load(S), ...op.fadd]), 16, 16);
+const convertHalves = (withAdd: boolean): number[] => {
+  const one = (ext: number[], off: number): number[] =>
+    store(D, off, [
+      ...(withAdd ? load(D, off) : []),
+      ...load(S), ...ext, ...set(T0), ...halfToFloat(T0, T1, T2),
+      ...(withAdd ? op.fadd : []),
+    ]);
+  return loop([...one(op.extLowU, 0), ...one(op.extHighU, 16)], 32, 16);
+};
+const encF16 = loop(
+  store(D, 0, [
+    ...load(S, 0), ...set(T0), ...floatToHalf(T0, T1, T2), ...set(T3),
+    ...load(S, 16), ...set(T0), ...floatToHalf(T0, T1, T2), ...set(T4),
+    ...get(T3), ...get(T4), ...op.narrowU,
+  ]),
+  16,
+  32,
+);
+
+export const SIMD_EXPORTS = ['add_f32', 'add_f16', 'dec_f16', 'enc_f16'] as const;
+
+/** The module bytes; it imports its memory as env.mem (`pages` × 64 KiB, fixed). */
+export function simdModuleBytes(pages: number): Uint8Array {
+  const locals = [1, 6, 0x7b]; // locals 3..8: six v128 temporaries
+  const bodies = [addF32, convertHalves(true), convertHalves(false), encF16].map((code) => {
+    const body = [...locals, ...code, 0x0b];
+    return [...leb(body.length), ...body];
+  });
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+    ...section(1, vec([[0x60, 3, 0x7f, 0x7f, 0x7f, 0]])),
+    ...section(2, vec([[...name('env'), ...name('mem'), 0x02, 0x01, ...leb(pages), ...leb(pages)]])),
+    ...section(3, vec(SIMD_EXPORTS.map(() => [0]))),
+    ...section(7, vec(SIMD_EXPORTS.map((n, i) => [...name(n), 0, i]))),
+    ...section(10, vec(bodies)),
+  ]);
+}
