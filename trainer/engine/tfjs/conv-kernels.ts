@@ -93,6 +93,30 @@ function rotateFilter(w: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
   return tf.reshape(tf.transpose(rev, [0, 2, 1]), [g.k, g.k, g.cout, g.cin]);
 }
 
+/**
+ * col2im: sums window-tap contributions back onto the input grid. `piece(t)` is tap t's
+ * ([N, outSize, outSize, c]) values; each is dilated by the stride, shifted to its (ky, kx)
+ * offset in the padded frame, summed, and the padding is cropped. Shared with max-pool backward.
+ */
+export function scatterTaps(piece: (tap: number) => tf.Tensor4D, g: Pick<ConvGeometry, 'inSize' | 'outSize' | 'k' | 'stride' | 'pad'>, n: number, c: number): tf.Tensor4D {
+  const hp = g.inSize + 2 * g.pad;
+  const span = g.outSize * g.stride;
+  let acc: tf.Tensor4D | null = null;
+  for (let ky = 0; ky < g.k; ky++) {
+    for (let kx = 0; kx < g.k; kx++) {
+      let p = dilate(piece(ky * g.k + kx), g.stride);
+      // Crop what falls past the padded frame (only dilation zeros or rows no window reaches).
+      const h = Math.min(span, hp - ky);
+      const w = Math.min(span, hp - kx);
+      if (h < span || w < span) p = tf.slice(p, [0, 0, 0, 0], [n, h, w, c]);
+      const placed = tf.pad(p, pad4(ky, hp - ky - h, kx, hp - kx - w));
+      acc = acc ? tf.add(acc, placed) : placed;
+    }
+  }
+  const full = acc as tf.Tensor4D;
+  return g.pad === 0 ? full : tf.slice(full, [0, g.pad, g.pad, 0], [n, g.inSize, g.inSize, c]);
+}
+
 /** A 1×1 stride-s conv's input gradient from its values at the sampled positions: zeros elsewhere. */
 function scatterStrided(dxs: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
   if (g.stride === 1) return dxs;
@@ -136,23 +160,7 @@ export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeomet
       // spatial sizes the weight dwarfs the activations). Then col2im: each tap's slice is
       // dilated by the stride, shifted to its offset and summed, and the padding cropped.
       const dcol = tf.reshape(tf.transpose(tf.matMul(tf.reshape(w, [g.k * g.k * g.cin, g.cout]), tf.transpose(as2d(dy, g.cout)))), [n, g.outSize, g.outSize, g.k * g.k * g.cin]);
-      const hp = g.inSize + 2 * g.pad;
-      const span = g.outSize * g.stride;
-      let acc: tf.Tensor4D | null = null;
-      for (let ky = 0; ky < g.k; ky++) {
-        for (let kx = 0; kx < g.k; kx++) {
-          const t = ky * g.k + kx;
-          let piece = dilate(tf.slice(dcol, [0, 0, 0, t * g.cin], [n, g.outSize, g.outSize, g.cin]), g.stride);
-          // Place at (ky, kx) in the padded frame [hp, hp]; crop what falls past it (only zeros from dilation or unused rows).
-          const h = Math.min(span, hp - ky);
-          const wd = Math.min(span, hp - kx);
-          if (h < span || wd < span) piece = tf.slice(piece, [0, 0, 0, 0], [n, h, wd, g.cin]);
-          const placed = tf.pad(piece, pad4(ky, hp - ky - h, kx, hp - kx - wd));
-          acc = acc ? tf.add(acc, placed) : placed;
-        }
-      }
-      const full = acc!;
-      return g.pad === 0 ? full : tf.slice(full, [0, g.pad, g.pad, 0], [n, g.inSize, g.inSize, g.cin]);
+      return scatterTaps((t) => tf.slice(dcol, [0, 0, 0, t * g.cin], [n, g.outSize, g.outSize, g.cin]), g, n, g.cin);
     }
     case 'matmul': {
       if (g.k !== 1) throw new Error(`conv dx impl 'matmul' needs a 1×1 filter, got ${g.k}×${g.k}`);

@@ -4,6 +4,7 @@
 // Every function here must be called inside tf.tidy (the model does).
 import * as tf from '@tensorflow/tfjs-core';
 import { bnBackward, bnForwardStats, bnForwardTrain, bnInfer, channelSum, type BnCache } from './batch-norm';
+import { maxPoolBackward, maxPoolForward } from './max-pool';
 import { convBackpropFilter, convBackpropInput, convForward, type ConvImpl } from './conv-kernels';
 import type { BlockSpec, NetSpec, UnitSpec } from './resnet50-spec';
 
@@ -87,7 +88,7 @@ export function forward(s: StepState, images: tf.Tensor4D, mode: BnMode, stats: 
   let poolOut: tf.Tensor4D | null = null;
   if (spec.pool) {
     poolIn = h;
-    h = tf.maxPool(h, spec.pool.k, spec.pool.stride, spec.pool.pad);
+    h = maxPoolForward(h, spec.pool);
     poolOut = h;
   }
   const blocks: BlockCache[] = [];
@@ -142,9 +143,7 @@ export function backward(s: StepState, cache: ForwardCache, dlogits: tf.Tensor2D
     : tf.tile(tf.reshape(tf.div(dpooled, f * f), [n, 1, 1, spec.features]), [1, f, f, 1]);
   for (let i = spec.blocks.length - 1; i >= 0; i--) dh = blockBackward(s, spec.blocks[i]!, cache.blocks[i]!, dh, mode, grads);
   if (spec.pool && cache.poolIn && cache.poolOut) {
-    dh = tf.engine().runKernel('MaxPoolGrad', { dy: dh, input: cache.poolIn, output: cache.poolOut }, {
-      filterSize: spec.pool.k, strides: spec.pool.stride, pad: spec.pool.pad,
-    } as unknown as tf.NamedAttrMap) as tf.Tensor4D;
+    dh = maxPoolBackward(cache.poolIn, cache.poolOut, dh, spec.pool);
   }
   unitBackward(s, spec.stem, cache.stem, dh, mode, grads, false);
   return grads;

@@ -1,0 +1,186 @@
+// Every gradient the engine supplies, checked against the cpu backend's stock tfjs gradient
+// (autodiff through tfjs-core's registered gradient functions) on random inputs, for each conv
+// geometry ResNet-50 uses and for batch norm, the loss and max-pool. Relative error = max |a−b| / max |b|.
+import * as tf from '@tensorflow/tfjs-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { initBackend } from './backend';
+import { bnBackward, bnForwardStats, bnForwardTrain } from './batch-norm';
+import { candidates, convBackpropFilter, convBackpropInput, convForward, convGeometry, type ConvGeometry } from './conv-kernels';
+import { rng } from './init-rng';
+import { softmaxCrossEntropy } from './loss';
+import { maxPoolBackward, maxPoolForward } from './max-pool';
+import { registerStockGradients } from './stock-gradients';
+
+const TOL = 1e-4;
+const BACKENDS = ['wasm', 'cpu'] as const;
+
+function rand(n: number, seed: string, scale = 1, offset = 0): Float32Array {
+  const u = rng(5, seed);
+  return Float32Array.from({ length: n }, () => (u() * 2 - 1) * scale + offset);
+}
+
+function relErr(a: tf.Tensor | Float32Array, b: tf.Tensor | Float32Array): number {
+  const x = a instanceof Float32Array ? a : (a.dataSync() as Float32Array);
+  const y = b instanceof Float32Array ? b : (b.dataSync() as Float32Array);
+  if (x.length !== y.length) return Infinity;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < x.length; i++) {
+    num = Math.max(num, Math.abs((x[i] as number) - (y[i] as number)));
+    den = Math.max(den, Math.abs(y[i] as number));
+  }
+  return num / (den || 1);
+}
+
+async function on<T>(backend: string, f: () => T): Promise<T> {
+  await tf.setBackend(backend);
+  return tf.tidy(f);
+}
+
+/** Reference values computed on cpu with stock autodiff, copied out as plain arrays. */
+async function reference(f: () => tf.Tensor[]): Promise<Float32Array[]> {
+  return on('cpu', () => f().map((t) => Float32Array.from(t.dataSync())));
+}
+
+const GEOMETRIES: [string, ConvGeometry][] = [
+  ['1×1 s1 (bottleneck conv1/conv3)', convGeometry(5, 6, 4, 1, 1, 0)],
+  ['1×1 s2 downsample, even input', convGeometry(6, 6, 8, 1, 2, 0)],
+  ['1×1 s2 downsample, odd input', convGeometry(5, 6, 8, 1, 2, 0)],
+  ['3×3 s1 pad 1', convGeometry(5, 4, 6, 3, 1, 1)],
+  ['3×3 s2 pad 1, even input', convGeometry(6, 4, 6, 3, 2, 1)],
+  ['3×3 s2 pad 1, odd input', convGeometry(5, 4, 6, 3, 2, 1)],
+  ['3×3 s2 pad 1, 2×2 → 1×1 (layer4.0 at 32²)', convGeometry(2, 8, 8, 3, 2, 1)],
+  ['3×3 s1 pad 1 on 1×1 (centre tap only)', convGeometry(1, 8, 8, 3, 1, 1)],
+  ['7×7 s2 pad 3 stem, even input', convGeometry(12, 3, 8, 7, 2, 3)],
+  ['7×7 s2 pad 3 stem, odd input', convGeometry(11, 3, 8, 7, 2, 3)],
+  ['3×3 s1 pad 1 cifar stem', convGeometry(8, 3, 8, 3, 1, 1)],
+];
+
+describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
+  beforeAll(async () => {
+    await registerStockGradients();
+    await initBackend('wasm');
+  });
+
+  describe.each(GEOMETRIES)('conv %s', (_name, g) => {
+    const n = 2;
+    const xs = rand(n * g.inSize * g.inSize * g.cin, 'x');
+    const ws = rand(g.k * g.k * g.cin * g.cout, 'w');
+    const dys = rand(n * g.outSize * g.outSize * g.cout, 'dy');
+    const xShape: [number, number, number, number] = [n, g.inSize, g.inSize, g.cin];
+    const wShape: [number, number, number, number] = [g.k, g.k, g.cin, g.cout];
+    const dyShape: [number, number, number, number] = [n, g.outSize, g.outSize, g.cout];
+    const pad = g.pad === 0 ? ('valid' as const) : ([[0, 0], [g.pad, g.pad], [g.pad, g.pad], [0, 0]] as [[number, number], [number, number], [number, number], [number, number]]);
+    let ref: Float32Array[] = [];
+    beforeAll(async () => {
+      ref = await reference(() => {
+        const x = tf.tensor4d(xs, xShape);
+        const w = tf.tensor4d(ws, wShape);
+        const dy = tf.tensor4d(dys, dyShape);
+        const y = tf.conv2d(x, w, g.stride, pad);
+        const [dx, dw] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(tf.conv2d(a as tf.Tensor4D, b as tf.Tensor4D, g.stride, pad), dy)))([x, w]);
+        return [y, dx!, dw!];
+      });
+    });
+    const c = candidates(g);
+    it.each(BACKENDS.flatMap((b) => c.fwd.map((impl) => [b, impl] as const)))('forward on %s via %s', async (backend, impl) => {
+      const e = await on(backend, () => relErr(convForward(tf.tensor4d(xs, xShape), tf.tensor4d(ws, wShape), g, impl), ref[0]!));
+      expect(e).toBeLessThan(TOL);
+    });
+    it.each(BACKENDS.flatMap((b) => c.dx.map((impl) => [b, impl] as const)))('input gradient on %s via %s', async (backend, impl) => {
+      const e = await on(backend, () => relErr(convBackpropInput(tf.tensor4d(dys, dyShape), tf.tensor4d(ws, wShape), g, impl), ref[1]!));
+      expect(e).toBeLessThan(TOL);
+    });
+    it.each(BACKENDS.flatMap((b) => c.dw.map((impl) => [b, impl] as const)))('filter gradient on %s via %s', async (backend, impl) => {
+      const e = await on(backend, () => relErr(convBackpropFilter(tf.tensor4d(xs, xShape), tf.tensor4d(dys, dyShape), g, impl), ref[2]!));
+      expect(e).toBeLessThan(TOL);
+    });
+  });
+
+  describe('batch norm', () => {
+    const shape: [number, number, number, number] = [3, 4, 4, 5];
+    const size = 3 * 4 * 4 * 5;
+    // Offset and scaled inputs: the backward must not lose precision to a large mean.
+    const xs = rand(size, 'bn-x', 2, 3);
+    const dys = rand(size, 'bn-dy');
+    const gs = rand(5, 'bn-g', 0.5, 1);
+    const bs = rand(5, 'bn-b');
+    const rm = rand(5, 'bn-rm', 1, 3);
+    const rv = rand(5, 'bn-rv', 0.5, 2);
+
+    it.each(BACKENDS)('training (batch statistics) on %s: y, dx, dgamma, dbeta', async (backend) => {
+      const ref = await reference(() => {
+        const x = tf.tensor4d(xs, shape);
+        const dy = tf.tensor4d(dys, shape);
+        const f = (a: tf.Tensor, gm: tf.Tensor, bt: tf.Tensor): tf.Tensor => {
+          const { mean, variance } = tf.moments(a, [0, 1, 2]);
+          return tf.batchNorm(a, mean, variance, bt as tf.Tensor1D, gm as tf.Tensor1D, 1e-5);
+        };
+        const y = f(x, tf.tensor1d(gs), tf.tensor1d(bs));
+        const grads = tf.grads((a: tf.Tensor, gm: tf.Tensor, bt: tf.Tensor) => tf.sum(tf.mul(f(a, gm, bt), dy)))([x, tf.tensor1d(gs), tf.tensor1d(bs)]);
+        return [y, ...grads];
+      });
+      const errs = await on(backend, () => {
+        const ones = tf.ones([1, size / 5]) as tf.Tensor2D;
+        const r = bnForwardTrain(tf.tensor4d(xs, shape), tf.tensor1d(gs), tf.tensor1d(bs), ones);
+        const b = bnBackward(tf.tensor4d(dys, shape), r.cache, tf.tensor1d(gs), ones, true);
+        return [relErr(r.y, ref[0]!), relErr(b.dx, ref[1]!), relErr(b.dgamma, ref[2]!), relErr(b.dbeta, ref[3]!)];
+      });
+      for (const e of errs) expect(e).toBeLessThan(TOL);
+    });
+
+    it.each(BACKENDS)('frozen (running statistics) on %s: y, dx, dgamma, dbeta', async (backend) => {
+      const ref = await reference(() => {
+        const x = tf.tensor4d(xs, shape);
+        const dy = tf.tensor4d(dys, shape);
+        const f = (a: tf.Tensor, gm: tf.Tensor, bt: tf.Tensor): tf.Tensor => tf.batchNorm(a, tf.tensor1d(rm), tf.tensor1d(rv), bt as tf.Tensor1D, gm as tf.Tensor1D, 1e-5);
+        const y = f(x, tf.tensor1d(gs), tf.tensor1d(bs));
+        const grads = tf.grads((a: tf.Tensor, gm: tf.Tensor, bt: tf.Tensor) => tf.sum(tf.mul(f(a, gm, bt), dy)))([x, tf.tensor1d(gs), tf.tensor1d(bs)]);
+        return [y, ...grads];
+      });
+      const errs = await on(backend, () => {
+        const ones = tf.ones([1, size / 5]) as tf.Tensor2D;
+        const r = bnForwardStats(tf.tensor4d(xs, shape), tf.tensor1d(gs), tf.tensor1d(bs), tf.tensor1d(rm), tf.tensor1d(rv));
+        const b = bnBackward(tf.tensor4d(dys, shape), r.cache, tf.tensor1d(gs), ones, false);
+        return [relErr(r.y, ref[0]!), relErr(b.dx, ref[1]!), relErr(b.dgamma, ref[2]!), relErr(b.dbeta, ref[3]!)];
+      });
+      for (const e of errs) expect(e).toBeLessThan(TOL);
+    });
+  });
+
+  it.each(BACKENDS)('softmax cross-entropy on %s: loss and dlogits, stable for large logits', async (backend) => {
+    const zs = rand(4 * 7, 'logits', 40);
+    const labels = [3, 0, 6, 3];
+    const ref = await reference(() => {
+      const z = tf.tensor2d(zs, [4, 7]);
+      const onehot = tf.oneHot(tf.tensor1d(labels, 'int32'), 7);
+      const loss = tf.losses.softmaxCrossEntropy(onehot, z);
+      const dz = tf.grad((a: tf.Tensor) => tf.losses.softmaxCrossEntropy(onehot, a))(z);
+      return [loss, dz];
+    });
+    const errs = await on(backend, () => {
+      const r = softmaxCrossEntropy(tf.tensor2d(zs, [4, 7]), tf.tensor1d(labels, 'int32'));
+      expect(Number.isFinite(r.loss.dataSync()[0])).toBe(true);
+      return [relErr(r.loss, ref[0]!), relErr(r.dlogits, ref[1]!)];
+    });
+    for (const e of errs) expect(e).toBeLessThan(TOL);
+  });
+
+  it.each(BACKENDS.flatMap((b) => [[b, 8], [b, 7], [b, 16]] as const))('max-pool 3×3/2 pad 1 gradient on %s, input side %i (ties after ReLU included)', async (backend, side) => {
+    const shape: [number, number, number, number] = [2, side, side, 3];
+    // Half the inputs are exactly 0, as after a ReLU: ties must go to the first maximum.
+    const xs = rand(2 * side * side * 3, 'mp-x').map((v) => Math.max(v, 0));
+    const out = Math.floor((side + 2 - 3) / 2) + 1;
+    const pool = { inSize: side, outSize: out, k: 3, stride: 2, pad: 1 };
+    const dys = rand(2 * out * out * 3, 'mp-dy');
+    const ref = await reference(() => {
+      const dy = tf.tensor4d(dys, [2, out, out, 3]);
+      return [tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tf.maxPool(a as tf.Tensor4D, 3, 2, 1), dy)))(tf.tensor4d(xs, shape))];
+    });
+    const e = await on(backend, () => {
+      const x = tf.tensor4d(xs, shape);
+      return relErr(maxPoolBackward(x, maxPoolForward(x, pool), tf.tensor4d(dys, [2, out, out, 3]), pool), ref[0]!);
+    });
+    expect(e).toBeLessThan(TOL);
+  });
+});
