@@ -11,26 +11,33 @@ const modes = (process.env.BENCH_MODES ?? 'f32,f16').split(',');
 const env = rendezvousEnvFromProcess(process.env);
 const c = await connectCollective(env, { timeoutMs: 60_000 });
 const buf = new Float32Array(len);
-const out: Record<string, { ms: number[]; bytesPerOp: number }> = {};
+const out: Record<string, { ms: number[]; bytesPerOp: number; cpuMsPerOp: number }> = {};
 for (const mode of modes) {
   const fp16 = mode === 'f16';
   const mine: number[] = [];
   let bytes = 0;
+  let cpu = 0; // this rank's user+system CPU ms in timed ops: independent of other load on the machine
   for (let i = 0; i < warmup + iters; i++) {
     buf.fill(env.rank + 1); // fresh values each time (sum, not average, like torch's allreduce)
     await c.barrier();
     const before = c.bytesSent;
+    const c0 = process.cpuUsage();
     const t0 = performance.now();
     await c.allreduce(buf, { fp16 });
     const dt = performance.now() - t0;
-    if (i >= warmup) mine.push(dt);
+    const used = process.cpuUsage(c0);
+    if (i >= warmup) {
+      mine.push(dt);
+      cpu += (used.user + used.system) / 1000;
+      if (process.env.BENCH_CPU_DEBUG) console.error(`rank ${env.rank} ${mode} user ${used.user / 1000} sys ${used.system / 1000}`);
+    }
     bytes = c.bytesSent - before;
   }
   const expected = (env.worldSize * (env.worldSize + 1)) / 2;
   if (buf[0] !== expected || buf[len - 1] !== expected) throw new Error(`wrong result ${buf[0]} (want ${expected})`);
   const all = await c.gather(mine, 0);
-  if (all) out[mode] = { ms: mine.map((_, i) => Math.max(...all.map((a) => a[i]!))), bytesPerOp: bytes };
+  if (all) out[mode] = { ms: mine.map((_, i) => Math.max(...all.map((a) => a[i]!))), bytesPerOp: bytes, cpuMsPerOp: cpu / iters };
 }
-if (env.rank === 0) console.log(JSON.stringify({ kernel: 'see ring', results: out }));
+if (env.rank === 0) console.log(JSON.stringify({ results: out }));
 await c.barrier();
 c.dispose();

@@ -1,27 +1,36 @@
-// The ring's inner loops: f32 add, and f16 encode/decode/accumulate. V8 does not vectorise
-// typed-array loops (~2.5 ns per f32 add on the build machine); WebAssembly SIMD does 4–8 lanes
-// per instruction. Wasm cannot read the caller's Float32Array in place, so the receive staging
-// area lives in wasm memory (the socket reads straight into it) and each destination piece is
-// copied in, processed and copied back; at our piece size both copies stay in cache. Measured
-// on the build machine: 12.5M f32 adds in 7.5 ms versus 31 ms for the plain loop. Without SIMD
-// wasm, the scalar code in fp16.ts is used (same results bit for bit).
-import { addF16Into, decodeF16, encodeF16 } from './fp16';
+// The ring's per-piece arithmetic: f32 add, f16 encode/decode/accumulate, and the average's
+// division. V8 does not vectorise typed-array loops (~2.5 ns per f32 add on the build machine);
+// WebAssembly SIMD does 4–8 lanes per instruction. Wasm cannot read the caller's Float32Array in
+// place, so the receive staging area lives in wasm memory (the socket reads straight into it)
+// and each destination piece is copied in once, run through every step it needs (add, divide,
+// encode, round) and copied back once; at our piece size the intermediate passes stay in cache.
+// Measured on the build machine (12.5M elements, loaded machine): f32 add 8 ms vs 23 ms scalar,
+// f16 encode 18 ms vs 57 ms. Without SIMD wasm the scalar code in fp16.ts is used (identical
+// results bit for bit: reduce-kernel.test.ts checks both against each other).
+import { decodeF16, encodeF16, F16_TO_F32 } from './fp16';
 import { simdModuleBytes } from './simd-module';
+
+export interface F16PieceOptions {
+  /** Divide the sum by this (the average), before encoding. 0 = no division. */
+  divisor?: number;
+  /** Also write the result as halves here (the piece to forward). */
+  out?: Uint16Array;
+  /** Replace the result by its f16 rounding (the final owner keeps what the others decode). Needs `out`. */
+  round?: boolean;
+}
 
 export interface ReduceKernel {
   readonly name: 'wasm-simd' | 'js';
   /** Where received bytes land; `pieceElems * 4` bytes, 16-byte aligned. */
   readonly staging: Uint8Array;
-  /** dst[off + i] += staging as f32 [i], i < count. */
-  addF32(dst: Float32Array, off: number, count: number): void;
-  /** dst[off + i] += staging as f16 [i]. */
-  addF16(dst: Float32Array, off: number, count: number): void;
-  /** dst[off + i] = staging as f16 [i]. */
+  /** dst[off + i] = (dst[off + i] + staging f32 [i]) / divisor (divisor 0: no division), i < count. */
+  addF32(dst: Float32Array, off: number, count: number, divisor?: number): void;
+  /** dst[off + i] += staging f16 [i], then the options in order: divide, encode to `out`, round. */
+  addF16(dst: Float32Array, off: number, count: number, opts?: F16PieceOptions): void;
+  /** dst[off + i] = staging f16 [i]. */
   decodeF16(dst: Float32Array, off: number, count: number): void;
   /** out[i] = f16(src[off + i]). */
   encodeF16(src: Float32Array, off: number, count: number, out: Uint16Array): void;
-  /** dst[off + i] = halves[i]. */
-  decodeHalves(halves: Uint16Array, dst: Float32Array, off: number, count: number): void;
 }
 
 // The trainer's tsconfig has no DOM lib and this @types/node does not declare WebAssembly: the
@@ -36,16 +45,26 @@ export function createJsReduceKernel(pieceElems: number): ReduceKernel {
   const staging = new Uint8Array(pieceElems * 4);
   const f32 = new Float32Array(staging.buffer);
   const f16 = new Uint16Array(staging.buffer);
+  const divide = (dst: Float32Array, off: number, count: number, divisor: number | undefined): void => {
+    if (divisor) for (let i = off; i < off + count; i++) dst[i]! /= divisor;
+  };
   return {
     name: 'js',
     staging,
-    addF32(dst, off, count) {
+    addF32(dst, off, count, divisor) {
       for (let i = 0; i < count; i++) dst[off + i]! += f32[i]!;
+      divide(dst, off, count, divisor);
     },
-    addF16: (dst, off, count) => addF16Into(f16, 0, dst, off, count),
+    addF16(dst, off, count, opts = {}) {
+      const t = F16_TO_F32;
+      for (let i = 0; i < count; i++) dst[off + i]! += t[f16[i]!]!;
+      divide(dst, off, count, opts.divisor);
+      if (!opts.out) return;
+      encodeF16(new Uint32Array(dst.buffer, dst.byteOffset, dst.length), off, opts.out, 0, count);
+      if (opts.round) decodeF16(opts.out, 0, dst, off, count);
+    },
     decodeF16: (dst, off, count) => decodeF16(f16, 0, dst, off, count),
     encodeF16: (src, off, count, out) => encodeF16(new Uint32Array(src.buffer, src.byteOffset, src.length), off, out, 0, count),
-    decodeHalves: (halves, dst, off, count) => decodeF16(halves, 0, dst, off, count),
   };
 }
 
@@ -55,9 +74,9 @@ export function createReduceKernel(pieceElems: number): ReduceKernel {
   if (pieceElems % 8 !== 0) throw new RangeError(`pieceElems must be a multiple of 8, got ${pieceElems}`);
   let exports: Record<string, unknown>;
   let memory: { buffer: ArrayBuffer };
-  const A = 0; // f32 accumulator / conversion input
+  const A = 0; // f32 working copy of the destination piece
   const S = pieceElems * 4; // receive staging
-  const H = pieceElems * 8; // f16 conversion output
+  const H = pieceElems * 8; // f16 output
   try {
     // Fixed size, never grown: views into it stay valid for the kernel's life.
     const pages = Math.ceil((pieceElems * 10) / 65536);
@@ -70,30 +89,48 @@ export function createReduceKernel(pieceElems: number): ReduceKernel {
   const addF16 = exports.add_f16 as Fn;
   const decF16 = exports.dec_f16 as Fn;
   const encF16 = exports.enc_f16 as Fn;
+  const divF32 = exports.div_f32 as Fn;
   const acc = new Float32Array(memory.buffer, A, pieceElems);
-  const halfOut = new Uint16Array(memory.buffer, H, pieceElems);
-  const up8 = (n: number): number => (n + 7) & ~7;
-  // Lanes past `count` compute garbage inside our own regions and are never copied out.
-  const through = (dst: Float32Array, off: number, count: number, load: boolean, run: () => void): void => {
-    const piece = dst.subarray(off, off + count);
-    if (load) acc.set(piece);
-    run();
-    piece.set(count === pieceElems ? acc : acc.subarray(0, count));
+  const halves = new Uint16Array(memory.buffer, H, pieceElems);
+  const bits = new Uint32Array(1);
+  const bitsOf = (x: number): number => {
+    new Float32Array(bits.buffer)[0] = x;
+    return bits[0]!;
   };
+  // Loop bounds round up to whole vectors: the extra lanes compute garbage inside our own
+  // regions (each is a full piece long) and are never copied out.
+  const endF32 = (count: number): number => A + ((count + 7) & ~7) * 4;
+  const endF16 = (count: number): number => H + ((count + 7) & ~7) * 2;
+  const load = (src: Float32Array, off: number, count: number): void => acc.set(src.subarray(off, off + count));
+  const storeTo = (dst: Float32Array, off: number, count: number): void => dst.set(count === pieceElems ? acc : acc.subarray(0, count), off);
   return {
     name: 'wasm-simd',
     staging: new Uint8Array(memory.buffer, S, pieceElems * 4),
-    addF32: (dst, off, count) => through(dst, off, count, true, () => addF32(A, S, A + ((count * 4 + 15) & ~15))),
-    addF16: (dst, off, count) => through(dst, off, count, true, () => addF16(A, S, A + up8(count) * 4)),
-    decodeF16: (dst, off, count) => through(dst, off, count, false, () => decF16(A, S, A + up8(count) * 4)),
-    encodeF16(src, off, count, out) {
-      acc.set(src.subarray(off, off + count));
-      encF16(H, A, H + up8(count) * 2);
-      out.set(count === pieceElems ? halfOut : halfOut.subarray(0, count));
+    addF32(dst, off, count, divisor) {
+      load(dst, off, count);
+      addF32(A, S, endF32(count));
+      if (divisor) divF32(A, bitsOf(divisor), endF32(count));
+      storeTo(dst, off, count);
     },
-    decodeHalves(halves, dst, off, count) {
-      halfOut.set(halves.subarray(0, count));
-      through(dst, off, count, false, () => decF16(A, H, A + up8(count) * 4));
+    addF16(dst, off, count, opts = {}) {
+      load(dst, off, count);
+      addF16(A, S, endF32(count));
+      if (opts.divisor) divF32(A, bitsOf(opts.divisor), endF32(count));
+      if (opts.out) {
+        encF16(H, A, endF16(count));
+        opts.out.set(count === pieceElems ? halves : halves.subarray(0, count));
+        if (opts.round) decF16(A, H, endF32(count));
+      }
+      storeTo(dst, off, count);
+    },
+    decodeF16(dst, off, count) {
+      decF16(A, S, endF32(count));
+      storeTo(dst, off, count);
+    },
+    encodeF16(src, off, count, out) {
+      load(src, off, count);
+      encF16(H, A, endF16(count));
+      out.set(count === pieceElems ? halves : halves.subarray(0, count));
     },
   };
 }

@@ -167,7 +167,7 @@ export class RingEngine {
       };
       this.op = op;
       this.write(encodeHeader(header), false);
-      if (sendEnd > sendStart) this.sendRange(op, sendStart, sendEnd, false);
+      if (sendEnd > sendStart) this.sendRange(op, sendStart, sendEnd);
       if (this.phase === 'held') this.begin(this.heldHeader!);
       // Bytes that arrived before this op existed, then let the socket flow again.
       const early = this.spilled;
@@ -275,21 +275,27 @@ export class RingEngine {
     const step = op.steps[op.step]!;
     const start = op.pieceStart;
     const count = op.pieceEnd - start;
-    if (step.mode === 'add') {
-      if (op.f16) this.kernel.addF16(op.buf, start, count);
-      else this.kernel.addF32(op.buf, start, count);
-    } else if (op.f16) {
-      this.kernel.decodeF16(op.buf, start, count);
-    }
-    if (step.finalize && op.average) {
-      const n = this.worldSize;
-      const b = op.buf;
-      for (let i = start; i < start + count; i++) b[i]! /= n;
-    }
-    if (step.forward) this.sendRange(op, start, start + count, step.mode === 'copy' && op.f16);
-    if (step.finalize && op.f16) {
-      // The owner keeps exactly what the others will decode.
-      this.kernel.decodeHalves(this.lastSlotHalves!, op.buf, start, count);
+    // Only the final owner divides (once per element, identically for every rank's copy).
+    const divisor = step.finalize && op.average ? this.worldSize : 0;
+    if (op.f16) {
+      if (step.mode === 'add') {
+        // One pass over the piece: accumulate, divide, encode what we forward, and (owner)
+        // keep exactly what the others will decode.
+        const slot = step.forward ? this.takeSlot() : undefined;
+        this.kernel.addF16(op.buf, start, count, { divisor, out: slot?.halves, round: step.finalize });
+        if (slot) this.write(slot.bytes.subarray(0, count * 2), true, slot);
+      } else {
+        this.kernel.decodeF16(op.buf, start, count);
+        if (step.forward) {
+          // The received halves are forwarded as they are: no re-encoding.
+          const slot = this.takeSlot();
+          slot.halves.set(this.stagingHalves.subarray(0, count));
+          this.write(slot.bytes.subarray(0, count * 2), true, slot);
+        }
+      }
+    } else {
+      if (step.mode === 'add') this.kernel.addF32(op.buf, start, count, divisor);
+      if (step.forward) this.write(op.bytes.subarray(start * 4, (start + count) * 4), true);
     }
     op.pieceStart = op.pieceEnd;
     op.filled = 0;
@@ -299,19 +305,21 @@ export class RingEngine {
 
   // ---- send side ----------------------------------------------------------------------------
 
-  private lastSlotHalves: Uint16Array | undefined;
+  /** A send buffer for one f16 piece; returned to the pool when its write completes. */
+  private takeSlot(): Slot {
+    return this.freeSlots.pop() ?? newSlot();
+  }
 
-  private sendRange(op: Op, start: number, end: number, fromStaging: boolean): void {
+  /** The op's first send (its own segment, or root's whole buffer). */
+  private sendRange(op: Op, start: number, end: number): void {
     if (!op.f16) {
       this.write(op.bytes.subarray(start * 4, end * 4), true);
       return;
     }
     for (let s = start; s < end; s += PIECE_ELEMS) {
       const count = Math.min(PIECE_ELEMS, end - s);
-      const slot = this.freeSlots.pop() ?? newSlot();
-      if (fromStaging) slot.halves.set(this.stagingHalves.subarray(0, count));
-      else this.kernel.encodeF16(op.buf, s, count, slot.halves);
-      this.lastSlotHalves = slot.halves;
+      const slot = this.takeSlot();
+      this.kernel.encodeF16(op.buf, s, count, slot.halves);
       this.write(slot.bytes.subarray(0, count * 2), true, slot);
     }
   }

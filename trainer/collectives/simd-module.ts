@@ -7,6 +7,7 @@
 //   add_f16(d, s, dEnd)  f32 d[i] += half s[i]             (8 lanes per step)
 //   dec_f16(d, s, dEnd)  f32 d[i]  = half s[i]
 //   enc_f16(d, s, dEnd)  half d[i] = f32 s[i], RNE         (d steps 16 bytes, s 32)
+//   div_f32(d, s, dEnd)  f32 d[i] /= f32 with bits s       (the average's divisor)
 //
 // The half conversions are F. Giesen's branch-free half_to_float / float_to_half_fast3_rtne,
 // the same algorithms as fp16.ts, with selects instead of branches.
@@ -45,7 +46,7 @@ const op = {
   i32eq: simd(0x37), i32lt_s: simd(0x39), i32gt_s: simd(0x3b), i32ge_s: simd(0x3f),
   narrowU: simd(0x86), extLowU: simd(0xa9), extHighU: simd(0xaa),
   shl: simd(0xab), shrU: simd(0xad), add: simd(0xae), sub: simd(0xb1),
-  fadd: simd(0xe4), fsub: simd(0xe5),
+  fadd: simd(0xe4), fsub: simd(0xe5), fdiv: simd(0xe7), splat: simd(0x11),
 };
 const shl = (n: number): number[] => [0x41, n, ...op.shl];
 const shrU = (n: number): number[] => [0x41, n, ...op.shrU];
@@ -120,12 +121,14 @@ const encF16 = loop(
   32,
 );
 
-export const SIMD_EXPORTS = ['add_f32', 'add_f16', 'dec_f16', 'enc_f16'] as const;
+const divF32 = loop(store(D, 0, [...load(D), ...get(S), ...op.splat, ...op.fdiv]), 16, 0);
+
+export const SIMD_EXPORTS = ['add_f32', 'add_f16', 'dec_f16', 'enc_f16', 'div_f32'] as const;
 
 /** The module bytes; it imports its memory as env.mem (`pages` × 64 KiB, fixed). */
 export function simdModuleBytes(pages: number): Uint8Array {
   const locals = [1, 6, 0x7b]; // locals 3..8: six v128 temporaries
-  const bodies = [addF32, convertHalves(true), convertHalves(false), encF16].map((code) => {
+  const bodies = [addF32, convertHalves(true), convertHalves(false), encF16, divF32].map((code) => {
     const body = [...locals, ...code, 0x0b];
     return [...leb(body.length), ...body];
   });
