@@ -2,7 +2,10 @@
 // host agent drives it) against the plain seed-style PyTorch script (test/bench/torch-reference.py,
 // no Cohort) on the same ResNet-50 step: same threads, batch, image size, steps, warm-up and log
 // windows. Goal: engine img/s ≥ 0.98 × reference. Runs alternate A-B-B-A so a machine that gets
-// busier or quieter during the bench does not favour one side; each side reports its median.
+// busier or quieter during the bench does not favour one side. The headline ratio compares each
+// side's best run: on a shared machine other work only ever slows a run down (seen here: the same
+// run at 2 and at 67 img/s minutes apart), so the best of N estimates the uncontended speed; the
+// ratio of medians is reported next to it.
 //
 //   npx tsx test/bench/torch-engine.ts [--steps 30] [--reps 2] [--threads 2] [--sizes 32,64] [--quick]
 //
@@ -109,7 +112,17 @@ async function main(): Promise<void> {
     return;
   }
   const o = parseArgs(process.argv.slice(2));
-  const rows: { imageSize: number; reference: Measurement[]; engine: Measurement[]; referenceImgPerSec: number; engineImgPerSec: number; ratio: number }[] = [];
+  const rows: {
+    imageSize: number;
+    reference: Measurement[];
+    engine: Measurement[];
+    referenceImgPerSec: number;
+    engineImgPerSec: number;
+    ratio: number;
+    referenceMedianImgPerSec: number;
+    engineMedianImgPerSec: number;
+    medianRatio: number;
+  }[] = [];
   let torchVersion = '?';
   for (const size of o.sizes) {
     const reference: Measurement[] = [];
@@ -128,9 +141,21 @@ async function main(): Promise<void> {
         console.error(`${size}px rep ${rep + 1}/${o.reps} ${side}: ${last.imgPerSec.toFixed(2)} img/s (load ${last.loadBefore.toFixed(1)}→${last.loadAfter.toFixed(1)})`);
       }
     }
-    const referenceImgPerSec = median(reference.map((m) => m.imgPerSec));
-    const engineImgPerSec = median(engine.map((m) => m.imgPerSec));
-    rows.push({ imageSize: size, reference, engine, referenceImgPerSec, engineImgPerSec, ratio: engineImgPerSec / referenceImgPerSec });
+    const referenceImgPerSec = Math.max(...reference.map((m) => m.imgPerSec));
+    const engineImgPerSec = Math.max(...engine.map((m) => m.imgPerSec));
+    const referenceMedianImgPerSec = median(reference.map((m) => m.imgPerSec));
+    const engineMedianImgPerSec = median(engine.map((m) => m.imgPerSec));
+    rows.push({
+      imageSize: size,
+      reference,
+      engine,
+      referenceImgPerSec,
+      engineImgPerSec,
+      ratio: engineImgPerSec / referenceImgPerSec,
+      referenceMedianImgPerSec,
+      engineMedianImgPerSec,
+      medianRatio: engineMedianImgPerSec / referenceMedianImgPerSec,
+    });
   }
   const result = {
     bench: 'torch-engine',
@@ -144,13 +169,14 @@ async function main(): Promise<void> {
   const table = [
     `## torch engine vs plain PyTorch (${result.date.slice(0, 10)})`,
     '',
-    `ResNet-50 training step, batch ${BATCH}, ${o.threads} threads, torch ${torchVersion} on ${result.machine.cpu} (${result.machine.cores} cores); ${o.steps} steps, first ${WARMUP} excluded, median of ${LOG_STEPS}-step windows, median of ${o.reps} alternating runs each.`,
+    `ResNet-50 training step, batch ${BATCH}, ${o.threads} threads, torch ${torchVersion} on ${result.machine.cpu} (${result.machine.cores} cores); ${o.steps} steps, first ${WARMUP} excluded, each run's median of ${LOG_STEPS}-step windows; ${o.reps} alternating runs per side, best and median of them.`,
     '',
-    '| image | reference img/s | engine img/s | ratio (goal ≥ 0.98) | load avg during runs |',
-    '|---|---|---|---|---|',
+    '| image | reference img/s best (median) | engine img/s best (median) | ratio of bests (goal ≥ 0.98) | ratio of medians | every run, ref / engine | load avg during runs |',
+    '|---|---|---|---|---|---|---|',
     ...rows.map((r) => {
       const loads = [...r.reference, ...r.engine].flatMap((m) => [m.loadBefore, m.loadAfter]);
-      return `| ${r.imageSize}² | ${r.referenceImgPerSec.toFixed(2)} | ${r.engineImgPerSec.toFixed(2)} | ${r.ratio.toFixed(3)} | ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} |`;
+      const all = `${r.reference.map((m) => m.imgPerSec.toFixed(1)).join(', ')} / ${r.engine.map((m) => m.imgPerSec.toFixed(1)).join(', ')}`;
+      return `| ${r.imageSize}² | ${r.referenceImgPerSec.toFixed(2)} (${r.referenceMedianImgPerSec.toFixed(2)}) | ${r.engineImgPerSec.toFixed(2)} (${r.engineMedianImgPerSec.toFixed(2)}) | ${r.ratio.toFixed(3)} | ${r.medianRatio.toFixed(3)} | ${all} | ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} |`;
     }),
     '',
     'GPU hosts: no GPU here, so no GPU number is claimed; see resources/engines/README.md for the ladder to run.',
