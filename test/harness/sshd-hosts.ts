@@ -38,6 +38,8 @@ export interface SshdHost {
   user: string;
   /** This host's own working directory (namespaces share the filesystem). */
   workdir: string;
+  /** $HOME of sessions on this host (sshd SetEnv); the login directory is still root's passwd home. */
+  home: string;
   hostKeyPath: string;
   /** `ssh-ed25519 AAAA...` (no comment), as it appears in known_hosts. */
   hostPublicKey: string;
@@ -101,12 +103,17 @@ function installExitHook(): void {
   });
 }
 
+/** The mode startHosts picks with mode 'auto' (for it.runIf at collection time). */
+export async function harnessMode(requested: StartHostsOptions['mode'] = 'auto'): Promise<HarnessMode> {
+  const forced = process.env.COHORT_TEST_SSHD_MODE;
+  const wanted = requested !== 'auto' ? requested : forced === 'loopback' || forced === 'netns' ? forced : 'auto';
+  return wanted === 'auto' ? ((await netnsAvailable()) ? 'netns' : 'loopback') : wanted;
+}
+
 export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<SshdCluster> {
   cleanupStale();
   installExitHook();
-  const forced = process.env.COHORT_TEST_SSHD_MODE;
-  const wanted = opts.mode && opts.mode !== 'auto' ? opts.mode : forced === 'loopback' || forced === 'netns' ? forced : 'auto';
-  const mode: HarnessMode = wanted === 'auto' ? ((await netnsAvailable()) ? 'netns' : 'loopback') : wanted;
+  const mode = await harnessMode(opts.mode);
   if (mode === 'netns' && !(await netnsAvailable())) throw new Error('netns mode requested but `ip netns add` does not work here (root and iproute2 needed)');
   if (mode === 'loopback' && n > 250) throw new Error('at most 250 loopback hosts');
 
@@ -203,7 +210,9 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
       const name = `h${i + 1}`;
       const hdir = join(dir, name);
       const workdir = join(hdir, 'work');
+      const home = join(hdir, 'home');
       await mkdir(workdir, { recursive: true });
+      await mkdir(home, { recursive: true });
       const hostKeyPath = join(hdir, 'ssh_host_ed25519_key');
       await keygen(hostKeyPath, `${id}-${name}`);
       const hostPublicKey = (await readFile(`${hostKeyPath}.pub`, 'utf8')).trim().split(/\s+/).slice(0, 2).join(' ');
@@ -231,8 +240,10 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
           'MaxStartups 100:30:200',
           'MaxSessions 64',
           // Every session process carries this marker, so processes() finds (and dispose() kills)
-          // whatever a test started on this host, even after it re-parents.
-          `SetEnv ${MARKER_VAR}=${id}/${name}`,
+          // whatever a test started on this host, even after it re-parents. Its own HOME keeps the
+          // hosts apart and skips the machine's ~/.bashrc (here: pyenv init, ~0.4 s per command).
+          // sshd takes only the first SetEnv line, so both go on one.
+          `SetEnv ${MARKER_VAR}=${id}/${name} HOME=${home}`,
           'Subsystem sftp internal-sftp',
           ...(opts.sshdConfig ?? []),
         ].join('\n') + '\n',
@@ -246,7 +257,7 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
       if (!child.pid) throw new Error(`cannot start sshd for ${name}`);
       reg.pids.push(child.pid);
       save();
-      hosts.push({ name, index: i, address: addresses[i], port: ports[i], user, workdir, hostKeyPath, hostPublicKey, ...(ns ? { namespace: ns } : {}), sshdPid: child.pid, logPath, configPath, isPrivate: privateSet.has(i) });
+      hosts.push({ name, index: i, address: addresses[i], port: ports[i], user, workdir, home, hostKeyPath, hostPublicKey, ...(ns ? { namespace: ns } : {}), sshdPid: child.pid, logPath, configPath, isPrivate: privateSet.has(i) });
     }
     await Promise.all(hosts.map((h) => waitForListening(h, opts.signal)));
 
@@ -363,4 +374,12 @@ async function listProcesses(marker: string): Promise<ProcInfo[]> {
     }
   }
   return out;
+}
+
+/** What a cluster left behind (all empty after dispose): for tests that assert nothing leaked. */
+export async function leftovers(id: string): Promise<{ namespaces: string[]; links: string[]; processes: number[] }> {
+  const namespaces = (await ip('netns', 'list').catch(() => '')).split('\n').map((l) => l.split(' ')[0]).filter((n) => n.startsWith(`${id}-`));
+  const sid = id.replace(/^cohort-/, '');
+  const links = (await ip('-o', 'link').catch(() => '')).split('\n').map((l) => l.split(': ')[1]?.split('@')[0] ?? '').filter((n) => n.endsWith(sid) || n.includes(`-${sid}-`));
+  return { namespaces, links, processes: markedProcesses(`${MARKER_VAR}=${id}/`) };
 }

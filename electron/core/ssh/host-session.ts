@@ -23,11 +23,22 @@ export interface RemoteProcess {
   readonly stdin: Writable;
   readonly stdout: Readable;
   readonly stderr: Readable;
-  /** Resolves when the channel closes; rejects with SshError('ssh-disconnected') if the connection drops first. */
+  /**
+   * Resolves when the channel closes, i.e. after the command exited and all its output was
+   * delivered; rejects with SshError('ssh-disconnected') if the connection drops first. As with
+   * child_process pipes, stdout and stderr must be read (or resume()d) for this to happen.
+   */
   readonly exit: Promise<ExitStatus>;
-  /** Sends an SSH signal request (sshd forwards it to the command) and closes the channel. */
+  /**
+   * Best effort: sends an SSH signal request and closes the channel. OpenSSH's sshd does not
+   * reliably deliver signal requests (9.2 here ignores them), so a remote process that must die
+   * should watch its stdin for EOF (or be killed by pid with a second command).
+   */
   kill(signal?: string): void;
-  /** Closes the channel: the remote side sees stdin EOF and a hang-up. Idempotent. */
+  /**
+   * Closes the channel (the remote side sees stdin EOF). Idempotent. sshd still keeps the channel
+   * until the command exits, so `exit` resolves only then.
+   */
   close(): void;
 }
 
@@ -144,14 +155,14 @@ export class HostSession {
     const out = collect(proc.stdout);
     const err = collect(proc.stderr);
     proc.stdin.end(opts.stdin ?? '');
-    const onAbort = () => proc.close();
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const status = await proc.exit;
-      if (opts.signal?.aborted) throw new SshError('ssh-aborted', this.name, `${this.name}: command cancelled`, '', { fatal: false });
+      // On abort, give up at once: sshd keeps a channel open until its command exits, and a
+      // signal request is not reliably delivered, so waiting for `exit` could take forever.
+      const status = await this.track<ExitStatus>(opts.signal, (resolve, reject) => proc.exit.then(resolve, reject));
       return { ...status, stdout: out(), stderr: err() };
-    } finally {
-      opts.signal?.removeEventListener('abort', onAbort);
+    } catch (e) {
+      proc.close();
+      throw e;
     }
   }
 
@@ -257,7 +268,8 @@ export class HostSession {
     this.channels.add(ch);
     let status: ExitStatus = { code: null, signal: null };
     ch.on('exit', (code: number | null, signal?: string) => {
-      status = { code: typeof code === 'number' ? code : null, signal: signal ?? null };
+      // ssh2 reports signals as 'SIGKILL'; ExitStatus uses the bare name like SSH does ('KILL').
+      status = { code: typeof code === 'number' ? code : null, signal: signal ? signal.replace(/^SIG/, '') : null };
     });
     const exit = this.track<ExitStatus>(undefined, (resolve) => {
       ch.on('close', () => {
