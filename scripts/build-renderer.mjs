@@ -40,11 +40,11 @@ export async function buildRenderer({ rendererRoot = join(root, 'renderer'), out
 
 export async function buildElectron({ outDir = join(root, 'dist', 'electron') } = {}) {
   const { build } = await import('esbuild');
-  const common = { bundle: true, platform: 'node', target: 'node22', format: 'cjs', external: ['electron'], logLevel: 'warning' };
-  // Main bundles core (and its deps stay external: node_modules ships with the app).
-  await build({ ...common, entryPoints: [join(root, 'electron', 'main', 'main.ts')], outfile: join(outDir, 'main.cjs'), packages: 'external' });
-  // A sandboxed preload can require only 'electron': bundle everything else in.
-  await build({ ...common, entryPoints: [join(root, 'electron', 'preload', 'preload.ts')], outfile: join(outDir, 'preload.cjs') });
+  const common = { bundle: true, platform: 'node', target: 'node22', external: ['electron'], logLevel: 'warning' };
+  // Main is ESM (core uses import.meta.url); its npm dependencies stay external: node_modules ships with the app.
+  await build({ ...common, format: 'esm', entryPoints: [join(root, 'electron', 'main', 'main.ts')], outfile: join(outDir, 'main.mjs'), packages: 'external' });
+  // A sandboxed preload must be one CommonJS file that requires only 'electron'.
+  await build({ ...common, format: 'cjs', entryPoints: [join(root, 'electron', 'preload', 'preload.ts')], outfile: join(outDir, 'preload.cjs') });
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

@@ -74,7 +74,10 @@ export function createWsApi(url: string): WsApi {
   async function call(method: ApiMethod, args: unknown[]): Promise<unknown> {
     const sock = ws ?? (await connect());
     const id = nextId++;
-    const msg: CallMessage = { id, method, args };
+    // JSON turns a trailing `undefined` argument into null, which decoders rightly refuse.
+    let n = args.length;
+    while (n > 0 && args[n - 1] === undefined) n--;
+    const msg: CallMessage = { id, method, args: args.slice(0, n) };
     return new Promise((resolve, reject) => {
       pending.set(id, { resolve, reject });
       sock.send(JSON.stringify(msg));

@@ -20,7 +20,7 @@ const MAX_RANKS = 64;
 /** x = step; series: throughput, loss, stepTimeMs. */
 export const metrics = { steps: new SeriesBuffer(3) };
 /** x = seconds since run start; series per rank: used bytes, total bytes (NaN when unknown). */
-export const memory = { buffer: new SeriesBuffer(2), ranks: 0, t0: 0 };
+export const memory = { buffer: new SeriesBuffer(2), ranks: 0, t0: 0, hasTotal: false };
 
 export const live = $state({
   runId: '' as string,
@@ -55,6 +55,7 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   memory.ranks = 0;
   memory.buffer = new SeriesBuffer(2);
   memory.t0 = 0;
+  memory.hasTotal = false;
   live.tick++;
 }
 
@@ -126,6 +127,7 @@ function recordMemory(time: number, mem: StepEvent['memory']): void {
     const total = gpu ? (m.gpuTotalBytes ?? null) : null;
     ys[m.rank * 2] = used;
     ys[m.rank * 2 + 1] = total ?? NaN;
+    if (total !== null) memory.hasTotal = true;
     rows.push({ rank: m.rank, host: m.host, used, total, kind: gpu ? 'GPU' : 'RSS' });
   }
   memory.buffer.push((time - memory.t0) / 1000, ...ys);

@@ -1,0 +1,152 @@
+// The dashboard in a real browser (Debian's Chromium via playwright-core) against the real
+// `cohort serve` and the real core: create a profile, launch a local 2-rank run, watch the
+// throughput number and a chart grow, stop a run, find both in History and compare them.
+// Screenshots go to test-artifacts/ and are checked to be non-blank.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+
+const ARTIFACTS = join(ROOT, 'test-artifacts');
+const hasChromium = existsSync(CHROMIUM);
+
+/** Distinct colours in a PNG, counted by Chromium itself (no PNG decoder needed in Node). */
+async function distinctColours(page: Page, png: Buffer): Promise<number> {
+  return page.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = `data:image/png;base64,${b64}`;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = img.width;
+    c.height = img.height;
+    const ctx = c.getContext('2d')!;
+    ctx.drawImage(img, 0, 0);
+    const d = ctx.getImageData(0, 0, c.width, c.height).data;
+    const seen = new Set<number>();
+    for (let i = 0; i < d.length; i += 4) seen.add((d[i]! << 16) | (d[i + 1]! << 8) | d[i + 2]!);
+    return seen.size;
+  }, png.toString('base64'));
+}
+
+describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () => {
+  let serve: ServeProcess;
+  let ctx: BrowserContext;
+  let page: Page;
+  let checker: Page;
+  let profileDir: string;
+
+  async function shot(name: string): Promise<void> {
+    const png = await page.screenshot({ fullPage: false });
+    writeFileSync(join(ARTIFACTS, `${name}.png`), png);
+    // A blank or single-colour page has a handful of colours; a rendered dashboard has hundreds.
+    expect(await distinctColours(checker, png), `${name}.png looks blank`).toBeGreaterThan(50);
+  }
+
+  beforeAll(async () => {
+    ensureRendererBuilt();
+    mkdirSync(ARTIFACTS, { recursive: true });
+    serve = await startServe();
+    profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-'));
+    ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+    page = await ctx.newPage();
+    checker = await ctx.newPage();
+    page.on('pageerror', (e) => console.error('[page error]', e.message));
+  });
+
+  afterAll(async () => {
+    await ctx?.close();
+    await serve?.dispose();
+    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  });
+
+  it('refuses requests and WebSocket upgrades without the token', async () => {
+    expect((await fetch(`${serve.origin}/`)).status).toBe(401);
+    expect((await fetch(`${serve.origin}/?token=wrong`)).status).toBe(401);
+    expect((await fetch(`${serve.origin}/index.html`)).status).toBe(401);
+    const ok = await fetch(serve.url);
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get('content-security-policy')).toContain("script-src 'self'");
+    const { WebSocket } = await import('ws');
+    const status = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(`${serve.origin.replace('http', 'ws')}/ws`);
+      ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      ws.on('open', () => {
+        ws.close();
+        resolve(101);
+      });
+      ws.on('error', () => undefined);
+    });
+    expect(status).toBe(401);
+  });
+
+  it('creates a profile with inline validation', async () => {
+    await page.goto(serve.url);
+    await page.getByTestId('profile-local').waitFor();
+    await shot('01-profiles-light');
+    await page.getByTestId('new-profile').click();
+    await page.getByTestId('profile-name').fill('lab');
+    await page.getByTestId('host-0-address').fill('127.0.0.1');
+    await page.getByTestId('host-0-slots').fill('0');
+    await expect.poll(() => page.getByTestId('profile-error').textContent()).toContain('slots');
+    expect(await page.getByTestId('save-profile').isDisabled()).toBe(true);
+    await page.getByTestId('host-0-slots').fill('2');
+    await page.getByTestId('save-profile').click();
+    await page.getByTestId('profile-lab').waitFor();
+    await shot('02-profile-editor');
+  });
+
+  it('launches a local 2-rank run: throughput appears and the chart grows', async () => {
+    await page.getByTestId('nav-launch').click();
+    await page.getByTestId('launch-profile').selectOption('local');
+    await page.getByTestId('launch-ranks').fill('2');
+    await page.getByTestId('launch-batch').fill('2');
+    await page.getByTestId('launch-image').fill('8');
+    await page.getByTestId('launch-steps').fill('4');
+    await page.locator('label:has-text("Warm-up steps") input').fill('0');
+    await page.locator('label:has-text("Log every") input').fill('1');
+    await shot('03-launch');
+    await page.getByTestId('launch-start').click();
+    await page.getByTestId('throughput').waitFor();
+    // The first step event turns the big number from "—" into samples/s.
+    await expect.poll(() => page.getByTestId('throughput').textContent(), { timeout: 240_000, interval: 1000 }).toMatch(/\d/);
+    const points = async () => Number(await page.getByTestId('chart-throughput').getAttribute('data-points'));
+    await expect.poll(points, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+    const first = await points();
+    await expect.poll(points, { timeout: 240_000, interval: 1000 }).toBeGreaterThan(first);
+    await shot('04-live-run');
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 240_000, interval: 1000 }).toBe('ok');
+  });
+
+  it('stops a run', async () => {
+    await page.getByTestId('nav-launch').click();
+    await page.getByTestId('launch-steps').fill('50');
+    await page.getByTestId('launch-start').click();
+    await page.getByTestId('stop-run').waitFor();
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000 }).not.toBe('starting');
+    await page.getByTestId('stop-run').click();
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
+  });
+
+  it('finds both runs in History and opens the comparison', async () => {
+    await page.getByTestId('nav-history').click();
+    await expect.poll(() => page.getByTestId('history-row').count(), { timeout: 30_000 }).toBe(2);
+    const statuses = await page.getByTestId('history-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-status')));
+    expect(statuses.sort()).toEqual(['cancelled', 'ok']);
+    // Baseline = the finished run (selected first).
+    const okRow = page.locator('[data-testid=history-row][data-status=ok]');
+    await okRow.locator('input[type=checkbox]').check();
+    await page.locator('[data-testid=history-row][data-status=cancelled] input[type=checkbox]').check();
+    await page.getByTestId('compare').click();
+    await page.getByTestId('comparison').waitFor();
+    expect(await page.getByTestId('speedup').first().textContent()).toContain('baseline');
+    await shot('05-history-compare-light');
+    await page.getByRole('button', { name: 'Toggle light/dark theme' }).click();
+    await expect.poll(() => page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    await shot('06-history-compare-dark');
+    await okRow.getByRole('button', { name: 'Open' }).click();
+    await page.getByTestId('chart-memory').waitFor();
+    await shot('07-run-from-history-dark');
+  });
+});

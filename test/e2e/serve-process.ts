@@ -1,0 +1,93 @@
+// Starts the real `cohort serve` (bin/cohort.mjs → dist/cli.mjs) with private config and data
+// directories, reads the URL it prints, and stops it (and its runs) on dispose.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export const ROOT = join(import.meta.dirname, '..', '..');
+export const CHROMIUM = '/usr/bin/chromium';
+/** ../shared/ENV-NOTES.md: without the resolver rule Chromium still looks up Google hosts. */
+export const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost',
+];
+
+/** Builds dist/renderer when it is missing or older than the renderer sources' newest commit. */
+export function ensureRendererBuilt(): void {
+  if (existsSync(join(ROOT, 'dist', 'renderer', 'index.html')) && !process.env.COHORT_REBUILD_RENDERER) return;
+  const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-renderer.mjs'), 'renderer'], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('building the renderer failed (node scripts/build-renderer.mjs renderer)');
+}
+
+export interface ServeProcess {
+  url: string;
+  origin: string;
+  token: string;
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  dataDir: string;
+  dispose(): Promise<void>;
+}
+
+export async function startServe(args: string[] = [], opts: { timeoutMs?: number } = {}): Promise<ServeProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-'));
+  const env = { ...process.env, COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), HOME: join(dir, 'home') };
+  // detached: its own process group, so dispose can kill the server and every rank it started.
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), 'serve', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (err += d));
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  let disposed: Promise<void> | undefined;
+  const dispose = () =>
+    (disposed ??= (async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM'); // serve cancels its runs and exits
+        const t = setTimeout(() => {
+          try {
+            process.kill(-child.pid!, 'SIGKILL');
+          } catch {
+            /* already gone */
+          }
+        }, 10_000);
+        await exited;
+        clearTimeout(t);
+      }
+      try {
+        process.kill(-child.pid!, 'SIGKILL'); // anything left in the group (should be nothing)
+      } catch {
+        /* group already empty */
+      }
+      rmSync(dir, { recursive: true, force: true });
+    })());
+  const url = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`cohort serve printed no URL within ${opts.timeoutMs ?? 20000} ms; stderr:\n${err}`)), opts.timeoutMs ?? 20_000);
+    const check = () => {
+      const m = /dashboard at (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(t);
+        resolve(m[1]!);
+      }
+    };
+    child.stdout!.on('data', check);
+    void exited.then(() => {
+      clearTimeout(t);
+      reject(new Error(`cohort serve exited (code ${child.exitCode}); stderr:\n${err}`));
+    });
+  }).catch(async (e: unknown) => {
+    await dispose();
+    throw e;
+  });
+  const u = new URL(url);
+  return { url, origin: u.origin, token: u.searchParams.get('token') ?? '', child, stdout: () => out, stderr: () => err, dataDir: join(dir, 'data'), dispose };
+}
