@@ -9,7 +9,8 @@ const warmup = Number(process.env.BENCH_WARMUP ?? 2);
 const modes = (process.env.BENCH_MODES ?? 'f32,f16').split(',');
 
 const env = rendezvousEnvFromProcess(process.env);
-const c = await connectCollective(env, { timeoutMs: 60_000 });
+const transport = process.env.BENCH_TRANSPORT === 'tcp' ? 'tcp' : 'unix';
+const c = await connectCollective(env, { timeoutMs: 60_000, sameHostTransport: transport });
 const buf = new Float32Array(len);
 const out: Record<string, { ms: number[]; bytesPerOp: number; cpuMsPerOp: number }> = {};
 for (const mode of modes) {
@@ -38,6 +39,6 @@ for (const mode of modes) {
   const all = await c.gather(mine, 0);
   if (all) out[mode] = { ms: mine.map((_, i) => Math.max(...all.map((a) => a[i]!))), bytesPerOp: bytes, cpuMsPerOp: cpu / iters };
 }
-if (env.rank === 0) console.log(JSON.stringify({ results: out }));
+if (env.rank === 0) console.log(JSON.stringify({ transport: c.transport, results: out }));
 await c.barrier();
 c.dispose();

@@ -1,7 +1,7 @@
 // Real rank processes on loopback: results are compared with a single-process computation.
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { f16ToF32, f32ToF16 } from '../../trainer/collectives/fp16';
 import { RankGroup, type RankProc } from './harness';
 import { newOutDir, rankData, type Op } from './scenario';
@@ -20,13 +20,16 @@ function result(rank: number, index: number): Float32Array {
   return new Float32Array(b.buffer, b.byteOffset, b.byteLength / 4);
 }
 
+let transport: 'tcp' | 'unix' = 'tcp';
+
 async function runAll(n: number, ops: Op[]): Promise<RankProc[]> {
   group = new RankGroup();
   outDir = newOutDir();
-  const procs = await group.start(n, { kind: 'ops', ops, outDir, timeoutMs: 30_000, peerTimeoutMs: 30_000 });
+  const procs = await group.start(n, { kind: 'ops', ops, outDir, timeoutMs: 30_000, peerTimeoutMs: 30_000 }, { sameHost: transport === 'unix' });
   for (const p of procs) {
     const done = await p.waitFor('done', 90_000);
     expect(done.type).toBe('done');
+    expect((await p.waitFor('connected')).transport).toBe(transport);
   }
   return procs;
 }
@@ -41,7 +44,17 @@ function bytesOf(p: RankProc, index: number): number {
   return p.lines.find((l) => l.type === 'op' && l.index === index)!.bytes as number;
 }
 
-describe.each([2, 3])('tcp-ring with %i rank processes', (n) => {
+// Separate hosts (TCP links) and one host (Unix-socket links), 2 and 3 ranks.
+describe.each([
+  [2, 'tcp'],
+  [3, 'tcp'],
+  [2, 'unix'],
+  [3, 'unix'],
+] as const)('tcp-ring with %i rank processes over %s', (n, via) => {
+  beforeEach(() => {
+    transport = via;
+  });
+
   it('allreduce equals the single-process sum (ragged, tiny and empty lengths), average too; ranks agree bit for bit', async () => {
     const ops: Op[] = [
       { op: 'allreduce', len: 100_003, seed: 1 }, // not divisible by 2 or 3; spans several pipeline pieces

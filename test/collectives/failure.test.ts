@@ -9,18 +9,18 @@ afterEach(async () => {
   group = undefined;
 });
 
-async function looping(n: number, peerTimeoutMs: number): Promise<RankProc[]> {
+async function looping(n: number, peerTimeoutMs: number, sameHost = false): Promise<RankProc[]> {
   group = new RankGroup();
-  const procs = await group.start(n, { kind: 'loop', len: 1_000_003, timeoutMs: 30_000, peerTimeoutMs });
+  const procs = await group.start(n, { kind: 'loop', len: 1_000_003, timeoutMs: 30_000, peerTimeoutMs }, { sameHost });
   for (const p of procs) await p.waitFor('looping');
   return procs;
 }
 
-function expectLost(line: Line, rank: number, since: number): void {
+function expectLost(line: Line, rank: number, since: number, host = `host-${rank}`): void {
   expect(line.code).toBe('PEER_LOST');
   expect(line.peerRank).toBe(rank);
-  expect(line.peerHost).toBe(`host-${rank}`);
-  expect(String(line.message)).toContain(`rank ${rank} on host host-${rank} was lost`);
+  expect(line.peerHost).toBe(host);
+  expect(String(line.message)).toContain(`rank ${rank} on host ${host} was lost`);
   expect(line.time - since).toBeLessThan(10_000);
 }
 
@@ -36,6 +36,13 @@ describe('peer failure', () => {
       expectLost(await p.waitFor('later'), 1, killedAt);
       expect(await p.exited).toBe(0); // it shut down cleanly instead of hanging
     }
+  });
+
+  it('SIGKILL of a rank whose ring links are Unix sockets (same host) is seen the same way', async () => {
+    const procs = await looping(3, 30_000, true);
+    const killedAt = Date.now();
+    procs[2]!.child.kill('SIGKILL');
+    for (const p of [procs[0]!, procs[1]!]) expectLost(await p.waitFor('error', 15_000), 2, killedAt, 'local');
   });
 
   it('SIGKILL of rank 0 (the master) is seen by the other ranks', async () => {

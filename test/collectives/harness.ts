@@ -86,11 +86,15 @@ export class RankGroup {
     return proc;
   }
 
-  /** Spawn ranks 0..n-1 with a shared rendezvous on a fresh loopback port. */
-  async start(n: number, scenario: Scenario, extra: (rank: number) => Record<string, string> = () => ({})): Promise<RankProc[]> {
+  /**
+   * Spawn ranks 0..n-1 with a shared rendezvous on a fresh loopback port. Each rank gets its own
+   * COHORT_HOST (`host-<rank>`), so ring links use TCP as between machines; with `sameHost` they
+   * all claim host 'local' and same-machine links use Unix sockets.
+   */
+  async start(n: number, scenario: Scenario, opts: { sameHost?: boolean } = {}): Promise<RankProc[]> {
     const port = await freePort();
     return Array.from({ length: n }, (_, r) =>
-      this.spawn(r, { MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), WORLD_SIZE: String(n), LOCAL_RANK: String(r), COHORT_HOST: `host-${r}`, ...extra(r) }, scenario),
+      this.spawn(r, { MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), WORLD_SIZE: String(n), LOCAL_RANK: String(r), COHORT_HOST: opts.sameHost ? 'local' : `host-${r}` }, scenario),
     );
   }
 

@@ -42,12 +42,13 @@ async function main(): Promise<void> {
   }
   let c;
   try {
-    c = await connectCollective(env, { timeoutMs: scenario.timeoutMs, peerTimeoutMs: scenario.peerTimeoutMs });
+    const transport = process.env.COHORT_TEST_TRANSPORT === 'tcp' ? 'tcp' : 'unix';
+    c = await connectCollective(env, { timeoutMs: scenario.timeoutMs, peerTimeoutMs: scenario.peerTimeoutMs, sameHostTransport: transport });
   } catch (err) {
     say({ type: 'error', phase: 'connect', ...describeError(err) });
     return;
   }
-  say({ type: 'connected', backend: c.backend, rank: c.rank, worldSize: c.worldSize });
+  say({ type: 'connected', backend: c.backend, transport: c.transport, rank: c.rank, worldSize: c.worldSize });
   c.onFailure((err) => say({ type: 'failure', ...describeError(err) }));
   try {
     if (scenario.kind === 'ops') {

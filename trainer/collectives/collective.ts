@@ -20,6 +20,8 @@ export interface Collective {
   readonly rank: number;
   readonly worldSize: number;
   readonly backend: BackendName;
+  /** How data reaches the ring neighbours: 'tcp', 'unix' (same-machine neighbours), 'left unix, right tcp'…, or 'none' (loopback). */
+  readonly transport: string;
   /** In-place sum across ranks (then divided if `average`). Operations run in call order. */
   allreduce(buf: Float32Array, opts?: AllreduceOptions): Promise<void>;
   /** Every rank's `buf` (same length everywhere) becomes root's. */
@@ -49,6 +51,11 @@ export interface ConnectOptions {
    * process or closed socket is detected at once regardless of this value.
    */
   peerTimeoutMs?: number;
+  /**
+   * Ring neighbours on the same machine (same COHORT_HOST and boot id) exchange data over a Unix
+   * socket ('unix', default: half the CPU per byte of loopback TCP) or over loopback TCP ('tcp').
+   */
+  sameHostTransport?: 'unix' | 'tcp';
   /** Backends to try, in order. Default ['loopback', 'tcp-ring']. */
   backends?: BackendName[];
 }

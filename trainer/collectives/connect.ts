@@ -30,6 +30,7 @@ const BACKENDS: Record<BackendName, Backend> = {
         ...(opts.signal ? { signal: opts.signal } : {}),
         ...(opts.bindAddr ? { bindAddr: opts.bindAddr } : {}),
         ...(opts.masterBindAddr ? { masterBindAddr: opts.masterBindAddr } : {}),
+        ...(opts.sameHostTransport ? { sameHostTransport: opts.sameHostTransport } : {}),
       }),
   },
 };

@@ -1,6 +1,6 @@
 // Control-plane framing: [u32 big-endian length][UTF-8 JSON]. Only small messages travel here
 // (rendezvous, heartbeats, barrier, gather, failure notices); gradients never do.
-import { obj, num, str, type Obj } from '../protocol/validate';
+import { obj, num, optStr, str, type Obj } from '../protocol/validate';
 import { CollectiveError } from './errors';
 
 export const PROTOCOL_NAME = 'cohort-collective';
@@ -13,10 +13,13 @@ export interface PeerInfo {
   /** Data listener address and port. */
   addr: string;
   port: number;
+  /** Same-machine fast path: a Unix socket path, and the machine it is valid on. */
+  unix?: string;
+  machine?: string;
 }
 
 export type ControlMessage =
-  | { t: 'hello'; proto: string; v: number; rank: number; worldSize: number; host: string; addr: string; port: number }
+  | ({ t: 'hello'; proto: string; v: number; worldSize: number } & PeerInfo)
   | { t: 'table'; peers: PeerInfo[] }
   | { t: 'reject'; message: string; code: string }
   | { t: 'ready' }
@@ -41,7 +44,13 @@ export function encodeControl(msg: ControlMessage): Buffer {
 
 function peer(v: unknown, path: string): PeerInfo {
   const o = obj(v, path);
-  return { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), addr: str(o, 'addr', path), port: num(o, 'port', path, { int: true, min: 1, max: 65535 }) };
+  const unix = optStr(o, 'unix', path);
+  const machine = optStr(o, 'machine', path);
+  return {
+    rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), addr: str(o, 'addr', path),
+    port: num(o, 'port', path, { int: true, min: 1, max: 65535 }),
+    ...(unix === undefined ? {} : { unix }), ...(machine === undefined ? {} : { machine }),
+  };
 }
 
 function lostRef(o: Obj, path: string): { rank: number; host: string; reason: string } {
@@ -55,11 +64,7 @@ export function decodeControl(value: unknown): ControlMessage {
   const seq = (): number => num(o, 'seq', p, { int: true, min: 0 });
   switch (t) {
     case 'hello':
-      return {
-        t, proto: str(o, 'proto', p), v: num(o, 'v', p), rank: num(o, 'rank', p, { int: true, min: 0 }),
-        worldSize: num(o, 'worldSize', p, { int: true, min: 1 }), host: str(o, 'host', p), addr: str(o, 'addr', p),
-        port: num(o, 'port', p, { int: true, min: 1, max: 65535 }),
-      };
+      return { t, proto: str(o, 'proto', p), v: num(o, 'v', p), worldSize: num(o, 'worldSize', p, { int: true, min: 1 }), ...peer(o, p) };
     case 'table': {
       if (!Array.isArray(o.peers)) throw new CollectiveError('PROTOCOL', `${p}.peers: expected an array`);
       return { t, peers: o.peers.map((v, i) => peer(v, `${p}.peers[${i}]`)) };

@@ -8,6 +8,7 @@ export class LoopbackCollective implements Collective {
   readonly worldSize = 1;
   readonly backend = 'loopback' as const;
   readonly bytesSent = 0;
+  readonly transport = 'none';
   private disposed = false;
 
   private check(what: string, signal: AbortSignal | undefined, root?: number): void {

@@ -16,6 +16,7 @@ export interface TcpRingOptions {
   signal?: AbortSignal;
   bindAddr?: string;
   masterBindAddr?: string;
+  sameHostTransport?: 'unix' | 'tcp';
   peerTimeoutMs: number;
 }
 
@@ -34,6 +35,7 @@ export class TcpRingCollective implements Collective {
   readonly backend = 'tcp-ring' as const;
   readonly rank: number;
   readonly worldSize: number;
+  readonly transport: string;
   private readonly peers: PeerInfo[];
   private readonly control: Map<number, ControlChannel>;
   private readonly left: Socket;
@@ -69,7 +71,9 @@ export class TcpRingCollective implements Collective {
         return engine;
       },
     });
-    const self = new TcpRingCollective(env, setup.peers, setup.control, setup.left, setup.right, engine!, setup.rightLeftover, opts.peerTimeoutMs);
+    const t = setup.transport;
+    const transport = t.left === t.right ? t.left : `left ${t.left}, right ${t.right}`;
+    const self = new TcpRingCollective(env, transport, setup.peers, setup.control, setup.left, setup.right, engine!, setup.rightLeftover, opts.peerTimeoutMs);
     ref.self = self;
     for (const f of early) f();
     return self;
@@ -77,6 +81,7 @@ export class TcpRingCollective implements Collective {
 
   private constructor(
     env: RendezvousEnv,
+    transport: string,
     peers: PeerInfo[],
     control: Map<number, ControlChannel>,
     left: Socket,
@@ -87,6 +92,7 @@ export class TcpRingCollective implements Collective {
   ) {
     this.rank = env.rank;
     this.worldSize = env.worldSize;
+    this.transport = transport;
     this.peers = peers;
     this.control = control;
     this.left = left;
