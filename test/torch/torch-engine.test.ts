@@ -85,12 +85,14 @@ describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (
   });
 
   it('two ranks over gloo: global throughput and both ranks’ memory from rank 0; rank 1 prints no events', async () => {
-    const ranks = await runRanks(2, TINY);
+    const ranks = await runRanks(2, { ...TINY, syncBn: true });
     const [r0, r1] = ranks as [EngineRank, EngineRank];
     expectCleanStream(r0);
     expect(r1.lines).toEqual([]);
     expect(one(r0, 'hello')).toMatchObject({ worldSize: 2, params: RESNET50_PARAMS_100 });
     expect(one(r0, 'hello').capabilities.ddp).toMatchObject({ available: true });
+    // SyncBatchNorm is CUDA-only in torch: asked for on CPU, it is reported, not faked.
+    expect(one(r0, 'hello').capabilities.syncBn!.detail).toMatch(/needs CUDA.*requested but not applied/);
     const plan = one(r0, 'plan');
     expect(plan).toMatchObject({ worldSize: 2, globalBatch: 8, steps: 4 });
     expect(plan.ranks.map((x) => [x.rank, x.localRank])).toEqual([[0, 0], [1, 1]]);
