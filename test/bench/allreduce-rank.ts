@@ -30,7 +30,6 @@ for (const mode of modes) {
     if (i >= warmup) {
       mine.push(dt);
       cpu += (used.user + used.system) / 1000;
-      if (process.env.BENCH_CPU_DEBUG) console.error(`rank ${env.rank} ${mode} user ${used.user / 1000} sys ${used.system / 1000}`);
     }
     bytes = c.bytesSent - before;
   }

@@ -62,19 +62,23 @@ interface Case {
   busGBs: number;
   ms: number[];
   bytesSentPerOp?: number;
+  /** Rank 0's user+system CPU per op: unaffected by other load on the machine. */
+  cpuMsPerOp?: number;
 }
 
 const busGBs = (n: number, ms: number): number => ((2 * (n - 1)) / n) * BYTES / (ms / 1000) / 1e9;
 
-async function ring(n: number): Promise<Case[]> {
+/** The tcp-ring backend; `via` = 'tcp' forces loopback TCP links, 'unix' lets same-host neighbours use Unix sockets. */
+async function ring(n: number, via: 'tcp' | 'unix'): Promise<Case[]> {
   const port = await freePort();
   const res = (await runRanks(n, process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'bench', 'allreduce-rank.ts')], (r) => ({
     MASTER_ADDR: '127.0.0.1', MASTER_PORT: String(port), RANK: String(r), WORLD_SIZE: String(n), LOCAL_RANK: String(r),
-    BENCH_LEN: String(LEN), BENCH_ITERS: String(ITERS), BENCH_MODES: 'f32,f16',
-  }))) as { results: Record<string, { ms: number[]; bytesPerOp: number }> };
+    BENCH_LEN: String(LEN), BENCH_ITERS: String(ITERS), BENCH_MODES: 'f32,f16', BENCH_TRANSPORT: via, COHORT_HOST: 'bench',
+  }))) as { transport: string; results: Record<string, { ms: number[]; bytesPerOp: number; cpuMsPerOp: number }> };
+  if (res.transport !== via) throw new Error(`asked for ${via} links, got ${res.transport}`);
   return Object.entries(res.results).map(([mode, r]) => {
     const m = median(r.ms);
-    return { name: `tcp-ring ${mode === 'f16' ? 'fp16 wire' : 'fp32'}`, ranks: n, medianMs: m, busGBs: busGBs(n, m), ms: r.ms, bytesSentPerOp: r.bytesPerOp };
+    return { name: `tcp-ring ${mode === 'f16' ? 'fp16 wire' : 'fp32'}, ${via} links`, ranks: n, medianMs: m, busGBs: busGBs(n, m), ms: r.ms, bytesSentPerOp: r.bytesPerOp, cpuMsPerOp: r.cpuMsPerOp };
   });
 }
 
@@ -133,7 +137,7 @@ const fmt = (x: number, d = 2): string => x.toFixed(d);
 const loadStart = loadavg()[0]!;
 const raw = rawTcp();
 const cases: Case[] = [raw.oneWay, raw.duplex];
-for (const n of [2, 3]) cases.push(...(await ring(n)));
+for (const n of [2, 3]) for (const via of ['tcp', 'unix'] as const) cases.push(...(await ring(n, via)));
 const torchVersion = torchAvailable();
 const glooCases: Case[] = [];
 if (torchVersion) {
@@ -165,8 +169,8 @@ const md = [
   `Machine: ${process.env.COHORT_BENCH_NOTE ?? '2 cores'}; load average ${fmt(loadStart)} at start, ${fmt(loadEnd)} at end (other work on the machine skews all numbers). ` +
     `3 ranks share 2 cores with the OS. Bus bandwidth = 2(n−1)/n · bytes / time, on the f32 size for the fp16 rows too. torch gloo: ${torchVersion ? `torch ${torchVersion}, 1 thread` : 'skipped (torch not importable with /usr/bin/python3)'}.`,
   '',
-  '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP duplex | vs gloo | bytes sent/op/rank |',
-  '|---|---|---|---|---|---|---|---|',
-  ...rows.map((r) => `| ${r.name} | ${r.ranks} | ${fmt(r.medianMs, 1)} | ${fmt(r.busGBs)} | ${r.vsRawOneWay === undefined ? '' : fmt(r.vsRawOneWay)} | ${r.vsRawDuplex === undefined ? '' : fmt(r.vsRawDuplex)} | ${r.vsGloo === undefined ? (r.name.startsWith('tcp-ring') && !torchVersion ? 'skipped' : '') : fmt(r.vsGloo)} | ${r.bytesSentPerOp ?? ''} |`),
+  '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP duplex | vs gloo | bytes sent/op/rank | rank-0 CPU ms/op |',
+  '|---|---|---|---|---|---|---|---|---|',
+  ...rows.map((r) => `| ${r.name} | ${r.ranks} | ${fmt(r.medianMs, 1)} | ${fmt(r.busGBs)} | ${r.vsRawOneWay === undefined ? '' : fmt(r.vsRawOneWay)} | ${r.vsRawDuplex === undefined ? '' : fmt(r.vsRawDuplex)} | ${r.vsGloo === undefined ? (r.name.startsWith('tcp-ring') && !torchVersion ? 'skipped' : '') : fmt(r.vsGloo)} | ${r.bytesSentPerOp ?? ''} | ${r.cpuMsPerOp === undefined ? '' : fmt(r.cpuMsPerOp, 1)} |`),
 ].join('\n');
 writeResults('allreduce', { machine: { ...machine(), loadStart, loadEnd }, bytes: BYTES, iters: ITERS, torch: torchVersion ?? 'skipped', cases: rows }, md);
