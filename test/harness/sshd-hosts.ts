@@ -7,12 +7,13 @@
 // Cleanup is guaranteed three ways: dispose() (call it in afterAll), a process 'exit' hook, and
 // removal at the next start of anything a killed run registered (see netns.ts).
 import { execFile, spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { appendFile, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { SshEndpoint } from '../../electron/core/ssh';
-import { MARKER_VAR, cleanupStale, ip, markedProcesses, netnsAvailable, register, reserveSubnets, teardownSync, type Registration } from './netns';
+import { MARKER_VAR, cleanupStale, ip, markedProcesses, netnsAvailable, processMentions, register, reserveSubnets, teardownSync, type Registration } from './netns';
 
 const execFileP = promisify(execFile);
 
@@ -381,5 +382,7 @@ export async function leftovers(id: string): Promise<{ namespaces: string[]; lin
   const namespaces = (await ip('netns', 'list').catch(() => '')).split('\n').map((l) => l.split(' ')[0]).filter((n) => n.startsWith(`${id}-`));
   const sid = id.replace(/^cohort-/, '');
   const links = (await ip('-o', 'link').catch(() => '')).split('\n').map((l) => l.split(': ')[1]?.split('@')[0] ?? '').filter((n) => n.endsWith(sid) || n.includes(`-${sid}-`));
-  return { namespaces, links, processes: markedProcesses(`${MARKER_VAR}=${id}/`) };
+  // Session processes (marker) and the sshd daemons themselves (their command line names the cluster dir).
+  const daemons = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && processMentions(Number(d), `/tmp/cohort-sshd-${sid}/`)).map(Number);
+  return { namespaces, links, processes: [...new Set([...markedProcesses(`${MARKER_VAR}=${id}/`), ...daemons])] };
 }

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostSession, SshError, hashHostName } from '../../electron/core/ssh';
+import { HostSession, SshError, hashHostName, knownHostsName } from '../../electron/core/ssh';
 import { startHosts, type SshdCluster } from '../harness/sshd-hosts';
 
 let cluster: SshdCluster;
@@ -36,7 +36,7 @@ describe('host keys', () => {
     const err = await connectError(HostSession.connect(cluster.endpoint(0), { knownHostsPath: kh }));
     expect(err.code).toBe('ssh-host-key-unknown');
     expect(err.host).toBe('h1');
-    expect(err.message).toContain(`unknown host key for ${h.address}: ssh-ed25519 ${fp}`);
+    expect(err.message).toContain(`unknown host key for ${knownHostsName(h.address, h.port)}: ssh-ed25519 ${fp}`);
     expect(err.message).toContain('--accept-new-host-key');
 
     const added: string[] = [];
@@ -48,7 +48,7 @@ describe('host keys', () => {
     } finally {
       s.dispose();
     }
-    expect(await readFile(kh, 'utf8')).toBe(`${h.address} ${h.hostPublicKey}\n`);
+    expect(await readFile(kh, 'utf8')).toBe(`${knownHostsName(h.address, h.port)} ${h.hostPublicKey}\n`);
     // Now known: a plain connect works and nothing is added twice.
     const again = await HostSession.connect(cluster.endpoint(0), { knownHostsPath: kh });
     expect(again.hostKey.added).toBe(false);

@@ -2,7 +2,7 @@
 // failed for which host. Host 3 sits on a private link to host 1 only (netns mode).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeProfile } from '../../trainer/protocol/profile';
-import { HostSession, SshError, connectMany, resolveTarget } from '../../electron/core/ssh';
+import { HostSession, SshError, connectMany, describeHost, resolveTarget } from '../../electron/core/ssh';
 import { harnessMode, leftovers, startHosts, type SshdCluster } from '../harness/sshd-hosts';
 
 let cluster: SshdCluster;
@@ -93,7 +93,7 @@ describe('ProxyJump', () => {
     const err = await refused(HostSession.connect(cluster.endpoint(2, { port: 2222 }), { knownHostsPath: cluster.knownHostsPath, jump: [cluster.endpoint(0)] }));
     expect(err.code).toBe('ssh-jump');
     expect(err.host).toBe('h3');
-    expect(err.message).toContain(`jump host h1 (root@${cluster.hosts[0].address}) could not open a connection to ${cluster.hosts[2].address}:2222`);
+    expect(err.message).toContain(`jump host ${describeHost(cluster.endpoint(0))} could not open a connection to ${cluster.hosts[2].address}:2222`);
   });
 });
 
