@@ -31,6 +31,11 @@ async function runAll(n: number, ops: Op[]): Promise<RankProc[]> {
     expect(done.type).toBe('done');
     expect((await p.waitFor('connected')).transport).toBe(transport);
   }
+  // A clean end (barrier, then dispose on every rank) is not a failure anywhere.
+  for (const p of procs) {
+    expect(await p.exited).toBe(0);
+    expect(p.lines.filter((l) => l.type === 'failure' || l.type === 'error')).toEqual([]);
+  }
   return procs;
 }
 

@@ -52,6 +52,17 @@ describe('peer failure', () => {
     expectLost(await procs[1]!.waitFor('error', 15_000), 0, killedAt);
   });
 
+  it('aborting an allreduce in flight rejects it with ABORTED and cuts the ring so peers fail fast', async () => {
+    group = new RankGroup();
+    const procs = await group.start(2, { kind: 'abort', len: 1_000_000, abortMs: 300, delayMs: 1500, timeoutMs: 30_000, peerTimeoutMs: 30_000 });
+    const e0 = await procs[0]!.waitFor('error');
+    expect(e0.code).toBe('ABORTED');
+    expect(String(e0.message)).toContain("rank 0's allreduce was aborted");
+    expect((await procs[0]!.waitFor('later')).code).toBe('ABORTED');
+    const e1 = await procs[1]!.waitFor('error');
+    expectLost(e1, 0, e0.time);
+  });
+
   it('a frozen rank (SIGSTOP) is declared lost by heartbeat timeout, relayed to non-neighbours', async () => {
     const procs = await looping(3, 2_000);
     const stoppedAt = Date.now();

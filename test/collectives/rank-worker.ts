@@ -53,6 +53,13 @@ async function main(): Promise<void> {
   try {
     if (scenario.kind === 'ops') {
       for (const [i, op] of scenario.ops.entries()) await runOp(c, op, i, scenario.outDir);
+    } else if (scenario.kind === 'abort') {
+      const buf = rankData(1, c.rank, scenario.len);
+      if (c.rank === 0) await c.allreduce(buf, { signal: AbortSignal.timeout(scenario.abortMs) });
+      else {
+        await new Promise((r) => setTimeout(r, scenario.delayMs));
+        await c.allreduce(buf);
+      }
     } else {
       // Loop until something fails; the test kills or stops a rank meanwhile.
       const buf = rankData(1, c.rank, scenario.len);

@@ -11,7 +11,9 @@ export type Op =
 
 export type Scenario =
   | { kind: 'ops'; ops: Op[]; outDir: string; timeoutMs: number; peerTimeoutMs: number }
-  | { kind: 'loop'; len: number; timeoutMs: number; peerTimeoutMs: number };
+  | { kind: 'loop'; len: number; timeoutMs: number; peerTimeoutMs: number }
+  /** Rank 0 aborts its allreduce after abortMs; the others start theirs only after delayMs. */
+  | { kind: 'abort'; len: number; abortMs: number; delayMs: number; timeoutMs: number; peerTimeoutMs: number };
 
 export function decodeScenario(v: unknown): Scenario {
   // Written by the test itself in the same repo: a shape check is enough.

@@ -46,6 +46,8 @@ export class TcpRingCollective implements Collective {
   /** Set when a peer left gracefully: the op in flight may still finish, later ops cannot. */
   private gone: PeerLostError | undefined;
   private readonly leftRanks = new Set<number>();
+  /** A ring socket that delivered a Bye frame may close quietly; any other close is a loss. */
+  private readonly byeOn = { left: false, right: false };
   private disposed = false;
   private readonly listeners = new Set<(err: PeerLostError) => void>();
   private currentReject: ((e: Error) => void) | undefined;
@@ -109,8 +111,10 @@ export class TcpRingCollective implements Collective {
         (reason) => this.departed(k, reason),
       );
     }
-    const watch = (sock: Socket, peer: number, which: string): void => {
-      const lost = (why: string) => () => this.departed(peer, `${which} ring connection ${why}`);
+    const watch = (sock: Socket, peer: number, which: 'left' | 'right'): void => {
+      // Forced even if `peer` said bye on the control connection: a ring stream that ends without
+      // its own Bye frame was cut mid-operation.
+      const lost = (why: string) => () => void (this.byeOn[which] || this.departed(peer, `${which} ring connection ${why}`, undefined, true));
       sock.on('error', (err: Error & { code?: string }) => lost(`failed (${err.code ?? err.message})`)());
       sock.on('end', lost('closed by the peer'));
       sock.on('close', lost('closed'));
@@ -240,6 +244,9 @@ export class TcpRingCollective implements Collective {
           const err = abortedError(`rank ${this.rank}'s ${what}`, signal);
           reject(err);
           this.setFailure(err, false);
+          // Cut the ring now so the neighbours fail at once instead of waiting for our dispose().
+          this.left.end();
+          this.right.end();
         };
         signal?.addEventListener('abort', onAbort, { once: true });
       });
@@ -310,6 +317,7 @@ export class TcpRingCollective implements Collective {
   }
 
   private onBye(from: number, via: 'control' | 'left' | 'right', lostRank: number | undefined, reason?: string): void {
+    if (via !== 'control') this.byeOn[via] = true;
     if (lostRank === undefined) this.leaving(from, via);
     else this.departed(lostRank, `${reason ?? 'lost'} (reported by rank ${from})`);
   }
@@ -332,8 +340,8 @@ export class TcpRingCollective implements Collective {
     if (stuck) this.setFailure(err, false);
   }
 
-  private departed(rank: number, reason: string, host?: string): void {
-    if (this.disposed || this.failure || this.leftRanks.has(rank)) return;
+  private departed(rank: number, reason: string, host?: string, force = false): void {
+    if (this.disposed || this.failure || (this.leftRanks.has(rank) && !force)) return;
     const err = new PeerLostError(rank, host ?? this.peers[rank]?.host ?? 'unknown host', reason, { observedBy: this.rank });
     this.setFailure(err, true);
     // Ranks that are not neighbours of the lost one learn it through rank 0.
