@@ -60,6 +60,11 @@ export interface UploadOptions {
   onProgress?: (sent: number, total: number) => void;
   /** Skip the transfer when the remote file already has this content (compared by sha256). Default true. */
   skipIfSame?: boolean;
+  /**
+   * Check the uploaded bytes' sha256 on the host before renaming into place. Default true; a
+   * caller that verifies a whole directory itself can turn it off to save one round trip per file.
+   */
+  verify?: boolean;
   signal?: AbortSignal;
 }
 
@@ -230,7 +235,7 @@ export class HostSession {
       if (!this.closed) await this.run(`rm -f -- ${shQuote(part)}`).catch(() => undefined);
       throw err;
     });
-    const remoteSum = await this.remoteSha256(part, opts);
+    const remoteSum = opts.verify === false ? sha256 : await this.remoteSha256(part, opts);
     if (remoteSum !== sha256) {
       await this.run(`rm -f -- ${shQuote(part)}`).catch(() => undefined);
       throw new SshError('ssh-remote-command', this.name, `${this.name}: ${remotePath} arrived corrupted (sha256 ${remoteSum} ≠ local ${sha256})`, 'retry the upload; check the disk on the host');
