@@ -97,6 +97,27 @@ describe('ProxyJump', () => {
   });
 });
 
+describe('jump host failure', () => {
+  it.runIf(NETNS)('rejects work on the target when the jump host stops answering', async () => {
+    const opts = { knownHostsPath: cluster.knownHostsPath, keepaliveIntervalMs: 200, keepaliveCountMax: 2 };
+    const s = await HostSession.connect(cluster.endpoint(2), { ...opts, jump: [cluster.endpoint(0)] });
+    const proc = await s.exec('sleep 60');
+    await cluster.setLink(0, false);
+    try {
+      const err = await proc.exit.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toMatchObject({ code: 'ssh-disconnected' });
+      expect((err as Error).message).toMatch(/h3 .*connection lost/);
+      expect(s.closed).toBe(true);
+    } finally {
+      await cluster.setLink(0, true);
+      s.dispose();
+    }
+  });
+});
+
 describe('many hosts', () => {
   it('connects with a concurrency limit and reports each host on its own', async () => {
     const targets = [

@@ -1,6 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { decodeProfile } from '../../../trainer/protocol/profile';
-import { importSshConfig } from './ssh-config';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { importSshConfig, profileFromSshConfig } from './ssh-config';
 
 const CONFIG = `
 # defaults for the lab
@@ -53,5 +56,21 @@ describe('ssh config import', () => {
     expect(r.hosts).toHaveLength(1);
     expect(r.hosts[0].proxyJump).toBe('admin@gateway.lab.example:2222');
     expect(r.skipped).toContainEqual({ what: 'nope', reason: 'no Host block names it' });
+  });
+});
+
+describe('profileFromSshConfig', () => {
+  it('reads a config file into a validated profile', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'cohort-sshcfg-'));
+    try {
+      const file = join(dir, 'config');
+      await writeFile(file, CONFIG);
+      const { profile } = await profileFromSshConfig('lab', file, { home: '/home/me', localUser: 'me', only: ['gw', 'gpu-a'] });
+      expect(profile.hosts.map((h) => [h.name, h.proxyJump])).toEqual([['gw', undefined], ['gpu-a', 'gw']]);
+      await writeFile(file, 'Host *\n  User x\n');
+      await expect(profileFromSshConfig('lab', file, { home: '/h', localUser: 'me' })).rejects.toThrow(/no importable Host entries.*wildcard/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

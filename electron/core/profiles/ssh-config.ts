@@ -3,8 +3,10 @@
 // whose patterns match the alias (so `Host *` defaults given first apply, later ones fill gaps).
 // Wildcard-only aliases are skipped (they are defaults, not hosts); `Match` blocks and `Include`
 // are not evaluated and are reported as skipped.
-import { DEFAULT_WORKDIR, type ProfileHost } from '../../../trainer/protocol/profile';
+import { readFile } from 'node:fs/promises';
+import { DEFAULT_WORKDIR, ProfileError, decodeProfile, type Profile, type ProfileHost } from '../../../trainer/protocol/profile';
 import { expandHome } from '../paths';
+import { ProfileStoreError } from './profile-store';
 
 interface Block {
   patterns: string[];
@@ -171,4 +173,25 @@ function expandTokens(s: string, t: { home: string; localUser: string; host: str
       default: return '%';
     }
   });
+}
+
+/**
+ * Builds a profile from ~/.ssh/config (or another file): every concrete alias (or `only`) becomes
+ * a host with one slot. The result is validated like any profile; store it with ProfileStore.put.
+ */
+export async function profileFromSshConfig(name: string, path: string, opts: SshConfigImportOptions): Promise<{ profile: Profile; skipped: SshConfigImport['skipped'] }> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new ProfileStoreError('profile-io', `cannot read ${path}`, 'check the path of the OpenSSH config file', { cause: err });
+  }
+  const { hosts, skipped } = importSshConfig(text, opts);
+  if (hosts.length === 0) throw new ProfileStoreError('profile-invalid', `${path} has no importable Host entries`, skipped.map((s) => `${s.what}: ${s.reason}`).join('; ') || 'add a Host block');
+  try {
+    return { profile: decodeProfile({ name, hosts }), skipped };
+  } catch (err) {
+    if (err instanceof ProfileError) throw new ProfileStoreError('profile-invalid', `${path}: ${err.message}`, 'fix the entry in the ssh config or import fewer hosts (only)', { cause: err });
+    throw err;
+  }
 }
