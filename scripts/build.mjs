@@ -14,7 +14,17 @@ const root = dirname(dirname(new URL(import.meta.url).pathname));
 const require = createRequire(import.meta.url);
 const out = join(root, 'resources', 'trainer');
 // An ESM bundle of CommonJS packages needs a real `require` for Node built-ins.
-const banner = { js: "import { createRequire as __cohortRequire } from 'node:module'; const require = __cohortRequire(import.meta.url);" };
+// CommonJS code inside also expects __dirname/__filename (tfjs-backend-wasm locates its .wasm with them).
+const banner = {
+  js: [
+    "import { createRequire as __cohortRequire } from 'node:module';",
+    "import { fileURLToPath as __cohortFileURLToPath } from 'node:url';",
+    "import { dirname as __cohortDirname } from 'node:path';",
+    'const require = __cohortRequire(import.meta.url);',
+    'const __filename = __cohortFileURLToPath(import.meta.url);',
+    'const __dirname = __cohortDirname(__filename);',
+  ].join(' '),
+};
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(join(out, 'wasm'), { recursive: true });

@@ -75,8 +75,9 @@ export async function runAgent(opts: { trainerEntry: string; enginesDir: string;
     hard.unref();
     emit({ type: 'log', level: run.outcome === 'cancelled' ? 'info' : 'warn', host: spec.host, message: `agent on ${spec.host}: stopping ranks (${why})` });
   };
+  let finished = false;
   const cancel = (why: string) => {
-    if (run.outcome !== 'running') return;
+    if (finished || run.outcome !== 'running') return;
     run.outcome = 'cancelled';
     killAll(why);
   };
@@ -118,6 +119,7 @@ export async function runAgent(opts: { trainerEntry: string; enginesDir: string;
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => cancel(`agent received ${sig}`));
 
   await allExited;
+  finished = true; // closing stdin below must not read as "controller gone"
   if (watchdog) clearInterval(watchdog);
   lines.close();
   if (run.outcome === 'cancelled') return AGENT_EXIT.cancelled;

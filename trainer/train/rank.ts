@@ -138,6 +138,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       if (peerFailure) throw peerFailure;
       const epoch = Math.floor(step / stepsPerEpoch);
       const lr = learningRate(step, { lr: config.lr, warmupSteps: config.lrWarmupSteps, totalSteps, schedule: config.schedule });
+      const stepStart = Date.now();
       const b = batchAt(step);
       const loss = m.trainStep(b.images, b.labels, b.batch, grads);
       await collective.allreduce(grads, { average: true, fp16: config.fp16 }); // sync point: gradients of every rank
@@ -151,7 +152,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
         continue;
       }
       if (step + 1 <= warmupEnd) continue;
-      if (window.start === 0) window.start = Date.now();
+      if (window.start === 0) window.start = stepStart;
       window.steps++;
       window.samples += b.batch;
       if (Number.isFinite(loss)) {
