@@ -33,12 +33,12 @@ export function bnForwardTrain(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tens
   const c = x.shape[3];
   const m = x.size / c;
   if (m < 2) throw new Error(`batch norm needs more than one value per channel in training (got ${m}): use a batch size ≥ 2`);
-  const x2 = tf.reshape(x, [m, c]);
+  const x2 = tf.reshape(x, [m, c]) as tf.Tensor2D;
   const mean = tf.div(channelSum(x2, ones), m) as tf.Tensor2D;
-  const variance = tf.div(channelSum(tf.squaredDifference(x2, mean), ones), m) as tf.Tensor2D;
+  const variance = tf.div(channelSum(tf.squaredDifference(x2, mean) as tf.Tensor2D, ones), m) as tf.Tensor2D;
   const invstd = tf.rsqrt(tf.add(variance, BN_EPS)) as tf.Tensor2D;
   const xhat = tf.mul(tf.sub(x2, mean), invstd) as tf.Tensor2D;
-  const y = tf.reshape(tf.add(tf.mul(xhat, gamma), beta), x.shape);
+  const y = tf.reshape(tf.add(tf.mul(xhat, gamma), beta), x.shape) as tf.Tensor4D;
   return { y, cache: { xhat, invstd }, mean: tf.reshape(mean, [c]), varUnbiased: tf.reshape(tf.mul(variance, m / (m - 1)), [c]) };
 }
 
@@ -48,14 +48,14 @@ export function bnForwardStats(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tens
   const x2 = tf.reshape(x, [x.size / c, c]);
   const invstd = tf.reshape(tf.rsqrt(tf.add(variance, BN_EPS)), [1, c]) as tf.Tensor2D;
   const xhat = tf.mul(tf.sub(x2, mean), invstd) as tf.Tensor2D;
-  return { y: tf.reshape(tf.add(tf.mul(xhat, gamma), beta), x.shape), cache: { xhat, invstd } };
+  return { y: tf.reshape(tf.add(tf.mul(xhat, gamma), beta), x.shape) as tf.Tensor4D, cache: { xhat, invstd } };
 }
 
 /** Eval-only BN folded into one scale and one shift (no cache kept). */
 export function bnInfer(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, mean: tf.Tensor1D, variance: tf.Tensor1D): tf.Tensor4D {
   const scale = tf.mul(gamma, tf.rsqrt(tf.add(variance, BN_EPS)));
   const shift = tf.sub(beta, tf.mul(mean, scale));
-  return tf.add(tf.mul(x, scale), shift);
+  return tf.add(tf.mul(x, scale), shift) as tf.Tensor4D;
 }
 
 export interface BnGrads {
@@ -71,7 +71,7 @@ export interface BnGrads {
 export function bnBackward(dy: tf.Tensor4D, cache: BnCache, gamma: tf.Tensor1D, ones: tf.Tensor2D, batchStats: boolean): BnGrads {
   const c = dy.shape[3];
   const m = dy.size / c;
-  const g = tf.reshape(dy, [m, c]);
+  const g = tf.reshape(dy, [m, c]) as tf.Tensor2D;
   const dbeta = channelSum(g, ones);
   const dgamma = channelSum(tf.mul(g, cache.xhat) as tf.Tensor2D, ones);
   const a = tf.mul(gamma, cache.invstd); // [1, C]
@@ -84,5 +84,5 @@ export function bnBackward(dy: tf.Tensor4D, cache: BnCache, gamma: tf.Tensor1D, 
   } else {
     dx = tf.mul(g, a);
   }
-  return { dx: tf.reshape(dx, dy.shape), dgamma: tf.reshape(dgamma, [c]), dbeta: tf.reshape(dbeta, [c]) };
+  return { dx: tf.reshape(dx, dy.shape) as tf.Tensor4D, dgamma: tf.reshape(dgamma, [c]), dbeta: tf.reshape(dbeta, [c]) };
 }

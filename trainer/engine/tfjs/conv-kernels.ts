@@ -69,7 +69,7 @@ function centerTap(w: tf.Tensor4D, g: ConvGeometry): tf.Tensor2D {
 function subsample(x: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
   if (g.stride === 1) return x;
   const n = x.shape[0];
-  return tf.stridedSlice(x, [0, 0, 0, 0], [n, (g.outSize - 1) * g.stride + 1, (g.outSize - 1) * g.stride + 1, g.cin], [1, g.stride, g.stride, 1]);
+  return tf.stridedSlice(x, [0, 0, 0, 0], [n, (g.outSize - 1) * g.stride + 1, (g.outSize - 1) * g.stride + 1, g.cin], [1, g.stride, g.stride, 1]) as tf.Tensor4D;
 }
 
 /** Insert stride-1 zeros after every element of the spatial axes: [N,H,W,C] → [N,H·s,W·s,C]. */
@@ -110,7 +110,7 @@ export function scatterTaps(piece: (tap: number) => tf.Tensor4D, g: Pick<ConvGeo
       const w = Math.min(span, hp - kx);
       if (h < span || w < span) p = tf.slice(p, [0, 0, 0, 0], [n, h, w, c]);
       const placed = tf.pad(p, pad4(ky, hp - ky - h, kx, hp - kx - w));
-      acc = acc ? tf.add(acc, placed) : placed;
+      acc = acc ? (tf.add(acc, placed) as tf.Tensor4D) : placed;
     }
   }
   const full = acc as tf.Tensor4D;
@@ -160,7 +160,8 @@ export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeomet
       // spatial sizes the weight dwarfs the activations). Then col2im: each tap's slice is
       // dilated by the stride, shifted to its offset and summed, and the padding cropped.
       const dcol = tf.reshape(tf.transpose(tf.matMul(tf.reshape(w, [g.k * g.k * g.cin, g.cout]), tf.transpose(as2d(dy, g.cout)))), [n, g.outSize, g.outSize, g.k * g.k * g.cin]);
-      return scatterTaps((t) => tf.slice(dcol, [0, 0, 0, t * g.cin], [n, g.outSize, g.outSize, g.cin]), g, n, g.cin);
+      const dcol4 = dcol as tf.Tensor4D;
+      return scatterTaps((t) => tf.slice(dcol4, [0, 0, 0, t * g.cin], [n, g.outSize, g.outSize, g.cin]), g, n, g.cin);
     }
     case 'matmul': {
       if (g.k !== 1) throw new Error(`conv dx impl 'matmul' needs a 1×1 filter, got ${g.k}×${g.k}`);
@@ -222,7 +223,7 @@ export function convBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeome
       const span = (g.outSize - 1) * g.stride + 1;
       for (let ky = 0; ky < g.k; ky++) {
         for (let kx = 0; kx < g.k; kx++) {
-          cols.push(tf.stridedSlice(xp, [0, ky, kx, 0], [n, ky + span, kx + span, g.cin], [1, g.stride, g.stride, 1]));
+          cols.push(tf.stridedSlice(xp, [0, ky, kx, 0], [n, ky + span, kx + span, g.cin], [1, g.stride, g.stride, 1]) as tf.Tensor4D);
         }
       }
       const col = as2d(tf.concat(cols, 3), g.k * g.k * g.cin);

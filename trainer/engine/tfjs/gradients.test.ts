@@ -34,7 +34,12 @@ function relErr(a: tf.Tensor | Float32Array, b: tf.Tensor | Float32Array): numbe
 
 async function on<T>(backend: string, f: () => T): Promise<T> {
   await tf.setBackend(backend);
-  return tf.tidy(f);
+  tf.engine().startScope();
+  try {
+    return f();
+  } finally {
+    tf.engine().endScope();
+  }
 }
 
 /** Reference values computed on cpu with stock autodiff, copied out as plain arrays. */

@@ -24,9 +24,9 @@ export function maxPoolBackward(x: tf.Tensor4D, y: tf.Tensor4D, dy: tf.Tensor4D,
     for (let kx = 0; kx < p.k; kx++) {
       const patch = tf.stridedSlice(xp, [0, ky, kx, 0], [n, ky + span, kx + span, c], [1, p.stride, p.stride, 1]) as tf.Tensor4D;
       let hit = tf.cast(tf.equal(patch, y), 'float32') as tf.Tensor4D;
-      if (taken) hit = tf.mul(hit, tf.sub(1, taken));
-      taken = taken ? tf.add(taken, hit) : hit;
-      pieces.push(tf.mul(dy, hit));
+      if (taken) hit = tf.mul(hit, tf.sub(1, taken)) as tf.Tensor4D;
+      taken = taken ? (tf.add(taken, hit) as tf.Tensor4D) : hit;
+      pieces.push(tf.mul(dy, hit) as tf.Tensor4D);
     }
   }
   return scatterTaps((t) => pieces[t] as tf.Tensor4D, { inSize: p.inSize, outSize: p.outSize, k: p.k, stride: p.stride, pad: p.pad }, n, c);

@@ -74,7 +74,7 @@ function blockForward(s: StepState, b: BlockSpec, x: tf.Tensor4D, mode: BnMode, 
   const r2 = unitForward(s, b.units[1], r1.y, mode, stats);
   const r3 = unitForward(s, b.units[2], r2.y, mode, stats);
   const rd = b.down ? unitForward(s, b.down, x, mode, stats) : null;
-  const out = tf.relu(tf.add(r3.y, rd ? rd.y : x));
+  const out = tf.relu(tf.add(r3.y, rd ? rd.y : x)) as tf.Tensor4D;
   if (mode === 'eval') return { y: out, cache: null };
   return { y: out, cache: { units: [r1.cache!, r2.cache!, r3.cache!], down: rd ? rd.cache! : null, out } };
 }
@@ -98,7 +98,7 @@ export function forward(s: StepState, images: tf.Tensor4D, mode: BnMode, stats: 
     h = r.y;
   }
   const n = h.shape[0];
-  const pooled = spec.finalSize === 1 ? tf.reshape(h, [n, spec.features]) : tf.mean(h, [1, 2]) as tf.Tensor2D;
+  const pooled = (spec.finalSize === 1 ? tf.reshape(h, [n, spec.features]) : tf.mean(h, [1, 2])) as tf.Tensor2D;
   const logits = tf.add(tf.matMul(pooled, s.param('fc.weight') as tf.Tensor2D), s.param('fc.bias')) as tf.Tensor2D;
   if (mode === 'eval') return { logits, cache: null };
   return { logits, cache: { stem: st.cache!, poolIn, poolOut, blocks, pooled } };
@@ -109,7 +109,7 @@ export type Grads = Map<string, tf.Tensor>;
 
 function unitBackward(s: StepState, u: UnitSpec, c: UnitCache, dy: tf.Tensor4D, mode: BnMode, grads: Grads, needDx: boolean): tf.Tensor4D | null {
   // ReLU backward fused into the mask multiply: step(out) is 1 where the ReLU passed.
-  const g = c.out ? tf.mul(dy, tf.step(c.out)) : dy;
+  const g = c.out ? (tf.mul(dy, tf.step(c.out)) as tf.Tensor4D) : dy;
   const r = bnBackward(g, c.bn, s.param(`${u.bn}.weight`) as tf.Tensor1D, s.ones(g.size / g.shape[3]), mode === 'batch');
   grads.set(`${u.bn}.weight`, r.dgamma);
   grads.set(`${u.bn}.bias`, r.dbeta);
@@ -119,12 +119,12 @@ function unitBackward(s: StepState, u: UnitSpec, c: UnitCache, dy: tf.Tensor4D, 
 }
 
 function blockBackward(s: StepState, b: BlockSpec, c: BlockCache, dy: tf.Tensor4D, mode: BnMode, grads: Grads): tf.Tensor4D {
-  const g = tf.mul(dy, tf.step(c.out));
+  const g = tf.mul(dy, tf.step(c.out)) as tf.Tensor4D;
   const d3 = unitBackward(s, b.units[2], c.units[2], g, mode, grads, true)!;
   const d2 = unitBackward(s, b.units[1], c.units[1], d3, mode, grads, true)!;
   const d1 = unitBackward(s, b.units[0], c.units[0], d2, mode, grads, true)!;
   const short = b.down && c.down ? unitBackward(s, b.down, c.down, g, mode, grads, true)! : g;
-  return tf.add(d1, short);
+  return tf.add(d1, short) as tf.Tensor4D;
 }
 
 /** Backward from d(loss)/d(logits) to every parameter gradient. */
@@ -136,11 +136,11 @@ export function backward(s: StepState, cache: ForwardCache, dlogits: tf.Tensor2D
   grads.set('fc.weight', tf.matMul(tf.transpose(cache.pooled), dlogits));
   grads.set('fc.bias', tf.reshape(channelSum(dlogits, s.ones(n)), [spec.classes]));
   // dpooledᵀ = W · dlogitsᵀ: transposes the small dlogits, not the weight.
-  const dpooled = tf.transpose(tf.matMul(s.param('fc.weight') as tf.Tensor2D, tf.transpose(dlogits)));
+  const dpooled = tf.transpose(tf.matMul(s.param('fc.weight') as tf.Tensor2D, tf.transpose(dlogits))) as tf.Tensor2D;
   const f = spec.finalSize;
   let dh: tf.Tensor4D = f === 1
-    ? tf.reshape(dpooled, [n, 1, 1, spec.features])
-    : tf.tile(tf.reshape(tf.div(dpooled, f * f), [n, 1, 1, spec.features]), [1, f, f, 1]);
+    ? (tf.reshape(dpooled, [n, 1, 1, spec.features]) as tf.Tensor4D)
+    : (tf.tile(tf.reshape(tf.div(dpooled, f * f), [n, 1, 1, spec.features]), [1, f, f, 1]) as tf.Tensor4D);
   for (let i = spec.blocks.length - 1; i >= 0; i--) dh = blockBackward(s, spec.blocks[i]!, cache.blocks[i]!, dh, mode, grads);
   if (spec.pool && cache.poolIn && cache.poolOut) {
     dh = maxPoolBackward(cache.poolIn, cache.poolOut, dh, spec.pool);

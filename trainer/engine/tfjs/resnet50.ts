@@ -8,6 +8,7 @@ import { defaultImpl, type ConvImpl } from './conv-kernels';
 import { fillNormal, fillUniform } from './init-rng';
 import { checkLabels, softmaxCrossEntropy } from './loss';
 import { backward, forward, type BnMode, type StatUpdates, type StepState } from './resnet50-step';
+import { readInto, tensorFrom } from './tensor-io';
 import { allUnits, resnet50Spec, type NetSpec, type ParamSlot } from './resnet50-spec';
 
 export type { ParamSlot } from './resnet50-spec';
@@ -94,11 +95,10 @@ export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
     runningVar: (bn) => runVar.get(bn) ?? fail(`no BN ${bn}`),
     impl: (conv) => impls.get(conv) ?? fail(`no conv ${conv}`),
     ones: (m) => {
-      let t = ones.get(m);
-      if (!t) {
-        t = tf.keep(tf.ones([1, m]));
-        ones.set(m, t);
-      }
+      const have = ones.get(m);
+      if (have) return have;
+      const t = tf.keep(tf.ones([1, m])) as tf.Tensor2D;
+      ones.set(m, t);
       return t;
     },
   };
@@ -108,9 +108,8 @@ export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
     if (flat.length !== spec.paramCount) throw new Error(`setParams: expected ${spec.paramCount} floats, got ${flat.length}`);
     for (const s of spec.layout) {
       params.get(s.name)?.dispose();
-      // slice() copies: the backend may keep a reference to the array until first use, and the
-      // caller (optimizer) rewrites the flat buffer in place.
-      params.set(s.name, tf.tensor(flat.slice(s.offset, s.offset + s.size), s.shape, 'float32'));
+      // tensorFrom copies (now or at creation): the caller's optimizer rewrites the flat buffer in place.
+      params.set(s.name, tensorFrom(flat.subarray(s.offset, s.offset + s.size), s.shape));
     }
   };
 
@@ -166,7 +165,7 @@ export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
     getParams(out) {
       alive();
       if (out.length !== spec.paramCount) throw new Error(`getParams: expected a buffer of ${spec.paramCount} floats, got ${out.length}`);
-      for (const s of spec.layout) out.set(state.param(s.name).dataSync() as Float32Array, s.offset);
+      for (const s of spec.layout) readInto(state.param(s.name), out, s.offset);
     },
     setParams,
     getBnState,
@@ -185,7 +184,7 @@ export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
         const grads = backward(state, f.cache!, l.dlogits, mode);
         for (const s of spec.layout) {
           const g = grads.get(s.name) ?? fail(`backward produced no gradient for ${s.name}`);
-          gradOut.set(g.dataSync() as Float32Array, s.offset);
+          readInto(g, gradOut, s.offset);
         }
         // New running statistics survive the tidy; the old ones are disposed below.
         for (const [bn, u] of stats) {

@@ -1,0 +1,117 @@
+// Throughput of one tfjs rank's training step (ResNet-50, imagenet stem, 100 classes, batch 16)
+// at 32² and 64² on the best backend here, --compile off and on. One "step" is what the engine
+// does per optimizer step: setParams (upload the weights) + trainStep (forward, backward, gradient
+// readback into the flat buffer); the optimizer and the allreduce are not included.
+//   npx tsx test/bench/tfjs-step.ts [--steps 8] [--warmup 2] [--sizes 32,64]
+// Writes bench/results/tfjs-step.{json,md}.
+import * as tf from '@tensorflow/tfjs-core';
+import os from 'node:os';
+import { initBackend, type BackendInfo } from '../../trainer/engine/tfjs/backend';
+import { compileTrainStep, cpuMs, type CompileReport } from '../../trainer/engine/tfjs/compile';
+import { createResNet50, type TfjsResNet } from '../../trainer/engine/tfjs/resnet50';
+import { machine, median, writeResults } from './bench-util';
+
+function flag(name: string, def: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? (process.argv[i + 1] as string) : def;
+}
+const STEPS = Number(flag('steps', '8'));
+const WARMUP = Number(flag('warmup', '2'));
+const SIZES = flag('sizes', '32,64').split(',').map(Number);
+const BATCH = 16;
+const CLASSES = 100;
+
+interface Row {
+  imageSize: number;
+  compile: boolean;
+  /** Median wall ms of setParams + trainStep. */
+  stepMs: number;
+  /** Median CPU ms of the same (what the step costs on a core of its own; the machine is shared). */
+  stepCpuMs: number;
+  trainStepMs: number;
+  imgPerSec: number;
+  imgPerSecCpu: number;
+  steps: number;
+  tensorBytes: number;
+  compileReport?: Omit<CompileReport, 'plan'>;
+  topKernels?: { kernel: string; ms: number; calls: number }[];
+}
+
+function measure(model: TfjsResNet, images: Float32Array, labels: Int32Array): { stepMs: number; stepCpuMs: number; trainStepMs: number; bytes: number } {
+  const params = new Float32Array(model.paramCount);
+  const grad = new Float32Array(model.paramCount);
+  model.getParams(params);
+  const step = (): [number, number, number] => {
+    const c0 = cpuMs();
+    const t0 = performance.now();
+    model.setParams(params);
+    const t1 = performance.now();
+    model.trainStep(images, labels, BATCH, grad);
+    const t2 = performance.now();
+    return [t2 - t0, t2 - t1, cpuMs() - c0];
+  };
+  for (let i = 0; i < WARMUP; i++) step();
+  const whole: number[] = [];
+  const train: number[] = [];
+  const cpu: number[] = [];
+  for (let i = 0; i < STEPS; i++) {
+    const [a, b, c] = step();
+    whole.push(a);
+    train.push(b);
+    cpu.push(c);
+  }
+  return { stepMs: median(whole), stepCpuMs: median(cpu), trainStepMs: median(train), bytes: model.tensorBytes() };
+}
+
+async function topKernels(model: TfjsResNet, images: Float32Array, labels: Int32Array): Promise<{ kernel: string; ms: number; calls: number }[]> {
+  const grad = new Float32Array(model.paramCount);
+  const info = await tf.profile(() => {
+    model.trainStep(images, labels, BATCH, grad);
+  });
+  const agg = new Map<string, { ms: number; calls: number }>();
+  for (const k of info.kernels) {
+    const e = agg.get(k.name) ?? { ms: 0, calls: 0 };
+    e.ms += Number(k.kernelTimeMs);
+    e.calls++;
+    agg.set(k.name, e);
+  }
+  return [...agg].map(([kernel, e]) => ({ kernel, ms: Math.round(e.ms * 10) / 10, calls: e.calls })).sort((a, b) => b.ms - a.ms).slice(0, 8);
+}
+
+const info: BackendInfo = await initBackend('auto');
+console.log(`backend ${info.name} (${info.reason}); ${STEPS} timed steps after ${WARMUP} warm-up, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+const rows: Row[] = [];
+for (const size of SIZES) {
+  const images = Float32Array.from({ length: BATCH * size * size * 3 }, (_, i) => Math.sin(i * 12.9898) * 0.5);
+  const labels = Int32Array.from({ length: BATCH }, (_, i) => (i * 7) % CLASSES);
+  const model = createResNet50({ classes: CLASSES, stem: 'imagenet', imageSize: size, seed: 1, freezeBn: false });
+  try {
+    const off = measure(model, images, labels);
+    rows.push({ imageSize: size, compile: false, ...off, imgPerSec: (BATCH * 1000) / off.stepMs, imgPerSecCpu: (BATCH * 1000) / off.stepCpuMs, steps: STEPS, tensorBytes: off.bytes });
+    console.log(`${size}² compile off: ${off.stepMs.toFixed(0)} ms/step wall, ${off.stepCpuMs.toFixed(0)} ms CPU`);
+    const report = await compileTrainStep(model, { images, labels, batch: BATCH });
+    console.log(`${size}² compile: ${report.detail}`);
+    const on = measure(model, images, labels);
+    const { plan: _plan, ...compileReport } = report;
+    rows.push({
+      imageSize: size, compile: true, ...on, imgPerSec: (BATCH * 1000) / on.stepMs, imgPerSecCpu: (BATCH * 1000) / on.stepCpuMs, steps: STEPS, tensorBytes: on.bytes,
+      compileReport, topKernels: await topKernels(model, images, labels),
+    });
+    console.log(`${size}² compile on: ${on.stepMs.toFixed(0)} ms/step wall, ${on.stepCpuMs.toFixed(0)} ms CPU`);
+  } finally {
+    model.dispose();
+  }
+}
+
+const md = [
+  `## tfjs engine: one rank's training step (ResNet-50, batch ${BATCH}, backend ${info.name})`,
+  '',
+  `Median of ${STEPS} steps after ${WARMUP} warm-up; step = setParams + forward + backward + gradient readback. ${info.device}. Load average at start: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} (other processes on this 2-core machine skew numbers).`,
+  '',
+  '| image | compile | ms/step (wall) | of which trainStep | ms/step (CPU) | img/s (wall) | img/s (CPU time) |',
+  '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
+  ...rows.map((r) => `| ${r.imageSize}² | ${r.compile ? 'on' : 'off'} | ${r.stepMs.toFixed(0)} | ${r.trainStepMs.toFixed(0)} | ${r.stepCpuMs.toFixed(0)} | ${r.imgPerSec.toFixed(1)} | ${r.imgPerSecCpu.toFixed(1)} |`),
+  '',
+  ...rows.filter((r) => r.compileReport).map((r) => `- ${r.imageSize}² --compile (${(r.compileReport!.durationMs / 1000).toFixed(1)} s): ${r.compileReport!.detail}. Top kernels: ${r.topKernels!.map((k) => `${k.kernel} ${k.ms} ms`).join(', ')}`),
+].join('\n');
+writeResults('tfjs-step', { backend: info, batch: BATCH, classes: CLASSES, warmup: WARMUP, machine: { ...machine(), loadavg: os.loadavg() }, rows }, md);
