@@ -1,7 +1,7 @@
 // Starts the real `cohort serve` (bin/cohort.mjs → dist/cli.mjs) with private config and data
 // directories, reads the URL it prints, and stops it (and its runs) on dispose.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -20,9 +20,19 @@ export const CHROMIUM_ARGS = [
   '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost',
 ];
 
-/** Builds dist/renderer when it is missing or older than the renderer sources' newest commit. */
+function newest(dir: string): number {
+  let t = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    t = Math.max(t, e.isDirectory() ? newest(p) : statSync(p).mtimeMs);
+  }
+  return t;
+}
+
+/** Builds dist/renderer when it is missing or older than any renderer source. */
 export function ensureRendererBuilt(): void {
-  if (existsSync(join(ROOT, 'dist', 'renderer', 'index.html')) && !process.env.COHORT_REBUILD_RENDERER) return;
+  const index = join(ROOT, 'dist', 'renderer', 'index.html');
+  if (existsSync(index) && statSync(index).mtimeMs >= newest(join(ROOT, 'renderer'))) return;
   const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build-renderer.mjs'), 'renderer'], { cwd: ROOT, stdio: 'inherit' });
   if (r.status !== 0) throw new Error('building the renderer failed (node scripts/build-renderer.mjs renderer)');
 }
