@@ -45,6 +45,16 @@ describe('network failures', () => {
     expect(err.message).toContain(`no answer from ${cluster.unusedAddress}:22 within 800 ms`);
   });
 
+  it.runIf(netns())('stops connecting at once when the AbortSignal fires', async () => {
+    const ac = new AbortController();
+    const started = Date.now();
+    setTimeout(() => ac.abort(), 100);
+    const err = await refused(HostSession.connect(cluster.endpoint(0, { address: cluster.unusedAddress as string }), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 30_000, signal: ac.signal }));
+    expect(err.code).toBe('ssh-aborted');
+    // Not a timing assertion on performance: only that it did not wait for the 30 s connect timeout.
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
   it.runIf(netns())('says "no route" for a host that is only reachable through a jump host', async () => {
     const err = await refused(HostSession.connect(cluster.endpoint(2), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 2000 }));
     expect(err.code).toBe('ssh-unreachable');

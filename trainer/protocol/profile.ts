@@ -67,6 +67,11 @@ export class ProfileError extends Error {
 }
 
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** Profile and host names: letters, digits, ".", "_", "-", starting with a letter or digit (also safe as a file name). */
+export function isValidName(name: string): boolean {
+  return NAME_RE.test(name);
+}
 /** One ProxyJump hop: [user@]host[:port]; host may be [ipv6]. */
 const HOP_RE = /^(?:([^@\s,]+)@)?(\[[^\]\s]+\]|[^:@\s,[\]]+)(?::(\d{1,5}))?$/;
 

@@ -27,6 +27,7 @@ describe('ProfileStore', () => {
     expect((await store.list()).profiles.map((p) => p.name)).toEqual(['local', 'alpha', 'lab']);
     expect((await store.get('lab')).hosts[0].address).toBe('10.77.0.1');
     expect((await store.get('local', { localSlots: 4 })).hosts[0].slots).toBe(4);
+    await expect(store.get('../etc/passwd')).rejects.toThrow(/not a valid profile name/);
     await expect(store.get('nope')).rejects.toThrow(/no profile named "nope".*known profiles: local, alpha, lab/);
     await expect(store.put({ ...lab, name: 'local' })).rejects.toThrow(/reserved/);
     await expect(store.put(lab, { overwrite: false })).rejects.toMatchObject({ code: 'profile-exists' });

@@ -3,7 +3,7 @@
 // it is always listed first and cannot be overwritten or removed.
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LOCAL_PROFILE_NAME, ProfileError, decodeProfile, localProfile, type Profile } from '../../../trainer/protocol/profile';
+import { LOCAL_PROFILE_NAME, ProfileError, decodeProfile, isValidName, localProfile, type Profile } from '../../../trainer/protocol/profile';
 import { writeFileAtomic, withFileLock } from './atomic-file';
 
 export type ProfileStoreErrorCode = 'profile-not-found' | 'profile-exists' | 'profile-invalid' | 'profile-reserved' | 'profile-io';
@@ -32,6 +32,10 @@ export class ProfileStore {
   constructor(readonly dir: string) {}
 
   fileOf(name: string): string {
+    // The name becomes a file name: never let "../x" or "a/b" reach the filesystem.
+    if (!isValidName(name)) {
+      throw new ProfileStoreError('profile-not-found', `"${name}" is not a valid profile name`, 'use letters, digits, ".", "_" or "-"');
+    }
     return join(this.dir, `${name}.json`);
   }
 
