@@ -67,6 +67,7 @@ if (process.argv[2] === 'child') {
   const link = await pair((p) => child.send({ port: p }), childPort, () => onParentGot());
   const oneWayMs: number[] = [];
   const duplexMs: number[] = [];
+  let duplexCpu = 0; // this process's CPU ms per duplex round (it sends and receives BYTES, like a 2-rank ring rank)
   for (let i = 0; i < ROUNDS + 1; i++) {
     const t0 = performance.now();
     await new Promise<void>((r) => {
@@ -77,6 +78,7 @@ if (process.argv[2] === 'child') {
   }
   for (let i = 0; i < ROUNDS + 1; i++) {
     const t0 = performance.now();
+    const c0 = process.cpuUsage();
     await new Promise<void>((r) => {
       let waiting = 2;
       const one = (): void => void (--waiting === 0 && r());
@@ -85,10 +87,14 @@ if (process.argv[2] === 'child') {
       child.send('send');
       link.out.write(data);
     });
-    if (i > 0) duplexMs.push(performance.now() - t0);
+    if (i > 0) {
+      duplexMs.push(performance.now() - t0);
+      const u = process.cpuUsage(c0);
+      duplexCpu += (u.user + u.system) / 1000 / ROUNDS;
+    }
   }
   child.send('exit');
   await new Promise((r) => child.once('exit', r));
   link.close();
-  console.log(JSON.stringify({ bytes: BYTES, oneWayMs, duplexMs }));
+  console.log(JSON.stringify({ bytes: BYTES, oneWayMs, duplexMs, duplexCpuMs: duplexCpu }));
 }

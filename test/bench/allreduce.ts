@@ -87,14 +87,14 @@ function rawTcp(): { oneWay: Case; duplex: Case } {
     cwd: ROOT, encoding: 'utf8', env: { ...process.env, BENCH_BYTES: String(BYTES), BENCH_ITERS: String(ITERS) },
   });
   if (r.status !== 0) throw new Error(`raw TCP bench failed: ${r.stderr}`);
-  const j = JSON.parse(r.stdout.trim().split('\n').pop()!) as { oneWayMs: number[]; duplexMs: number[] };
+  const j = JSON.parse(r.stdout.trim().split('\n').pop()!) as { oneWayMs: number[]; duplexMs: number[]; duplexCpuMs: number };
   const ow = median(j.oneWayMs);
   const dx = median(j.duplexMs);
   // One-way: bytes/time. Duplex: each direction carries BYTES; report the per-direction rate,
   // which is what a 2-rank ring's bus bandwidth measures.
   return {
     oneWay: { name: 'raw TCP one-way', ranks: 2, medianMs: ow, busGBs: BYTES / (ow / 1000) / 1e9, ms: j.oneWayMs },
-    duplex: { name: 'raw TCP duplex (per direction)', ranks: 2, medianMs: dx, busGBs: BYTES / (dx / 1000) / 1e9, ms: j.duplexMs },
+    duplex: { name: 'raw TCP duplex (per direction)', ranks: 2, medianMs: dx, busGBs: BYTES / (dx / 1000) / 1e9, ms: j.duplexMs, cpuMsPerOp: j.duplexCpuMs },
   };
 }
 
@@ -106,17 +106,21 @@ rank, n = int(os.environ['RANK']), int(os.environ['WORLD_SIZE'])
 dist.init_process_group('gloo', init_method='tcp://127.0.0.1:' + os.environ['MASTER_PORT'], rank=rank, world_size=n)
 t = torch.empty(int(os.environ['BENCH_LEN']), dtype=torch.float32)
 mine = []
+cpu = 0.0
 for i in range(2 + int(os.environ['BENCH_ITERS'])):
     t.fill_(rank + 1)
     dist.barrier()
+    c0 = time.process_time()
     t0 = time.perf_counter()
     dist.all_reduce(t)
     dt = (time.perf_counter() - t0) * 1000
-    if i >= 2: mine.append(dt)
+    if i >= 2:
+        mine.append(dt)
+        cpu += (time.process_time() - c0) * 1000
 assert t[0].item() == n * (n + 1) / 2
 allt = [None] * n
 dist.all_gather_object(allt, mine)
-if rank == 0: print(json.dumps({'ms': [max(x[i] for x in allt) for i in range(len(mine))], 'torch': torch.__version__}))
+if rank == 0: print(json.dumps({'ms': [max(x[i] for x in allt) for i in range(len(mine))], 'cpuMsPerOp': cpu / len(mine), 'torch': torch.__version__}))
 dist.destroy_process_group()
 `;
 
@@ -128,9 +132,9 @@ function torchAvailable(): string | undefined {
 
 async function gloo(n: number, script: string): Promise<Case> {
   const port = await freePort();
-  const res = (await runRanks(n, PY, [script], (r) => ({ MASTER_PORT: String(port), RANK: String(r), WORLD_SIZE: String(n), BENCH_LEN: String(LEN), BENCH_ITERS: String(ITERS) }))) as { ms: number[] };
+  const res = (await runRanks(n, PY, [script], (r) => ({ MASTER_PORT: String(port), RANK: String(r), WORLD_SIZE: String(n), BENCH_LEN: String(LEN), BENCH_ITERS: String(ITERS) }))) as { ms: number[]; cpuMsPerOp: number };
   const m = median(res.ms);
-  return { name: 'torch gloo', ranks: n, medianMs: m, busGBs: busGBs(n, m), ms: res.ms };
+  return { name: 'torch gloo', ranks: n, medianMs: m, busGBs: busGBs(n, m), ms: res.ms, cpuMsPerOp: res.cpuMsPerOp };
 }
 
 const fmt = (x: number, d = 2): string => x.toFixed(d);
