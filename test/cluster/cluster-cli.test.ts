@@ -1,0 +1,159 @@
+// The `cohort` CLI against real OpenSSH hosts (network namespaces, or 127.0.0.x without them):
+// probe, deploy (twice: the second transfers nothing), multi-host data-parallel runs whose rank 0
+// reports every rank's memory, a rank killed on one host, and Ctrl-C leaving nothing behind.
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CohortEvent, ErrorEvent, HelloEvent, StepEvent } from '../../trainer/protocol';
+import { leftovers, startHosts, type SshdCluster } from '../harness/sshd-hosts';
+import { runCli } from '../helpers/cli';
+
+let cluster: SshdCluster;
+let dirs: string[] = [];
+let env: NodeJS.ProcessEnv;
+
+const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1'];
+const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
+
+function profileJson(name: string, hosts: number[], slots = 1): string {
+  const file = join(dirs[0]!, `${name}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      name,
+      hosts: hosts.map((i) => {
+        const h = cluster.hosts[i]!;
+        return { name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots, workdir: h.workdir };
+      }),
+    }),
+  );
+  return file;
+}
+
+async function cli(args: string[], json = false) {
+  const r = runCli(args, { env, json });
+  const exit = await r.exit;
+  return { ...r, exit };
+}
+
+async function trainerProcesses(): Promise<string[]> {
+  const all = await Promise.all(cluster.hosts.map((h) => cluster.processes(h)));
+  return all.flat().filter((p) => /cohort-trainer\.mjs|cohort_run=/.test(p.cmd)).map((p) => `${p.pid} ${p.cmd}`);
+}
+
+beforeAll(async () => {
+  cluster = await startHosts(3);
+  dirs = [mkdtempSync(join(tmpdir(), 'cohort-cluster-test-'))];
+  const knownHosts = join(dirs[0]!, 'known_hosts');
+  copyFileSync(cluster.knownHostsPath, knownHosts);
+  env = { COHORT_CONFIG_DIR: join(dirs[0]!, 'config'), COHORT_DATA_DIR: join(dirs[0]!, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
+  for (const [name, hosts, slots] of [['trio', [0, 1, 2], 1], ['duo', [0, 1], 2]] as const) {
+    const r = await cli(['profiles', 'import', profileJson(name, [...hosts], slots)]);
+    expect(r.exit.code, r.stderr).toBe(0);
+  }
+});
+
+afterAll(async () => {
+  const id = cluster?.id;
+  await cluster?.dispose();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
+});
+
+describe('cohort probe / deploy over SSH', () => {
+  it('probes every host', async () => {
+    const r = await cli(['probe', 'trio', '--json']);
+    expect(r.exit.code, r.stderr).toBe(0);
+    const probes = JSON.parse(r.stdout) as { host: string; ok: boolean; cores: number; node: { ok: boolean }; gpus: unknown[] }[];
+    expect(probes.map((p) => p.host)).toEqual(cluster.hosts.map((h) => h.name));
+    for (const p of probes) {
+      expect(p.ok).toBe(true);
+      expect(p.cores).toBeGreaterThan(0);
+      expect(p.node.ok).toBe(true);
+      expect(p.gpus).toEqual([]);
+    }
+  });
+
+  it('deploys the bundle once; a second deploy transfers nothing', async () => {
+    const first = await cli(['deploy', 'trio', '--json']);
+    expect(first.exit.code, first.stderr).toBe(0);
+    const a = JSON.parse(first.stdout) as { host: string; ok: boolean; cached: boolean; bytesSent: number; remoteDir: string }[];
+    expect(a.every((d) => d.ok && !d.cached && d.bytesSent > 1_000_000)).toBe(true);
+    const check = await cluster.exec(0, `cd ${a[0]!.remoteDir} && sha256sum -c --quiet .sha256 && test -f .complete && echo verified`);
+    expect(check.stdout.trim()).toBe('verified');
+    const second = await cli(['deploy', 'trio', '--json']);
+    const b = JSON.parse(second.stdout) as { cached: boolean; bytesSent: number }[];
+    expect(b.every((d) => d.cached && d.bytesSent === 0)).toBe(true);
+  });
+
+  it('refuses an unknown host key, then records it with --accept-new-host-key', async () => {
+    const empty = join(dirs[0]!, 'known_hosts.empty');
+    writeFileSync(empty, '');
+    const envEmpty = { ...env, COHORT_KNOWN_HOSTS: empty };
+    const refused = runCli(['probe', 'trio'], { env: envEmpty });
+    const code = (await refused.exit).code;
+    expect(code).toBe(3);
+    expect(refused.stdout + refused.stderr).toMatch(/unknown host key .* SHA256:/);
+    const accepted = runCli(['probe', 'trio', '--accept-new-host-key'], { env: envEmpty });
+    expect((await accepted.exit).code, accepted.stderr).toBe(0);
+    expect(accepted.stderr).toMatch(/Permanently added/);
+  });
+});
+
+describe('cohort run --profile over SSH', () => {
+  it('trains 3 hosts × 1 slot: rank 0 streams global throughput and all 3 ranks memory', async () => {
+    const r = await cli(['run', '--profile', 'trio', '--steps', '4', '--log-steps', '1', ...tiny, '--json'], true);
+    expect(r.exit.code, r.stderr).toBe(0);
+    const hello = of(r.events, 'hello')[0] as HelloEvent;
+    expect(hello.worldSize).toBe(3);
+    const steps = of(r.events, 'step') as StepEvent[];
+    expect(steps.length).toBeGreaterThanOrEqual(2);
+    for (const s of steps) {
+      expect(s.worldSize).toBe(3);
+      expect(s.globalSamplesPerSec).toBeGreaterThan(0);
+      expect(s.memory.map((m) => `${m.rank}@${m.host}`).sort()).toEqual(cluster.hosts.map((h, i) => `${i}@${h.name}`).sort());
+    }
+    expect(of(r.events, 'done').at(-1)?.status).toBe('ok');
+    expect(await trainerProcesses()).toEqual([]);
+  });
+
+  it('trains 2 hosts × 2 slots with ranks assigned host by host', async () => {
+    const r = await cli(['run', '--profile', 'duo', '--steps', '3', '--log-steps', '1', ...tiny, '--json'], true);
+    expect(r.exit.code, r.stderr).toBe(0);
+    const plan = of(r.events, 'plan')[0]!;
+    expect(plan.ranks.map((x) => `${x.rank}:${x.host}:${x.localRank}`)).toEqual([`0:${cluster.hosts[0]!.name}:0`, `1:${cluster.hosts[0]!.name}:1`, `2:${cluster.hosts[1]!.name}:0`, `3:${cluster.hosts[1]!.name}:1`]);
+    const steps = of(r.events, 'step') as StepEvent[];
+    expect(steps.at(-1)!.memory).toHaveLength(4);
+  });
+
+  it('fails within 15 s naming host and rank when a rank is killed on one host, and leaves nothing', async () => {
+    const r = runCli(['run', '--profile', 'trio', '--steps', '100000', '--log-steps', '1', ...tiny, '--json'], { env, json: true });
+    await r.waitFor((e) => e.type === 'step', 180_000);
+    const victim = (await cluster.processes(2)).find((p) => p.cmd.includes('cohort-trainer.mjs rank'));
+    expect(victim).toBeDefined();
+    const t0 = Date.now();
+    await cluster.exec(2, `kill -KILL ${victim!.pid}`);
+    const exit = await r.exit;
+    expect(Date.now() - t0).toBeLessThan(15_000);
+    expect(exit.code).toBe(1);
+    const errors = of(r.events, 'error') as ErrorEvent[];
+    expect(errors[0]).toMatchObject({ rank: 2, host: cluster.hosts[2]!.name });
+    expect(errors[0]!.message).toMatch(/killed by SIGKILL/);
+    expect(r.stderr).toMatch(/nothing left running/);
+    expect(await trainerProcesses()).toEqual([]);
+  });
+
+  it('Ctrl-C stops every rank on every host within 5 s and verifies nothing is left', async () => {
+    const r = runCli(['run', '--profile', 'trio', '--steps', '100000', '--log-steps', '1', ...tiny], { env });
+    for (let i = 0; i < 1800 && !/Throughputs/.test(r.stdout); i++) await new Promise((res) => setTimeout(res, 100));
+    expect(await trainerProcesses()).not.toEqual([]);
+    const t0 = Date.now();
+    r.child.kill('SIGINT');
+    const exit = await r.exit;
+    expect(exit.code).toBe(130);
+    expect(Date.now() - t0).toBeLessThan(8_000); // 5 s to stop the ranks, plus the leftover check over SSH
+    for (const h of cluster.hosts) expect(r.stderr).toContain(`${h.name}: nothing left running`);
+    expect(await trainerProcesses()).toEqual([]);
+  });
+});
