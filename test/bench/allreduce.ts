@@ -173,7 +173,7 @@ const md = [
   `Machine: ${process.env.COHORT_BENCH_NOTE ?? '2 cores'}; load average ${fmt(loadStart)} at start, ${fmt(loadEnd)} at end (other work on the machine skews all numbers). ` +
     `3 ranks share 2 cores with the OS. Bus bandwidth = 2(n−1)/n · bytes / time, on the f32 size for the fp16 rows too. torch gloo: ${torchVersion ? `torch ${torchVersion}, 1 thread` : 'skipped (torch not importable with /usr/bin/python3)'}.`,
   '',
-  '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP duplex | vs gloo | bytes sent/op/rank | rank-0 CPU ms/op |',
+  '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP duplex | vs gloo | bytes sent/op/rank | CPU ms/op (rank 0 process) |',
   '|---|---|---|---|---|---|---|---|---|',
   ...rows.map((r) => `| ${r.name} | ${r.ranks} | ${fmt(r.medianMs, 1)} | ${fmt(r.busGBs)} | ${r.vsRawOneWay === undefined ? '' : fmt(r.vsRawOneWay)} | ${r.vsRawDuplex === undefined ? '' : fmt(r.vsRawDuplex)} | ${r.vsGloo === undefined ? (r.name.startsWith('tcp-ring') && !torchVersion ? 'skipped' : '') : fmt(r.vsGloo)} | ${r.bytesSentPerOp ?? ''} | ${r.cpuMsPerOp === undefined ? '' : fmt(r.cpuMsPerOp, 1)} |`),
 ].join('\n');
