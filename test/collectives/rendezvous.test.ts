@@ -95,4 +95,34 @@ describe('rendezvous errors', () => {
     expect(err.code).toBe('RENDEZVOUS_MISMATCH');
     expect(err.message).toContain('protocol v99');
   });
+
+  it('a rank that disconnects after registering fails rank 0 at once, naming it', async () => {
+    group = new RankGroup();
+    const port = await freePort();
+    const r0 = group.spawn(0, env(port, 2), scenario(30_000));
+    // A rank that registers (with a data port nobody listens on) and dies when it gets the table.
+    const started = Date.now();
+    await new Promise<void>((resolve) => {
+      const attempt = (): void => {
+        const s: Socket = connect(port, '127.0.0.1');
+        closers.push(() => s.destroy());
+        s.on('error', () => setTimeout(attempt, 100));
+        s.on('connect', () => {
+          s.write(encodeControl({ t: 'hello', proto: PROTOCOL_NAME, v: 1, rank: 1, worldSize: 2, host: 'doomed', addr: '127.0.0.1', port: 9 }));
+          const reader = new ControlReader();
+          s.on('data', (d: Buffer) => {
+            if (reader.push(d).some((m) => m.t === 'table')) {
+              s.destroy();
+              resolve();
+            }
+          });
+        });
+      };
+      attempt();
+    });
+    const err = await r0.waitFor('error');
+    expect(err.code).toBe('PEER_LOST');
+    expect(err.message).toContain('rank 1 (doomed) disconnected during the rendezvous');
+    expect(err.time - started).toBeLessThan(10_000);
+  });
 });

@@ -314,7 +314,7 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
     server.close(); // no more registrations; accepted control connections stay open
     for (const ch of control.values()) ch.send({ t: 'table', peers });
 
-    const ringSockets = await ring(peers, acceptor, onreadFor(peers));
+    const ringSockets = await Promise.race([ring(peers, acceptor, onreadFor(peers)), lossOf(control, peers)]);
     const notReady = new Set(control.keys());
     waiting = () => `rank 0 waited ${secs} for rank${notReady.size > 1 ? 's' : ''} ${[...notReady].join(', ')} to connect their ring neighbours`;
     await Promise.all(
@@ -345,11 +345,23 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
     const table = expectMessage(await ch.next(signal).catch(masterGone), 'table', 'rank 0');
     const peers = table.peers;
     if (peers.length !== n || peers.some((p, i) => p.rank !== i)) throw new CollectiveError('PROTOCOL', `rank 0 sent a table of ${peers.length} ranks for world size ${n}`);
-    const ringSockets = await ring(peers, acceptor, onreadFor(peers));
+    const ringSockets = await Promise.race([ring(peers, acceptor, onreadFor(peers)), lossOf(new Map([[0, ch]]), peers)]);
     ch.send({ t: 'ready' });
     waiting = () => `rank ${env.rank} is connected but rank 0 did not start the run within ${secs}: another rank could not connect its ring neighbours`;
     expectMessage(await ch.next(signal).catch(masterGone), 'go', 'rank 0');
     return { peers, control: new Map([[0, ch]]), ...ringSockets };
+  }
+
+  /** Rejects as soon as a control connection of the rendezvous closes, instead of waiting out the timeout. */
+  function lossOf(control: Map<number, ControlChannel>, peers: PeerInfo[]): Promise<never> {
+    return new Promise((_, reject) => {
+      for (const [k, ch] of control) {
+        const lost = (): void => reject(new CollectiveError('PEER_LOST', `rank ${k} (${peers[k]?.host ?? 'unknown host'}) disconnected during the rendezvous`, { hint: `see rank ${k}'s log` }));
+        if (ch.socket.destroyed) lost();
+        ch.socket.once('close', lost);
+        signal.addEventListener('abort', () => ch.socket.off('close', lost), { once: true });
+      }
+    });
   }
 
   function masterGone(err: unknown): never {
