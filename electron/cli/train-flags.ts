@@ -38,8 +38,16 @@ export function trainConfigFromFlags(values: Record<string, string | boolean | u
 }
 
 export function parseCommandLine<T extends Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>>(args: string[], options: T, allowPositionals = true) {
+  // `--lr -1` would read "-1" as an option: join a string flag with a negative-number value.
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const name = a.startsWith('--') ? a.slice(2) : undefined;
+    if (name && options[name]?.type === 'string' && /^-\d/.test(args[i + 1] ?? '')) joined.push(`${a}=${args[++i]}`);
+    else joined.push(a);
+  }
   try {
-    return parseArgs({ args, options, allowPositionals, strict: true });
+    return parseArgs({ args: joined, options, allowPositionals, strict: true });
   } catch (err) {
     throw new UsageError((err as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''));
   }
