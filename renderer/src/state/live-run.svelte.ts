@@ -40,6 +40,8 @@ export const live = $state({
 });
 
 export function resetLive(runId: string, source: 'live' | 'history'): void {
+  pendingStep = null;
+  pendingMemory = null;
   live.runId = runId;
   live.source = source;
   live.phase = 'starting';
@@ -70,6 +72,28 @@ function pushLog(line: LogLine): void {
   if (live.logs.length > MAX_LOG) live.logs.splice(0, live.logs.length - MAX_LOG);
 }
 
+// High-rate fields (the latest step, memory rows) are coalesced: buffers take every event at
+// once, the reactive copies change at most once per animation frame, so 1,000 events/s cost
+// one DOM update per frame, not 1,000.
+let pendingStep: StepEvent | null = null;
+let pendingMemory: typeof live.memoryRanks | null = null;
+let flushScheduled = false;
+
+function scheduleFlush(): void {
+  if (flushScheduled) return;
+  flushScheduled = true;
+  requestAnimationFrame(flushLive);
+}
+
+/** Copies coalesced values into reactive state (called per frame, and after bulk loads). */
+export function flushLive(): void {
+  flushScheduled = false;
+  if (pendingStep) live.lastStep = pendingStep;
+  if (pendingMemory) live.memoryRanks = pendingMemory;
+  pendingStep = null;
+  pendingMemory = null;
+}
+
 export function applyEvent(e: CohortEvent): void {
   switch (e.type) {
     case 'hello':
@@ -89,14 +113,16 @@ export function applyEvent(e: CohortEvent): void {
       break;
     case 'step': {
       if (live.phase === 'starting' || live.phase === 'warmup') live.phase = 'training';
-      live.lastStep = e;
+      pendingStep = e;
       metrics.steps.push(e.step, e.globalSamplesPerSec, e.loss ?? NaN, e.stepTimeMs);
       recordMemory(e.time, e.memory);
-      break;
+      scheduleFlush();
+      return;
     }
     case 'memory':
       recordMemory(e.time, e.memory);
-      break;
+      scheduleFlush();
+      return;
     case 'log':
       pushLog({ time: e.time, rank: e.rank, host: e.host, level: e.level, text: e.message });
       break;
@@ -131,13 +157,14 @@ function recordMemory(time: number, mem: StepEvent['memory']): void {
     rows.push({ rank: m.rank, host: m.host, used, total, kind: gpu ? 'GPU' : 'RSS' });
   }
   memory.buffer.push((time - memory.t0) / 1000, ...ys);
-  live.memoryRanks = rows.sort((a, b) => a.rank - b.rank);
+  pendingMemory = rows.sort((a, b) => a.rank - b.rank);
 }
 
 /** Shows a finished run from history (same view, same buffers). */
 export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
   resetLive(meta.id, 'history');
   for (const e of events) applyEvent(e);
+  flushLive();
   if (live.phase === 'starting' || live.phase === 'warmup' || live.phase === 'training') {
     live.phase = meta.status === 'running' ? live.phase : meta.status;
   }
