@@ -37,6 +37,14 @@ export function ensureRendererBuilt(): void {
   if (r.status !== 0) throw new Error('building the renderer failed (node scripts/build-renderer.mjs renderer)');
 }
 
+/** Rebuilds dist/cli.mjs when electron/web changed (test/global-setup watches cli, core and trainer). */
+export function ensureCliBuilt(): void {
+  const cli = join(ROOT, 'dist', 'cli.mjs');
+  if (existsSync(cli) && statSync(cli).mtimeMs >= newest(join(ROOT, 'electron', 'web'))) return;
+  const r = spawnSync(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('building the CLI failed (node scripts/build.mjs)');
+}
+
 export interface ServeProcess {
   url: string;
   origin: string;
@@ -49,6 +57,7 @@ export interface ServeProcess {
 }
 
 export async function startServe(args: string[] = [], opts: { timeoutMs?: number } = {}): Promise<ServeProcess> {
+  ensureCliBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-'));
   const env = { ...process.env, COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), HOME: join(dir, 'home') };
   // detached: its own process group, so dispose can kill the server and every rank it started.
