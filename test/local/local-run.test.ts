@@ -15,6 +15,7 @@ const dataDir = () => {
 };
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
+let fp32BytesPerStep = 0;
 const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10'];
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
@@ -36,6 +37,8 @@ describe('cohort run --local', () => {
       expect(s.memory.map((m) => m.rank).sort()).toEqual([0, 1]);
       expect(s.memory.every((m) => m.rssBytes > 10e6)).toBe(true);
     }
+    fp32BytesPerStep = steps[1]!.commBytes! / (steps[1]!.step - steps[0]!.step); // a full window (the first follows warm-up)
+    expect(fp32BytesPerStep).toBeGreaterThan(4 * 23_000_000 * 0.9); // ~ every gradient, once, as float32 (ring: 2(n-1)/n = 1 for n=2)
     const done = of(r.events, 'done')[0] as DoneEvent;
     expect(done.status).toBe('ok');
     expect(done.paramChecksum).toMatch(/^[0-9a-f]{64}$/);
@@ -45,6 +48,20 @@ describe('cohort run --local', () => {
     const meta = JSON.parse(readFileSync(join(data, 'runs', runs[0]!, 'meta.json'), 'utf8'));
     expect(meta.status).toBe('ok');
     expect(readdirSync(join(data, 'runs', runs[0]!, 'logs')).sort()).toEqual(expect.arrayContaining(['local-0.log', 'local-1.log']));
+  });
+
+  it('--compile reports a measured kernel selection and --fp16 halves the gradient bytes on the wire', async () => {
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '4', '--log-steps', '2', '--warmup-steps', '1', ...tiny, '--compile', '--fp16', '--json'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+    expect((await r.exit).code, r.stderr).toBe(0);
+    const compile = of(r.events, 'compile')[0]!;
+    expect(compile).toMatchObject({ name: 'kernel-selection', status: 'ok' });
+    expect(compile.speedup).toBeGreaterThan(0);
+    expect(compile.detail).toMatch(/autotuned conv kernels/);
+    const hello = of(r.events, 'hello')[0] as HelloEvent;
+    expect(hello.capabilities.fp16!.detail).toMatch(/unavailable/);
+    const steps = of(r.events, 'step') as StepEvent[];
+    const fp16BytesPerStep = steps[1]!.commBytes! / (steps[1]!.step - steps[0]!.step);
+    expect(fp16BytesPerStep / fp32BytesPerStep).toBeCloseTo(0.5, 2);
   });
 
   it('prints the seeds human format by default', async () => {

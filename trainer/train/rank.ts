@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { connectCollective, rendezvousEnvFromProcess, type Collective } from '../collectives';
 import { initBackend, tfjsCapabilities } from '../engine/tfjs/backend';
-import { compileTrainStep } from '../engine/tfjs/compile';
+import { applyCompilePlan, compileTrainStep } from '../engine/tfjs/compile';
 import { createResNet50, type TfjsResNet } from '../engine/tfjs/resnet50';
 import { CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type TrainConfig } from '../protocol';
 import { createOptimizer } from '../optim/optimizer';
@@ -120,12 +120,22 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
     };
 
     if (config.compile) {
-      log('compile: timing gradient implementations on this backend...');
+      // Rank 0 tunes the kernels and every rank applies its plan: identical numerics on every rank,
+      // and one compile's worth of time instead of N ranks timing kernels against each other.
       const bn = m.getBnState(); // the timing steps must not change training state
-      const report = await compileTrainStep(m, batchAt(startStep));
-      m.setBnState(bn);
-      emit({ type: 'compile', name: 'kernel-selection', status: 'ok', ...report });
-      log(`compile: ${report.detail} (${(report.durationMs / 1000).toFixed(1)} s, ${report.speedup.toFixed(2)}× step speed-up)`);
+      let report: Awaited<ReturnType<typeof compileTrainStep>> | undefined;
+      if (isMaster) {
+        log('compile: timing gradient implementations on this backend...');
+        report = await compileTrainStep(m, batchAt(startStep));
+        m.setBnState(bn);
+      }
+      const plan = await broadcastJson(collective, report?.plan ?? {}, 0);
+      if (!isMaster) applyCompilePlan(m, plan);
+      if (report) {
+        const { plan: _plan, ...timing } = report;
+        emit({ type: 'compile', name: 'kernel-selection', status: 'ok', ...timing });
+        log(`compile: ${report.detail} (${(report.durationMs / 1000).toFixed(1)} s, ${report.speedup.toFixed(2)}× step speed-up)`);
+      }
     }
 
     // ---- training loop ------------------------------------------------------------------
@@ -322,4 +332,15 @@ export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = s.length >> 1;
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** Sends a small JSON value from `root` to every rank (as UTF-16 code units in float32, exact below 2^24). */
+async function broadcastJson<T>(c: Collective, value: T, root: number): Promise<T> {
+  const text = c.rank === root ? JSON.stringify(value) : '';
+  const len = Float32Array.of(text.length);
+  await c.broadcast(len, root);
+  const buf = new Float32Array(len[0]!);
+  if (c.rank === root) for (let i = 0; i < text.length; i++) buf[i] = text.charCodeAt(i);
+  await c.broadcast(buf, root);
+  return c.rank === root ? value : (JSON.parse(String.fromCharCode(...buf)) as T);
 }
