@@ -165,6 +165,10 @@ const rows = cases.map((c) => {
     vsRawOneWay: ring ? c.busGBs / raw.oneWay.busGBs : undefined,
     vsRawDuplex: ring ? c.busGBs / raw.duplex.busGBs : undefined,
     vsGloo: ring && g ? c.busGBs / g.busGBs : undefined,
+    // CPU per op is what bounds throughput on 2 cores and does not move with other load:
+    // how much less CPU the ring needs than the reference (> 1 = cheaper).
+    cpuVsRawDuplex: ring && c.cpuMsPerOp && raw.duplex.cpuMsPerOp ? raw.duplex.cpuMsPerOp / c.cpuMsPerOp : undefined,
+    cpuVsGloo: ring && c.cpuMsPerOp && g?.cpuMsPerOp ? g.cpuMsPerOp / c.cpuMsPerOp : undefined,
   };
 });
 const md = [
@@ -173,8 +177,8 @@ const md = [
   `Machine: ${process.env.COHORT_BENCH_NOTE ?? '2 cores'}; load average ${fmt(loadStart)} at start, ${fmt(loadEnd)} at end (other work on the machine skews all numbers). ` +
     `3 ranks share 2 cores with the OS. Bus bandwidth = 2(n−1)/n · bytes / time, on the f32 size for the fp16 rows too. torch gloo: ${torchVersion ? `torch ${torchVersion}, 1 thread` : 'skipped (torch not importable with /usr/bin/python3)'}.`,
   '',
-  '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP duplex | vs gloo | bytes sent/op/rank | CPU ms/op (rank 0 process) |',
-  '|---|---|---|---|---|---|---|---|---|',
-  ...rows.map((r) => `| ${r.name} | ${r.ranks} | ${fmt(r.medianMs, 1)} | ${fmt(r.busGBs)} | ${r.vsRawOneWay === undefined ? '' : fmt(r.vsRawOneWay)} | ${r.vsRawDuplex === undefined ? '' : fmt(r.vsRawDuplex)} | ${r.vsGloo === undefined ? (r.name.startsWith('tcp-ring') && !torchVersion ? 'skipped' : '') : fmt(r.vsGloo)} | ${r.bytesSentPerOp ?? ''} | ${r.cpuMsPerOp === undefined ? '' : fmt(r.cpuMsPerOp, 1)} |`),
+  '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP duplex | vs gloo | bytes sent/op/rank | CPU ms/op (rank 0 process) | CPU: raw duplex ÷ ring | CPU: gloo ÷ ring |',
+  '|---|---|---|---|---|---|---|---|---|---|---|',
+  ...rows.map((r) => `| ${r.name} | ${r.ranks} | ${fmt(r.medianMs, 1)} | ${fmt(r.busGBs)} | ${r.vsRawOneWay === undefined ? '' : fmt(r.vsRawOneWay)} | ${r.vsRawDuplex === undefined ? '' : fmt(r.vsRawDuplex)} | ${r.vsGloo === undefined ? (r.name.startsWith('tcp-ring') && !torchVersion ? 'skipped' : '') : fmt(r.vsGloo)} | ${r.bytesSentPerOp ?? ''} | ${r.cpuMsPerOp === undefined ? '' : fmt(r.cpuMsPerOp, 1)} | ${r.cpuVsRawDuplex === undefined ? '' : fmt(r.cpuVsRawDuplex)} | ${r.cpuVsGloo === undefined ? '' : fmt(r.cpuVsGloo)} |`),
 ].join('\n');
 writeResults('allreduce', { machine: { ...machine(), loadStart, loadEnd }, bytes: BYTES, iters: ITERS, torch: torchVersion ?? 'skipped', cases: rows }, md);
