@@ -15,7 +15,7 @@ describe('cohort serve (CLI)', () => {
     } finally {
       await s.dispose();
     }
-    expect(s.child.exitCode).toBe(0); // SIGTERM: stopped cleanly
+    expect({ code: s.child.exitCode, signal: s.child.signalCode, stderr: s.stderr() }).toMatchObject({ code: 0, signal: null }); // SIGTERM: stopped cleanly
   });
 
   it('warns when --host is not loopback', async () => {

@@ -45,6 +45,12 @@ export async function serveCommand(
   if (host.trim() === '') throw new UsageError('--host: expected an address such as 127.0.0.1');
 
   const staticDir = findRendererDir(io.env);
+  // Listen for stop signals before the URL is printed: a supervisor may signal as soon as it sees it.
+  let onStop!: () => void;
+  const stopped = new Promise<void>((resolve) => (onStop = resolve));
+  process.once('SIGINT', onStop);
+  process.once('SIGTERM', onStop);
+  opts.signal?.addEventListener('abort', onStop, { once: true });
   const service = new CohortService({ paths: resolvePaths(io.env) });
   const server = new WebServer({ api: service, staticDir, host, port });
   try {
@@ -58,12 +64,9 @@ export async function serveCommand(
   }
   io.stdout.write(`cohort serve: dashboard at ${server.url}\n`);
 
-  await new Promise<void>((resolve) => {
-    const stop = () => resolve();
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
-    opts.signal?.addEventListener('abort', stop, { once: true });
-  });
+  await stopped;
+  process.off('SIGINT', onStop);
+  process.off('SIGTERM', onStop);
   io.stderr.write('cohort serve: stopping (cancelling active runs)\n');
   await server.dispose();
   await service.dispose();
