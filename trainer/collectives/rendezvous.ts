@@ -216,7 +216,10 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
     acceptor.attach(data);
     const port = await listen(data, dataHost, 0, signal);
     if (opts.sameHostTransport === 'tcp') return { acceptor, port };
-    const path = join(tmpdir(), `cohort-ring-${process.pid}-${randomBytes(4).toString('hex')}.sock`);
+    // Linux: an abstract socket (leading NUL) leaves no file behind when a rank is killed
+    // mid-rendezvous; elsewhere a file in tmpdir, removed when the listener closes.
+    const name = `cohort-ring-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const path = process.platform === 'linux' ? `\0${name}` : join(tmpdir(), `${name}.sock`);
     const local = net.createServer();
     opened.servers.add(local);
     acceptor.attach(local);
@@ -239,11 +242,20 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
     // Unix sockets cost about half the CPU of loopback TCP per byte (measured: 11 vs 22 ms per
     // 100 MB and side), and a local ring is CPU-bound. "Same machine" also needs the same
     // COHORT_HOST, so namespace-emulated hosts on one box still use (shaped) TCP.
-    const leftUnix = opts.sameHostTransport !== 'tcp' && l.unix !== undefined && l.machine !== undefined && l.machine === me.machine;
-    const target = leftUnix ? `unix socket ${l.unix}` : `${l.addr}:${l.port}`;
-    waiting = () => `rank ${env.rank} waited ${secs} to connect to its left ring neighbour rank ${l.rank} at ${target}${lastError.code ? ` (${lastError.code})` : ''}; data ports are ephemeral, so firewalls between hosts must allow them`;
+    let leftUnix = opts.sameHostTransport !== 'tcp' && l.unix !== undefined && l.machine !== undefined && l.machine === me.machine;
+    waiting = () => `rank ${env.rank} waited ${secs} to connect to its left ring neighbour rank ${l.rank} at ${l.addr}:${l.port}${lastError.code ? ` (${lastError.code})` : ''}; data ports are ephemeral, so firewalls between hosts must allow them`;
     lastError.code = '';
-    const left = await connectRetry(leftUnix ? l.unix! : l.addr, leftUnix ? 0 : l.port, signal, lastError, onread);
+    let left: Socket | undefined;
+    if (leftUnix) {
+      // The listener is up (it registered before the table went out), so one attempt decides;
+      // if it fails (say, separate network namespaces), TCP still works.
+      left = await connectOnce(l.unix!, 0, signal, onread).catch((err: unknown) => {
+        if (signal.aborted) throw err;
+        return undefined;
+      });
+      leftUnix = left !== undefined;
+    }
+    left ??= await connectRetry(l.addr, l.port, signal, lastError, onread);
     opened.sockets.add(left);
     left.setNoDelay(true);
     left.setKeepAlive(true, 1000);
