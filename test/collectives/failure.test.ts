@@ -63,6 +63,17 @@ describe('peer failure', () => {
     expectLost(e1, 0, e0.time);
   });
 
+  it('ranks that disagree on an allreduce size all fail fast, the bystander with the reason', async () => {
+    group = new RankGroup();
+    const procs = await group.start(3, { kind: 'ops', ops: [{ op: 'mismatch', len: 1000, rank: 2 }], outDir: '/nonexistent', timeoutMs: 30_000, peerTimeoutMs: 30_000 });
+    const errs = await Promise.all(procs.map((p) => p.waitFor('error', 15_000)));
+    // Rank 0 (reads rank 2's header) and rank 2 (reads rank 1's) see the disagreement themselves.
+    for (const r of [0, 2]) expect(errs[r]!.message).toContain('ranks disagree on the collective sequence');
+    // Rank 1's stream looks fine; it must not hang, and should learn why.
+    expect(errs[1]!.code).toBe('PEER_LOST');
+    expect(String(errs[1]!.message)).toMatch(/ranks disagree on the collective sequence|ring connection/);
+  });
+
   it('a frozen rank (SIGSTOP) is declared lost by heartbeat timeout, relayed to non-neighbours', async () => {
     const procs = await looping(3, 2_000);
     const stoppedAt = Date.now();

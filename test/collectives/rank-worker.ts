@@ -22,6 +22,8 @@ async function runOp(c: Awaited<ReturnType<typeof connectCollective>>, op: Op, i
     if (op.op === 'allreduce') await c.allreduce(buf, { average: op.average === true, fp16: op.fp16 === true });
     else await c.broadcast(buf, op.root);
     writeFileSync(join(outDir, `r${c.rank}-op${index}.f32`), new Uint8Array(buf.buffer));
+  } else if (op.op === 'mismatch') {
+    await c.allreduce(new Float32Array(op.len + (c.rank === op.rank ? 1 : 0)));
   } else if (op.op === 'gather') {
     const got = await c.gather({ rank: c.rank, note: `hello from ${c.rank}` }, op.root);
     say({ type: 'gathered', index, values: got ?? null });

@@ -7,7 +7,9 @@ export type Op =
   | { op: 'allreduce'; len: number; seed: number; average?: boolean; fp16?: boolean }
   | { op: 'broadcast'; len: number; seed: number; root: number }
   | { op: 'gather'; root: number }
-  | { op: 'barrier' };
+  | { op: 'barrier' }
+  /** Like allreduce, but rank `rank` uses `len + 1` elements (a caller bug the ring must catch). */
+  | { op: 'mismatch'; len: number; rank: number };
 
 export type Scenario =
   | { kind: 'ops'; ops: Op[]; outDir: string; timeoutMs: number; peerTimeoutMs: number }

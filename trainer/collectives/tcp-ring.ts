@@ -243,10 +243,7 @@ export class TcpRingCollective implements Collective {
           // The peers are mid-operation with us: the ring cannot be resynchronised, so leave it.
           const err = abortedError(`rank ${this.rank}'s ${what}`, signal);
           reject(err);
-          this.setFailure(err, false);
-          // Cut the ring now so the neighbours fail at once instead of waiting for our dispose().
-          this.left.end();
-          this.right.end();
+          this.setFailure(err, false); // also cuts the ring, so neighbours do not wait for our dispose()
         };
         signal?.addEventListener('abort', onAbort, { once: true });
       });
@@ -350,6 +347,18 @@ export class TcpRingCollective implements Collective {
     if (this.rank !== 0 && rank !== 0) this.control.get(0)?.send(notice);
   }
 
+  /**
+   * This rank can no longer take part (protocol disagreement, aborted op): tell everyone why,
+   * through rank 0, and cut the ring so neighbours blocked on our stream fail at once.
+   */
+  private abandon(reason: string): void {
+    if (this.disposed) return;
+    const notice: ControlMessage = { t: 'lost', rank: this.rank, host: this.peers[this.rank]?.host ?? 'unknown host', reason, graceful: false };
+    for (const ch of this.control.values()) ch.send(notice);
+    this.left.end();
+    this.right.end();
+  }
+
   private setFailure(err: CollectiveError, fire: boolean): void {
     if (this.failure) return;
     this.failure = err;
@@ -357,6 +366,7 @@ export class TcpRingCollective implements Collective {
     this.currentReject?.(err);
     for (const w of this.waiters.values()) w.reject(err);
     this.waiters.clear();
+    if (err.code === 'PROTOCOL' || err.code === 'ABORTED') this.abandon(err.message);
     if (fire && err instanceof PeerLostError) {
       for (const l of this.listeners) {
         try {
