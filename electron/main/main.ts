@@ -5,6 +5,7 @@
 import { BrowserWindow, Menu, app, ipcMain, session, shell, type MenuItemConstructorOptions } from 'electron';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { SshCluster } from '../core/cluster/ssh-cluster';
 import { resolvePaths } from '../core/paths';
 import { CohortService } from '../core/service/cohort-service';
 import { wireIpc, type IpcWiring } from './ipc';
@@ -86,7 +87,7 @@ void app.whenReady().then(() => {
   session.defaultSession.setPermissionRequestHandler((_wc, _perm, cb) => cb(false));
   // No remote content: only the app's own files load.
   session.defaultSession.webRequest.onBeforeRequest((details, cb) => cb({ cancel: !/^(file|devtools|data|blob):/.test(details.url) }));
-  service = new CohortService({ paths: resolvePaths(process.env) });
+  service = new CohortService({ paths: resolvePaths(process.env), cluster: new SshCluster({ env: process.env }) });
   Menu.setApplicationMenu(menu());
   createWindow();
   app.on('activate', () => {

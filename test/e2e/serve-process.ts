@@ -56,10 +56,10 @@ export interface ServeProcess {
   dispose(): Promise<void>;
 }
 
-export async function startServe(args: string[] = [], opts: { timeoutMs?: number } = {}): Promise<ServeProcess> {
+export async function startServe(args: string[] = [], opts: { timeoutMs?: number; env?: Record<string, string> } = {}): Promise<ServeProcess> {
   ensureCliBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-'));
-  const env = { ...process.env, COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), HOME: join(dir, 'home') };
+  const env = { ...process.env, COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), HOME: join(dir, 'home'), ...opts.env };
   // detached: its own process group, so dispose can kill the server and every rank it started.
   const child = spawn(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), 'serve', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out = '';

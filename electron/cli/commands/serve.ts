@@ -4,6 +4,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { resolvePaths } from '../../core/paths';
 import { CohortService } from '../../core/service/cohort-service';
 import { WebServer, isLoopback } from '../../web/web-server';
@@ -51,7 +52,9 @@ export async function serveCommand(
   process.once('SIGINT', onStop);
   process.once('SIGTERM', onStop);
   opts.signal?.addEventListener('abort', onStop, { once: true });
-  const service = new CohortService({ paths: resolvePaths(io.env) });
+  // Keys by path or ssh-agent; an encrypted key without the agent fails with a clear error (the
+  // browser has no passphrase prompt yet).
+  const service = new CohortService({ paths: resolvePaths(io.env), cluster: new SshCluster({ env: io.env }) });
   const server = new WebServer({ api: service, staticDir, host, port });
   try {
     await server.listen();
