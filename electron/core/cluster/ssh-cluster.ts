@@ -122,7 +122,7 @@ export class SshCluster implements ClusterOps {
       profile.hosts.map(async (h) => {
         try {
           const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
-          const r = await s.run(probeScript(h.workdir), opts);
+          const r = await s.run(probeScript(h.workdir), { ...opts, env: h.env });
           return parseProbe(h.name, r.stdout);
         } catch (err) {
           const e = err as SshError;
@@ -172,7 +172,8 @@ export class SshCluster implements ClusterOps {
           const s = await this.session(profile, h.name);
           const wd = posix.dirname(posix.dirname(dir));
           const cmd = `cd ${shellQuote(wd)} && exec node ${shellQuote(posix.join(dir, 'cohort-trainer.mjs'))} agent --run ${shellQuote(req.runId)}`;
-          return agentChannel(h.name, await s.exec(cmd, { env: { COHORT_WORKDIR: wd, COHORT_RUNTIME_DIR: posix.join(wd, 'runtime') } }));
+          // The host's env applies to the agent too (e.g. a PATH that finds node).
+          return agentChannel(h.name, await s.exec(cmd, { env: { ...h.env, COHORT_WORKDIR: wd, COHORT_RUNTIME_DIR: posix.join(wd, 'runtime') } }));
         },
       };
     });
@@ -191,7 +192,7 @@ export class SshCluster implements ClusterOps {
   }
 
   private async requireNode(s: HostSession, h: ProfileHost): Promise<void> {
-    const r = await s.run('command -v node >/dev/null 2>&1 && node -e "process.stdout.write(process.versions.node)"');
+    const r = await s.run('command -v node >/dev/null 2>&1 && node -e "process.stdout.write(process.versions.node)"', { env: h.env });
     const major = Number(/^(\d+)/.exec(r.stdout.trim())?.[1]);
     if (!(major >= 20)) {
       throw Object.assign(new Error(r.stdout.trim() ? `${h.name} has Node.js ${r.stdout.trim()}; the trainer needs 20 or newer` : `${h.name} has no Node.js on the PATH of a non-interactive SSH login`), {
