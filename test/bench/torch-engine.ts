@@ -5,9 +5,10 @@
 // busier or quieter during the bench does not favour one side. The headline ratio compares each
 // side's best run: on a shared machine other work only ever slows a run down (seen here: the same
 // run at 2 and at 67 img/s minutes apart), so the best of N estimates the uncontended speed; the
-// ratio of medians is reported next to it.
+// ratio of medians is reported next to it. Before each run the bench also waits (up to
+// --quiet-wait seconds) for the CPUs to be ≥ 90% idle over 3 s, and records whether they were.
 //
-//   npx tsx test/bench/torch-engine.ts [--steps 30] [--reps 2] [--threads 2] [--sizes 32,64] [--quick]
+//   npx tsx test/bench/torch-engine.ts [--steps 30] [--reps 2] [--threads 2] [--sizes 32,64] [--quiet-wait 300] [--quick]
 //
 // Writes bench/results/torch-engine.json and .md and prints the markdown table. CPU only here:
 // the GPU ladder (native → compile → fp16 → channels-last) is documented in resources/engines/README.md.
@@ -29,10 +30,11 @@ interface Options {
   reps: number;
   threads: number;
   sizes: number[];
+  quietWaitS: number;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { steps: 30, reps: 2, threads: 2, sizes: [32, 64] };
+  const o: Options = { steps: 30, reps: 2, threads: 2, sizes: [32, 64], quietWaitS: 300 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     const value = (): string => {
@@ -44,6 +46,7 @@ function parseArgs(argv: string[]): Options {
     else if (a === '--steps') o.steps = positiveInt(a, value());
     else if (a === '--reps') o.reps = positiveInt(a, value());
     else if (a === '--threads') o.threads = positiveInt(a, value());
+    else if (a === '--quiet-wait') o.quietWaitS = Number(value());
     else if (a === '--sizes') o.sizes = value().split(',').map((s) => positiveInt(a, s));
     // Other flags belong to sibling benches run by scripts/bench.mjs: ignore them.
   }
@@ -59,12 +62,37 @@ function positiveInt(flag: string, v: string): number {
 
 interface Measurement {
   imgPerSec: number;
+  /** CPU idle fraction measured just before the run (1 = nothing else running). */
+  idleBefore: number;
   loadBefore: number;
   loadAfter: number;
   wallMs: number;
 }
 
+function cpuTimes(): { idle: number; total: number } {
+  let idle = 0;
+  let total = 0;
+  for (const c of cpus()) {
+    idle += c.times.idle;
+    total += c.times.idle + c.times.user + c.times.nice + c.times.sys + c.times.irq;
+  }
+  return { idle, total };
+}
+
+/** Waits until the machine is ≥ 90% idle over 3 s (or the wait runs out); returns the last idle fraction. */
+async function waitQuiet(o: Options): Promise<number> {
+  const deadline = Date.now() + o.quietWaitS * 1000;
+  for (;;) {
+    const a = cpuTimes();
+    await new Promise((r) => setTimeout(r, 3000));
+    const b = cpuTimes();
+    const idle = (b.idle - a.idle) / Math.max(1, b.total - a.total);
+    if (idle >= 0.9 || Date.now() >= deadline) return idle;
+  }
+}
+
 async function runReference(size: number, o: Options): Promise<Measurement> {
+  const idleBefore = await waitQuiet(o);
   const loadBefore = loadavg()[0]!;
   const t0 = Date.now();
   const args = [REFERENCE, '--image-size', String(size), '--batch-size', String(BATCH), '--threads', String(o.threads), '--steps', String(o.steps), '--warmup', String(WARMUP), '--log-steps', String(LOG_STEPS), '--json'];
@@ -74,10 +102,11 @@ async function runReference(size: number, o: Options): Promise<Measurement> {
   const parsed: unknown = JSON.parse(stdout.trim().split('\n').pop() ?? '');
   const rate = typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>).imgPerSec : undefined;
   if (typeof rate !== 'number') throw new Error(`reference printed no imgPerSec: ${stdout}`);
-  return { imgPerSec: rate, loadBefore, loadAfter: loadavg()[0]!, wallMs: Date.now() - t0 };
+  return { imgPerSec: rate, idleBefore, loadBefore, loadAfter: loadavg()[0]!, wallMs: Date.now() - t0 };
 }
 
 async function runEngine(size: number, o: Options): Promise<Measurement & { torch: string }> {
+  const idleBefore = await waitQuiet(o);
   const loadBefore = loadavg()[0]!;
   const t0 = Date.now();
   const rank = new EngineRank({
@@ -93,7 +122,7 @@ async function runEngine(size: number, o: Options): Promise<Measurement & { torc
     const done = rank.events.find(ofType('done'));
     const hello = rank.events.find(ofType('hello'));
     if (!done || done.medianGlobalSamplesPerSec === null) throw new Error('engine run ended without a throughput in its done event');
-    return { imgPerSec: done.medianGlobalSamplesPerSec, loadBefore, loadAfter: loadavg()[0]!, wallMs: Date.now() - t0, torch: hello?.versions.torch ?? '?' };
+    return { imgPerSec: done.medianGlobalSamplesPerSec, idleBefore, loadBefore, loadAfter: loadavg()[0]!, wallMs: Date.now() - t0, torch: hello?.versions.torch ?? '?' };
   } finally {
     await rank.dispose();
   }
@@ -138,7 +167,7 @@ async function main(): Promise<void> {
           engine.push(m);
         }
         const last = side === 'reference' ? reference.at(-1)! : engine.at(-1)!;
-        console.error(`${size}px rep ${rep + 1}/${o.reps} ${side}: ${last.imgPerSec.toFixed(2)} img/s (load ${last.loadBefore.toFixed(1)}→${last.loadAfter.toFixed(1)})`);
+        console.error(`${size}px rep ${rep + 1}/${o.reps} ${side}: ${last.imgPerSec.toFixed(2)} img/s (idle before ${(100 * last.idleBefore).toFixed(0)}%, load ${last.loadBefore.toFixed(1)}→${last.loadAfter.toFixed(1)})`);
       }
     }
     const referenceImgPerSec = Math.max(...reference.map((m) => m.imgPerSec));
@@ -171,12 +200,14 @@ async function main(): Promise<void> {
     '',
     `ResNet-50 training step, batch ${BATCH}, ${o.threads} threads, torch ${torchVersion} on ${result.machine.cpu} (${result.machine.cores} cores); ${o.steps} steps, first ${WARMUP} excluded, each run's median of ${LOG_STEPS}-step windows; ${o.reps} alternating runs per side, best and median of them.`,
     '',
-    '| image | reference img/s best (median) | engine img/s best (median) | ratio of bests (goal ≥ 0.98) | ratio of medians | every run, ref / engine | load avg during runs |',
-    '|---|---|---|---|---|---|---|',
+    '| image | reference img/s best (median) | engine img/s best (median) | ratio of bests (goal ≥ 0.98) | ratio of medians | every run, ref / engine | runs started quiet (≥ 90% idle) | load avg during runs |',
+    '|---|---|---|---|---|---|---|---|',
     ...rows.map((r) => {
       const loads = [...r.reference, ...r.engine].flatMap((m) => [m.loadBefore, m.loadAfter]);
       const all = `${r.reference.map((m) => m.imgPerSec.toFixed(1)).join(', ')} / ${r.engine.map((m) => m.imgPerSec.toFixed(1)).join(', ')}`;
-      return `| ${r.imageSize}² | ${r.referenceImgPerSec.toFixed(2)} (${r.referenceMedianImgPerSec.toFixed(2)}) | ${r.engineImgPerSec.toFixed(2)} (${r.engineMedianImgPerSec.toFixed(2)}) | ${r.ratio.toFixed(3)} | ${r.medianRatio.toFixed(3)} | ${all} | ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} |`;
+      const runs = [...r.reference, ...r.engine];
+      const quiet = `${runs.filter((m) => m.idleBefore >= 0.9).length}/${runs.length}`;
+      return `| ${r.imageSize}² | ${r.referenceImgPerSec.toFixed(2)} (${r.referenceMedianImgPerSec.toFixed(2)}) | ${r.engineImgPerSec.toFixed(2)} (${r.engineMedianImgPerSec.toFixed(2)}) | ${r.ratio.toFixed(3)} | ${r.medianRatio.toFixed(3)} | ${all} | ${quiet} | ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} |`;
     }),
     '',
     'GPU hosts: no GPU here, so no GPU number is claimed; see resources/engines/README.md for the ladder to run.',
