@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { RunMeta } from '../../../trainer/protocol';
 import { resolvePaths } from '../../core/paths';
-import { runsToCsv } from '../../core/runs/run-csv';
+import { runStepsCsv, runSummaryCsv } from '../../core/runs/run-csv';
 import { RunStore } from '../../core/runs/run-store';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
@@ -11,7 +11,7 @@ import type { CliIo } from '../io';
 
 export const RUNS_USAGE = `usage: cohort runs list [--json]
        cohort runs show RUN [--json]
-       cohort runs export RUN... [--format csv|jsonl]
+       cohort runs export RUN... [--format csv|summary|jsonl]   (csv: one row per step; summary: one row per run with speedups)
        cohort stop RUN`;
 
 function storeOf(io: CliIo): RunStore {
@@ -64,9 +64,10 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       if (!positionals.length) throw new UsageError(`name at least one run\n${RUNS_USAGE}`);
       const metas = positionals.map((id) => requireRun(store, id));
       const format = (values.format as string | undefined) ?? 'csv';
-      if (format === 'csv') io.stdout.write(runsToCsv(metas.map((meta) => ({ meta, events: store.events(meta.id) }))));
+      if (format === 'csv') io.stdout.write(runStepsCsv(metas.map((meta) => ({ meta, events: store.events(meta.id) }))));
+      else if (format === 'summary') io.stdout.write(runSummaryCsv(metas));
       else if (format === 'jsonl') for (const m of metas) for (const e of store.events(m.id)) io.stdout.write(JSON.stringify(e) + '\n');
-      else throw new UsageError(`--format: expected csv or jsonl, got ${JSON.stringify(format)}`);
+      else throw new UsageError(`--format: expected csv, summary or jsonl, got ${JSON.stringify(format)}`);
       return EXIT.ok;
     }
     default:

@@ -1,11 +1,41 @@
-// CSV export of runs: one row per `step` event, with the run's id and configuration, so several
-// runs compare in a spreadsheet. Used by `cohort runs export` and the dashboard's History.
+// Run history as CSV, the two ways people compare runs in a spreadsheet:
+//  - runSummaryCsv: one row per run with its speedup over the first (the seeds' comparison
+//    tables; the dashboard's "Export CSV");
+//  - runStepsCsv: one row per `step` event of each run (curves; `cohort runs export`).
 import type { CohortEvent, RunMeta } from '../../../trainer/protocol';
 
-const COLUMNS = ['run', 'profile', 'engine', 'batchSize', 'imageSize', 'worldSize', 'compile', 'fp16', 'step', 'epoch', 'time', 'loss', 'globalSamplesPerSec', 'stepTimeMs', 'lr', 'maxRssBytes', 'maxGpuUsedBytes'];
 
-export function runsToCsv(runs: { meta: RunMeta; events: CohortEvent[] }[]): string {
-  const rows = [COLUMNS.join(',')];
+const SUMMARY_COLUMNS = [
+  'id', 'profile', 'startedAt', 'endedAt', 'status', 'engine', 'backend', 'batchSize', 'imageSize', 'stem', 'worldSize',
+  'globalBatch', 'fp16', 'compile', 'data', 'steps', 'medianGlobalSamplesPerSec', 'speedupVsFirstPct',
+] as const;
+
+export function runSummaryCsv(runs: RunMeta[]): string {
+  const base = runs[0]?.medianGlobalSamplesPerSec ?? null;
+  const rows = runs.map((m) => {
+    const tput = m.medianGlobalSamplesPerSec ?? null;
+    const speedup = base && tput !== null ? ((tput / base - 1) * 100).toFixed(1) : '';
+    const c = m.config;
+    return [
+      m.id, m.profile, m.startedAt, m.endedAt ?? '', m.status, c.engine, c.backend, c.batchSize, c.imageSize, c.stem, m.worldSize,
+      c.batchSize * m.worldSize, c.fp16, c.compile, c.data, m.steps ?? '', tput === null ? '' : tput.toFixed(2), speedup,
+    ];
+  });
+  return [SUMMARY_COLUMNS.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\n') + '\n';
+}
+
+function cell(v: unknown): string {
+  const s = String(v);
+  // Quote what would break the row, and neutralise spreadsheet formulas (CSV injection).
+  const safe = /^[=+\-@]/.test(s) && !/^-?\d/.test(s) ? `'${s}` : s;
+  return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
+}
+
+
+const STEP_COLUMNS = ['run', 'profile', 'engine', 'batchSize', 'imageSize', 'worldSize', 'compile', 'fp16', 'step', 'epoch', 'time', 'loss', 'globalSamplesPerSec', 'stepTimeMs', 'lr', 'maxRssBytes', 'maxGpuUsedBytes'];
+
+export function runStepsCsv(runs: { meta: RunMeta; events: CohortEvent[] }[]): string {
+  const rows = [STEP_COLUMNS.join(',')];
   for (const { meta, events } of runs) {
     for (const e of events) {
       if (e.type !== 'step') continue;
@@ -30,15 +60,10 @@ export function runsToCsv(runs: { meta: RunMeta; events: CohortEvent[] }[]): str
           Math.max(...e.memory.map((m) => m.rssBytes)),
           gpu.some((g) => g > 0) ? Math.max(...gpu) : '',
         ]
-          .map(csvCell)
+          .map(cell)
           .join(','),
       );
     }
   }
   return rows.join('\n') + '\n';
-}
-
-function csvCell(v: unknown): string {
-  const s = String(v);
-  return /[",\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 }

@@ -28,7 +28,7 @@ import { ProfileStore, importSshConfig } from '../profiles';
 import type { RunController } from '../runs/run-controller';
 import { RunStore } from '../runs/run-store';
 import { startRun } from '../runs/start-run';
-import { runsToCsv } from './runs-csv';
+import { runSummaryCsv } from '../runs/run-csv';
 
 export interface CohortServiceOptions {
   paths: CohortPaths;
@@ -169,7 +169,7 @@ export class CohortService implements CohortApi {
       if (!m) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${id}`, hint: 'refresh the history list' });
       return m;
     });
-    return runsToCsv(metas);
+    return runSummaryCsv(metas);
   }
 
   // ---- events ------------------------------------------------------------------------------------

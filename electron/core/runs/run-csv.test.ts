@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAIN_CONFIG, type RunMeta } from '../../../trainer/protocol';
-import { runsToCsv } from './runs-csv';
+import { runSummaryCsv as runsToCsv } from './run-csv';
 
 const run = (id: string, tput: number | null, extra: Partial<RunMeta> = {}): RunMeta => ({
   id, profile: 'local', startedAt: '2026-01-01T00:00:00Z', status: 'ok', config: DEFAULT_TRAIN_CONFIG, hosts: [], worldSize: 2, versions: {}, medianGlobalSamplesPerSec: tput, ...extra,
