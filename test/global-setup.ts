@@ -1,5 +1,5 @@
-// Multi-process tests run the built trainer bundle (the same file deploy ships to hosts). Build
-// it before the suite when any trainer source is newer than the bundle.
+// Multi-process tests run the built trainer bundle (the same file deploy ships to hosts), the
+// built CLI and the built dashboard. Build them before the suite when any source is newer.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,10 +19,11 @@ function newest(dir: string): number {
 export default function setup(): void {
   const manifest = join(root, 'resources', 'trainer', 'manifest.json');
   const built = existsSync(manifest) ? statSync(manifest).mtimeMs : 0;
-  const sources = Math.max(newest(join(root, 'trainer')), newest(join(root, 'resources', 'engines')), newest(join(root, 'electron', 'cli')), newest(join(root, 'electron', 'core')));
+  const sources = Math.max(...['trainer', 'resources/engines', 'electron', 'renderer'].map((d) => newest(join(root, d))));
   if (sources <= built) return;
   try {
     execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { stdio: 'inherit', cwd: root });
+    execFileSync(process.execPath, [join(root, 'scripts', 'build-renderer.mjs')], { stdio: 'inherit', cwd: root });
   } catch {
     // Unit tests do not need the bundle; the multi-process tests that do will fail with
     // "the trainer bundle is not built", next to the build error printed above.

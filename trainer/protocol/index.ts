@@ -6,3 +6,4 @@ export * from './train-config';
 export { DecodeError } from './validate';
 export * from './profile';
 export * from './api';
+export * from './api-wire';

@@ -2,34 +2,10 @@
 // validate an incoming call, decode its arguments with API_ARGS, call the service, and turn any
 // failure into ApiErrorInfo. Kept free of electron and ws so both transports share it and tests
 // drive it directly.
-//
-// Wire shapes (the renderer's clients speak the same; see renderer/src/api/wire.ts):
-//   call   {id, method, args}           reply  {id, result} | {id, error: ApiErrorInfo}
-//   event  {event: 'onRunEvent' | 'onDeployProgress', payload}
-import { API_ARGS, isApiMethod, toApiError, type ApiErrorInfo, type ApiMethod, type CohortApi } from '../../../trainer/protocol';
+// The wire shapes are in trainer/protocol/api-wire.ts.
+import { API_ARGS, decodeCallMessage, isApiMethod, toApiError, type ApiMethod, type CohortApi, type Envelope, type ReplyMessage } from '../../../trainer/protocol';
 
-export type CallId = number | string;
-export interface CallMessage {
-  id: CallId;
-  method: string;
-  args: unknown[];
-}
-export type ReplyMessage = { id: CallId; result: unknown } | { id: CallId; error: ApiErrorInfo };
-export type Envelope = { result: unknown } | { error: ApiErrorInfo };
-
-/** Checks the outer shape of a call. Returns an error (with the id when one was readable) otherwise. */
-export function decodeCallMessage(raw: unknown): { ok: true; call: CallMessage } | { ok: false; id: CallId | null; error: ApiErrorInfo } {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-    return { ok: false, id: null, error: { code: 'bad-message', message: 'expected a JSON object {id, method, args}' } };
-  }
-  const o = raw as Record<string, unknown>;
-  const id = typeof o.id === 'number' || typeof o.id === 'string' ? o.id : null;
-  if (id === null) return { ok: false, id: null, error: { code: 'bad-message', message: 'the call has no id (a number or string)' } };
-  if (typeof o.method !== 'string') return { ok: false, id, error: { code: 'bad-message', message: 'the call has no method name' } };
-  const args = o.args === undefined ? [] : o.args;
-  if (!Array.isArray(args)) return { ok: false, id, error: { code: 'bad-message', message: `args of ${o.method} must be an array` } };
-  return { ok: true, call: { id, method: o.method, args } };
-}
+export { decodeCallMessage, type CallMessage, type CallId, type Envelope, type ReplyMessage } from '../../../trainer/protocol';
 
 /** Validates and runs one method call. Never throws: failures come back as {error}. */
 export async function dispatchCall(api: CohortApi, method: unknown, args: unknown): Promise<Envelope> {

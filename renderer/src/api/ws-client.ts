@@ -2,7 +2,7 @@
 // onXxx subscribers. A dropped connection fails every pending call (as ssh2 drains its callbacks)
 // and reconnects with backoff, so the dashboard survives a server restart.
 import { API_METHODS, ApiCallError, type ApiMethod, type CohortApi, type DeployProgress, type RunEventMessage } from '../../../trainer/protocol';
-import { decodeIncoming, type CallMessage } from './wire';
+import { decodeIncoming, type CallId, type CallMessage } from '../../../trainer/protocol';
 
 export interface WsApi extends CohortApi {
   /** 'open' | 'connecting' | 'closed'; listeners hear every change. */
@@ -17,7 +17,7 @@ export function createWsApi(url: string): WsApi {
   let disposed = false;
   let backoff = 250;
   let opened: Promise<WebSocket> | undefined;
-  const pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  const pending = new Map<CallId, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   const runListeners = new Set<(m: RunEventMessage) => void>();
   const deployListeners = new Set<(p: DeployProgress) => void>();
   const connListeners = new Set<(s: ConnectionState) => void>();
