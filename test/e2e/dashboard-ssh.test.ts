@@ -60,12 +60,9 @@ describe.skipIf(!existsSync(CHROMIUM) || !existsSync('/usr/sbin/sshd'))('dashboa
     expect(await page.getByTestId('notice').filter({ hasText: 'Trusted h1' }).count()).toBe(1);
   });
 
-  // KNOWN BUG (core, electron/core/cluster/ssh-cluster.ts trustHostKey): it resolves but records
-  // nothing in known_hosts when the trust connection cannot authenticate (the key line is only
-  // written after login), so the next connection meets the same unknown key. `it.fails` keeps
-  // this visible: once trust really records the key, this test starts passing and `.fails`
-  // must be removed.
-  it.fails('after trusting: connects and probes the host', async () => {
+  // Trust records the key (core compares the presented fingerprint with the confirmed one first),
+  // so the next connection is verified against it.
+  it('after trusting: connects and probes the host', async () => {
     await page.getByRole('button', { name: 'Test connection' }).click();
     await expect.poll(() => page.locator('.badge.ok').filter({ hasText: 'connected' }).count(), { timeout: 10_000 }).toBe(1);
 

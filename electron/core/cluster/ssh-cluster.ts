@@ -15,7 +15,7 @@ import {
   type TrainConfig,
 } from '../../../trainer/protocol';
 import { resolvePaths, type Env } from '../paths';
-import { HostSession, KeyRing, SshError, createLimiter, resolveTarget, sshOptionsFromEnv, type Limiter, type RemoteProcess, type SshConnectOptions } from '../ssh';
+import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type RemoteProcess, type SshConnectOptions } from '../ssh';
 import type { AgentChannel, AgentExit } from '../runs/agent-channel';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
@@ -89,32 +89,11 @@ export class SshCluster implements ClusterOps {
     }
   }
 
-  /**
-   * Records a host key the user confirmed in the GUI. Connects with accept-new and then checks
-   * that the key the host presented is the one the user saw; a mismatch is refused loudly.
-   */
+  /** Records a host key the user confirmed in the GUI, only if the host still presents exactly that key. */
   async trustHostKey(key: HostKeyInfo): Promise<void> {
     if (key.knownFingerprint) throw new SshError('ssh-host-key-changed', key.host, `${key.host}: a changed host key is never trusted from the dashboard`, 'remove the old line from known_hosts yourself (ssh-keygen -R) after checking why the key changed');
-    const profile: Profile = { v: 1, name: '(trust)', hosts: [{ name: key.host, address: key.address, port: key.port, slots: 1, workdir: '.cohort', env: {} }] };
-    const paths = resolvePaths(this.o.env);
-    const target = resolveTarget(profile, key.host, { localUser: this.o.env.USER || userInfo().username, home: paths.home });
-    let presented = '';
-    const s = await HostSession.connect(target.endpoint, {
-      ...sshOptionsFromEnv(this.o.env),
-      keys: this.o.keys ?? new KeyRing(),
-      acceptNewHostKey: true,
-      // Unfinished: ideally the fingerprint is compared before the key is recorded; today it is
-      // checked right after, and a mismatch is reported (the recorded line must then be removed).
-      onHostKeyAdded: (e) => (presented = e.fingerprint),
-    }).catch((err: unknown) => {
-      // Authentication may fail (the GUI only wanted the key recorded); the key check happened first.
-      if ((err as SshError).code === 'ssh-auth' || (err as SshError).code === 'ssh-key') return undefined;
-      throw err;
-    });
-    s?.dispose();
-    if (presented && presented !== key.fingerprint) {
-      throw new SshError('ssh-host-key-changed', key.host, `${key.host} presented ${presented}, not the ${key.fingerprint} you confirmed`, 'remove the new known_hosts line for this host and investigate');
-    }
+    const { line } = await trustPresentedHostKey(resolvePaths(this.o.env).knownHostsPath, { name: key.host, address: key.address, port: key.port }, key.fingerprint);
+    this.o.onHostKeyAdded?.({ host: key.host, knownHostsName: knownHostsName(key.address, key.port), keyType: key.keyType, fingerprint: key.fingerprint, line, path: resolvePaths(this.o.env).knownHostsPath });
   }
 
   async probe(profile: Profile, opts: { signal?: AbortSignal; acceptNewHostKeys?: boolean } = {}): Promise<HostProbe[]> {

@@ -6,3 +6,4 @@ export { KeyRing, type PassphraseProvider, type PassphraseRequest } from './keys
 export { addKnownHost, checkHostKey, fingerprintSha256, hashHostName, hostFieldMatches, keyTypeOf, knownHostsName, parseKnownHosts, readKnownHosts, type HostKeyCheck, type KnownHostEntry } from './known-hosts';
 export { connectMany, createLimiter, type ConnectManyResult, type Limiter } from './limiter';
 export { endpointOf, resolveTarget, sshOptionsFromEnv, type ResolveContext, type ResolvedTarget } from './endpoints';
+export { fetchHostKey, trustPresentedHostKey, type PresentedHostKey } from './host-key-fetch';
