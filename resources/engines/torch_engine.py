@@ -271,7 +271,7 @@ class Synthetic:
         pool = max(1, min(4, (256 << 20) // (b * 3 * s * s * 4)))  # ≤ 256 MiB of inputs
         gen = torch.Generator(device=device)
         gen.manual_seed(cfg["seed"] * 1000 + rank)
-        self.batches = [(torch.randn(b, 3, s, s, generator=gen, device=device),
+        self.batches = [(torch.randn(b, 3, s, s, generator=gen, device=device).contiguous(memory_format=MEMORY_FORMAT),
                          torch.randint(0, cfg["classes"], (b,), generator=gen, device=device)) for _ in range(pool)]
 
     def epoch(self, epoch, start=0):
