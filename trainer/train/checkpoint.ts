@@ -4,7 +4,7 @@
 // user can read with `head -1`, then bytes.
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../util/atomic-write';
+import { writeFileAtomicSync } from '../util/atomic-write';
 
 const MAGIC = 'cohort-checkpoint';
 const FORMAT_VERSION = 1;
@@ -48,7 +48,7 @@ export function saveCheckpoint(dir: string, data: CheckpointData, keep = 2): str
   const parts: Uint8Array[] = [Buffer.from(headerText)];
   for (const a of Object.values(data.sections)) parts.push(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
   const path = checkpointPath(dir, data.step);
-  writeFileAtomic(path, parts);
+  writeFileAtomicSync(path, parts);
   for (const old of listCheckpoints(dir).slice(0, -keep)) rmSync(old.path, { force: true });
   return path;
 }

@@ -1,12 +1,17 @@
 // Crash-safe file replacement: write a temporary file in the same directory, fsync it, rename it
-// over the target, fsync the directory. A reader sees the old file or the new one, never half.
+// over the target, fsync the directory. A reader sees the old file or the new one, never half
+// (rename is atomic within a filesystem, which is why the temp file lives beside the target).
+// Used by profiles, known_hosts, run history and checkpoints.
+import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 
-export function writeFileAtomic(path: string, chunks: Uint8Array | string | (Uint8Array | string)[], opts: { mode?: number } = {}): void {
+/** Synchronous form, for writers that must finish before the process goes on (checkpoints, run meta). */
+export function writeFileAtomicSync(path: string, chunks: Uint8Array | string | (Uint8Array | string)[], opts: { mode?: number } = {}): void {
   const dir = dirname(path);
   mkdirSync(dir, { recursive: true });
-  const tmp = join(dir, `.${process.pid}.${Date.now()}.${Math.random().toString(36).slice(2)}.tmp`);
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const fd = openSync(tmp, 'w', opts.mode ?? 0o644);
   try {
     for (const c of Array.isArray(chunks) ? chunks : [chunks]) {
@@ -33,5 +38,64 @@ export function writeFileAtomic(path: string, chunks: Uint8Array | string | (Uin
     closeSync(dfd);
   } catch {
     // Some filesystems refuse fsync on directories; the rename is still atomic.
+  }
+}
+
+export interface AtomicWriteOptions {
+  /** File mode of the new file (default 0o600: profiles and known_hosts are private). */
+  mode?: number;
+  /** Mode for directories created on the way (default 0o700). */
+  dirMode?: number;
+}
+
+export async function writeFileAtomic(path: string, data: string | Uint8Array, opts: AtomicWriteOptions = {}): Promise<void> {
+  const dir = dirname(path);
+  await mkdir(dir, { recursive: true, mode: opts.dirMode ?? 0o700 });
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
+  let renamed = false;
+  try {
+    const fh = await open(tmp, 'wx', opts.mode ?? 0o600);
+    try {
+      await fh.writeFile(data);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await rename(tmp, path);
+    renamed = true;
+    await syncDir(dir);
+  } finally {
+    if (!renamed) await rm(tmp, { force: true });
+  }
+}
+
+async function syncDir(dir: string): Promise<void> {
+  // Makes the rename itself durable. Some filesystems refuse fsync on a directory: not fatal.
+  try {
+    const fh = await open(dir, 'r');
+    try {
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+  } catch {
+    /* best effort */
+  }
+}
+
+/**
+ * Serialises read-modify-write cycles on one path within this process (e.g. several hosts
+ * accepting new host keys at once must not lose each other's lines).
+ */
+const locks = new Map<string, Promise<unknown>>();
+export async function withFileLock<T>(path: string, fn: () => Promise<T>): Promise<T> {
+  const prev = locks.get(path) ?? Promise.resolve();
+  const next = prev.then(fn, fn);
+  const settled = next.catch(() => undefined);
+  locks.set(path, settled);
+  try {
+    return await next;
+  } finally {
+    if (locks.get(path) === settled) locks.delete(path);
   }
 }

@@ -4,7 +4,7 @@
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LOCAL_PROFILE_NAME, ProfileError, decodeProfile, isValidName, localProfile, type Profile } from '../../../trainer/protocol/profile';
-import { writeFileAtomic, withFileLock } from './atomic-file';
+import { writeFileAtomic, withFileLock } from '../../../trainer/util/atomic-write';
 
 export type ProfileStoreErrorCode = 'profile-not-found' | 'profile-exists' | 'profile-invalid' | 'profile-reserved' | 'profile-io';
 

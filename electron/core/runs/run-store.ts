@@ -4,7 +4,7 @@
 // History read it back.
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../../../trainer/util/atomic-write';
+import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
 import { EventLineDecoder, type CohortEvent, type RunMeta } from '../../../trainer/protocol';
 
 export type { RunMeta };
@@ -60,7 +60,7 @@ export class RunRecorder {
   }
 
   private writeMeta(): void {
-    writeFileAtomic(join(this.dir, 'meta.json'), JSON.stringify(this.meta, null, 2) + '\n');
+    writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(this.meta, null, 2) + '\n');
   }
 }
 

@@ -4,7 +4,7 @@
 // are skipped (we do not do host certificates). Format: sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT".
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { writeFileAtomic, withFileLock } from '../profiles/atomic-file';
+import { writeFileAtomic, withFileLock } from '../../../trainer/util/atomic-write';
 
 export interface KnownHostEntry {
   /** 1-based line number in the file (what `ssh-keygen -R` and users count by). */

@@ -3,6 +3,8 @@
 // adding a layer never shifts another layer's values. Only integer ops and V8's fdlibm-based
 // Math.log/cos/sqrt are used, which are the same on every host.
 
+import { mulberry32 } from '../../data/rng';
+
 /** FNV-1a 32-bit hash of a string. */
 function hash(s: string): number {
   let h = 0x811c9dc5;
@@ -13,16 +15,9 @@ function hash(s: string): number {
   return h >>> 0;
 }
 
-/** mulberry32: a small, fast 32-bit generator; returns uniform floats in [0, 1). */
+/** Uniform floats in [0, 1) from the stream named `stream` of `seed` (mulberry32, as the data uses). */
 export function rng(seed: number, stream: string): () => number {
-  let a = (hash(stream) ^ Math.imul(seed | 0, 0x9e3779b1)) >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return mulberry32((hash(stream) ^ Math.imul(seed | 0, 0x9e3779b1)) >>> 0);
 }
 
 export function fillNormal(out: Float32Array, std: number, seed: number, stream: string): void {
