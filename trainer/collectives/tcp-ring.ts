@@ -68,7 +68,12 @@ export class TcpRingCollective implements Collective {
         engine = new RingEngine(env.rank, n, l.rank, l.host, {
           // Events during the rendezvous are replayed once the collective exists.
           onLeftBye: (lost) => void (ref.self ? ref.self.onBye(l.rank, 'left', lost) : early.push(() => ref.self!.onBye(l.rank, 'left', lost))),
-          onFatal: (err) => void (ref.self ? ref.self.setFailure(err, false) : early.push(() => ref.self!.setFailure(err, false))),
+          onFatal: (err) => {
+            // A failed write to the right neighbour means that rank is gone: name it, like a closed socket would.
+            const right = (env.rank + 1) % n;
+            const apply = () => (err.code === 'PEER_LOST' && !(err instanceof PeerLostError) ? ref.self!.departed(right, err.message) : ref.self!.setFailure(err, false));
+            void (ref.self ? apply() : early.push(apply));
+          },
         });
         return engine;
       },
