@@ -1,8 +1,9 @@
 // End-to-end local runs through the real CLI: real rank processes, real TCP allreduce, the real
 // wasm backend. Small shapes keep each run to a few seconds.
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { encodeCifarRecords } from '../../trainer/data/cifar100';
 import { loadLatestCheckpoint } from '../../trainer/train/checkpoint';
 import type { CohortEvent, DoneEvent, ErrorEvent, HelloEvent, StepEvent } from '../../trainer/protocol';
 import { alive, runCli, tempDataDir } from '../helpers/cli';
@@ -117,6 +118,57 @@ describe('cohort run --local', () => {
     const after = execFileSync('ps', ['-eo', 'pid,args']).toString();
     const leftovers = after.split('\n').filter((l) => l.includes('cohort-trainer.mjs') && pidOf(l) !== undefined && alive(pidOf(l)!) && belongsTo(pidOf(l)!, r.child.pid!));
     expect(leftovers).toEqual([]);
+  });
+});
+
+describe('cohort run --local: data, checkpoints, stop', () => {
+  it('trains on CIFAR-100 binary files and reports validation accuracy per epoch', async () => {
+    const dir = dataDir();
+    const rec = (i: number) => ({ fine: i % 100, pixels: Uint8Array.from({ length: 3072 }, (_, k) => (i * 31 + k * 7) % 256) });
+    writeFileSync(join(dir, 'train.bin'), encodeCifarRecords(Array.from({ length: 32 }, (_, i) => rec(i))));
+    writeFileSync(join(dir, 'test.bin'), encodeCifarRecords(Array.from({ length: 16 }, (_, i) => rec(i + 1000))));
+    const r = runCli(['run', '--local', '--ranks', '2', '--epochs', '1', '--batch-size', '4', '--stem', 'cifar', '--image-size', '8', '--warmup-steps', '0', '--log-steps', '2', '--data', `cifar100:${dir}`, '--json'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+    expect((await r.exit).code, r.stderr).toBe(0);
+    const plan = of(r.events, 'plan')[0]!;
+    expect(plan).toMatchObject({ steps: 4, stepsPerEpoch: 4, epochs: 1 }); // 32 samples / (2 ranks × 4)
+    const epoch = of(r.events, 'epoch')[0]!;
+    expect(epoch.epoch).toBe(0);
+    expect(epoch.valAccuracy).toBeGreaterThanOrEqual(0);
+    expect(epoch.valAccuracy).toBeLessThanOrEqual(1);
+    expect(epoch.valLoss).toBeGreaterThan(0);
+  });
+
+  it('says which file is missing for --data cifar100:DIR', async () => {
+    const r = runCli(['run', '--local', '--steps', '2', ...tiny, '--data', `cifar100:${dataDir()}`, '--classes', '100'], { env: { COHORT_DATA_DIR: dataDir() } });
+    expect((await r.exit).code).toBe(1);
+    expect(r.stderr).toMatch(/train\.bin not found.*CIFAR-100 \*binary\* version/);
+  });
+
+  it('saves checkpoints atomically and resumes from the newest one', async () => {
+    const ck = dataDir();
+    const common = ['--local', '--ranks', '2', ...tiny, '--warmup-steps', '0', '--log-steps', '1', '--checkpoint-dir', ck, '--checkpoint-every', '2', '--json'];
+    const first = runCli(['run', ...common, '--steps', '4'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+    expect((await first.exit).code, first.stderr).toBe(0);
+    expect(of(first.events, 'checkpoint').map((c) => c.step)).toEqual([2, 4]);
+    const second = runCli(['run', ...common, '--steps', '6', '--resume'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+    expect((await second.exit).code, second.stderr).toBe(0);
+    expect(of(second.events, 'checkpoint')[0]).toMatchObject({ action: 'resumed', step: 4 });
+    expect(of(second.events, 'step').map((s) => s.step)).toEqual([5, 6]);
+    expect(loadLatestCheckpoint(ck)!.step).toBe(6);
+  });
+
+  it('cohort stop RUN cancels a running run from another process', async () => {
+    const env = { COHORT_DATA_DIR: dataDir() };
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', ...tiny, '--json'], { env, json: true });
+    await r.waitFor((e) => e.type === 'step');
+    const runs = runCli(['runs', 'list', '--json'], { env });
+    await runs.exit;
+    const running = (JSON.parse(runs.stdout) as { id: string; status: string }[]).find((m) => m.status === 'running')!;
+    const stop = runCli(['stop', running.id], { env });
+    expect((await stop.exit).code, stop.stderr).toBe(0);
+    expect(stop.stdout).toMatch(/cancelled/);
+    expect((await r.exit).code).toBe(130);
+    expect(of(r.events, 'done').at(-1)?.status).toBe('cancelled');
   });
 });
 
