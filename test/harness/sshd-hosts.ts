@@ -7,7 +7,7 @@
 // Cleanup is guaranteed three ways: dispose() (call it in afterAll), a process 'exit' hook, and
 // removal at the next start of anything a killed run registered (see netns.ts).
 import { execFile, spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { appendFile, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -103,6 +103,9 @@ function installExitHook(): void {
     for (const r of live.values()) teardownSync(r);
   });
 }
+
+/** Why sshd tests cannot run here (for describe.skipIf), or undefined when they can. */
+export const SSHD_MISSING: string | undefined = existsSync('/usr/sbin/sshd') ? undefined : 'OpenSSH server missing: apt-get install openssh-server';
 
 /** The mode startHosts picks with mode 'auto' (for it.runIf at collection time). */
 export async function harnessMode(requested: StartHostsOptions['mode'] = 'auto'): Promise<HarnessMode> {

@@ -4,12 +4,13 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostSession, KeyRing, SshError } from '../../electron/core/ssh';
-import { leftovers, startHosts, type SshdCluster } from '../harness/sshd-hosts';
+import { leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 
 let cluster: SshdCluster;
 let agent: ChildProcess | undefined;
 
 beforeAll(async () => {
+  if (SSHD_MISSING) return;
   cluster = await startHosts(1);
 });
 afterAll(async () => {
@@ -37,7 +38,7 @@ async function refused(p: Promise<HostSession>): Promise<SshError> {
   return err as SshError;
 }
 
-describe('authentication', () => {
+describe.skipIf(SSHD_MISSING)('authentication', () => {
   it('refuses a key the host does not know, naming the methods tried', async () => {
     const wrong = keygen('wrong_ed25519');
     const err = await refused(HostSession.connect(cluster.endpoint(0, { identityFile: wrong }), { knownHostsPath: cluster.knownHostsPath }));

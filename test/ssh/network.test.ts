@@ -3,11 +3,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeProfile } from '../../trainer/protocol/profile';
 import { HostSession, SshError, connectMany, describeHost, resolveTarget } from '../../electron/core/ssh';
-import { harnessMode, leftovers, startHosts, type SshdCluster } from '../harness/sshd-hosts';
+import { harnessMode, leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 
 let cluster: SshdCluster;
 
 beforeAll(async () => {
+  if (SSHD_MISSING) return;
   cluster = await startHosts(3, { privateHosts: [2] });
 });
 afterAll(async () => {
@@ -31,7 +32,7 @@ async function refused(p: Promise<HostSession>): Promise<SshError> {
 const NETNS = (await harnessMode()) === 'netns';
 const netns = () => NETNS;
 
-describe('network failures', () => {
+describe.skipIf(SSHD_MISSING)('network failures', () => {
   it('says "connection refused" when nothing listens on the port', async () => {
     const err = await refused(HostSession.connect(cluster.endpoint(0, { port: 2222 }), { knownHostsPath: cluster.knownHostsPath }));
     expect(err.code).toBe('ssh-refused');
@@ -63,7 +64,7 @@ describe('network failures', () => {
   });
 });
 
-describe('ProxyJump', () => {
+describe.skipIf(SSHD_MISSING)('ProxyJump', () => {
   it('reaches a private host through host 1, and the target sees the connection come from host 1', async () => {
     const profile = decodeProfile({
       name: 'lab',
@@ -107,7 +108,7 @@ describe('ProxyJump', () => {
   });
 });
 
-describe('jump host failure', () => {
+describe.skipIf(SSHD_MISSING)('jump host failure', () => {
   it.runIf(NETNS)('rejects work on the target when the jump host stops answering', async () => {
     const opts = { knownHostsPath: cluster.knownHostsPath, keepaliveIntervalMs: 200, keepaliveCountMax: 2 };
     const s = await HostSession.connect(cluster.endpoint(2), { ...opts, jump: [cluster.endpoint(0)] });
@@ -128,7 +129,7 @@ describe('jump host failure', () => {
   });
 });
 
-describe('many hosts', () => {
+describe.skipIf(SSHD_MISSING)('many hosts', () => {
   it('connects with a concurrency limit and reports each host on its own', async () => {
     const targets = [
       { endpoint: cluster.endpoint(0) },

@@ -3,15 +3,16 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostSession, fetchHostKey, trustPresentedHostKey } from '../../electron/core/ssh';
-import { startHosts, type SshdCluster } from '../harness/sshd-hosts';
+import { startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 
 let cluster: SshdCluster;
 beforeAll(async () => {
+  if (SSHD_MISSING) return;
   cluster = await startHosts(1, { knownHosts: 'empty' });
 });
 afterAll(async () => cluster?.dispose());
 
-describe('trustPresentedHostKey', () => {
+describe.skipIf(SSHD_MISSING)('trustPresentedHostKey', () => {
   it('refuses a fingerprint that is not the presented one, then records the right one', async () => {
     const h = cluster.hosts[0]!;
     writeFileSync(cluster.knownHostsPath, '');
