@@ -1,7 +1,7 @@
 // The `cohort` CLI against real OpenSSH hosts (network namespaces, or 127.0.0.x without them):
 // probe, deploy (twice: the second transfers nothing), multi-host data-parallel runs whose rank 0
 // reports every rank's memory, a rank killed on one host, and Ctrl-C leaving nothing behind.
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -49,7 +49,7 @@ beforeAll(async () => {
   const knownHosts = join(dirs[0]!, 'known_hosts');
   copyFileSync(cluster.knownHostsPath, knownHosts);
   env = { COHORT_CONFIG_DIR: join(dirs[0]!, 'config'), COHORT_DATA_DIR: join(dirs[0]!, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
-  for (const [name, hosts, slots] of [['trio', [0, 1, 2], 1], ['duo', [0, 1], 2]] as const) {
+  for (const [name, hosts, slots] of [['trio', [0, 1, 2], 1], ['duo', [0, 1], 2], ['pair', [0, 1], 1]] as const) {
     const r = await cli(['profiles', 'import', profileJson(name, [...hosts], slots)]);
     expect(r.exit.code, r.stderr).toBe(0);
   }
@@ -126,6 +126,17 @@ describe.skipIf(SSHD_MISSING)('cohort run --profile over SSH', () => {
     expect(plan.ranks.map((x) => `${x.rank}:${x.host}:${x.localRank}`)).toEqual([`0:${cluster.hosts[0]!.name}:0`, `1:${cluster.hosts[0]!.name}:1`, `2:${cluster.hosts[1]!.name}:0`, `3:${cluster.hosts[1]!.name}:1`]);
     const steps = of(r.events, 'step') as StepEvent[];
     expect(steps.at(-1)!.memory).toHaveLength(4);
+  });
+
+  it.skipIf(!existsSync('/usr/bin/python3'))('runs the PyTorch engine on 2 hosts (DDP over gloo between them)', async () => {
+    const r = await cli(['run', '--profile', 'pair', '--engine', 'torch', '--steps', '3', '--log-steps', '1', ...tiny, '--json'], true);
+    if (/no Python with PyTorch/.test(r.stderr + r.stdout)) return; // torch not installed here: the engine test suite says so
+    expect(r.exit.code, JSON.stringify(of(r.events, 'error'))).toBe(0);
+    const hello = of(r.events, 'hello')[0] as HelloEvent;
+    expect(hello).toMatchObject({ engine: 'torch', worldSize: 2 });
+    const steps = of(r.events, 'step') as StepEvent[];
+    expect(steps.at(-1)!.memory.map((m) => m.host).sort()).toEqual([cluster.hosts[0]!.name, cluster.hosts[1]!.name].sort());
+    expect(await trainerProcesses()).toEqual([]);
   });
 
   it('fails within 15 s naming host and rank when a rank is killed on one host, and leaves nothing', async () => {

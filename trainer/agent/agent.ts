@@ -5,7 +5,7 @@
 // Lifetime rule (no orphans): the agent kills every rank it started when its stdin ends (the SSH
 // channel or the parent process is gone), when heartbeats stop, on a `cancel` line, or when any
 // of its ranks fails. It never outlives its channel.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -62,7 +62,14 @@ export async function runAgent(opts: { trainerEntry: string; enginesDir: string;
   }
   emit({ type: 'log', level: 'info', host: spec.host, message: `agent on ${spec.host}: starting ${spec.ranks.length} rank(s) with engine ${engine.name} (${engine.reason})` });
 
-  const procs = spec.ranks.map((r) => startRank(r, spec, engine, opts.trainerEntry, runDir, emit));
+  // gloo picks its interface from the host name, which often resolves to 127.0.x.1: point it at
+  // the interface that actually reaches the master (users can still set GLOO_SOCKET_IFNAME in env).
+  const torchEnv: Record<string, string> = {};
+  if (engine.name === 'torch' && !spec.env.GLOO_SOCKET_IFNAME && !process.env.GLOO_SOCKET_IFNAME) {
+    const dev = routeInterface(spec.masterAddr);
+    if (dev) torchEnv.GLOO_SOCKET_IFNAME = dev;
+  }
+  const procs = spec.ranks.map((r) => startRank(r, { ...spec, env: { ...torchEnv, ...spec.env } }, engine, opts.trainerEntry, runDir, emit));
   const run = { outcome: 'running' as 'running' | 'failed' | 'cancelled' };
   let resolveDone: () => void = () => {};
   const allExited = new Promise<void>((res) => (resolveDone = res));
@@ -175,6 +182,16 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     p.reportedError = true;
   });
   return p;
+}
+
+/** The network interface the kernel would use to reach `addr` (Linux `ip route get`), if known. */
+function routeInterface(addr: string): string | undefined {
+  try {
+    const out = execFileSync('ip', ['-o', 'route', 'get', addr], { encoding: 'utf8', timeout: 3000, stdio: ['ignore', 'pipe', 'ignore'] });
+    return /\bdev (\S+)/.exec(out)?.[1];
+  } catch {
+    return undefined;
+  }
 }
 
 function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
