@@ -63,15 +63,19 @@ for (const size of [32, 64]) {
   rows.push(measure(`${size}² 2 ranks`, size, 2));
 }
 rows.push(measure('32² 1 rank --compile', 32, 1, ['--compile']));
+rows.push(measure('32² 2 ranks --compile', 32, 2, ['--compile']));
+rows.push(measure('64² 2 ranks --compile', 64, 2, ['--compile']));
 rows.push(measure('32² 2 ranks --fp16', 32, 2, ['--fp16']));
 const torch = { 32: torchReference(32, 2), 64: torchReference(64, 2), '32-1thread': torchReference(32, 1) };
 
 const get = (n: string) => rows.find((r) => r.name === n);
 const ratio = (a: number | null | undefined, b: number | null | undefined) => (a && b ? a / b : null);
+const best = (...rs: (Row | undefined)[]) => Math.max(...rs.map((r) => r?.imgPerSec ?? 0)) || null;
 const summary = {
+  // The machine's best tfjs configuration (2 ranks, with or without --compile) against PyTorch on both cores.
   perMachineVsTorch: {
-    32: ratio(get('32² 2 ranks')?.imgPerSec, 'imgPerSec' in torch[32] ? torch[32].imgPerSec : null),
-    64: ratio(get('64² 2 ranks')?.imgPerSec, 'imgPerSec' in torch[64] ? torch[64].imgPerSec : null),
+    32: ratio(best(get('32² 2 ranks'), get('32² 2 ranks --compile')), 'imgPerSec' in torch[32] ? torch[32].imgPerSec : null),
+    64: ratio(best(get('64² 2 ranks'), get('64² 2 ranks --compile')), 'imgPerSec' in torch[64] ? torch[64].imgPerSec : null),
   },
   scalingEfficiency2Ranks: {
     32: ratio(get('32² 2 ranks')?.imgPerSec, (get('32² 1 rank')?.imgPerSec ?? 0) * 2),
@@ -91,7 +95,7 @@ const md = [
   '',
   `PyTorch seed-style reference (same step, 2 threads): 32² ${'imgPerSec' in torch[32] ? f(torch[32].imgPerSec) + ' img/s' : torch[32].skipped}, 64² ${'imgPerSec' in torch[64] ? f(torch[64].imgPerSec) + ' img/s' : torch[64].skipped}; 1 thread 32²: ${'imgPerSec' in torch['32-1thread'] ? f(torch['32-1thread'].imgPerSec) + ' img/s' : torch['32-1thread'].skipped}`,
   '',
-  `- per machine vs PyTorch (2 tfjs ranks ÷ torch on 2 threads): 32² ${f(summary.perMachineVsTorch[32])}×, 64² ${f(summary.perMachineVsTorch[64])}× (goal ≥ 0.5)`,
+  `- per machine vs PyTorch (best of 2 tfjs ranks with/without --compile ÷ torch on 2 threads): 32² ${f(summary.perMachineVsTorch[32])}×, 64² ${f(summary.perMachineVsTorch[64])}× (goal ≥ 0.5)`,
   `- 2-rank scaling efficiency: 32² ${f(summary.scalingEfficiency2Ranks[32])}, 64² ${f(summary.scalingEfficiency2Ranks[64])} (goal ≥ 0.9)`,
   `- --compile: measured speed-up of the step ${f(summary.compileSpeedup)}× (compile event); step-time ratio off/on in the run ${f(summary.compileStepRatio)}×`,
   `- --fp16: gradient bytes on the wire, on/off = ${f(summary.fp16WireBytesRatio)}`,
