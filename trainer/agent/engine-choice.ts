@@ -52,7 +52,7 @@ export function tfjsGpuInstalled(env: NodeJS.ProcessEnv = process.env): boolean 
 
 export async function chooseEngine(engine: Engine, opts: { enginesDir: string }): Promise<EngineChoice> {
   const script = join(opts.enginesDir, 'torch_engine.py');
-  if (engine === 'tfjs') return { name: 'tfjs', reason: 'engine tfjs requested (--engine tfjs)' };
+  if (engine === 'tfjs') return { name: 'tfjs', reason: 'engine tfjs (--engine tfjs, the default)' };
   const torch = existsSync(script) ? await findTorch() : undefined;
   if (engine === 'torch') {
     if (!existsSync(script)) throw new Error(`--engine torch: the engine script ${script} is missing from the deployed bundle; redeploy (cohort deploy)`);

@@ -134,7 +134,6 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       if (report) {
         const { plan: _plan, ...timing } = report;
         emit({ type: 'compile', name: 'kernel-selection', status: 'ok', ...timing });
-        log(`compile: ${report.detail} (${(report.durationMs / 1000).toFixed(1)} s, ${report.speedup.toFixed(2)}× step speed-up)`);
       }
     }
 
@@ -157,7 +156,6 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
 
       if (step + 1 === warmupEnd && warmupEnd > startStep) {
         emit({ type: 'warmup', steps: warmupEnd - startStep, durationMs: Date.now() - warmupStart, detail: 'first steps allocate buffers and initialise kernels; excluded from throughput' });
-        log(`warm-up: ${warmupEnd - startStep} steps in ${((Date.now() - warmupStart) / 1000).toFixed(1)} s (not counted)`);
         window = { start: Date.now(), steps: 0, samples: 0, lossSum: 0, lossCount: 0, bytes0: collective.bytesSent };
         continue;
       }
