@@ -16,7 +16,6 @@ const dataDir = () => {
 };
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-let fp32BytesPerStep = 0;
 const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10'];
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
@@ -38,8 +37,9 @@ describe('cohort run --local', () => {
       expect(s.memory.map((m) => m.rank).sort()).toEqual([0, 1]);
       expect(s.memory.every((m) => m.rssBytes > 10e6)).toBe(true);
     }
-    fp32BytesPerStep = steps[1]!.commBytes! / (steps[1]!.step - steps[0]!.step); // a full window (the first follows warm-up)
-    expect(fp32BytesPerStep).toBeGreaterThan(4 * 23_000_000 * 0.9); // ~ every gradient, once, as float32 (ring: 2(n-1)/n = 1 for n=2)
+    // A full window (the first follows warm-up): a 2-rank ring sends 2(n-1)/n = 1 × every gradient, as float32.
+    const fp32BytesPerStep = steps[1]!.commBytes! / (steps[1]!.step - steps[0]!.step);
+    expect(fp32BytesPerStep / (hello.params * 4)).toBeCloseTo(1, 2);
     const done = of(r.events, 'done')[0] as DoneEvent;
     expect(done.status).toBe('ok');
     expect(done.paramChecksum).toMatch(/^[0-9a-f]{64}$/);
@@ -51,18 +51,27 @@ describe('cohort run --local', () => {
     expect(readdirSync(join(data, 'runs', runs[0]!, 'logs')).sort()).toEqual(expect.arrayContaining(['local-0.log', 'local-1.log']));
   });
 
-  it('--compile reports a measured kernel selection and --fp16 halves the gradient bytes on the wire', async () => {
-    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '4', '--log-steps', '2', '--warmup-steps', '1', ...tiny, '--compile', '--fp16', '--json'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+  it('--compile reports a measured kernel selection (remembered for the next run) and --fp16 halves the gradient bytes on the wire', async () => {
+    const env = { COHORT_DATA_DIR: dataDir() };
+    const args = ['run', '--local', '--ranks', '2', '--steps', '4', '--log-steps', '2', '--warmup-steps', '1', ...tiny, '--compile', '--fp16', '--json'];
+    const r = runCli(args, { env, json: true });
     expect((await r.exit).code, r.stderr).toBe(0);
     const compile = of(r.events, 'compile')[0]!;
     expect(compile).toMatchObject({ name: 'kernel-selection', status: 'ok' });
     expect(compile.speedup).toBeGreaterThan(0);
-    expect(compile.detail).toMatch(/autotuned conv kernels/);
+    expect(compile.detail).toMatch(/^autotuned conv kernels/);
+    // The same shapes on the same host again: the measured plan is reused, and the event says so.
+    const again = runCli(args, { env, json: true });
+    expect((await again.exit).code, again.stderr).toBe(0);
+    const reused = of(again.events, 'compile')[0]!;
+    expect(reused.detail).toMatch(/^reused the plan measured on this host at .*: autotuned conv kernels/);
+    expect(reused.speedup).toBe(compile.speedup);
+    expect(reused.durationMs).toBeLessThan(compile.durationMs);
     const hello = of(r.events, 'hello')[0] as HelloEvent;
     expect(hello.capabilities.fp16!.detail).toMatch(/unavailable/);
     const steps = of(r.events, 'step') as StepEvent[];
     const fp16BytesPerStep = steps[1]!.commBytes! / (steps[1]!.step - steps[0]!.step);
-    expect(fp16BytesPerStep / fp32BytesPerStep).toBeCloseTo(0.5, 2);
+    expect(fp16BytesPerStep / (hello.params * 4)).toBeCloseTo(0.5, 2); // half of the float32 bytes above
   });
 
   it('prints the seeds human format by default', async () => {

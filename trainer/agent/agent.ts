@@ -13,6 +13,7 @@ import { createInterface } from 'node:readline';
 import {
   AGENT_CANCEL,
   AGENT_HEARTBEAT,
+  CACHE_DIR_ENV,
   CONFIG_ENV,
   EventLineDecoder,
   HOST_ENV,
@@ -146,6 +147,7 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     [CONFIG_ENV]: JSON.stringify(spec.config),
     [HOST_ENV]: spec.host,
     [RUN_DIR_ENV]: runDir,
+    [CACHE_DIR_ENV]: join(runDir, '..', '..', 'cache'),
     COHORT_ENGINE_REASON: engine.reason,
     COHORT_THREADS: spec.env.COHORT_THREADS ?? String(threads),
   };

@@ -60,5 +60,7 @@ export const RENDEZVOUS_ENV = {
 export const CONFIG_ENV = 'COHORT_TRAIN_CONFIG';
 /** The host name a rank reports in its events. */
 export const HOST_ENV = 'COHORT_HOST';
+/** A per-host cache directory under the workdir (e.g. the --compile kernel plan). */
+export const CACHE_DIR_ENV = 'COHORT_CACHE_DIR';
 /** The agent's per-run working directory (checkpoints default there). */
 export const RUN_DIR_ENV = 'COHORT_RUN_DIR';

@@ -10,7 +10,7 @@ import { connectCollective, rendezvousEnvFromProcess, type Collective } from '..
 import { initBackend, tfjsCapabilities } from '../engine/tfjs/backend';
 import { applyCompilePlan, compileTrainStep } from '../engine/tfjs/compile';
 import { createResNet50, type TfjsResNet } from '../engine/tfjs/resnet50';
-import { CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type TrainConfig } from '../protocol';
+import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type TrainConfig } from '../protocol';
 import { createOptimizer } from '../optim/optimizer';
 import { learningRate } from '../optim/schedule';
 import { loadCifar100 } from '../data/cifar100';
@@ -18,6 +18,7 @@ import { allocBatch, fillBatch, type Dataset } from '../data/dataset';
 import { DistributedSampler } from '../data/sampler';
 import { syntheticDataset } from '../data/synthetic';
 import { loadLatestCheckpoint, saveCheckpoint } from './checkpoint';
+import { planCacheFile, readCachedPlan, writeCachedPlan } from './compile-cache';
 import { LogTail, reserveStdoutForEvents, stdoutEmitter, type Emit } from './emit';
 import { MemorySampler } from './memory';
 import { join } from 'node:path';
@@ -125,9 +126,17 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       const bn = m.getBnState(); // the timing steps must not change training state
       let report: Awaited<ReturnType<typeof compileTrainStep>> | undefined;
       if (isMaster) {
-        log('compile: timing gradient implementations on this backend...');
-        report = await compileTrainStep(m, batchAt(startStep));
-        m.setBnState(bn);
+        const t0 = Date.now();
+        const cacheFile = env[CACHE_DIR_ENV] ? planCacheFile(env[CACHE_DIR_ENV], { backend: backend.name, stem: config.stem, imageSize: config.imageSize, batchSize: config.batchSize, classes: config.classes }) : undefined;
+        const cached = cacheFile ? readCachedPlan(cacheFile) : undefined;
+        if (cached && tryApplyPlan(m, cached.report.plan)) {
+          report = { ...cached.report, durationMs: Date.now() - t0, detail: `reused the plan measured on this host at ${cached.measuredAt} (${cacheFile}): ${cached.report.detail}` };
+        } else {
+          log('compile: timing gradient implementations on this backend...');
+          report = await compileTrainStep(m, batchAt(startStep));
+          m.setBnState(bn);
+          if (cacheFile) writeCachedPlan(cacheFile, report);
+        }
       }
       const plan = await broadcastJson(collective, report?.plan ?? {}, 0);
       if (!isMaster) applyCompilePlan(m, plan);
@@ -316,6 +325,16 @@ async function resume(
   if (ck) emit({ type: 'checkpoint', step, path: ck.path, action: 'resumed' });
   log(`resume: continuing from step ${step}`);
   return step;
+}
+
+/** Applies a remembered plan; false when it does not fit this model (e.g. written by another version). */
+function tryApplyPlan(m: TfjsResNet, plan: Parameters<typeof applyCompilePlan>[1]): boolean {
+  try {
+    applyCompilePlan(m, plan);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function prefixed(prefix: string, o: Record<string, Float32Array>): Record<string, Float32Array> {

@@ -1,0 +1,34 @@
+// The `--compile` kernel plan, remembered per host: timing every candidate kernel takes from
+// seconds to minutes, and the answer only depends on this host's CPU, the backend and the shapes.
+// A run that finds a plan for its exact key applies it and says so in its `compile` event (with
+// the timings that were measured when the plan was made) instead of timing again.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CompileReport } from '../engine/tfjs/compile';
+import { writeFileAtomicSync } from '../util/atomic-write';
+
+/** Bump when kernel implementations change, so old plans are not reused. */
+const PLAN_FORMAT = 1;
+
+export interface CachedPlan {
+  measuredAt: string;
+  report: CompileReport;
+}
+
+export function planCacheFile(dir: string, key: { backend: string; stem: string; imageSize: number; batchSize: number; classes: number }): string {
+  return join(dir, `compile-v${PLAN_FORMAT}-${key.backend}-${key.stem}-${key.imageSize}px-b${key.batchSize}-c${key.classes}.json`);
+}
+
+export function readCachedPlan(file: string): CachedPlan | undefined {
+  if (!existsSync(file)) return undefined;
+  try {
+    const c = JSON.parse(readFileSync(file, 'utf8')) as CachedPlan;
+    return c.report && typeof c.report.plan === 'object' && typeof c.measuredAt === 'string' ? c : undefined;
+  } catch {
+    return undefined; // unreadable: measure again and overwrite
+  }
+}
+
+export function writeCachedPlan(file: string, report: CompileReport): void {
+  writeFileAtomicSync(file, JSON.stringify({ measuredAt: new Date().toISOString(), report } satisfies CachedPlan, null, 2) + '\n');
+}
