@@ -3,8 +3,9 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostSession, KeyRing, SshError } from '../../electron/core/ssh';
+import { HostSession, KeyRing } from '../../electron/core/ssh';
 import { leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { connectFailure } from '../helpers/ssh';
 
 let cluster: SshdCluster;
 let agent: ChildProcess | undefined;
@@ -26,22 +27,10 @@ function keygen(name: string, passphrase = ''): string {
   return path;
 }
 
-async function refused(p: Promise<HostSession>): Promise<SshError> {
-  const err = await p.then(
-    (s) => {
-      s.dispose();
-      throw new Error('connected, but should have been refused');
-    },
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(SshError);
-  return err as SshError;
-}
-
 describe.skipIf(SSHD_MISSING)('authentication', () => {
   it('refuses a key the host does not know, naming the methods tried', async () => {
     const wrong = keygen('wrong_ed25519');
-    const err = await refused(HostSession.connect(cluster.endpoint(0, { identityFile: wrong }), { knownHostsPath: cluster.knownHostsPath }));
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(0, { identityFile: wrong }), { knownHostsPath: cluster.knownHostsPath }));
     expect(err.code).toBe('ssh-auth');
     expect(err.message).toContain(`authentication failed for user "root": tried publickey (${wrong}); the server accepts: publickey`);
     expect(err.message).toContain('authorized_keys');
@@ -69,14 +58,14 @@ describe.skipIf(SSHD_MISSING)('authentication', () => {
       attempts.push(req.attempt);
       return 'wrong';
     });
-    const err = await refused(HostSession.connect(cluster.endpoint(0, { identityFile: enc }), { knownHostsPath: cluster.knownHostsPath, keys: wrong }));
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(0, { identityFile: enc }), { knownHostsPath: cluster.knownHostsPath, keys: wrong }));
     expect(err.code).toBe('ssh-key-passphrase');
     expect(err.message).toContain(`wrong passphrase for ${enc} (3 attempts)`);
     expect(attempts).toEqual([1, 2, 3]);
-    const none = await refused(HostSession.connect(cluster.endpoint(0, { identityFile: enc }), { knownHostsPath: cluster.knownHostsPath }));
+    const none = await connectFailure(HostSession.connect(cluster.endpoint(0, { identityFile: enc }), { knownHostsPath: cluster.knownHostsPath }));
     expect(none.code).toBe('ssh-key-passphrase');
     expect(none.message).toContain('is encrypted and no passphrase was given');
-    const missing = await refused(HostSession.connect(cluster.endpoint(0, { identityFile: join(cluster.dir, 'nope') }), { knownHostsPath: cluster.knownHostsPath }));
+    const missing = await connectFailure(HostSession.connect(cluster.endpoint(0, { identityFile: join(cluster.dir, 'nope') }), { knownHostsPath: cluster.knownHostsPath }));
     expect(missing.code).toBe('ssh-key');
     expect(missing.message).toContain('cannot read identity file');
   });
@@ -99,12 +88,12 @@ describe.skipIf(SSHD_MISSING)('authentication', () => {
     s.dispose();
 
     // Without the agent and without a key there is nothing to try: said up front.
-    const err = await refused(HostSession.connect(endpoint, { knownHostsPath: cluster.knownHostsPath }));
+    const err = await connectFailure(HostSession.connect(endpoint, { knownHostsPath: cluster.knownHostsPath }));
     expect(err.code).toBe('ssh-auth');
     expect(err.message).toMatch(/no authentication method to try.*SSH_AUTH_SOCK/);
     // An agent without the right key: the error names the agent as tried.
     execFileSync('ssh-add', ['-D'], { env: { ...process.env, SSH_AUTH_SOCK: sock }, stdio: 'ignore' });
-    const empty = await refused(HostSession.connect(endpoint, { knownHostsPath: cluster.knownHostsPath, agentSocket: sock }));
+    const empty = await connectFailure(HostSession.connect(endpoint, { knownHostsPath: cluster.knownHostsPath, agentSocket: sock }));
     expect(empty.code).toBe('ssh-auth');
     expect(empty.message).toContain(`tried agent (${sock})`);
   });

@@ -3,8 +3,9 @@ import { execFileSync } from 'node:child_process';
 import { copyFile, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HostSession, SshError, hashHostName, knownHostsName } from '../../electron/core/ssh';
+import { HostSession, hashHostName, knownHostsName } from '../../electron/core/ssh';
 import { startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { connectFailure } from '../helpers/ssh';
 
 let cluster: SshdCluster;
 const fingerprintOf = (pubPath: string) => execFileSync('ssh-keygen', ['-lf', pubPath], { encoding: 'utf8' }).split(' ')[1];
@@ -17,24 +18,12 @@ afterAll(async () => {
   await cluster?.dispose();
 });
 
-async function connectError(p: Promise<HostSession>): Promise<SshError> {
-  const err = await p.then(
-    (s) => {
-      s.dispose();
-      throw new Error('connected, but should have been refused');
-    },
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(SshError);
-  return err as SshError;
-}
-
 describe.skipIf(SSHD_MISSING)('host keys', () => {
   it('refuses an unknown host key, then accepts and records it with acceptNewHostKey', async () => {
     const kh = join(cluster.dir, 'kh-unknown');
     const h = cluster.hosts[0];
     const fp = fingerprintOf(`${h.hostKeyPath}.pub`);
-    const err = await connectError(HostSession.connect(cluster.endpoint(0), { knownHostsPath: kh }));
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(0), { knownHostsPath: kh }));
     expect(err.code).toBe('ssh-host-key-unknown');
     expect(err.host).toBe('h1');
     expect(err.message).toContain(`unknown host key for ${knownHostsName(h.address, h.port)}: ssh-ed25519 ${fp}`);
@@ -75,7 +64,7 @@ describe.skipIf(SSHD_MISSING)('host keys', () => {
     const h2 = cluster.hosts[1];
     const name1 = h1.port === 22 ? h1.address : `[${h1.address}]:${h1.port}`;
     await writeFile(kh, `${name1} ${h2.hostPublicKey}\n`);
-    const err = await connectError(HostSession.connect(cluster.endpoint(0), { knownHostsPath: kh, acceptNewHostKey: true }));
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(0), { knownHostsPath: kh, acceptNewHostKey: true }));
     expect(err.code).toBe('ssh-host-key-changed');
     const known = fingerprintOf(`${h2.hostKeyPath}.pub`);
     const presented = fingerprintOf(`${h1.hostKeyPath}.pub`);

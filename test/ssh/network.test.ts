@@ -2,8 +2,9 @@
 // failed for which host. Host 3 sits on a private link to host 1 only (netns mode).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeProfile } from '../../trainer/protocol/profile';
-import { HostSession, SshError, connectMany, describeHost, resolveTarget } from '../../electron/core/ssh';
+import { HostSession, connectMany, describeHost, resolveTarget } from '../../electron/core/ssh';
 import { harnessMode, leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { connectFailure } from '../helpers/ssh';
 
 let cluster: SshdCluster;
 
@@ -17,31 +18,19 @@ afterAll(async () => {
   if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
 });
 
-async function refused(p: Promise<HostSession>): Promise<SshError> {
-  const err = await p.then(
-    (s) => {
-      s.dispose();
-      throw new Error('connected, but should have failed');
-    },
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(SshError);
-  return err as SshError;
-}
-
 const NETNS = (await harnessMode()) === 'netns';
 const netns = () => NETNS;
 
 describe.skipIf(SSHD_MISSING)('network failures', () => {
   it('says "connection refused" when nothing listens on the port', async () => {
-    const err = await refused(HostSession.connect(cluster.endpoint(0, { port: 2222 }), { knownHostsPath: cluster.knownHostsPath }));
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(0, { port: 2222 }), { knownHostsPath: cluster.knownHostsPath }));
     expect(err.code).toBe('ssh-refused');
     expect(err.host).toBe('h1');
     expect(err.message).toContain(`h1 (root@${cluster.hosts[0].address}:2222): connection refused on port 2222`);
   });
 
   it.runIf(netns())('times out on an address where nothing answers', async () => {
-    const err = await refused(HostSession.connect(cluster.endpoint(0, { name: 'ghost', address: cluster.unusedAddress as string }), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 800 }));
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(0, { name: 'ghost', address: cluster.unusedAddress as string }), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 800 }));
     expect(err.code).toBe('ssh-timeout');
     expect(err.message).toContain(`no answer from ${cluster.unusedAddress}:22 within 800 ms`);
   });
@@ -50,14 +39,14 @@ describe.skipIf(SSHD_MISSING)('network failures', () => {
     const ac = new AbortController();
     const started = Date.now();
     setTimeout(() => ac.abort(), 100);
-    const err = await refused(HostSession.connect(cluster.endpoint(0, { address: cluster.unusedAddress as string }), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 30_000, signal: ac.signal }));
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(0, { address: cluster.unusedAddress as string }), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 30_000, signal: ac.signal }));
     expect(err.code).toBe('ssh-aborted');
     // Not a timing assertion on performance: only that it did not wait for the 30 s connect timeout.
     expect(Date.now() - started).toBeLessThan(20_000);
   });
 
   it.runIf(netns())('says "no route" for a host that is only reachable through a jump host', async () => {
-    const err = await refused(HostSession.connect(cluster.endpoint(2), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 2000 }));
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(2), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 2000 }));
     expect(err.code).toBe('ssh-unreachable');
     expect(err.message).toContain(`no route to ${cluster.hosts[2].address}`);
     expect(err.message).toContain('ProxyJump');
@@ -97,11 +86,11 @@ describe.skipIf(SSHD_MISSING)('ProxyJump', () => {
 
   it('verifies the jump host key too, and names the jump host when the onward connection fails', async () => {
     const empty = `${cluster.dir}/kh-empty`;
-    const unknownJump = await refused(HostSession.connect(cluster.endpoint(2), { knownHostsPath: empty, jump: [cluster.endpoint(0)] }));
+    const unknownJump = await connectFailure(HostSession.connect(cluster.endpoint(2), { knownHostsPath: empty, jump: [cluster.endpoint(0)] }));
     expect(unknownJump.code).toBe('ssh-host-key-unknown');
     expect(unknownJump.host).toBe('h1');
 
-    const err = await refused(HostSession.connect(cluster.endpoint(2, { port: 2222 }), { knownHostsPath: cluster.knownHostsPath, jump: [cluster.endpoint(0)] }));
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(2, { port: 2222 }), { knownHostsPath: cluster.knownHostsPath, jump: [cluster.endpoint(0)] }));
     expect(err.code).toBe('ssh-jump');
     expect(err.host).toBe('h3');
     expect(err.message).toContain(`jump host ${describeHost(cluster.endpoint(0))} could not open a connection to ${cluster.hosts[2].address}:2222`);
