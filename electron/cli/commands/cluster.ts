@@ -34,8 +34,7 @@ export async function probeCommand(args: string[], io: CliIo): Promise<number> {
     await new ProfileStore(resolvePaths(io.env).profilesDir).setLastProbe(profile.name, probes);
     if (values.json) io.stdout.write(JSON.stringify(probes, null, 2) + '\n');
     else for (const p of probes) io.stdout.write(probeSummary(p) + (p.error?.hint ? `\n  hint: ${p.error.hint}` : '') + '\n');
-    const bad = probes.find((p) => !p.ok);
-    return !bad ? EXIT.ok : bad.error?.code.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+    return exitForHosts(probes);
   } finally {
     cluster.dispose();
   }
@@ -50,8 +49,7 @@ export async function deployCommand(args: string[], io: CliIo): Promise<number> 
     const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], onProgress: progressPrinter(io) });
     if (values.json) io.stdout.write(JSON.stringify(results, null, 2) + '\n');
     else for (const r of results) io.stdout.write(r.ok ? `${r.host}: ${r.cached ? 'already deployed' : `deployed ${(r.bytesSent / 2 ** 20).toFixed(1)} MiB`} at ${r.remoteDir}\n` : `${r.host}: FAILED: ${r.error?.message}\n${r.error?.hint ? `  hint: ${r.error.hint}\n` : ''}`);
-    const bad = results.find((r) => !r.ok);
-    return !bad ? EXIT.ok : bad.error?.code.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+    return exitForHosts(results);
   } finally {
     cluster.dispose();
   }
@@ -88,6 +86,13 @@ export async function provisionCommand(args: string[], io: CliIo): Promise<numbe
   } finally {
     cluster.dispose();
   }
+}
+
+/** Per-host outcomes → exit code: the first failing host decides (connection problems have their own code). */
+function exitForHosts(results: { ok: boolean; error?: { code: string } }[]): number {
+  const bad = results.find((r) => !r.ok);
+  if (!bad) return EXIT.ok;
+  return bad.error?.code.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
 }
 
 export function progressPrinter(io: CliIo): (p: DeployProgress) => void {

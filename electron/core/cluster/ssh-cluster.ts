@@ -5,6 +5,7 @@ import { posix } from 'node:path';
 import { userInfo } from 'node:os';
 import {
   isLocalProfile,
+  toApiError,
   type ConnectionResult,
   type DeployProgress,
   type DeployResult,
@@ -85,7 +86,7 @@ export class SshCluster implements ClusterOps {
         (e.code === 'ssh-host-key-unknown' || e.code === 'ssh-host-key-changed') && d.fingerprint && h
           ? { host, address: h.address, port: h.port, keyType: d.keyType ?? '', fingerprint: d.fingerprint, ...(d.knownFingerprint ? { knownFingerprint: d.knownFingerprint } : {}) }
           : undefined;
-      return { ok: false, host, error: { code: e.code ?? 'error', message: e.message, ...(e.hint ? { hint: e.hint } : {}) }, ...(hostKey ? { hostKey } : {}) };
+      return { ok: false, host, error: toApiError(e), ...(hostKey ? { hostKey } : {}) };
     }
   }
 
@@ -104,8 +105,7 @@ export class SshCluster implements ClusterOps {
           const r = await s.run(probeScript(h.workdir), { ...opts, env: h.env });
           return parseProbe(h.name, r.stdout);
         } catch (err) {
-          const e = err as SshError;
-          return { host: h.name, ok: false, probedAt: new Date().toISOString(), gpus: [], tfjsNodeGpu: false, tfjsNode: false, error: { code: e.code ?? 'error', message: e.message, ...(e.hint ? { hint: e.hint } : {}) } };
+          return { host: h.name, ok: false, probedAt: new Date().toISOString(), gpus: [], tfjsNodeGpu: false, tfjsNode: false, error: toApiError(err) };
         }
       }),
     );
@@ -122,7 +122,7 @@ export class SshCluster implements ClusterOps {
         } catch (err) {
           const e = err as SshError;
           opts.onProgress?.({ host: h.name, phase: 'failed', bytes: 0, totalBytes: 0, message: e.message });
-          return { host: h.name, ok: false, cached: false, bytesSent: 0, remoteDir: '', error: { code: e.code ?? 'error', message: e.message, ...(e.hint ? { hint: e.hint } : {}) } };
+          return { host: h.name, ok: false, cached: false, bytesSent: 0, remoteDir: '', error: toApiError(e) };
         }
       }),
     );
