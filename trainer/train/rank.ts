@@ -59,7 +59,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
 
     // ---- setup ------------------------------------------------------------------------
     const backend = await initBackend(config.backend, { wasmDir: env.COHORT_WASM_DIR, log });
-    const data = openData(config, rdv.rank);
+    const data = openData(config);
     const trainSampler = new DistributedSampler(data.train.size, rdv.rank, rdv.worldSize, { seed: config.seed, shuffle: true });
     const stepsPerEpoch = trainSampler.stepsPerEpoch(config.batchSize);
     if (stepsPerEpoch < 1) {
@@ -249,11 +249,10 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
   }
 }
 
-function openData(config: TrainConfig, rank: number): { train: Dataset; test?: Dataset; augment: boolean } {
+function openData(config: TrainConfig): { train: Dataset; test?: Dataset; augment: boolean } {
   const src = parseDataSource(config.data);
   if (src.kind === 'synthetic') return { train: syntheticDataset({ imageSize: config.imageSize, classes: config.classes, seed: config.seed }), augment: false };
   if (config.classes !== 100) throw new Error(`--classes ${config.classes}: CIFAR-100 has 100 classes; drop --classes or pass --classes 100`);
-  void rank;
   return {
     train: loadCifar100(src.dir, 'train', { imageSize: config.imageSize, seed: config.seed }),
     test: loadCifar100(src.dir, 'test', { imageSize: config.imageSize, seed: config.seed }),
