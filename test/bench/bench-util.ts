@@ -8,11 +8,7 @@ import { EventLineDecoder, type CohortEvent } from '../../trainer/protocol';
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const RESULTS = join(ROOT, 'bench', 'results');
 
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-}
+export { median } from '../../trainer/util/stats';
 
 /** Runs `cohort run --local ... --json` to completion and returns its events. */
 export function cohortRun(args: string[]): { events: CohortEvent[]; code: number | null; stderr: string } {

@@ -17,6 +17,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { median } from '../../trainer/util/stats';
 import { EngineRank, PYTHON, freePort, ofType, torchUnavailableReason } from '../torch/engine-process';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -126,12 +127,6 @@ async function runEngine(size: number, o: Options): Promise<Measurement & { torc
   } finally {
     await rank.dispose();
   }
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 }
 
 async function main(): Promise<void> {

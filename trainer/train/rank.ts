@@ -21,6 +21,7 @@ import { loadLatestCheckpoint, saveCheckpoint } from './checkpoint';
 import { planCacheFile, readCachedPlan, writeCachedPlan } from './compile-cache';
 import { LogTail, reserveStdoutForEvents, stdoutEmitter, type Emit } from './emit';
 import { MemorySampler } from './memory';
+import { median } from '../util/stats';
 import { join } from 'node:path';
 
 interface WindowReport {
@@ -344,11 +345,6 @@ export function paramChecksum(params: Float32Array): string {
   return createHash('sha256').update(new Uint8Array(params.buffer, params.byteOffset, params.byteLength)).digest('hex');
 }
 
-export function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 /** Sends a small JSON value from `root` to every rank (as UTF-16 code units in float32, exact below 2^24). */
 async function broadcastJson<T>(c: Collective, value: T, root: number): Promise<T> {
