@@ -12,30 +12,12 @@
 // The half conversions are F. Giesen's branch-free half_to_float / float_to_half_fast3_rtne,
 // the same algorithms as fp16.ts, with selects instead of branches.
 
-function leb(n: number): number[] {
-  const out: number[] = [];
-  do {
-    let b = n & 0x7f;
-    n >>>= 7;
-    if (n) b |= 0x80;
-    out.push(b);
-  } while (n);
-  return out;
-}
-const section = (id: number, bytes: number[]): number[] => [id, ...leb(bytes.length), ...bytes];
-const vec = (items: number[][]): number[] => [...leb(items.length), ...items.flat()];
-const name = (s: string): number[] => [...leb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
+import { I32, V128, advance, get, load, moduleBytes, set, simd, store, whileBelow } from '../util/wasm-asm';
 
 // Locals: 0 d, 1 s, 2 dEnd (params), 3..8 v128 temporaries.
 const D = 0;
 const S = 1;
 const END = 2;
-const get = (i: number): number[] => [0x20, i];
-const set = (i: number): number[] => [0x21, i];
-const simd = (op: number): number[] => [0xfd, ...leb(op)];
-const load = (ptr: number, off = 0): number[] => [...get(ptr), 0xfd, 0x00, 4, ...leb(off)];
-/** Store the v128 on the stack (computed by `value`) at ptr+off. */
-const store = (ptr: number, off: number, value: number[]): number[] => [...get(ptr), ...value, 0xfd, 0x0b, 4, ...leb(off)];
 /** v128.const with the same u32 in all four lanes. */
 const splat = (u32: number): number[] => {
   const b = [u32 & 0xff, (u32 >>> 8) & 0xff, (u32 >>> 16) & 0xff, (u32 >>> 24) & 0xff];
@@ -85,14 +67,7 @@ function floatToHalf(x: number, sg: number, f: number): number[] {
 }
 
 function loop(body: number[], dStep: number, sStep: number): number[] {
-  return [
-    0x02, 0x40, 0x03, 0x40,
-    ...get(D), ...get(END), 0x4f, 0x0d, 1, // br_if (d >= dEnd) out
-    ...body,
-    ...get(D), 0x41, ...leb(dStep), 0x6a, ...set(D),
-    ...get(S), 0x41, ...leb(sStep), 0x6a, ...set(S),
-    0x0c, 0, 0x0b, 0x0b,
-  ];
+  return whileBelow(D, END, [...body, ...advance(D, dStep), ...advance(S, sStep)]);
 }
 
 const T0 = 3;
@@ -127,17 +102,9 @@ export const SIMD_EXPORTS = ['add_f32', 'add_f16', 'dec_f16', 'enc_f16', 'div_f3
 
 /** The module bytes; it imports its memory as env.mem (`pages` × 64 KiB, fixed). */
 export function simdModuleBytes(pages: number): Uint8Array {
-  const locals = [1, 6, 0x7b]; // locals 3..8: six v128 temporaries
-  const bodies = [addF32, convertHalves(true), convertHalves(false), encF16, divF32].map((code) => {
-    const body = [...locals, ...code, 0x0b];
-    return [...leb(body.length), ...body];
-  });
-  return new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
-    ...section(1, vec([[0x60, 3, 0x7f, 0x7f, 0x7f, 0]])),
-    ...section(2, vec([[...name('env'), ...name('mem'), 0x02, 0x01, ...leb(pages), ...leb(pages)]])),
-    ...section(3, vec(SIMD_EXPORTS.map(() => [0]))),
-    ...section(7, vec(SIMD_EXPORTS.map((n, i) => [...name(n), 0, i]))),
-    ...section(10, vec(bodies)),
-  ]);
+  const codes = [addF32, convertHalves(true), convertHalves(false), encF16, divF32];
+  return moduleBytes(
+    pages,
+    SIMD_EXPORTS.map((n, i) => ({ name: n, params: [I32, I32, I32], locals: [[6, V128]], code: codes[i] as number[] })),
+  );
 }

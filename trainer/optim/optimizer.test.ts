@@ -38,6 +38,82 @@ describe('optimizers', () => {
   });
 });
 
+/** The plain-JS (f64) updates the wasm kernels replaced, as the reference. */
+function referenceAdamW(p: Float64Array, g: Float64Array, m: Float64Array, v: Float64Array, t: number, lr: number, wd: number): void {
+  const [b1, b2, eps] = [0.9, 0.999, 1e-8];
+  const c1 = 1 - b1 ** t;
+  const c2 = 1 - b2 ** t;
+  for (let i = 0; i < p.length; i++) {
+    m[i] = b1 * m[i]! + (1 - b1) * g[i]!;
+    v[i] = b2 * v[i]! + (1 - b2) * g[i]! * g[i]!;
+    p[i] = p[i]! * (1 - lr * wd) - ((lr / c1) * m[i]!) / (Math.sqrt(v[i]!) / Math.sqrt(c2) + eps);
+  }
+}
+
+function referenceSgd(p: Float64Array, g: Float64Array, buf: Float64Array, t: number, lr: number, wd: number, momentum: number): void {
+  for (let i = 0; i < p.length; i++) {
+    const gi = g[i]! + wd * p[i]!;
+    buf[i] = t === 1 ? gi : momentum * buf[i]! + gi;
+    p[i] = p[i]! - lr * buf[i]!;
+  }
+}
+
+function seeded(n: number, seed: number, scale = 1): Float32Array {
+  let s = seed;
+  return Float32Array.from({ length: n }, () => {
+    s = (s * 1103515245 + 12345) >>> 0;
+    return ((s / 2 ** 32) * 2 - 1) * scale;
+  });
+}
+
+/** Relative error, absolute below 0.01 (values cancelling to ~0 carry f32 rounding of their inputs). */
+function maxRelErr(a: ArrayLike<number>, b: ArrayLike<number>): number {
+  let worst = 0;
+  for (let i = 0; i < a.length; i++) worst = Math.max(worst, Math.abs(a[i]! - b[i]!) / Math.max(1e-2, Math.abs(b[i]!)));
+  return worst;
+}
+
+describe('wasm SIMD updates', () => {
+  // 1031: not a multiple of the 4 f32x4 lanes, so the padded tail is exercised.
+  for (const n of [1, 3, 1031]) {
+    it(`AdamW equals the f64 reference to f32 rounding over 5 steps (${n} params, in place)`, () => {
+      const opt = new AdamW(n, { momentum: 0, weightDecay: 0.05 });
+      opt.params.set(seeded(n, 1));
+      const p = Float64Array.from(opt.params);
+      const [m, v] = [new Float64Array(n), new Float64Array(n)];
+      for (let t = 1; t <= 5; t++) {
+        const g = seeded(n, 10 + t, 0.1 * t);
+        opt.grads.set(g);
+        opt.step(opt.params, opt.grads, 1e-2);
+        referenceAdamW(p, Float64Array.from(g), m, v, t, 1e-2, 0.05);
+      }
+      expect(maxRelErr(opt.params, p)).toBeLessThan(1e-5);
+      expect(maxRelErr(opt.state().buffers.v!, v)).toBeLessThan(1e-5);
+    });
+
+    it(`SGD with momentum and weight decay equals the f64 reference (${n} params, foreign arrays)`, () => {
+      const opt = new Sgd(n, { momentum: 0.9, weightDecay: 1e-3 });
+      const p32 = seeded(n, 2);
+      const p = Float64Array.from(p32);
+      const buf = new Float64Array(n);
+      for (let t = 1; t <= 5; t++) {
+        const g = seeded(n, 20 + t);
+        opt.step(p32, g, 0.05);
+        referenceSgd(p, Float64Array.from(g), buf, t, 0.05, 1e-3, 0.9);
+      }
+      expect(maxRelErr(p32, p)).toBeLessThan(1e-5);
+    });
+  }
+
+  it('SGD without momentum is plain gradient descent, whatever the buffer held', () => {
+    const opt = new Sgd(4, { momentum: 0, weightDecay: 0 });
+    opt.loadState({ t: 3, buffers: { momentum: Float32Array.of(9, 9, 9, 9) } });
+    const p = Float32Array.of(1, 2, 3, 4);
+    opt.step(p, Float32Array.of(1, 1, 1, 1), 0.5);
+    expect(Array.from(p)).toEqual([0.5, 1.5, 2.5, 3.5]);
+  });
+});
+
 describe('learning-rate schedule', () => {
   const o = { lr: 1, warmupSteps: 4, totalSteps: 104, schedule: 'cosine' as const };
   it('warms up linearly then decays', () => {

@@ -1,9 +1,16 @@
 // Optimizers over the one flat parameter buffer (the same layout the allreduce fuses gradients
 // into). Semantics follow torch.optim so results compare with the PyTorch engine and the seeds.
 import type { OptimizerName } from '../protocol';
+import { FlatBuffers } from './update-kernels';
 
 export interface Optimizer {
   readonly name: OptimizerName;
+  /**
+   * The parameter and gradient buffers the update runs on in place (wasm memory, see
+   * update-kernels.ts). Train with these; `step` on other arrays copies through them.
+   */
+  readonly params: Float32Array;
+  readonly grads: Float32Array;
   /** Updates `params` in place from the (already averaged) gradients at learning rate `lr`. */
   step(params: Float32Array, grads: Float32Array, lr: number): void;
   /** State for checkpoints: named flat buffers plus the step counter. */
@@ -16,83 +23,91 @@ export interface OptimizerOptions {
   weightDecay: number;
 }
 
+/** Buffers 0 and 1 are params and grads; the rest are the optimizer's state. */
+abstract class FlatOptimizer {
+  protected readonly mem: FlatBuffers;
+  protected t = 0;
+  readonly params: Float32Array;
+  readonly grads: Float32Array;
+
+  constructor(size: number, stateBuffers: number) {
+    this.mem = new FlatBuffers(2 + stateBuffers, size);
+    [this.params, this.grads] = this.mem.views as [Float32Array, Float32Array];
+  }
+
+  step(params: Float32Array, grads: Float32Array, lr: number): void {
+    const own = params === this.params;
+    if (!own) this.params.set(params);
+    if (grads !== this.grads) this.grads.set(grads);
+    this.t++;
+    this.update(lr);
+    if (!own) params.set(this.params);
+  }
+
+  /** One update over the own buffers; `this.t` is already the new step count (1 on the first). */
+  protected abstract update(lr: number): void;
+}
+
 /** torch.optim.AdamW: decoupled weight decay, bias-corrected moments. */
-export class AdamW implements Optimizer {
+export class AdamW extends FlatOptimizer implements Optimizer {
   readonly name = 'adamw' as const;
-  private m: Float32Array;
-  private v: Float32Array;
-  private t = 0;
 
   constructor(
     size: number,
     private readonly o: OptimizerOptions & { beta1?: number; beta2?: number; eps?: number },
   ) {
-    this.m = new Float32Array(size);
-    this.v = new Float32Array(size);
+    super(size, 2);
   }
 
-  step(params: Float32Array, grads: Float32Array, lr: number): void {
+  protected update(lr: number): void {
     const b1 = this.o.beta1 ?? 0.9;
     const b2 = this.o.beta2 ?? 0.999;
     const eps = this.o.eps ?? 1e-8;
-    this.t++;
     const c1 = 1 - b1 ** this.t;
     const c2 = 1 - b2 ** this.t;
-    const decay = 1 - lr * this.o.weightDecay;
-    const stepSize = lr / c1;
-    const sqrtC2 = Math.sqrt(c2);
-    const { m, v } = this;
-    for (let i = 0; i < params.length; i++) {
-      const g = grads[i]!;
-      const mi = (m[i] = b1 * m[i]! + (1 - b1) * g);
-      const vi = (v[i] = b2 * v[i]! + (1 - b2) * g * g);
-      params[i] = params[i]! * decay - (stepSize * mi) / (Math.sqrt(vi) / sqrtC2 + eps);
-    }
+    const [p, g, m, v] = this.mem.offsets as [number, number, number, number];
+    this.mem.kernels.adamw(p, g, m, v, p + this.mem.paddedBytes, b1, 1 - b1, b2, 1 - b2, 1 - lr * this.o.weightDecay, lr / c1, Math.sqrt(c2), eps);
   }
 
   state() {
-    return { t: this.t, buffers: { m: this.m, v: this.v } };
+    const [, , m, v] = this.mem.views as [Float32Array, Float32Array, Float32Array, Float32Array];
+    return { t: this.t, buffers: { m, v } };
   }
 
   loadState(s: { t: number; buffers: Record<string, Float32Array> }): void {
+    const { m, v } = this.state().buffers;
     this.t = s.t;
-    this.m.set(requireBuffer(s.buffers, 'm', this.m.length));
-    this.v.set(requireBuffer(s.buffers, 'v', this.v.length));
+    m.set(requireBuffer(s.buffers, 'm', m.length));
+    v.set(requireBuffer(s.buffers, 'v', v.length));
   }
 }
 
 /** torch.optim.SGD with momentum (dampening 0, not Nesterov) and coupled weight decay. */
-export class Sgd implements Optimizer {
+export class Sgd extends FlatOptimizer implements Optimizer {
   readonly name = 'sgd' as const;
-  private buf: Float32Array;
-  private t = 0;
 
   constructor(
     size: number,
     private readonly o: OptimizerOptions,
   ) {
-    this.buf = new Float32Array(size);
+    super(size, 1);
   }
 
-  step(params: Float32Array, grads: Float32Array, lr: number): void {
-    const { momentum, weightDecay } = this.o;
-    const first = this.t === 0;
-    this.t++;
-    const b = this.buf;
-    for (let i = 0; i < params.length; i++) {
-      const g = grads[i]! + weightDecay * params[i]!;
-      const bi = momentum === 0 ? g : (b[i] = first ? g : momentum * b[i]! + g);
-      params[i] = params[i]! - lr * bi;
-    }
+  protected update(lr: number): void {
+    const [p, g, b] = this.mem.offsets as [number, number, number];
+    // torch's first step sets buf = g: momentum 0 on the first step does that from any buf.
+    const momentum = this.t === 1 ? 0 : this.o.momentum;
+    this.mem.kernels.sgd(p, g, b, p + this.mem.paddedBytes, lr, this.o.weightDecay, momentum);
   }
 
   state() {
-    return { t: this.t, buffers: { momentum: this.buf } };
+    return { t: this.t, buffers: { momentum: this.mem.views[2] as Float32Array } };
   }
 
   loadState(s: { t: number; buffers: Record<string, Float32Array> }): void {
+    const buf = this.mem.views[2] as Float32Array;
     this.t = s.t;
-    this.buf.set(requireBuffer(s.buffers, 'momentum', this.buf.length));
+    buf.set(requireBuffer(s.buffers, 'momentum', buf.length));
   }
 }
 

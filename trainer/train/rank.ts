@@ -91,10 +91,10 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
     });
 
     // Rank 0's initial weights everywhere (seeded init is identical already; this makes it a fact).
-    const params = new Float32Array(m.paramCount);
-    const grads = new Float32Array(m.paramCount);
-    m.getParams(params);
+    // The optimizer owns the flat parameter and gradient buffers: its SIMD update runs on them in place.
     const optimizer = createOptimizer(config.optimizer, m.paramCount, { momentum: config.momentum, weightDecay: config.weightDecay });
+    const { params, grads } = optimizer;
+    m.getParams(params);
     let startStep = 0;
     const ckptDir = config.checkpointDir || (env[RUN_DIR_ENV] ? join(env[RUN_DIR_ENV], 'checkpoints') : '');
     if (config.resume) startStep = await resume(config, ckptDir, m, params, optimizer, collective, isMaster, emit, log);

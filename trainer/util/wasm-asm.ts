@@ -1,0 +1,63 @@
+// The few WebAssembly binary-format pieces our hand-assembled SIMD modules need (the collectives'
+// reduce kernels, the optimizers). Hand-assembled because each module is a few hundred bytes and a
+// wasm toolchain would be a large dependency; every module built from these is checked against
+// scalar code in its tests. Opcodes: https://webassembly.github.io/spec/core/binary/instructions.html
+
+export function leb(n: number): number[] {
+  const out: number[] = [];
+  do {
+    let b = n & 0x7f;
+    n >>>= 7;
+    if (n) b |= 0x80;
+    out.push(b);
+  } while (n);
+  return out;
+}
+
+export const section = (id: number, bytes: number[]): number[] => [id, ...leb(bytes.length), ...bytes];
+export const vec = (items: number[][]): number[] => [...leb(items.length), ...items.flat()];
+export const name = (s: string): number[] => [...leb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
+
+export const I32 = 0x7f;
+export const F32 = 0x7d;
+export const V128 = 0x7b;
+
+export const get = (i: number): number[] => [0x20, i];
+export const set = (i: number): number[] => [0x21, i];
+export const simd = (op: number): number[] => [0xfd, ...leb(op)];
+/** v128.load at local `ptr` + off (align 2^4). */
+export const load = (ptr: number, off = 0): number[] => [...get(ptr), 0xfd, 0x00, 4, ...leb(off)];
+/** Store the v128 computed by `value` at local `ptr` + off. */
+export const store = (ptr: number, off: number, value: number[]): number[] => [...get(ptr), ...value, 0xfd, 0x0b, 4, ...leb(off)];
+/** ptr += n (i32 local). */
+export const advance = (ptr: number, n: number): number[] => [...get(ptr), 0x41, ...leb(n), 0x6a, ...set(ptr)];
+
+/** `block { loop { br_if (ptr >= end) out; body; continue } }` (unsigned compare). */
+export function whileBelow(ptr: number, end: number, body: number[]): number[] {
+  return [0x02, 0x40, 0x03, 0x40, ...get(ptr), ...get(end), 0x4f, 0x0d, 1, ...body, 0x0c, 0, 0x0b, 0x0b];
+}
+
+export interface WasmFunction {
+  name: string;
+  params: number[];
+  /** Extra locals as [count, type] runs. */
+  locals: [number, number][];
+  code: number[];
+}
+
+/** A module of exported functions (no results) over one imported memory env.mem of `pages` × 64 KiB, fixed. */
+export function moduleBytes(pages: number, fns: WasmFunction[]): Uint8Array {
+  const types = fns.map((f) => [0x60, ...leb(f.params.length), ...f.params, 0]);
+  const bodies = fns.map((f) => {
+    const body = [...vec(f.locals.map(([n, t]) => [...leb(n), t])), ...f.code, 0x0b];
+    return [...leb(body.length), ...body];
+  });
+  return new Uint8Array([
+    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+    ...section(1, vec(types)),
+    ...section(2, vec([[...name('env'), ...name('mem'), 0x02, 0x01, ...leb(pages), ...leb(pages)]])),
+    ...section(3, vec(fns.map((_, i) => leb(i)))),
+    ...section(7, vec(fns.map((f, i) => [...name(f.name), 0, ...leb(i)]))),
+    ...section(10, vec(bodies)),
+  ]);
+}
