@@ -1,0 +1,318 @@
+// A single-precision GEMM in hand-written WebAssembly SIMD that runs directly on tfjs-backend-wasm's
+// heap (no copies in or out). Why: tfjs's XNNPACK is compiled without FMA, and its transposed
+// matMul paths are slow; with relaxed SIMD (`f32x4.relaxed_madd`, V8 flag
+// --experimental-wasm-relaxed-simd on Node 20) the inner product is one fused multiply-add.
+// Without relaxed SIMD the same kernel uses f32x4.mul + f32x4.add (reported by `gemmInfo()`).
+//
+//   C[M,N] (+)= A[M,K] · B[K,N], f32, any strides for A and B (so Xᵀ·dY and dY·Wᵀ need no transpose)
+//
+// GotoBLAS structure: B is packed per (KC × NC) block into 8-column panels, A per KC into MR-row
+// panels; the microkernel keeps an MR×8 tile of C in 2·MR v128 registers (MR = 6: 12 accumulators
+// + 2 B vectors + 1 broadcast A = 15 of x86's 16 xmm registers) and streams one A panel against
+// all B panels of the block. Packing also absorbs the strides, so transposed operands cost the
+// same as plain ones.
+import * as tf from '@tensorflow/tfjs-core';
+import { buildModule, inc, op, type Code, type FuncDef } from './kernel-asm';
+
+/** The WebAssembly JS API members used here (the trainer's tsconfig has no DOM lib, and @types/node does not declare them). */
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+}
+interface WasmApi {
+  validate(bytes: Uint8Array): boolean;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
+  Memory: abstract new (...args: never[]) => WasmMemory;
+}
+const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+export const MR = 6;
+export const NR = 8;
+const KC = 256;
+const NC = 512;
+
+const U = 4; // k steps unrolled per loop iteration
+
+/**
+ * kernel_<mr><a><b>(ap, aStep, bp, bStep, bPanel, c, ldc, kc, np, acc): for each of np B panels j,
+ * the C tile [mr×8] at c + 32·j (row stride ldc bytes) = (acc ? C : 0) + Σ_k A_k ⊗ B_kj, where A's
+ * mr values for step k are consecutive floats at ap + k·aStep and B's 8 at bp + j·bPanel + k·bStep.
+ * <a>/<b> is `p` for a packed operand (aStep = 4·mr, bStep = 32 are then compile-time constants,
+ * folded into the loads' offsets) or `d` for one read in place (Xᵀ with aStep = its row stride;
+ * a row-major B with bStep = ldb, bPanel = 32).
+ */
+function microkernel(mr: number, fma: boolean, aPacked: boolean, bPacked: boolean): FuncDef {
+  const [AP, ASTEP, BP, BSTEP, BPANEL, C, LDC, KCL, NP, ACC] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const [K, A, B, CC, TA, TB, AS2, AS3, BS2, BS3] = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
+  const acc = (r: number, h: number): number => 20 + 2 * r + h;
+  const B0 = 20 + 2 * mr;
+  const B1 = B0 + 1;
+  const AV = B0 + 2;
+  const madd = (r: number, h: number): Code =>
+    fma
+      ? [...op.get(AV), ...op.get(h ? B1 : B0), ...op.get(acc(r, h)), ...op.f32x4RelaxedMadd, ...op.set(acc(r, h))]
+      : [...op.get(AV), ...op.get(h ? B1 : B0), ...op.f32x4Mul, ...op.get(acc(r, h)), ...op.f32x4Add, ...op.set(acc(r, h))];
+  /** k step s of the unrolled block: its A and B addresses as (pointer local, immediate offset). */
+  const step = (s: number): Code => {
+    const code: Code = [];
+    let [aPtr, aOff, bPtr, bOff] = [A, s * mr * 4, B, s * 32];
+    if (!aPacked) {
+      aOff = 0;
+      if (s > 0) {
+        code.push(...op.get(A), ...op.get([ASTEP, AS2, AS3][s - 1]!), ...op.add, ...op.set(TA));
+        aPtr = TA;
+      }
+    }
+    if (!bPacked) {
+      bOff = 0;
+      if (s > 0) {
+        code.push(...op.get(B), ...op.get([BSTEP, BS2, BS3][s - 1]!), ...op.add, ...op.set(TB));
+        bPtr = TB;
+      }
+    }
+    code.push(
+      ...op.get(bPtr), ...op.v128Load(bOff), ...op.set(B0),
+      ...op.get(bPtr), ...op.v128Load(bOff + 16), ...op.set(B1),
+      ...Array.from({ length: mr }, (_, r) => [...op.get(aPtr), ...op.load32Splat(aOff + 4 * r), ...op.set(AV), ...madd(r, 0), ...madd(r, 1)]).flat(),
+    );
+    return code;
+  };
+  const advance = (steps: number): Code => [
+    ...(aPacked ? inc(A, steps * mr * 4) : inc(A, steps === 1 ? op.get(ASTEP) : [...op.get(ASTEP), ...op.i32(steps), ...op.mul])),
+    ...(bPacked ? inc(B, steps * 32) : inc(B, steps === 1 ? op.get(BSTEP) : [...op.get(BSTEP), ...op.i32(steps), ...op.mul])),
+    ...inc(K, -steps),
+  ];
+  const rows = (each: (r: number) => Code): Code => [
+    ...op.get(C), ...op.set(CC),
+    ...Array.from({ length: mr }, (_, r) => [...each(r), ...inc(CC, op.get(LDC))]).flat(),
+  ];
+  const body: Code = [
+    ...op.get(ASTEP), ...op.i32(2), ...op.mul, ...op.set(AS2),
+    ...op.get(ASTEP), ...op.i32(3), ...op.mul, ...op.set(AS3),
+    ...op.get(BSTEP), ...op.i32(2), ...op.mul, ...op.set(BS2),
+    ...op.get(BSTEP), ...op.i32(3), ...op.mul, ...op.set(BS3),
+    ...op.block(op.loop(
+      op.get(NP), op.eqz, op.brIf(1),
+      // acc ? load the C tile : zeros
+      op.get(ACC),
+      op.ifElse(
+        rows((r) => [...op.get(CC), ...op.v128Load(0), ...op.set(acc(r, 0)), ...op.get(CC), ...op.v128Load(16), ...op.set(acc(r, 1))]),
+        Array.from({ length: mr }, (_, r) => [...op.v128Zero, ...op.set(acc(r, 0)), ...op.v128Zero, ...op.set(acc(r, 1))]).flat(),
+      ),
+      op.get(AP), op.set(A), op.get(BP), op.set(B), op.get(KCL), op.set(K),
+      // k unrolled by U, then the remainder one at a time.
+      op.block(op.loop(
+        op.get(K), op.i32(U), op.ltU, op.brIf(1),
+        ...Array.from({ length: U }, (_, s) => step(s)),
+        advance(U),
+        op.br(0),
+      )),
+      op.block(op.loop(
+        op.get(K), op.eqz, op.brIf(1),
+        step(0),
+        advance(1),
+        op.br(0),
+      )),
+      rows((r) => [...op.get(CC), ...op.get(acc(r, 0)), ...op.v128Store(0), ...op.get(CC), ...op.get(acc(r, 1)), ...op.v128Store(16)]),
+      inc(C, 32), inc(BP, op.get(BPANEL)), inc(NP, -1),
+      op.br(0),
+    )),
+  ];
+  return { name: `kernel_${mr}${aPacked ? 'p' : 'd'}${bPacked ? 'p' : 'd'}`, params: 10, i32Locals: 10, v128Locals: 2 * mr + 3, body };
+}
+
+/** pack_a_<mr>(dst, src, rs, ks, kc): dst[k·mr + r] = src[r·rs + k·ks] (strides in bytes). */
+function packA(mr: number): FuncDef {
+  const [DST, SRC, RS, KS, KCL] = [0, 1, 2, 3, 4];
+  const p = (r: number): number => (r === 0 ? SRC : 5 + r - 1);
+  const body: Code = [
+    ...Array.from({ length: mr - 1 }, (_, i) => [...op.get(p(i)), ...op.get(RS), ...op.add, ...op.set(p(i + 1))]).flat(),
+    ...op.block(op.loop(
+      op.get(KCL), op.eqz, op.brIf(1),
+      ...Array.from({ length: mr }, (_, r) => [...op.get(DST), ...op.get(p(r)), ...op.f32Load(0), ...op.f32Store(4 * r), ...inc(p(r), op.get(KS))]),
+      inc(DST, 4 * mr), inc(KCL, -1),
+      op.br(0),
+    )),
+  ];
+  return { name: `pack_a_${mr}`, params: 5, i32Locals: Math.max(0, mr - 1), body };
+}
+
+/**
+ * pack_b(dst, src, ks, ns, kc, np): np panels of 8 columns, each kc rows of 8 consecutive floats:
+ * dst[(j·kc + k)·8 + t] = src[k·ks + (8j + t)·ns]. Contiguous rows (ns = 4) copy two v128 per row.
+ */
+function packB(): FuncDef {
+  const [DST, SRC, KS, NS, KCL, NP, S, K, J] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
+  const contiguous: Code = op.block(op.loop(
+    op.get(K), op.eqz, op.brIf(1),
+    op.get(DST), op.get(S), op.v128Load(0), op.v128Store(0),
+    op.get(DST), op.get(S), op.v128Load(16), op.v128Store(16),
+    inc(S, op.get(KS)), inc(DST, 32), inc(K, -1),
+    op.br(0),
+  ));
+  const gathered: Code = op.block(op.loop(
+    op.get(K), op.eqz, op.brIf(1),
+    ...Array.from({ length: NR }, (_, t) => [...op.get(DST), ...op.get(S), ...(t ? [...op.get(NS), ...op.i32(t), ...op.mul, ...op.add] : []), ...op.f32Load(0), ...op.f32Store(4 * t)]),
+    inc(S, op.get(KS)), inc(DST, 32), inc(K, -1),
+    op.br(0),
+  ));
+  const body: Code = [
+    ...op.i32(0), ...op.set(J),
+    ...op.block(op.loop(
+      op.get(J), op.get(NP), op.eq, op.brIf(1),
+      // S = src + 8·j·ns
+      op.get(SRC), op.get(J), op.i32(8), op.mul, op.get(NS), op.mul, op.add, op.set(S),
+      op.get(KCL), op.set(K),
+      op.get(NS), op.i32(4), op.eq,
+      op.ifElse(contiguous, gathered),
+      inc(J, 1),
+      op.br(0),
+    )),
+  ];
+  return { name: 'pack_b', params: 6, i32Locals: 3, body };
+}
+
+export function gemmModuleBytes(fma: boolean): Uint8Array<ArrayBuffer> {
+  const funcs: FuncDef[] = [];
+  for (let mr = 1; mr <= MR; mr++) {
+    funcs.push(packA(mr));
+    for (const a of [true, false]) funcs.push(microkernel(mr, fma, a, true));
+  }
+  funcs.push(packB());
+  return buildModule(funcs);
+}
+
+let relaxed: boolean | undefined;
+/** Whether this V8 accepts relaxed SIMD (Node 20: only with --experimental-wasm-relaxed-simd). Checked once. */
+export function relaxedSimdAvailable(): boolean {
+  relaxed ??= wasmApi.validate(gemmModuleBytes(true));
+  return relaxed;
+}
+
+type KernelFn = (ap: number, aStep: number, bp: number, bStep: number, bPanel: number, c: number, ldc: number, kc: number, np: number, acc: number) => void;
+type PackAFn = (dst: number, src: number, rs: number, ks: number, kc: number) => void;
+type PackBFn = (dst: number, src: number, ks: number, ns: number, kc: number, np: number) => void;
+
+interface EmscriptenHeap {
+  asm: { memory: WasmMemory };
+  _malloc(bytes: number): number;
+  _free(ptr: number): void;
+}
+interface WasmBackendLike {
+  wasm: EmscriptenHeap;
+  dataIdMap: { get(id: unknown): { memoryOffset: number } | undefined };
+}
+
+/** A matrix operand in the wasm heap: element (i, j) is at ptr + i·rs + j·cs bytes. */
+export interface Operand {
+  ptr: number;
+  rs: number;
+  cs: number;
+}
+
+export class WasmGemm {
+  readonly fma: boolean;
+  private readonly kernels = new Map<string, KernelFn>();
+  private readonly packAs: PackAFn[] = [];
+  private readonly packB: PackBFn;
+  private scratch = 0;
+  private scratchBytes = 0;
+
+  constructor(private readonly heap: EmscriptenHeap, fma: boolean) {
+    this.fma = fma;
+    const inst = new wasmApi.Instance(new wasmApi.Module(gemmModuleBytes(fma)), { env: { mem: heap.asm.memory } });
+    const ex = inst.exports;
+    for (let mr = 1; mr <= MR; mr++) {
+      for (const ab of ['pp', 'dp']) this.kernels.set(`${mr}${ab}`, ex[`kernel_${mr}${ab}`] as KernelFn);
+      this.packAs[mr] = ex[`pack_a_${mr}`] as PackAFn;
+    }
+    this.packB = ex['pack_b'] as PackBFn;
+  }
+
+  /** Scratch space (packed panels) in the heap, grown on demand; its pointer is stable until the next call. */
+  private scratchFor(bytes: number): number {
+    if (bytes > this.scratchBytes) {
+      if (this.scratch) this.heap._free(this.scratch);
+      this.scratchBytes = Math.max(bytes, this.scratchBytes * 2);
+      this.scratch = this.heap._malloc(this.scratchBytes + 64) >>> 0;
+      if (!this.scratch) throw new Error(`wasm gemm: cannot allocate ${this.scratchBytes} bytes of scratch`);
+    }
+    return (this.scratch + 15) & ~15;
+  }
+
+  /**
+   * C (+)= A·B with A [m×k], B [k×n], C [m×n] (C's column stride must be 4 bytes: rows contiguous).
+   * n must be a multiple of 8.
+   */
+  gemm(m: number, n: number, k: number, a: Operand, b: Operand, c: { ptr: number; ldc: number }, accumulate = false): void {
+    if (n % NR !== 0) throw new Error(`wasm gemm: n=${n} is not a multiple of ${NR}`);
+    if (m === 0 || n === 0) return;
+    if (k === 0) {
+      if (!accumulate) for (let i = 0; i < m; i++) new Float32Array(this.heap.asm.memory.buffer, c.ptr + i * c.ldc, n).fill(0);
+      return;
+    }
+    const aInPlace = a.rs === 4; // A's rows for one k are consecutive floats (e.g. Xᵀ)
+    const kcMax = Math.min(KC, k);
+    const ncMax = Math.min(NC, n);
+    const aBytes = MR * kcMax * 4;
+    const base = this.scratchFor(aBytes + kcMax * ncMax * 4 + 64);
+    const ap = base;
+    const bp = (base + aBytes + 63) & ~63;
+    const kern = [0, 1, 2, 3, 4, 5, 6].map((mr) => this.kernels.get(`${mr}${aInPlace ? 'd' : 'p'}p`)!);
+    for (let n0 = 0; n0 < n; n0 += NC) {
+      const nc = Math.min(NC, n - n0);
+      const np = nc / NR;
+      for (let k0 = 0; k0 < k; k0 += KC) {
+        const kc = Math.min(KC, k - k0);
+        // B is always packed: reading a row-major B in place (8 floats per row, rows ldb apart)
+        // measured slower even for M = 16, where the packing is amortised over three A panels only.
+        this.packB(bp, b.ptr + k0 * b.rs + n0 * b.cs, b.rs, b.cs, kc, np);
+        const acc = accumulate || k0 > 0 ? 1 : 0;
+        for (let m0 = 0; m0 < m; m0 += MR) {
+          const mr = Math.min(MR, m - m0);
+          let aPtr = a.ptr + m0 * a.rs + k0 * a.cs;
+          if (!aInPlace) {
+            this.packAs[mr]!(ap, aPtr, a.rs, a.cs, kc);
+            aPtr = ap;
+          }
+          kern[mr]!(aPtr, aInPlace ? a.cs : mr * 4, bp, 32, kc * 32, c.ptr + m0 * c.ldc + n0 * 4, c.ldc, kc, np, acc);
+        }
+      }
+    }
+  }
+}
+
+const cached = new Map<boolean, { backend: unknown; gemm: WasmGemm }>();
+
+/** The wasm backend's heap access, or null when the active backend is not tfjs-backend-wasm. */
+export function wasmBackend(): WasmBackendLike | null {
+  if (tf.getBackend() !== 'wasm') return null;
+  const be = tf.backend() as unknown as Partial<WasmBackendLike>;
+  return be.wasm?.asm?.memory instanceof wasmApi.Memory && be.dataIdMap ? (be as WasmBackendLike) : null;
+}
+
+/** The GEMM bound to the active wasm backend's heap (FMA when relaxed SIMD is available unless `fma` says otherwise). */
+export function wasmGemm(fma = relaxedSimdAvailable()): WasmGemm {
+  const be = wasmBackend();
+  if (!be) throw new Error(`wasm gemm: needs the wasm backend (active: ${tf.getBackend()})`);
+  let c = cached.get(fma);
+  if (!c || c.backend !== be) {
+    c = { backend: be, gemm: new WasmGemm(be.wasm, fma) };
+    cached.set(fma, c);
+  }
+  return c.gemm;
+}
+
+/** Byte offset of a tensor's data in the wasm heap. */
+export function heapPtr(t: tf.Tensor): number {
+  const be = wasmBackend();
+  const d = be?.dataIdMap.get(t.dataId);
+  if (!d) throw new Error('wasm gemm: tensor is not in the wasm heap');
+  return d.memoryOffset;
+}
+
+/** A fresh float32 tensor owned by the wasm backend (uninitialised memory: every element must be written). */
+export function emptyTensor<R extends tf.Rank>(shape: number[]): tf.Tensor<R> {
+  const be = tf.backend() as unknown as { makeOutput(shape: number[], dtype: 'float32'): tf.TensorInfo };
+  return tf.engine().makeTensorFromTensorInfo(be.makeOutput(shape, 'float32')) as tf.Tensor<R>;
+}
