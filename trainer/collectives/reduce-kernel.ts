@@ -8,6 +8,7 @@
 // f16 encode 18 ms vs 57 ms. Without SIMD wasm the scalar code in fp16.ts is used (identical
 // results bit for bit: reduce-kernel.test.ts checks both against each other).
 import { decodeF16, encodeF16, F16_TO_F32 } from './fp16';
+import { instantiate, wasmApi } from '../util/wasm-asm';
 import { simdModuleBytes } from './simd-module';
 
 export interface F16PieceOptions {
@@ -32,14 +33,6 @@ export interface ReduceKernel {
   /** out[i] = f16(src[off + i]). */
   encodeF16(src: Float32Array, off: number, count: number, out: Uint16Array): void;
 }
-
-// The trainer's tsconfig has no DOM lib and this @types/node does not declare WebAssembly: the
-// few members used here, declared module-locally (the runtime global is the real one).
-declare const WebAssembly: {
-  Memory: new (d: { initial: number; maximum: number }) => { buffer: ArrayBuffer };
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (m: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
-};
 
 export function createJsReduceKernel(pieceElems: number): ReduceKernel {
   const staging = new Uint8Array(pieceElems * 4);
@@ -80,8 +73,8 @@ export function createReduceKernel(pieceElems: number): ReduceKernel {
   try {
     // Fixed size, never grown: views into it stay valid for the kernel's life.
     const pages = Math.ceil((pieceElems * 10) / 65536);
-    memory = new WebAssembly.Memory({ initial: pages, maximum: pages });
-    exports = new WebAssembly.Instance(new WebAssembly.Module(simdModuleBytes(pages)), { env: { mem: memory } }).exports;
+    memory = new wasmApi.Memory({ initial: pages, maximum: pages });
+    exports = instantiate(simdModuleBytes(pages), memory);
   } catch {
     return createJsReduceKernel(pieceElems);
   }

@@ -45,19 +45,41 @@ export interface WasmFunction {
   code: number[];
 }
 
-/** A module of exported functions (no results) over one imported memory env.mem of `pages` × 64 KiB, fixed. */
-export function moduleBytes(pages: number, fns: WasmFunction[]): Uint8Array {
+/**
+ * A module of exported functions (no results) over one imported memory env.mem: `pages` × 64 KiB
+ * fixed, or `{ growable: true }` to run on a memory someone else owns and grows (tfjs's wasm heap).
+ */
+export function moduleBytes(memory: number | { growable: true }, fns: WasmFunction[]): Uint8Array {
   const types = fns.map((f) => [0x60, ...leb(f.params.length), ...f.params, 0]);
   const bodies = fns.map((f) => {
     const body = [...vec(f.locals.map(([n, t]) => [...leb(n), t])), ...f.code, 0x0b];
     return [...leb(body.length), ...body];
   });
+  const limits = typeof memory === 'number' ? [0x01, ...leb(memory), ...leb(memory)] : [0x00, 0x01];
   return new Uint8Array([
     0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
     ...section(1, vec(types)),
-    ...section(2, vec([[...name('env'), ...name('mem'), 0x02, 0x01, ...leb(pages), ...leb(pages)]])),
+    ...section(2, vec([[...name('env'), ...name('mem'), 0x02, ...limits]])),
     ...section(3, vec(fns.map((_, i) => leb(i)))),
     ...section(7, vec(fns.map((f, i) => [...name(f.name), 0, ...leb(i)]))),
     ...section(10, vec(bodies)),
   ]);
+}
+
+/** What of the WebAssembly JS API the trainer uses (its tsconfig has no DOM lib, and @types/node does not declare it). */
+export interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+}
+interface WasmApi {
+  Memory: new (d: { initial: number; maximum?: number }) => WasmMemory;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (m: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
+  validate(bytes: Uint8Array): boolean;
+}
+/** The runtime's WebAssembly global, typed with just those members. */
+export const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+/** Compile and instantiate `bytes` (small modules: synchronously) on `mem` as env.mem. */
+export function instantiate<T>(bytes: Uint8Array, mem: WasmMemory): T {
+  return new wasmApi.Instance(new wasmApi.Module(bytes), { env: { mem } }).exports as T;
 }

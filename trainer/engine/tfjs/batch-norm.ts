@@ -3,6 +3,7 @@
 // activation size; here each per-channel reduction is one matMul with a ones row (wasm's Sum over
 // leading axes transposes the whole tensor first), and dx is 4 broadcast element-wise ops.
 import * as tf from '@tensorflow/tfjs-core';
+import { BN_BACKWARD, BN_TRAIN, hasFusedKernels } from './fused-kernels';
 
 export const BN_EPS = 1e-5;
 /** Running-statistics momentum, as torch.nn.BatchNorm2d (new = (1-m)·old + m·batch). */
@@ -42,6 +43,26 @@ export function bnForwardTrain(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tens
   return { y, cache: { xhat, invstd }, mean: tf.reshape(mean, [c]), varUnbiased: tf.reshape(tf.mul(variance, m / (m - 1)), [c]) };
 }
 
+/**
+ * Training BN on batch statistics followed by an optional ReLU: `y` is post-ReLU when `relu`.
+ * One fused kernel where the backend has it (fused-kernels.ts), else the stock-op formulation.
+ */
+export function bnTrainRelu(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, ones: () => tf.Tensor2D, relu: boolean): BnTrainOut {
+  if (!hasFusedKernels()) {
+    const r = bnForwardTrain(x, gamma, beta, ones());
+    return relu ? { ...r, y: tf.relu(r.y) } : r;
+  }
+  const c = x.shape[3];
+  if (x.size / c < 2) throw new Error(`batch norm needs more than one value per channel in training (got ${x.size / c}): use a batch size ≥ 2`);
+  const [y, xhat, mean, invstd, varUnbiased] = tf.engine().runKernel(BN_TRAIN, { x, gamma, beta }, { relu, eps: BN_EPS } as unknown as tf.NamedAttrMap) as tf.Tensor[];
+  return {
+    y: y as tf.Tensor4D,
+    cache: { xhat: tf.reshape(xhat!, [x.size / c, c]), invstd: tf.reshape(invstd!, [1, c]) },
+    mean: mean as tf.Tensor1D,
+    varUnbiased: varUnbiased as tf.Tensor1D,
+  };
+}
+
 /** BN on given (running) statistics: eval mode, and training with frozen BN. */
 export function bnForwardStats(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, mean: tf.Tensor1D, variance: tf.Tensor1D): { y: tf.Tensor4D; cache: BnCache } {
   const c = x.shape[3];
@@ -65,15 +86,22 @@ export interface BnGrads {
 }
 
 /**
- * Backward of bnForwardTrain (`batchStats` true: the statistics depend on x) or of
- * bnForwardStats (false: constants). `dy` is [N,H,W,C]; returns dx of the same shape.
+ * Backward of bnTrainRelu / bnForwardTrain (`batchStats` true: the statistics depend on x) or of
+ * bnForwardStats (false: constants), through the ReLU when `reluOut` (its post-ReLU output) is
+ * given. `dy` is [N,H,W,C]; returns dx of the same shape.
  */
-export function bnBackward(dy: tf.Tensor4D, cache: BnCache, gamma: tf.Tensor1D, ones: tf.Tensor2D, batchStats: boolean): BnGrads {
+export function bnBackward(dy: tf.Tensor4D, cache: BnCache, gamma: tf.Tensor1D, ones: () => tf.Tensor2D, batchStats: boolean, reluOut: tf.Tensor4D | null = null): BnGrads {
   const c = dy.shape[3];
   const m = dy.size / c;
-  const g = tf.reshape(dy, [m, c]) as tf.Tensor2D;
-  const dbeta = channelSum(g, ones);
-  const dgamma = channelSum(tf.mul(g, cache.xhat) as tf.Tensor2D, ones);
+  if (hasFusedKernels()) {
+    const inputs: tf.NamedTensorMap = { dy, xhat: cache.xhat, invstd: cache.invstd, gamma, ...(reluOut ? { out: reluOut } : {}) };
+    const [dx, dgamma, dbeta] = tf.engine().runKernel(BN_BACKWARD, inputs, { batchStats } as unknown as tf.NamedAttrMap) as tf.Tensor[];
+    return { dx: dx as tf.Tensor4D, dgamma: dgamma as tf.Tensor1D, dbeta: dbeta as tf.Tensor1D };
+  }
+  // ReLU backward fused into the mask multiply: step(out) is 1 where the ReLU passed.
+  const g = tf.reshape(reluOut ? tf.mul(dy, tf.step(reluOut)) : dy, [m, c]) as tf.Tensor2D;
+  const dbeta = channelSum(g, ones());
+  const dgamma = channelSum(tf.mul(g, cache.xhat) as tf.Tensor2D, ones());
   const a = tf.mul(gamma, cache.invstd); // [1, C]
   let dx: tf.Tensor;
   if (batchStats) {

@@ -4,7 +4,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
-import { bnBackward, bnForwardStats, bnForwardTrain } from './batch-norm';
+import { bnBackward, bnForwardStats, bnTrainRelu } from './batch-norm';
+import { setFusedKernelsEnabled } from './fused-kernels';
 import { candidates, convBackpropFilter, convBackpropInput, convForward, convGeometry, type ConvGeometry } from './conv-kernels';
 import { rng } from './init-rng';
 import { softmaxCrossEntropy } from './loss';
@@ -13,6 +14,8 @@ import { registerStockGradients } from './stock-gradients';
 
 const TOL = 1e-4;
 const BACKENDS = ['wasm', 'cpu'] as const;
+/** Each backend with the fused kernels (fused-kernels.ts) and with the stock-op formulation. */
+const PATHS = BACKENDS.flatMap((b) => [[b, 'fused'], [b, 'stock']] as const);
 
 function rand(n: number, seed: string, scale = 1, offset = 0): Float32Array {
   const u = rng(5, seed);
@@ -102,36 +105,44 @@ describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
     });
   });
 
-  describe('batch norm', () => {
-    const shape: [number, number, number, number] = [3, 4, 4, 5];
-    const size = 3 * 4 * 4 * 5;
+  // 5 channels: the fused kernels' plain loops; 12: their wasm SIMD loops (C a multiple of 4).
+  describe.each([5, 12])('batch norm, %i channels', (C) => {
+    const shape: [number, number, number, number] = [3, 4, 4, C];
+    const size = 3 * 4 * 4 * C;
     // Offset and scaled inputs: the backward must not lose precision to a large mean.
     const xs = rand(size, 'bn-x', 2, 3);
     const dys = rand(size, 'bn-dy');
-    const gs = rand(5, 'bn-g', 0.5, 1);
-    const bs = rand(5, 'bn-b');
-    const rm = rand(5, 'bn-rm', 1, 3);
-    const rv = rand(5, 'bn-rv', 0.5, 2);
+    const gs = rand(C, 'bn-g', 0.5, 1);
+    const bs = rand(C, 'bn-b');
+    const rm = rand(C, 'bn-rm', 1, 3);
+    const rv = rand(C, 'bn-rv', 0.5, 2);
 
-    it.each(BACKENDS)('training (batch statistics) on %s: y, dx, dgamma, dbeta', async (backend) => {
+    it.each(PATHS.flatMap(([b, p]) => [[b, p, false], [b, p, true]] as const))('training (batch statistics) on %s, %s kernels, ReLU %s: y, dx, dgamma, dbeta', async (backend, path, relu) => {
       const ref = await reference(() => {
         const x = tf.tensor4d(xs, shape);
         const dy = tf.tensor4d(dys, shape);
         const f = (a: tf.Tensor, gm: tf.Tensor, bt: tf.Tensor): tf.Tensor => {
           const { mean, variance } = tf.moments(a, [0, 1, 2]);
-          return tf.batchNorm(a, mean, variance, bt as tf.Tensor1D, gm as tf.Tensor1D, 1e-5);
+          const y = tf.batchNorm(a, mean, variance, bt as tf.Tensor1D, gm as tf.Tensor1D, 1e-5);
+          return relu ? tf.relu(y) : y;
         };
         const y = f(x, tf.tensor1d(gs), tf.tensor1d(bs));
         const grads = tf.grads((a: tf.Tensor, gm: tf.Tensor, bt: tf.Tensor) => tf.sum(tf.mul(f(a, gm, bt), dy)))([x, tf.tensor1d(gs), tf.tensor1d(bs)]);
-        return [y, ...grads];
+        return [y, ...grads, tf.moments(x, [0, 1, 2]).variance];
       });
-      const errs = await on(backend, () => {
-        const ones = tf.ones([1, size / 5]) as tf.Tensor2D;
-        const r = bnForwardTrain(tf.tensor4d(xs, shape), tf.tensor1d(gs), tf.tensor1d(bs), ones);
-        const b = bnBackward(tf.tensor4d(dys, shape), r.cache, tf.tensor1d(gs), ones, true);
-        return [relErr(r.y, ref[0]!), relErr(b.dx, ref[1]!), relErr(b.dgamma, ref[2]!), relErr(b.dbeta, ref[3]!)];
-      });
-      for (const e of errs) expect(e).toBeLessThan(TOL);
+      setFusedKernelsEnabled(path === 'fused');
+      try {
+        const errs = await on(backend, () => {
+          const ones = (): tf.Tensor2D => tf.ones([1, size / C]) as tf.Tensor2D;
+          const r = bnTrainRelu(tf.tensor4d(xs, shape), tf.tensor1d(gs), tf.tensor1d(bs), ones, relu);
+          const b = bnBackward(tf.tensor4d(dys, shape), r.cache, tf.tensor1d(gs), ones, true, relu ? r.y : null);
+          const m = size / C;
+          return [relErr(r.y, ref[0]!), relErr(b.dx, ref[1]!), relErr(b.dgamma, ref[2]!), relErr(b.dbeta, ref[3]!), relErr(tf.mul(r.varUnbiased, (m - 1) / m), ref[4]!)];
+        });
+        for (const e of errs) expect(e).toBeLessThan(TOL);
+      } finally {
+        setFusedKernelsEnabled(true);
+      }
     });
 
     it.each(BACKENDS)('frozen (running statistics) on %s: y, dx, dgamma, dbeta', async (backend) => {
@@ -144,9 +155,9 @@ describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
         return [y, ...grads];
       });
       const errs = await on(backend, () => {
-        const ones = tf.ones([1, size / 5]) as tf.Tensor2D;
+        const ones = tf.ones([1, size / C]) as tf.Tensor2D;
         const r = bnForwardStats(tf.tensor4d(xs, shape), tf.tensor1d(gs), tf.tensor1d(bs), tf.tensor1d(rm), tf.tensor1d(rv));
-        const b = bnBackward(tf.tensor4d(dys, shape), r.cache, tf.tensor1d(gs), ones, false);
+        const b = bnBackward(tf.tensor4d(dys, shape), r.cache, tf.tensor1d(gs), () => ones, false);
         return [relErr(r.y, ref[0]!), relErr(b.dx, ref[1]!), relErr(b.dgamma, ref[2]!), relErr(b.dbeta, ref[3]!)];
       });
       for (const e of errs) expect(e).toBeLessThan(TOL);
@@ -171,7 +182,7 @@ describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
     for (const e of errs) expect(e).toBeLessThan(TOL);
   });
 
-  it.each(BACKENDS.flatMap((b) => [[b, 8], [b, 7], [b, 16]] as const))('max-pool 3×3/2 pad 1 gradient on %s, input side %i (ties after ReLU included)', async (backend, side) => {
+  it.each(PATHS.flatMap(([b, p]) => [[b, p, 8], [b, p, 7], [b, p, 16]] as const))('max-pool 3×3/2 pad 1 forward and gradient on %s, %s kernels, input side %i (ties after ReLU included)', async (backend, path, side) => {
     const shape: [number, number, number, number] = [2, side, side, 3];
     // Half the inputs are exactly 0, as after a ReLU: ties must go to the first maximum.
     const xs = rand(2 * side * side * 3, 'mp-x').map((v) => Math.max(v, 0));
@@ -180,12 +191,20 @@ describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
     const dys = rand(2 * out * out * 3, 'mp-dy');
     const ref = await reference(() => {
       const dy = tf.tensor4d(dys, [2, out, out, 3]);
-      return [tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tf.maxPool(a as tf.Tensor4D, 3, 2, 1), dy)))(tf.tensor4d(xs, shape))];
-    });
-    const e = await on(backend, () => {
       const x = tf.tensor4d(xs, shape);
-      return relErr(maxPoolBackward(x, maxPoolForward(x, pool), tf.tensor4d(dys, [2, out, out, 3]), pool), ref[0]!);
+      return [tf.maxPool(x, 3, 2, 1), tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tf.maxPool(a as tf.Tensor4D, 3, 2, 1), dy)))(x)];
     });
-    expect(e).toBeLessThan(TOL);
+    setFusedKernelsEnabled(path === 'fused');
+    try {
+      const errs = await on(backend, () => {
+        const x = tf.tensor4d(xs, shape);
+        const f = maxPoolForward(x, pool);
+        expect(f.argmax !== null).toBe(path === 'fused');
+        return [relErr(f.y, ref[0]!), relErr(maxPoolBackward(x, f, tf.tensor4d(dys, [2, out, out, 3]), pool), ref[1]!)];
+      });
+      for (const e of errs) expect(e).toBeLessThan(TOL);
+    } finally {
+      setFusedKernelsEnabled(true);
+    }
   });
 });

@@ -4,17 +4,29 @@
 // (0 top, 1 bottom) while the forward pads 1 on each side.
 import * as tf from '@tensorflow/tfjs-core';
 import { scatterTaps } from './conv-kernels';
+import { MAX_POOL, MAX_POOL_BACKWARD, hasFusedKernels } from './fused-kernels';
 import type { PoolSpec } from './resnet50-spec';
 
-export function maxPoolForward(x: tf.Tensor4D, p: PoolSpec): tf.Tensor4D {
-  return tf.maxPool(x, p.k, p.stride, p.pad);
+export interface PoolOut {
+  y: tf.Tensor4D;
+  /** Where each output's maximum came from (flat index into x), when the fused kernel ran. */
+  argmax: tf.Tensor4D | null;
+}
+
+export function maxPoolForward(x: tf.Tensor4D, p: PoolSpec): PoolOut {
+  if (!hasFusedKernels()) return { y: tf.maxPool(x, p.k, p.stride, p.pad), argmax: null };
+  const attrs = { k: p.k, stride: p.stride, pad: p.pad, outSize: p.outSize } as unknown as tf.NamedAttrMap;
+  const [y, argmax] = tf.engine().runKernel(MAX_POOL, { x }, attrs) as tf.Tensor4D[];
+  return { y: y!, argmax: argmax! };
 }
 
 /**
  * dx: each window's gradient goes to its first maximum in row-major order (as torch and the cpu
  * backend do). Taps are visited in that order; `taken` masks windows already routed.
  */
-export function maxPoolBackward(x: tf.Tensor4D, y: tf.Tensor4D, dy: tf.Tensor4D, p: PoolSpec): tf.Tensor4D {
+export function maxPoolBackward(x: tf.Tensor4D, out: PoolOut, dy: tf.Tensor4D, p: PoolSpec): tf.Tensor4D {
+  if (out.argmax) return tf.engine().runKernel(MAX_POOL_BACKWARD, { dy, argmax: out.argmax }, { inShape: x.shape } as unknown as tf.NamedAttrMap) as tf.Tensor4D;
+  const y = out.y;
   const [n, , , c] = x.shape;
   const xp = p.pad === 0 ? x : tf.pad(x, [[0, 0], [p.pad, p.pad], [p.pad, p.pad], [0, 0]], -Infinity);
   const span = (p.outSize - 1) * p.stride + 1;

@@ -3,8 +3,8 @@
 // activations each gradient needs, and lets `--compile` pick a gradient implementation per layer.
 // Every function here must be called inside tf.tidy (the model does).
 import * as tf from '@tensorflow/tfjs-core';
-import { bnBackward, bnForwardStats, bnForwardTrain, bnInfer, channelSum, type BnCache } from './batch-norm';
-import { maxPoolBackward, maxPoolForward } from './max-pool';
+import { bnBackward, bnForwardStats, bnInfer, bnTrainRelu, channelSum, type BnCache } from './batch-norm';
+import { maxPoolBackward, maxPoolForward, type PoolOut } from './max-pool';
 import { convBackpropFilter, convBackpropInput, convForward, type ConvImpl } from './conv-kernels';
 import type { BlockSpec, NetSpec, UnitSpec } from './resnet50-spec';
 
@@ -37,7 +37,7 @@ interface BlockCache {
 export interface ForwardCache {
   stem: UnitCache;
   poolIn: tf.Tensor4D | null;
-  poolOut: tf.Tensor4D | null;
+  poolOut: PoolOut | null;
   blocks: BlockCache[];
   pooled: tf.Tensor2D;
 }
@@ -53,20 +53,15 @@ function unitForward(s: StepState, u: UnitSpec, x: tf.Tensor4D, mode: BnMode, st
     const y = bnInfer(z, gamma, beta, s.runningMean(u.bn), s.runningVar(u.bn));
     return { y: u.relu ? tf.relu(y) : y, cache: null };
   }
-  let y: tf.Tensor4D;
-  let bn: BnCache;
+  const ones = (): tf.Tensor2D => s.ones(z.size / z.shape[3]);
   if (mode === 'batch') {
-    const r = bnForwardTrain(z, gamma, beta, s.ones(z.size / z.shape[3]));
+    const r = bnTrainRelu(z, gamma, beta, ones, u.relu);
     stats.set(u.bn, { mean: r.mean, varUnbiased: r.varUnbiased });
-    y = r.y;
-    bn = r.cache;
-  } else {
-    const r = bnForwardStats(z, gamma, beta, s.runningMean(u.bn), s.runningVar(u.bn));
-    y = r.y;
-    bn = r.cache;
+    return { y: r.y, cache: { x, bn: r.cache, out: u.relu ? r.y : null } };
   }
-  const out = u.relu ? tf.relu(y) : null;
-  return { y: out ?? y, cache: { x, bn, out } };
+  const r = bnForwardStats(z, gamma, beta, s.runningMean(u.bn), s.runningVar(u.bn));
+  const out = u.relu ? tf.relu(r.y) : null;
+  return { y: out ?? r.y, cache: { x, bn: r.cache, out } };
 }
 
 function blockForward(s: StepState, b: BlockSpec, x: tf.Tensor4D, mode: BnMode, stats: StatUpdates): { y: tf.Tensor4D; cache: BlockCache | null } {
@@ -85,11 +80,11 @@ export function forward(s: StepState, images: tf.Tensor4D, mode: BnMode, stats: 
   const st = unitForward(s, spec.stem, images, mode, stats);
   let h = st.y;
   let poolIn: tf.Tensor4D | null = null;
-  let poolOut: tf.Tensor4D | null = null;
+  let poolOut: PoolOut | null = null;
   if (spec.pool) {
     poolIn = h;
-    h = maxPoolForward(h, spec.pool);
-    poolOut = h;
+    poolOut = maxPoolForward(h, spec.pool);
+    h = poolOut.y;
   }
   const blocks: BlockCache[] = [];
   for (const b of spec.blocks) {
@@ -108,9 +103,7 @@ export function forward(s: StepState, images: tf.Tensor4D, mode: BnMode, stats: 
 export type Grads = Map<string, tf.Tensor>;
 
 function unitBackward(s: StepState, u: UnitSpec, c: UnitCache, dy: tf.Tensor4D, mode: BnMode, grads: Grads, needDx: boolean): tf.Tensor4D | null {
-  // ReLU backward fused into the mask multiply: step(out) is 1 where the ReLU passed.
-  const g = c.out ? (tf.mul(dy, tf.step(c.out)) as tf.Tensor4D) : dy;
-  const r = bnBackward(g, c.bn, s.param(`${u.bn}.weight`) as tf.Tensor1D, s.ones(g.size / g.shape[3]), mode === 'batch');
+  const r = bnBackward(dy, c.bn, s.param(`${u.bn}.weight`) as tf.Tensor1D, () => s.ones(dy.size / dy.shape[3]), mode === 'batch', c.out);
   grads.set(`${u.bn}.weight`, r.dgamma);
   grads.set(`${u.bn}.bias`, r.dbeta);
   const impl = s.impl(u.conv);

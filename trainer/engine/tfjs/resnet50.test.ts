@@ -161,7 +161,9 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     const losses: number[] = [];
     for (let step = 0; step < 8; step++) {
       losses.push(m.trainStep(images, labels, 8, g));
-      for (let i = 0; i < p.length; i++) p[i] = (p[i] as number) - 0.05 * (g[i] as number);
+      // lr 0.01: at 0.05 the first steps of plain SGD on a fresh BN net overshoot, and whether the
+      // loss is back down after 8 steps depends on float rounding (it flipped with the fused BN kernels).
+      for (let i = 0; i < p.length; i++) p[i] = (p[i] as number) - 0.01 * (g[i] as number);
       m.setParams(p);
     }
     expect(losses.every(Number.isFinite)).toBe(true);
