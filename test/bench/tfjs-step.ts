@@ -3,13 +3,23 @@
 // does per optimizer step: setParams (upload the weights) + trainStep (forward, backward, gradient
 // readback into the flat buffer); the optimizer and the allreduce are not included.
 //   npx tsx test/bench/tfjs-step.ts [--steps 8] [--warmup 2] [--sizes 32,64]
-// Writes bench/results/tfjs-step.{json,md}.
+// Writes bench/results/tfjs-step.{json,md}. Re-runs itself with the node flags a rank gets
+// (relaxed SIMD for the wasm GEMM's FMA on Node 20), so it measures what a run does.
 import * as tf from '@tensorflow/tfjs-core';
+import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { initBackend, type BackendInfo } from '../../trainer/engine/tfjs/backend';
 import { compileTrainStep, cpuMs, type CompileReport } from '../../trainer/engine/tfjs/compile';
+import { gemmInfo } from '../../trainer/engine/tfjs/gemm-kernels';
+import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernel-asm';
 import { createResNet50, type TfjsResNet } from '../../trainer/engine/tfjs/resnet50';
 import { machine, median, writeResults } from './bench-util';
+
+const rankFlags = relaxedSimdNodeFlags();
+if (rankFlags.length && !process.argv.includes('--no-rank-flags')) {
+  const r = spawnSync(process.execPath, [...rankFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
+}
 
 function flag(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -79,7 +89,7 @@ async function topKernels(model: TfjsResNet, images: Float32Array, labels: Int32
 }
 
 const info: BackendInfo = await initBackend('auto');
-console.log(`backend ${info.name} (${info.reason}); ${STEPS} timed steps after ${WARMUP} warm-up, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+console.log(`backend ${info.name} (${info.reason}; ${gemmInfo().detail}); ${STEPS} timed steps after ${WARMUP} warm-up, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
 const rows: Row[] = [];
 for (const size of SIZES) {
   const images = Float32Array.from({ length: BATCH * size * size * 3 }, (_, i) => Math.sin(i * 12.9898) * 0.5);
@@ -106,7 +116,7 @@ for (const size of SIZES) {
 const md = [
   `## tfjs engine: one rank's training step (ResNet-50, batch ${BATCH}, backend ${info.name})`,
   '',
-  `Median of ${STEPS} steps after ${WARMUP} warm-up; step = setParams + forward + backward + gradient readback. ${info.device}. Load average at start: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} (other processes on this 2-core machine skew numbers).`,
+  `Median of ${STEPS} steps after ${WARMUP} warm-up; step = setParams + forward + backward + gradient readback. ${info.device}; ${info.name === 'wasm' ? gemmInfo().detail : ''}. Load average at start: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} (other processes on this 2-core machine skew numbers).`,
   '',
   '| image | compile | ms/step (wall) | of which trainStep | ms/step (CPU) | img/s (wall) | img/s (CPU time) |',
   '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
@@ -114,4 +124,4 @@ const md = [
   '',
   ...rows.filter((r) => r.compileReport).map((r) => `- ${r.imageSize}² --compile (${(r.compileReport!.durationMs / 1000).toFixed(1)} s): ${r.compileReport!.detail}. Top kernels: ${r.topKernels!.map((k) => `${k.kernel} ${k.ms} ms`).join(', ')}`),
 ].join('\n');
-writeResults('tfjs-step', { backend: info, batch: BATCH, classes: CLASSES, warmup: WARMUP, machine: { ...machine(), loadavg: os.loadavg() }, rows }, md);
+writeResults('tfjs-step', { backend: info, gemm: info.name === 'wasm' ? gemmInfo() : null, batch: BATCH, classes: CLASSES, warmup: WARMUP, machine: { ...machine(), loadavg: os.loadavg() }, rows }, md);

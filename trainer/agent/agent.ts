@@ -23,6 +23,7 @@ import {
   type AgentRank,
   type LaunchSpec,
 } from '../protocol';
+import { relaxedSimdNodeFlags } from '../engine/tfjs/kernel-asm';
 import { LogTail, stdoutEmitter, writeEvent, type Emit } from '../train/emit';
 import { chooseEngine, type EngineChoice } from './engine-choice';
 
@@ -153,8 +154,9 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
   };
   if (r.gpu !== undefined) env.CUDA_VISIBLE_DEVICES = String(r.gpu);
   // The run id in every rank's arguments lets `cohort` find leftovers of a run with ps (python: -X accepts any key).
+  // tfjs ranks get relaxed SIMD (FMA in the wasm GEMM kernels) where this Node has it behind a flag (Node 20).
   const [cmd, ...args] =
-    engine.name === 'torch' ? [engine.python!, '-X', `cohort_run=${spec.runId}`, engine.script!] : [process.execPath, trainerEntry, 'rank', '--run', spec.runId];
+    engine.name === 'torch' ? [engine.python!, '-X', `cohort_run=${spec.runId}`, engine.script!] : [process.execPath, ...relaxedSimdNodeFlags(), trainerEntry, 'rank', '--run', spec.runId];
   // detached: the rank leads its own process group, so killing the group also ends anything it spawned.
   const child = spawn(cmd!, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false };

@@ -8,7 +8,7 @@ import type { CompileReport } from '../engine/tfjs/compile';
 import { writeFileAtomicSync } from '../util/atomic-write';
 
 /** Bump when kernel implementations change, so old plans are not reused. */
-const PLAN_FORMAT = 1;
+const PLAN_FORMAT = 2; // 2: the wasm backend's 'gemm' conv kernels joined the candidates
 
 export interface CachedPlan {
   measuredAt: string;

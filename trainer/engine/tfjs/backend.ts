@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Capability } from '../../protocol/events';
+import { gemmInfo } from './gemm-kernels';
 import type { BackendChoice } from '../../protocol/train-config';
 
 export interface BackendInfo {
@@ -171,13 +172,17 @@ export async function initBackend(choice: BackendChoice, opts: InitBackendOption
 
 /** What the tfjs engine can and cannot do on this backend, said plainly. */
 export function tfjsCapabilities(info: BackendInfo): Record<string, Capability> {
+  const gemm = info.name === 'wasm' ? gemmInfo() : null;
   return {
     fp16: { available: false, detail: `fp16 compute: unavailable on backend ${info.name} (tfjs has no float16 tensors); training runs in fp32` },
     bf16: { available: false, detail: `bf16 compute: unavailable on backend ${info.name} (tfjs has no bfloat16 tensors)` },
     compile: {
       available: true,
-      detail: `--compile on ${info.name}: per-layer autotune of the conv gradient kernels (times each candidate on the real shapes, keeps the fastest); not a graph compiler (tfjs has no XLA/jit)`,
+      detail: `--compile on ${info.name}: per-layer autotune of the conv gradient kernels (times each candidate on the real shapes, keeps the fastest); not a graph compiler (tfjs has no XLA/jit)${gemm ? `; ${gemm.detail}` : ''}`,
     },
+    fma: gemm
+      ? { available: gemm.fma, detail: `${gemm.detail} (the conv 'gemm' kernels; tfjs's own XNNPACK kernels are built without FMA)` }
+      : { available: info.name === 'tensorflow', detail: info.name === 'tensorflow' ? 'libtensorflow uses FMA where the CPU has it' : 'fma: unavailable on the pure-JS cpu backend' },
     fp16Transport: { available: true, detail: 'fp16 gradient exchange is done by the collectives (engine-independent); compute stays fp32' },
     channelsLast: { available: true, detail: 'NHWC is tfjs\'s native layout (always on)' },
   };

@@ -5,6 +5,7 @@
 // a graph compiler (tfjs has none); the report says exactly what was chosen.
 import * as tf from '@tensorflow/tfjs-core';
 import { candidates, convBackpropFilter, convBackpropInput, convForward, type ConvGeometry, type ConvImpl } from './conv-kernels';
+import { gemmInfo, wasmBackend } from './gemm-kernels';
 import type { TfjsResNet, TfjsResNetInternals } from './resnet50';
 import { allUnits } from './resnet50-spec';
 
@@ -136,7 +137,8 @@ export async function compileTrainStep(model: TfjsResNet, sample: CompileSample,
   const summary = [...counts].sort().map(([k, c]) => `${k}×${c}`).join(', ');
   const durationMs = performance.now() - t0;
   const speedup = baselineStepMs / compiledStepMs;
-  const detail = `autotuned conv kernels per layer: ${chosen.size} distinct geometries timed over ${units.length} conv layers (batch ${n}, ${model.spec.imageSize}²); chosen ${summary}; trainStep ${baselineStepMs.toFixed(0)} → ${compiledStepMs.toFixed(0)} ms CPU (${speedup.toFixed(2)}×)`;
+  const gemm = wasmBackend() ? `; ${gemmInfo().detail}` : '';
+  const detail = `autotuned conv kernels per layer: ${chosen.size} distinct geometries timed over ${units.length} conv layers (batch ${n}, ${model.spec.imageSize}²); chosen ${summary}; trainStep ${baselineStepMs.toFixed(0)} → ${compiledStepMs.toFixed(0)} ms CPU (${speedup.toFixed(2)}×)${gemm}`;
   log(`compile: ${detail}`);
   return { durationMs, baselineStepMs, compiledStepMs, speedup, detail, plan };
 }

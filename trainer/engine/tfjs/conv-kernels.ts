@@ -3,8 +3,12 @@
 // Conv2DBackpropInput is a naive loop (5-10× slower than the forward XNNPACK conv on the same
 // shape). Every gradient here is rewritten as forward convolutions and matMuls, the kernels wasm
 // runs fast. Which candidate wins depends on the shape (e.g. im2col beats the transposed conv
-// when the output is 1×1), so `--compile` times them per layer (see conv-autotune.ts).
+// when the output is 1×1), so `--compile` times them per layer (see conv-autotune.ts). On the wasm
+// backend there is also 'gemm' for each: a hand-written wasm GEMM (relaxed-SIMD FMA when V8 has it)
+// with im2col/col2im kernels, on the tensors' heap memory (conv-gemm.ts).
 import * as tf from '@tensorflow/tfjs-core';
+import { gemmConvAvailable, gemmConvBackpropFilter, gemmConvBackpropInput, gemmConvForward, gemmConvSupports } from './conv-gemm';
+import { gemmInfo } from './gemm-kernels';
 
 export interface ConvGeometry {
   /** Input spatial side (square inputs only: ResNet-50 here always sees square images). */
@@ -17,9 +21,9 @@ export interface ConvGeometry {
   pad: number;
 }
 
-export type ConvFwdImpl = 'conv2d' | 'center';
-export type ConvDxImpl = 'backprop-input' | 'matmul' | 'matmul-t' | 'rot-conv' | 'col2im' | 'center';
-export type ConvDwImpl = 'conv-t' | 'im2col' | 'matmul' | 'center';
+export type ConvFwdImpl = 'conv2d' | 'center' | 'gemm';
+export type ConvDxImpl = 'backprop-input' | 'matmul' | 'matmul-t' | 'rot-conv' | 'col2im' | 'center' | 'gemm';
+export type ConvDwImpl = 'conv-t' | 'im2col' | 'matmul' | 'center' | 'gemm';
 export interface ConvImpl {
   fwd: ConvFwdImpl;
   dx: ConvDxImpl;
@@ -37,18 +41,38 @@ export function centerOnly(g: ConvGeometry): boolean {
   return g.inSize === 1 && g.outSize === 1 && g.k % 2 === 1 && g.pad === (g.k - 1) / 2;
 }
 
+/** The 'gemm' implementations this geometry can use on the active backend (none off the wasm backend). */
+function gemmFits(g: ConvGeometry): { fwd: boolean; dx: boolean; dw: boolean } {
+  return gemmConvAvailable() ? gemmConvSupports(g, centerOnly(g)) : { fwd: false, dx: false, dw: false };
+}
+
 export function candidates(g: ConvGeometry): { fwd: ConvFwdImpl[]; dx: ConvDxImpl[]; dw: ConvDwImpl[] } {
   const center = centerOnly(g) && g.k > 1;
+  const gemm = gemmFits(g);
   return {
-    fwd: center ? ['conv2d', 'center'] : ['conv2d'],
-    dx: [...(g.k === 1 ? (['matmul', 'matmul-t'] as const) : (['rot-conv', 'col2im'] as const)), 'backprop-input', ...(center ? (['center'] as const) : [])],
-    dw: [...(g.k === 1 ? (['matmul'] as const) : (['conv-t', 'im2col'] as const)), ...(center ? (['center'] as const) : [])],
+    fwd: [...(center ? (['conv2d', 'center'] as const) : (['conv2d'] as const)), ...(gemm.fwd ? (['gemm'] as const) : [])],
+    dx: [...(g.k === 1 ? (['matmul', 'matmul-t'] as const) : (['rot-conv', 'col2im'] as const)), 'backprop-input', ...(center ? (['center'] as const) : []), ...(gemm.dx ? (['gemm'] as const) : [])],
+    dw: [...(g.k === 1 ? (['matmul'] as const) : (['conv-t', 'im2col'] as const)), ...(center ? (['center'] as const) : []), ...(gemm.dw ? (['gemm'] as const) : [])],
   };
 }
 
-/** The implementation used without --compile: the generic rewrite for each gradient, no shape specialisation. */
-export function defaultImpl(g: ConvGeometry): ConvImpl {
+/** The stock-op implementation used without --compile. */
+function stockDefault(g: ConvGeometry): ConvImpl {
   return { fwd: 'conv2d', dx: g.k === 1 ? 'matmul' : 'rot-conv', dw: g.k === 1 ? 'matmul' : 'conv-t' };
+}
+
+/**
+ * The implementation used without --compile. On the wasm backend: 'gemm' for both gradients (it
+ * won or tied on nearly every ResNet-50 geometry at 32² and 64², with or without FMA: no
+ * transposes, strided slices or pads around it) and for the forward where tfjs's conv2d has no
+ * edge: always with FMA except the 3-channel stem (its im2col copies 3 floats at a time), and
+ * without FMA only when just the centre tap meets data. Elsewhere the generic stock-op rewrite.
+ */
+export function defaultImpl(g: ConvGeometry): ConvImpl {
+  const stock = stockDefault(g);
+  const gemm = gemmFits(g);
+  const fwdGemm = gemm.fwd && (centerOnly(g) || (gemmInfo().fma && g.cin % 4 === 0));
+  return { fwd: fwdGemm ? 'gemm' : stock.fwd, dx: gemm.dx ? 'gemm' : stock.dx, dw: gemm.dw ? 'gemm' : stock.dw };
 }
 
 type Pad4 = [[number, number], [number, number], [number, number], [number, number]];
@@ -129,6 +153,9 @@ function scatterStrided(dxs: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
 }
 
 export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvFwdImpl): tf.Tensor4D {
+  // A plan made on the wasm backend may reach a rank on another backend: 'gemm' falls back to the stock op.
+  if (impl === 'gemm') impl = gemmFits(g).fwd ? 'gemm' : stockDefault(g).fwd;
+  if (impl === 'gemm') return gemmConvForward(x, w, g, centerOnly(g));
   if (impl === 'center') {
     const n = x.shape[0];
     return tf.reshape(tf.matMul(as2d(x, g.cin), centerTap(w, g)), [n, 1, 1, g.cout]);
@@ -139,7 +166,10 @@ export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, imp
 /** Gradient of the conv output w.r.t. its input. `wT` (filter as [cout, cin] for 1×1) may be passed precomputed. */
 export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvDxImpl): tf.Tensor4D {
   const n = dy.shape[0];
+  if (impl === 'gemm') impl = gemmFits(g).dx ? 'gemm' : stockDefault(g).dx;
   switch (impl) {
+    case 'gemm':
+      return gemmConvBackpropInput(dy, w, g, centerOnly(g));
     case 'backprop-input':
       return tf.engine().runKernel('Conv2DBackpropInput', { dy, filter: w }, {
         strides: g.stride, pad: g.pad === 0 ? 'valid' : [[0, 0], [g.pad, g.pad], [g.pad, g.pad], [0, 0]],
@@ -190,7 +220,10 @@ export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeomet
 /** Gradient of the conv output w.r.t. the filter (what wasm has no kernel for), HWIO. */
 export function convBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeometry, impl: ConvDwImpl): tf.Tensor4D {
   const n = x.shape[0];
+  if (impl === 'gemm') impl = gemmFits(g).dw ? 'gemm' : stockDefault(g).dw;
   switch (impl) {
+    case 'gemm':
+      return gemmConvBackpropFilter(x, dy, g, centerOnly(g));
     case 'center': {
       const c = (g.k - 1) / 2;
       const dwc = tf.matMul(tf.transpose(as2d(x, g.cin)), as2d(dy, g.cout));

@@ -12,19 +12,9 @@
 // all B panels of the block. Packing also absorbs the strides, so transposed operands cost the
 // same as plain ones.
 import * as tf from '@tensorflow/tfjs-core';
-import { buildModule, inc, op, type Code, type FuncDef } from './kernel-asm';
+import { buildModule, forRange, inc, op, relaxedSimdAvailable, wasmApi, type Code, type FuncDef, type WasmMemory } from './kernel-asm';
 
-/** The WebAssembly JS API members used here (the trainer's tsconfig has no DOM lib, and @types/node does not declare them). */
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-}
-interface WasmApi {
-  validate(bytes: Uint8Array): boolean;
-  Module: new (bytes: Uint8Array) => object;
-  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
-  Memory: abstract new (...args: never[]) => WasmMemory;
-}
-const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+export { relaxedSimdAvailable };
 
 export const MR = 6;
 export const NR = 8;
@@ -172,26 +162,76 @@ function packB(): FuncDef {
   return { name: 'pack_b', params: 6, i32Locals: 3, body };
 }
 
+/**
+ * The im2col family over NHWC grids, one (pixel, tap) segment of c floats at a time:
+ *   im2col(col, grid, n, h, w, c, k, s, p, oh, ow): col[(b,oy,ox), (ky,kx,ci)] = grid[b, oy·s+ky−p, ox·s+kx−p, ci] (0 outside)
+ *   col2im(col, grid, ...):                          grid[b, oy·s+ky−p, ox·s+kx−p, ci] += col[(b,oy,ox), (ky,kx,ci)] (outside dropped)
+ * (col is [n·oh·ow, k·k·c] row-major: the GEMM operand of a k×k conv; k = 1 is a strided subsample.)
+ */
+function convCols(scatterAdd: boolean): FuncDef {
+  const [COL, GRID, N, H, W, C, K, S, P, OH, OW] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
+  const [B, OY, OX, KY, KX, IY, IX, Q, CB, CV, PTR] = [11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21];
+  const at = (base: number): Code => [...op.get(base), ...op.get(Q), ...op.add];
+  const vecPart = (body: Code): Code => op.block(op.loop(op.get(Q), op.get(CV), op.geU, op.brIf(1), body, inc(Q, 16), op.br(0)));
+  const tail = (body: Code): Code => op.block(op.loop(op.get(Q), op.get(CB), op.geU, op.brIf(1), body, inc(Q, 4), op.br(0)));
+  const inside: Code = scatterAdd
+    ? [
+      ...op.i32(0), ...op.set(Q),
+      ...vecPart([...at(PTR), ...at(PTR), ...op.v128Load(0), ...at(COL), ...op.v128Load(0), ...op.f32x4Add, ...op.v128Store(0)]),
+      ...tail([...at(PTR), ...at(PTR), ...op.f32Load(0), ...at(COL), ...op.f32Load(0), ...op.f32Add, ...op.f32Store(0)]),
+    ]
+    : [
+      ...op.i32(0), ...op.set(Q),
+      ...vecPart([...at(COL), ...at(PTR), ...op.v128Load(0), ...op.v128Store(0)]),
+      ...tail([...at(COL), ...at(PTR), ...op.f32Load(0), ...op.f32Store(0)]),
+    ];
+  const outside: Code = scatterAdd
+    ? []
+    : [
+      ...op.i32(0), ...op.set(Q),
+      ...vecPart([...at(COL), ...op.v128Zero, ...op.v128Store(0)]),
+      ...tail([...at(COL), ...op.f32Zero, ...op.f32Store(0)]),
+    ];
+  const body: Code = [
+    ...op.get(C), ...op.i32(4), ...op.mul, ...op.set(CB),
+    ...op.get(CB), ...op.i32(~15), ...op.and, ...op.set(CV),
+    ...forRange(B, op.get(N), forRange(OY, op.get(OH), forRange(OX, op.get(OW), forRange(KY, op.get(K),
+      // iy = oy·s + ky − p
+      op.get(OY), op.get(S), op.mul, op.get(KY), op.add, op.get(P), op.sub, op.set(IY),
+      forRange(KX, op.get(K),
+        op.get(OX), op.get(S), op.mul, op.get(KX), op.add, op.get(P), op.sub, op.set(IX),
+        // unsigned compares: negative coordinates are huge
+        op.get(IY), op.get(H), op.ltU, op.get(IX), op.get(W), op.ltU, op.and,
+        op.ifElse(
+          [
+            // ptr = grid + ((b·h + iy)·w + ix)·c·4
+            ...op.get(GRID), ...op.get(B), ...op.get(H), ...op.mul, ...op.get(IY), ...op.add, ...op.get(W), ...op.mul, ...op.get(IX), ...op.add, ...op.get(CB), ...op.mul, ...op.add, ...op.set(PTR),
+            ...inside,
+          ],
+          outside,
+        ),
+        inc(COL, op.get(CB)),
+      ),
+    )))),
+  ];
+  return { name: scatterAdd ? 'col2im' : 'im2col', params: 11, i32Locals: 11, body };
+}
+
 export function gemmModuleBytes(fma: boolean): Uint8Array<ArrayBuffer> {
   const funcs: FuncDef[] = [];
   for (let mr = 1; mr <= MR; mr++) {
     funcs.push(packA(mr));
     for (const a of [true, false]) funcs.push(microkernel(mr, fma, a, true));
   }
-  funcs.push(packB());
+  funcs.push(packB(), convCols(false), convCols(true));
   return buildModule(funcs);
-}
-
-let relaxed: boolean | undefined;
-/** Whether this V8 accepts relaxed SIMD (Node 20: only with --experimental-wasm-relaxed-simd). Checked once. */
-export function relaxedSimdAvailable(): boolean {
-  relaxed ??= wasmApi.validate(gemmModuleBytes(true));
-  return relaxed;
 }
 
 type KernelFn = (ap: number, aStep: number, bp: number, bStep: number, bPanel: number, c: number, ldc: number, kc: number, np: number, acc: number) => void;
 type PackAFn = (dst: number, src: number, rs: number, ks: number, kc: number) => void;
 type PackBFn = (dst: number, src: number, ks: number, ns: number, kc: number, np: number) => void;
+/** (col, grid, n, h, w, c, k, s, p, oh, ow), see convCols. */
+export type ColsFn = (col: number, grid: number, n: number, h: number, w: number, c: number, k: number, s: number, p: number, oh: number, ow: number) => void;
 
 interface EmscriptenHeap {
   asm: { memory: WasmMemory };
@@ -210,13 +250,35 @@ export interface Operand {
   cs: number;
 }
 
+/** A heap block grown on demand (never shrunk); its pointer is valid until the next get() that grows it. */
+export class Scratch {
+  private ptr = 0;
+  private bytes = 0;
+  constructor(private readonly heap: EmscriptenHeap) {}
+
+  /** A 64-byte-aligned pointer to at least `bytes` bytes. */
+  get(bytes: number): number {
+    if (bytes > this.bytes) {
+      if (this.ptr) this.heap._free(this.ptr);
+      this.bytes = Math.max(bytes, Math.ceil(this.bytes * 1.5));
+      this.ptr = this.heap._malloc(this.bytes + 64) >>> 0;
+      if (!this.ptr) throw new Error(`wasm gemm: cannot allocate ${this.bytes} bytes of scratch`);
+    }
+    return (this.ptr + 63) & ~63;
+  }
+}
+
 export class WasmGemm {
   readonly fma: boolean;
   private readonly kernels = new Map<string, KernelFn>();
   private readonly packAs: PackAFn[] = [];
   private readonly packB: PackBFn;
-  private scratch = 0;
-  private scratchBytes = 0;
+  /** im2col / col2im over NHWC grids in the heap (see convCols). */
+  readonly im2col: ColsFn;
+  readonly col2im: ColsFn;
+  private readonly packScratch: Scratch;
+  /** Scratch for callers' im2col matrices (separate from the packing scratch the GEMM itself uses). */
+  readonly colScratch: Scratch;
 
   constructor(private readonly heap: EmscriptenHeap, fma: boolean) {
     this.fma = fma;
@@ -227,17 +289,15 @@ export class WasmGemm {
       this.packAs[mr] = ex[`pack_a_${mr}`] as PackAFn;
     }
     this.packB = ex['pack_b'] as PackBFn;
+    this.im2col = ex['im2col'] as ColsFn;
+    this.col2im = ex['col2im'] as ColsFn;
+    this.packScratch = new Scratch(heap);
+    this.colScratch = new Scratch(heap);
   }
 
-  /** Scratch space (packed panels) in the heap, grown on demand; its pointer is stable until the next call. */
-  private scratchFor(bytes: number): number {
-    if (bytes > this.scratchBytes) {
-      if (this.scratch) this.heap._free(this.scratch);
-      this.scratchBytes = Math.max(bytes, this.scratchBytes * 2);
-      this.scratch = this.heap._malloc(this.scratchBytes + 64) >>> 0;
-      if (!this.scratch) throw new Error(`wasm gemm: cannot allocate ${this.scratchBytes} bytes of scratch`);
-    }
-    return (this.scratch + 15) & ~15;
+  /** A Float32Array over the heap (re-made on every call: a tfjs allocation may grow the memory and detach older views). */
+  view(ptr: number, length: number): Float32Array {
+    return new Float32Array(this.heap.asm.memory.buffer, ptr, length);
   }
 
   /**
@@ -248,14 +308,14 @@ export class WasmGemm {
     if (n % NR !== 0) throw new Error(`wasm gemm: n=${n} is not a multiple of ${NR}`);
     if (m === 0 || n === 0) return;
     if (k === 0) {
-      if (!accumulate) for (let i = 0; i < m; i++) new Float32Array(this.heap.asm.memory.buffer, c.ptr + i * c.ldc, n).fill(0);
+      if (!accumulate) for (let i = 0; i < m; i++) this.view(c.ptr + i * c.ldc, n).fill(0);
       return;
     }
     const aInPlace = a.rs === 4; // A's rows for one k are consecutive floats (e.g. Xᵀ)
     const kcMax = Math.min(KC, k);
     const ncMax = Math.min(NC, n);
     const aBytes = MR * kcMax * 4;
-    const base = this.scratchFor(aBytes + kcMax * ncMax * 4 + 64);
+    const base = this.packScratch.get(aBytes + kcMax * ncMax * 4 + 64);
     const ap = base;
     const bp = (base + aBytes + 63) & ~63;
     const kern = [0, 1, 2, 3, 4, 5, 6].map((mr) => this.kernels.get(`${mr}${aInPlace ? 'd' : 'p'}p`)!);
@@ -291,8 +351,25 @@ export function wasmBackend(): WasmBackendLike | null {
   return be.wasm?.asm?.memory instanceof wasmApi.Memory && be.dataIdMap ? (be as WasmBackendLike) : null;
 }
 
+let forced: boolean | null = null;
+/** Tests and benchmarks: force the FMA (true) or mul+add (false) kernels, or back to detection (null). */
+export function forceGemmFma(fma: boolean | null): void {
+  forced = fma;
+}
+
+/** Whether wasmGemm() uses fused multiply-add (relaxed SIMD), and why, for the engine's reports. */
+export function gemmInfo(): { fma: boolean; detail: string } {
+  const fma = forced ?? relaxedSimdAvailable();
+  return {
+    fma,
+    detail: fma
+      ? 'wasm GEMM kernels use relaxed-SIMD FMA (f32x4.relaxed_madd)'
+      : `wasm GEMM kernels use f32x4.mul + f32x4.add (${forced === false ? 'FMA disabled' : 'relaxed SIMD unavailable: run node with --experimental-wasm-relaxed-simd for FMA'})`,
+  };
+}
+
 /** The GEMM bound to the active wasm backend's heap (FMA when relaxed SIMD is available unless `fma` says otherwise). */
-export function wasmGemm(fma = relaxedSimdAvailable()): WasmGemm {
+export function wasmGemm(fma = forced ?? relaxedSimdAvailable()): WasmGemm {
   const be = wasmBackend();
   if (!be) throw new Error(`wasm gemm: needs the wasm backend (active: ${tf.getBackend()})`);
   let c = cached.get(fma);

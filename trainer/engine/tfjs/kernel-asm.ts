@@ -52,6 +52,8 @@ export const op = {
   eqz: [0x45] as Code,
   eq: [0x46] as Code,
   ltU: [0x49] as Code,
+  geU: [0x4f] as Code,
+  and: [0x71] as Code,
   leS: [0x4c] as Code,
   /** block ... end (br 0 inside jumps past the end). */
   block: (...body: Code[]): Code => [0x02, 0x40, ...body.flat(), 0x0b],
@@ -66,11 +68,19 @@ export const op = {
   v128Store: (offset = 0): Code => [...simd(0x0b), ...memarg(4, offset)],
   load32Splat: (offset = 0): Code => [...simd(0x09), ...memarg(2, offset)],
   v128Zero: [...simd(0x0c), ...new Array<number>(16).fill(0)] as Code,
+  f32Zero: [0x43, 0, 0, 0, 0] as Code,
+  f32Add: [0x92] as Code,
   f32x4Add: simd(0xe4),
   f32x4Mul: simd(0xe6),
   /** Relaxed SIMD: a·b + c, fused where the CPU has FMA (V8 on x86 with FMA3 / arm64). */
   f32x4RelaxedMadd: simd(0x105),
 };
+
+/** for (i = 0; i < end; i++) body — `end` is code leaving an i32 on the stack (evaluated every iteration). */
+export const forRange = (i: number, end: Code, ...body: Code[]): Code => [
+  ...op.i32(0), ...op.set(i),
+  ...op.block(op.loop(op.get(i), end, op.geU, op.brIf(1), ...body, inc(i, 1), op.br(0))),
+];
 
 /** local += delta (i32). */
 export const inc = (local: number, delta: number | Code): Code => [...op.get(local), ...(typeof delta === 'number' ? op.i32(delta) : delta), ...op.add, ...op.set(local)];
@@ -108,4 +118,40 @@ export function buildModule(funcs: FuncDef[]): Uint8Array<ArrayBuffer> {
     ...section(7, vec(funcs.map((f, i) => [...name(f.name), 0x00, ...uleb(i)]))),
     ...section(10, vec(bodies)),
   ]);
+}
+
+/** The WebAssembly JS API members the kernels use (the trainer's tsconfig has no DOM lib, and @types/node does not declare them). */
+export interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+}
+export interface WasmApi {
+  validate(bytes: Uint8Array): boolean;
+  Module: new (bytes: Uint8Array) => object;
+  Instance: new (module: object, imports: Record<string, Record<string, unknown>>) => { exports: Record<string, unknown> };
+  Memory: abstract new (...args: never[]) => WasmMemory;
+}
+export const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+
+/** `(func (param v128 v128 v128) (result v128) (f32x4.relaxed_madd (local.get 0) (local.get 1) (local.get 2)))` */
+const RELAXED_PROBE = new Uint8Array([
+  0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
+  1, 8, 1, 0x60, 3, V128, V128, V128, 1, V128,
+  3, 2, 1, 0,
+  10, 13, 1, 11, 0, 0x20, 0, 0x20, 1, 0x20, 2, ...op.f32x4RelaxedMadd, 0x0b,
+]);
+
+let relaxed: boolean | undefined;
+/**
+ * Whether this V8 runs relaxed SIMD (f32x4.relaxed_madd). Node 20 needs the V8 flag
+ * --experimental-wasm-relaxed-simd (the rank processes get it: agent.ts); V8 ships it on by
+ * default from 11.4 (Node 22). Checked once per process.
+ */
+export function relaxedSimdAvailable(): boolean {
+  relaxed ??= wasmApi.validate(RELAXED_PROBE);
+  return relaxed;
+}
+
+/** The node flag a child process needs for relaxed SIMD: none where it is on by default (or where this process already has it). */
+export function relaxedSimdNodeFlags(): string[] {
+  return relaxedSimdAvailable() ? [] : ['--experimental-wasm-relaxed-simd'];
 }
