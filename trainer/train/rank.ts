@@ -12,6 +12,7 @@ import { applyCompilePlan, compileTrainStep } from '../engine/tfjs/compile';
 import { createResNet50, type TfjsResNet } from '../engine/tfjs/resnet50';
 import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type TrainConfig } from '../protocol';
 import { createOptimizer } from '../optim/optimizer';
+import { PhaseTimes } from './phase-times';
 import { learningRate } from '../optim/schedule';
 import { loadCifar100 } from '../data/cifar100';
 import { allocBatch, fillBatch, type Dataset } from '../data/dataset';
@@ -153,16 +154,21 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
     let epochLoss = { sum: 0, n: 0, start: Date.now() };
     const warmupEnd = startStep + Math.min(config.warmupSteps, Math.max(0, totalSteps - startStep - 1));
     const warmupStart = Date.now();
+    const phases = new PhaseTimes();
     for (let step = startStep; step < totalSteps; step++) {
       if (peerFailure) throw peerFailure;
       const epoch = Math.floor(step / stepsPerEpoch);
       const lr = learningRate(step, { lr: config.lr, warmupSteps: config.lrWarmupSteps, totalSteps, schedule: config.schedule });
       const stepStart = Date.now();
       const b = batchAt(step);
+      const p0 = performance.now();
       const loss = m.trainStep(b.images, b.labels, b.batch, grads);
+      const p1 = performance.now();
       await collective.allreduce(grads, { average: true, fp16: config.fp16 }); // sync point: gradients of every rank
+      const p2 = performance.now();
       optimizer.step(params, grads, lr);
       m.setParams(params);
+      if (step + 1 > warmupEnd) phases.add(p1 - p0, p2 - p1, performance.now() - p2);
 
       if (step + 1 === warmupEnd && warmupEnd > startStep) {
         emit({ type: 'warmup', steps: warmupEnd - startStep, durationMs: Date.now() - warmupStart, detail: 'first steps allocate buffers and initialise kernels; excluded from throughput' });
@@ -231,6 +237,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       }
     }
 
+    if (phases.count) log(`rank ${rdv.rank} on ${host}: ${phases.summary()}`);
     emit({
       type: 'done',
       status: 'ok',

@@ -1,0 +1,25 @@
+// Where a rank's step time goes, reported once at the end of a run (a `log` line per rank): the
+// numbers that say whether compute, the gradient exchange or the update is the bottleneck.
+import { median } from '../util/stats';
+
+export class PhaseTimes {
+  private readonly compute: number[] = [];
+  private readonly allreduce: number[] = [];
+  private readonly update: number[] = [];
+
+  get count(): number {
+    return this.compute.length;
+  }
+
+  /** One measured step: forward + backward + gradient readback, allreduce, optimizer + weight upload (ms). */
+  add(computeMs: number, allreduceMs: number, updateMs: number): void {
+    this.compute.push(computeMs);
+    this.allreduce.push(allreduceMs);
+    this.update.push(updateMs);
+  }
+
+  summary(): string {
+    const f = (xs: number[]): string => median(xs).toFixed(0);
+    return `median ms per step over ${this.count} steps: compute ${f(this.compute)}, allreduce (incl. waiting for peers) ${f(this.allreduce)}, optimizer + weight upload ${f(this.update)}`;
+  }
+}
