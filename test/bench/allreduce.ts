@@ -2,8 +2,9 @@
  * Allreduce benchmark: `npx tsx test/bench/allreduce.ts` (about 2–4 minutes on 2 cores).
  *
  * 100 MB (25M float32) allreduce among 2 and 3 local rank processes over the tcp-ring backend,
- * fp16 transport off and on; raw loopback TCP between two Node processes measured in the same
- * run (one-way and duplex); torch.distributed gloo on the same size with /usr/bin/python3 when
+ * fp16 transport off and on; raw loopback TCP measured in the same run: one-way between two Node
+ * processes, and with the ring's own traffic pattern among the same number of processes
+ * (allreduce-raw-ring.ts: the ceiling of any ring over TCP here); torch.distributed gloo on the same size with /usr/bin/python3 when
  * torch imports. Bus bandwidth = 2(n−1)/n · bytes / time (nccl-tests' definition), computed on
  * the f32 payload size for fp16 too, so it is directly comparable. Writes
  * bench/results/allreduce.{json,md}. Options: --iters N (default 7), --mb N (default 100).
@@ -82,20 +83,25 @@ async function ring(n: number, via: 'tcp' | 'unix'): Promise<Case[]> {
   });
 }
 
-function rawTcp(): { oneWay: Case; duplex: Case } {
+function rawOneWay(): Case {
   const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'bench', 'allreduce-raw-tcp.ts')], {
     cwd: ROOT, encoding: 'utf8', env: { ...process.env, BENCH_BYTES: String(BYTES), BENCH_ITERS: String(ITERS) },
   });
   if (r.status !== 0) throw new Error(`raw TCP bench failed: ${r.stderr}`);
-  const j = JSON.parse(r.stdout.trim().split('\n').pop()!) as { oneWayMs: number[]; duplexMs: number[]; duplexCpuMs: number };
+  const j = JSON.parse(r.stdout.trim().split('\n').pop()!) as { oneWayMs: number[] };
   const ow = median(j.oneWayMs);
-  const dx = median(j.duplexMs);
-  // One-way: bytes/time. Duplex: each direction carries BYTES; report the per-direction rate,
-  // which is what a 2-rank ring's bus bandwidth measures.
-  return {
-    oneWay: { name: 'raw TCP one-way', ranks: 2, medianMs: ow, busGBs: BYTES / (ow / 1000) / 1e9, ms: j.oneWayMs },
-    duplex: { name: 'raw TCP duplex (per direction)', ranks: 2, medianMs: dx, busGBs: BYTES / (dx / 1000) / 1e9, ms: j.duplexMs, cpuMsPerOp: j.duplexCpuMs },
-  };
+  return { name: 'raw TCP one-way (1 sender, 1 receiver)', ranks: 2, medianMs: ow, busGBs: BYTES / (ow / 1000) / 1e9, ms: j.oneWayMs };
+}
+
+/** Raw TCP with the ring's traffic among n processes; its bus GB/s is per-rank bytes / time. */
+function rawRingPattern(n: number): Case {
+  const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test', 'bench', 'allreduce-raw-ring.ts')], {
+    cwd: ROOT, encoding: 'utf8', env: { ...process.env, BENCH_RANKS: String(n), BENCH_BYTES: String(BYTES), BENCH_ITERS: String(ITERS) },
+  });
+  if (r.status !== 0) throw new Error(`raw TCP ring-pattern bench failed: ${r.stderr}`);
+  const j = JSON.parse(r.stdout.trim().split('\n').pop()!) as { ms: number[]; cpuMs: number[]; perRankBytes: number };
+  const m = median(j.ms);
+  return { name: 'raw TCP, ring traffic pattern', ranks: n, medianMs: m, busGBs: busGBs(n, m), ms: j.ms, bytesSentPerOp: j.perRankBytes, cpuMsPerOp: median(j.cpuMs) };
 }
 
 const GLOO = `
@@ -139,8 +145,9 @@ async function gloo(n: number, script: string): Promise<Case> {
 
 const fmt = (x: number, d = 2): string => x.toFixed(d);
 const loadStart = loadavg()[0]!;
-const raw = rawTcp();
-const cases: Case[] = [raw.oneWay, raw.duplex];
+const oneWay = rawOneWay();
+const rawRing = new Map([2, 3].map((n) => [n, rawRingPattern(n)]));
+const cases: Case[] = [oneWay, ...rawRing.values()];
 for (const n of [2, 3]) for (const via of ['tcp', 'unix'] as const) cases.push(...(await ring(n, via)));
 const torchVersion = torchAvailable();
 const glooCases: Case[] = [];
@@ -159,15 +166,16 @@ const loadEnd = loadavg()[0]!;
 
 const rows = cases.map((c) => {
   const g = glooCases.find((x) => x.ranks === c.ranks);
+  const raw = rawRing.get(c.ranks);
   const ring = c.name.startsWith('tcp-ring');
   return {
     ...c,
-    vsRawOneWay: ring ? c.busGBs / raw.oneWay.busGBs : undefined,
-    vsRawDuplex: ring ? c.busGBs / raw.duplex.busGBs : undefined,
+    vsRawOneWay: ring ? c.busGBs / oneWay.busGBs : undefined,
+    vsRawRing: ring && raw ? c.busGBs / raw.busGBs : undefined,
     vsGloo: ring && g ? c.busGBs / g.busGBs : undefined,
     // CPU per op is what bounds throughput on 2 cores and does not move with other load:
     // how much less CPU the ring needs than the reference (> 1 = cheaper).
-    cpuVsRawDuplex: ring && c.cpuMsPerOp && raw.duplex.cpuMsPerOp ? raw.duplex.cpuMsPerOp / c.cpuMsPerOp : undefined,
+    cpuVsRawRing: ring && c.cpuMsPerOp && raw?.cpuMsPerOp ? raw.cpuMsPerOp / c.cpuMsPerOp : undefined,
     cpuVsGloo: ring && c.cpuMsPerOp && g?.cpuMsPerOp ? g.cpuMsPerOp / c.cpuMsPerOp : undefined,
   };
 });
@@ -177,8 +185,10 @@ const md = [
   `Machine: ${process.env.COHORT_BENCH_NOTE ?? '2 cores'}; load average ${fmt(loadStart)} at start, ${fmt(loadEnd)} at end (other work on the machine skews all numbers). ` +
     `3 ranks share 2 cores with the OS. Bus bandwidth = 2(n−1)/n · bytes / time, on the f32 size for the fp16 rows too. torch gloo: ${torchVersion ? `torch ${torchVersion}, 1 thread` : 'skipped (torch not importable with /usr/bin/python3)'}.`,
   '',
-  '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP duplex | vs gloo | bytes sent/op/rank | CPU ms/op (rank 0 process) | CPU: raw duplex ÷ ring | CPU: gloo ÷ ring |',
+  'Raw TCP, ring traffic pattern: n processes each write 2(n−1)/n · bytes to the next and read as many from the previous, at once — what a ring allreduce moves, without reducing; no ring over TCP can beat it here. One-way (a single stream, the other direction idle) is not reachable by an allreduce on 2 cores: every rank must send and receive its bytes at the same time, and loopback TCP costs CPU per byte on both ends.',
+  '',
+  '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP ring pattern | vs gloo | bytes sent/op/rank | CPU ms/op (rank 0 process) | CPU: raw ring pattern ÷ ring | CPU: gloo ÷ ring |',
   '|---|---|---|---|---|---|---|---|---|---|---|',
-  ...rows.map((r) => `| ${r.name} | ${r.ranks} | ${fmt(r.medianMs, 1)} | ${fmt(r.busGBs)} | ${r.vsRawOneWay === undefined ? '' : fmt(r.vsRawOneWay)} | ${r.vsRawDuplex === undefined ? '' : fmt(r.vsRawDuplex)} | ${r.vsGloo === undefined ? (r.name.startsWith('tcp-ring') && !torchVersion ? 'skipped' : '') : fmt(r.vsGloo)} | ${r.bytesSentPerOp ?? ''} | ${r.cpuMsPerOp === undefined ? '' : fmt(r.cpuMsPerOp, 1)} | ${r.cpuVsRawDuplex === undefined ? '' : fmt(r.cpuVsRawDuplex)} | ${r.cpuVsGloo === undefined ? '' : fmt(r.cpuVsGloo)} |`),
+  ...rows.map((r) => `| ${r.name} | ${r.ranks} | ${fmt(r.medianMs, 1)} | ${fmt(r.busGBs)} | ${r.vsRawOneWay === undefined ? '' : fmt(r.vsRawOneWay)} | ${r.vsRawRing === undefined ? '' : fmt(r.vsRawRing)} | ${r.vsGloo === undefined ? (r.name.startsWith('tcp-ring') && !torchVersion ? 'skipped' : '') : fmt(r.vsGloo)} | ${r.bytesSentPerOp ?? ''} | ${r.cpuMsPerOp === undefined ? '' : fmt(r.cpuMsPerOp, 1)} | ${r.cpuVsRawRing === undefined ? '' : fmt(r.cpuVsRawRing)} | ${r.cpuVsGloo === undefined ? '' : fmt(r.cpuVsGloo)} |`),
 ].join('\n');
 writeResults('allreduce', { machine: { ...machine(), loadStart, loadEnd }, bytes: BYTES, iters: ITERS, torch: torchVersion ?? 'skipped', cases: rows }, md);
