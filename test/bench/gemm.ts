@@ -94,7 +94,7 @@ function rates(flops: number, fs: (() => void)[]): [number, number][] {
  */
 function tfjsOps(s: Shape, x: tf.Tensor2D, w: tf.Tensor2D, dy: tf.Tensor2D): (() => void)[] {
   const run = (f: () => tf.Tensor) => () => {
-    tf.tidy(f);
+    tf.dispose(tf.tidy(f)); // tidy keeps what f returns
   };
   if (s.kind === 'fwd') return [run(() => tf.matMul(x, w))];
   if (s.kind === 'dx') return [run(() => tf.matMul(dy, tf.transpose(w))), run(() => tf.transpose(tf.matMul(w, tf.transpose(dy))))];
@@ -195,14 +195,24 @@ else console.log(torch);
 
 const f1 = (x: number): string => x.toFixed(1);
 const geo = (xs: number[]): number => Math.exp(xs.reduce((a, b) => a + Math.log(b), 0) / xs.length);
-const speedups = rows.map((r) => (r.wasmFma ?? r.wasmMulAdd)[1] / r.tfjs[1]);
-const byKind = (k: Kind): string => geo(rows.filter((r) => r.kind === k).map((r) => (r.wasmFma ?? r.wasmMulAdd)[1] / r.tfjs[1])).toFixed(2);
+// Summaries use each implementation's best sample: this VM has stretches of tens of seconds where
+// one code path runs at half speed (host noise), which medians of interleaved samples still catch.
+const speedups = rows.map((r) => (r.wasmFma ?? r.wasmMulAdd)[0] / r.tfjs[0]);
+const byKind = (k: Kind): string => geo(rows.filter((r) => r.kind === k).map((r) => (r.wasmFma ?? r.wasmMulAdd)[0] / r.tfjs[0])).toFixed(2);
+/** Σ time (ms, from the best samples) of one GEMM of each shape at an image size, per implementation. */
+const total = (image: string, rate: (r: Row) => [number, number] | null): number => rows.filter((r) => r.name.startsWith(image)).reduce((a, r) => a + r.gflop / (rate(r)?.[0] ?? NaN), 0) * 1000;
+const totals = ['32²', '64²'].map((im) => {
+  const t = { tfjs: total(im, (r) => r.tfjs), mulAdd: total(im, (r) => r.wasmMulAdd), fma: total(im, (r) => r.wasmFma), torch: total(im, (r) => r.torch) };
+  return `${im}: tfjs ${t.tfjs.toFixed(0)} ms, wasm mul+add ${t.mulAdd.toFixed(0)} ms, wasm FMA ${t.fma.toFixed(0)} ms (${(t.tfjs / t.fma).toFixed(2)}× tfjs), PyTorch ${t.torch.toFixed(0)} ms (${(t.fma / t.torch).toFixed(2)}× faster than wasm FMA)`;
+});
 const md = [
   `## GEMM: hand-written wasm (relaxed-SIMD FMA / mul+add) vs tfjs-backend-wasm matMul vs PyTorch, 1 thread`,
   '',
-  `GFLOP/s from CPU time, median (best) of ${SAMPLES} samples; ResNet-50 batch ${BATCH} shapes: fwd X·W, dx dY·Wᵀ, dw Xᵀ·dY (tfjs: the best of the engine's matMul formulations, with the explicit transposes it does; PyTorch: the same convolution's forward / input gradient / weight gradient in oneDNN, channels-last). ${os.cpus()[0]?.model.trim()}; relaxed SIMD ${fmaOk ? 'on' : 'unavailable'}; ${typeof torch === 'string' ? torch : `torch ${torchVersion}`}. Load average at end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`,
+  `GFLOP/s from CPU time, median (best) of ${SAMPLES} samples, the implementations interleaved; ResNet-50 batch ${BATCH} shapes: fwd X·W, dx dY·Wᵀ, dw Xᵀ·dY (tfjs: the best of the engine's matMul formulations, with the explicit transposes it does; PyTorch: the same convolution's forward / input gradient / weight gradient in oneDNN, channels-last). ${os.cpus()[0]?.model.trim()}; relaxed SIMD ${fmaOk ? 'on' : 'unavailable'}; ${typeof torch === 'string' ? torch : `torch ${torchVersion}`}. Load average at end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`,
   '',
-  `Geometric-mean speed-up of the wasm GEMM (${fmaOk ? 'FMA' : 'mul+add'}) over tfjs (medians): all ${geo(speedups).toFixed(2)}×; fwd ${byKind('fwd')}×, dx ${byKind('dx')}×, dw ${byKind('dw')}×.`,
+  `Geometric-mean speed-up of the wasm GEMM (${fmaOk ? 'FMA' : 'mul+add'}) over tfjs (best samples): all ${geo(speedups).toFixed(2)}×; fwd ${byKind('fwd')}×, dx ${byKind('dx')}×, dw ${byKind('dw')}×.`,
+  '',
+  `Time for one GEMM of every shape below (time-weighted, best samples): ${totals.join('; ')}.`,
   '',
   '| shape | M×K·K×N | GFLOP | tfjs | wasm mul+add | wasm FMA | FMA / tfjs | PyTorch conv 1 thread |',
   '| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |',

@@ -1,16 +1,23 @@
 // A single-precision GEMM in hand-written WebAssembly SIMD that runs directly on tfjs-backend-wasm's
-// heap (no copies in or out). Why: tfjs's XNNPACK is compiled without FMA, and its transposed
-// matMul paths are slow; with relaxed SIMD (`f32x4.relaxed_madd`, V8 flag
-// --experimental-wasm-relaxed-simd on Node 20) the inner product is one fused multiply-add.
-// Without relaxed SIMD the same kernel uses f32x4.mul + f32x4.add (reported by `gemmInfo()`).
+// heap (no copies in or out), plus the im2col/col2im kernels the 'gemm' convolutions use
+// (conv-gemm.ts). Why: tfjs's XNNPACK is built without FMA, and the stock-op formulations of the
+// conv gradients spend as much time in Transpose / StridedSlice / Pad / Slice as in the matMuls.
+// With relaxed SIMD (`f32x4.relaxed_madd`; V8 flag --experimental-wasm-relaxed-simd on Node 20)
+// the inner product is one fused multiply-add; without it the same kernel uses f32x4.mul +
+// f32x4.add (gemmInfo() says which).
 //
 //   C[M,N] (+)= A[M,K] · B[K,N], f32, any strides for A and B (so Xᵀ·dY and dY·Wᵀ need no transpose)
 //
 // GotoBLAS structure: B is packed per (KC × NC) block into 8-column panels, A per KC into MR-row
 // panels; the microkernel keeps an MR×8 tile of C in 2·MR v128 registers (MR = 6: 12 accumulators
 // + 2 B vectors + 1 broadcast A = 15 of x86's 16 xmm registers) and streams one A panel against
-// all B panels of the block. Packing also absorbs the strides, so transposed operands cost the
-// same as plain ones.
+// all B panels of the block. Packing absorbs the strides, so transposed operands cost the same as
+// plain ones.
+//
+// Measured (bench/results/gemm.md, Sapphire Rapids at 2.3 GHz): the FMA microkernel peaks near
+// 2 × 128-bit FMA per cycle (~30-34 GFLOP/s), the mul+add one and XNNPACK near 26-28: FMA is worth
+// ~1.1-1.3× on a plain GEMM here. PyTorch's oneDNN (AVX-512) does 90-150 GFLOP/s on one core on
+// the same convolutions: 128-bit wasm SIMD cannot close that gap.
 import * as tf from '@tensorflow/tfjs-core';
 import { buildModule, forRange, inc, op, relaxedSimdAvailable, wasmApi, type Code, type FuncDef, type WasmMemory } from './kernel-asm';
 
@@ -24,91 +31,58 @@ const NC = 512;
 const U = 4; // k steps unrolled per loop iteration
 
 /**
- * kernel_<mr><a><b>(ap, aStep, bp, bStep, bPanel, c, ldc, kc, np, acc): for each of np B panels j,
- * the C tile [mr×8] at c + 32·j (row stride ldc bytes) = (acc ? C : 0) + Σ_k A_k ⊗ B_kj, where A's
- * mr values for step k are consecutive floats at ap + k·aStep and B's 8 at bp + j·bPanel + k·bStep.
- * <a>/<b> is `p` for a packed operand (aStep = 4·mr, bStep = 32 are then compile-time constants,
- * folded into the loads' offsets) or `d` for one read in place (Xᵀ with aStep = its row stride;
- * a row-major B with bStep = ldb, bPanel = 32).
+ * kernel_<mr>(ap, bp, c, ldc, kc, np, acc): for each of np packed B panels j (kc×8 floats each,
+ * consecutive), the C tile [mr×8] at c + 32·j (row stride ldc bytes) = (acc ? C : 0) + Ap · Bp_j,
+ * with Ap the packed [kc × mr] A panel. Both operands are always packed: reading a transposed A
+ * (colᵀ) or a row-major B in place measured slower on every ResNet-50 shape but equal on a few.
  */
-function microkernel(mr: number, fma: boolean, aPacked: boolean, bPacked: boolean): FuncDef {
-  const [AP, ASTEP, BP, BSTEP, BPANEL, C, LDC, KCL, NP, ACC] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
-  const [K, A, B, CC, TA, TB, AS2, AS3, BS2, BS3] = [10, 11, 12, 13, 14, 15, 16, 17, 18, 19];
-  const acc = (r: number, h: number): number => 20 + 2 * r + h;
-  const B0 = 20 + 2 * mr;
+function microkernel(mr: number, fma: boolean): FuncDef {
+  const [AP, BP, C, LDC, KCL, NP, ACC, K, A, CC] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+  const acc = (r: number, h: number): number => 10 + 2 * r + h;
+  const B0 = 10 + 2 * mr;
   const B1 = B0 + 1;
   const AV = B0 + 2;
   const madd = (r: number, h: number): Code =>
     fma
       ? [...op.get(AV), ...op.get(h ? B1 : B0), ...op.get(acc(r, h)), ...op.f32x4RelaxedMadd, ...op.set(acc(r, h))]
       : [...op.get(AV), ...op.get(h ? B1 : B0), ...op.f32x4Mul, ...op.get(acc(r, h)), ...op.f32x4Add, ...op.set(acc(r, h))];
-  /** k step s of the unrolled block: its A and B addresses as (pointer local, immediate offset). */
-  const step = (s: number): Code => {
-    const code: Code = [];
-    let [aPtr, aOff, bPtr, bOff] = [A, s * mr * 4, B, s * 32];
-    if (!aPacked) {
-      aOff = 0;
-      if (s > 0) {
-        code.push(...op.get(A), ...op.get([ASTEP, AS2, AS3][s - 1]!), ...op.add, ...op.set(TA));
-        aPtr = TA;
-      }
-    }
-    if (!bPacked) {
-      bOff = 0;
-      if (s > 0) {
-        code.push(...op.get(B), ...op.get([BSTEP, BS2, BS3][s - 1]!), ...op.add, ...op.set(TB));
-        bPtr = TB;
-      }
-    }
-    code.push(
-      ...op.get(bPtr), ...op.v128Load(bOff), ...op.set(B0),
-      ...op.get(bPtr), ...op.v128Load(bOff + 16), ...op.set(B1),
-      ...Array.from({ length: mr }, (_, r) => [...op.get(aPtr), ...op.load32Splat(aOff + 4 * r), ...op.set(AV), ...madd(r, 0), ...madd(r, 1)]).flat(),
-    );
-    return code;
-  };
-  const advance = (steps: number): Code => [
-    ...(aPacked ? inc(A, steps * mr * 4) : inc(A, steps === 1 ? op.get(ASTEP) : [...op.get(ASTEP), ...op.i32(steps), ...op.mul])),
-    ...(bPacked ? inc(B, steps * 32) : inc(B, steps === 1 ? op.get(BSTEP) : [...op.get(BSTEP), ...op.i32(steps), ...op.mul])),
-    ...inc(K, -steps),
+  /** One k step reading A at a+ao and B at bp+bo. */
+  const step = (ao: number, bo: number): Code => [
+    ...op.get(BP), ...op.v128Load(bo), ...op.set(B0),
+    ...op.get(BP), ...op.v128Load(bo + 16), ...op.set(B1),
+    ...Array.from({ length: mr }, (_, r) => [...op.get(A), ...op.load32Splat(ao + 4 * r), ...op.set(AV), ...madd(r, 0), ...madd(r, 1)]).flat(),
   ];
   const rows = (each: (r: number) => Code): Code => [
     ...op.get(C), ...op.set(CC),
     ...Array.from({ length: mr }, (_, r) => [...each(r), ...inc(CC, op.get(LDC))]).flat(),
   ];
-  const body: Code = [
-    ...op.get(ASTEP), ...op.i32(2), ...op.mul, ...op.set(AS2),
-    ...op.get(ASTEP), ...op.i32(3), ...op.mul, ...op.set(AS3),
-    ...op.get(BSTEP), ...op.i32(2), ...op.mul, ...op.set(BS2),
-    ...op.get(BSTEP), ...op.i32(3), ...op.mul, ...op.set(BS3),
-    ...op.block(op.loop(
-      op.get(NP), op.eqz, op.brIf(1),
-      // acc ? load the C tile : zeros
-      op.get(ACC),
-      op.ifElse(
-        rows((r) => [...op.get(CC), ...op.v128Load(0), ...op.set(acc(r, 0)), ...op.get(CC), ...op.v128Load(16), ...op.set(acc(r, 1))]),
-        Array.from({ length: mr }, (_, r) => [...op.v128Zero, ...op.set(acc(r, 0)), ...op.v128Zero, ...op.set(acc(r, 1))]).flat(),
-      ),
-      op.get(AP), op.set(A), op.get(BP), op.set(B), op.get(KCL), op.set(K),
-      // k unrolled by U, then the remainder one at a time.
-      op.block(op.loop(
-        op.get(K), op.i32(U), op.ltU, op.brIf(1),
-        ...Array.from({ length: U }, (_, s) => step(s)),
-        advance(U),
-        op.br(0),
-      )),
-      op.block(op.loop(
-        op.get(K), op.eqz, op.brIf(1),
-        step(0),
-        advance(1),
-        op.br(0),
-      )),
-      rows((r) => [...op.get(CC), ...op.get(acc(r, 0)), ...op.v128Store(0), ...op.get(CC), ...op.get(acc(r, 1)), ...op.v128Store(16)]),
-      inc(C, 32), inc(BP, op.get(BPANEL)), inc(NP, -1),
+  const body: Code = op.block(op.loop(
+    op.get(NP), op.eqz, op.brIf(1),
+    // acc ? load the C tile : zeros
+    op.get(ACC),
+    op.ifElse(
+      rows((r) => [...op.get(CC), ...op.v128Load(0), ...op.set(acc(r, 0)), ...op.get(CC), ...op.v128Load(16), ...op.set(acc(r, 1))]),
+      Array.from({ length: mr }, (_, r) => [...op.v128Zero, ...op.set(acc(r, 0)), ...op.v128Zero, ...op.set(acc(r, 1))]).flat(),
+    ),
+    op.get(AP), op.set(A), op.get(KCL), op.set(K),
+    // k unrolled by U, then the remainder one at a time; bp runs on through the panels.
+    op.block(op.loop(
+      op.get(K), op.i32(U), op.ltU, op.brIf(1),
+      ...Array.from({ length: U }, (_, s) => step(s * mr * 4, s * 32)),
+      inc(A, U * mr * 4), inc(BP, U * 32), inc(K, -U),
       op.br(0),
     )),
-  ];
-  return { name: `kernel_${mr}${aPacked ? 'p' : 'd'}${bPacked ? 'p' : 'd'}`, params: 10, i32Locals: 10, v128Locals: 2 * mr + 3, body };
+    op.block(op.loop(
+      op.get(K), op.eqz, op.brIf(1),
+      step(0, 0),
+      inc(A, mr * 4), inc(BP, 32), inc(K, -1),
+      op.br(0),
+    )),
+    rows((r) => [...op.get(CC), ...op.get(acc(r, 0)), ...op.v128Store(0), ...op.get(CC), ...op.get(acc(r, 1)), ...op.v128Store(16)]),
+    inc(C, 32), inc(NP, -1),
+    op.br(0),
+  ));
+  return { name: `kernel_${mr}`, params: 7, i32Locals: 3, v128Locals: 2 * mr + 3, body };
 }
 
 /** pack_a_<mr>(dst, src, rs, ks, kc): dst[k·mr + r] = src[r·rs + k·ks] (strides in bytes). */
@@ -221,13 +195,13 @@ export function gemmModuleBytes(fma: boolean): Uint8Array<ArrayBuffer> {
   const funcs: FuncDef[] = [];
   for (let mr = 1; mr <= MR; mr++) {
     funcs.push(packA(mr));
-    for (const a of [true, false]) funcs.push(microkernel(mr, fma, a, true));
+    funcs.push(microkernel(mr, fma));
   }
   funcs.push(packB(), convCols(false), convCols(true));
   return buildModule(funcs);
 }
 
-type KernelFn = (ap: number, aStep: number, bp: number, bStep: number, bPanel: number, c: number, ldc: number, kc: number, np: number, acc: number) => void;
+type KernelFn = (ap: number, bp: number, c: number, ldc: number, kc: number, np: number, acc: number) => void;
 type PackAFn = (dst: number, src: number, rs: number, ks: number, kc: number) => void;
 type PackBFn = (dst: number, src: number, ks: number, ns: number, kc: number, np: number) => void;
 /** (col, grid, n, h, w, c, k, s, p, oh, ow), see convCols. */
@@ -270,7 +244,7 @@ export class Scratch {
 
 export class WasmGemm {
   readonly fma: boolean;
-  private readonly kernels = new Map<string, KernelFn>();
+  private readonly kernels: KernelFn[] = [];
   private readonly packAs: PackAFn[] = [];
   private readonly packB: PackBFn;
   /** im2col / col2im over NHWC grids in the heap (see convCols). */
@@ -285,7 +259,7 @@ export class WasmGemm {
     const inst = new wasmApi.Instance(new wasmApi.Module(gemmModuleBytes(fma)), { env: { mem: heap.asm.memory } });
     const ex = inst.exports;
     for (let mr = 1; mr <= MR; mr++) {
-      for (const ab of ['pp', 'dp']) this.kernels.set(`${mr}${ab}`, ex[`kernel_${mr}${ab}`] as KernelFn);
+      this.kernels[mr] = ex[`kernel_${mr}`] as KernelFn;
       this.packAs[mr] = ex[`pack_a_${mr}`] as PackAFn;
     }
     this.packB = ex['pack_b'] as PackBFn;
@@ -311,31 +285,23 @@ export class WasmGemm {
       if (!accumulate) for (let i = 0; i < m; i++) this.view(c.ptr + i * c.ldc, n).fill(0);
       return;
     }
-    const aInPlace = a.rs === 4; // A's rows for one k are consecutive floats (e.g. Xᵀ)
     const kcMax = Math.min(KC, k);
     const ncMax = Math.min(NC, n);
     const aBytes = MR * kcMax * 4;
     const base = this.packScratch.get(aBytes + kcMax * ncMax * 4 + 64);
     const ap = base;
     const bp = (base + aBytes + 63) & ~63;
-    const kern = [0, 1, 2, 3, 4, 5, 6].map((mr) => this.kernels.get(`${mr}${aInPlace ? 'd' : 'p'}p`)!);
     for (let n0 = 0; n0 < n; n0 += NC) {
       const nc = Math.min(NC, n - n0);
       const np = nc / NR;
       for (let k0 = 0; k0 < k; k0 += KC) {
         const kc = Math.min(KC, k - k0);
-        // B is always packed: reading a row-major B in place (8 floats per row, rows ldb apart)
-        // measured slower even for M = 16, where the packing is amortised over three A panels only.
         this.packB(bp, b.ptr + k0 * b.rs + n0 * b.cs, b.rs, b.cs, kc, np);
         const acc = accumulate || k0 > 0 ? 1 : 0;
         for (let m0 = 0; m0 < m; m0 += MR) {
           const mr = Math.min(MR, m - m0);
-          let aPtr = a.ptr + m0 * a.rs + k0 * a.cs;
-          if (!aInPlace) {
-            this.packAs[mr]!(ap, aPtr, a.rs, a.cs, kc);
-            aPtr = ap;
-          }
-          kern[mr]!(aPtr, aInPlace ? a.cs : mr * 4, bp, 32, kc * 32, c.ptr + m0 * c.ldc + n0 * 4, c.ldc, kc, np, acc);
+          this.packAs[mr]!(ap, a.ptr + m0 * a.rs + k0 * a.cs, a.rs, a.cs, kc);
+          this.kernels[mr]!(ap, bp, c.ptr + m0 * c.ldc + n0 * 4, c.ldc, kc, np, acc);
         }
       }
     }
