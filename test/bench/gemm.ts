@@ -60,29 +60,46 @@ function shapes(image: number): Shape[] {
   return out;
 }
 
+interface Ops {
+  x: tf.Tensor2D;
+  w: tf.Tensor2D;
+  dy: tf.Tensor2D;
+}
+
 /**
  * [best, median] GFLOP/s of each function over SAMPLES rounds, the functions interleaved within a
  * round (neighbours' load hits them alike), each sample ≥ 20 ms of CPU after a ≥ 100 ms warm-up
- * (V8 runs new wasm code in its baseline tier until the optimising compiler has it).
+ * (V8 runs new wasm code in its baseline tier until the optimising compiler has it). Every call
+ * gets fresh operand tensors, made outside the timed region, as in a training step: XNNPACK caches
+ * its packing of a matMul's B (and a conv's filter) per tensor, which made a reused B up to 2×
+ * faster than the step ever sees.
  */
-function rates(flops: number, fs: (() => void)[]): [number, number][] {
+function rates(flops: number, fresh: () => Ops, fs: ((o: Ops) => void)[]): [number, number][] {
+  const timed = (f: (o: Ops) => void): number => {
+    const o = fresh();
+    const t0 = cpuMs();
+    f(o);
+    const dt = cpuMs() - t0;
+    tf.dispose([o.x, o.w, o.dy]);
+    return dt;
+  };
   const reps = fs.map((f) => {
-    const w0 = cpuMs();
-    while (cpuMs() - w0 < 100) f();
+    let spent = 0;
+    while (spent < 100) spent += timed(f);
     let n = 1;
     for (;;) {
-      const t0 = cpuMs();
-      for (let i = 0; i < n; i++) f();
-      if (cpuMs() - t0 >= 20) return n;
+      let t = 0;
+      for (let i = 0; i < n; i++) t += timed(f);
+      if (t >= 20) return n;
       n *= 2;
     }
   });
   const samples: number[][] = fs.map(() => []);
   for (let s = 0; s < SAMPLES; s++) {
     fs.forEach((f, j) => {
-      const t0 = cpuMs();
-      for (let i = 0; i < reps[j]!; i++) f();
-      samples[j]!.push((flops * reps[j]!) / ((cpuMs() - t0) * 1e6));
+      let t = 0;
+      for (let i = 0; i < reps[j]!; i++) t += timed(f);
+      samples[j]!.push((flops * reps[j]!) / (t * 1e6));
     });
   }
   return samples.map((xs) => [Math.max(...xs), median(xs)]);
@@ -92,18 +109,18 @@ function rates(flops: number, fs: (() => void)[]): [number, number][] {
  * The tfjs ops the engine can run for this GEMM (conv-kernels.ts; --compile picks the faster):
  * fwd X·W; dx dY·transpose(W) ('matmul') or transpose(W·transpose(dY)) ('matmul-t'); dw transpose(X)·dY.
  */
-function tfjsOps(s: Shape, x: tf.Tensor2D, w: tf.Tensor2D, dy: tf.Tensor2D): (() => void)[] {
-  const run = (f: () => tf.Tensor) => () => {
-    tf.dispose(tf.tidy(f)); // tidy keeps what f returns
+function tfjsOps(s: Shape): ((o: Ops) => void)[] {
+  const run = (f: (o: Ops) => tf.Tensor) => (o: Ops) => {
+    tf.dispose(tf.tidy(() => f(o))); // tidy keeps what f returns
   };
-  if (s.kind === 'fwd') return [run(() => tf.matMul(x, w))];
-  if (s.kind === 'dx') return [run(() => tf.matMul(dy, tf.transpose(w))), run(() => tf.transpose(tf.matMul(w, tf.transpose(dy))))];
-  return [run(() => tf.matMul(tf.transpose(x), dy))];
+  if (s.kind === 'fwd') return [run(({ x, w }) => tf.matMul(x, w))];
+  if (s.kind === 'dx') return [run(({ w, dy }) => tf.matMul(dy, tf.transpose(w))), run(({ w, dy }) => tf.transpose(tf.matMul(w, tf.transpose(dy))))];
+  return [run(({ x, dy }) => tf.matMul(tf.transpose(x), dy))];
 }
 
-function wasmOp(s: Shape, fma: boolean, x: tf.Tensor2D, w: tf.Tensor2D, dy: tf.Tensor2D): () => void {
+function wasmOp(s: Shape, fma: boolean): (o: Ops) => void {
   const g = wasmGemm(fma);
-  return () => {
+  return ({ x, w, dy }) => {
     const c = emptyTensor([s.m, s.n]);
     if (s.kind === 'fwd') g.gemm(s.m, s.n, s.k, { ptr: heapPtr(x), rs: s.k * 4, cs: 4 }, { ptr: heapPtr(w), rs: s.n * 4, cs: 4 }, { ptr: heapPtr(c), ldc: s.n * 4 });
     // dx = dY · Wᵀ, W is [n=cin, k=cout]
@@ -115,7 +132,7 @@ function wasmOp(s: Shape, fma: boolean, x: tf.Tensor2D, w: tf.Tensor2D, dy: tf.T
 }
 
 /** The operands in the engine's layouts: fwd X [m,k] W [k,n]; dx dY [m,k] W [n,k]; dw X [k,m] dY [k,n]. */
-function operands(s: Shape): { x: tf.Tensor2D; w: tf.Tensor2D; dy: tf.Tensor2D } {
+function operands(s: Shape): Ops {
   const r = (shape: [number, number], seed: number): tf.Tensor2D => tf.randomNormal(shape, 0, 1, 'float32', seed);
   if (s.kind === 'fwd') return { x: r([s.m, s.k], 1), w: r([s.k, s.n], 2), dy: r([1, 1], 3) };
   if (s.kind === 'dx') return { x: r([1, 1], 1), w: r([s.n, s.k], 2), dy: r([s.m, s.k], 3) };
@@ -180,8 +197,9 @@ const rows: Row[] = [];
 for (const s of all) {
   const flops = 2 * s.m * s.n * s.k;
   const { x, w, dy } = operands(s);
-  const tf0 = tfjsOps(s, x, w, dy);
-  const r = rates(flops, [...tf0, wasmOp(s, false, x, w, dy), ...(fmaOk ? [wasmOp(s, true, x, w, dy)] : [])]);
+  const fresh = (): Ops => ({ x: tf.add(x, 0), w: tf.add(w, 0), dy: tf.add(dy, 0) });
+  const tf0 = tfjsOps(s);
+  const r = rates(flops, fresh, [...tf0, wasmOp(s, false), ...(fmaOk ? [wasmOp(s, true)] : [])]);
   const tfjs = r.slice(0, tf0.length).reduce((a, b) => (b[1] > a[1] ? b : a));
   const wasmMulAdd = r[tf0.length]!;
   const wasmFma = fmaOk ? r[tf0.length + 1]! : null;
@@ -203,12 +221,12 @@ const byKind = (k: Kind): string => geo(rows.filter((r) => r.kind === k).map((r)
 const total = (image: string, rate: (r: Row) => [number, number] | null): number => rows.filter((r) => r.name.startsWith(image)).reduce((a, r) => a + r.gflop / (rate(r)?.[0] ?? NaN), 0) * 1000;
 const totals = ['32²', '64²'].map((im) => {
   const t = { tfjs: total(im, (r) => r.tfjs), mulAdd: total(im, (r) => r.wasmMulAdd), fma: total(im, (r) => r.wasmFma), torch: total(im, (r) => r.torch) };
-  return `${im}: tfjs ${t.tfjs.toFixed(0)} ms, wasm mul+add ${t.mulAdd.toFixed(0)} ms, wasm FMA ${t.fma.toFixed(0)} ms (${(t.tfjs / t.fma).toFixed(2)}× tfjs), PyTorch ${t.torch.toFixed(0)} ms (${(t.fma / t.torch).toFixed(2)}× faster than wasm FMA)`;
+  return `${im}: tfjs ${t.tfjs.toFixed(0)} ms, wasm mul+add ${t.mulAdd.toFixed(0)} ms, wasm FMA ${t.fma.toFixed(0)} ms (${(t.tfjs / t.fma).toFixed(2)}× tfjs), PyTorch ${t.torch.toFixed(0)} ms (wasm FMA takes ${(t.fma / t.torch).toFixed(2)}× PyTorch's time)`;
 });
 const md = [
   `## GEMM: hand-written wasm (relaxed-SIMD FMA / mul+add) vs tfjs-backend-wasm matMul vs PyTorch, 1 thread`,
   '',
-  `GFLOP/s from CPU time, median (best) of ${SAMPLES} samples, the implementations interleaved; ResNet-50 batch ${BATCH} shapes: fwd X·W, dx dY·Wᵀ, dw Xᵀ·dY (tfjs: the best of the engine's matMul formulations, with the explicit transposes it does; PyTorch: the same convolution's forward / input gradient / weight gradient in oneDNN, channels-last). ${os.cpus()[0]?.model.trim()}; relaxed SIMD ${fmaOk ? 'on' : 'unavailable'}; ${typeof torch === 'string' ? torch : `torch ${torchVersion}`}. Load average at end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`,
+  `GFLOP/s from CPU time, median (best) of ${SAMPLES} samples, the implementations interleaved; ResNet-50 batch ${BATCH} shapes: fwd X·W, dx dY·Wᵀ, dw Xᵀ·dY (fresh operand tensors for every call, as in a training step; tfjs: the best of the engine's matMul formulations, with the explicit transposes it does; PyTorch: the same convolution's forward / input gradient / weight gradient in oneDNN, channels-last). ${os.cpus()[0]?.model.trim()}; relaxed SIMD ${fmaOk ? 'on' : 'unavailable'}; ${typeof torch === 'string' ? torch : `torch ${torchVersion}`}. Load average at end: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}.`,
   '',
   `Geometric-mean speed-up of the wasm GEMM (${fmaOk ? 'FMA' : 'mul+add'}) over tfjs (best samples): all ${geo(speedups).toFixed(2)}×; fwd ${byKind('fwd')}×, dx ${byKind('dx')}×, dw ${byKind('dw')}×.`,
   '',

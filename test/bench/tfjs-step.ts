@@ -47,30 +47,38 @@ interface Row {
   topKernels?: { kernel: string; ms: number; calls: number }[];
 }
 
-function measure(model: TfjsResNet, images: Float32Array, labels: Int32Array): { stepMs: number; stepCpuMs: number; trainStepMs: number; bytes: number } {
-  const params = new Float32Array(model.paramCount);
-  const grad = new Float32Array(model.paramCount);
-  model.getParams(params);
-  const step = (): [number, number, number] => {
-    const c0 = cpuMs();
-    const t0 = performance.now();
-    model.setParams(params);
-    const t1 = performance.now();
-    model.trainStep(images, labels, BATCH, grad);
-    const t2 = performance.now();
-    return [t2 - t0, t2 - t1, cpuMs() - c0];
-  };
-  for (let i = 0; i < WARMUP; i++) step();
-  const whole: number[] = [];
-  const train: number[] = [];
-  const cpu: number[] = [];
+type Measured = { stepMs: number; stepCpuMs: number; trainStepMs: number; bytes: number };
+
+/**
+ * Times the models' steps taking turns (one step of each per round), so a stretch of machine noise
+ * (this VM has seconds-long ones) hits every model alike instead of deciding the comparison.
+ */
+function measure(models: TfjsResNet[], images: Float32Array, labels: Int32Array): Measured[] {
+  const runs = models.map((model) => {
+    const params = new Float32Array(model.paramCount);
+    const grad = new Float32Array(model.paramCount);
+    model.getParams(params);
+    const step = (): [number, number, number] => {
+      const c0 = cpuMs();
+      const t0 = performance.now();
+      model.setParams(params);
+      const t1 = performance.now();
+      model.trainStep(images, labels, BATCH, grad);
+      const t2 = performance.now();
+      return [t2 - t0, t2 - t1, cpuMs() - c0];
+    };
+    return { model, step, whole: [] as number[], train: [] as number[], cpu: [] as number[] };
+  });
+  for (let i = 0; i < WARMUP; i++) for (const r of runs) r.step();
   for (let i = 0; i < STEPS; i++) {
-    const [a, b, c] = step();
-    whole.push(a);
-    train.push(b);
-    cpu.push(c);
+    for (const r of runs) {
+      const [a, b, c] = r.step();
+      r.whole.push(a);
+      r.train.push(b);
+      r.cpu.push(c);
+    }
   }
-  return { stepMs: median(whole), stepCpuMs: median(cpu), trainStepMs: median(train), bytes: model.tensorBytes() };
+  return runs.map((r) => ({ stepMs: median(r.whole), stepCpuMs: median(r.cpu), trainStepMs: median(r.train), bytes: r.model.tensorBytes() }));
 }
 
 async function topKernels(model: TfjsResNet, images: Float32Array, labels: Int32Array): Promise<{ kernel: string; ms: number; calls: number }[]> {
@@ -94,34 +102,36 @@ const rows: Row[] = [];
 for (const size of SIZES) {
   const images = Float32Array.from({ length: BATCH * size * size * 3 }, (_, i) => Math.sin(i * 12.9898) * 0.5);
   const labels = Int32Array.from({ length: BATCH }, (_, i) => (i * 7) % CLASSES);
-  const model = createResNet50({ classes: CLASSES, stem: 'imagenet', imageSize: size, seed: 1, freezeBn: false });
+  const make = (): TfjsResNet => createResNet50({ classes: CLASSES, stem: 'imagenet', imageSize: size, seed: 1, freezeBn: false });
+  const plain = make();
+  const compiled = make();
   try {
-    const off = measure(model, images, labels);
+    const report = await compileTrainStep(compiled, { images, labels, batch: BATCH });
+    console.log(`${size}² compile: ${report.detail}`);
+    const [off, on] = measure([plain, compiled], images, labels) as [Measured, Measured];
     rows.push({ imageSize: size, compile: false, ...off, imgPerSec: (BATCH * 1000) / off.stepMs, imgPerSecCpu: (BATCH * 1000) / off.stepCpuMs, steps: STEPS, tensorBytes: off.bytes });
     console.log(`${size}² compile off: ${off.stepMs.toFixed(0)} ms/step wall, ${off.stepCpuMs.toFixed(0)} ms CPU`);
-    const report = await compileTrainStep(model, { images, labels, batch: BATCH });
-    console.log(`${size}² compile: ${report.detail}`);
-    const on = measure(model, images, labels);
     const { plan: _plan, ...compileReport } = report;
     rows.push({
       imageSize: size, compile: true, ...on, imgPerSec: (BATCH * 1000) / on.stepMs, imgPerSecCpu: (BATCH * 1000) / on.stepCpuMs, steps: STEPS, tensorBytes: on.bytes,
-      compileReport, topKernels: await topKernels(model, images, labels),
+      compileReport, topKernels: await topKernels(compiled, images, labels),
     });
     console.log(`${size}² compile on: ${on.stepMs.toFixed(0)} ms/step wall, ${on.stepCpuMs.toFixed(0)} ms CPU`);
   } finally {
-    model.dispose();
+    plain.dispose();
+    compiled.dispose();
   }
 }
 
 const md = [
   `## tfjs engine: one rank's training step (ResNet-50, batch ${BATCH}, backend ${info.name})`,
   '',
-  `Median of ${STEPS} steps after ${WARMUP} warm-up; step = setParams + forward + backward + gradient readback. ${info.device}; ${info.name === 'wasm' ? gemmInfo().detail : ''}. Load average at start: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} (other processes on this 2-core machine skew numbers).`,
+  `Median of ${STEPS} steps after ${WARMUP} warm-up, the plain and the compiled model taking turns step by step; step = setParams + forward + backward + gradient readback. ${info.device}; ${info.name === 'wasm' ? gemmInfo().detail : ''}. Load average at start: ${os.loadavg().map((l) => l.toFixed(1)).join(' ')} (other processes on this 2-core machine skew numbers).`,
   '',
   '| image | compile | ms/step (wall) | of which trainStep | ms/step (CPU) | img/s (wall) | img/s (CPU time) |',
   '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
   ...rows.map((r) => `| ${r.imageSize}² | ${r.compile ? 'on' : 'off'} | ${r.stepMs.toFixed(0)} | ${r.trainStepMs.toFixed(0)} | ${r.stepCpuMs.toFixed(0)} | ${r.imgPerSec.toFixed(1)} | ${r.imgPerSecCpu.toFixed(1)} |`),
   '',
-  ...rows.filter((r) => r.compileReport).map((r) => `- ${r.imageSize}² --compile (${(r.compileReport!.durationMs / 1000).toFixed(1)} s): ${r.compileReport!.detail}. Top kernels: ${r.topKernels!.map((k) => `${k.kernel} ${k.ms} ms`).join(', ')}`),
+  ...rows.filter((r) => r.compileReport).map((r) => `- ${r.imageSize}² --compile (${(r.compileReport!.durationMs / 1000).toFixed(1)} s): ${r.compileReport!.detail}. Top tfjs kernels (the 'gemm' convolutions are not tfjs kernels, so they are not in this list): ${r.topKernels!.map((k) => `${k.kernel} ${k.ms} ms`).join(', ')}`),
 ].join('\n');
 writeResults('tfjs-step', { backend: info, gemm: info.name === 'wasm' ? gemmInfo() : null, batch: BATCH, classes: CLASSES, warmup: WARMUP, machine: { ...machine(), loadavg: os.loadavg() }, rows }, md);
