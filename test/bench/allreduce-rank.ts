@@ -1,7 +1,8 @@
 // One rank of the allreduce benchmark (spawned by allreduce.ts): times ITERS allreduces of
 // BENCH_LEN float32 per mode after WARMUP untimed ones. Each timed op starts right after a
 // barrier; the reported time of an iteration is the slowest rank's. Rank 0 prints one JSON line.
-import { connectCollective, rendezvousEnvFromProcess } from '../../trainer/collectives';
+import { COLLECTIVE_SCRATCH_BYTES, connectCollective, rendezvousEnvFromProcess } from '../../trainer/collectives';
+import { FlatBuffers } from '../../trainer/optim/update-kernels';
 
 const len = Number(process.env.BENCH_LEN ?? 25_000_000);
 const iters = Number(process.env.BENCH_ITERS ?? 7);
@@ -11,7 +12,11 @@ const modes = (process.env.BENCH_MODES ?? 'f32,f16').split(',');
 const env = rendezvousEnvFromProcess(process.env);
 const transport = process.env.BENCH_TRANSPORT === 'tcp' ? 'tcp' : 'unix';
 const c = await connectCollective(env, { timeoutMs: 60_000, sameHostTransport: transport });
-const buf = new Float32Array(len);
+// The buffer lives where the trainer keeps its gradients (the optimizer's wasm memory, registered
+// with the collective so pieces are added in place). BENCH_REGISTER=0: a plain Float32Array.
+const home = process.env.BENCH_REGISTER === '0' ? undefined : new FlatBuffers(1, len, COLLECTIVE_SCRATCH_BYTES);
+if (home) c.registerMemory({ memory: home.memory, scratchOffset: home.scratchOffset });
+const buf = home ? home.views[0]! : new Float32Array(len);
 const out: Record<string, { ms: number[]; bytesPerOp: number; cpuMsPerOp: number }> = {};
 for (const mode of modes) {
   const fp16 = mode === 'f16';

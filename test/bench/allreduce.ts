@@ -185,7 +185,7 @@ const md = [
   `Machine: ${process.env.COHORT_BENCH_NOTE ?? '2 cores'}; load average ${fmt(loadStart)} at start, ${fmt(loadEnd)} at end (other work on the machine skews all numbers). ` +
     `3 ranks share 2 cores with the OS. Bus bandwidth = 2(n−1)/n · bytes / time, on the f32 size for the fp16 rows too. torch gloo: ${torchVersion ? `torch ${torchVersion}, 1 thread` : 'skipped (torch not importable with /usr/bin/python3)'}.`,
   '',
-  'Raw TCP, ring traffic pattern: n processes each write 2(n−1)/n · bytes to the next and read as many from the previous, at once — what a ring allreduce moves, without reducing; no ring over TCP can beat it here. One-way (a single stream, the other direction idle) is not reachable by an allreduce on 2 cores: every rank must send and receive its bytes at the same time, and loopback TCP costs CPU per byte on both ends.',
+  'The ring\'s buffer lives in the optimizer\'s wasm memory, registered with the collective, as in the trainer (pieces are added in place). Raw TCP, ring traffic pattern: n processes each write 2(n−1)/n · bytes to the next and read as many from the previous, at once — what a ring allreduce moves, without reducing; no ring over TCP can beat it here. One-way (a single stream, the other direction idle) is not reachable by an allreduce on 2 cores: every rank must send and receive its bytes at the same time, and loopback TCP costs CPU per byte on both ends.',
   '',
   '| case | ranks | median ms | bus GB/s | vs raw TCP one-way | vs raw TCP ring pattern | vs gloo | bytes sent/op/rank | CPU ms/op (rank 0 process) | CPU: raw ring pattern ÷ ring | CPU: gloo ÷ ring |',
   '|---|---|---|---|---|---|---|---|---|---|---|',

@@ -1,6 +1,7 @@
 // The one collective interface the rank loop sees (Horovod's shape, STYLE.md §2/§10): backends
 // implement it, are tried in order by connectCollective, and nothing outside this folder names one.
 import type { PeerLostError } from './errors';
+import type { ReduceHome } from './reduce-kernel';
 
 export interface AllreduceOptions {
   /** Divide the sum by worldSize (done once, by the rank that owns each reduced segment). */
@@ -22,6 +23,12 @@ export interface Collective {
   readonly backend: BackendName;
   /** How data reaches the ring neighbours: 'tcp', 'unix' (same-machine neighbours), 'left unix, right tcp'…, or 'none' (loopback). */
   readonly transport: string;
+  /**
+   * Lets allreduce add in place into arrays that live on `home.memory` (a fixed-size wasm memory,
+   * e.g. the optimizer's), using `COLLECTIVE_SCRATCH_BYTES` of it at `home.scratchOffset`, instead
+   * of copying each piece through the collective's own memory. Other arrays work as before.
+   */
+  registerMemory(home: ReduceHome): void;
   /** In-place sum across ranks (then divided if `average`). Operations run in call order. */
   allreduce(buf: Float32Array, opts?: AllreduceOptions): Promise<void>;
   /** Every rank's `buf` (same length everywhere) becomes root's. */

@@ -38,6 +38,10 @@ export class LoopbackCollective implements Collective {
     return () => {};
   }
 
+  registerMemory(): void {
+    // Nothing travels: nothing to reduce.
+  }
+
   dispose(): void {
     this.disposed = true;
   }

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { wasmApi } from '../util/wasm-asm';
 import { createJsReduceKernel, createReduceKernel, type ReduceKernel } from './reduce-kernel';
 
 const P = 1024;
@@ -34,6 +35,24 @@ describe('reduce kernel (wasm SIMD vs scalar)', () => {
       simd.addF32(a, 7, count, divisor);
       js.addF32(b, 7, count, divisor);
       expect(bits(a)).toEqual(bits(b));
+    }
+  });
+
+  it('adds in place into arrays on its home memory, bit-identical to the copying kernel, without touching neighbours', () => {
+    const memory = new wasmApi.Memory({ initial: 1, maximum: 1 });
+    const scratchOffset = 32768; // the arrays below sit in the first 12 KiB; scratch after them (10·P bytes)
+    const homed = createReduceKernel(P, { memory, scratchOffset });
+    expect(homed.home).toBe(memory.buffer);
+    for (const [off, count, divisor] of [[0, 0, 0], [1, 3, 2], [3, 5, 0], [7, 17, 3], [2, 1000, 0], [0, P, 7]] as const) {
+      const onHome = new Float32Array(memory.buffer, 4, 3000); // 4: not 16-byte aligned
+      onHome.set(Float32Array.from({ length: 3000 }, (_, i) => Math.sin(i) * 10));
+      const plain = onHome.slice();
+      const incoming = Float32Array.from({ length: P }, (_, i) => Math.cos(i) * 3);
+      stage(homed, incoming);
+      stage(simd, incoming);
+      homed.addF32(onHome, off, count, divisor);
+      simd.addF32(plain, off, count, divisor);
+      expect(bits(onHome)).toEqual(bits(plain));
     }
   });
 

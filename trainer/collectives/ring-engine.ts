@@ -15,7 +15,7 @@
 import type { Socket } from 'node:net';
 import { CollectiveError } from './errors';
 import { describeHeader, Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader, type DataHeader } from './data-frames';
-import { createReduceKernel, type ReduceKernel } from './reduce-kernel';
+import { createReduceKernel, type ReduceHome, type ReduceKernel } from './reduce-kernel';
 
 /** Elements per pipeline piece: 256 KiB of f32 stays in L2 while it is added and forwarded. */
 export const PIECE_ELEMS = 64 * 1024;
@@ -32,6 +32,9 @@ interface RecvStep {
 interface Op {
   header: DataHeader;
   buf: Float32Array;
+  /** The reduce kernel for this buffer: one homed on its memory when registered (in-place adds). */
+  kernel: ReduceKernel;
+  stagingHalves: Uint16Array;
   bytes: Uint8Array;
   f16: boolean;
   average: boolean;
@@ -80,7 +83,6 @@ export class RingEngine {
   private lastTarget: Uint8Array | undefined;
   private readonly spill = new Uint8Array(64 * 1024);
   private spilled: Uint8Array[] = [];
-  private readonly stagingHalves: Uint16Array;
   private readonly freeSlots: Slot[] = [];
 
   constructor(
@@ -91,7 +93,13 @@ export class RingEngine {
     private readonly hooks: RingEngineHooks,
   ) {
     this.kernel = createReduceKernel(PIECE_ELEMS);
-    this.stagingHalves = new Uint16Array(this.kernel.staging.buffer, this.kernel.staging.byteOffset, PIECE_ELEMS);
+  }
+
+  /** Kernels homed on registered memories (see Collective.registerMemory). */
+  private readonly homed: ReduceKernel[] = [];
+
+  registerMemory(home: ReduceHome): void {
+    if (!this.homed.some((k) => k.home === home.memory.buffer)) this.homed.push(createReduceKernel(PIECE_ELEMS, home));
   }
 
   /** Pass as `onread` when connecting to the left neighbour. */
@@ -159,8 +167,10 @@ export class RingEngine {
     if (this.failed) return Promise.reject(this.failed);
     if (this.op) return Promise.reject(new Error('internal: ring op started while another is running'));
     return new Promise<void>((resolve, reject) => {
+      const kernel = this.homed.find((k) => k.home === buf.buffer) ?? this.kernel;
       const op: Op = {
-        header, buf, f16, average, steps,
+        header, buf, f16, average, steps, kernel,
+        stagingHalves: new Uint16Array(kernel.staging.buffer, kernel.staging.byteOffset, PIECE_ELEMS),
         bytes: new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength),
         step: -1, pieceStart: 0, pieceEnd: 0, filled: 0, recvDone: false, pendingWrites: 0,
         resolve, reject,
@@ -186,7 +196,7 @@ export class RingEngine {
     if (this.phase === 'held' || !op) return this.spill;
     const step = op.steps[op.step]!;
     if (step.mode === 'copy' && !op.f16) return op.bytes.subarray(op.pieceStart * 4 + op.filled, op.pieceEnd * 4);
-    return this.kernel.staging.subarray(op.filled, (op.pieceEnd - op.pieceStart) * (op.f16 ? 2 : 4));
+    return op.kernel.staging.subarray(op.filled, (op.pieceEnd - op.pieceStart) * (op.f16 ? 2 : 4));
   }
 
   private received(nread: number, buf: Uint8Array): boolean {
@@ -282,19 +292,19 @@ export class RingEngine {
         // One pass over the piece: accumulate, divide, encode what we forward, and (owner)
         // keep exactly what the others will decode.
         const slot = step.forward ? this.takeSlot() : undefined;
-        this.kernel.addF16(op.buf, start, count, { divisor, out: slot?.halves, round: step.finalize });
+        op.kernel.addF16(op.buf, start, count, { divisor, out: slot?.halves, round: step.finalize });
         if (slot) this.write(slot.bytes.subarray(0, count * 2), true, slot);
       } else {
-        this.kernel.decodeF16(op.buf, start, count);
+        op.kernel.decodeF16(op.buf, start, count);
         if (step.forward) {
           // The received halves are forwarded as they are: no re-encoding.
           const slot = this.takeSlot();
-          slot.halves.set(this.stagingHalves.subarray(0, count));
+          slot.halves.set(op.stagingHalves.subarray(0, count));
           this.write(slot.bytes.subarray(0, count * 2), true, slot);
         }
       }
     } else {
-      if (step.mode === 'add') this.kernel.addF32(op.buf, start, count, divisor);
+      if (step.mode === 'add') op.kernel.addF32(op.buf, start, count, divisor);
       if (step.forward) this.write(op.bytes.subarray(start * 4, (start + count) * 4), true);
     }
     op.pieceStart = op.pieceEnd;
@@ -319,7 +329,7 @@ export class RingEngine {
     for (let s = start; s < end; s += PIECE_ELEMS) {
       const count = Math.min(PIECE_ELEMS, end - s);
       const slot = this.takeSlot();
-      this.kernel.encodeF16(op.buf, s, count, slot.halves);
+      op.kernel.encodeF16(op.buf, s, count, slot.halves);
       this.write(slot.bytes.subarray(0, count * 2), true, slot);
     }
   }

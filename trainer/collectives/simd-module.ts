@@ -100,11 +100,11 @@ const divF32 = loop(store(D, 0, [...load(D), ...get(S), ...op.splat, ...op.fdiv]
 
 export const SIMD_EXPORTS = ['add_f32', 'add_f16', 'dec_f16', 'enc_f16', 'div_f32'] as const;
 
-/** The module bytes; it imports its memory as env.mem (`pages` × 64 KiB, fixed). */
-export function simdModuleBytes(pages: number): Uint8Array {
+/** The module bytes; it imports its memory as env.mem (`pages` × 64 KiB fixed, or any growable one). */
+export function simdModuleBytes(memory: number | { growable: true }): Uint8Array {
   const codes = [addF32, convertHalves(true), convertHalves(false), encF16, divF32];
   return moduleBytes(
-    pages,
+    memory,
     SIMD_EXPORTS.map((n, i) => ({ name: n, params: [I32, I32, I32], locals: [[6, V128]], code: codes[i] as number[] })),
   );
 }

@@ -9,6 +9,7 @@ import { Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader } from './data-fram
 import { abortedError, CollectiveError, PeerLostError } from './errors';
 import type { RendezvousEnv } from './rendezvous-env';
 import { rendezvous } from './rendezvous';
+import type { ReduceHome } from './reduce-kernel';
 import { RingEngine } from './ring-engine';
 
 export interface TcpRingOptions {
@@ -202,6 +203,10 @@ export class TcpRingCollective implements Collective {
   onFailure(listener: (err: PeerLostError) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  registerMemory(home: ReduceHome): void {
+    this.engine.registerMemory(home);
   }
 
   dispose(): void {

@@ -10,7 +10,7 @@
 //     g' = g + wd·p;  buf = momentum·buf + g';  p = p − lr·buf
 //
 // Arithmetic is f32 (the JS reference in optimizer.test.ts is checked to f32 rounding).
-import { F32, I32, V128, advance, get, instantiate, load, moduleBytes, set, simd, store, wasmApi, whileBelow, type WasmFunction } from '../util/wasm-asm';
+import { F32, I32, V128, advance, get, instantiate, load, moduleBytes, set, simd, store, wasmApi, whileBelow, type WasmFunction, type WasmMemory } from '../util/wasm-asm';
 
 const f32x4 = { splat: simd(0x13), sqrt: simd(0xe3), add: simd(0xe4), sub: simd(0xe5), mul: simd(0xe6), div: simd(0xe7) };
 
@@ -78,14 +78,18 @@ export class FlatBuffers {
   /** Bytes each kernel pass covers per buffer (length rounded up to 4 floats). */
   readonly paddedBytes: number;
   readonly kernels: UpdateKernels;
+  /** The memory (fixed size, never grown) and where its `scratchBytes` of free space start. */
+  readonly memory: WasmMemory;
+  readonly scratchOffset: number;
 
-  constructor(count: number, readonly length: number) {
+  constructor(count: number, readonly length: number, scratchBytes = 0) {
     this.paddedBytes = Math.ceil(length / 4) * 16;
-    const pages = Math.max(1, Math.ceil((count * this.paddedBytes) / 65536));
+    this.scratchOffset = count * this.paddedBytes;
+    const pages = Math.max(1, Math.ceil((this.scratchOffset + scratchBytes) / 65536));
     if (pages > 65536) throw new Error(`optimizer state of ${count}×${length} floats exceeds the 4 GiB a wasm memory can hold`);
-    const mem = new wasmApi.Memory({ initial: pages, maximum: pages });
-    this.kernels = instantiate<UpdateKernels>(moduleBytes(pages, [adamw(), sgd()]), mem);
+    this.memory = new wasmApi.Memory({ initial: pages, maximum: pages });
+    this.kernels = instantiate<UpdateKernels>(moduleBytes(pages, [adamw(), sgd()]), this.memory);
     this.offsets = Array.from({ length: count }, (_, i) => i * this.paddedBytes);
-    this.views = this.offsets.map((o) => new Float32Array(mem.buffer, o, length));
+    this.views = this.offsets.map((o) => new Float32Array(this.memory.buffer, o, length));
   }
 }

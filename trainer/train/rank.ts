@@ -95,6 +95,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
     // The optimizer owns the flat parameter and gradient buffers: its SIMD update runs on them in place.
     const optimizer = createOptimizer(config.optimizer, m.paramCount, { momentum: config.momentum, weightDecay: config.weightDecay });
     const { params, grads } = optimizer;
+    collective.registerMemory(optimizer.home); // the allreduce adds into `grads` in place
     m.getParams(params);
     let startStep = 0;
     const ckptDir = config.checkpointDir || (env[RUN_DIR_ENV] ? join(env[RUN_DIR_ENV], 'checkpoints') : '');
