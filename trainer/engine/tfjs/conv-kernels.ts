@@ -8,7 +8,6 @@
 // with im2col/col2im kernels, on the tensors' heap memory (conv-gemm.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import { gemmConvAvailable, gemmConvBackpropFilter, gemmConvBackpropInput, gemmConvForward, gemmConvSupports } from './conv-gemm';
-import { gemmInfo } from './gemm-kernels';
 
 export interface ConvGeometry {
   /** Input spatial side (square inputs only: ResNet-50 here always sees square images). */
@@ -62,16 +61,16 @@ function stockDefault(g: ConvGeometry): ConvImpl {
 }
 
 /**
- * The implementation used without --compile. On the wasm backend: 'gemm' for both gradients (it
- * won or tied on nearly every ResNet-50 geometry at 32² and 64², with or without FMA: no
- * transposes, strided slices or pads around it) and for the forward where tfjs's conv2d has no
- * edge: always with FMA except the 3-channel stem (its im2col copies 3 floats at a time), and
- * without FMA only when just the centre tap meets data. Elsewhere the generic stock-op rewrite.
+ * The implementation used without --compile. On the wasm backend, 'gemm' everywhere except the
+ * 3-channel stem's forward (its im2col copies 3 floats at a time; XNNPACK's conv2d is faster
+ * there): with fresh weights every step (XNNPACK re-packs its filter per tensor) it won or tied on
+ * nearly every ResNet-50 geometry at 32² and 64², with FMA or with mul+add. Elsewhere the generic
+ * stock-op rewrite.
  */
 export function defaultImpl(g: ConvGeometry): ConvImpl {
   const stock = stockDefault(g);
   const gemm = gemmFits(g);
-  const fwdGemm = gemm.fwd && (centerOnly(g) || (gemmInfo().fma && g.cin % 4 === 0));
+  const fwdGemm = gemm.fwd && (centerOnly(g) || g.cin % 4 === 0);
   return { fwd: fwdGemm ? 'gemm' : stock.fwd, dx: gemm.dx ? 'gemm' : stock.dx, dw: gemm.dw ? 'gemm' : stock.dw };
 }
 
