@@ -1,5 +1,5 @@
 // Shared helpers for `npm run bench` scripts: run the real CLI, take medians, write results.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,20 +11,42 @@ export const RESULTS = join(ROOT, 'bench', 'results');
 export { median } from '../../trainer/util/stats';
 
 /** Runs `cohort run --local ... --json` to completion and returns its events. */
-export function cohortRun(args: string[]): { events: CohortEvent[]; code: number | null; stderr: string } {
-  const data = mkdtempSync(join(tmpdir(), 'cohort-bench-'));
+type RunResult = { events: CohortEvent[]; code: number | null; stderr: string };
+
+function runArgs(args: string[]): { argv: string[]; data: string } {
+  return { argv: [join(ROOT, 'bin', 'cohort.mjs'), 'run', '--local', ...args, '--json'], data: mkdtempSync(join(tmpdir(), 'cohort-bench-')) };
+}
+
+function decodeRun(stdout: string, code: number | null, stderr: string): RunResult {
+  const d = new EventLineDecoder();
+  const events = [...d.push(stdout), ...d.end()].flatMap((x) => (x.kind === 'event' ? [x.event] : []));
+  return { events, code, stderr };
+}
+
+export function cohortRun(args: string[]): RunResult {
+  const { argv, data } = runArgs(args);
   try {
-    const r = spawnSync(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), 'run', '--local', ...args, '--json'], {
-      env: { ...process.env, COHORT_DATA_DIR: data },
-      encoding: 'utf8',
-      maxBuffer: 1 << 28,
-    });
-    const d = new EventLineDecoder();
-    const events = [...d.push(r.stdout), ...d.end()].flatMap((x) => (x.kind === 'event' ? [x.event] : []));
-    return { events, code: r.status, stderr: r.stderr };
+    const r = spawnSync(process.execPath, argv, { env: { ...process.env, COHORT_DATA_DIR: data }, encoding: 'utf8', maxBuffer: 1 << 28 });
+    return decodeRun(r.stdout, r.status, r.stderr);
   } finally {
     rmSync(data, { recursive: true, force: true });
   }
+}
+
+/** The same, without blocking: for runs that must overlap in time. */
+export function cohortRunAsync(args: string[]): Promise<RunResult> {
+  const { argv, data } = runArgs(args);
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, argv, { env: { ...process.env, COHORT_DATA_DIR: data } });
+    let out = '';
+    let err = '';
+    p.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    p.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
+    p.on('close', (code) => {
+      rmSync(data, { recursive: true, force: true });
+      resolve(decodeRun(out, code, err));
+    });
+  });
 }
 
 export function writeResults(name: string, json: unknown, markdown: string): void {
