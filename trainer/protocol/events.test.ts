@@ -23,6 +23,14 @@ describe('event protocol', () => {
     expect(decodeEvent(JSON.parse(JSON.stringify(e)))).toEqual(e);
   });
 
+  it('round-trips a done event with per-rank phases, and without them (older trainers, torch)', () => {
+    const base = { type: 'done', status: 'ok', steps: 30, medianGlobalSamplesPerSec: 47.2, paramChecksum: 'ab', durationMs: 9000 } as const;
+    const withPhases = makeEvent({ ...base, phases: [{ rank: 0, host: 'local', computeMs: 507, allreduceMs: 127, updateMs: 59 }] }, 1000);
+    expect(decodeEvent(JSON.parse(JSON.stringify(withPhases)))).toEqual(withPhases);
+    expect(decodeEvent(JSON.parse(JSON.stringify(makeEvent(base, 1000))))).not.toHaveProperty('phases');
+    expect(() => decodeEvent({ ...withPhases, phases: [{ rank: 0, host: 'local', computeMs: -1, allreduceMs: 0, updateMs: 0 }] })).toThrow(/phases\[0\]\.computeMs/);
+  });
+
   it('names the failing field', () => {
     const bad = { ...step(), memory: [{ rank: 0, host: 'h', rssBytes: -1 }] };
     expect(() => decodeEvent(bad)).toThrow(/memory\[0\]\.rssBytes: must be ≥ 0/);

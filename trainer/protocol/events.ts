@@ -176,6 +176,18 @@ export interface ErrorEvent extends EventBase {
 }
 
 export type RunStatus = 'ok' | 'failed' | 'cancelled';
+/** Where one rank's step time went: medians over the measured (post-warm-up) steps, in ms. */
+export interface RankPhases {
+  rank: number;
+  host: string;
+  /** Forward + backward + gradient readback. */
+  computeMs: number;
+  /** The gradient allreduce, including waiting for slower peers. */
+  allreduceMs: number;
+  /** Optimizer update + weight upload. */
+  updateMs: number;
+}
+
 export interface DoneEvent extends EventBase {
   type: 'done';
   status: RunStatus;
@@ -184,6 +196,8 @@ export interface DoneEvent extends EventBase {
   /** Deterministic digest of the final weights (hex), '' when the run did not finish training. */
   paramChecksum: string;
   durationMs: number;
+  /** Per rank, when the run measured steps (engines that time their phases). */
+  phases?: RankPhases[];
 }
 
 export type CohortEvent =
@@ -336,8 +350,20 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     medianGlobalSamplesPerSec: o.medianGlobalSamplesPerSec === null ? null : num(o, 'medianGlobalSamplesPerSec', p, { min: 0 }),
     paramChecksum: str(o, 'paramChecksum', p),
     durationMs: num(o, 'durationMs', p, { min: 0 }),
+    ...opt('phases', o.phases === undefined ? undefined : arr(o, 'phases', p, rankPhases)),
   }),
 };
+
+function rankPhases(v: unknown, path: string): RankPhases {
+  const o = obj(v, path);
+  return {
+    rank: num(o, 'rank', path, { int: true, min: 0 }),
+    host: str(o, 'host', path),
+    computeMs: num(o, 'computeMs', path, { min: 0 }),
+    allreduceMs: num(o, 'allreduceMs', path, { min: 0 }),
+    updateMs: num(o, 'updateMs', path, { min: 0 }),
+  };
+}
 
 function opt<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };

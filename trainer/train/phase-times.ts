@@ -1,5 +1,6 @@
 // Where a rank's step time goes, reported once at the end of a run (a `log` line per rank): the
 // numbers that say whether compute, the gradient exchange or the update is the bottleneck.
+import type { RankPhases } from '../protocol';
 import { median } from '../util/stats';
 
 export class PhaseTimes {
@@ -16,6 +17,11 @@ export class PhaseTimes {
     this.compute.push(computeMs);
     this.allreduce.push(allreduceMs);
     this.update.push(updateMs);
+  }
+
+  /** Medians for the `done` event. */
+  medians(rank: number, host: string): RankPhases {
+    return { rank, host, computeMs: median(this.compute), allreduceMs: median(this.allreduce), updateMs: median(this.update) };
   }
 
   summary(): string {

@@ -10,7 +10,7 @@ import { connectCollective, rendezvousEnvFromProcess, type Collective } from '..
 import { initBackend, tfjsCapabilities } from '../engine/tfjs/backend';
 import { applyCompilePlan, compileTrainStep } from '../engine/tfjs/compile';
 import { createResNet50, type TfjsResNet } from '../engine/tfjs/resnet50';
-import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type TrainConfig } from '../protocol';
+import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer } from '../optim/optimizer';
 import { PhaseTimes } from './phase-times';
 import { learningRate } from '../optim/schedule';
@@ -239,6 +239,8 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
     }
 
     if (phases.count) log(`rank ${rdv.rank} on ${host}: ${phases.summary()}`);
+    const allPhases = await collective.gather(phases.count ? phases.medians(rdv.rank, host) : null, 0);
+    const measured = (allPhases ?? []).filter((x): x is RankPhases => x !== null);
     emit({
       type: 'done',
       status: 'ok',
@@ -246,6 +248,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       medianGlobalSamplesPerSec: windows.length ? median(windows) : null,
       paramChecksum: paramChecksum(params),
       durationMs: Date.now() - t0,
+      ...(measured.length ? { phases: measured } : {}),
     });
     await collective.barrier(); // nobody closes sockets while a peer still waits on them
     return 0;
