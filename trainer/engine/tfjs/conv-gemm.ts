@@ -6,18 +6,8 @@
 // never materialised, which is what removes the Transpose / StridedSlice / Pad / Slice kernels the
 // stock-op formulations need. Outputs are fresh tensors written in place (never shared dataIds).
 import type * as tf from '@tensorflow/tfjs-core';
+import type { ConvGeometry } from './conv-kernels'; // type only: no runtime import cycle
 import { emptyTensor, heapPtr, wasmBackend, wasmGemm, type WasmGemm } from './gemm-kernels';
-
-/** The conv geometry fields used here (conv-kernels.ts's ConvGeometry). */
-export interface GemmConvGeometry {
-  inSize: number;
-  outSize: number;
-  cin: number;
-  cout: number;
-  k: number;
-  stride: number;
-  pad: number;
-}
 
 /** Whether the 'gemm' implementations can run: the active backend is tfjs-backend-wasm. */
 export function gemmConvAvailable(): boolean {
@@ -25,21 +15,21 @@ export function gemmConvAvailable(): boolean {
 }
 
 /** Which of the three 'gemm' implementations fit this geometry (the GEMM's N must be a multiple of 8). */
-export function gemmConvSupports(g: GemmConvGeometry, center: boolean): { fwd: boolean; dx: boolean; dw: boolean } {
+export function gemmConvSupports(g: ConvGeometry, center: boolean): { fwd: boolean; dx: boolean; dw: boolean } {
   const dxN = center || g.k === 1 ? g.cin : g.k * g.k * g.cin;
   return { fwd: g.cout % 8 === 0, dx: dxN % 8 === 0, dw: g.cout % 8 === 0 };
 }
 
-const plain1x1 = (g: GemmConvGeometry): boolean => g.k === 1 && g.stride === 1 && g.pad === 0;
+const plain1x1 = (g: ConvGeometry): boolean => g.k === 1 && g.stride === 1 && g.pad === 0;
 
 /** Byte offset of the centre tap's [cin, cout] block in an HWIO filter. */
-const centerOffset = (g: GemmConvGeometry): number => {
+const centerOffset = (g: ConvGeometry): number => {
   const c = (g.k - 1) / 2;
   return (c * g.k + c) * g.cin * g.cout * 4;
 };
 
 /** x's im2col matrix [n·out², k·k·cin] in the column scratch; returns its pointer. */
-function im2col(gm: WasmGemm, x: tf.Tensor4D, g: GemmConvGeometry): number {
+function im2col(gm: WasmGemm, x: tf.Tensor4D, g: ConvGeometry): number {
   const n = x.shape[0];
   const kk = g.k * g.k * g.cin;
   const col = gm.colScratch.get(n * g.outSize * g.outSize * kk * 4);
@@ -48,7 +38,7 @@ function im2col(gm: WasmGemm, x: tf.Tensor4D, g: GemmConvGeometry): number {
 }
 
 /** `center`: only the filter's centre tap meets data (1×1 input, "same" padding). */
-export function gemmConvForward(x: tf.Tensor4D, w: tf.Tensor4D, g: GemmConvGeometry, center: boolean): tf.Tensor4D {
+export function gemmConvForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, center: boolean): tf.Tensor4D {
   const gm = wasmGemm();
   const n = x.shape[0];
   const rows = n * g.outSize * g.outSize;
@@ -66,7 +56,7 @@ export function gemmConvForward(x: tf.Tensor4D, w: tf.Tensor4D, g: GemmConvGeome
 }
 
 /** dx = dy · Wᵀ (Wᵀ read through strides), then col2im (a strided scatter for 1×1 stride 2). */
-export function gemmConvBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: GemmConvGeometry, center: boolean): tf.Tensor4D {
+export function gemmConvBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, center: boolean): tf.Tensor4D {
   const gm = wasmGemm();
   const n = dy.shape[0];
   const rows = n * g.outSize * g.outSize;
@@ -89,7 +79,7 @@ export function gemmConvBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: GemmCo
 }
 
 /** dW = colᵀ · dy (colᵀ read through strides; for 1×1 stride 1, col is x itself). */
-export function gemmConvBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: GemmConvGeometry, center: boolean): tf.Tensor4D {
+export function gemmConvBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeometry, center: boolean): tf.Tensor4D {
   const gm = wasmGemm();
   const n = x.shape[0];
   const rows = n * g.outSize * g.outSize;
