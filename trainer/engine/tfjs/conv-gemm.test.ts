@@ -7,6 +7,7 @@ import { setFlagsFromString } from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
 import { candidates, convBackpropFilter, convBackpropInput, convForward, convGeometry, type ConvGeometry } from './conv-kernels';
+import { convCase } from './conv-test-case';
 import { forceGemmFma } from './gemm-kernels';
 import { rng } from './init-rng';
 import { registerStockGradients } from './stock-gradients';
@@ -56,24 +57,11 @@ describe('conv \'gemm\' implementations vs the cpu backend\'s stock gradients', 
   afterAll(() => forceGemmFma(null));
 
   describe.each(GEOMETRIES)('conv %s', (_name, g, n) => {
-    const xs = rand(n * g.inSize * g.inSize * g.cin, 'x');
-    const ws = rand(g.k * g.k * g.cin * g.cout, 'w');
-    const dys = rand(n * g.outSize * g.outSize * g.cout, 'dy');
-    const xShape: [number, number, number, number] = [n, g.inSize, g.inSize, g.cin];
-    const wShape: [number, number, number, number] = [g.k, g.k, g.cin, g.cout];
-    const dyShape: [number, number, number, number] = [n, g.outSize, g.outSize, g.cout];
-    const pad = g.pad === 0 ? ('valid' as const) : ([[0, 0], [g.pad, g.pad], [g.pad, g.pad], [0, 0]] as [[number, number], [number, number], [number, number], [number, number]]);
+    const cc = convCase(g, n, rand);
     let ref: Float32Array[] = [];
     beforeAll(async () => {
       await tf.setBackend('cpu');
-      ref = tf.tidy(() => {
-        const x = tf.tensor4d(xs, xShape);
-        const w = tf.tensor4d(ws, wShape);
-        const dy = tf.tensor4d(dys, dyShape);
-        const y = tf.conv2d(x, w, g.stride, pad);
-        const [dx, dw] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(tf.conv2d(a as tf.Tensor4D, b as tf.Tensor4D, g.stride, pad), dy)))([x, w]);
-        return [y, dx!, dw!].map((t) => Float32Array.from(t.dataSync()));
-      });
+      ref = cc.reference();
       await tf.setBackend('wasm');
     });
 
@@ -83,9 +71,7 @@ describe('conv \'gemm\' implementations vs the cpu backend\'s stock gradients', 
       expect(c.fwd).toContain('gemm');
       expect(c.dw).toContain('gemm');
       tf.tidy(() => {
-        const x = tf.tensor4d(xs, xShape);
-        const w = tf.tensor4d(ws, wShape);
-        const dy = tf.tensor4d(dys, dyShape);
+        const [x, w, dy] = [cc.x(), cc.w(), cc.dy()];
         expect(relErr(convForward(x, w, g, 'gemm'), ref[0]!)).toBeLessThan(TOL);
         if (c.dx.includes('gemm')) expect(relErr(convBackpropInput(dy, w, g, 'gemm'), ref[1]!)).toBeLessThan(TOL);
         expect(relErr(convBackpropFilter(x, dy, g, 'gemm'), ref[2]!)).toBeLessThan(TOL);
@@ -100,9 +86,7 @@ describe('conv \'gemm\' implementations vs the cpu backend\'s stock gradients', 
         const c = candidates(g);
         expect([...c.fwd, ...c.dx, ...c.dw]).not.toContain('gemm');
         tf.tidy(() => {
-          const x = tf.tensor4d(xs, xShape);
-          const w = tf.tensor4d(ws, wShape);
-          const dy = tf.tensor4d(dys, dyShape);
+          const [x, w, dy] = [cc.x(), cc.w(), cc.dy()];
           expect(relErr(convForward(x, w, g, 'gemm'), ref[0]!)).toBeLessThan(TOL);
           expect(relErr(convBackpropInput(dy, w, g, 'gemm'), ref[1]!)).toBeLessThan(TOL);
           expect(relErr(convBackpropFilter(x, dy, g, 'gemm'), ref[2]!)).toBeLessThan(TOL);

@@ -7,6 +7,7 @@ import { initBackend } from './backend';
 import { bnBackward, bnForwardStats, bnTrainRelu } from './batch-norm';
 import { setFusedKernelsEnabled } from './fused-kernels';
 import { candidates, convBackpropFilter, convBackpropInput, convForward, convGeometry, type ConvGeometry } from './conv-kernels';
+import { convCase } from './conv-test-case';
 import { rng } from './init-rng';
 import { softmaxCrossEntropy } from './loss';
 import { maxPoolBackward, maxPoolForward } from './max-pool';
@@ -71,36 +72,22 @@ describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
   });
 
   describe.each(GEOMETRIES)('conv %s', (_name, g) => {
-    const n = 2;
-    const xs = rand(n * g.inSize * g.inSize * g.cin, 'x');
-    const ws = rand(g.k * g.k * g.cin * g.cout, 'w');
-    const dys = rand(n * g.outSize * g.outSize * g.cout, 'dy');
-    const xShape: [number, number, number, number] = [n, g.inSize, g.inSize, g.cin];
-    const wShape: [number, number, number, number] = [g.k, g.k, g.cin, g.cout];
-    const dyShape: [number, number, number, number] = [n, g.outSize, g.outSize, g.cout];
-    const pad = g.pad === 0 ? ('valid' as const) : ([[0, 0], [g.pad, g.pad], [g.pad, g.pad], [0, 0]] as [[number, number], [number, number], [number, number], [number, number]]);
+    const cc = convCase(g, 2, (count, seed) => rand(count, seed));
     let ref: Float32Array[] = [];
     beforeAll(async () => {
-      ref = await reference(() => {
-        const x = tf.tensor4d(xs, xShape);
-        const w = tf.tensor4d(ws, wShape);
-        const dy = tf.tensor4d(dys, dyShape);
-        const y = tf.conv2d(x, w, g.stride, pad);
-        const [dx, dw] = tf.grads((a: tf.Tensor, b: tf.Tensor) => tf.sum(tf.mul(tf.conv2d(a as tf.Tensor4D, b as tf.Tensor4D, g.stride, pad), dy)))([x, w]);
-        return [y, dx!, dw!];
-      });
+      ref = await on('cpu', () => cc.reference());
     });
     const c = candidates(g);
     it.each(BACKENDS.flatMap((b) => c.fwd.map((impl) => [b, impl] as const)))('forward on %s via %s', async (backend, impl) => {
-      const e = await on(backend, () => relErr(convForward(tf.tensor4d(xs, xShape), tf.tensor4d(ws, wShape), g, impl), ref[0]!));
+      const e = await on(backend, () => relErr(convForward(cc.x(), cc.w(), g, impl), ref[0]!));
       expect(e).toBeLessThan(TOL);
     });
     it.each(BACKENDS.flatMap((b) => c.dx.map((impl) => [b, impl] as const)))('input gradient on %s via %s', async (backend, impl) => {
-      const e = await on(backend, () => relErr(convBackpropInput(tf.tensor4d(dys, dyShape), tf.tensor4d(ws, wShape), g, impl), ref[1]!));
+      const e = await on(backend, () => relErr(convBackpropInput(cc.dy(), cc.w(), g, impl), ref[1]!));
       expect(e).toBeLessThan(TOL);
     });
     it.each(BACKENDS.flatMap((b) => c.dw.map((impl) => [b, impl] as const)))('filter gradient on %s via %s', async (backend, impl) => {
-      const e = await on(backend, () => relErr(convBackpropFilter(tf.tensor4d(xs, xShape), tf.tensor4d(dys, dyShape), g, impl), ref[2]!));
+      const e = await on(backend, () => relErr(convBackpropFilter(cc.x(), cc.dy(), g, impl), ref[2]!));
       expect(e).toBeLessThan(TOL);
     });
   });
