@@ -26,6 +26,8 @@ interface Row {
    * machine's speed drifting between runs cannot move it.
    */
   inRunEfficiency?: number;
+  /** Mean over ranks of the compute phase (forward + backward + readback) per step, ms. */
+  computeMs?: number;
   error?: string;
 }
 
@@ -39,6 +41,7 @@ function measure(name: string, imageSize: number, ranks: number, flags: string[]
   const inRunEfficiency = ph.length > 1 ? mean((x) => x.computeMs + x.updateMs) / mean((x) => x.computeMs + x.allreduceMs + x.updateMs) : undefined;
   const row: Row = {
     ...(inRunEfficiency === undefined ? {} : { inRunEfficiency }),
+    ...(ph.length ? { computeMs: mean((x) => x.computeMs) } : {}),
     name,
     imageSize,
     ranks,
@@ -73,7 +76,7 @@ function torchReference(imageSize: number, threads: number): { imgPerSec: number
 // single runs one after another can differ by 15%).
 const ROUNDS = quick ? 1 : 3;
 const rows: Row[] = [];
-const rounds: { size: number; round: number; torch: number | null; two: number | null; one: number | null; pair: number | null; inRun: number | null }[] = [];
+const rounds: { size: number; round: number; torch: number | null; two: number | null; one: number | null; pair: number | null; inRun: number | null; computeRatio: number | null }[] = [];
 
 /**
  * The machine's own ceiling for 2-rank scaling: two independent 1-rank runs at once (no
@@ -95,7 +98,9 @@ for (const size of [32, 64]) {
     const one = measure(`${size}² 1 rank`, size, 1);
     const pair = await independentPair(size);
     if (round === 1) rows.push(one, two);
-    rounds.push({ size, round, torch: 'imgPerSec' in t ? t.imgPerSec : null, two: two.imgPerSec, one: one.imgPerSec, pair, inRun: two.inRunEfficiency ?? null });
+    // > 1: a rank computes slower next to its peer than alone (contention, not communication).
+    const computeRatio = two.computeMs && one.computeMs ? two.computeMs / one.computeMs : null;
+    rounds.push({ size, round, torch: 'imgPerSec' in t ? t.imgPerSec : null, two: two.imgPerSec, one: one.imgPerSec, pair, inRun: two.inRunEfficiency ?? null, computeRatio });
   }
 }
 rows.push(measure('32² 1 rank --compile', 32, 1, ['--compile']));
@@ -117,6 +122,8 @@ const summary = {
   perMachineVsTorch: { 32: perRound(32, (r) => ratio(r.two, r.torch)), 64: perRound(64, (r) => ratio(r.two, r.torch)) },
   scalingEfficiency2Ranks: { 32: perRound(32, (r) => ratio(r.two, (r.one ?? 0) * 2)), 64: perRound(64, (r) => ratio(r.two, (r.one ?? 0) * 2)) },
   inRunEfficiency2Ranks: { 32: perRound(32, (r) => r.inRun), 64: perRound(64, (r) => r.inRun) },
+  // Compute phase per step of a rank in the 2-rank run ÷ the 1-rank run's (same round).
+  computeSlowdown2Ranks: { 32: perRound(32, (r) => r.computeRatio), 64: perRound(64, (r) => r.computeRatio) },
   // What two processes get from this machine with nothing to exchange: the ceiling for the line above.
   independentPairEfficiency: { 32: perRound(32, (r) => ratio(r.pair, (r.one ?? 0) * 2)), 64: perRound(64, (r) => ratio(r.pair, (r.one ?? 0) * 2)) },
   // PyTorch's own scaling from 1 to 2 threads on this machine (32²).
@@ -144,7 +151,7 @@ const md = [
   `Rounds: ${rounds.map((r) => `${r.size}² #${r.round}: torch ${f(r.torch, 1)}, 2 ranks ${f(r.two, 1)}, 1 rank ${f(r.one, 1)}, two independent 1-rank runs ${f(r.pair, 1)}`).join('; ')}. PyTorch 1 thread 32²: ${'imgPerSec' in torch['32-1thread']! ? f(torch['32-1thread'].imgPerSec) + ' img/s' : torch['32-1thread']!.skipped}${'imgPerSec' in torch[32]! ? '' : ` (PyTorch: ${torch[32]!.skipped})`}`,
   '',
   `- per machine vs PyTorch (tfjs 2 ranks ÷ torch on 2 threads, median of rounds): 32² ${f(summary.perMachineVsTorch[32])}×, 64² ${f(summary.perMachineVsTorch[64])}× (goal ≥ 0.5)`,
-  `- 2-rank scaling efficiency (median of rounds): 32² ${f(summary.scalingEfficiency2Ranks[32])}, 64² ${f(summary.scalingEfficiency2Ranks[64])} across runs, ${f(summary.inRunEfficiency2Ranks[32])} / ${f(summary.inRunEfficiency2Ranks[64])} inside the 2-rank runs (goal ≥ 0.9); two independent 1-rank runs at once reach ${f(summary.independentPairEfficiency[32])} / ${f(summary.independentPairEfficiency[64])} of twice one run, PyTorch 1 → 2 threads ${f(summary.torchThreadScaling)} (32²)`,
+  `- 2-rank scaling efficiency (median of rounds): 32² ${f(summary.scalingEfficiency2Ranks[32])}, 64² ${f(summary.scalingEfficiency2Ranks[64])} across runs, ${f(summary.inRunEfficiency2Ranks[32])} / ${f(summary.inRunEfficiency2Ranks[64])} inside the 2-rank runs (goal ≥ 0.9); a rank's compute phase is ${f(summary.computeSlowdown2Ranks[32])}× / ${f(summary.computeSlowdown2Ranks[64])}× as long next to its peer as alone; two independent 1-rank runs at once reach ${f(summary.independentPairEfficiency[32])} / ${f(summary.independentPairEfficiency[64])} of twice one run, PyTorch 1 → 2 threads ${f(summary.torchThreadScaling)} (32²)`,
   `- --compile: measured speed-up of the step ${f(summary.compileSpeedup)}× (compile event); step-time ratio off/on in the run ${f(summary.compileStepRatio)}×`,
   `- --fp16: gradient bytes on the wire, on/off = ${f(summary.fp16WireBytesRatio)}`,
 ].join('\n');
