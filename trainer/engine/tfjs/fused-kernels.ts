@@ -10,8 +10,8 @@
 // batch-norm.ts / max-pool.ts: `hasFusedKernels()` says which to use.
 import * as tf from '@tensorflow/tfjs-core';
 import type { BackendWasm } from '@tensorflow/tfjs-backend-wasm';
-import type { WasmMemory } from '../../util/wasm-asm';
 import { bnSimdOn, type BnSimd } from './bn-simd';
+import { heapPtr, wasmBackend } from './gemm-kernels';
 
 export const BN_TRAIN = 'CohortBatchNormTrain';
 export const BN_BACKWARD = 'CohortBatchNormBackward';
@@ -35,14 +35,13 @@ interface SimdHeap {
   free(t: tf.TensorInfo): void;
 }
 
-function simdHeap(backend: tf.KernelBackend, channels: number): SimdHeap | null {
-  const b = backend as Partial<BackendWasm> & { wasm?: { asm?: { memory?: WasmMemory } } };
-  const memory = b.wasm?.asm?.memory;
-  if (channels % 4 !== 0 || !memory || !b.makeOutput || !b.dataIdMap) return null;
-  const w = backend as BackendWasm;
+function simdHeap(channels: number): SimdHeap | null {
+  const be = wasmBackend();
+  if (channels % 4 !== 0 || !be) return null;
+  const w = tf.backend() as unknown as BackendWasm;
   return {
-    k: bnSimdOn(memory),
-    ptr: (t) => w.dataIdMap.get(t.dataId)!.memoryOffset,
+    k: bnSimdOn(be.wasm.asm.memory),
+    ptr: heapPtr,
     alloc: (shape) => w.makeOutput(shape, 'float32'),
     view: (t) => w.typedArrayFromHeap(t) as Float32Array,
     free: (t) => void w.disposeData(t.dataId, true),
@@ -110,7 +109,7 @@ register(BN_TRAIN, ({ inputs, attrs, backend }) => {
     { shape: [c], dtype: 'float32' },
   ]);
   const [y, xhat, mean, invstd, varUnbiased] = views as Float32Array[] as [Float32Array, Float32Array, Float32Array, Float32Array, Float32Array];
-  const sh = simdHeap(backend as tf.KernelBackend, c);
+  const sh = simdHeap(c);
   if (sh) {
     const [yI, xhatI, meanI, invstdI] = infos as [tf.TensorInfo, tf.TensorInfo, tf.TensorInfo, tf.TensorInfo];
     const [px, rowBytes] = [sh.ptr(x), c * 4];
@@ -140,17 +139,14 @@ register(BN_TRAIN, ({ inputs, attrs, backend }) => {
       sq[k]! += d * d;
     }
   }
-  const scale = new Float64Array(c);
   for (let k = 0; k < c; k++) {
-    const v = sq[k]! / m;
     mean[k] = sum[k]!;
-    invstd[k] = 1 / Math.sqrt(v + eps);
-    varUnbiased[k] = (sq[k]! / (m - 1));
-    scale[k] = invstd[k]!;
+    invstd[k] = 1 / Math.sqrt(sq[k]! / m + eps);
+    varUnbiased[k] = sq[k]! / (m - 1);
   }
   for (let i = 0, o = 0; i < m; i++, o += c) {
     for (let k = 0; k < c; k++) {
-      const xh = (xs[o + k]! - sum[k]!) * scale[k]!;
+      const xh = (xs[o + k]! - sum[k]!) * invstd[k]!;
       xhat[o + k] = xh;
       const v = xh * g[k]! + bt[k]!;
       y[o + k] = relu && !(v > 0) ? 0 : v;
@@ -176,10 +172,10 @@ register(BN_BACKWARD, ({ inputs, attrs, backend }) => {
     { shape: [c], dtype: 'float32' },
   ]);
   const [dx, dgamma, dbeta] = views as [Float32Array, Float32Array, Float32Array];
-  const sh = simdHeap(backend as tf.KernelBackend, c);
+  const sh = simdHeap(c);
   if (sh) {
     const [dxI, dgammaI, dbetaI] = infos as [tf.TensorInfo, tf.TensorInfo, tf.TensorInfo];
-    const scratch = sh.alloc([3 * c]); // a, b, c0
+    const scratch = sh.alloc([3 * c]); // a, b, c0 (this allocation may grow the heap: views are taken after it)
     const rowBytes = c * 4;
     const [pdy, pxh, pout] = [sh.ptr(dy), sh.ptr(xhat), out ? sh.ptr(out) : 0];
     const [vdg, vdb, vs, vg, vis] = [sh.view(dgammaI), sh.view(dbetaI), sh.view(scratch), h.input(gamma), h.input(invstd)];

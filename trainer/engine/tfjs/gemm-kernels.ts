@@ -347,7 +347,7 @@ export function wasmGemm(fma = forced ?? relaxedSimdAvailable()): WasmGemm {
 }
 
 /** Byte offset of a tensor's data in the wasm heap. */
-export function heapPtr(t: tf.Tensor): number {
+export function heapPtr(t: Pick<tf.TensorInfo, 'dataId'>): number {
   const be = wasmBackend();
   const d = be?.dataIdMap.get(t.dataId);
   if (!d) throw new Error('wasm gemm: tensor is not in the wasm heap');
