@@ -12,7 +12,7 @@
 // The half conversions are F. Giesen's branch-free half_to_float / float_to_half_fast3_rtne,
 // the same algorithms as fp16.ts, with selects instead of branches.
 
-import { I32, V128, advance, get, load, moduleBytes, set, simd, store, whileBelow } from '../util/wasm-asm';
+import { I32, V128, advance, f32x4, get, load, moduleBytes, set, simd, store, v128, whileBelow } from '../util/wasm-asm';
 
 // Locals: 0 d, 1 s, 2 dEnd (params), 3..8 v128 temporaries.
 const D = 0;
@@ -24,11 +24,11 @@ const splat = (u32: number): number[] => {
   return [0xfd, 0x0c, ...b, ...b, ...b, ...b];
 };
 const op = {
-  and: simd(0x4e), or: simd(0x50), xor: simd(0x51), bitselect: simd(0x52),
+  and: v128.and, or: simd(0x50), xor: simd(0x51), bitselect: simd(0x52),
   i32eq: simd(0x37), i32lt_s: simd(0x39), i32gt_s: simd(0x3b), i32ge_s: simd(0x3f),
   narrowU: simd(0x86), extLowU: simd(0xa9), extHighU: simd(0xaa),
   shl: simd(0xab), shrU: simd(0xad), add: simd(0xae), sub: simd(0xb1),
-  fadd: simd(0xe4), fsub: simd(0xe5), fdiv: simd(0xe7), splat: simd(0x11),
+  fadd: f32x4.add, fsub: f32x4.sub, fdiv: f32x4.div, splat: simd(0x11), // i32x4.splat
 };
 const shl = (n: number): number[] => [0x41, n, ...op.shl];
 const shrU = (n: number): number[] => [0x41, n, ...op.shrU];

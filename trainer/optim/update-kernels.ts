@@ -10,9 +10,7 @@
 //     g' = g + wd·p;  buf = momentum·buf + g';  p = p − lr·buf
 //
 // Arithmetic is f32 (the JS reference in optimizer.test.ts is checked to f32 rounding).
-import { F32, I32, V128, advance, get, instantiate, load, moduleBytes, set, simd, store, wasmApi, whileBelow, type WasmFunction, type WasmMemory } from '../util/wasm-asm';
-
-const f32x4 = { splat: simd(0x13), sqrt: simd(0xe3), add: simd(0xe4), sub: simd(0xe5), mul: simd(0xe6), div: simd(0xe7) };
+import { F32, I32, V128, advance, f32x4, get, instantiate, load, moduleBytes, set, store, wasmApi, whileBelow, type WasmFunction, type WasmMemory } from '../util/wasm-asm';
 
 /** Splat f32 params [first, first+n) into v128 locals [into, into+n). */
 function splatParams(first: number, n: number, into: number): number[] {

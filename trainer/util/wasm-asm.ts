@@ -25,10 +25,25 @@ export const V128 = 0x7b;
 export const get = (i: number): number[] => [0x20, i];
 export const set = (i: number): number[] => [0x21, i];
 export const simd = (op: number): number[] => [0xfd, ...leb(op)];
-/** v128.load at local `ptr` + off (align 2^4). */
-export const load = (ptr: number, off = 0): number[] => [...get(ptr), 0xfd, 0x00, 4, ...leb(off)];
+/** f32x4 lane-wise arithmetic and comparison (`gt` gives all-ones lanes where a > b). */
+export const f32x4 = {
+  splat: simd(0x13), gt: simd(0x44), sqrt: simd(0xe3), add: simd(0xe4), sub: simd(0xe5), mul: simd(0xe6), div: simd(0xe7),
+  /** pmax(a, b) = a < b ? b : a (NaN in b gives a: max(0, NaN) is 0, like the JS ReLU `v > 0 ? v : 0`). */
+  pmax: simd(0xeb),
+};
+/** Whole-register v128 operations; load/store take the address from the stack (align 2^4). */
+export const v128 = {
+  load: (off = 0): number[] => [0xfd, 0x00, 4, ...leb(off)],
+  store: (off = 0): number[] => [0xfd, 0x0b, 4, ...leb(off)],
+  and: simd(0x4e),
+  /** v128.const 0. */
+  zero: [0xfd, 0x0c, ...new Array<number>(16).fill(0)],
+};
+
+/** v128.load at local `ptr` + off. */
+export const load = (ptr: number, off = 0): number[] => [...get(ptr), ...v128.load(off)];
 /** Store the v128 computed by `value` at local `ptr` + off. */
-export const store = (ptr: number, off: number, value: number[]): number[] => [...get(ptr), ...value, 0xfd, 0x0b, 4, ...leb(off)];
+export const store = (ptr: number, off: number, value: number[]): number[] => [...get(ptr), ...value, ...v128.store(off)];
 /** ptr += n (i32 local). */
 export const advance = (ptr: number, n: number): number[] => [...get(ptr), 0x41, ...leb(n), 0x6a, ...set(ptr)];
 

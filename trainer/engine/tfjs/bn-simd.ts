@@ -13,22 +13,12 @@
 //   bwd_sums_masked(dy, xhat, out, dbeta, dgamma)    the same with g = out > 0 ? dy : 0 (ReLU backward)
 //   bwd_dx(dy, xhat, a, b, c0, dx)                   dx = g·a + xhat·b + c0
 //   bwd_dx_masked(dy, xhat, out, a, b, c0, dx)
-import { I32, V128, advance, get, instantiate, moduleBytes, set, simd, whileBelow, type WasmFunction, type WasmMemory } from '../../util/wasm-asm';
+import { I32, V128, advance, f32x4, get, instantiate, moduleBytes, set, v128, whileBelow, type WasmFunction, type WasmMemory } from '../../util/wasm-asm';
 
-const v = {
-  load: [0xfd, 0x00, 4, 0],
-  store: [0xfd, 0x0b, 4, 0],
-  and: simd(0x4e),
-  gt: simd(0x44),
-  add: simd(0xe4),
-  sub: simd(0xe5),
-  mul: simd(0xe6),
-  pmax: simd(0xeb),
-  zero: [0xfd, 0x0c, ...new Array<number>(16).fill(0)],
-};
+/** ptr + j (i32 locals) on the stack. */
 const addr = (ptr: number, j: number): number[] => [...get(ptr), ...get(j), 0x6a];
-const vload = (ptr: number, j: number): number[] => [...addr(ptr, j), ...v.load];
-const vstore = (ptr: number, j: number, value: number[]): number[] => [...addr(ptr, j), ...value, ...v.store];
+const vload = (ptr: number, j: number): number[] => [...addr(ptr, j), ...v128.load()];
+const vstore = (ptr: number, j: number, value: number[]): number[] => [...addr(ptr, j), ...value, ...v128.store()];
 
 /**
  * A kernel over `rows` rows of `rowBytes`: params are the pointers, then rows and rowBytes. `rowPtrs`
@@ -59,31 +49,31 @@ function rowKernel(name: string, nPtrs: number, rowPtrs: number[], vTemps: numbe
 
 function kernels(): WasmFunction[] {
   // Param order matches the comment at the top of the file.
-  const colSum = rowKernel('col_sum', 2, [0], 0, (j) => vstore(1, j, [...vload(1, j), ...vload(0, j), ...v.add]));
+  const colSum = rowKernel('col_sum', 2, [0], 0, (j) => vstore(1, j, [...vload(1, j), ...vload(0, j), ...f32x4.add]));
   const colSqdev = rowKernel('col_sqdev', 3, [0], 1, (j, t) => [
-    ...vload(0, j), ...vload(1, j), ...v.sub, ...set(t),
-    ...vstore(2, j, [...vload(2, j), ...get(t), ...get(t), ...v.mul, ...v.add]),
+    ...vload(0, j), ...vload(1, j), ...f32x4.sub, ...set(t),
+    ...vstore(2, j, [...vload(2, j), ...get(t), ...get(t), ...f32x4.mul, ...f32x4.add]),
   ]);
   const norm = (relu: boolean): WasmFunction =>
     // x 0, mean 1, invstd 2, gamma 3, beta 4, xhat 5, y 6
     rowKernel(relu ? 'norm_relu' : 'norm', 7, [0, 5, 6], 1, (j, t) => [
-      ...vload(0, j), ...vload(1, j), ...v.sub, ...vload(2, j), ...v.mul, ...set(t),
+      ...vload(0, j), ...vload(1, j), ...f32x4.sub, ...vload(2, j), ...f32x4.mul, ...set(t),
       ...vstore(5, j, get(t)),
       ...vstore(6, j, relu
-        ? [...v.zero, ...get(t), ...vload(3, j), ...v.mul, ...vload(4, j), ...v.add, ...v.pmax]
-        : [...get(t), ...vload(3, j), ...v.mul, ...vload(4, j), ...v.add]),
+        ? [...v128.zero, ...get(t), ...vload(3, j), ...f32x4.mul, ...vload(4, j), ...f32x4.add, ...f32x4.pmax]
+        : [...get(t), ...vload(3, j), ...f32x4.mul, ...vload(4, j), ...f32x4.add]),
     ]);
   // g = dy, or dy where out > 0 else +0 (the ReLU's backward).
   const grad = (masked: boolean, dy: number, out: number, j: number): number[] =>
-    masked ? [...vload(dy, j), ...vload(out, j), ...v.zero, ...v.gt, ...v.and] : vload(dy, j);
+    masked ? [...vload(dy, j), ...vload(out, j), ...v128.zero, ...f32x4.gt, ...v128.and] : vload(dy, j);
   const bwdSums = (masked: boolean): WasmFunction => {
     // dy 0, xhat 1, [out 2], dbeta, dgamma
     const o = masked ? 1 : 0;
     const [DB, DG] = [2 + o, 3 + o];
     return rowKernel(masked ? 'bwd_sums_masked' : 'bwd_sums', 4 + o, masked ? [0, 1, 2] : [0, 1], 1, (j, t) => [
       ...grad(masked, 0, 2, j), ...set(t),
-      ...vstore(DB, j, [...vload(DB, j), ...get(t), ...v.add]),
-      ...vstore(DG, j, [...vload(DG, j), ...get(t), ...vload(1, j), ...v.mul, ...v.add]),
+      ...vstore(DB, j, [...vload(DB, j), ...get(t), ...f32x4.add]),
+      ...vstore(DG, j, [...vload(DG, j), ...get(t), ...vload(1, j), ...f32x4.mul, ...f32x4.add]),
     ]);
   };
   const bwdDx = (masked: boolean): WasmFunction => {
@@ -91,7 +81,7 @@ function kernels(): WasmFunction[] {
     const o = masked ? 1 : 0;
     const [A, B, C0, DX] = [2 + o, 3 + o, 4 + o, 5 + o];
     return rowKernel(masked ? 'bwd_dx_masked' : 'bwd_dx', 6 + o, masked ? [0, 1, 2, DX] : [0, 1, DX], 0, (j) =>
-      vstore(DX, j, [...grad(masked, 0, 2, j), ...vload(A, j), ...v.mul, ...vload(1, j), ...vload(B, j), ...v.mul, ...v.add, ...vload(C0, j), ...v.add]),
+      vstore(DX, j, [...grad(masked, 0, 2, j), ...vload(A, j), ...f32x4.mul, ...vload(1, j), ...vload(B, j), ...f32x4.mul, ...f32x4.add, ...vload(C0, j), ...f32x4.add]),
     );
   };
   return [colSum, colSqdev, norm(false), norm(true), bwdSums(false), bwdSums(true), bwdDx(false), bwdDx(true)];

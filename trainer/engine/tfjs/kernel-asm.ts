@@ -4,7 +4,7 @@
 // ordinary TypeScript loops (unrolling, register tiles) instead of a macro language; no wasm
 // toolchain is needed at build or run time. The binary-format basics (LEB128, sections, the typed
 // WebAssembly handle) are trainer/util/wasm-asm.ts's, shared with the optimizer and collectives.
-import { I32, V128, leb as uleb, moduleBytes, wasmApi } from '../../util/wasm-asm';
+import { I32, V128, f32x4, leb as uleb, moduleBytes, v128, wasmApi } from '../../util/wasm-asm';
 
 export { wasmApi };
 export type { WasmMemory } from '../../util/wasm-asm';
@@ -56,11 +56,11 @@ export const op = {
   v128Load: (offset = 0): Code => [...simd(0x00), ...memarg(4, offset)],
   v128Store: (offset = 0): Code => [...simd(0x0b), ...memarg(4, offset)],
   load32Splat: (offset = 0): Code => [...simd(0x09), ...memarg(2, offset)],
-  v128Zero: [...simd(0x0c), ...new Array<number>(16).fill(0)] as Code,
+  v128Zero: v128.zero,
   f32Zero: [0x43, 0, 0, 0, 0] as Code,
   f32Add: [0x92] as Code,
-  f32x4Add: simd(0xe4),
-  f32x4Mul: simd(0xe6),
+  f32x4Add: f32x4.add,
+  f32x4Mul: f32x4.mul,
   /** Relaxed SIMD: a·b + c, fused where the CPU has FMA (V8 on x86 with FMA3 / arm64). */
   f32x4RelaxedMadd: simd(0x105),
 };
