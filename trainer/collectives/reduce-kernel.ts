@@ -22,7 +22,7 @@ export interface F16PieceOptions {
   round?: boolean;
 }
 
-/** A wasm memory the caller's arrays live in, with `REDUCE_SCRATCH_BYTES` of it free at `scratchOffset` for the kernel. */
+/** A wasm memory the caller's arrays live in, with `reduceScratchBytes(pieceElems)` of it free at `scratchOffset` for the kernel. */
 export interface ReduceHome {
   /** Fixed size: it must never grow (views into it would detach). */
   memory: WasmMemory;

@@ -34,7 +34,6 @@ interface Op {
   buf: Float32Array;
   /** The reduce kernel for this buffer: one homed on its memory when registered (in-place adds). */
   kernel: ReduceKernel;
-  stagingHalves: Uint16Array;
   bytes: Uint8Array;
   f16: boolean;
   average: boolean;
@@ -170,7 +169,6 @@ export class RingEngine {
       const kernel = this.homed.find((k) => k.home === buf.buffer) ?? this.kernel;
       const op: Op = {
         header, buf, f16, average, steps, kernel,
-        stagingHalves: new Uint16Array(kernel.staging.buffer, kernel.staging.byteOffset, PIECE_ELEMS),
         bytes: new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength),
         step: -1, pieceStart: 0, pieceEnd: 0, filled: 0, recvDone: false, pendingWrites: 0,
         resolve, reject,
@@ -299,7 +297,8 @@ export class RingEngine {
         if (step.forward) {
           // The received halves are forwarded as they are: no re-encoding.
           const slot = this.takeSlot();
-          slot.halves.set(op.stagingHalves.subarray(0, count));
+          const staged = op.kernel.staging;
+          slot.halves.set(new Uint16Array(staged.buffer, staged.byteOffset, count));
           this.write(slot.bytes.subarray(0, count * 2), true, slot);
         }
       }

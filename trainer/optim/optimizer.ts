@@ -1,8 +1,7 @@
 // Optimizers over the one flat parameter buffer (the same layout the allreduce fuses gradients
 // into). Semantics follow torch.optim so results compare with the PyTorch engine and the seeds.
 import type { OptimizerName } from '../protocol';
-import { COLLECTIVE_SCRATCH_BYTES } from '../collectives';
-import type { WasmMemory } from '../util/wasm-asm';
+import { COLLECTIVE_SCRATCH_BYTES, type ReduceHome } from '../collectives';
 import { FlatBuffers } from './update-kernels';
 
 export interface Optimizer {
@@ -14,7 +13,7 @@ export interface Optimizer {
   readonly params: Float32Array;
   readonly grads: Float32Array;
   /** Their memory and free scratch in it, for the collective to reduce `grads` in place (Collective.registerMemory). */
-  readonly home: { memory: WasmMemory; scratchOffset: number };
+  readonly home: ReduceHome;
   /** Updates `params` in place from the (already averaged) gradients at learning rate `lr`. */
   step(params: Float32Array, grads: Float32Array, lr: number): void;
   /** State for checkpoints: named flat buffers plus the step counter. */
@@ -34,7 +33,7 @@ abstract class FlatOptimizer {
   readonly params: Float32Array;
   readonly grads: Float32Array;
 
-  readonly home: { memory: WasmMemory; scratchOffset: number };
+  readonly home: ReduceHome;
 
   constructor(size: number, stateBuffers: number) {
     this.mem = new FlatBuffers(2 + stateBuffers, size, COLLECTIVE_SCRATCH_BYTES);

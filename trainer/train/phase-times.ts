@@ -24,8 +24,9 @@ export class PhaseTimes {
     return { rank, host, computeMs: median(this.compute), allreduceMs: median(this.allreduce), updateMs: median(this.update) };
   }
 
-  summary(): string {
-    const f = (xs: number[]): string => median(xs).toFixed(0);
-    return `median ms per step over ${this.count} steps: compute ${f(this.compute)}, allreduce (incl. waiting for peers) ${f(this.allreduce)}, optimizer + weight upload ${f(this.update)}`;
+  /** One log line for `medians(...)`. */
+  describe(m: RankPhases): string {
+    const f = (ms: number): string => ms.toFixed(0);
+    return `median ms per step over ${this.count} steps: compute ${f(m.computeMs)}, allreduce (incl. waiting for peers) ${f(m.allreduceMs)}, optimizer + weight upload ${f(m.updateMs)}`;
   }
 }

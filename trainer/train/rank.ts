@@ -238,8 +238,9 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       }
     }
 
-    if (phases.count) log(`rank ${rdv.rank} on ${host}: ${phases.summary()}`);
-    const allPhases = await collective.gather(phases.count ? phases.medians(rdv.rank, host) : null, 0);
+    const mine = phases.count ? phases.medians(rdv.rank, host) : null;
+    if (mine) log(`rank ${rdv.rank} on ${host}: ${phases.describe(mine)}`);
+    const allPhases = await collective.gather(mine, 0);
     const measured = (allPhases ?? []).filter((x): x is RankPhases => x !== null);
     emit({
       type: 'done',

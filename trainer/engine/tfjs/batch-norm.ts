@@ -29,11 +29,10 @@ export interface BnTrainOut {
   varUnbiased: tf.Tensor1D;
 }
 
-/** Training-mode BN on batch statistics (biased variance normalises, as torch). */
-export function bnForwardTrain(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, ones: tf.Tensor2D): BnTrainOut {
+/** Training-mode BN on batch statistics (biased variance normalises, as torch), from stock ops. */
+function bnForwardTrain(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, ones: tf.Tensor2D): BnTrainOut {
   const c = x.shape[3];
   const m = x.size / c;
-  if (m < 2) throw new Error(`batch norm needs more than one value per channel in training (got ${m}): use a batch size ≥ 2`);
   const x2 = tf.reshape(x, [m, c]) as tf.Tensor2D;
   const mean = tf.div(channelSum(x2, ones), m) as tf.Tensor2D;
   const variance = tf.div(channelSum(tf.squaredDifference(x2, mean) as tf.Tensor2D, ones), m) as tf.Tensor2D;
@@ -48,12 +47,12 @@ export function bnForwardTrain(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tens
  * One fused kernel where the backend has it (fused-kernels.ts), else the stock-op formulation.
  */
 export function bnTrainRelu(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, ones: () => tf.Tensor2D, relu: boolean): BnTrainOut {
+  const c = x.shape[3];
+  if (x.size / c < 2) throw new Error(`batch norm needs more than one value per channel in training (got ${x.size / c}): use a batch size ≥ 2`);
   if (!hasFusedKernels()) {
     const r = bnForwardTrain(x, gamma, beta, ones());
     return relu ? { ...r, y: tf.relu(r.y) } : r;
   }
-  const c = x.shape[3];
-  if (x.size / c < 2) throw new Error(`batch norm needs more than one value per channel in training (got ${x.size / c}): use a batch size ≥ 2`);
   const [y, xhat, mean, invstd, varUnbiased] = tf.engine().runKernel(BN_TRAIN, { x, gamma, beta }, { relu, eps: BN_EPS } as unknown as tf.NamedAttrMap) as tf.Tensor[];
   return {
     y: y as tf.Tensor4D,
