@@ -1,8 +1,9 @@
-// Raw loopback TCP between two Node processes, the ceiling the ring is compared with. Same
+// Raw loopback TCP one-way between two Node processes, the single-stream reference. Same
 // topology as a 2-rank ring: each process connects to the other's listener and reads its
 // connecting socket with `onread` into a reused 1 MiB buffer; it writes on the accepted one.
-// `one-way`: parent → child. `duplex`: both send at once (the 2-rank ring's traffic pattern).
-// Receipt is reported over IPC. Prints JSON {bytes, oneWayMs: [...], duplexMs: [...]}.
+// One-way: parent → child, the other direction idle (the ring's own traffic pattern, both ways
+// at once among n processes, is allreduce-raw-ring.ts). Receipt is reported over IPC.
+// Prints JSON {bytes, oneWayMs: [...]}.
 import { fork, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 
@@ -52,7 +53,6 @@ function message(proc: NodeJS.Process | ChildProcess, pred: (m: unknown) => bool
 if (process.argv[2] === 'child') {
   const link = await pair((p) => process.send!({ port: p }), message(process, (m) => typeof m === 'object').then((m) => (m as { port: number }).port), () => process.send!('got'));
   process.on('message', (m) => {
-    if (m === 'send') link.out.write(data);
     if (m === 'exit') {
       link.close();
       process.disconnect();
@@ -61,13 +61,10 @@ if (process.argv[2] === 'child') {
 } else {
   const child = fork(new URL(import.meta.url).pathname, ['child'], { execArgv: ['--import', 'tsx'] });
   let onChildGot = (): void => {};
-  let onParentGot = (): void => {};
   child.on('message', (m) => void (m === 'got' && onChildGot()));
   const childPort = message(child, (m) => typeof m === 'object').then((m) => (m as { port: number }).port);
-  const link = await pair((p) => child.send({ port: p }), childPort, () => onParentGot());
+  const link = await pair((p) => child.send({ port: p }), childPort, () => undefined);
   const oneWayMs: number[] = [];
-  const duplexMs: number[] = [];
-  let duplexCpu = 0; // this process's CPU ms per duplex round (it sends and receives BYTES, like a 2-rank ring rank)
   for (let i = 0; i < ROUNDS + 1; i++) {
     const t0 = performance.now();
     await new Promise<void>((r) => {
@@ -76,25 +73,8 @@ if (process.argv[2] === 'child') {
     });
     if (i > 0) oneWayMs.push(performance.now() - t0);
   }
-  for (let i = 0; i < ROUNDS + 1; i++) {
-    const t0 = performance.now();
-    const c0 = process.cpuUsage();
-    await new Promise<void>((r) => {
-      let waiting = 2;
-      const one = (): void => void (--waiting === 0 && r());
-      onChildGot = one;
-      onParentGot = one;
-      child.send('send');
-      link.out.write(data);
-    });
-    if (i > 0) {
-      duplexMs.push(performance.now() - t0);
-      const u = process.cpuUsage(c0);
-      duplexCpu += (u.user + u.system) / 1000 / ROUNDS;
-    }
-  }
   child.send('exit');
   await new Promise((r) => child.once('exit', r));
   link.close();
-  console.log(JSON.stringify({ bytes: BYTES, oneWayMs, duplexMs, duplexCpuMs: duplexCpu }));
+  console.log(JSON.stringify({ bytes: BYTES, oneWayMs }));
 }
