@@ -114,10 +114,7 @@ export async function compileTrainStep(model: TfjsResNet, sample: CompileSample,
       const fresh = (): [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D] => [tf.add(x, 0), tf.add(w, 0), tf.add(dy, 0)];
       const fastest = <T extends string>(names: readonly T[], run: (impl: T, x: tf.Tensor4D, w: tf.Tensor4D, dy: tf.Tensor4D) => tf.Tensor): { best: T; times: string } => {
         const ms = timeKernels(names.map((name) => (xi: tf.Tensor4D, wi: tf.Tensor4D, dyi: tf.Tensor4D) => run(name, xi, wi, dyi)), fresh, reps);
-        let best = names[0] as T;
-        names.forEach((name, j) => {
-          if (ms[j]! < ms[names.indexOf(best)]!) best = name;
-        });
+        const best = names[ms.indexOf(Math.min(...ms))] as T; // the first of equals, as before
         return { best, times: names.map((name, j) => `${name} ${ms[j]!.toFixed(1)}`).join(', ') };
       };
       const f = fastest(c.fwd, (impl, xi, wi) => convForward(xi, wi, g, impl));
