@@ -8,7 +8,7 @@ import type { CompileReport } from '../engine/tfjs/compile';
 import { writeFileAtomicSync } from '../util/atomic-write';
 
 /** Bump when kernel implementations change, so old plans are not reused. */
-const PLAN_FORMAT = 2; // 2: the wasm backend's 'gemm' conv kernels joined the candidates
+const PLAN_FORMAT = 3; // 2: the wasm backend's 'gemm' conv kernels joined the candidates; 3: 'winograd' did
 
 export interface CachedPlan {
   measuredAt: string;

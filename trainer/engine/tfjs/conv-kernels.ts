@@ -8,6 +8,7 @@
 // with im2col/col2im kernels, on the tensors' heap memory (conv-gemm.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import { gemmConvAvailable, gemmConvBackpropFilter, gemmConvBackpropInput, gemmConvForward, gemmConvSupports } from './conv-gemm';
+import { winogradConvBackpropFilter, winogradConvBackpropInput, winogradConvForward, winogradSupports } from './conv-winograd';
 
 export interface ConvGeometry {
   /** Input spatial side (square inputs only: ResNet-50 here always sees square images). */
@@ -20,9 +21,9 @@ export interface ConvGeometry {
   pad: number;
 }
 
-export type ConvFwdImpl = 'conv2d' | 'center' | 'gemm';
-export type ConvDxImpl = 'backprop-input' | 'matmul' | 'matmul-t' | 'rot-conv' | 'col2im' | 'center' | 'gemm';
-export type ConvDwImpl = 'conv-t' | 'im2col' | 'matmul' | 'center' | 'gemm';
+export type ConvFwdImpl = 'conv2d' | 'center' | 'gemm' | 'winograd';
+export type ConvDxImpl = 'backprop-input' | 'matmul' | 'matmul-t' | 'rot-conv' | 'col2im' | 'center' | 'gemm' | 'winograd';
+export type ConvDwImpl = 'conv-t' | 'im2col' | 'matmul' | 'center' | 'gemm' | 'winograd';
 export interface ConvImpl {
   fwd: ConvFwdImpl;
   dx: ConvDxImpl;
@@ -48,10 +49,11 @@ function gemmFits(g: ConvGeometry): { fwd: boolean; dx: boolean; dw: boolean } {
 export function candidates(g: ConvGeometry): { fwd: ConvFwdImpl[]; dx: ConvDxImpl[]; dw: ConvDwImpl[] } {
   const center = centerOnly(g) && g.k > 1;
   const gemm = gemmFits(g);
+  const wino = winogradSupports(g) ? (['winograd'] as const) : [];
   return {
-    fwd: [...(center ? (['conv2d', 'center'] as const) : (['conv2d'] as const)), ...(gemm.fwd ? (['gemm'] as const) : [])],
-    dx: [...(g.k === 1 ? (['matmul', 'matmul-t'] as const) : (['rot-conv', 'col2im'] as const)), 'backprop-input', ...(center ? (['center'] as const) : []), ...(gemm.dx ? (['gemm'] as const) : [])],
-    dw: [...(g.k === 1 ? (['matmul'] as const) : (['conv-t', 'im2col'] as const)), ...(center ? (['center'] as const) : []), ...(gemm.dw ? (['gemm'] as const) : [])],
+    fwd: [...(center ? (['conv2d', 'center'] as const) : (['conv2d'] as const)), ...(gemm.fwd ? (['gemm'] as const) : []), ...wino],
+    dx: [...(g.k === 1 ? (['matmul', 'matmul-t'] as const) : (['rot-conv', 'col2im'] as const)), 'backprop-input', ...(center ? (['center'] as const) : []), ...(gemm.dx ? (['gemm'] as const) : []), ...wino],
+    dw: [...(g.k === 1 ? (['matmul'] as const) : (['conv-t', 'im2col'] as const)), ...(center ? (['center'] as const) : []), ...(gemm.dw ? (['gemm'] as const) : []), ...wino],
   };
 }
 
@@ -61,17 +63,23 @@ function stockDefault(g: ConvGeometry): ConvImpl {
 }
 
 /**
- * The implementation used without --compile. On the wasm backend, 'gemm' everywhere except the
- * 3-channel stem's forward (its im2col copies 3 floats at a time; XNNPACK's conv2d is faster
- * there): with fresh weights every step (XNNPACK re-packs its filter per tensor) it won or tied on
- * nearly every ResNet-50 geometry at 32² and 64², with FMA or with mul+add. Elsewhere the generic
- * stock-op rewrite.
+ * The implementation used without --compile. On the wasm backend: 'winograd' for 3×3 stride-1
+ * convs (fewer multiply-adds; its input gradient only from 4×4 outputs up — on 2×2 the filter
+ * transform outweighs the saving), 'gemm' everywhere else except the 3-channel stem's forward
+ * (its im2col copies 3 floats at a time; XNNPACK's conv2d is faster there). Measured with fresh
+ * weights every step (XNNPACK re-packs its filter per tensor) at 32² and 64², batch 16
+ * (bench/results/gemm.md). Elsewhere the generic stock-op rewrite.
  */
 export function defaultImpl(g: ConvGeometry): ConvImpl {
   const stock = stockDefault(g);
   const gemm = gemmFits(g);
+  const wino = winogradSupports(g);
   const fwdGemm = gemm.fwd && (centerOnly(g) || g.cin % 4 === 0);
-  return { fwd: fwdGemm ? 'gemm' : stock.fwd, dx: gemm.dx ? 'gemm' : stock.dx, dw: gemm.dw ? 'gemm' : stock.dw };
+  return {
+    fwd: wino ? 'winograd' : fwdGemm ? 'gemm' : stock.fwd,
+    dx: wino && g.outSize >= 4 ? 'winograd' : gemm.dx ? 'gemm' : stock.dx,
+    dw: wino ? 'winograd' : gemm.dw ? 'gemm' : stock.dw,
+  };
 }
 
 type Pad4 = [[number, number], [number, number], [number, number], [number, number]];
@@ -152,7 +160,9 @@ function scatterStrided(dxs: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
 }
 
 export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvFwdImpl): tf.Tensor4D {
-  // A plan made on the wasm backend may reach a rank on another backend: 'gemm' falls back to the stock op.
+  // A plan made on the wasm backend may reach a rank on another backend: 'gemm' and 'winograd' fall back to the stock op.
+  if (impl === 'winograd' && !winogradSupports(g)) impl = 'gemm';
+  if (impl === 'winograd') return winogradConvForward(x, w, g);
   if (impl === 'gemm') impl = gemmFits(g).fwd ? 'gemm' : stockDefault(g).fwd;
   if (impl === 'gemm') return gemmConvForward(x, w, g, centerOnly(g));
   if (impl === 'center') {
@@ -165,8 +175,11 @@ export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, imp
 /** Gradient of the conv output w.r.t. its input. `wT` (filter as [cout, cin] for 1×1) may be passed precomputed. */
 export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvDxImpl): tf.Tensor4D {
   const n = dy.shape[0];
+  if (impl === 'winograd' && !winogradSupports(g)) impl = 'gemm';
   if (impl === 'gemm') impl = gemmFits(g).dx ? 'gemm' : stockDefault(g).dx;
   switch (impl) {
+    case 'winograd':
+      return winogradConvBackpropInput(dy, w, g);
     case 'gemm':
       return gemmConvBackpropInput(dy, w, g, centerOnly(g));
     case 'backprop-input':
@@ -219,8 +232,11 @@ export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeomet
 /** Gradient of the conv output w.r.t. the filter (what wasm has no kernel for), HWIO. */
 export function convBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeometry, impl: ConvDwImpl): tf.Tensor4D {
   const n = x.shape[0];
+  if (impl === 'winograd' && !winogradSupports(g)) impl = 'gemm';
   if (impl === 'gemm') impl = gemmFits(g).dw ? 'gemm' : stockDefault(g).dw;
   switch (impl) {
+    case 'winograd':
+      return winogradConvBackpropFilter(x, dy, g);
     case 'gemm':
       return gemmConvBackpropFilter(x, dy, g, centerOnly(g));
     case 'center': {
