@@ -6,7 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
-const all = ['trainer', 'tfjs-step', 'gemm', 'allreduce', 'torch-engine', 'cluster', 'dashboard'];
+const all = ['trainer', 'tfjs-step', 'gemm', 'winograd', 'allreduce', 'torch-engine', 'cluster', 'dashboard'];
 const picked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
 const flags = process.argv.slice(2).filter((a) => a.startsWith('-'));
 const names = picked.length ? picked : all;

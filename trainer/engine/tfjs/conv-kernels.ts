@@ -64,11 +64,12 @@ function stockDefault(g: ConvGeometry): ConvImpl {
 
 /**
  * The implementation used without --compile. On the wasm backend: 'winograd' for 3×3 stride-1
- * convs (fewer multiply-adds; its input gradient only from 4×4 outputs up — on 2×2 the filter
- * transform outweighs the saving), 'gemm' everywhere else except the 3-channel stem's forward
+ * convs (2.25× fewer multiply-adds; bench/results/winograd.md) — for the forward and the input
+ * gradient only from 4×4 outputs up (on 2×2, one tile per image, the filter transform outweighs
+ * the saving), 'gemm' everywhere else except the 3-channel stem's forward
  * (its im2col copies 3 floats at a time; XNNPACK's conv2d is faster there). Measured with fresh
  * weights every step (XNNPACK re-packs its filter per tensor) at 32² and 64², batch 16
- * (bench/results/gemm.md). Elsewhere the generic stock-op rewrite.
+ * (bench/results/gemm.md, winograd.md). Elsewhere the generic stock-op rewrite.
  */
 export function defaultImpl(g: ConvGeometry): ConvImpl {
   const stock = stockDefault(g);
@@ -76,7 +77,7 @@ export function defaultImpl(g: ConvGeometry): ConvImpl {
   const wino = winogradSupports(g);
   const fwdGemm = gemm.fwd && (centerOnly(g) || g.cin % 4 === 0);
   return {
-    fwd: wino ? 'winograd' : fwdGemm ? 'gemm' : stock.fwd,
+    fwd: wino && g.outSize >= 4 ? 'winograd' : fwdGemm ? 'gemm' : stock.fwd,
     dx: wino && g.outSize >= 4 ? 'winograd' : gemm.dx ? 'gemm' : stock.dx,
     dw: wino ? 'winograd' : gemm.dw ? 'gemm' : stock.dw,
   };

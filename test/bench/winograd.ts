@@ -1,0 +1,86 @@
+// The 3×3 stride-1 convolutions of the ResNet-50 training step (batch 16, 32² and 64²): Winograd
+// F(2×2, 3×3) (conv-winograd.ts) vs im2col + the wasm GEMM (conv-gemm.ts), forward, input
+// gradient and filter gradient, on fresh output tensors every call as in a step. Median CPU ms of
+// interleaved samples (the machine is shared and drifts); the ratio is gemm ÷ winograd.
+//   npx tsx test/bench/winograd.ts [--samples 7]
+// Re-runs itself under node --experimental-wasm-relaxed-simd when this Node needs the flag.
+// Writes bench/results/winograd.{json,md}.
+import * as tf from '@tensorflow/tfjs-core';
+import { spawnSync } from 'node:child_process';
+import { initBackend } from '../../trainer/engine/tfjs/backend';
+import { cpuMs } from '../../trainer/engine/tfjs/compile';
+import { convBackpropFilter, convBackpropInput, convForward, convGeometry, defaultImpl, type ConvGeometry } from '../../trainer/engine/tfjs/conv-kernels';
+import { gemmInfo } from '../../trainer/engine/tfjs/gemm-kernels';
+import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernel-asm';
+import { machine, median, writeResults } from './bench-util';
+
+const rankFlags = relaxedSimdNodeFlags();
+if (rankFlags.length && !process.argv.includes('--no-rank-flags')) {
+  const r = spawnSync(process.execPath, [...rankFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
+  process.exit(r.status ?? 1);
+}
+const i = process.argv.indexOf('--samples');
+const SAMPLES = i >= 0 ? Number(process.argv[i + 1]) : 7;
+const BATCH = 16;
+const PASSES = ['fwd', 'dx', 'dw'] as const;
+type Pass = (typeof PASSES)[number];
+const IMPLS = ['gemm', 'winograd'] as const;
+
+await initBackend('wasm');
+
+/** The stride-1 3×3 convs ResNet-50 runs at an image side (stage sides image/4 … image/32), with how many of each. */
+function layers(image: number): { g: ConvGeometry; count: number }[] {
+  return [0, 1, 2, 3].map((s) => ({ g: convGeometry((image / 4) >> s, 64 << s, 64 << s, 3, 1, 1), count: [3, 3, 5, 2][s]! }))
+    .filter(({ g }) => g.inSize > 1); // 1×1: the centre-tap matMul, no tiles
+}
+
+function run(g: ConvGeometry, pass: Pass, impl: (typeof IMPLS)[number], x: tf.Tensor4D, w: tf.Tensor4D, dy: tf.Tensor4D): number {
+  const c0 = cpuMs();
+  const out = pass === 'fwd' ? convForward(x, w, g, impl) : pass === 'dx' ? convBackpropInput(dy, w, g, impl) : convBackpropFilter(x, dy, g, impl);
+  const ms = cpuMs() - c0;
+  out.dispose();
+  return ms;
+}
+
+interface Row { image: number; side: number; channels: number; count: number; pass: Pass; gemmMs: number; winogradMs: number; speedup: number; defaultImpl: string }
+const rows: Row[] = [];
+for (const image of [32, 64]) {
+  for (const { g, count } of layers(image)) {
+    const x = tf.randomNormal([BATCH, g.inSize, g.inSize, g.cin]) as tf.Tensor4D;
+    const w = tf.randomNormal([3, 3, g.cin, g.cout]) as tf.Tensor4D;
+    const dy = tf.randomNormal([BATCH, g.outSize, g.outSize, g.cout]) as tf.Tensor4D;
+    const samples = new Map<string, number[]>();
+    for (let s = 0; s < SAMPLES + 1; s++) {
+      for (const pass of PASSES) {
+        for (const impl of IMPLS) {
+          const ms = run(g, pass, impl, x, w, dy);
+          if (s > 0) samples.set(`${pass} ${impl}`, [...(samples.get(`${pass} ${impl}`) ?? []), ms]); // sample 0 warms up
+        }
+      }
+    }
+    const def = defaultImpl(g);
+    for (const pass of PASSES) {
+      const gemmMs = median(samples.get(`${pass} gemm`)!);
+      const winogradMs = median(samples.get(`${pass} winograd`)!);
+      rows.push({ image, side: g.inSize, channels: g.cin, count, pass, gemmMs, winogradMs, speedup: gemmMs / winogradMs, defaultImpl: def[pass] });
+    }
+    tf.dispose([x, w, dy]);
+  }
+}
+
+const perStep = (image: number, pick: (r: Row) => number): number => rows.filter((r) => r.image === image).reduce((s, r) => s + r.count * pick(r), 0);
+const stepLine = [32, 64].map((image) => {
+  const gemm = perStep(image, (r) => r.gemmMs);
+  const chosen = perStep(image, (r) => (r.defaultImpl === 'winograd' ? r.winogradMs : r.gemmMs));
+  return `${image}²: ${gemm.toFixed(0)} ms with im2col + GEMM, ${chosen.toFixed(0)} ms with the default choice (${(gemm - chosen).toFixed(0)} ms less per step)`;
+}).join('; ');
+const md = [
+  `## Winograd F(2×2, 3×3) vs im2col + GEMM: the stride-1 3×3 convs of a ResNet-50 step (batch ${BATCH}, 1 thread)`,
+  '',
+  `Median CPU ms of ${SAMPLES} interleaved samples; ${gemmInfo().detail}. Per step (each conv × how often the net runs it): ${stepLine}.`,
+  '',
+  '| image | conv (side, channels) | convs per step | pass | im2col + GEMM ms | Winograd ms | GEMM ÷ Winograd | default |',
+  '| --- | --- | ---: | --- | ---: | ---: | ---: | --- |',
+  ...rows.map((r) => `| ${r.image}² | ${r.side}² ${r.channels}→${r.channels} | ${r.count} | ${r.pass} | ${r.gemmMs.toFixed(1)} | ${r.winogradMs.toFixed(1)} | ${r.speedup.toFixed(2)}× | ${r.defaultImpl} |`),
+].join('\n');
+writeResults('winograd', { machine: machine(), batch: BATCH, samples: SAMPLES, fma: gemmInfo().fma, rows }, md);
