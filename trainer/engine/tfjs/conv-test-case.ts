@@ -1,8 +1,30 @@
-// Test support (imported by gradients.test.ts and conv-gemm.test.ts only; never by the trainer):
-// one convolution case — random input, filter and output gradient for a geometry — and its
-// reference values from the stock tfjs conv2d and autodiff on whatever backend is active.
+// Test support (imported by the kernel tests only; never by the trainer): seeded uniform data, the
+// relative error every gradient check uses, and one convolution case — random input, filter and
+// output gradient for a geometry — with its reference values from the stock tfjs conv2d and
+// autodiff on whatever backend is active.
 import * as tf from '@tensorflow/tfjs-core';
 import type { ConvGeometry } from './conv-kernels';
+import { rng } from './init-rng';
+
+/** n values uniform in [offset − scale, offset + scale), a pure function of (seed, stream). */
+export function uniform(seed: number, n: number, stream: string, scale = 1, offset = 0): Float32Array {
+  const u = rng(seed, stream);
+  return Float32Array.from({ length: n }, () => (u() * 2 - 1) * scale + offset);
+}
+
+/** max |a − b| / max |b| (Infinity when the sizes differ). */
+export function relErr(a: tf.Tensor | Float32Array, b: tf.Tensor | Float32Array): number {
+  const x = a instanceof Float32Array ? a : (a.dataSync() as Float32Array);
+  const y = b instanceof Float32Array ? b : (b.dataSync() as Float32Array);
+  if (x.length !== y.length) return Infinity;
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < x.length; i++) {
+    num = Math.max(num, Math.abs(x[i]! - y[i]!));
+    den = Math.max(den, Math.abs(y[i]!));
+  }
+  return num / (den || 1);
+}
 
 type Shape4 = [number, number, number, number];
 type Pad4 = [[number, number], [number, number], [number, number], [number, number]];

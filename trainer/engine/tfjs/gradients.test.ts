@@ -7,34 +7,18 @@ import { initBackend } from './backend';
 import { bnBackward, bnForwardStats, bnTrainRelu } from './batch-norm';
 import { setFusedKernelsEnabled } from './fused-kernels';
 import { candidates, convBackpropFilter, convBackpropInput, convForward, convGeometry, type ConvGeometry } from './conv-kernels';
-import { convCase } from './conv-test-case';
-import { rng } from './init-rng';
+import { convCase, relErr, uniform } from './conv-test-case';
 import { softmaxCrossEntropy } from './loss';
 import { maxPoolBackward, maxPoolForward } from './max-pool';
 import { registerStockGradients } from './stock-gradients';
 
 const TOL = 1e-4;
+const rand = (n: number, stream: string, scale = 1, offset = 0): Float32Array => uniform(5, n, stream, scale, offset);
 const BACKENDS = ['wasm', 'cpu'] as const;
 /** Each backend with the fused kernels (fused-kernels.ts) and with the stock-op formulation. */
 const PATHS = BACKENDS.flatMap((b) => [[b, 'fused'], [b, 'stock']] as const);
 
-function rand(n: number, seed: string, scale = 1, offset = 0): Float32Array {
-  const u = rng(5, seed);
-  return Float32Array.from({ length: n }, () => (u() * 2 - 1) * scale + offset);
-}
 
-function relErr(a: tf.Tensor | Float32Array, b: tf.Tensor | Float32Array): number {
-  const x = a instanceof Float32Array ? a : (a.dataSync() as Float32Array);
-  const y = b instanceof Float32Array ? b : (b.dataSync() as Float32Array);
-  if (x.length !== y.length) return Infinity;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < x.length; i++) {
-    num = Math.max(num, Math.abs((x[i] as number) - (y[i] as number)));
-    den = Math.max(den, Math.abs(y[i] as number));
-  }
-  return num / (den || 1);
-}
 
 async function on<T>(backend: string, f: () => T): Promise<T> {
   await tf.setBackend(backend);
@@ -72,7 +56,7 @@ describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
   });
 
   describe.each(GEOMETRIES)('conv %s', (_name, g) => {
-    const cc = convCase(g, 2, (count, seed) => rand(count, seed));
+    const cc = convCase(g, 2, rand);
     let ref: Float32Array[] = [];
     beforeAll(async () => {
       ref = await on('cpu', () => cc.reference());
