@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
 import { createResNet50, type TfjsResNetInternals } from './resnet50';
+import type { ConvImpl } from './conv-kernels';
 import { resnet50Spec } from './resnet50-spec';
 import { rng } from './init-rng';
 
@@ -180,3 +181,69 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     expect(() => resnet50Spec('imagenet', 0, 10)).toThrow(/image-size/);
   });
 });
+
+/**
+ * setParams on a model that has already run must give exactly what a model built with those
+ * weights gives. On wasm it rewrites the weight tensors in place, so this also checks that the
+ * kernels that cache a packed copy of a filter per tensor (XNNPACK conv2d / matMul: the stock
+ * 'conv2d' forward, the fc layer) see the new values.
+ */
+function setParamsSuite(backend: 'wasm' | 'cpu'): void {
+  describe(`setParams after steps (${backend})`, () => {
+    const models: TfjsResNetInternals[] = [];
+    const make = (seed: number, stock: boolean): TfjsResNetInternals => {
+      const m = createResNet50({ classes: 10, stem: 'imagenet', imageSize: 16, seed, freezeBn: false });
+      models.push(m);
+      // The stock kernels (tf.conv2d forward everywhere) are the ones with per-filter caches.
+      const stockImpl = (k: number): ConvImpl => ({ fwd: 'conv2d', dx: k === 1 ? 'matmul' : 'rot-conv', dw: k === 1 ? 'matmul' : 'conv-t' });
+      if (stock) for (const u of [m.spec.stem, ...m.spec.blocks.flatMap((b) => [...b.units, ...(b.down ? [b.down] : [])])]) m.setImpl(u.conv, stockImpl(u.geo.k));
+      return m;
+    };
+    beforeAll(async () => {
+      await initBackend(backend);
+    });
+    afterAll(() => {
+      for (const m of models) m.dispose();
+    });
+
+    for (const stock of backend === 'wasm' ? [true, false] : [true]) {
+      it(`equals a fresh model with the same weights (${stock ? 'stock' : 'default'} conv kernels)`, () => {
+        const { images, labels } = batchOf(2, 16, 10, 9);
+        const reused = make(1, stock);
+        const g = new Float32Array(reused.paramCount);
+        reused.logits(images, 2); // fills the kernels' per-filter caches with seed 1's weights
+        reused.trainStep(images, labels, 2, g);
+        const fresh = make(2, stock);
+        const p = new Float32Array(fresh.paramCount);
+        fresh.getParams(p);
+        const conv1 = reused.param('conv1.weight');
+        reused.setParams(p);
+        reused.setBnState(fresh.getBnState());
+        // wasm: the same tensor now holds the new values; other backends make new tensors.
+        expect(reused.param('conv1.weight') === conv1).toBe(backend === 'wasm');
+        const q = new Float32Array(reused.paramCount);
+        reused.getParams(q);
+        expect(same(q, p)).toBe(true);
+        expect(same(reused.logits(images, 2), fresh.logits(images, 2))).toBe(true);
+        const g1 = new Float32Array(reused.paramCount);
+        const g2 = new Float32Array(reused.paramCount);
+        expect(reused.trainStep(images, labels, 2, g1)).toBe(fresh.trainStep(images, labels, 2, g2));
+        expect(same(g1, g2)).toBe(true);
+      });
+    }
+
+    it('leaves a tensor that shares a weight\'s data alone (makes a new weight tensor instead)', () => {
+      const m = make(3, false);
+      const alias = tf.keep(tf.reshape(m.param('fc.bias'), [2, 5]));
+      const before = alias.dataSync().slice();
+      const p = new Float32Array(m.paramCount).fill(0.5);
+      m.setParams(p);
+      expect(same(alias.dataSync() as Float32Array, before as Float32Array)).toBe(true);
+      expect(m.param('fc.bias').dataSync()[0]).toBe(0.5);
+      alias.dispose();
+    });
+  });
+}
+
+setParamsSuite('wasm');
+setParamsSuite('cpu');

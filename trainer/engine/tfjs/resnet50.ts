@@ -8,7 +8,7 @@ import { defaultImpl, type ConvImpl } from './conv-kernels';
 import { fillNormal, fillUniform } from './init-rng';
 import { checkLabels, softmaxCrossEntropy } from './loss';
 import { backward, forward, type BnMode, type StatUpdates, type StepState } from './resnet50-step';
-import { readInto, tensorFrom } from './tensor-io';
+import { overwrite, readInto, tensorFrom } from './tensor-io';
 import { allUnits, resnet50Spec, type NetSpec, type ParamSlot } from './resnet50-spec';
 
 export type { ParamSlot } from './resnet50-spec';
@@ -45,7 +45,7 @@ export interface TfjsResNetInternals extends TfjsResNet {
   readonly spec: NetSpec;
   getImpl(conv: string): ConvImpl;
   setImpl(conv: string, impl: ConvImpl): void;
-  /** Tensors of the current parameters by name (read-only use). */
+  /** Tensors of the current parameters by name (read-only use; on wasm setParams rewrites them in place). */
   param(name: string): tf.Tensor;
   /** Eval-mode logits, [batch × classes] row-major. */
   logits(images: Float32Array, batch: number): Float32Array;
@@ -107,9 +107,15 @@ export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
     alive();
     if (flat.length !== spec.paramCount) throw new Error(`setParams: expected ${spec.paramCount} floats, got ${flat.length}`);
     for (const s of spec.layout) {
-      params.get(s.name)?.dispose();
+      const src = flat.subarray(s.offset, s.offset + s.size);
+      // The weights are the model's own tensors, only read by kernels and never aliased between
+      // steps (a reshape inside a step is disposed with the step's tidy), so on wasm they are
+      // rewritten in place (see overwrite) instead of being re-created every step.
+      const have = params.get(s.name);
+      if (have && overwrite(have, src)) continue;
+      have?.dispose();
       // tensorFrom copies (now or at creation): the caller's optimizer rewrites the flat buffer in place.
-      params.set(s.name, tensorFrom(flat.subarray(s.offset, s.offset + s.size), s.shape));
+      params.set(s.name, tensorFrom(src, s.shape));
     }
   };
 

@@ -2,10 +2,13 @@
 // few copies as possible: ~95 MB each way per step for ResNet-50, a real share of a wasm step.
 import * as tf from '@tensorflow/tfjs-core';
 
-/** The bits of the wasm backend we read: the heap and where each tensor lives in it. */
+/** The bits of the wasm backend we read: the heap, where each tensor lives in it, and its C++ tensor registry. */
 interface WasmBackendView {
-  wasm: { HEAPF32: Float32Array };
-  dataIdMap: { get(id: object): { memoryOffset: number | null; dtype: string } | undefined };
+  wasm: {
+    HEAPF32: Float32Array;
+    tfjs: { registerTensor(id: number, size: number, memoryOffset: number): void; disposeData(id: number): void };
+  };
+  dataIdMap: { get(id: object): { id: number; memoryOffset: number | null; dtype: string; refCount: number } | undefined };
 }
 
 function wasmView(): WasmBackendView | null {
@@ -34,4 +37,30 @@ export function readInto(t: tf.Tensor, out: Float32Array, offset: number): void 
  */
 export function tensorFrom(src: Float32Array, shape: number[]): tf.Tensor {
   return tf.tensor(tf.getBackend() === 'wasm' ? src : src.slice(), shape, 'float32');
+}
+
+/**
+ * Replaces the values of `t` by `src` where they live, in the wasm heap: one copy, and no
+ * allocation, free or heap growth, instead of a new tensor per weight per step (`tensorFrom`).
+ * Returns false when this is not safe or not possible, and the caller makes a new tensor: on
+ * other backends, and when another tensor shares `t`'s data (refCount > 1: tf.reshape, identity
+ * and friends alias the dataId instead of copying, and an alias would see the new values).
+ *
+ * tfjs treats tensor data as immutable, and the wasm backend relies on that in one place: its
+ * XNNPACK conv2d / matMul operators keep a packed copy of a filter keyed by the tensor's id until
+ * the tensor is disposed. Unregistering and re-registering the id in the backend's C++ registry
+ * runs those disposal callbacks (the packed filters are dropped and rebuilt on the next call) while
+ * the JS tensor, its dataId and its heap memory stay. Anything else that caches by tensor must
+ * hook disposal the same way, or not be used on tensors passed here (the model's own weights).
+ */
+export function overwrite(t: tf.Tensor, src: Float32Array): boolean {
+  if (t.dtype !== 'float32' || t.size !== src.length || t.isDisposed) return false;
+  const v = wasmView();
+  const entry = v?.dataIdMap.get(t.dataId);
+  if (!v || !entry || entry.dtype !== 'float32' || entry.memoryOffset === null || entry.refCount !== 1) return false;
+  if (typeof v.wasm.tfjs?.registerTensor !== 'function' || typeof v.wasm.tfjs.disposeData !== 'function') return false;
+  v.wasm.tfjs.disposeData(entry.id);
+  v.wasm.tfjs.registerTensor(entry.id, t.size, entry.memoryOffset);
+  v.wasm.HEAPF32.set(src, entry.memoryOffset / 4);
+  return true;
 }
