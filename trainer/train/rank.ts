@@ -68,7 +68,9 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       throw new Error(`--batch-size ${config.batchSize} × ${rdv.worldSize} ranks is larger than the dataset (${data.train.size} samples)`);
     }
     const totalSteps = config.steps > 0 ? config.steps : config.epochs * stepsPerEpoch;
-    model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, seed: config.seed, freezeBn: config.freezeBn });
+    // Only rank 0 draws the initial weights; the others get them by the broadcast below (a second
+    // of startup CPU saved on every other rank, which on a shared host is rank 0's too).
+    model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, seed: config.seed, freezeBn: config.freezeBn, init: isMaster ? 'seed' : 'zeros' });
     const m = model;
     sampler = new MemorySampler(rdv.rank, host, () => m.tensorBytes(), backend.gpu ? env.CUDA_VISIBLE_DEVICES : undefined);
 
@@ -91,7 +93,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       reason: env.COHORT_ENGINE_REASON ? `${env.COHORT_ENGINE_REASON}; ${backend.reason}` : backend.reason,
     });
 
-    // Rank 0's initial weights everywhere (seeded init is identical already; this makes it a fact).
+    // Rank 0's initial weights (or its checkpoint's) everywhere: the other ranks start from zeros.
     // The optimizer owns the flat parameter and gradient buffers: its SIMD update runs on them in place.
     const optimizer = createOptimizer(config.optimizer, m.paramCount, { momentum: config.momentum, weightDecay: config.weightDecay });
     const { params, grads } = optimizer;

@@ -1,6 +1,6 @@
 // Deterministic parameter initialisation: the same seed gives bit-identical parameters in every
-// process (ranks start equal without a broadcast). One independent stream per parameter name, so
-// adding a layer never shifts another layer's values. Only integer ops and V8's fdlibm-based
+// process and run (the trainer draws them on rank 0 only and broadcasts them). One independent
+// stream per parameter name, so adding a layer never shifts another layer's values. Only integer ops and V8's fdlibm-based
 // Math.log/cos/sqrt are used, which are the same on every host.
 
 import { mulberry32 } from '../../data/rng';

@@ -95,6 +95,13 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     expect(std).toBeCloseTo(Math.sqrt(2 / 512), 3);
   });
 
+  it("init 'zeros' skips the seeded initialisation (every parameter 0)", () => {
+    const m = make({ init: 'zeros' });
+    const p = new Float32Array(m.paramCount).fill(1);
+    m.getParams(p);
+    expect(p.every((v) => v === 0)).toBe(true);
+  });
+
   it('setParams/getParams and setBnState/getBnState round-trip', () => {
     const m = make();
     const p = new Float32Array(m.paramCount).map((_, i) => (i % 97) / 97);

@@ -20,6 +20,12 @@ export interface ResNetOptions {
   seed: number;
   /** Train with running statistics (eval-mode BN): data-parallel then equals one process exactly. */
   freezeBn: boolean;
+  /**
+   * 'seed' (the default): torchvision's initialisation from `seed`. 'zeros' skips it (about a second
+   * of CPU for ResNet-50) for a model whose weights are set right after, e.g. on ranks that receive
+   * rank 0's by broadcast.
+   */
+  init?: 'seed' | 'zeros';
 }
 
 export interface TfjsResNet {
@@ -145,7 +151,7 @@ export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
     return out;
   };
 
-  setParams(initialParams(spec, opts.seed));
+  setParams(opts.init === 'zeros' ? new Float32Array(spec.paramCount) : initialParams(spec, opts.seed));
   {
     const st = new Float32Array(spec.bns.reduce((a, b) => a + 2 * b.c, 0));
     let o = 0;
