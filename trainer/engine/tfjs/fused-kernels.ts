@@ -12,6 +12,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { BackendWasm } from '@tensorflow/tfjs-backend-wasm';
 import { bnSimdOn, type BnSimd } from './bn-simd';
 import { heapPtr, wasmBackend } from './gemm-kernels';
+import { poolSimdOn } from './pool-simd';
 
 export const BN_TRAIN = 'CohortBatchNormTrain';
 export const BN_BACKWARD = 'CohortBatchNormBackward';
@@ -251,6 +252,31 @@ register(MAX_POOL, ({ inputs, attrs, backend }) => {
     { shape, dtype: 'int32' },
   ]);
   const [y, arg] = views as [Float32Array, Int32Array];
+  const be = c % 4 === 0 ? wasmBackend() : null;
+  if (be) {
+    // The same walk with the per-channel loop as SIMD on the heap (pool-simd.ts).
+    const ps = poolSimdOn(be.wasm.asm.memory);
+    const [px, py, pa] = [heapPtr(x), heapPtr(infos[0]!), heapPtr(infos[1]!)];
+    const cb = c * 4;
+    let o = 0;
+    for (let b = 0; b < n; b++) {
+      for (let oy = 0; oy < outSize; oy++) {
+        const y0 = Math.max(0, oy * stride - pad);
+        const y1 = Math.min(hIn, oy * stride - pad + k);
+        for (let ox = 0; ox < outSize; ox++, o += c) {
+          const x0 = Math.max(0, ox * stride - pad);
+          const x1 = Math.min(wIn, ox * stride - pad + k);
+          for (let iy = y0; iy < y1; iy++) {
+            for (let ix = x0; ix < x1; ix++) {
+              const base = ((b * hIn + iy) * wIn + ix) * c;
+              (iy === y0 && ix === x0 ? ps.pool_first : ps.pool_max)(px + 4 * base, py + 4 * o, pa + 4 * o, base, cb);
+            }
+          }
+        }
+      }
+    }
+    return infos;
+  }
   const xs = h.input(x);
   const best = new Float32Array(c);
   const at = new Int32Array(c);

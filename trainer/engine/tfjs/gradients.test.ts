@@ -153,15 +153,16 @@ describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
     for (const e of errs) expect(e).toBeLessThan(TOL);
   });
 
-  it.each(PATHS.flatMap(([b, p]) => [[b, p, 8], [b, p, 7], [b, p, 16]] as const))('max-pool 3×3/2 pad 1 forward and gradient on %s, %s kernels, input side %i (ties after ReLU included)', async (backend, path, side) => {
-    const shape: [number, number, number, number] = [2, side, side, 3];
+  // 3 channels: the plain loop everywhere; 8: the SIMD loop on wasm (pool-simd.ts).
+  it.each(PATHS.flatMap(([b, p]) => [[b, p, 8, 3], [b, p, 7, 3], [b, p, 16, 3], [b, p, 8, 8], [b, p, 7, 8]] as const))('max-pool 3×3/2 pad 1 forward and gradient on %s, %s kernels, input side %i, %i channels (ties after ReLU included)', async (backend, path, side, c) => {
+    const shape: [number, number, number, number] = [2, side, side, c];
     // Half the inputs are exactly 0, as after a ReLU: ties must go to the first maximum.
-    const xs = rand(2 * side * side * 3, 'mp-x').map((v) => Math.max(v, 0));
+    const xs = rand(2 * side * side * c, 'mp-x').map((v) => Math.max(v, 0));
     const out = Math.floor((side + 2 - 3) / 2) + 1;
     const pool = { inSize: side, outSize: out, k: 3, stride: 2, pad: 1 };
-    const dys = rand(2 * out * out * 3, 'mp-dy');
+    const dys = rand(2 * out * out * c, 'mp-dy');
     const ref = await reference(() => {
-      const dy = tf.tensor4d(dys, [2, out, out, 3]);
+      const dy = tf.tensor4d(dys, [2, out, out, c]);
       const x = tf.tensor4d(xs, shape);
       return [tf.maxPool(x, 3, 2, 1), tf.grad((a: tf.Tensor) => tf.sum(tf.mul(tf.maxPool(a as tf.Tensor4D, 3, 2, 1), dy)))(x)];
     });
@@ -171,7 +172,7 @@ describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
         const x = tf.tensor4d(xs, shape);
         const f = maxPoolForward(x, pool);
         expect(f.argmax !== null).toBe(path === 'fused');
-        return [relErr(f.y, ref[0]!), relErr(maxPoolBackward(x, f, tf.tensor4d(dys, [2, out, out, 3]), pool), ref[1]!)];
+        return [relErr(f.y, ref[0]!), relErr(maxPoolBackward(x, f, tf.tensor4d(dys, [2, out, out, c]), pool), ref[1]!)];
       });
       for (const e of errs) expect(e).toBeLessThan(TOL);
     } finally {
