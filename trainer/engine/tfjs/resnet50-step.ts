@@ -99,8 +99,13 @@ export function forward(s: StepState, images: tf.Tensor4D, mode: BnMode, stats: 
   return { logits, cache: { stem: st.cache!, poolIn, poolOut, blocks, pooled } };
 }
 
-/** Parameter gradients by name. */
-export type Grads = Map<string, tf.Tensor>;
+/**
+ * Where the backward puts each parameter gradient, by name, as soon as it is computed (a Map, or
+ * a sink that copies it out while it is still in cache and frees it).
+ */
+export interface Grads {
+  set(name: string, grad: tf.Tensor): unknown;
+}
 
 function unitBackward(s: StepState, u: UnitSpec, c: UnitCache, dy: tf.Tensor4D, mode: BnMode, grads: Grads, needDx: boolean): tf.Tensor4D | null {
   const r = bnBackward(dy, c.bn, s.param(`${u.bn}.weight`) as tf.Tensor1D, () => s.ones(dy.size / dy.shape[3]), mode === 'batch', c.out);
@@ -120,10 +125,9 @@ function blockBackward(s: StepState, b: BlockSpec, c: BlockCache, dy: tf.Tensor4
   return tf.add(d1, short) as tf.Tensor4D;
 }
 
-/** Backward from d(loss)/d(logits) to every parameter gradient. */
-export function backward(s: StepState, cache: ForwardCache, dlogits: tf.Tensor2D, mode: BnMode): Grads {
+/** Backward from d(loss)/d(logits) to every parameter gradient, each handed to `grads` when computed. */
+export function backward<G extends Grads>(s: StepState, cache: ForwardCache, dlogits: tf.Tensor2D, mode: BnMode, grads: G): G {
   const spec = s.spec;
-  const grads: Grads = new Map();
   const n = dlogits.shape[0];
   // fc: explicit transposes (wasm's transposed matMul is the slow path).
   grads.set('fc.weight', tf.matMul(tf.transpose(cache.pooled), dlogits));
