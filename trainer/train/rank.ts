@@ -5,11 +5,12 @@
 //   RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
 //   COHORT_TRAIN_CONFIG='{"steps":10,"imageSize":32}' node resources/trainer/cohort-trainer.mjs rank
 import { createHash } from 'node:crypto';
-import { hostname } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import { connectCollective, rendezvousEnvFromProcess, type Collective } from '../collectives';
 import { initBackend, tfjsCapabilities } from '../engine/tfjs/backend';
 import { applyCompilePlan, compileTrainStep } from '../engine/tfjs/compile';
-import { createResNet50, type TfjsResNet } from '../engine/tfjs/resnet50';
+import { createResNet50, initialParamsParallel, type TfjsResNet } from '../engine/tfjs/resnet50';
+import { resnet50Spec } from '../engine/tfjs/resnet50-spec';
 import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer } from '../optim/optimizer';
 import { PhaseTimes } from './phase-times';
@@ -58,6 +59,13 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
   try {
     const config = decodeTrainConfig(JSON.parse(env[CONFIG_ENV] ?? '{}'));
     const t0 = Date.now();
+    // Rank 0 draws the initial weights on worker threads (~1 s of one core for ResNet-50) while this
+    // thread sets up; the other ranks skip it: they get rank 0's weights by the broadcast below.
+    const initialWeights = isMaster
+      ? initialParamsParallel(resnet50Spec(config.stem, config.imageSize, config.classes), config.seed, Math.min(8, availableParallelism()), (err) =>
+          log(`weight init: worker threads failed (${err instanceof Error ? err.message : String(err)}); drawing the weights on the main thread`),
+        )
+      : undefined;
 
     // ---- setup ------------------------------------------------------------------------
     const backend = await initBackend(config.backend, { wasmDir: env.COHORT_WASM_DIR, log });
@@ -68,9 +76,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       throw new Error(`--batch-size ${config.batchSize} × ${rdv.worldSize} ranks is larger than the dataset (${data.train.size} samples)`);
     }
     const totalSteps = config.steps > 0 ? config.steps : config.epochs * stepsPerEpoch;
-    // Only rank 0 draws the initial weights; the others get them by the broadcast below (a second
-    // of startup CPU saved on every other rank, which on a shared host is rank 0's too).
-    model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, seed: config.seed, freezeBn: config.freezeBn, init: isMaster ? 'seed' : 'zeros' });
+    model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, seed: config.seed, freezeBn: config.freezeBn, init: 'zeros' });
     const m = model;
     sampler = new MemorySampler(rdv.rank, host, () => m.tensorBytes(), backend.gpu ? env.CUDA_VISIBLE_DEVICES : undefined);
 
@@ -93,12 +99,12 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       reason: env.COHORT_ENGINE_REASON ? `${env.COHORT_ENGINE_REASON}; ${backend.reason}` : backend.reason,
     });
 
-    // Rank 0's initial weights (or its checkpoint's) everywhere: the other ranks start from zeros.
+    // Rank 0's initial weights (or its checkpoint's) everywhere: the other ranks' params are zeros until the broadcast.
     // The optimizer owns the flat parameter and gradient buffers: its SIMD update runs on them in place.
     const optimizer = createOptimizer(config.optimizer, m.paramCount, { momentum: config.momentum, weightDecay: config.weightDecay });
     const { params, grads } = optimizer;
     collective.registerMemory(optimizer.home); // the allreduce adds into `grads` in place
-    m.getParams(params);
+    if (initialWeights) params.set(await initialWeights);
     let startStep = 0;
     const ckptDir = config.checkpointDir || (env[RUN_DIR_ENV] ? join(env[RUN_DIR_ENV], 'checkpoints') : '');
     if (config.resume) startStep = await resume(config, ckptDir, m, params, optimizer, collective, isMaster, emit, log);

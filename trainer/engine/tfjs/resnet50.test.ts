@@ -1,10 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
-import { createResNet50, type TfjsResNetInternals } from './resnet50';
+import { createResNet50, initJobs, initialParams, initialParamsParallel, type TfjsResNetInternals } from './resnet50';
 import type { ConvImpl } from './conv-kernels';
 import { resnet50Spec } from './resnet50-spec';
-import { rng } from './init-rng';
+import { rng, runInitJobsInWorkers } from './init-rng';
 
 function batchOf(n: number, size: number, classes: number, seed: number): { images: Float32Array; labels: Int32Array } {
   const u = rng(seed, 'test-data');
@@ -93,6 +93,18 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     const w = pa.subarray(slot.offset, slot.offset + slot.size);
     const std = Math.sqrt(w.reduce((s, v) => s + v * v, 0) / w.length);
     expect(std).toBeCloseTo(Math.sqrt(2 / 512), 3);
+  });
+
+  it('draws the same initial parameters on worker threads as in this thread, from the same streams as rng()', async () => {
+    const spec = resnet50Spec('cifar', 8, 10);
+    const serial = initialParams(spec, 5);
+    // runInitJobsInWorkers rejects instead of falling back, so this checks the worker path itself.
+    expect(same(await runInitJobsInWorkers(spec.paramCount, initJobs(spec), 5, 3), serial)).toBe(true);
+    expect(same(await initialParamsParallel(spec, 5, 2), serial)).toBe(true);
+    const fc = spec.layout.find((s) => s.name === 'fc.weight')!;
+    const u = rng(5, 'fc.weight');
+    const bound = 1 / Math.sqrt(spec.features);
+    for (let i = 0; i < 100; i++) expect(serial[fc.offset + i]).toBe(Math.fround((2 * u() - 1) * bound));
   });
 
   it("init 'zeros' skips the seeded initialisation (every parameter 0)", () => {

@@ -5,7 +5,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { Stem } from '../../protocol/train-config';
 import { BN_MOMENTUM } from './batch-norm';
 import { defaultImpl, type ConvImpl } from './conv-kernels';
-import { fillNormal, fillUniform } from './init-rng';
+import { runInitJobs, runInitJobsParallel, type InitJob } from './init-rng';
 import { checkLabels, softmaxCrossEntropy } from './loss';
 import { backward, forward, type BnMode, type StatUpdates, type StepState } from './resnet50-step';
 import { overwrite, readInto, tensorFrom } from './tensor-io';
@@ -57,22 +57,34 @@ export interface TfjsResNetInternals extends TfjsResNet {
   logits(images: Float32Array, batch: number): Float32Array;
 }
 
-export function initialParams(spec: NetSpec, seed: number): Float32Array {
-  const flat = new Float32Array(spec.paramCount);
+/** torchvision's initialisation of every parameter, as jobs for init-rng.ts (BN beta stays 0). */
+export function initJobs(spec: NetSpec): InitJob[] {
+  const jobs: InitJob[] = [];
   for (const s of spec.layout) {
-    const view = flat.subarray(s.offset, s.offset + s.size);
+    const at = { offset: s.offset, size: s.size, stream: s.name };
     if (s.name === 'fc.weight' || s.name === 'fc.bias') {
       // torch.nn.Linear: kaiming_uniform(a=√5) for the weight and U(±1/√fan_in) for the bias both give bound 1/√fan_in.
-      fillUniform(view, 1 / Math.sqrt(spec.features), seed, s.name);
+      jobs.push({ ...at, kind: 'uniform', bound: 1 / Math.sqrt(spec.features) });
     } else if (s.shape.length === 4) {
       // torchvision: kaiming_normal_(mode='fan_out', nonlinearity='relu'), fan_out = k·k·cout.
       const [kh, kw, , cout] = s.shape as [number, number, number, number];
-      fillNormal(view, Math.sqrt(2 / (kh * kw * cout)), seed, s.name);
+      jobs.push({ ...at, kind: 'normal', std: Math.sqrt(2 / (kh * kw * cout)) });
     } else if (s.name.endsWith('.weight')) {
-      view.fill(1); // BN gamma
+      jobs.push({ ...at, kind: 'fill', value: 1 }); // BN gamma
     } // BN beta stays 0
   }
+  return jobs;
+}
+
+export function initialParams(spec: NetSpec, seed: number): Float32Array {
+  const flat = new Float32Array(spec.paramCount);
+  runInitJobs(flat, initJobs(spec), seed);
   return flat;
+}
+
+/** initialParams on `threads` worker threads (bit-identical; see init-rng.ts). */
+export function initialParamsParallel(spec: NetSpec, seed: number, threads: number, onFallback?: (err: unknown) => void): Promise<Float32Array> {
+  return runInitJobsParallel(spec.paramCount, initJobs(spec), seed, threads, onFallback);
 }
 
 function checkImages(images: Float32Array, batch: number, size: number): void {
