@@ -109,7 +109,8 @@ describe('cohort run --local', () => {
   });
 
   it('fails every rank within 10 s, non-zero, with an error naming the rank, when one rank is killed', async () => {
-    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', '--warmup-steps', '0', ...tiny, '--json'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+    const data = dataDir();
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', '--warmup-steps', '0', ...tiny, '--json'], { env: { COHORT_DATA_DIR: data }, json: true });
     await r.waitFor((e) => e.type === 'step');
     // Find rank 1's pid from the process table (it is a child of the agent, in its own group).
     const { execFileSync } = await import('node:child_process');
@@ -125,7 +126,7 @@ describe('cohort run --local', () => {
     const err = of(r.events, 'error') as ErrorEvent[];
     expect(err.some((e) => e.rank === 1 && /killed by SIGKILL/.test(e.message) && e.host === 'local')).toBe(true);
     const after = execFileSync('ps', ['-eo', 'pid,args']).toString();
-    const leftovers = after.split('\n').filter((l) => l.includes('cohort-trainer.mjs') && pidOf(l) !== undefined && alive(pidOf(l)!) && belongsTo(pidOf(l)!, r.child.pid!));
+    const leftovers = after.split('\n').filter((l) => l.includes('cohort-trainer.mjs') && pidOf(l) !== undefined && alive(pidOf(l)!) && startedWith(pidOf(l)!, data));
     expect(leftovers).toEqual([]);
   });
 });
@@ -210,10 +211,14 @@ function isRank(pid: number, rank: number): boolean {
   }
 }
 
-/** Was this process started by the CLI under test (its environment carries our data dir)? */
-function belongsTo(pid: number, _cliPid: number): boolean {
+/**
+ * Was this process started by the CLI under test: does its environment carry this test's own data
+ * dir? (Not just any test data dir: other runs on the machine, e.g. a second checkout's suite, must
+ * not count as this run's leftovers.)
+ */
+function startedWith(pid: number, dataDirOfRun: string): boolean {
   try {
-    return readFileSync(`/proc/${pid}/environ`, 'utf8').includes('cohort-test-data-');
+    return readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`COHORT_DATA_DIR=${dataDirOfRun}`);
   } catch {
     return false;
   }
