@@ -1,7 +1,7 @@
 // The 3×3 stride-1 convolutions of the ResNet-50 training step (batch 16, 32² and 64²): Winograd
-// F(2×2, 3×3) (conv-winograd.ts) vs im2col + the wasm GEMM (conv-gemm.ts), forward, input
-// gradient and filter gradient, on fresh output tensors every call as in a step. Median CPU ms of
-// interleaved samples (the machine is shared and drifts); the ratio is gemm ÷ winograd.
+// F(2×2, 3×3) and F(4×4, 3×3) (conv-winograd.ts) vs im2col + the wasm GEMM (conv-gemm.ts),
+// forward, input gradient and filter gradient, on fresh output tensors every call as in a step.
+// Median CPU ms of interleaved samples (the machine is shared and drifts); ratios are gemm ÷ each.
 //   npx tsx test/bench/winograd.ts [--samples 7]
 // Re-runs itself under node --experimental-wasm-relaxed-simd when this Node needs the flag.
 // Writes bench/results/winograd.{json,md}.
@@ -24,7 +24,7 @@ const SAMPLES = i >= 0 ? Number(process.argv[i + 1]) : 7;
 const BATCH = 16;
 const PASSES = ['fwd', 'dx', 'dw'] as const;
 type Pass = (typeof PASSES)[number];
-const IMPLS = ['gemm', 'winograd'] as const;
+const IMPLS = ['gemm', 'winograd', 'winograd4'] as const;
 
 await initBackend('wasm');
 
@@ -42,7 +42,7 @@ function run(g: ConvGeometry, pass: Pass, impl: (typeof IMPLS)[number], x: tf.Te
   return ms;
 }
 
-interface Row { image: number; side: number; channels: number; count: number; pass: Pass; gemmMs: number; winogradMs: number; speedup: number; defaultImpl: string }
+interface Row { image: number; side: number; channels: number; count: number; pass: Pass; gemmMs: number; winogradMs: number; winograd4Ms: number; defaultImpl: string }
 const rows: Row[] = [];
 for (const image of [32, 64]) {
   for (const { g, count } of layers(image)) {
@@ -60,9 +60,8 @@ for (const image of [32, 64]) {
     }
     const def = defaultImpl(g);
     for (const pass of PASSES) {
-      const gemmMs = median(samples.get(`${pass} gemm`)!);
-      const winogradMs = median(samples.get(`${pass} winograd`)!);
-      rows.push({ image, side: g.inSize, channels: g.cin, count, pass, gemmMs, winogradMs, speedup: gemmMs / winogradMs, defaultImpl: def[pass] });
+      const [gemmMs, winogradMs, winograd4Ms] = IMPLS.map((impl) => median(samples.get(`${pass} ${impl}`)!)) as [number, number, number];
+      rows.push({ image, side: g.inSize, channels: g.cin, count, pass, gemmMs, winogradMs, winograd4Ms, defaultImpl: def[pass] });
     }
     tf.dispose([x, w, dy]);
   }
@@ -71,16 +70,16 @@ for (const image of [32, 64]) {
 const perStep = (image: number, pick: (r: Row) => number): number => rows.filter((r) => r.image === image).reduce((s, r) => s + r.count * pick(r), 0);
 const stepLine = [32, 64].map((image) => {
   const gemm = perStep(image, (r) => r.gemmMs);
-  const chosen = perStep(image, (r) => (r.defaultImpl === 'winograd' ? r.winogradMs : r.gemmMs));
+  const chosen = perStep(image, (r) => ({ winograd: r.winogradMs, winograd4: r.winograd4Ms }[r.defaultImpl] ?? r.gemmMs));
   return `${image}²: ${gemm.toFixed(0)} ms with im2col + GEMM, ${chosen.toFixed(0)} ms with the default choice (${(gemm - chosen).toFixed(0)} ms less per step)`;
 }).join('; ');
 const md = [
-  `## Winograd F(2×2, 3×3) vs im2col + GEMM: the stride-1 3×3 convs of a ResNet-50 step (batch ${BATCH}, 1 thread)`,
+  `## Winograd F(2×2, 3×3) and F(4×4, 3×3) vs im2col + GEMM: the stride-1 3×3 convs of a ResNet-50 step (batch ${BATCH}, 1 thread)`,
   '',
   `Median CPU ms of ${SAMPLES} interleaved samples; ${gemmInfo().detail}. Per step (each conv × how often the net runs it): ${stepLine}.`,
   '',
-  '| image | conv (side, channels) | convs per step | pass | im2col + GEMM ms | Winograd ms | GEMM ÷ Winograd | default |',
-  '| --- | --- | ---: | --- | ---: | ---: | ---: | --- |',
-  ...rows.map((r) => `| ${r.image}² | ${r.side}² ${r.channels}→${r.channels} | ${r.count} | ${r.pass} | ${r.gemmMs.toFixed(1)} | ${r.winogradMs.toFixed(1)} | ${r.speedup.toFixed(2)}× | ${r.defaultImpl} |`),
+  '| image | conv (side, channels) | convs per step | pass | im2col + GEMM ms | F(2×2) ms | F(4×4) ms | GEMM ÷ F(2×2) | GEMM ÷ F(4×4) | default |',
+  '| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |',
+  ...rows.map((r) => `| ${r.image}² | ${r.side}² ${r.channels}→${r.channels} | ${r.count} | ${r.pass} | ${r.gemmMs.toFixed(1)} | ${r.winogradMs.toFixed(1)} | ${r.winograd4Ms.toFixed(1)} | ${(r.gemmMs / r.winogradMs).toFixed(2)}× | ${(r.gemmMs / r.winograd4Ms).toFixed(2)}× | ${r.defaultImpl} |`),
 ].join('\n');
 writeResults('winograd', { machine: machine(), batch: BATCH, samples: SAMPLES, fma: gemmInfo().fma, rows }, md);

@@ -21,9 +21,13 @@ export interface ConvGeometry {
   pad: number;
 }
 
-export type ConvFwdImpl = 'conv2d' | 'center' | 'gemm' | 'winograd';
-export type ConvDxImpl = 'backprop-input' | 'matmul' | 'matmul-t' | 'rot-conv' | 'col2im' | 'center' | 'gemm' | 'winograd';
-export type ConvDwImpl = 'conv-t' | 'im2col' | 'matmul' | 'center' | 'gemm' | 'winograd';
+/** 'winograd': F(2×2, 3×3); 'winograd4': F(4×4, 3×3) (conv-winograd.ts). */
+type WinogradImpl = 'winograd' | 'winograd4';
+export type ConvFwdImpl = 'conv2d' | 'center' | 'gemm' | WinogradImpl;
+export type ConvDxImpl = 'backprop-input' | 'matmul' | 'matmul-t' | 'rot-conv' | 'col2im' | 'center' | 'gemm' | WinogradImpl;
+export type ConvDwImpl = 'conv-t' | 'im2col' | 'matmul' | 'center' | 'gemm' | WinogradImpl;
+const WINOGRAD_TILE: Record<WinogradImpl, number> = { winograd: 2, winograd4: 4 };
+const isWinograd = (impl: string): impl is WinogradImpl => impl in WINOGRAD_TILE;
 export interface ConvImpl {
   fwd: ConvFwdImpl;
   dx: ConvDxImpl;
@@ -49,7 +53,7 @@ function gemmFits(g: ConvGeometry): { fwd: boolean; dx: boolean; dw: boolean } {
 export function candidates(g: ConvGeometry): { fwd: ConvFwdImpl[]; dx: ConvDxImpl[]; dw: ConvDwImpl[] } {
   const center = centerOnly(g) && g.k > 1;
   const gemm = gemmFits(g);
-  const wino = winogradSupports(g) ? (['winograd'] as const) : [];
+  const wino = winogradSupports(g) ? (['winograd', 'winograd4'] as const) : [];
   return {
     fwd: [...(center ? (['conv2d', 'center'] as const) : (['conv2d'] as const)), ...(gemm.fwd ? (['gemm'] as const) : []), ...wino],
     dx: [...(g.k === 1 ? (['matmul', 'matmul-t'] as const) : (['rot-conv', 'col2im'] as const)), 'backprop-input', ...(center ? (['center'] as const) : []), ...(gemm.dx ? (['gemm'] as const) : []), ...wino],
@@ -63,23 +67,24 @@ function stockDefault(g: ConvGeometry): ConvImpl {
 }
 
 /**
- * The implementation used without --compile. On the wasm backend: 'winograd' for 3×3 stride-1
- * convs (2.25× fewer multiply-adds; bench/results/winograd.md) — for the forward and the input
- * gradient only from 4×4 outputs up (on 2×2, one tile per image, the filter transform outweighs
- * the saving), 'gemm' everywhere else except the 3-channel stem's forward
- * (its im2col copies 3 floats at a time; XNNPACK's conv2d is faster there). Measured with fresh
- * weights every step (XNNPACK re-packs its filter per tensor) at 32² and 64², batch 16
- * (bench/results/gemm.md, winograd.md). Elsewhere the generic stock-op rewrite.
+ * The implementation used without --compile. On the wasm backend, 3×3 stride-1 convs use Winograd
+ * (bench/results/winograd.md): F(4×4, 3×3) from 8×8 outputs up (4× fewer multiply-adds), F(2×2,
+ * 3×3) below that; on 2×2 outputs, one tile per image, the filter transform outweighs the saving
+ * for the forward and input gradient, which stay on 'gemm'. Everything else is 'gemm' except the
+ * 3-channel stem's forward (its im2col copies 3 floats at a time; XNNPACK's conv2d is faster
+ * there). Measured with fresh weights every step (XNNPACK re-packs its filter per tensor) at 32²
+ * and 64², batch 16 (bench/results/gemm.md, winograd.md). Elsewhere the generic stock-op rewrite.
  */
 export function defaultImpl(g: ConvGeometry): ConvImpl {
   const stock = stockDefault(g);
   const gemm = gemmFits(g);
-  const wino = winogradSupports(g);
   const fwdGemm = gemm.fwd && (centerOnly(g) || g.cin % 4 === 0);
+  const wino: WinogradImpl | null = !winogradSupports(g) ? null : g.outSize >= 8 ? 'winograd4' : 'winograd';
+  const winoFwdDx = wino && g.outSize >= 4 ? wino : null;
   return {
-    fwd: wino && g.outSize >= 4 ? 'winograd' : fwdGemm ? 'gemm' : stock.fwd,
-    dx: wino && g.outSize >= 4 ? 'winograd' : gemm.dx ? 'gemm' : stock.dx,
-    dw: wino ? 'winograd' : gemm.dw ? 'gemm' : stock.dw,
+    fwd: winoFwdDx ?? (fwdGemm ? 'gemm' : stock.fwd),
+    dx: winoFwdDx ?? (gemm.dx ? 'gemm' : stock.dx),
+    dw: wino ?? (gemm.dw ? 'gemm' : stock.dw),
   };
 }
 
@@ -161,9 +166,11 @@ function scatterStrided(dxs: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
 }
 
 export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvFwdImpl): tf.Tensor4D {
-  // A plan made on the wasm backend may reach a rank on another backend: 'gemm' and 'winograd' fall back to the stock op.
-  if (impl === 'winograd' && !winogradSupports(g)) impl = 'gemm';
-  if (impl === 'winograd') return winogradConvForward(x, w, g);
+  // A plan made on the wasm backend may reach a rank on another backend: 'gemm' and the Winograd ones fall back to the stock op.
+  if (isWinograd(impl)) {
+    if (winogradSupports(g)) return winogradConvForward(x, w, g, WINOGRAD_TILE[impl]);
+    impl = 'gemm';
+  }
   if (impl === 'gemm') impl = gemmFits(g).fwd ? 'gemm' : stockDefault(g).fwd;
   if (impl === 'gemm') return gemmConvForward(x, w, g, centerOnly(g));
   if (impl === 'center') {
@@ -176,11 +183,12 @@ export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, imp
 /** Gradient of the conv output w.r.t. its input. `wT` (filter as [cout, cin] for 1×1) may be passed precomputed. */
 export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvDxImpl): tf.Tensor4D {
   const n = dy.shape[0];
-  if (impl === 'winograd' && !winogradSupports(g)) impl = 'gemm';
+  if (isWinograd(impl) && !winogradSupports(g)) impl = 'gemm';
   if (impl === 'gemm') impl = gemmFits(g).dx ? 'gemm' : stockDefault(g).dx;
   switch (impl) {
     case 'winograd':
-      return winogradConvBackpropInput(dy, w, g);
+    case 'winograd4':
+      return winogradConvBackpropInput(dy, w, g, WINOGRAD_TILE[impl]);
     case 'gemm':
       return gemmConvBackpropInput(dy, w, g, centerOnly(g));
     case 'backprop-input':
@@ -233,11 +241,12 @@ export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeomet
 /** Gradient of the conv output w.r.t. the filter (what wasm has no kernel for), HWIO. */
 export function convBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeometry, impl: ConvDwImpl): tf.Tensor4D {
   const n = x.shape[0];
-  if (impl === 'winograd' && !winogradSupports(g)) impl = 'gemm';
+  if (isWinograd(impl) && !winogradSupports(g)) impl = 'gemm';
   if (impl === 'gemm') impl = gemmFits(g).dw ? 'gemm' : stockDefault(g).dw;
   switch (impl) {
     case 'winograd':
-      return winogradConvBackpropFilter(x, dy, g);
+    case 'winograd4':
+      return winogradConvBackpropFilter(x, dy, g, WINOGRAD_TILE[impl]);
     case 'gemm':
       return gemmConvBackpropFilter(x, dy, g, centerOnly(g));
     case 'center': {

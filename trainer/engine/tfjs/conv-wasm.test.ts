@@ -1,9 +1,9 @@
 // The wasm backend's own convolution implementations — 'gemm' (im2col + the wasm GEMM,
-// conv-gemm.ts) and 'winograd' (F(2×2, 3×3), conv-winograd.ts) — against the cpu backend's stock
+// conv-gemm.ts), 'winograd' and 'winograd4' (F(2×2, 3×3) and F(4×4, 3×3), conv-winograd.ts) — against the cpu backend's stock
 // tfjs gradients (autodiff), with the FMA and the mul+add GEMM kernels, for every conv geometry
 // ResNet-50 has (stride 2, padding, 1×1 spatial, odd sizes, the 7×7 stem with 3 channels) plus the
-// tile edge cases of Winograd (odd sides: partial edge tiles; 2×2: one tile; several GEMM row
-// blocks). Each implementation is checked wherever it is a candidate. Also: where an
+// tile edge cases of Winograd (sides that are not a multiple of the tile: partial edge tiles; a
+// side smaller than one tile; several GEMM row blocks). Each implementation is checked wherever it is a candidate. Also: where an
 // implementation does not apply (another backend, another geometry), a plan naming it falls back.
 import * as tf from '@tensorflow/tfjs-core';
 import { setFlagsFromString } from 'node:v8';
@@ -18,7 +18,7 @@ setFlagsFromString('--experimental-wasm-relaxed-simd'); // vitest workers lack t
 
 const TOL = 1e-4;
 const rand = (n: number, stream: string): Float32Array => uniform(7, n, stream);
-const WASM_IMPLS = ['gemm', 'winograd'] as const;
+const WASM_IMPLS = ['gemm', 'winograd', 'winograd4'] as const;
 
 const GEOMETRIES: [string, ConvGeometry, number][] = [
   ['1×1 s1', convGeometry(5, 16, 8, 1, 1, 0), 2],
@@ -28,6 +28,7 @@ const GEOMETRIES: [string, ConvGeometry, number][] = [
   ['1×1 on 1×1 spatial', convGeometry(1, 16, 24, 1, 1, 0), 3],
   ['3×3 s1 pad 1, odd side (Winograd: partial edge tiles)', convGeometry(5, 8, 16, 3, 1, 1), 2],
   ['3×3 s1 pad 1, even side', convGeometry(6, 16, 8, 3, 1, 1), 3],
+  ['3×3 s1 pad 1, side a multiple of 4', convGeometry(8, 16, 16, 3, 1, 1), 2],
   ['3×3 s1 pad 1, 2×2 (Winograd: one tile per image)', convGeometry(2, 24, 16, 3, 1, 1), 3],
   ['3×3 s1 pad 1, K > 256, several row blocks', convGeometry(8, 264, 32, 3, 1, 1), 2],
   ['3×3 s2 pad 1, even input', convGeometry(6, 8, 8, 3, 2, 1), 2],
@@ -53,7 +54,7 @@ function expectMatches(g: ConvGeometry, cc: ReturnType<typeof convCase>, ref: Fl
   });
 }
 
-describe('conv wasm implementations (\'gemm\', \'winograd\') vs the cpu backend\'s stock gradients', () => {
+describe('conv wasm implementations (\'gemm\', \'winograd\', \'winograd4\') vs the cpu backend\'s stock gradients', () => {
   beforeAll(async () => {
     await registerStockGradients();
     await initBackend('wasm');
@@ -76,7 +77,7 @@ describe('conv wasm implementations (\'gemm\', \'winograd\') vs the cpu backend\
       expect(c.dw).toContain('gemm');
       // Winograd exactly where it applies: 3×3 stride 1 "same", more than 1×1, channels in multiples of 8.
       const winograd = g.k === 3 && g.stride === 1 && g.inSize > 1 && g.cin % 8 === 0 && g.cout % 8 === 0;
-      for (const pass of [c.fwd, c.dx, c.dw] as string[][]) expect(pass.includes('winograd')).toBe(winograd);
+      for (const pass of [c.fwd, c.dx, c.dw] as string[][]) for (const impl of ['winograd', 'winograd4']) expect(pass.includes(impl)).toBe(winograd);
       for (const impl of WASM_IMPLS) expectMatches(g, cc, ref, impl, c);
     });
 
@@ -92,8 +93,9 @@ describe('conv wasm implementations (\'gemm\', \'winograd\') vs the cpu backend\
       }
     });
 
-    it('on wasm, a plan naming \'winograd\' where it does not apply falls back', () => {
+    it('on wasm, a plan naming a Winograd implementation where it does not apply falls back', () => {
       expectMatches(g, cc, ref, 'winograd');
+      expectMatches(g, cc, ref, 'winograd4');
     });
   });
 });

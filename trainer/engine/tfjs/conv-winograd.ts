@@ -1,37 +1,58 @@
-// The 'winograd' convolution implementations (conv-kernels.ts) for 3×3 stride-1 pad-1 convs on the
-// wasm backend: Winograd F(2×2, 3×3) (Lavin & Gray, "Fast Algorithms for Convolutional Neural
-// Networks", 2016). Each 2×2 output tile costs 16 multiplies per (cin, cout) pair instead of 36,
-// so these convs — ~37% of ResNet-50's FLOPs — need 2.25× fewer multiply-adds than im2col + GEMM.
-// Why it matters here: the wasm GEMM already runs near the 128-bit FMA ceiling (gemm-kernels.ts),
-// so fewer FLOPs is the only way left to make these layers faster.
+// The Winograd convolution implementations (conv-kernels.ts 'winograd' and 'winograd4') for 3×3
+// stride-1 pad-1 convs on the wasm backend: F(2×2, 3×3) and F(4×4, 3×3) (Lavin & Gray, "Fast
+// Algorithms for Convolutional Neural Networks", 2016). An m×m output tile costs α² = (m+2)²
+// multiplies per (cin, cout) pair instead of 9m², so these convs — ~37% of ResNet-50's FLOPs —
+// need 2.25× (m = 2) or 4× (m = 4) fewer multiply-adds than im2col + GEMM. Why it matters here:
+// the wasm GEMM already runs near the 128-bit FMA ceiling (gemm-kernels.ts), so fewer FLOPs is
+// the only way left to make these layers faster.
 //
-// With T tiles (n · ⌈h/2⌉ · ⌈w/2⌉), all three passes are 16 independent GEMMs, one per position ξ
-// of the 4×4 transformed tile, between "planes" laid out [16][rows][cols]:
-//   forward  Y:  V = Bᵀ·d·B (input tiles, [16][T][cin]),  U = G·g·Gᵀ (filter, [16][cin][cout]),
+// With T tiles (n · ⌈h/m⌉²), all three passes are α² independent GEMMs, one per position ξ of the
+// transformed tile, between "planes" laid out [α²][rows][cols]:
+//   forward  Y:  V = Bᵀ·d·B (input tiles, [α²][T][cin]),  U = G·g·Gᵀ (filter, [α²][cin][cout]),
 //                M_ξ = V_ξ · U_ξ,  Y = Aᵀ·M·A per tile
-//   dx:      the same with dy's tiles and the filter rotated 180° and transposed, which in the
-//                transformed domain is U_{p(ξ)}ᵀ with p swapping rows/columns 0 and 3 (G·J = P·G),
-//                so the GEMM reads U through strides and nothing is re-transformed
-//   dw:      dM = A·dy·Aᵀ per tile ([16][T][cout]),  dU_ξ = V_ξᵀ · dM_ξ,  dW = Gᵀ·dU·G
-// The transforms are wasm SIMD kernels over 4 channels at a time (generated from the transform
-// matrices below); the GEMMs are gemm-kernels.ts's. Error: F(2×2, 3×3) adds only exact
-// halvings/sums, well inside the 1e-4 relative tolerance the gradient tests hold every kernel to.
+//   dx:      the same on dy's tiles with U' = G·rot180(g)·Gᵀ (the taps read backwards through
+//                negative strides), which the GEMM reads transposed (cin and cout swap roles)
+//   dw:      dM = A·dy·Aᵀ per tile ([α²][T][cout]),  dU_ξ = V_ξᵀ · dM_ξ,  dW = Gᵀ·dU·G
+// The transforms are wasm SIMD kernels over 4 channels at a time, generated from the transform
+// matrices below; the GEMMs are gemm-kernels.ts's. Accuracy: checked against cpu autodiff at the
+// 1e-4 relative tolerance of every kernel test (conv-wasm.test.ts, up to 264 channels); F(4×4)'s
+// larger coefficients cost some precision, still inside it.
 import type * as tf from '@tensorflow/tfjs-core';
 import type { ConvGeometry } from './conv-kernels'; // type only: no runtime import cycle
 import { buildModule, forRange, inc, op, wasmApi, type Code, type FuncDef } from './kernel-asm';
 import { emptyTensor, heapPtr, Scratch, wasmBackend, wasmGemm, type Operand, type WasmGemm } from './gemm-kernels';
 
 type Matrix = number[][];
-const BT: Matrix = [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]];
-const AT: Matrix = [[1, 1, 1, 0], [0, 1, -1, -1]];
-const G: Matrix = [[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]];
 const transpose = (m: Matrix): Matrix => m[0]!.map((_, j) => m.map((row) => row[j]!));
 
-/** Position ξ = 4a + b of the transformed tile that the rotated filter's position (a, b) reads (p = [3, 1, 2, 0]). */
-const ROTATED = Array.from({ length: 16 }, (_, xi) => {
-  const p = [3, 1, 2, 0];
-  return p[xi >> 2]! * 4 + p[xi & 3]!;
-});
+/** One Winograd algorithm F(m×m, 3×3): output tiles of m×m from input tiles of α×α (α = m + 2). */
+export interface WinogradVariant {
+  /** output tile side */
+  m: number;
+  BT: Matrix;
+  G: Matrix;
+  AT: Matrix;
+}
+
+/** F(2×2, 3×3), points 0, ±1, ∞: only ±1 and ½ in the transforms; 2.25× fewer multiply-adds. */
+export const F2: WinogradVariant = {
+  m: 2,
+  BT: [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
+  G: [[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]],
+  AT: [[1, 1, 1, 0], [0, 1, -1, -1]],
+};
+
+/**
+ * F(4×4, 3×3), points 0, ±1, ±2, ∞ (Lavin & Gray's matrices): 36 multiplies per 16 outputs
+ * instead of 144, 4× fewer multiply-adds, with larger transform coefficients (still inside the
+ * 1e-4 relative tolerance on these layers in f32: conv-wasm.test.ts).
+ */
+export const F4: WinogradVariant = {
+  m: 4,
+  BT: [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
+  G: [[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]],
+  AT: [[1, 1, 1, 1, 1, 0], [0, 1, -1, 2, -2, 0], [0, 1, 1, 4, 4, 0], [0, 1, -1, 8, -8, 1]],
+};
 
 /** Whether Winograd applies: 3×3, stride 1, "same" padding, channel counts the SIMD transforms and the GEMM take. */
 export function winogradSupports(g: ConvGeometry): boolean {
@@ -112,31 +133,34 @@ function transformKernel(name: string, L: Matrix, R: Matrix): FuncDef {
 type XfFn = (src: number, dst: number, n: number, th: number, tw: number, vecs: number, sImg: number, sRow: number, sCol: number, sI: number, sJ: number, dImg: number, dRow: number, dCol: number, dI: number, dJ: number) => void;
 
 interface Transforms {
-  /** 4×4 input patch → Bᵀ·d·B */
+  /** α×α input patch → Bᵀ·d·B */
   input: XfFn;
-  /** 4×4 product tile → Aᵀ·m·A (2×2) */
+  /** α×α product tile → Aᵀ·m·A (m×m) */
   output: XfFn;
-  /** 2×2 output-gradient tile → A·dy·Aᵀ (4×4) */
+  /** m×m output-gradient tile → A·dy·Aᵀ (α×α) */
   gradOut: XfFn;
-  /** 3×3 filter → G·g·Gᵀ (4×4) */
+  /** 3×3 filter → G·g·Gᵀ (α×α) */
   filter: XfFn;
-  /** 4×4 filter gradient → Gᵀ·dU·G (3×3) */
+  /** α×α filter gradient → Gᵀ·dU·G (3×3) */
   filterGrad: XfFn;
 }
 
+const VARIANTS = [F2, F4];
+
 export function winogradModuleBytes(): Uint8Array<ArrayBuffer> {
-  return buildModule([
-    transformKernel('input', BT, transpose(BT)),
-    transformKernel('output', AT, transpose(AT)),
-    transformKernel('grad_out', transpose(AT), AT),
-    transformKernel('filter', G, transpose(G)),
-    transformKernel('filter_grad', transpose(G), G),
-  ]);
+  return buildModule(VARIANTS.flatMap((v) => [
+    transformKernel(`input${v.m}`, v.BT, transpose(v.BT)),
+    transformKernel(`output${v.m}`, v.AT, transpose(v.AT)),
+    transformKernel(`grad_out${v.m}`, transpose(v.AT), v.AT),
+    transformKernel(`filter${v.m}`, v.G, transpose(v.G)),
+    transformKernel(`filter_grad${v.m}`, transpose(v.G), v.G),
+  ]));
 }
 
 interface Wino {
   gemm: WasmGemm;
-  xf: Transforms;
+  /** the transforms by output tile side m */
+  xf: Map<number, Transforms>;
   scratch: Scratch;
   heap: { asm: { memory: { buffer: ArrayBuffer } } };
 }
@@ -147,7 +171,8 @@ function wino(): Wino {
   if (!be) throw new Error('winograd conv: needs the wasm backend');
   if (!cached || cached.backend !== be) {
     const ex = new wasmApi.Instance(new wasmApi.Module(winogradModuleBytes()), { env: { mem: be.wasm.asm.memory } }).exports;
-    const xf: Transforms = { input: ex['input'] as XfFn, output: ex['output'] as XfFn, gradOut: ex['grad_out'] as XfFn, filter: ex['filter'] as XfFn, filterGrad: ex['filter_grad'] as XfFn };
+    const fn = (name: string): XfFn => ex[name] as XfFn;
+    const xf = new Map(VARIANTS.map((v) => [v.m, { input: fn(`input${v.m}`), output: fn(`output${v.m}`), gradOut: fn(`grad_out${v.m}`), filter: fn(`filter${v.m}`), filterGrad: fn(`filter_grad${v.m}`) }]));
     cached = { backend: be, wino: { gemm: wasmGemm(), xf, scratch: new Scratch(be.wasm), heap: be.wasm } };
   }
   // wasmGemm() follows FMA forcing (tests); refresh it every call.
@@ -168,19 +193,25 @@ function carve(w: Wino, sizes: number[]): number[] {
 
 interface Tiling {
   n: number;
-  /** tiles per side */
+  /** output tile side */
+  m: number;
+  /** input tile side, m + 2 */
+  alpha: number;
+  /** tiles per image side */
   t: number;
   /** all tiles (the GEMMs' row count) */
   tiles: number;
+  /** the transformed tile's positions: α², one GEMM each */
+  planes: number;
 }
-const tiling = (n: number, g: ConvGeometry): Tiling => {
-  const t = Math.ceil(g.outSize / 2);
-  return { n, t, tiles: n * t * t };
+const tiling = (n: number, g: ConvGeometry, m: number): Tiling => {
+  const t = Math.ceil(g.outSize / m);
+  return { n, m, alpha: m + 2, t, tiles: n * t * t, planes: (m + 2) * (m + 2) };
 };
 
 /**
  * Copies grid [n, h, h, c] into a zeroed [n, side, side, c] at offset (at, at): the padded input
- * the 4×4 tiles read (at = 1, side = 2t + 2) or an even-sized output gradient (at = 0, side = 2t).
+ * the α×α tiles read (at = 1, side = m·t + 2) or an output gradient padded to whole tiles (at = 0, side = m·t).
  */
 function padGrid(w: Wino, dst: number, src: number, n: number, h: number, c: number, side: number, at: number): void {
   const heap = new Uint8Array(w.heap.asm.memory.buffer);
@@ -194,7 +225,7 @@ function padGrid(w: Wino, dst: number, src: number, n: number, h: number, c: num
   }
 }
 
-/** Crops [n, side, side, c] (side = 2t) to [n, h, h, c] (odd h: the last tile's extra row/column is dropped). */
+/** Crops [n, side, side, c] (side = m·t) to [n, h, h, c] (the last tiles' rows/columns past h are dropped). */
 function cropGrid(w: Wino, dst: number, src: number, n: number, h: number, c: number, side: number): void {
   const heap = new Uint8Array(w.heap.asm.memory.buffer);
   const pix = c * 4;
@@ -206,27 +237,30 @@ function cropGrid(w: Wino, dst: number, src: number, n: number, h: number, c: nu
   }
 }
 
-/** Tiles of a padded grid ([n, 2t+2, 2t+2, c]) → planes [16][tiles][c]. */
-function inputTiles(w: Wino, planes: number, grid: number, tl: Tiling, c: number): void {
-  const side = 2 * tl.t + 2;
+/**
+ * A tile transform between a grid ([n, side, side, c], a tile every m pixels; tile element (i, j)
+ * at pixel (i, j) from the tile's origin) and planes ([α²][tiles][c]; element (i, j) of a
+ * transformed tile in plane α·i + j). `toPlanes`: grid → planes, else planes → grid.
+ */
+function tileTransform(f: XfFn, grid: number, planes: number, tl: Tiling, c: number, side: number, toPlanes: boolean): void {
   const pix = c * 4;
   const plane = tl.tiles * pix;
-  w.xf.input(grid, planes, tl.n, tl.t, tl.t, c / 4, side * side * pix, 2 * side * pix, 2 * pix, side * pix, pix, tl.t * tl.t * pix, tl.t * pix, pix, 4 * plane, plane);
+  const onGrid = [side * side * pix, tl.m * side * pix, tl.m * pix, side * pix, pix] as const;
+  const onPlanes = [tl.t * tl.t * pix, tl.t * pix, pix, tl.alpha * plane, plane] as const;
+  if (toPlanes) f(grid, planes, tl.n, tl.t, tl.t, c / 4, ...onGrid, ...onPlanes);
+  else f(planes, grid, tl.n, tl.t, tl.t, c / 4, ...onPlanes, ...onGrid);
 }
 
-/** Planes [16][tiles][c] → 2×2 tiles of an even grid [n, 2t, 2t, c]. */
-function outputTiles(w: Wino, grid: number, planes: number, tl: Tiling, c: number): void {
-  const side = 2 * tl.t;
-  const pix = c * 4;
-  const plane = tl.tiles * pix;
-  w.xf.output(planes, grid, tl.n, tl.t, tl.t, c / 4, tl.t * tl.t * pix, tl.t * pix, pix, 4 * plane, plane, side * side * pix, 2 * side * pix, 2 * pix, side * pix, pix);
-}
-
-/** U = G·g·Gᵀ for every (ci, co): HWIO filter → planes [16][cin][cout]. */
-function filterPlanes(w: Wino, u: number, filter: number, g: ConvGeometry): void {
+/**
+ * U = G·g·Gᵀ for every (ci, co): HWIO filter → planes [α²][cin][cout]. `rotated`: of the filter
+ * turned 180° (taps read backwards through negative strides), which the input gradient convolves with.
+ */
+function filterPlanes(xf: Transforms, tl: Tiling, u: number, filter: number, g: ConvGeometry, rotated: boolean): void {
   const tap = g.cin * g.cout * 4;
   const row = g.cout * 4;
-  w.xf.filter(filter, u, 1, g.cin, 1, g.cout / 4, 0, row, 0, 3 * tap, tap, 0, row, 0, 4 * tap, tap);
+  const plane = g.cin * row;
+  const [src, sI, sJ] = rotated ? [filter + 8 * tap, -3 * tap, -tap] : [filter, 3 * tap, tap];
+  xf.filter(src, u, 1, g.cin, 1, g.cout / 4, 0, row, 0, sI, sJ, 0, row, 0, tl.alpha * plane, plane);
 }
 
 /** The GEMM operands of plane ξ: rows × cols starting at base. */
@@ -236,65 +270,70 @@ const planeOp = (base: number, xi: number, rows: number, cols: number, transpose
   cs: transposed ? cols * 4 : 4,
 });
 
-/** Y = conv(x, w) by F(2×2, 3×3); also the input gradient, with `rotated` (dy as x, the rotated filter). */
-function winogradConv(x: tf.Tensor4D, w4: tf.Tensor4D, g: ConvGeometry, rotated: boolean): tf.Tensor4D {
+/**
+ * Y = conv(x, w) by F(m×m, 3×3); with `rotated`, the input gradient: dy as x, and the filter
+ * turned 180° and transposed (its planes are made [cin][cout] and the GEMM reads them transposed).
+ */
+function winogradConv(x: tf.Tensor4D, w4: tf.Tensor4D, g: ConvGeometry, m: number, rotated: boolean): tf.Tensor4D {
   const w = wino();
+  const xf = w.xf.get(m)!;
   const n = x.shape[0];
-  const tl = tiling(n, g);
+  const tl = tiling(n, g, m);
   const [cIn, cOut] = rotated ? [g.cout, g.cin] : [g.cin, g.cout];
-  const side = 2 * tl.t + 2;
-  const even = 2 * tl.t === g.outSize;
-  const [grid, v, u, m, out] = carve(w, [n * side * side * cIn * 4, 16 * tl.tiles * cIn * 4, 16 * g.cin * g.cout * 4, 16 * tl.tiles * cOut * 4, even ? 0 : n * 4 * tl.t * tl.t * cOut * 4]);
+  const side = m * tl.t + 2;
+  const outSide = m * tl.t;
+  const whole = outSide === g.outSize;
+  const [grid, v, u, prod, out] = carve(w, [n * side * side * cIn * 4, tl.planes * tl.tiles * cIn * 4, tl.planes * g.cin * g.cout * 4, tl.planes * tl.tiles * cOut * 4, whole ? 0 : n * outSide * outSide * cOut * 4]);
   padGrid(w, grid!, heapPtr(x), n, g.inSize, cIn, side, 1);
-  inputTiles(w, v!, grid!, tl, cIn);
-  filterPlanes(w, u!, heapPtr(w4), g);
-  for (let xi = 0; xi < 16; xi++) {
-    // forward: U_ξ [cin, cout]; dx: B[co, ci] = U_{p(ξ)}[ci, co]
-    const b = rotated ? planeOp(u!, ROTATED[xi]!, g.cin, g.cout, true) : planeOp(u!, xi, g.cin, g.cout);
-    w.gemm.gemm(tl.tiles, cOut, cIn, planeOp(v!, xi, tl.tiles, cIn), b, { ptr: m! + xi * tl.tiles * cOut * 4, ldc: cOut * 4 });
+  tileTransform(xf.input, grid!, v!, tl, cIn, side, true);
+  filterPlanes(xf, tl, u!, heapPtr(w4), g, rotated);
+  for (let xi = 0; xi < tl.planes; xi++) {
+    // forward: B = U_ξ [cin, cout]; input gradient: B[co, ci] = U'_ξ[ci, co]
+    w.gemm.gemm(tl.tiles, cOut, cIn, planeOp(v!, xi, tl.tiles, cIn), planeOp(u!, xi, g.cin, g.cout, rotated), { ptr: prod! + xi * tl.tiles * cOut * 4, ldc: cOut * 4 });
   }
   const y = emptyTensor<tf.Rank.R4>([n, g.outSize, g.outSize, cOut]);
-  if (even) outputTiles(w, heapPtr(y), m!, tl, cOut);
+  if (whole) tileTransform(xf.output, heapPtr(y), prod!, tl, cOut, outSide, false);
   else {
-    outputTiles(w, out!, m!, tl, cOut);
-    cropGrid(w, heapPtr(y), out!, n, g.outSize, cOut, 2 * tl.t);
+    tileTransform(xf.output, out!, prod!, tl, cOut, outSide, false);
+    cropGrid(w, heapPtr(y), out!, n, g.outSize, cOut, outSide);
   }
   return y;
 }
 
-export function winogradConvForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
-  return winogradConv(x, w, g, false);
+/** `m`: the output tile side, 2 for F(2×2, 3×3) or 4 for F(4×4, 3×3). */
+export function winogradConvForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, m: number): tf.Tensor4D {
+  return winogradConv(x, w, g, m, false);
 }
 
 /** dx = full correlation of dy with the filter rotated 180° and transposed: the forward algorithm on dy. */
-export function winogradConvBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
-  return winogradConv(dy, w, g, true);
+export function winogradConvBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, m: number): tf.Tensor4D {
+  return winogradConv(dy, w, g, m, true);
 }
 
 /** dW = Gᵀ·(Σ_tiles V_ξᵀ · dM_ξ)·G with V the input tiles and dM = A·dy·Aᵀ. */
-export function winogradConvBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
+export function winogradConvBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeometry, m: number): tf.Tensor4D {
   const w = wino();
+  const xf = w.xf.get(m)!;
   const n = x.shape[0];
-  const tl = tiling(n, g);
-  const side = 2 * tl.t + 2;
-  const even = 2 * tl.t === g.outSize;
+  const tl = tiling(n, g, m);
+  const side = m * tl.t + 2;
+  const dySide = m * tl.t;
+  const whole = dySide === g.outSize;
   const pix = g.cout * 4;
-  const [grid, v, dm, du, dyEven] = carve(w, [n * side * side * g.cin * 4, 16 * tl.tiles * g.cin * 4, 16 * tl.tiles * pix, 16 * g.cin * pix, even ? 0 : n * 4 * tl.t * tl.t * pix]);
+  const [grid, v, dm, du, dyWhole] = carve(w, [n * side * side * g.cin * 4, tl.planes * tl.tiles * g.cin * 4, tl.planes * tl.tiles * pix, tl.planes * g.cin * pix, whole ? 0 : n * dySide * dySide * pix]);
   padGrid(w, grid!, heapPtr(x), n, g.inSize, g.cin, side, 1);
-  inputTiles(w, v!, grid!, tl, g.cin);
+  tileTransform(xf.input, grid!, v!, tl, g.cin, side, true);
   let dyGrid = heapPtr(dy);
-  if (!even) {
-    padGrid(w, dyEven!, dyGrid, n, g.outSize, g.cout, 2 * tl.t, 0);
-    dyGrid = dyEven!;
+  if (!whole) {
+    padGrid(w, dyWhole!, dyGrid, n, g.outSize, g.cout, dySide, 0);
+    dyGrid = dyWhole!;
   }
-  const dySide = 2 * tl.t;
-  const plane = tl.tiles * pix;
-  w.xf.gradOut(dyGrid, dm!, tl.n, tl.t, tl.t, g.cout / 4, dySide * dySide * pix, 2 * dySide * pix, 2 * pix, dySide * pix, pix, tl.t * tl.t * pix, tl.t * pix, pix, 4 * plane, plane);
-  for (let xi = 0; xi < 16; xi++) {
+  tileTransform(xf.gradOut, dyGrid, dm!, tl, g.cout, dySide, true);
+  for (let xi = 0; xi < tl.planes; xi++) {
     w.gemm.gemm(g.cin, g.cout, tl.tiles, planeOp(v!, xi, tl.tiles, g.cin, true), planeOp(dm!, xi, tl.tiles, g.cout), { ptr: du! + xi * g.cin * pix, ldc: pix });
   }
   const dw = emptyTensor<tf.Rank.R4>([3, 3, g.cin, g.cout]);
   const tap = g.cin * pix;
-  w.xf.filterGrad(du!, heapPtr(dw), 1, g.cin, 1, g.cout / 4, 0, pix, 0, 4 * tap, tap, 0, pix, 0, 3 * tap, tap);
+  xf.filterGrad(du!, heapPtr(dw), 1, g.cin, 1, g.cout / 4, 0, pix, 0, tl.alpha * tap, tap, 0, pix, 0, 3 * tap, tap);
   return dw;
 }
