@@ -31,6 +31,9 @@ describe('--compile (per-layer conv autotune)', () => {
     expect(r.baselineStepMs).toBeGreaterThan(0);
     expect(r.compiledStepMs).toBeGreaterThan(0);
     expect(r.speedup).toBeCloseTo(r.baselineStepMs / r.compiledStepMs, 6);
+    // Never slower than the defaults: a tuned plan that loses on the whole step is not kept.
+    expect(r.compiledStepMs).toBeLessThanOrEqual(r.baselineStepMs);
+    expect(r.detail).toMatch(/chosen .* \(\d+\.\d+×\)|kept the defaults .* the tuned plan's trainStep measured \d+ ms CPU against \d+ ms/);
     expect(r.detail).toMatch(/autotuned conv kernels per layer: \d+ distinct geometries timed over 53 conv layers/);
     // The plan covers every conv and is what the model now runs.
     const convs = allUnits(m.spec).map((x) => x.conv);
