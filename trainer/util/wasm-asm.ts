@@ -98,3 +98,21 @@ export const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAs
 export function instantiate<T>(bytes: Uint8Array, mem: WasmMemory): T {
   return new wasmApi.Instance(new wasmApi.Module(bytes), { env: { mem } }).exports as T;
 }
+
+/**
+ * `(heap) => kernels`: the functions `build()` returns, assembled once (on first use) and
+ * instantiated once per memory they run on (e.g. tfjs's wasm heap, shared by every tensor).
+ */
+export function kernelsPerMemory<T>(build: () => WasmFunction[]): (mem: WasmMemory) => T {
+  const bound = new WeakMap<WasmMemory, T>();
+  let bytes: Uint8Array | null = null;
+  return (mem) => {
+    let k = bound.get(mem);
+    if (!k) {
+      bytes ??= moduleBytes({ growable: true }, build());
+      k = instantiate<T>(bytes, mem);
+      bound.set(mem, k);
+    }
+    return k;
+  };
+}

@@ -13,7 +13,7 @@
 //   bwd_sums_masked(dy, xhat, out, dbeta, dgamma)    the same with g = out > 0 ? dy : 0 (ReLU backward)
 //   bwd_dx(dy, xhat, a, b, c0, dx)                   dx = g·a + xhat·b + c0
 //   bwd_dx_masked(dy, xhat, out, a, b, c0, dx)
-import { I32, V128, advance, f32x4, get, instantiate, moduleBytes, set, v128, whileBelow, type WasmFunction, type WasmMemory } from '../../util/wasm-asm';
+import { I32, V128, advance, f32x4, get, kernelsPerMemory, set, v128, whileBelow, type WasmFunction } from '../../util/wasm-asm';
 
 /** ptr + j (i32 locals) on the stack. */
 const addr = (ptr: number, j: number): number[] => [...get(ptr), ...get(j), 0x6a];
@@ -99,16 +99,5 @@ export interface BnSimd {
   bwd_dx_masked: K;
 }
 
-const bound = new WeakMap<WasmMemory, BnSimd>();
-let bytes: Uint8Array | null = null;
-
 /** The kernels instantiated on `heap` (once per memory). */
-export function bnSimdOn(heap: WasmMemory): BnSimd {
-  let k = bound.get(heap);
-  if (!k) {
-    bytes ??= moduleBytes({ growable: true }, kernels());
-    k = instantiate<BnSimd>(bytes, heap);
-    bound.set(heap, k);
-  }
-  return k;
-}
+export const bnSimdOn = kernelsPerMemory<BnSimd>(kernels);

@@ -6,7 +6,7 @@
 //   pool_max(x, y, arg, idx, cBytes)    where x[c] > y[c]: y[c] = x[c]; arg[c] = idx + c
 // (a later tap wins only when strictly greater, so the first maximum in tap order is kept and NaN
 // never replaces). Pointers are byte offsets into the heap; idx is x's flat element index.
-import { I32, V128, get, set, simd, v128, whileBelow, f32x4, instantiate, moduleBytes, advance, type WasmFunction, type WasmMemory } from '../../util/wasm-asm';
+import { I32, V128, get, set, simd, v128, whileBelow, f32x4, kernelsPerMemory, advance, type WasmFunction } from '../../util/wasm-asm';
 
 const [X, Y, A, IDX, CB, J, IV, V, M] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
 const i32x4Splat = simd(0x11);
@@ -48,16 +48,5 @@ export interface PoolSimd {
   pool_max: K;
 }
 
-const bound = new WeakMap<WasmMemory, PoolSimd>();
-let bytes: Uint8Array | null = null;
-
 /** The kernels instantiated on `heap` (once per memory). */
-export function poolSimdOn(heap: WasmMemory): PoolSimd {
-  let k = bound.get(heap);
-  if (!k) {
-    bytes ??= moduleBytes({ growable: true }, kernels());
-    k = instantiate<PoolSimd>(bytes, heap);
-    bound.set(heap, k);
-  }
-  return k;
-}
+export const poolSimdOn = kernelsPerMemory<PoolSimd>(kernels);
