@@ -12,23 +12,20 @@
 // The half conversions are F. Giesen's branch-free half_to_float / float_to_half_fast3_rtne,
 // the same algorithms as fp16.ts, with selects instead of branches.
 
-import { I32, V128, advance, f32x4, get, load, moduleBytes, set, simd, store, v128, whileBelow } from '../util/wasm-asm';
+import { I32, V128, advance, f32x4, get, i32x4, load, moduleBytes, set, simd, store, v128, whileBelow } from '../util/wasm-asm';
 
 // Locals: 0 d, 1 s, 2 dEnd (params), 3..8 v128 temporaries.
 const D = 0;
 const S = 1;
 const END = 2;
 /** v128.const with the same u32 in all four lanes. */
-const splat = (u32: number): number[] => {
-  const b = [u32 & 0xff, (u32 >>> 8) & 0xff, (u32 >>> 16) & 0xff, (u32 >>> 24) & 0xff];
-  return [0xfd, 0x0c, ...b, ...b, ...b, ...b];
-};
+const splat = (u32: number): number[] => i32x4.const(u32, u32, u32, u32);
 const op = {
-  and: v128.and, or: simd(0x50), xor: simd(0x51), bitselect: simd(0x52),
+  and: v128.and, or: v128.or, xor: v128.xor, bitselect: v128.bitselect,
   i32eq: simd(0x37), i32lt_s: simd(0x39), i32gt_s: simd(0x3b), i32ge_s: simd(0x3f),
   narrowU: simd(0x86), extLowU: simd(0xa9), extHighU: simd(0xaa),
-  shl: simd(0xab), shrU: simd(0xad), add: simd(0xae), sub: simd(0xb1),
-  fadd: f32x4.add, fsub: f32x4.sub, fdiv: f32x4.div, splat: simd(0x11), // i32x4.splat
+  shl: simd(0xab), shrU: simd(0xad), add: i32x4.add, sub: i32x4.sub,
+  fadd: f32x4.add, fsub: f32x4.sub, fdiv: f32x4.div, splat: i32x4.splat,
 };
 const shl = (n: number): number[] => [0x41, n, ...op.shl];
 const shrU = (n: number): number[] => [0x41, n, ...op.shrU];

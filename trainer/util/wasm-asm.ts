@@ -25,17 +25,29 @@ export const V128 = 0x7b;
 export const get = (i: number): number[] => [0x20, i];
 export const set = (i: number): number[] => [0x21, i];
 export const simd = (op: number): number[] => [0xfd, ...leb(op)];
+/** v128.const with these 16 bytes (little-endian lanes, as wasm and x86/arm64 JS typed arrays agree). */
+const v128Const = (lanes: Int32Array | Float32Array): number[] => [0xfd, 0x0c, ...new Uint8Array(lanes.buffer)];
 /** f32x4 lane-wise arithmetic and comparison (`gt` gives all-ones lanes where a > b). */
 export const f32x4 = {
-  splat: simd(0x13), gt: simd(0x44), sqrt: simd(0xe3), add: simd(0xe4), sub: simd(0xe5), mul: simd(0xe6), div: simd(0xe7),
+  splat: simd(0x13), gt: simd(0x44), neg: simd(0xe1), sqrt: simd(0xe3), add: simd(0xe4), sub: simd(0xe5), mul: simd(0xe6), div: simd(0xe7),
   /** pmax(a, b) = a < b ? b : a (NaN in b gives a: max(0, NaN) is 0, like the JS ReLU `v > 0 ? v : 0`). */
   pmax: simd(0xeb),
+  /** v128.const with `value` in all four f32 lanes. */
+  const: (value: number): number[] => v128Const(Float32Array.of(value, value, value, value)),
+};
+/** i32x4 lane-wise integer operations. */
+export const i32x4 = {
+  splat: simd(0x11), add: simd(0xae), sub: simd(0xb1),
+  /** v128.const of four i32 lanes (u32 values keep their bits). */
+  const: (a: number, b: number, c: number, d: number): number[] => v128Const(Int32Array.of(a, b, c, d)),
 };
 /** Whole-register v128 operations; load/store take the address from the stack (align 2^4). */
 export const v128 = {
   load: (off = 0): number[] => [0xfd, 0x00, 4, ...leb(off)],
   store: (off = 0): number[] => [0xfd, 0x0b, 4, ...leb(off)],
-  and: simd(0x4e),
+  and: simd(0x4e), or: simd(0x50), xor: simd(0x51),
+  /** bitselect(a, b, mask): a where mask bits are 1, else b. */
+  bitselect: simd(0x52),
   /** v128.const 0. */
   zero: [0xfd, 0x0c, ...new Array<number>(16).fill(0)],
 };

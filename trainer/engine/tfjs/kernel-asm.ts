@@ -62,9 +62,9 @@ export const op = {
   f32x4Add: f32x4.add,
   f32x4Mul: f32x4.mul,
   f32x4Sub: f32x4.sub,
-  f32x4Neg: simd(0xe1),
+  f32x4Neg: f32x4.neg,
   /** v128.const with `value` in all four f32 lanes. */
-  f32x4Const: (value: number): Code => [...simd(0x0c), ...Array.from({ length: 4 }, () => [...new Uint8Array(Float32Array.of(value).buffer)]).flat()],
+  f32x4Const: f32x4.const,
   /** Relaxed SIMD: a·b + c, fused where the CPU has FMA (V8 on x86 with FMA3 / arm64). */
   f32x4RelaxedMadd: simd(0x105),
 };

@@ -6,13 +6,9 @@
 //   pool_max(x, y, arg, idx, cBytes)    where x[c] > y[c]: y[c] = x[c]; arg[c] = idx + c
 // (a later tap wins only when strictly greater, so the first maximum in tap order is kept and NaN
 // never replaces). Pointers are byte offsets into the heap; idx is x's flat element index.
-import { I32, V128, get, set, simd, v128, whileBelow, f32x4, kernelsPerMemory, advance, type WasmFunction } from '../../util/wasm-asm';
+import { I32, V128, advance, f32x4, get, i32x4, kernelsPerMemory, set, v128, whileBelow, type WasmFunction } from '../../util/wasm-asm';
 
 const [X, Y, A, IDX, CB, J, IV, V, M] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
-const i32x4Splat = simd(0x11);
-const i32x4Add = simd(0xae);
-const bitselect = simd(0x52);
-const lanes = (a: number, b: number, c: number, d: number): number[] => [0xfd, 0x0c, ...new Uint8Array(Int32Array.of(a, b, c, d).buffer)];
 const at = (p: number): number[] => [...get(p), ...get(J), 0x6a];
 
 function poolKernel(name: string, body: number[]): WasmFunction {
@@ -21,11 +17,11 @@ function poolKernel(name: string, body: number[]): WasmFunction {
     params: [I32, I32, I32, I32, I32],
     locals: [[1, I32], [3, V128]],
     code: [
-      ...get(IDX), ...i32x4Splat, ...lanes(0, 1, 2, 3), ...i32x4Add, ...set(IV),
+      ...get(IDX), ...i32x4.splat, ...i32x4.const(0, 1, 2, 3), ...i32x4.add, ...set(IV),
       ...whileBelow(J, CB, [
         ...at(X), ...v128.load(), ...set(V),
         ...body,
-        ...get(IV), ...lanes(4, 4, 4, 4), ...i32x4Add, ...set(IV),
+        ...get(IV), ...i32x4.const(4, 4, 4, 4), ...i32x4.add, ...set(IV),
         ...advance(J, 16),
       ]),
     ],
@@ -36,8 +32,8 @@ function kernels(): WasmFunction[] {
   const first = poolKernel('pool_first', [...at(Y), ...get(V), ...v128.store(), ...at(A), ...get(IV), ...v128.store()]);
   const max = poolKernel('pool_max', [
     ...get(V), ...at(Y), ...v128.load(), ...f32x4.gt, ...set(M),
-    ...at(Y), ...get(V), ...at(Y), ...v128.load(), ...get(M), ...bitselect, ...v128.store(),
-    ...at(A), ...get(IV), ...at(A), ...v128.load(), ...get(M), ...bitselect, ...v128.store(),
+    ...at(Y), ...get(V), ...at(Y), ...v128.load(), ...get(M), ...v128.bitselect, ...v128.store(),
+    ...at(A), ...get(IV), ...at(A), ...v128.load(), ...get(M), ...v128.bitselect, ...v128.store(),
   ]);
   return [first, max];
 }
