@@ -8,6 +8,7 @@ import { candidates, convBackpropFilter, convBackpropInput, convForward, type Co
 import { gemmInfo, wasmBackend } from './gemm-kernels';
 import type { TfjsResNet, TfjsResNetInternals } from './resnet50';
 import { allUnits } from './resnet50-spec';
+import { median } from '../../util/stats';
 
 export interface CompileReport {
   /** Wall time the compile took. */
@@ -29,22 +30,6 @@ export interface CompileSample {
 
 function isInternals(m: TfjsResNet): m is TfjsResNetInternals {
   return typeof (m as Partial<TfjsResNetInternals>).setImpl === 'function' && (m as Partial<TfjsResNetInternals>).spec !== undefined;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)] as number;
-}
-
-function timeStep(model: TfjsResNet, sample: CompileSample, grad: Float32Array, reps: number): number {
-  model.trainStep(sample.images, sample.labels, sample.batch, grad); // warm-up (kernel setup, heap growth)
-  const ts: number[] = [];
-  for (let i = 0; i < reps; i++) {
-    const t0 = cpuMs();
-    model.trainStep(sample.images, sample.labels, sample.batch, grad);
-    ts.push(cpuMs() - t0);
-  }
-  return median(ts);
 }
 
 /** Median CPU ms of a step under each plan, the plans taking turns step by step (this VM drifts). */
@@ -108,7 +93,6 @@ export async function compileTrainStep(model: TfjsResNet, sample: CompileSample,
   const log = opts.log ?? (() => undefined);
   const t0 = performance.now();
   const grad = new Float32Array(model.paramCount);
-  log(`compile: baseline trainStep ${timeStep(model, sample, grad, reps).toFixed(0)} ms CPU`);
 
   const units = allUnits(model.spec);
   const defaults: Record<string, ConvImpl> = Object.fromEntries(units.map((u) => [u.conv, model.getImpl(u.conv)]));
