@@ -211,10 +211,13 @@ interface EmscriptenHeap {
   asm: { memory: WasmMemory };
   _malloc(bytes: number): number;
   _free(ptr: number): void;
+  /** The backend's C++ tensor registry (tensor-io.ts overwrite re-registers a tensor to run its disposal callbacks). */
+  tfjs?: { registerTensor(id: number, size: number, memoryOffset: number): void; disposeData(id: number): void };
 }
+/** The bits of tfjs-backend-wasm read here and in tensor-io.ts: the heap and where each tensor lives in it. */
 interface WasmBackendLike {
   wasm: EmscriptenHeap;
-  dataIdMap: { get(id: unknown): { memoryOffset: number } | undefined };
+  dataIdMap: { get(id: unknown): { id: number; memoryOffset: number | null; dtype: string; refCount: number } | undefined };
 }
 
 /** A matrix operand in the wasm heap: element (i, j) is at ptr + i·rs + j·cs bytes. */
@@ -350,7 +353,7 @@ export function wasmGemm(fma = forced ?? relaxedSimdAvailable()): WasmGemm {
 export function heapPtr(t: Pick<tf.TensorInfo, 'dataId'>): number {
   const be = wasmBackend();
   const d = be?.dataIdMap.get(t.dataId);
-  if (!d) throw new Error('wasm gemm: tensor is not in the wasm heap');
+  if (!d || d.memoryOffset === null) throw new Error('wasm gemm: tensor is not in the wasm heap');
   return d.memoryOffset;
 }
 

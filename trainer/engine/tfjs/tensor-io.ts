@@ -1,31 +1,14 @@
 // Moving parameters and gradients between tfjs tensors and the flat Float32Array buffers with as
 // few copies as possible: ~95 MB each way per step for ResNet-50, a real share of a wasm step.
 import * as tf from '@tensorflow/tfjs-core';
-
-/** The bits of the wasm backend we read: the heap, where each tensor lives in it, and its C++ tensor registry. */
-interface WasmBackendView {
-  wasm: {
-    HEAPF32: Float32Array;
-    tfjs: { registerTensor(id: number, size: number, memoryOffset: number): void; disposeData(id: number): void };
-  };
-  dataIdMap: { get(id: object): { id: number; memoryOffset: number | null; dtype: string; refCount: number } | undefined };
-}
-
-function wasmView(): WasmBackendView | null {
-  if (tf.getBackend() !== 'wasm') return null;
-  const b: unknown = tf.backend();
-  const v = b as Partial<WasmBackendView>;
-  if (!v.wasm || !(v.wasm.HEAPF32 instanceof Float32Array) || !v.dataIdMap || typeof v.dataIdMap.get !== 'function') return null;
-  return v as WasmBackendView;
-}
+import { wasmBackend } from './gemm-kernels';
 
 /** Copy a float32 tensor's values into out[offset…]: straight from the wasm heap when possible (one copy instead of two). */
 export function readInto(t: tf.Tensor, out: Float32Array, offset: number): void {
-  const v = wasmView();
-  const entry = v?.dataIdMap.get(t.dataId);
-  if (v && entry && entry.dtype === 'float32' && entry.memoryOffset !== null) {
-    const start = entry.memoryOffset / 4;
-    out.set(v.wasm.HEAPF32.subarray(start, start + t.size), offset);
+  const be = wasmBackend();
+  const entry = be?.dataIdMap.get(t.dataId);
+  if (be && entry && entry.dtype === 'float32' && entry.memoryOffset !== null) {
+    out.set(new Float32Array(be.wasm.asm.memory.buffer, entry.memoryOffset, t.size), offset);
     return;
   }
   out.set(t.dataSync() as Float32Array, offset);
@@ -55,12 +38,13 @@ export function tensorFrom(src: Float32Array, shape: number[]): tf.Tensor {
  */
 export function overwrite(t: tf.Tensor, src: Float32Array): boolean {
   if (t.dtype !== 'float32' || t.size !== src.length || t.isDisposed) return false;
-  const v = wasmView();
-  const entry = v?.dataIdMap.get(t.dataId);
-  if (!v || !entry || entry.dtype !== 'float32' || entry.memoryOffset === null || entry.refCount !== 1) return false;
-  if (typeof v.wasm.tfjs?.registerTensor !== 'function' || typeof v.wasm.tfjs.disposeData !== 'function') return false;
-  v.wasm.tfjs.disposeData(entry.id);
-  v.wasm.tfjs.registerTensor(entry.id, t.size, entry.memoryOffset);
-  v.wasm.HEAPF32.set(src, entry.memoryOffset / 4);
+  const be = wasmBackend();
+  const entry = be?.dataIdMap.get(t.dataId);
+  if (!be || !entry || entry.dtype !== 'float32' || entry.memoryOffset === null || entry.refCount !== 1) return false;
+  const registry = be.wasm.tfjs;
+  if (typeof registry?.registerTensor !== 'function' || typeof registry.disposeData !== 'function') return false;
+  registry.disposeData(entry.id);
+  registry.registerTensor(entry.id, t.size, entry.memoryOffset);
+  new Float32Array(be.wasm.asm.memory.buffer, entry.memoryOffset, t.size).set(src);
   return true;
 }
