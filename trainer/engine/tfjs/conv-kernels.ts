@@ -167,10 +167,8 @@ function scatterStrided(dxs: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
 
 export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvFwdImpl): tf.Tensor4D {
   // A plan made on the wasm backend may reach a rank on another backend: 'gemm' and the Winograd ones fall back to the stock op.
-  if (isWinograd(impl)) {
-    if (winogradSupports(g)) return winogradConvForward(x, w, g, WINOGRAD_TILE[impl]);
-    impl = 'gemm';
-  }
+  if (isWinograd(impl) && !winogradSupports(g)) impl = 'gemm';
+  if (isWinograd(impl)) return winogradConvForward(x, w, g, WINOGRAD_TILE[impl]);
   if (impl === 'gemm') impl = gemmFits(g).fwd ? 'gemm' : stockDefault(g).fwd;
   if (impl === 'gemm') return gemmConvForward(x, w, g, centerOnly(g));
   if (impl === 'center') {

@@ -26,7 +26,7 @@ type Matrix = number[][];
 const transpose = (m: Matrix): Matrix => m[0]!.map((_, j) => m.map((row) => row[j]!));
 
 /** One Winograd algorithm F(m×m, 3×3): output tiles of m×m from input tiles of α×α (α = m + 2). */
-export interface WinogradVariant {
+interface WinogradVariant {
   /** output tile side */
   m: number;
   BT: Matrix;
@@ -35,7 +35,7 @@ export interface WinogradVariant {
 }
 
 /** F(2×2, 3×3), points 0, ±1, ∞: only ±1 and ½ in the transforms; 2.25× fewer multiply-adds. */
-export const F2: WinogradVariant = {
+const F2: WinogradVariant = {
   m: 2,
   BT: [[1, 0, -1, 0], [0, 1, 1, 0], [0, -1, 1, 0], [0, 1, 0, -1]],
   G: [[1, 0, 0], [0.5, 0.5, 0.5], [0.5, -0.5, 0.5], [0, 0, 1]],
@@ -47,7 +47,7 @@ export const F2: WinogradVariant = {
  * instead of 144, 4× fewer multiply-adds, with larger transform coefficients (still inside the
  * 1e-4 relative tolerance on these layers in f32: conv-wasm.test.ts).
  */
-export const F4: WinogradVariant = {
+const F4: WinogradVariant = {
   m: 4,
   BT: [[4, 0, -5, 0, 1, 0], [0, -4, -4, 1, 1, 0], [0, 4, -4, -1, 1, 0], [0, -2, -1, 2, 1, 0], [0, 2, -1, -2, 1, 0], [0, 4, 0, -5, 0, 1]],
   G: [[1 / 4, 0, 0], [-1 / 6, -1 / 6, -1 / 6], [-1 / 6, 1 / 6, -1 / 6], [1 / 24, 1 / 12, 1 / 6], [1 / 24, -1 / 12, 1 / 6], [0, 0, 1]],
@@ -147,7 +147,7 @@ interface Transforms {
 
 const VARIANTS = [F2, F4];
 
-export function winogradModuleBytes(): Uint8Array<ArrayBuffer> {
+function winogradModuleBytes(): Uint8Array<ArrayBuffer> {
   return buildModule(VARIANTS.flatMap((v) => [
     transformKernel(`input${v.m}`, v.BT, transpose(v.BT)),
     transformKernel(`output${v.m}`, v.AT, transpose(v.AT)),
