@@ -3,7 +3,7 @@
 // activation size; here each per-channel reduction is one matMul with a ones row (wasm's Sum over
 // leading axes transposes the whole tensor first), and dx is 4 broadcast element-wise ops.
 import * as tf from '@tensorflow/tfjs-core';
-import { BN_BACKWARD, BN_TRAIN, hasFusedKernels } from './fused-kernels';
+import { BN_BACKWARD, BN_TRAIN, RELU_GRAD_ADD, hasFusedKernels } from './fused-kernels';
 
 export const BN_EPS = 1e-5;
 /** Running-statistics momentum, as torch.nn.BatchNorm2d (new = (1-m)·old + m·batch). */
@@ -44,16 +44,19 @@ function bnForwardTrain(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, o
 
 /**
  * Training BN on batch statistics followed by an optional ReLU: `y` is post-ReLU when `relu`.
+ * With `res` (a residual block's shortcut, which implies the ReLU) y = ReLU(BN(x) + res): the
+ * block's end in one pass instead of an add and a ReLU over the activation.
  * One fused kernel where the backend has it (fused-kernels.ts), else the stock-op formulation.
  */
-export function bnTrainRelu(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, ones: () => tf.Tensor2D, relu: boolean): BnTrainOut {
+export function bnTrainRelu(x: tf.Tensor4D, gamma: tf.Tensor1D, beta: tf.Tensor1D, ones: () => tf.Tensor2D, relu: boolean, res: tf.Tensor4D | null = null): BnTrainOut {
   const c = x.shape[3];
   if (x.size / c < 2) throw new Error(`batch norm needs more than one value per channel in training (got ${x.size / c}): use a batch size ≥ 2`);
   if (!hasFusedKernels()) {
     const r = bnForwardTrain(x, gamma, beta, ones());
-    return relu ? { ...r, y: tf.relu(r.y) } : r;
+    return res ? { ...r, y: tf.relu(tf.add(r.y, res)) as tf.Tensor4D } : relu ? { ...r, y: tf.relu(r.y) } : r;
   }
-  const [y, xhat, mean, invstd, varUnbiased] = tf.engine().runKernel(BN_TRAIN, { x, gamma, beta }, { relu, eps: BN_EPS } as unknown as tf.NamedAttrMap) as tf.Tensor[];
+  const inputs: tf.NamedTensorMap = { x, gamma, beta, ...(res ? { res } : {}) };
+  const [y, xhat, mean, invstd, varUnbiased] = tf.engine().runKernel(BN_TRAIN, inputs, { relu: relu || res !== null, eps: BN_EPS } as unknown as tf.NamedAttrMap) as tf.Tensor[];
   return {
     y: y as tf.Tensor4D,
     cache: { xhat: tf.reshape(xhat!, [x.size / c, c]), invstd: tf.reshape(invstd!, [1, c]) },
@@ -112,4 +115,13 @@ export function bnBackward(dy: tf.Tensor4D, cache: BnCache, gamma: tf.Tensor1D, 
     dx = tf.mul(g, a);
   }
   return { dx: tf.reshape(dx, dy.shape) as tf.Tensor4D, dgamma: tf.reshape(dgamma, [c]), dbeta: tf.reshape(dbeta, [c]) };
+}
+
+/**
+ * a + dy·[out > 0]: a residual block's input gradient, its main path's `a` plus the identity
+ * shortcut's, which is dy through the block's final ReLU (`out` its post-ReLU output).
+ */
+export function reluGradAdd(a: tf.Tensor4D, dy: tf.Tensor4D, out: tf.Tensor4D): tf.Tensor4D {
+  if (hasFusedKernels()) return tf.engine().runKernel(RELU_GRAD_ADD, { a, dy, out }) as tf.Tensor4D;
+  return tf.add(a, tf.mul(dy, tf.step(out))) as tf.Tensor4D;
 }

@@ -9,10 +9,12 @@
 //   col_sqdev(x, mean, acc)                          acc[c] += Σ_r (x[r,c] − mean[c])²
 //   norm(x, mean, invstd, gamma, beta, xhat, y)      xhat = (x − mean)·invstd; y = xhat·gamma + beta
 //   norm_relu(…the same…)                            y = max(0, xhat·gamma + beta)
+//   norm_add_relu(x, mean, invstd, gamma, beta, res, xhat, y)   y = max(0, xhat·gamma + beta + res)  (a residual block's end)
 //   bwd_sums(dy, xhat, dbeta, dgamma)                dbeta[c] += Σ g; dgamma[c] += Σ g·xhat   (g = dy)
 //   bwd_sums_masked(dy, xhat, out, dbeta, dgamma)    the same with g = out > 0 ? dy : 0 (ReLU backward)
 //   bwd_dx(dy, xhat, a, b, c0, dx)                   dx = g·a + xhat·b + c0
 //   bwd_dx_masked(dy, xhat, out, a, b, c0, dx)
+//   relu_grad_add(a, dy, out, dst)                   dst = a + (out > 0 ? dy : 0)   (a residual block's input gradient)
 import { I32, V128, advance, f32x4, get, kernelsPerMemory, set, v128, whileBelow, type WasmFunction } from '../../util/wasm-asm';
 
 /** ptr + j (i32 locals) on the stack. */
@@ -63,6 +65,13 @@ function kernels(): WasmFunction[] {
         ? [...v128.zero, ...get(t), ...vload(3, j), ...f32x4.mul, ...vload(4, j), ...f32x4.add, ...f32x4.pmax]
         : [...get(t), ...vload(3, j), ...f32x4.mul, ...vload(4, j), ...f32x4.add]),
     ]);
+  // x 0, mean 1, invstd 2, gamma 3, beta 4, res 5, xhat 6, y 7: the same sums as norm, then + res, in
+  // the order the unfused add(norm(x), res) rounds them.
+  const normAddRelu = rowKernel('norm_add_relu', 8, [0, 5, 6, 7], 1, (j, t) => [
+    ...vload(0, j), ...vload(1, j), ...f32x4.sub, ...vload(2, j), ...f32x4.mul, ...set(t),
+    ...vstore(6, j, get(t)),
+    ...vstore(7, j, [...v128.zero, ...get(t), ...vload(3, j), ...f32x4.mul, ...vload(4, j), ...f32x4.add, ...vload(5, j), ...f32x4.add, ...f32x4.pmax]),
+  ]);
   // g = dy, or dy where out > 0 else +0 (the ReLU's backward).
   const grad = (masked: boolean, dy: number, out: number, j: number): number[] =>
     masked ? [...vload(dy, j), ...vload(out, j), ...v128.zero, ...f32x4.gt, ...v128.and] : vload(dy, j);
@@ -84,7 +93,9 @@ function kernels(): WasmFunction[] {
       vstore(DX, j, [...grad(masked, 0, 2, j), ...vload(A, j), ...f32x4.mul, ...vload(1, j), ...vload(B, j), ...f32x4.mul, ...f32x4.add, ...vload(C0, j), ...f32x4.add]),
     );
   };
-  return [colSum, colSqdev, norm(false), norm(true), bwdSums(false), bwdSums(true), bwdDx(false), bwdDx(true)];
+  // a 0, dy 1, out 2, dst 3
+  const reluGradAdd = rowKernel('relu_grad_add', 4, [0, 1, 2, 3], 0, (j) => vstore(3, j, [...vload(0, j), ...grad(true, 1, 2, j), ...f32x4.add]));
+  return [colSum, colSqdev, norm(false), norm(true), normAddRelu, bwdSums(false), bwdSums(true), bwdDx(false), bwdDx(true), reluGradAdd];
 }
 
 type K = (...ptrs: number[]) => void;
@@ -93,10 +104,12 @@ export interface BnSimd {
   col_sqdev: K;
   norm: K;
   norm_relu: K;
+  norm_add_relu: K;
   bwd_sums: K;
   bwd_sums_masked: K;
   bwd_dx: K;
   bwd_dx_masked: K;
+  relu_grad_add: K;
 }
 
 /** The kernels instantiated on `heap` (once per memory). */

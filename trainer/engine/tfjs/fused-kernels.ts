@@ -18,6 +18,7 @@ export const BN_TRAIN = 'CohortBatchNormTrain';
 export const BN_BACKWARD = 'CohortBatchNormBackward';
 export const MAX_POOL = 'CohortMaxPoolArgmax';
 export const MAX_POOL_BACKWARD = 'CohortMaxPoolBackward';
+export const RELU_GRAD_ADD = 'CohortReluGradAdd';
 const BACKENDS = ['wasm', 'cpu'] as const;
 
 type Typed = Float32Array | Int32Array;
@@ -93,12 +94,14 @@ export function hasFusedKernels(): boolean {
 }
 
 /**
- * Training BN on batch statistics over x [M, C] (NHWC flattened), optional ReLU after.
+ * Training BN on batch statistics over x [M, C] (NHWC flattened), optional ReLU after; with the
+ * optional input `res` [M, C] (a residual block's shortcut), y = ReLU(BN(x) + res) and `relu` must be set.
  * Outputs: y [M, C], xhat [M, C], mean [C], invstd [C], unbiased variance [C].
  */
 register(BN_TRAIN, ({ inputs, attrs, backend }) => {
-  const { x, gamma, beta } = inputs as { x: tf.TensorInfo; gamma: tf.TensorInfo; beta: tf.TensorInfo };
+  const { x, gamma, beta, res } = inputs as { x: tf.TensorInfo; gamma: tf.TensorInfo; beta: tf.TensorInfo; res?: tf.TensorInfo };
   const { relu, eps } = attrs as unknown as { relu: boolean; eps: number };
+  if (res && !relu) throw new Error(`${BN_TRAIN}: a residual input needs relu (the block's output is ReLU(BN(x) + res))`);
   const c = x.shape[x.shape.length - 1] as number;
   const m = sizeOf(x.shape) / c;
   const h = io(backend as tf.KernelBackend);
@@ -124,12 +127,15 @@ register(BN_TRAIN, ({ inputs, attrs, backend }) => {
       varUnbiased[k] = sq / (m - 1);
       invstd[k] = 1 / Math.sqrt(sq / m + eps);
     }
-    (relu ? sh.k.norm_relu : sh.k.norm)(px, sh.ptr(meanI), sh.ptr(invstdI), sh.ptr(gamma), sh.ptr(beta), sh.ptr(xhatI), sh.ptr(yI), m, rowBytes);
+    const stats = [px, sh.ptr(meanI), sh.ptr(invstdI), sh.ptr(gamma), sh.ptr(beta)];
+    if (res) sh.k.norm_add_relu(...stats, sh.ptr(res), sh.ptr(xhatI), sh.ptr(yI), m, rowBytes);
+    else (relu ? sh.k.norm_relu : sh.k.norm)(...stats, sh.ptr(xhatI), sh.ptr(yI), m, rowBytes);
     return infos;
   }
   const xs = h.input(x);
   const g = h.input(gamma);
   const bt = h.input(beta);
+  const rs = res ? h.input(res) : null;
   const sum = new Float64Array(c);
   for (let i = 0, o = 0; i < m; i++, o += c) for (let k = 0; k < c; k++) sum[k]! += xs[o + k]!;
   for (let k = 0; k < c; k++) sum[k] = sum[k]! / m;
@@ -149,7 +155,7 @@ register(BN_TRAIN, ({ inputs, attrs, backend }) => {
     for (let k = 0; k < c; k++) {
       const xh = (xs[o + k]! - sum[k]!) * invstd[k]!;
       xhat[o + k] = xh;
-      const v = xh * g[k]! + bt[k]!;
+      const v = Math.fround(xh * g[k]! + bt[k]!) + (rs ? rs[o + k]! : 0);
       y[o + k] = relu && !(v > 0) ? 0 : v;
     }
   }
@@ -228,6 +234,22 @@ register(BN_BACKWARD, ({ inputs, attrs, backend }) => {
     }
   }
   return infos;
+});
+
+/** dst = a + (out > 0 ? dy : 0), all [M, C]: a residual block's input gradient (the main path's `a` plus the shortcut's, through the block's ReLU). */
+register(RELU_GRAD_ADD, ({ inputs, backend }) => {
+  const { a, dy, out } = inputs as Record<'a' | 'dy' | 'out', tf.TensorInfo>;
+  const c = a.shape[a.shape.length - 1] as number;
+  const h = io(backend as tf.KernelBackend);
+  const { infos, views } = h.outputs([{ shape: a.shape, dtype: 'float32' }]);
+  const sh = simdHeap(c);
+  if (sh) {
+    sh.k.relu_grad_add(sh.ptr(a), sh.ptr(dy), sh.ptr(out), sh.ptr(infos[0]!), sizeOf(a.shape) / c, c * 4);
+    return infos[0]!;
+  }
+  const [va, vdy, vout, dst] = [h.input(a), h.input(dy), h.input(out), views[0] as Float32Array];
+  for (let i = 0; i < dst.length; i++) dst[i] = va[i]! + (vout[i]! > 0 ? vdy[i]! : 0);
+  return infos[0]!;
 });
 
 interface PoolAttrs {

@@ -4,7 +4,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
-import { bnBackward, bnForwardStats, bnTrainRelu } from './batch-norm';
+import { bnBackward, bnForwardStats, bnTrainRelu, reluGradAdd } from './batch-norm';
 import { setFusedKernelsEnabled } from './fused-kernels';
 import { candidates, convBackpropFilter, convBackpropInput, convForward, convGeometry, type ConvGeometry } from './conv-kernels';
 import { convCase, relErr, uniform } from './conv-test-case';
@@ -109,6 +109,38 @@ describe('tfjs engine gradients vs the cpu backend\'s stock gradients', () => {
           const b = bnBackward(tf.tensor4d(dys, shape), r.cache, tf.tensor1d(gs), ones, true, relu ? r.y : null);
           const m = size / C;
           return [relErr(r.y, ref[0]!), relErr(b.dx, ref[1]!), relErr(b.dgamma, ref[2]!), relErr(b.dbeta, ref[3]!), relErr(tf.mul(r.varUnbiased, (m - 1) / m), ref[4]!)];
+        });
+        for (const e of errs) expect(e).toBeLessThan(TOL);
+      } finally {
+        setFusedKernelsEnabled(true);
+      }
+    });
+
+    // A residual block's end, y = ReLU(BN(x) + res): dx through BN with the block's mask, and the
+    // shortcut's gradient dy·[y > 0] added to another path's by reluGradAdd.
+    const res = rand(size, 'bn-res', 2, -1);
+    const other = rand(size, 'bn-other');
+    it.each(PATHS)('block end ReLU(BN(x) + res) on %s, %s kernels: y, dx, dgamma, dbeta, other + dres', async (backend, path) => {
+      const ref = await reference(() => {
+        const dy = tf.tensor4d(dys, shape);
+        const f = (a: tf.Tensor, gm: tf.Tensor, bt: tf.Tensor, r: tf.Tensor): tf.Tensor => {
+          const { mean, variance } = tf.moments(a, [0, 1, 2]);
+          return tf.relu(tf.add(tf.batchNorm(a, mean, variance, bt as tf.Tensor1D, gm as tf.Tensor1D, 1e-5), r));
+        };
+        const args = [tf.tensor4d(xs, shape), tf.tensor1d(gs), tf.tensor1d(bs), tf.tensor4d(res, shape)];
+        const y = f(args[0]!, args[1]!, args[2]!, args[3]!);
+        const [dx, dg, db, dr] = tf.grads((a: tf.Tensor, gm: tf.Tensor, bt: tf.Tensor, r: tf.Tensor) => tf.sum(tf.mul(f(a, gm, bt, r), dy)))(args);
+        return [y, dx!, dg!, db!, tf.add(dr!, tf.tensor4d(other, shape))];
+      });
+      setFusedKernelsEnabled(path === 'fused');
+      try {
+        const errs = await on(backend, () => {
+          const ones = (): tf.Tensor2D => tf.ones([1, size / C]) as tf.Tensor2D;
+          const dy = tf.tensor4d(dys, shape);
+          const r = bnTrainRelu(tf.tensor4d(xs, shape), tf.tensor1d(gs), tf.tensor1d(bs), ones, false, tf.tensor4d(res, shape));
+          const b = bnBackward(dy, r.cache, tf.tensor1d(gs), ones, true, r.y);
+          const sum = reluGradAdd(tf.tensor4d(other, shape), dy, r.y);
+          return [relErr(r.y, ref[0]!), relErr(b.dx, ref[1]!), relErr(b.dgamma, ref[2]!), relErr(b.dbeta, ref[3]!), relErr(sum, ref[4]!)];
         });
         for (const e of errs) expect(e).toBeLessThan(TOL);
       } finally {

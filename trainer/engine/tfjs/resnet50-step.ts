@@ -3,7 +3,7 @@
 // activations each gradient needs, and lets `--compile` pick a gradient implementation per layer.
 // Every function here must be called inside tf.tidy (the model does).
 import * as tf from '@tensorflow/tfjs-core';
-import { bnBackward, bnForwardStats, bnInfer, bnTrainRelu, channelSum, type BnCache } from './batch-norm';
+import { bnBackward, bnForwardStats, bnInfer, bnTrainRelu, channelSum, reluGradAdd, type BnCache } from './batch-norm';
 import { maxPoolBackward, maxPoolForward, type PoolOut } from './max-pool';
 import { convBackpropFilter, convBackpropInput, convForward, type ConvImpl } from './conv-kernels';
 import type { BlockSpec, NetSpec, UnitSpec } from './resnet50-spec';
@@ -24,7 +24,7 @@ export interface StepState {
 interface UnitCache {
   x: tf.Tensor4D;
   bn: BnCache;
-  /** Post-ReLU output (the ReLU mask), when the unit has a ReLU. */
+  /** Post-ReLU output (the ReLU mask), when the unit has a ReLU or ends a block (then the block's output). */
   out: tf.Tensor4D | null;
 }
 
@@ -45,31 +45,35 @@ export interface ForwardCache {
 /** New running statistics produced by a batch-statistics forward, per BN name. */
 export type StatUpdates = Map<string, { mean: tf.Tensor1D; varUnbiased: tf.Tensor1D }>;
 
-function unitForward(s: StepState, u: UnitSpec, x: tf.Tensor4D, mode: BnMode, stats: StatUpdates): { y: tf.Tensor4D; cache: UnitCache | null } {
+/**
+ * conv → BN → ReLU (when the unit has one). With `res` (the last unit of a block, given the
+ * shortcut) the output is ReLU(BN(conv(x)) + res), the block's output, and the unit's cached
+ * `out` is that: its backward then applies the block's ReLU mask itself.
+ */
+function unitForward(s: StepState, u: UnitSpec, x: tf.Tensor4D, mode: BnMode, stats: StatUpdates, res: tf.Tensor4D | null = null): { y: tf.Tensor4D; cache: UnitCache | null } {
   const z = convForward(x, s.param(`${u.conv}.weight`) as tf.Tensor4D, u.geo, s.impl(u.conv).fwd);
   const gamma = s.param(`${u.bn}.weight`) as tf.Tensor1D;
   const beta = s.param(`${u.bn}.bias`) as tf.Tensor1D;
-  if (mode === 'eval') {
-    const y = bnInfer(z, gamma, beta, s.runningMean(u.bn), s.runningVar(u.bn));
-    return { y: u.relu ? tf.relu(y) : y, cache: null };
-  }
+  const relu = u.relu || res !== null;
+  const act = (y: tf.Tensor4D): tf.Tensor4D => (res ? tf.relu(tf.add(y, res)) : u.relu ? tf.relu(y) : y) as tf.Tensor4D;
+  if (mode === 'eval') return { y: act(bnInfer(z, gamma, beta, s.runningMean(u.bn), s.runningVar(u.bn))), cache: null };
   const ones = (): tf.Tensor2D => s.ones(z.size / z.shape[3]);
   if (mode === 'batch') {
-    const r = bnTrainRelu(z, gamma, beta, ones, u.relu);
+    const r = bnTrainRelu(z, gamma, beta, ones, u.relu, res);
     stats.set(u.bn, { mean: r.mean, varUnbiased: r.varUnbiased });
-    return { y: r.y, cache: { x, bn: r.cache, out: u.relu ? r.y : null } };
+    return { y: r.y, cache: { x, bn: r.cache, out: relu ? r.y : null } };
   }
   const r = bnForwardStats(z, gamma, beta, s.runningMean(u.bn), s.runningVar(u.bn));
-  const out = u.relu ? tf.relu(r.y) : null;
-  return { y: out ?? r.y, cache: { x, bn: r.cache, out } };
+  const y = act(r.y);
+  return { y, cache: { x, bn: r.cache, out: relu ? y : null } };
 }
 
 function blockForward(s: StepState, b: BlockSpec, x: tf.Tensor4D, mode: BnMode, stats: StatUpdates): { y: tf.Tensor4D; cache: BlockCache | null } {
+  const rd = b.down ? unitForward(s, b.down, x, mode, stats) : null;
   const r1 = unitForward(s, b.units[0], x, mode, stats);
   const r2 = unitForward(s, b.units[1], r1.y, mode, stats);
-  const r3 = unitForward(s, b.units[2], r2.y, mode, stats);
-  const rd = b.down ? unitForward(s, b.down, x, mode, stats) : null;
-  const out = tf.relu(tf.add(r3.y, rd ? rd.y : x)) as tf.Tensor4D;
+  const r3 = unitForward(s, b.units[2], r2.y, mode, stats, rd ? rd.y : x);
+  const out = r3.y;
   if (mode === 'eval') return { y: out, cache: null };
   return { y: out, cache: { units: [r1.cache!, r2.cache!, r3.cache!], down: rd ? rd.cache! : null, out } };
 }
@@ -117,12 +121,14 @@ function unitBackward(s: StepState, u: UnitSpec, c: UnitCache, dy: tf.Tensor4D, 
 }
 
 function blockBackward(s: StepState, b: BlockSpec, c: BlockCache, dy: tf.Tensor4D, mode: BnMode, grads: Grads): tf.Tensor4D {
-  const g = tf.mul(dy, tf.step(c.out)) as tf.Tensor4D;
-  const d3 = unitBackward(s, b.units[2], c.units[2], g, mode, grads, true)!;
+  // The block's ReLU is not applied to dy here: unit 3's cached `out` is the block's output, so
+  // its BN backward masks dy as it reads it, and so do the shortcut's (given the same mask) and
+  // reluGradAdd; dy·[out > 0] is never materialised.
+  const d3 = unitBackward(s, b.units[2], c.units[2], dy, mode, grads, true)!;
   const d2 = unitBackward(s, b.units[1], c.units[1], d3, mode, grads, true)!;
   const d1 = unitBackward(s, b.units[0], c.units[0], d2, mode, grads, true)!;
-  const short = b.down && c.down ? unitBackward(s, b.down, c.down, g, mode, grads, true)! : g;
-  return tf.add(d1, short) as tf.Tensor4D;
+  if (b.down && c.down) return tf.add(d1, unitBackward(s, b.down, { ...c.down, out: c.out }, dy, mode, grads, true)!) as tf.Tensor4D;
+  return reluGradAdd(d1, dy, c.out);
 }
 
 /** Backward from d(loss)/d(logits) to every parameter gradient, each handed to `grads` when computed. */
