@@ -9,26 +9,32 @@
 //   C[M,N] (+)= A[M,K] · B[K,N], f32, any strides for A and B (so Xᵀ·dY and dY·Wᵀ need no transpose)
 //
 // GotoBLAS structure: B is packed per (KC × NC) block into 8-column panels, A per KC into MR-row
-// panels; the microkernel keeps an MR×8 tile of C in 2·MR v128 registers (MR = 6: 12 accumulators
-// + 2 B vectors + 1 broadcast A = 15 of x86's 16 xmm registers) and streams one A panel against
-// all B panels of the block. Packing absorbs the strides, so transposed operands cost the same as
-// plain ones.
+// panels; the microkernel keeps an MR×8 tile of C in 2·MR v128 registers and streams one A panel
+// against all B panels of the block. Packing absorbs the strides, so transposed operands cost the
+// same as plain ones.
 //
-// Measured (bench/results/gemm.md, Sapphire Rapids at 2.3 GHz): the FMA microkernel peaks near
-// 2 × 128-bit FMA per cycle (~30-34 GFLOP/s), the mul+add one and XNNPACK near 26-28: FMA is worth
-// ~1.1-1.3× on a plain GEMM here. PyTorch's oneDNN (AVX-512) does 90-150 GFLOP/s on one core on
-// the same convolutions: 128-bit wasm SIMD cannot close that gap.
+// MR = 4 and one k step per loop iteration (U = 1), because of how V8's TurboFan compiles it (read
+// with node --print-wasm-code): memory loads stay in program order at the top of the loop body
+// while the FMAs sink to their uses, so every load of an iteration is live at once. MR = 6 with 4
+// k steps unrolled (the textbook 12-accumulator tile) needed 12 + 8 + 24 registers and spilled
+// ~40 vectors to the stack per iteration; MR = 4, U = 1 needs 8 accumulators + 2 B + 4 broadcast A
+// = 14 of x86's 16 xmm registers (V8 keeps one as scratch) and spills none. Measured on ResNet-50's
+// 64² GEMM shapes: 35-41 GFLOP/s against 26-31 for MR = 6, U = 4; MR = 5 or 3, U = 2 were slower.
+//
+// Measured (bench/results/gemm.md): FMA is worth ~1.1-1.3× over mul+add on a plain GEMM here.
+// PyTorch's oneDNN (AVX-512) does 90-150 GFLOP/s on one core on the same convolutions: 128-bit
+// wasm SIMD cannot close that gap.
 import * as tf from '@tensorflow/tfjs-core';
 import { buildModule, forRange, inc, op, relaxedSimdAvailable, wasmApi, type Code, type FuncDef, type WasmMemory } from './kernel-asm';
 
 export { relaxedSimdAvailable };
 
-export const MR = 6;
+export const MR = 4;
 export const NR = 8;
 const KC = 256;
 const NC = 512;
 
-const U = 4; // k steps unrolled per loop iteration
+const U = 1; // k steps per loop iteration (see the top of the file: more spills)
 
 /**
  * kernel_<mr>(ap, bp, c, ldc, kc, np, acc): for each of np packed B panels j (kc×8 floats each,
