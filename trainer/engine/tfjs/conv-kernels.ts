@@ -69,8 +69,10 @@ function stockDefault(g: ConvGeometry): ConvImpl {
 /**
  * The implementation used without --compile. On the wasm backend, 3×3 stride-1 convs use Winograd
  * (bench/results/winograd.md): F(4×4, 3×3) from 8×8 outputs up (4× fewer multiply-adds), F(2×2,
- * 3×3) below that; on 2×2 outputs, one tile per image, the filter transform outweighs the saving
- * for the forward and input gradient, which stay on 'gemm'. Everything else is 'gemm' except the
+ * 3×3) below that, except the filter gradient, which takes F(4×4) on 4×4 outputs too (one tile per
+ * image: its GEMMs are over tiles, so it wins there where the forward's transforms do not); on
+ * 2×2 outputs the filter transform outweighs the saving for the forward and input gradient, which
+ * stay on 'gemm'. Everything else is 'gemm' except the
  * 3-channel stem's forward (its im2col copies 3 floats at a time; XNNPACK's conv2d is faster
  * there). Measured with fresh weights every step (XNNPACK re-packs its filter per tensor) at 32²
  * and 64², batch 16 (bench/results/gemm.md, winograd.md). Elsewhere the generic stock-op rewrite.
@@ -81,10 +83,11 @@ export function defaultImpl(g: ConvGeometry): ConvImpl {
   const fwdGemm = gemm.fwd && (centerOnly(g) || g.cin % 4 === 0);
   const wino: WinogradImpl | null = !winogradSupports(g) ? null : g.outSize >= 8 ? 'winograd4' : 'winograd';
   const winoFwdDx = wino && g.outSize >= 4 ? wino : null;
+  const winoDw = wino && g.outSize >= 4 ? 'winograd4' : wino;
   return {
     fwd: winoFwdDx ?? (fwdGemm ? 'gemm' : stock.fwd),
     dx: winoFwdDx ?? (gemm.dx ? 'gemm' : stock.dx),
-    dw: wino ?? (gemm.dw ? 'gemm' : stock.dw),
+    dw: winoDw ?? (gemm.dw ? 'gemm' : stock.dw),
   };
 }
 
