@@ -60,27 +60,31 @@ export function winogradSupports(g: ConvGeometry): boolean {
 }
 
 /**
- * xf_<name>(src, dst, n, th, tw, vecs, sImg, sRow, sCol, sI, sJ, dImg, dRow, dCol, dI, dJ):
+ * xf_<name>(src, dst, n, th, tw, vecs, sImg, sRow, sCol, sI, sJ, dImg, dRow, dCol, dI, dJ, tmp):
  * for every unit (b < n, y < th, x < tw) and every 4-float channel vector v < vecs, reads the
  * patch X[i][j] at src + b·sImg + y·sRow + x·sCol + i·sI + j·sJ + 16v, and writes
  * Z = L·X·R at dst + b·dImg + y·dRow + x·dCol + r·dI + s·dJ + 16v (all strides in bytes).
+ * `tmp`: 16·rows(L)·cols(X) bytes of scratch for L·X.
+ *
+ * Why through memory: V8's TurboFan keeps a basic block's loads in program order at its top and
+ * sinks the arithmetic to its uses (see gemm-kernels.ts), so a patch transformed in registers had
+ * all α² loads live at once and spilled most of them. Here L·X is made one column at a time and
+ * stored to `tmp` (the stores keep each column's loads after the previous column's work), then
+ * Z one row at a time from it: at most max(α, 3) + a few vectors are live.
  */
 function transformKernel(name: string, L: Matrix, R: Matrix): FuncDef {
-  const [SRC, DST, N, TH, TW, VECS, S_IMG, S_ROW, S_COL, S_I, S_J, D_IMG, D_ROW, D_COL, D_I, D_J] = Array.from({ length: 16 }, (_, i) => i);
+  const [SRC, DST, N, TH, TW, VECS, S_IMG, S_ROW, S_COL, S_I, S_J, D_IMG, D_ROW, D_COL, D_I, D_J, TMP] = Array.from({ length: 17 }, (_, i) => i);
   const a = L[0]!.length; // patch rows
   const b = R.length; // patch columns
   const p = L.length; // result rows
   const q = R[0]!.length; // result columns
   // i32 locals
-  let next = 16;
-  const [B, Y, X, V, SP, DP] = Array.from({ length: 6 }, () => next++);
-  const srcOff = Array.from({ length: a * b }, () => next++);
-  const dstOff = Array.from({ length: p * q }, () => next++);
-  const i32Locals = next - 16;
-  // v128 locals
-  const xs = Array.from({ length: a * b }, () => next++);
-  const t1 = Array.from({ length: p * b }, () => next++);
-  const v128Locals = next - 16 - i32Locals;
+  let next = 17;
+  const [B, Y, X, V, SP, DP, COL, ROW, PTR] = Array.from({ length: 9 }, () => next++);
+  const i32Locals = next - 17;
+  // v128 locals: one column of X, or one row of L·X
+  const vals = Array.from({ length: Math.max(a, b) }, () => next++);
+  const v128Locals = vals.length;
 
   /** Σ coef·term as f32x4 code (terms are v128 locals; ±1 add/sub, other coefficients multiply). */
   const combination = (terms: [number, number][]): Code => {
@@ -97,40 +101,41 @@ function transformKernel(name: string, L: Matrix, R: Matrix): FuncDef {
     });
     return code;
   };
-  const offsets = (locals: number[], cols: number, si: number, sj: number): Code =>
-    locals.flatMap((local, e) => [...op.get(si), ...op.i32(Math.floor(e / cols)), ...op.mul, ...op.get(sj), ...op.i32(e % cols), ...op.mul, ...op.add, ...op.set(local)]);
+  /** t1[r][j] lives at tmp + 16·(r·b + j). */
+  const t1At = (r: number, j: number): number => 16 * (r * b + j);
   const perVector: Code = [
-    ...xs.flatMap((local, e) => [...op.get(SP), ...op.get(srcOff[e]!), ...op.add, ...op.v128Load(0), ...op.set(local)]),
-    // t1 = L · X (p × b)
-    ...t1.flatMap((local, e) => {
-      const r = Math.floor(e / b);
-      const j = e % b;
-      return [...combination(L[r]!.map((c, i) => [c, xs[i * b + j]!])), ...op.set(local)];
-    }),
-    // Z = t1 · R, stored as it is made
-    ...dstOff.flatMap((off, e) => {
-      const r = Math.floor(e / q);
-      const s = e % q;
-      return [...op.get(DP), ...op.get(off), ...op.add, ...combination(R.map((row, j) => [row[s]!, t1[r * b + j]!])), ...op.v128Store(0)];
-    }),
+    // t1 = L · X, column by column
+    ...op.get(SP), ...op.set(COL),
+    ...Array.from({ length: b }, (_, j) => [
+      ...op.get(COL), ...op.set(PTR),
+      ...Array.from({ length: a }, (_, i) => [...op.get(PTR), ...op.v128Load(0), ...op.set(vals[i]!), ...(i < a - 1 ? inc(PTR, op.get(S_I)) : [])]).flat(),
+      ...Array.from({ length: p }, (_, r) => [...op.get(TMP), ...combination(L[r]!.map((c, i) => [c, vals[i]!])), ...op.v128Store(t1At(r, j))]).flat(),
+      ...(j < b - 1 ? inc(COL, op.get(S_J)) : []),
+    ]).flat(),
+    // Z = t1 · R, row by row, stored as it is made
+    ...op.get(DP), ...op.set(ROW),
+    ...Array.from({ length: p }, (_, r) => [
+      ...Array.from({ length: b }, (_, j) => [...op.get(TMP), ...op.v128Load(t1At(r, j)), ...op.set(vals[j]!)]).flat(),
+      ...op.get(ROW), ...op.set(PTR),
+      ...Array.from({ length: q }, (_, s) => [...op.get(PTR), ...combination(R.map((row, j) => [row[s]!, vals[j]!])), ...op.v128Store(0), ...(s < q - 1 ? inc(PTR, op.get(D_J)) : [])]).flat(),
+      ...(r < p - 1 ? inc(ROW, op.get(D_I)) : []),
+    ]).flat(),
     ...inc(SP, 16), ...inc(DP, 16),
   ];
   const unitBase = (base: number, img: number, row: number, col: number): Code => [
     ...op.get(base), ...op.get(B), ...op.get(img), ...op.mul, ...op.add, ...op.get(Y), ...op.get(row), ...op.mul, ...op.add, ...op.get(X), ...op.get(col), ...op.mul, ...op.add,
   ];
   const body: Code = [
-    ...offsets(srcOff, b, S_I, S_J),
-    ...offsets(dstOff, q, D_I, D_J),
     ...forRange(B, op.get(N), forRange(Y, op.get(TH), forRange(X, op.get(TW),
       unitBase(SRC, S_IMG, S_ROW, S_COL), op.set(SP),
       unitBase(DST, D_IMG, D_ROW, D_COL), op.set(DP),
       forRange(V, op.get(VECS), perVector),
     ))),
   ];
-  return { name, params: 16, i32Locals, v128Locals, body };
+  return { name, params: 17, i32Locals, v128Locals, body };
 }
 
-type XfFn = (src: number, dst: number, n: number, th: number, tw: number, vecs: number, sImg: number, sRow: number, sCol: number, sI: number, sJ: number, dImg: number, dRow: number, dCol: number, dI: number, dJ: number) => void;
+type XfFn = (src: number, dst: number, n: number, th: number, tw: number, vecs: number, sImg: number, sRow: number, sCol: number, sI: number, sJ: number, dImg: number, dRow: number, dCol: number, dI: number, dJ: number, tmp: number) => void;
 
 interface Transforms {
   /** α×α input patch → Bᵀ·d·B */
@@ -162,6 +167,8 @@ interface Wino {
   /** the transforms by output tile side m */
   xf: Map<number, Transforms>;
   scratch: Scratch;
+  /** The transforms' own scratch (16·α² bytes, see transformKernel), apart from `scratch`, which moves when it grows. */
+  tmp: number;
   heap: { asm: { memory: { buffer: ArrayBuffer } } };
 }
 let cached: { backend: unknown; wino: Wino } | null = null;
@@ -173,7 +180,8 @@ function wino(): Wino {
     const ex = new wasmApi.Instance(new wasmApi.Module(winogradModuleBytes()), { env: { mem: be.wasm.asm.memory } }).exports;
     const fn = (name: string): XfFn => ex[name] as XfFn;
     const xf = new Map(VARIANTS.map((v) => [v.m, { input: fn(`input${v.m}`), output: fn(`output${v.m}`), gradOut: fn(`grad_out${v.m}`), filter: fn(`filter${v.m}`), filterGrad: fn(`filter_grad${v.m}`) }]));
-    cached = { backend: be, wino: { gemm: wasmGemm(), xf, scratch: new Scratch(be.wasm), heap: be.wasm } };
+    const tmp = new Scratch(be.wasm).get(16 * Math.max(...VARIANTS.map((v) => (v.m + 2) ** 2)));
+    cached = { backend: be, wino: { gemm: wasmGemm(), xf, scratch: new Scratch(be.wasm), tmp, heap: be.wasm } };
   }
   // wasmGemm() follows FMA forcing (tests); refresh it every call.
   cached.wino.gemm = wasmGemm();
@@ -242,25 +250,25 @@ function cropGrid(w: Wino, dst: number, src: number, n: number, h: number, c: nu
  * at pixel (i, j) from the tile's origin) and planes ([α²][tiles][c]; element (i, j) of a
  * transformed tile in plane α·i + j). `toPlanes`: grid → planes, else planes → grid.
  */
-function tileTransform(f: XfFn, grid: number, planes: number, tl: Tiling, c: number, side: number, toPlanes: boolean): void {
+function tileTransform(w: Wino, f: XfFn, grid: number, planes: number, tl: Tiling, c: number, side: number, toPlanes: boolean): void {
   const pix = c * 4;
   const plane = tl.tiles * pix;
   const onGrid = [side * side * pix, tl.m * side * pix, tl.m * pix, side * pix, pix] as const;
   const onPlanes = [tl.t * tl.t * pix, tl.t * pix, pix, tl.alpha * plane, plane] as const;
-  if (toPlanes) f(grid, planes, tl.n, tl.t, tl.t, c / 4, ...onGrid, ...onPlanes);
-  else f(planes, grid, tl.n, tl.t, tl.t, c / 4, ...onPlanes, ...onGrid);
+  if (toPlanes) f(grid, planes, tl.n, tl.t, tl.t, c / 4, ...onGrid, ...onPlanes, w.tmp);
+  else f(planes, grid, tl.n, tl.t, tl.t, c / 4, ...onPlanes, ...onGrid, w.tmp);
 }
 
 /**
  * U = G·g·Gᵀ for every (ci, co): HWIO filter → planes [α²][cin][cout]. `rotated`: of the filter
  * turned 180° (taps read backwards through negative strides), which the input gradient convolves with.
  */
-function filterPlanes(xf: Transforms, tl: Tiling, u: number, filter: number, g: ConvGeometry, rotated: boolean): void {
+function filterPlanes(w: Wino, xf: Transforms, tl: Tiling, u: number, filter: number, g: ConvGeometry, rotated: boolean): void {
   const tap = g.cin * g.cout * 4;
   const row = g.cout * 4;
   const plane = g.cin * row;
   const [src, sI, sJ] = rotated ? [filter + 8 * tap, -3 * tap, -tap] : [filter, 3 * tap, tap];
-  xf.filter(src, u, 1, g.cin, 1, g.cout / 4, 0, row, 0, sI, sJ, 0, row, 0, tl.alpha * plane, plane);
+  xf.filter(src, u, 1, g.cin, 1, g.cout / 4, 0, row, 0, sI, sJ, 0, row, 0, tl.alpha * plane, plane, w.tmp);
 }
 
 /** The GEMM operands of plane ξ: rows × cols starting at base. */
@@ -285,16 +293,16 @@ function winogradConv(x: tf.Tensor4D, w4: tf.Tensor4D, g: ConvGeometry, m: numbe
   const whole = outSide === g.outSize;
   const [grid, v, u, prod, out] = carve(w, [n * side * side * cIn * 4, tl.planes * tl.tiles * cIn * 4, tl.planes * g.cin * g.cout * 4, tl.planes * tl.tiles * cOut * 4, whole ? 0 : n * outSide * outSide * cOut * 4]);
   padGrid(w, grid!, heapPtr(x), n, g.inSize, cIn, side, 1);
-  tileTransform(xf.input, grid!, v!, tl, cIn, side, true);
-  filterPlanes(xf, tl, u!, heapPtr(w4), g, rotated);
+  tileTransform(w, xf.input, grid!, v!, tl, cIn, side, true);
+  filterPlanes(w, xf, tl, u!, heapPtr(w4), g, rotated);
   for (let xi = 0; xi < tl.planes; xi++) {
     // forward: B = U_ξ [cin, cout]; input gradient: B[co, ci] = U'_ξ[ci, co]
     w.gemm.gemm(tl.tiles, cOut, cIn, planeOp(v!, xi, tl.tiles, cIn), planeOp(u!, xi, g.cin, g.cout, rotated), { ptr: prod! + xi * tl.tiles * cOut * 4, ldc: cOut * 4 });
   }
   const y = emptyTensor<tf.Rank.R4>([n, g.outSize, g.outSize, cOut]);
-  if (whole) tileTransform(xf.output, heapPtr(y), prod!, tl, cOut, outSide, false);
+  if (whole) tileTransform(w, xf.output, heapPtr(y), prod!, tl, cOut, outSide, false);
   else {
-    tileTransform(xf.output, out!, prod!, tl, cOut, outSide, false);
+    tileTransform(w, xf.output, out!, prod!, tl, cOut, outSide, false);
     cropGrid(w, heapPtr(y), out!, n, g.outSize, cOut, outSide);
   }
   return y;
@@ -322,18 +330,18 @@ export function winogradConvBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: C
   const pix = g.cout * 4;
   const [grid, v, dm, du, dyWhole] = carve(w, [n * side * side * g.cin * 4, tl.planes * tl.tiles * g.cin * 4, tl.planes * tl.tiles * pix, tl.planes * g.cin * pix, whole ? 0 : n * dySide * dySide * pix]);
   padGrid(w, grid!, heapPtr(x), n, g.inSize, g.cin, side, 1);
-  tileTransform(xf.input, grid!, v!, tl, g.cin, side, true);
+  tileTransform(w, xf.input, grid!, v!, tl, g.cin, side, true);
   let dyGrid = heapPtr(dy);
   if (!whole) {
     padGrid(w, dyWhole!, dyGrid, n, g.outSize, g.cout, dySide, 0);
     dyGrid = dyWhole!;
   }
-  tileTransform(xf.gradOut, dyGrid, dm!, tl, g.cout, dySide, true);
+  tileTransform(w, xf.gradOut, dyGrid, dm!, tl, g.cout, dySide, true);
   for (let xi = 0; xi < tl.planes; xi++) {
     w.gemm.gemm(g.cin, g.cout, tl.tiles, planeOp(v!, xi, tl.tiles, g.cin, true), planeOp(dm!, xi, tl.tiles, g.cout), { ptr: du! + xi * g.cin * pix, ldc: pix });
   }
   const dw = emptyTensor<tf.Rank.R4>([3, 3, g.cin, g.cout]);
   const tap = g.cin * pix;
-  xf.filterGrad(du!, heapPtr(dw), 1, g.cin, 1, g.cout / 4, 0, pix, 0, tl.alpha * tap, tap, 0, pix, 0, 3 * tap, tap);
+  xf.filterGrad(du!, heapPtr(dw), 1, g.cin, 1, g.cout / 4, 0, pix, 0, tl.alpha * tap, tap, 0, pix, 0, 3 * tap, tap, w.tmp);
   return dw;
 }
