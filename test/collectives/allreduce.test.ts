@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { f16ToF32, f32ToF16 } from '../../trainer/collectives/fp16';
 import { RankGroup, type RankProc } from './harness';
-import { newOutDir, rankData, type Op } from './scenario';
+import { newOutDir, rankData, shardedStep, type Op } from './scenario';
 
 let group: RankGroup | undefined;
 let outDir: string | undefined;
@@ -80,6 +80,38 @@ describe.each([
       expect(worst, `op ${index}`).toBeLessThan(4e-6 * n); // f32 rounding of |values| < 4·n
       for (let r = 1; r < n; r++) expect(Buffer.from(result(r, index).buffer).equals(Buffer.from(got0.buffer)), `rank ${r} op ${index}`).toBe(true);
     });
+  });
+
+  it('sharded update: each rank updates exactly its own segment, piece by piece, and every rank ends with all the updated params', async () => {
+    const lens = [100_003, 2 * 65_536 + 7, 2, 1, 0];
+    const ops: Op[] = lens.map((len, i) => ({ op: 'sharded', len, seed: 20 + i }));
+    const procs = await runAll(n, ops);
+    ops.forEach((op, index) => {
+      if (op.op !== 'sharded') return;
+      // What every rank must hold: the params stepped with the averaged gradient sum (the owner's
+      // f32 average: the ring sums in f32, so compare with tolerance, then ranks bit for bit).
+      const avg = expectedSum(n, op).map((v) => v / n);
+      const want = rankData(op.seed + 1000, 0, op.len);
+      shardedStep(want, Float32Array.from(avg), 0, op.len);
+      const got0 = result(0, index);
+      let worst = 0;
+      got0.forEach((v, i) => (worst = Math.max(worst, Math.abs(v - want[i]!))));
+      expect(worst, `op ${index}`).toBeLessThan(4e-6 * n);
+      for (let r = 1; r < n; r++) expect(Buffer.from(result(r, index).buffer).equals(Buffer.from(got0.buffer)), `rank ${r} op ${index}`).toBe(true);
+      // The ranks' update ranges tile [0, len) exactly once, each inside the rank's owned range, on 4-float boundaries.
+      const covered = new Uint8Array(op.len);
+      for (const p of procs) {
+        const line = p.lines.find((l) => l.type === 'ranges' && l.index === index)!;
+        const [os, oe] = line.owned as [number, number];
+        for (const [s, e] of line.ranges as [number, number][]) {
+          expect(s >= os && e <= oe && s < e && s % 4 === 0, `rank ${p.rank} range [${s}, ${e}) of owned [${os}, ${oe})`).toBe(true);
+          for (let i = s; i < e; i++) covered[i]!++;
+        }
+      }
+      expect(covered.every((c) => c === 1), `op ${index}: every element updated exactly once`).toBe(true);
+    });
+    // Same bytes as an f32 allreduce: 2(n-1)/n of the buffer per rank.
+    for (const p of procs) expect(bytesOf(p, 0)).toBeGreaterThan(100_003 * 4 * (n - 1) / n);
   });
 
   it('fp16 transport: within half-precision tolerance, identical on every rank, and half the bytes', async () => {

@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CollectiveError, connectCollective, PeerLostError, rendezvousEnvFromProcess } from '../../trainer/collectives';
-import { decodeScenario, rankData, type Op } from './scenario';
+import { decodeScenario, rankData, shardedStep, type Op } from './scenario';
 
 function say(line: Record<string, unknown>): void {
   process.stdout.write(JSON.stringify({ ...line, time: Date.now() }) + '\n');
@@ -22,6 +22,19 @@ async function runOp(c: Awaited<ReturnType<typeof connectCollective>>, op: Op, i
     if (op.op === 'allreduce') await c.allreduce(buf, { average: op.average === true, fp16: op.fp16 === true });
     else await c.broadcast(buf, op.root);
     writeFileSync(join(outDir, `r${c.rank}-op${index}.f32`), new Uint8Array(buf.buffer));
+  } else if (op.op === 'sharded') {
+    const grads = rankData(op.seed, c.rank, op.len);
+    const params = rankData(op.seed + 1000, 0, op.len);
+    const ranges: [number, number][] = [];
+    await c.shardedUpdate(grads, params, {
+      average: true,
+      update(start, end) {
+        ranges.push([start, end]);
+        shardedStep(params, grads, start, end);
+      },
+    });
+    writeFileSync(join(outDir, `r${c.rank}-op${index}.f32`), new Uint8Array(params.buffer));
+    say({ type: 'ranges', index, ranges, owned: c.ownedRange(op.len) });
   } else if (op.op === 'mismatch') {
     await c.allreduce(new Float32Array(op.len + (c.rank === op.rank ? 1 : 0)));
   } else if (op.op === 'gather') {

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 export type Op =
   | { op: 'allreduce'; len: number; seed: number; average?: boolean; fp16?: boolean }
   | { op: 'broadcast'; len: number; seed: number; root: number }
+  /** shardedUpdate of rankData(seed, rank) gradients onto params rankData(seed + 1000, 0) (the same on every rank), averaged, with shardedStep. */
+  | { op: 'sharded'; len: number; seed: number }
   | { op: 'gather'; root: number }
   | { op: 'barrier' }
   /** Like allreduce, but rank `rank` uses `len + 1` elements (a caller bug the ring must catch). */
@@ -36,4 +38,9 @@ export function rankData(seed: number, rank: number, len: number): Float32Array 
     out[i] = (s / 2 ** 32 - 0.5) * 8;
   }
   return out;
+}
+
+/** The update the sharded test applies to [start, end): p ← p − 0.5·g (f32, as a rank computes it). */
+export function shardedStep(params: Float32Array, grads: Float32Array, start: number, end: number): void {
+  for (let i = start; i < end; i++) params[i] = Math.fround(params[i]! - Math.fround(0.5 * grads[i]!));
 }

@@ -165,6 +165,19 @@ describe('cohort run --local: data, checkpoints, stop', () => {
     expect(of(second.events, 'checkpoint')[0]).toMatchObject({ action: 'resumed', step: 4 });
     expect(of(second.events, 'step').map((s) => s.step)).toEqual([5, 6]);
     expect(loadLatestCheckpoint(ck)!.step).toBe(6);
+    // Stopping at 4 and resuming equals never stopping, bit for bit: the checkpoint holds every
+    // rank's shard of the AdamW state (each rank updates only its own segment of the parameters).
+    const ckStraight = dataDir();
+    const straight = runCli(['run', ...common.map((a) => (a === ck ? ckStraight : a)), '--steps', '6'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+    expect((await straight.exit).code, straight.stderr).toBe(0);
+    const resumed = loadLatestCheckpoint(ck)!;
+    const whole = loadLatestCheckpoint(ckStraight)!;
+    expect(resumed.step).toBe(whole.step);
+    for (const name of ['params', 'opt.m', 'opt.v']) {
+      const [a, b] = [resumed.sections[name]!, whole.sections[name]!];
+      expect(Buffer.from(a.buffer, a.byteOffset, a.byteLength).equals(Buffer.from(b.buffer, b.byteOffset, b.byteLength)), name).toBe(true);
+    }
+    expect(of(second.events, 'done')[0]!.paramChecksum).toBe(of(straight.events, 'done')[0]!.paramChecksum);
   });
 
   it('cohort stop RUN cancels a running run from another process', async () => {

@@ -15,6 +15,17 @@ export interface OpOptions {
   signal?: AbortSignal;
 }
 
+export interface ShardedUpdateOptions {
+  /** Divide the gradient sum by worldSize before `update` sees it. */
+  average?: boolean;
+  /**
+   * Called on this rank's segment (see ownedRange), piece by piece as each is fully reduced:
+   * reads `grads[start, end)` and must write `params[start, end)`. `start` is a multiple of 4.
+   */
+  update(start: number, end: number): void;
+  signal?: AbortSignal;
+}
+
 export type BackendName = 'loopback' | 'tcp-ring';
 
 export interface Collective {
@@ -31,6 +42,16 @@ export interface Collective {
   registerMemory(home: ReduceHome): void;
   /** In-place sum across ranks (then divided if `average`). Operations run in call order. */
   allreduce(buf: Float32Array, opts?: AllreduceOptions): Promise<void>;
+  /**
+   * The data-parallel step with the optimizer sharded across ranks (ZeRO stage 1): gradients are
+   * reduce-scattered, each rank updates only the parameters of the segment it owns
+   * (`ownedRange(grads.length)`) through `opts.update`, and the updated parameters are all-gathered.
+   * Same bytes on the wire as an f32 allreduce; the update costs 1/worldSize per rank. Afterwards
+   * `params` is identical everywhere; `grads` is fully reduced only on the owned segment.
+   */
+  shardedUpdate(grads: Float32Array, params: Float32Array, opts: ShardedUpdateOptions): Promise<void>;
+  /** [start, end) of a `len`-element buffer whose update this rank owns in shardedUpdate (all of it at world size 1). */
+  ownedRange(len: number): [number, number];
   /** Every rank's `buf` (same length everywhere) becomes root's. */
   broadcast(buf: Float32Array, root: number, opts?: OpOptions): Promise<void>;
   /** Small JSON values to root: all ranks' values (index = rank) on root, undefined elsewhere. */

@@ -14,6 +14,8 @@ export const enum Kind {
   Bye = 3,
   /** First frame on a new data connection: aux = sender rank, seq = protocol version, count = world size. */
   Hello = 4,
+  /** Reduce-scatter of gradients, then all-gather of the owners' updated parameters (RingEngine.shardedUpdate). */
+  ShardedUpdate = 5,
 }
 
 export const enum Dtype {
@@ -53,6 +55,6 @@ export function readHeader(bytes: Uint8Array): DataHeader | undefined {
 }
 
 export function describeHeader(h: DataHeader): string {
-  const kind = h.kind === Kind.Allreduce ? 'allreduce' : h.kind === Kind.Broadcast ? `broadcast(root ${h.aux})` : `frame kind ${h.kind}`;
+  const kind = h.kind === Kind.Allreduce ? 'allreduce' : h.kind === Kind.ShardedUpdate ? 'sharded update' : h.kind === Kind.Broadcast ? `broadcast(root ${h.aux})` : `frame kind ${h.kind}`;
   return `${kind} #${h.seq} of ${h.count} ${h.dtype === Dtype.F16 ? 'f16' : 'f32'} elements`;
 }

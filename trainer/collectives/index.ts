@@ -2,7 +2,7 @@
 import { reduceScratchBytes } from './reduce-kernel';
 import { PIECE_ELEMS } from './ring-engine';
 
-export type { AllreduceOptions, BackendName, Collective, ConnectOptions, OpOptions } from './collective';
+export type { AllreduceOptions, BackendName, Collective, ConnectOptions, OpOptions, ShardedUpdateOptions } from './collective';
 export { connectCollective, DEFAULT_BACKENDS } from './connect';
 export { CollectiveError, PeerLostError, type CollectiveErrorCode } from './errors';
 export { FusionBuffer } from './fusion-buffer';

@@ -1,6 +1,6 @@
 // worldSize 1: nothing travels, so every op is local. Kept as a real backend so the rank loop has
 // one code path for 1 and N ranks.
-import type { AllreduceOptions, Collective, OpOptions } from './collective';
+import type { AllreduceOptions, Collective, OpOptions, ShardedUpdateOptions } from './collective';
 import { abortedError, CollectiveError, type PeerLostError } from './errors';
 
 export class LoopbackCollective implements Collective {
@@ -19,6 +19,16 @@ export class LoopbackCollective implements Collective {
 
   async allreduce(_buf: Float32Array, opts: AllreduceOptions = {}): Promise<void> {
     this.check('allreduce', opts.signal);
+  }
+
+  async shardedUpdate(grads: Float32Array, params: Float32Array, opts: ShardedUpdateOptions): Promise<void> {
+    this.check('sharded update', opts.signal);
+    if (grads.length !== params.length) throw new CollectiveError('BAD_ARGUMENT', `shardedUpdate: grads and params must have one length (got ${grads.length} and ${params.length})`);
+    if (grads.length > 0) opts.update(0, grads.length);
+  }
+
+  ownedRange(len: number): [number, number] {
+    return [0, len];
   }
 
   async broadcast(_buf: Float32Array, root: number, opts: OpOptions = {}): Promise<void> {

@@ -31,7 +31,13 @@ interface RecvStep {
 
 interface Op {
   header: DataHeader;
+  /** What the reduce-scatter adds into. */
   buf: Float32Array;
+  /** What the all-gather carries: `buf` for an allreduce, the updated values for a sharded update. */
+  gather: Float32Array;
+  gatherBytes: Uint8Array;
+  /** Sharded update: called with each fully reduced piece this rank owns, before that piece of `gather` is sent. */
+  onOwned: ((start: number, end: number) => void) | undefined;
   /** The reduce kernel for this buffer: one homed on its memory when registered (in-place adds). */
   kernel: ReduceKernel;
   bytes: Uint8Array;
@@ -112,14 +118,45 @@ export class RingEngine {
     this.right = right;
   }
 
+  /**
+   * Segment k of a ring op over `len` elements: [k·len/n, (k+1)·len/n) with inner boundaries rounded
+   * down to a multiple of 4, so every segment (and every piece of one) starts on a 16-byte boundary
+   * and the SIMD optimizer can update an owned segment exactly (see shardedUpdate).
+   */
+  private segment(i: number, len: number): [number, number] {
+    const n = this.worldSize;
+    const k = ((i % n) + n) % n;
+    const at = (j: number): number => (j === n ? len : Math.floor((j * len) / n) & ~3);
+    return [at(k), at(k + 1)];
+  }
+
+  /** The segment whose fully reduced values this rank produces in allreduce and shardedUpdate. */
+  ownedRange(len: number): [number, number] {
+    return this.segment(this.rank + 1, len);
+  }
+
   allreduce(buf: Float32Array, average: boolean, f16: boolean): Promise<void> {
+    const header = { kind: Kind.Allreduce, dtype: f16 ? Dtype.F16 : Dtype.F32, aux: 0, seq: this.seq++, count: buf.length };
+    return this.ringOp(header, buf, buf, average, f16, undefined);
+  }
+
+  /**
+   * Reduce-scatter `grads` (f32), then for the segment this rank owns call `update(start, end)` piece
+   * by piece as each piece is fully reduced (and averaged): it must write `params[start, end)`; then
+   * all-gather `params`. Afterwards every rank's `params` holds each owner's update, and `grads` is
+   * fully reduced only on the owned segment. The optimizer's work is split across the ranks instead
+   * of repeated on each (ZeRO stage 1's sharding, over the same bytes as an allreduce).
+   */
+  shardedUpdate(grads: Float32Array, params: Float32Array, average: boolean, update: (start: number, end: number) => void): Promise<void> {
+    const header = { kind: Kind.ShardedUpdate, dtype: Dtype.F32, aux: 0, seq: this.seq++, count: grads.length };
+    return this.ringOp(header, grads, params, average, false, update);
+  }
+
+  private ringOp(header: DataHeader, buf: Float32Array, gather: Float32Array, average: boolean, f16: boolean, onOwned: Op['onOwned']): Promise<void> {
     const n = this.worldSize;
     const r = this.rank;
     const len = buf.length;
-    const seg = (i: number): [number, number] => {
-      const k = ((i % n) + n) % n;
-      return [Math.floor((k * len) / n), Math.floor(((k + 1) * len) / n)];
-    };
+    const seg = (i: number): [number, number] => this.segment(i, len);
     const steps: RecvStep[] = [];
     for (let s = 0; s < n - 1; s++) {
       const [start, end] = seg(r - s - 1);
@@ -130,8 +167,7 @@ export class RingEngine {
       steps.push({ start, end, mode: 'copy', forward: s < n - 2, finalize: false });
     }
     const [s0, e0] = seg(r);
-    const header = { kind: Kind.Allreduce, dtype: f16 ? Dtype.F16 : Dtype.F32, aux: 0, seq: this.seq++, count: len };
-    return this.run(header, buf, average, f16, steps, s0, e0);
+    return this.run(header, buf, average, f16, steps, s0, e0, gather, onOwned);
   }
 
   broadcast(buf: Float32Array, root: number): Promise<void> {
@@ -162,14 +198,15 @@ export class RingEngine {
     op?.reject(err);
   }
 
-  private run(header: DataHeader, buf: Float32Array, average: boolean, f16: boolean, steps: RecvStep[], sendStart: number, sendEnd: number): Promise<void> {
+  private run(header: DataHeader, buf: Float32Array, average: boolean, f16: boolean, steps: RecvStep[], sendStart: number, sendEnd: number, gather = buf, onOwned?: Op['onOwned']): Promise<void> {
     if (this.failed) return Promise.reject(this.failed);
     if (this.op) return Promise.reject(new Error('internal: ring op started while another is running'));
     return new Promise<void>((resolve, reject) => {
       const kernel = this.homed.find((k) => k.home === buf.buffer) ?? this.kernel;
       const op: Op = {
-        header, buf, f16, average, steps, kernel,
+        header, buf, f16, average, steps, kernel, gather, onOwned,
         bytes: new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength),
+        gatherBytes: new Uint8Array(gather.buffer, gather.byteOffset, gather.byteLength),
         step: -1, pieceStart: 0, pieceEnd: 0, filled: 0, recvDone: false, pendingWrites: 0,
         resolve, reject,
       };
@@ -193,7 +230,7 @@ export class RingEngine {
     const op = this.op;
     if (this.phase === 'held' || !op) return this.spill;
     const step = op.steps[op.step]!;
-    if (step.mode === 'copy' && !op.f16) return op.bytes.subarray(op.pieceStart * 4 + op.filled, op.pieceEnd * 4);
+    if (step.mode === 'copy' && !op.f16) return op.gatherBytes.subarray(op.pieceStart * 4 + op.filled, op.pieceEnd * 4);
     return op.kernel.staging.subarray(op.filled, (op.pieceEnd - op.pieceStart) * (op.f16 ? 2 : 4));
   }
 
@@ -304,12 +341,28 @@ export class RingEngine {
       }
     } else {
       if (step.mode === 'add') op.kernel.addF32(op.buf, start, count, divisor);
-      if (step.forward) this.write(op.bytes.subarray(start * 4, (start + count) * 4), true);
+      const owned = step.finalize && op.onOwned !== undefined;
+      if (owned && !this.runOwned(op, start, start + count)) return;
+      // The reduce-scatter forwards partial sums; from the owner on, the all-gather carries `gather`.
+      const from = owned || step.mode === 'copy' ? op.gatherBytes : op.bytes;
+      if (step.forward) this.write(from.subarray(start * 4, (start + count) * 4), true);
     }
     op.pieceStart = op.pieceEnd;
     op.filled = 0;
     if (op.pieceStart === step.end) this.nextStep(op);
     else op.pieceEnd = Math.min(step.end, op.pieceStart + PIECE_ELEMS);
+  }
+
+  /** The sharded update's hook on an owned piece; false (and the op failed) when it threw. */
+  private runOwned(op: Op, start: number, end: number): boolean {
+    try {
+      op.onOwned!(start, end);
+      return true;
+    } catch (err) {
+      this.brokenStream = true;
+      this.fail(err instanceof Error ? err : new Error(String(err)));
+      return false;
+    }
   }
 
   // ---- send side ----------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 // rank-0 star of control connections. Operations run strictly in call order (one queue), which is
 // what lets every rank derive the same sequence numbers without negotiating them.
 import type { Socket } from 'node:net';
-import type { AllreduceOptions, Collective, OpOptions } from './collective';
+import type { AllreduceOptions, Collective, OpOptions, ShardedUpdateOptions } from './collective';
 import type { ControlChannel } from './control-channel';
 import type { ControlMessage, PeerInfo } from './control-frames';
 import { Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader } from './data-frames';
@@ -166,6 +166,17 @@ export class TcpRingCollective implements Collective {
   allreduce(buf: Float32Array, opts: AllreduceOptions = {}): Promise<void> {
     if (!(buf instanceof Float32Array)) return Promise.reject(new CollectiveError('BAD_ARGUMENT', 'allreduce: buf must be a Float32Array'));
     return this.enqueue('allreduce', opts.signal, () => this.engine.allreduce(buf, opts.average === true, opts.fp16 === true));
+  }
+
+  shardedUpdate(grads: Float32Array, params: Float32Array, opts: ShardedUpdateOptions): Promise<void> {
+    if (!(grads instanceof Float32Array) || !(params instanceof Float32Array) || grads.length !== params.length) {
+      return Promise.reject(new CollectiveError('BAD_ARGUMENT', `shardedUpdate: grads and params must be Float32Arrays of one length (got ${grads?.length} and ${params?.length})`));
+    }
+    return this.enqueue('sharded update', opts.signal, () => this.engine.shardedUpdate(grads, params, opts.average === true, opts.update));
+  }
+
+  ownedRange(len: number): [number, number] {
+    return this.engine.ownedRange(len);
   }
 
   broadcast(buf: Float32Array, root: number, opts: OpOptions = {}): Promise<void> {

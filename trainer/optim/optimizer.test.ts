@@ -105,6 +105,28 @@ describe('wasm SIMD updates', () => {
     });
   }
 
+  it.each(['adamw', 'sgd'] as const)('%s updated range by range (a sharded step) equals the whole step bit for bit, and touches nothing else', (name) => {
+    const n = 1031;
+    const make = () => (name === 'adamw' ? new AdamW(n, { momentum: 0, weightDecay: 0.05 }) : new Sgd(n, { momentum: 0.9, weightDecay: 1e-3 }));
+    const [whole, ranged, half] = [make(), make(), make()];
+    for (const o of [whole, ranged, half]) o.params.set(seeded(n, 3));
+    for (let t = 1; t <= 3; t++) {
+      const g = seeded(n, 30 + t);
+      for (const o of [whole, ranged, half]) o.grads.set(g);
+      whole.step(whole.params, whole.grads, 1e-2);
+      const update = ranged.beginStep(1e-2);
+      for (const [s, e] of [[512, 1024], [0, 8], [8, 512], [1024, n]]) update(s!, e!);
+      half.beginStep(1e-2)(0, 512); // only the first half, as a rank owning it does
+    }
+    expect(Buffer.from(ranged.params.buffer, 0, n * 4).equals(Buffer.from(whole.params.buffer, 0, n * 4))).toBe(true);
+    for (const [k, b] of Object.entries(whole.state().buffers)) expect(Array.from((ranged.state().buffers as Record<string, Float32Array>)[k]!)).toEqual(Array.from(b));
+    expect(Array.from(half.params.subarray(0, 512))).toEqual(Array.from(whole.params.subarray(0, 512)));
+    expect(Array.from(half.params.subarray(512))).toEqual(Array.from(seeded(n, 3).subarray(512)));
+    for (const b of Object.values(half.state().buffers)) expect(b.subarray(512).every((x) => x === 0)).toBe(true);
+    expect(() => ranged.beginStep(1e-2)(2, 8)).toThrow(/multiple of 4/);
+    expect(() => ranged.beginStep(1e-2)(0, 6)).toThrow(/multiple of 4/);
+  });
+
   it('SGD without momentum is plain gradient descent, whatever the buffer held', () => {
     const opt = new Sgd(4, { momentum: 0, weightDecay: 0 });
     opt.loadState({ t: 3, buffers: { momentum: Float32Array.of(9, 9, 9, 9) } });

@@ -16,6 +16,13 @@ export interface Optimizer {
   readonly home: ReduceHome;
   /** Updates `params` in place from the (already averaged) gradients at learning rate `lr`. */
   step(params: Float32Array, grads: Float32Array, lr: number): void;
+  /**
+   * Starts the next step at learning rate `lr` and returns the update of one range of the own
+   * buffers, [start, end) with start a multiple of 4 and end a multiple of 4 or the end: for a step
+   * whose ranges are updated as they become ready (Collective.shardedUpdate). Every element must be
+   * updated once per step; on other ranges `params` and the state stay as they were.
+   */
+  beginStep(lr: number): (start: number, end: number) => void;
   /** State for checkpoints: named flat buffers plus the step counter. */
   state(): { t: number; buffers: Record<string, Float32Array> };
   loadState(s: { t: number; buffers: Record<string, Float32Array> }): void;
@@ -45,13 +52,27 @@ abstract class FlatOptimizer {
     const own = params === this.params;
     if (!own) this.params.set(params);
     if (grads !== this.grads) this.grads.set(grads);
-    this.t++;
-    this.update(lr);
+    this.beginStep(lr)(0, this.params.length);
     if (!own) params.set(this.params);
   }
 
-  /** One update over the own buffers; `this.t` is already the new step count (1 on the first). */
-  protected abstract update(lr: number): void;
+  beginStep(lr: number): (start: number, end: number) => void {
+    this.t++;
+    const size = this.params.length;
+    return (start, end) => {
+      if (!(start >= 0 && start <= end && end <= size && start % 4 === 0 && (end % 4 === 0 || end === size))) {
+        throw new Error(`optimizer: cannot update the range [${start}, ${end}) of ${size} parameters (it must start on a multiple of 4 and end on one or at the end)`);
+      }
+      // The SIMD kernels run 4 floats at a time: a range ending at the buffer's end runs on into its padding.
+      if (end > start) this.update(lr, start * 4, end === size ? this.mem.paddedBytes : end * 4);
+    };
+  }
+
+  /**
+   * One update over bytes [from, to) of the own buffers (multiples of 16); `this.t` is already the
+   * new step count (1 on the first).
+   */
+  protected abstract update(lr: number, from: number, to: number): void;
 }
 
 /** torch.optim.AdamW: decoupled weight decay, bias-corrected moments. */
@@ -65,14 +86,14 @@ export class AdamW extends FlatOptimizer implements Optimizer {
     super(size, 2);
   }
 
-  protected update(lr: number): void {
+  protected update(lr: number, from: number, to: number): void {
     const b1 = this.o.beta1 ?? 0.9;
     const b2 = this.o.beta2 ?? 0.999;
     const eps = this.o.eps ?? 1e-8;
     const c1 = 1 - b1 ** this.t;
     const c2 = 1 - b2 ** this.t;
     const [p, g, m, v] = this.mem.offsets as [number, number, number, number];
-    this.mem.kernels.adamw(p, g, m, v, p + this.mem.paddedBytes, b1, 1 - b1, b2, 1 - b2, 1 - lr * this.o.weightDecay, lr / c1, Math.sqrt(c2), eps);
+    this.mem.kernels.adamw(p + from, g + from, m + from, v + from, p + to, b1, 1 - b1, b2, 1 - b2, 1 - lr * this.o.weightDecay, lr / c1, Math.sqrt(c2), eps);
   }
 
   state() {
@@ -99,11 +120,11 @@ export class Sgd extends FlatOptimizer implements Optimizer {
     super(size, 1);
   }
 
-  protected update(lr: number): void {
+  protected update(lr: number, from: number, to: number): void {
     const [p, g, b] = this.mem.offsets as [number, number, number];
     // torch's first step sets buf = g: momentum 0 on the first step does that from any buf.
     const momentum = this.t === 1 ? 0 : this.o.momentum;
-    this.mem.kernels.sgd(p, g, b, p + this.mem.paddedBytes, lr, this.o.weightDecay, momentum);
+    this.mem.kernels.sgd(p + from, g + from, b + from, p + to, lr, this.o.weightDecay, momentum);
   }
 
   state() {

@@ -12,7 +12,7 @@ import { applyCompilePlan, compileTrainStep } from '../engine/tfjs/compile';
 import { createResNet50, initialParamsParallel, type TfjsResNet } from '../engine/tfjs/resnet50';
 import { resnet50Spec } from '../engine/tfjs/resnet50-spec';
 import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
-import { createOptimizer } from '../optim/optimizer';
+import { createOptimizer, type Optimizer } from '../optim/optimizer';
 import { PhaseTimes } from './phase-times';
 import { learningRate } from '../optim/schedule';
 import { loadCifar100 } from '../data/cifar100';
@@ -173,11 +173,10 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       const p0 = performance.now();
       const loss = m.trainStep(b.images, b.labels, b.batch, grads);
       const p1 = performance.now();
-      await collective.allreduce(grads, { average: true, fp16: config.fp16 }); // sync point: gradients of every rank
+      const updateMs = await exchangeAndUpdate(collective, optimizer, lr, config.fp16); // sync point: gradients of every rank
       const p2 = performance.now();
-      optimizer.step(params, grads, lr);
       m.setParams(params);
-      if (step + 1 > warmupEnd) phases.add(p1 - p0, p2 - p1, performance.now() - p2);
+      if (step + 1 > warmupEnd) phases.add(p1 - p0, p2 - p1 - updateMs, updateMs + performance.now() - p2);
 
       if (step + 1 === warmupEnd && warmupEnd > startStep) {
         emit({ type: 'warmup', steps: warmupEnd - startStep, durationMs: Date.now() - warmupStart, detail: 'first steps allocate buffers and initialise kernels; excluded from throughput' });
@@ -233,16 +232,18 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
         epochLoss = { sum: 0, n: 0, start: Date.now() };
       }
       const ckptDue = config.checkpointEvery > 0 && (step + 1) % config.checkpointEvery === 0;
-      if (isMaster && ckptDir && (ckptDue || (last && config.checkpointDir))) {
-        const st = optimizer.state();
-        const path = saveCheckpoint(ckptDir, {
-          step: step + 1,
-          epoch: Math.floor((step + 1) / stepsPerEpoch),
-          meta: { paramCount: m.paramCount, classes: config.classes, stem: config.stem, optimizer: config.optimizer },
-          optimizerT: st.t,
-          sections: { params, bn: m.getBnState(), ...prefixed('opt.', st.buffers) },
-        });
-        emit({ type: 'checkpoint', step: step + 1, path, action: 'saved' });
+      if (ckptDir && (ckptDue || (last && config.checkpointDir))) {
+        const st = await gatherOptimizerState(optimizer, collective); // every rank: each holds its shard of the state
+        if (isMaster) {
+          const path = saveCheckpoint(ckptDir, {
+            step: step + 1,
+            epoch: Math.floor((step + 1) / stepsPerEpoch),
+            meta: { paramCount: m.paramCount, classes: config.classes, stem: config.stem, optimizer: config.optimizer },
+            optimizerT: st.t,
+            sections: { params, bn: m.getBnState(), ...prefixed('opt.', st.buffers) },
+          });
+          emit({ type: 'checkpoint', step: step + 1, path, action: 'saved' });
+        }
       }
     }
 
@@ -299,6 +300,53 @@ async function validate(m: TfjsResNet, test: Dataset, config: TrainConfig, rank:
   if (!all) return undefined;
   const n = all.reduce((x, r) => x + r.count, 0);
   return n ? { loss: all.reduce((x, r) => x + r.lossSum, 0) / n, accuracy: all.reduce((x, r) => x + r.correct, 0) / n } : undefined;
+}
+
+/**
+ * The gradient exchange and the optimizer step; returns the ms spent in the optimizer itself.
+ * f32: Collective.shardedUpdate, each rank updating only the parameters it owns (the update costs
+ * 1/worldSize of a full one, and runs on each piece as soon as it is reduced, while it is still in
+ * cache). --fp16: an allreduce of f16 gradients, then the full update on every rank, because the
+ * all-gather of a sharded update carries parameters, which must stay f32.
+ */
+async function exchangeAndUpdate(c: Collective, optimizer: Optimizer, lr: number, fp16: boolean): Promise<number> {
+  const { params, grads } = optimizer;
+  if (fp16) {
+    await c.allreduce(grads, { average: true, fp16: true });
+    const u0 = performance.now();
+    optimizer.step(params, grads, lr);
+    return performance.now() - u0;
+  }
+  const update = optimizer.beginStep(lr);
+  let ms = 0;
+  await c.shardedUpdate(grads, params, {
+    average: true,
+    update(start, end) {
+      const u0 = performance.now();
+      update(start, end);
+      ms += performance.now() - u0;
+    },
+  });
+  return ms;
+}
+
+/**
+ * The optimizer state for a checkpoint. After shardedUpdate a rank's state is current only on the
+ * range it owns, so each buffer is summed across ranks with every rank contributing its own range
+ * and zeros elsewhere (x + 0 is exact). Every rank must call this; rank 0 saves the result.
+ */
+async function gatherOptimizerState(optimizer: Optimizer, c: Collective): Promise<ReturnType<Optimizer['state']>> {
+  const st = optimizer.state();
+  if (c.worldSize === 1) return st;
+  const [start, end] = c.ownedRange(optimizer.params.length);
+  const buffers: Record<string, Float32Array> = {};
+  for (const [name, b] of Object.entries(st.buffers)) {
+    const full = new Float32Array(b.length);
+    full.set(b.subarray(start, end), start);
+    await c.allreduce(full);
+    buffers[name] = full;
+  }
+  return { t: st.t, buffers };
 }
 
 async function resume(
