@@ -1,7 +1,7 @@
 // Rendezvous failures must be loud and say what to do.
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ControlReader, encodeControl, PROTOCOL_NAME } from '../../trainer/collectives/control-frames';
+import { ControlReader, encodeControl, PROTOCOL_NAME, PROTOCOL_VERSION } from '../../trainer/collectives/control-frames';
 import { freePort, RankGroup } from './harness';
 
 let group: RankGroup | undefined;
@@ -90,7 +90,7 @@ describe('rendezvous errors', () => {
       };
       attempt();
     });
-    expect(reply).toContain('rank 1 on future speaks collective protocol v99 but rank 0 speaks v1');
+    expect(reply).toContain(`rank 1 on future speaks collective protocol v99 but rank 0 speaks v${PROTOCOL_VERSION}`);
     const err = await r0.waitFor('error');
     expect(err.code).toBe('RENDEZVOUS_MISMATCH');
     expect(err.message).toContain('protocol v99');
@@ -108,7 +108,7 @@ describe('rendezvous errors', () => {
         closers.push(() => s.destroy());
         s.on('error', () => setTimeout(attempt, 100));
         s.on('connect', () => {
-          s.write(encodeControl({ t: 'hello', proto: PROTOCOL_NAME, v: 1, rank: 1, worldSize: 2, host: 'doomed', addr: '127.0.0.1', port: 9 }));
+          s.write(encodeControl({ t: 'hello', proto: PROTOCOL_NAME, v: PROTOCOL_VERSION, rank: 1, worldSize: 2, host: 'doomed', addr: '127.0.0.1', port: 9 }));
           const reader = new ControlReader();
           s.on('data', (d: Buffer) => {
             if (reader.push(d).some((m) => m.t === 'table')) {

@@ -4,7 +4,8 @@ import { obj, num, optStr, str, type Obj } from '../protocol/validate';
 import { CollectiveError } from './errors';
 
 export const PROTOCOL_NAME = 'cohort-collective';
-export const PROTOCOL_VERSION = 1;
+/** v2: ring segments start on multiples of 4 floats, and the sharded update exists (a v1 rank would split the buffer differently). */
+export const PROTOCOL_VERSION = 2;
 const MAX_FRAME = 16 * 1024 * 1024;
 
 export interface PeerInfo {

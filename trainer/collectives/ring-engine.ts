@@ -126,7 +126,11 @@ export class RingEngine {
   private segment(i: number, len: number): [number, number] {
     const n = this.worldSize;
     const k = ((i % n) + n) % n;
-    const at = (j: number): number => (j === n ? len : Math.floor((j * len) / n) & ~3);
+    const at = (j: number): number => {
+      if (j === n) return len;
+      const x = Math.floor((j * len) / n);
+      return x - (x % 4);
+    };
     return [at(k), at(k + 1)];
   }
 
