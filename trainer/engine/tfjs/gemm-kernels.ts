@@ -71,19 +71,21 @@ function microkernel(mr: number, fma: boolean): FuncDef {
       Array.from({ length: mr }, (_, r) => [...op.v128Zero, ...op.set(acc(r, 0)), ...op.v128Zero, ...op.set(acc(r, 1))]).flat(),
     ),
     op.get(AP), op.set(A), op.get(KCL), op.set(K),
-    // k unrolled by U, then the remainder one at a time; bp runs on through the panels.
+    // k unrolled by U, then (U > 1) the remainder one at a time; bp runs on through the panels.
     op.block(op.loop(
       op.get(K), op.i32(U), op.ltU, op.brIf(1),
       ...Array.from({ length: U }, (_, s) => step(s * mr * 4, s * 32)),
       inc(A, U * mr * 4), inc(BP, U * 32), inc(K, -U),
       op.br(0),
     )),
-    op.block(op.loop(
-      op.get(K), op.eqz, op.brIf(1),
-      step(0, 0),
-      inc(A, mr * 4), inc(BP, 32), inc(K, -1),
-      op.br(0),
-    )),
+    U > 1
+      ? op.block(op.loop(
+        op.get(K), op.eqz, op.brIf(1),
+        step(0, 0),
+        inc(A, mr * 4), inc(BP, 32), inc(K, -1),
+        op.br(0),
+      ))
+      : [],
     rows((r) => [...op.get(CC), ...op.get(acc(r, 0)), ...op.v128Store(0), ...op.get(CC), ...op.get(acc(r, 1)), ...op.v128Store(16)]),
     inc(C, 32), inc(NP, -1),
     op.br(0),
