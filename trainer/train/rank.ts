@@ -12,7 +12,8 @@ import { applyCompilePlan, compileTrainStep } from '../engine/tfjs/compile';
 import { createResNet50, initialParamsParallel, type TfjsResNet } from '../engine/tfjs/resnet50';
 import { resnet50Spec } from '../engine/tfjs/resnet50-spec';
 import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
-import { createOptimizer, type Optimizer } from '../optim/optimizer';
+import { createOptimizer } from '../optim/optimizer';
+import { exchangeAndUpdate, gatherOptimizerState } from './exchange';
 import { PhaseTimes } from './phase-times';
 import { learningRate } from '../optim/schedule';
 import { loadCifar100 } from '../data/cifar100';
@@ -300,53 +301,6 @@ async function validate(m: TfjsResNet, test: Dataset, config: TrainConfig, rank:
   if (!all) return undefined;
   const n = all.reduce((x, r) => x + r.count, 0);
   return n ? { loss: all.reduce((x, r) => x + r.lossSum, 0) / n, accuracy: all.reduce((x, r) => x + r.correct, 0) / n } : undefined;
-}
-
-/**
- * The gradient exchange and the optimizer step; returns the ms spent in the optimizer itself.
- * f32: Collective.shardedUpdate, each rank updating only the parameters it owns (the update costs
- * 1/worldSize of a full one, and runs on each piece as soon as it is reduced, while it is still in
- * cache). --fp16: an allreduce of f16 gradients, then the full update on every rank, because the
- * all-gather of a sharded update carries parameters, which must stay f32.
- */
-async function exchangeAndUpdate(c: Collective, optimizer: Optimizer, lr: number, fp16: boolean): Promise<number> {
-  const { params, grads } = optimizer;
-  if (fp16) {
-    await c.allreduce(grads, { average: true, fp16: true });
-    const u0 = performance.now();
-    optimizer.step(params, grads, lr);
-    return performance.now() - u0;
-  }
-  const update = optimizer.beginStep(lr);
-  let ms = 0;
-  await c.shardedUpdate(grads, params, {
-    average: true,
-    update(start, end) {
-      const u0 = performance.now();
-      update(start, end);
-      ms += performance.now() - u0;
-    },
-  });
-  return ms;
-}
-
-/**
- * The optimizer state for a checkpoint. After shardedUpdate a rank's state is current only on the
- * range it owns, so each buffer is summed across ranks with every rank contributing its own range
- * and zeros elsewhere (x + 0 is exact). Every rank must call this; rank 0 saves the result.
- */
-async function gatherOptimizerState(optimizer: Optimizer, c: Collective): Promise<ReturnType<Optimizer['state']>> {
-  const st = optimizer.state();
-  if (c.worldSize === 1) return st;
-  const [start, end] = c.ownedRange(optimizer.params.length);
-  const buffers: Record<string, Float32Array> = {};
-  for (const [name, b] of Object.entries(st.buffers)) {
-    const full = new Float32Array(b.length);
-    full.set(b.subarray(start, end), start);
-    await c.allreduce(full);
-    buffers[name] = full;
-  }
-  return { t: st.t, buffers };
 }
 
 async function resume(

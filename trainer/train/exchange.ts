@@ -1,0 +1,52 @@
+// The data-parallel step's gradient exchange and optimizer update, and the optimizer state for a
+// checkpoint, over the rank's Collective: the one place that knows the optimizer is sharded across
+// ranks (each rank updates, and keeps current state for, only the segment it owns).
+import type { Collective } from '../collectives';
+import type { Optimizer } from '../optim/optimizer';
+
+/**
+ * The gradient exchange and the optimizer step; returns the ms spent in the optimizer itself.
+ * f32: Collective.shardedUpdate, each rank updating only the parameters it owns (the update costs
+ * 1/worldSize of a full one, and runs on each piece as soon as it is reduced, while it is still in
+ * cache). --fp16: an allreduce of f16 gradients, then the full update on every rank, because the
+ * all-gather of a sharded update carries parameters, which must stay f32.
+ */
+export async function exchangeAndUpdate(c: Collective, optimizer: Optimizer, lr: number, fp16: boolean): Promise<number> {
+  const { params, grads } = optimizer;
+  if (fp16) {
+    await c.allreduce(grads, { average: true, fp16: true });
+    const u0 = performance.now();
+    optimizer.step(params, grads, lr);
+    return performance.now() - u0;
+  }
+  const update = optimizer.beginStep(lr);
+  let ms = 0;
+  await c.shardedUpdate(grads, params, {
+    average: true,
+    update(start, end) {
+      const u0 = performance.now();
+      update(start, end);
+      ms += performance.now() - u0;
+    },
+  });
+  return ms;
+}
+
+/**
+ * The optimizer state for a checkpoint. After shardedUpdate a rank's state is current only on the
+ * range it owns, so each buffer is summed across ranks with every rank contributing its own range
+ * and zeros elsewhere (x + 0 is exact). Every rank must call this; rank 0 saves the result.
+ */
+export async function gatherOptimizerState(optimizer: Optimizer, c: Collective): Promise<ReturnType<Optimizer['state']>> {
+  const st = optimizer.state();
+  if (c.worldSize === 1) return st;
+  const [start, end] = c.ownedRange(optimizer.params.length);
+  const buffers: Record<string, Float32Array> = {};
+  for (const [name, b] of Object.entries(st.buffers)) {
+    const full = new Float32Array(b.length);
+    full.set(b.subarray(start, end), start);
+    await c.allreduce(full);
+    buffers[name] = full;
+  }
+  return { t: st.t, buffers };
+}
