@@ -182,9 +182,12 @@ export interface RankPhases {
   host: string;
   /** Forward + backward + gradient readback. */
   computeMs: number;
-  /** The gradient allreduce, including waiting for slower peers. */
+  /**
+   * The gradient exchange, including waiting for slower peers (name kept from v1: with the sharded
+   * update it is the reduce-scatter + all-gather, without the optimizer work done in between).
+   */
   allreduceMs: number;
-  /** Optimizer update + weight upload. */
+  /** Optimizer update (this rank's shard, or all of it with --fp16) + weight upload. */
   updateMs: number;
 }
 
