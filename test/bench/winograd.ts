@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { initBackend } from '../../trainer/engine/tfjs/backend';
 import { cpuMs } from '../../trainer/engine/tfjs/compile';
 import { convBackpropFilter, convBackpropInput, convForward, convGeometry, defaultImpl, type ConvGeometry } from '../../trainer/engine/tfjs/conv-kernels';
+import { tapsSupports } from '../../trainer/engine/tfjs/conv-taps';
 import { gemmInfo } from '../../trainer/engine/tfjs/gemm-kernels';
 import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernel-asm';
 import { machine, median, writeResults } from './bench-util';
@@ -24,7 +25,7 @@ const SAMPLES = i >= 0 ? Number(process.argv[i + 1]) : 7;
 const BATCH = 16;
 const PASSES = ['fwd', 'dx', 'dw'] as const;
 type Pass = (typeof PASSES)[number];
-const IMPLS = ['gemm', 'winograd', 'winograd4'] as const;
+const IMPLS = ['gemm', 'winograd', 'winograd4', 'taps'] as const;
 
 await initBackend('wasm');
 
@@ -42,7 +43,8 @@ function run(g: ConvGeometry, pass: Pass, impl: (typeof IMPLS)[number], x: tf.Te
   return ms;
 }
 
-interface Row { image: number; side: number; channels: number; count: number; pass: Pass; gemmMs: number; winogradMs: number; winograd4Ms: number; defaultImpl: string }
+/** tapsMs: null where 'taps' does not apply (inputs other than 2×2). */
+interface Row { image: number; side: number; channels: number; count: number; pass: Pass; gemmMs: number; winogradMs: number; winograd4Ms: number; tapsMs: number | null; defaultImpl: string }
 const rows: Row[] = [];
 for (const image of [32, 64]) {
   for (const { g, count } of layers(image)) {
@@ -50,9 +52,10 @@ for (const image of [32, 64]) {
     const w = tf.randomNormal([3, 3, g.cin, g.cout]) as tf.Tensor4D;
     const dy = tf.randomNormal([BATCH, g.outSize, g.outSize, g.cout]) as tf.Tensor4D;
     const samples = new Map<string, number[]>();
+    const impls = IMPLS.filter((impl) => impl !== 'taps' || tapsSupports(g));
     for (let s = 0; s < SAMPLES + 1; s++) {
       for (const pass of PASSES) {
-        for (const impl of IMPLS) {
+        for (const impl of impls) {
           const ms = run(g, pass, impl, x, w, dy);
           if (s > 0) samples.set(`${pass} ${impl}`, [...(samples.get(`${pass} ${impl}`) ?? []), ms]); // sample 0 warms up
         }
@@ -60,8 +63,8 @@ for (const image of [32, 64]) {
     }
     const def = defaultImpl(g);
     for (const pass of PASSES) {
-      const [gemmMs, winogradMs, winograd4Ms] = IMPLS.map((impl) => median(samples.get(`${pass} ${impl}`)!)) as [number, number, number];
-      rows.push({ image, side: g.inSize, channels: g.cin, count, pass, gemmMs, winogradMs, winograd4Ms, defaultImpl: def[pass] });
+      const ms = (impl: string): number | null => (samples.has(`${pass} ${impl}`) ? median(samples.get(`${pass} ${impl}`)!) : null);
+      rows.push({ image, side: g.inSize, channels: g.cin, count, pass, gemmMs: ms('gemm')!, winogradMs: ms('winograd')!, winograd4Ms: ms('winograd4')!, tapsMs: ms('taps'), defaultImpl: def[pass] });
     }
     tf.dispose([x, w, dy]);
   }
@@ -70,16 +73,16 @@ for (const image of [32, 64]) {
 const perStep = (image: number, pick: (r: Row) => number): number => rows.filter((r) => r.image === image).reduce((s, r) => s + r.count * pick(r), 0);
 const stepLine = [32, 64].map((image) => {
   const gemm = perStep(image, (r) => r.gemmMs);
-  const chosen = perStep(image, (r) => ({ winograd: r.winogradMs, winograd4: r.winograd4Ms }[r.defaultImpl] ?? r.gemmMs));
+  const chosen = perStep(image, (r) => ({ winograd: r.winogradMs, winograd4: r.winograd4Ms, taps: r.tapsMs ?? r.gemmMs }[r.defaultImpl] ?? r.gemmMs));
   return `${image}²: ${gemm.toFixed(0)} ms with im2col + GEMM, ${chosen.toFixed(0)} ms with the default choice (${(gemm - chosen).toFixed(0)} ms less per step)`;
 }).join('; ');
 const md = [
-  `## Winograd F(2×2, 3×3) and F(4×4, 3×3) vs im2col + GEMM: the stride-1 3×3 convs of a ResNet-50 step (batch ${BATCH}, 1 thread)`,
+  `## Winograd F(2×2, 3×3) and F(4×4, 3×3), and per-tap GEMMs on 2×2 inputs, vs im2col + GEMM: the stride-1 3×3 convs of a ResNet-50 step (batch ${BATCH}, 1 thread)`,
   '',
   `Median CPU ms of ${SAMPLES} interleaved samples; ${gemmInfo().detail}. Per step (each conv × how often the net runs it): ${stepLine}.`,
   '',
-  '| image | conv (side, channels) | convs per step | pass | im2col + GEMM ms | F(2×2) ms | F(4×4) ms | GEMM ÷ F(2×2) | GEMM ÷ F(4×4) | default |',
-  '| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | --- |',
-  ...rows.map((r) => `| ${r.image}² | ${r.side}² ${r.channels}→${r.channels} | ${r.count} | ${r.pass} | ${r.gemmMs.toFixed(1)} | ${r.winogradMs.toFixed(1)} | ${r.winograd4Ms.toFixed(1)} | ${(r.gemmMs / r.winogradMs).toFixed(2)}× | ${(r.gemmMs / r.winograd4Ms).toFixed(2)}× | ${r.defaultImpl} |`),
+  '| image | conv (side, channels) | convs per step | pass | im2col + GEMM ms | F(2×2) ms | F(4×4) ms | taps ms | GEMM ÷ F(2×2) | GEMM ÷ F(4×4) | GEMM ÷ taps | default |',
+  '| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |',
+  ...rows.map((r) => `| ${r.image}² | ${r.side}² ${r.channels}→${r.channels} | ${r.count} | ${r.pass} | ${r.gemmMs.toFixed(1)} | ${r.winogradMs.toFixed(1)} | ${r.winograd4Ms.toFixed(1)} | ${r.tapsMs === null ? '—' : r.tapsMs.toFixed(1)} | ${(r.gemmMs / r.winogradMs).toFixed(2)}× | ${(r.gemmMs / r.winograd4Ms).toFixed(2)}× | ${r.tapsMs === null ? '—' : `${(r.gemmMs / r.tapsMs).toFixed(2)}×`} | ${r.defaultImpl} |`),
 ].join('\n');
 writeResults('winograd', { machine: machine(), batch: BATCH, samples: SAMPLES, fma: gemmInfo().fma, rows }, md);

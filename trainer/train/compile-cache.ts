@@ -8,7 +8,7 @@ import type { CompileReport } from '../engine/tfjs/compile';
 import { writeFileAtomicSync } from '../util/atomic-write';
 
 /** Bump when kernel implementations change, so old plans are not reused. */
-const PLAN_FORMAT = 4; // 2: the wasm backend's 'gemm' conv kernels joined the candidates; 3: 'winograd' did; 4: 'winograd4'
+const PLAN_FORMAT = 5; // 2: the wasm backend's 'gemm' conv kernels joined the candidates; 3: 'winograd' did; 4: 'winograd4'; 5: 'taps'
 
 export interface CachedPlan {
   measuredAt: string;

@@ -8,6 +8,7 @@
 // with im2col/col2im kernels, on the tensors' heap memory (conv-gemm.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import { gemmConvAvailable, gemmConvBackpropFilter, gemmConvBackpropInput, gemmConvForward, gemmConvSupports } from './conv-gemm';
+import { tapsConvBackpropFilter, tapsConvBackpropInput, tapsConvForward, tapsSupports } from './conv-taps';
 import { winogradConvBackpropFilter, winogradConvBackpropInput, winogradConvForward, winogradSupports } from './conv-winograd';
 
 export interface ConvGeometry {
@@ -23,9 +24,10 @@ export interface ConvGeometry {
 
 /** 'winograd': F(2×2, 3×3); 'winograd4': F(4×4, 3×3) (conv-winograd.ts). */
 type WinogradImpl = 'winograd' | 'winograd4';
-export type ConvFwdImpl = 'conv2d' | 'center' | 'gemm' | WinogradImpl;
-export type ConvDxImpl = 'backprop-input' | 'matmul' | 'matmul-t' | 'rot-conv' | 'col2im' | 'center' | 'gemm' | WinogradImpl;
-export type ConvDwImpl = 'conv-t' | 'im2col' | 'matmul' | 'center' | 'gemm' | WinogradImpl;
+/** 'taps': 3×3 on a 2×2 input, one GEMM per tap over only the pixels it connects (conv-taps.ts). */
+export type ConvFwdImpl = 'conv2d' | 'center' | 'gemm' | 'taps' | WinogradImpl;
+export type ConvDxImpl = 'backprop-input' | 'matmul' | 'matmul-t' | 'rot-conv' | 'col2im' | 'center' | 'gemm' | 'taps' | WinogradImpl;
+export type ConvDwImpl = 'conv-t' | 'im2col' | 'matmul' | 'center' | 'gemm' | 'taps' | WinogradImpl;
 const WINOGRAD_TILE: Record<WinogradImpl, number> = { winograd: 2, winograd4: 4 };
 const isWinograd = (impl: string): impl is WinogradImpl => impl in WINOGRAD_TILE;
 export interface ConvImpl {
@@ -53,11 +55,11 @@ function gemmFits(g: ConvGeometry): { fwd: boolean; dx: boolean; dw: boolean } {
 export function candidates(g: ConvGeometry): { fwd: ConvFwdImpl[]; dx: ConvDxImpl[]; dw: ConvDwImpl[] } {
   const center = centerOnly(g) && g.k > 1;
   const gemm = gemmFits(g);
-  const wino = winogradSupports(g) ? (['winograd', 'winograd4'] as const) : [];
+  const special = [...(winogradSupports(g) ? (['winograd', 'winograd4'] as const) : []), ...(tapsSupports(g) ? (['taps'] as const) : [])];
   return {
-    fwd: [...(center ? (['conv2d', 'center'] as const) : (['conv2d'] as const)), ...(gemm.fwd ? (['gemm'] as const) : []), ...wino],
-    dx: [...(g.k === 1 ? (['matmul', 'matmul-t'] as const) : (['rot-conv', 'col2im'] as const)), 'backprop-input', ...(center ? (['center'] as const) : []), ...(gemm.dx ? (['gemm'] as const) : []), ...wino],
-    dw: [...(g.k === 1 ? (['matmul'] as const) : (['conv-t', 'im2col'] as const)), ...(center ? (['center'] as const) : []), ...(gemm.dw ? (['gemm'] as const) : []), ...wino],
+    fwd: [...(center ? (['conv2d', 'center'] as const) : (['conv2d'] as const)), ...(gemm.fwd ? (['gemm'] as const) : []), ...special],
+    dx: [...(g.k === 1 ? (['matmul', 'matmul-t'] as const) : (['rot-conv', 'col2im'] as const)), 'backprop-input', ...(center ? (['center'] as const) : []), ...(gemm.dx ? (['gemm'] as const) : []), ...special],
+    dw: [...(g.k === 1 ? (['matmul'] as const) : (['conv-t', 'im2col'] as const)), ...(center ? (['center'] as const) : []), ...(gemm.dw ? (['gemm'] as const) : []), ...special],
   };
 }
 
@@ -70,14 +72,16 @@ function stockDefault(g: ConvGeometry): ConvImpl {
  * The implementation used without --compile. On the wasm backend, 3×3 stride-1 convs use Winograd
  * (bench/results/winograd.md): F(4×4, 3×3) from 8×8 outputs up (4× fewer multiply-adds), F(2×2,
  * 3×3) below that, except the filter gradient, which takes F(4×4) on 4×4 outputs too (one tile per
- * image: its GEMMs are over tiles, so it wins there where the forward's transforms do not); on
- * 2×2 outputs the filter transform outweighs the saving for the forward and input gradient, which
- * stay on 'gemm'. Everything else is 'gemm' except the
+ * image: its GEMMs are over tiles, so it wins there where the forward's transforms do not). On
+ * 2×2 inputs all three passes use 'taps' (one GEMM per tap over the pixels it connects, 16 of
+ * im2col's 36 pixel-tap products: 1.7-2.0× faster than 'gemm', and than F(2×2) for the filter
+ * gradient). Everything else is 'gemm' except the
  * 3-channel stem's forward (its im2col copies 3 floats at a time; XNNPACK's conv2d is faster
  * there). Measured with fresh weights every step (XNNPACK re-packs its filter per tensor) at 32²
  * and 64², batch 16 (bench/results/gemm.md, winograd.md). Elsewhere the generic stock-op rewrite.
  */
 export function defaultImpl(g: ConvGeometry): ConvImpl {
+  if (tapsSupports(g)) return { fwd: 'taps', dx: 'taps', dw: 'taps' };
   const stock = stockDefault(g);
   const gemm = gemmFits(g);
   const fwdGemm = gemm.fwd && (centerOnly(g) || g.cin % 4 === 0);
@@ -170,8 +174,9 @@ function scatterStrided(dxs: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
 
 export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvFwdImpl): tf.Tensor4D {
   // A plan made on the wasm backend may reach a rank on another backend: 'gemm' and the Winograd ones fall back to the stock op.
-  if (isWinograd(impl) && !winogradSupports(g)) impl = 'gemm';
+  if ((isWinograd(impl) && !winogradSupports(g)) || (impl === 'taps' && !tapsSupports(g))) impl = 'gemm';
   if (isWinograd(impl)) return winogradConvForward(x, w, g, WINOGRAD_TILE[impl]);
+  if (impl === 'taps') return tapsConvForward(x, w, g);
   if (impl === 'gemm') impl = gemmFits(g).fwd ? 'gemm' : stockDefault(g).fwd;
   if (impl === 'gemm') return gemmConvForward(x, w, g, centerOnly(g));
   if (impl === 'center') {
@@ -184,12 +189,14 @@ export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, imp
 /** Gradient of the conv output w.r.t. its input. `wT` (filter as [cout, cin] for 1×1) may be passed precomputed. */
 export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvDxImpl): tf.Tensor4D {
   const n = dy.shape[0];
-  if (isWinograd(impl) && !winogradSupports(g)) impl = 'gemm';
+  if ((isWinograd(impl) && !winogradSupports(g)) || (impl === 'taps' && !tapsSupports(g))) impl = 'gemm';
   if (impl === 'gemm') impl = gemmFits(g).dx ? 'gemm' : stockDefault(g).dx;
   switch (impl) {
     case 'winograd':
     case 'winograd4':
       return winogradConvBackpropInput(dy, w, g, WINOGRAD_TILE[impl]);
+    case 'taps':
+      return tapsConvBackpropInput(dy, w, g);
     case 'gemm':
       return gemmConvBackpropInput(dy, w, g, centerOnly(g));
     case 'backprop-input':
@@ -242,12 +249,14 @@ export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeomet
 /** Gradient of the conv output w.r.t. the filter (what wasm has no kernel for), HWIO. */
 export function convBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeometry, impl: ConvDwImpl): tf.Tensor4D {
   const n = x.shape[0];
-  if (isWinograd(impl) && !winogradSupports(g)) impl = 'gemm';
+  if ((isWinograd(impl) && !winogradSupports(g)) || (impl === 'taps' && !tapsSupports(g))) impl = 'gemm';
   if (impl === 'gemm') impl = gemmFits(g).dw ? 'gemm' : stockDefault(g).dw;
   switch (impl) {
     case 'winograd':
     case 'winograd4':
       return winogradConvBackpropFilter(x, dy, g, WINOGRAD_TILE[impl]);
+    case 'taps':
+      return tapsConvBackpropFilter(x, dy, g);
     case 'gemm':
       return gemmConvBackpropFilter(x, dy, g, centerOnly(g));
     case 'center': {

@@ -1,5 +1,6 @@
 // The wasm backend's own convolution implementations — 'gemm' (im2col + the wasm GEMM,
-// conv-gemm.ts), 'winograd' and 'winograd4' (F(2×2, 3×3) and F(4×4, 3×3), conv-winograd.ts) — against the cpu backend's stock
+// conv-gemm.ts), 'winograd' and 'winograd4' (F(2×2, 3×3) and F(4×4, 3×3), conv-winograd.ts), 'taps' (3×3 on 2×2
+// inputs, conv-taps.ts) — against the cpu backend's stock
 // tfjs gradients (autodiff), with the FMA and the mul+add GEMM kernels, for every conv geometry
 // ResNet-50 has (stride 2, padding, 1×1 spatial, odd sizes, the 7×7 stem with 3 channels) plus the
 // tile edge cases of Winograd (sides that are not a multiple of the tile: partial edge tiles; a
@@ -18,7 +19,7 @@ setFlagsFromString('--experimental-wasm-relaxed-simd'); // vitest workers lack t
 
 const TOL = 1e-4;
 const rand = (n: number, stream: string): Float32Array => uniform(7, n, stream);
-const WASM_IMPLS = ['gemm', 'winograd', 'winograd4'] as const;
+const WASM_IMPLS = ['gemm', 'winograd', 'winograd4', 'taps'] as const;
 
 const GEOMETRIES: [string, ConvGeometry, number][] = [
   ['1×1 s1', convGeometry(5, 16, 8, 1, 1, 0), 2],
@@ -29,7 +30,8 @@ const GEOMETRIES: [string, ConvGeometry, number][] = [
   ['3×3 s1 pad 1, odd side (Winograd: partial edge tiles)', convGeometry(5, 8, 16, 3, 1, 1), 2],
   ['3×3 s1 pad 1, even side', convGeometry(6, 16, 8, 3, 1, 1), 3],
   ['3×3 s1 pad 1, side a multiple of 4', convGeometry(8, 16, 16, 3, 1, 1), 2],
-  ['3×3 s1 pad 1, 2×2 (Winograd: one tile per image)', convGeometry(2, 24, 16, 3, 1, 1), 3],
+  ['3×3 s1 pad 1, 2×2 (Winograd: one tile per image; taps)', convGeometry(2, 24, 16, 3, 1, 1), 3],
+  ['3×3 s1 pad 1, 2×2, batch 1, K > 256 (taps: single-row GEMMs)', convGeometry(2, 264, 8, 3, 1, 1), 1],
   ['3×3 s1 pad 1, K > 256, several row blocks', convGeometry(8, 264, 32, 3, 1, 1), 2],
   ['3×3 s2 pad 1, even input', convGeometry(6, 8, 8, 3, 2, 1), 2],
   ['3×3 s2 pad 1, odd input', convGeometry(7, 8, 16, 3, 2, 1), 2],
@@ -54,7 +56,7 @@ function expectMatches(g: ConvGeometry, cc: ReturnType<typeof convCase>, ref: Fl
   });
 }
 
-describe('conv wasm implementations (\'gemm\', \'winograd\', \'winograd4\') vs the cpu backend\'s stock gradients', () => {
+describe('conv wasm implementations (\'gemm\', \'winograd\', \'winograd4\', \'taps\') vs the cpu backend\'s stock gradients', () => {
   beforeAll(async () => {
     await registerStockGradients();
     await initBackend('wasm');
@@ -78,6 +80,8 @@ describe('conv wasm implementations (\'gemm\', \'winograd\', \'winograd4\') vs t
       // Winograd exactly where it applies: 3×3 stride 1 "same", more than 1×1, channels in multiples of 8.
       const winograd = g.k === 3 && g.stride === 1 && g.inSize > 1 && g.cin % 8 === 0 && g.cout % 8 === 0;
       for (const pass of [c.fwd, c.dx, c.dw] as string[][]) for (const impl of ['winograd', 'winograd4']) expect(pass.includes(impl)).toBe(winograd);
+      // taps exactly on 2×2 inputs of such convs.
+      for (const pass of [c.fwd, c.dx, c.dw] as string[][]) expect(pass.includes('taps')).toBe(winograd && g.inSize === 2);
       for (const impl of WASM_IMPLS) expectMatches(g, cc, ref, impl, c);
     });
 
@@ -87,15 +91,17 @@ describe('conv wasm implementations (\'gemm\', \'winograd\', \'winograd4\') vs t
         const c = candidates(g);
         expect([...c.fwd, ...c.dx, ...c.dw]).not.toContain('gemm');
         expect([...c.fwd, ...c.dx, ...c.dw]).not.toContain('winograd');
+        expect([...c.fwd, ...c.dx, ...c.dw]).not.toContain('taps');
         for (const impl of WASM_IMPLS) expectMatches(g, cc, ref, impl);
       } finally {
         await tf.setBackend('wasm');
       }
     });
 
-    it('on wasm, a plan naming a Winograd implementation where it does not apply falls back', () => {
+    it('on wasm, a plan naming a Winograd or taps implementation where it does not apply falls back', () => {
       expectMatches(g, cc, ref, 'winograd');
       expectMatches(g, cc, ref, 'winograd4');
+      expectMatches(g, cc, ref, 'taps');
     });
   });
 });
