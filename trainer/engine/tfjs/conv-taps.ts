@@ -56,34 +56,33 @@ const zeroed = <R extends tf.Rank>(shape: number[]): tf.Tensor<R> => {
   return t;
 };
 
-/** y[p] = Σ_tap x[p + shift] · W_tap over the pixels each tap connects. */
-export function tapsConvForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
+/**
+ * y[p] = Σ_tap x[p + shift] · W_tap over the pixels each tap connects; with `transposed`, the input
+ * gradient dx[p + shift] += dy[p] · W_tapᵀ (the same pairs the other way, W_tapᵀ read through strides).
+ */
+function tapsConv(src: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, transposed: boolean): tf.Tensor4D {
   const gm = wasmGemm();
-  const n = x.shape[0];
-  const y = zeroed<tf.Rank.R4>([n, 2, 2, g.cout]);
-  const [px, pw, py] = [heapPtr(x), heapPtr(w), heapPtr(y)];
+  const n = src.shape[0];
+  const [cIn, cOut] = transposed ? [g.cout, g.cin] : [g.cin, g.cout];
+  const dst = zeroed<tf.Rank.R4>([n, 2, 2, cOut]);
+  const [ps, pw, pd] = [heapPtr(src), heapPtr(w), heapPtr(dst)];
   for (const r of TAP_ROWS) {
-    gm.gemm(n * r.count, g.cout, g.cin,
-      { ptr: px + (r.p0 + r.shift) * g.cin * 4, rs: r.stride * g.cin * 4, cs: 4 },
-      { ptr: pw + r.tap * g.cin * g.cout * 4, rs: g.cout * 4, cs: 4 },
-      { ptr: py + r.p0 * g.cout * 4, ldc: r.stride * g.cout * 4 }, true);
+    const [from, to] = transposed ? [r.p0, r.p0 + r.shift] : [r.p0 + r.shift, r.p0];
+    const tap = pw + r.tap * g.cin * g.cout * 4;
+    gm.gemm(n * r.count, cOut, cIn,
+      { ptr: ps + from * cIn * 4, rs: r.stride * cIn * 4, cs: 4 },
+      transposed ? { ptr: tap, rs: 4, cs: g.cout * 4 } : { ptr: tap, rs: g.cout * 4, cs: 4 },
+      { ptr: pd + to * cOut * 4, ldc: r.stride * cOut * 4 }, true);
   }
-  return y;
+  return dst;
 }
 
-/** dx[p + shift] += dy[p] · W_tapᵀ (W_tapᵀ read through strides). */
+export function tapsConvForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
+  return tapsConv(x, w, g, false);
+}
+
 export function tapsConvBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
-  const gm = wasmGemm();
-  const n = dy.shape[0];
-  const dx = zeroed<tf.Rank.R4>([n, 2, 2, g.cin]);
-  const [pdy, pw, pdx] = [heapPtr(dy), heapPtr(w), heapPtr(dx)];
-  for (const r of TAP_ROWS) {
-    gm.gemm(n * r.count, g.cin, g.cout,
-      { ptr: pdy + r.p0 * g.cout * 4, rs: r.stride * g.cout * 4, cs: 4 },
-      { ptr: pw + r.tap * g.cin * g.cout * 4, rs: 4, cs: g.cout * 4 },
-      { ptr: pdx + (r.p0 + r.shift) * g.cin * 4, ldc: r.stride * g.cin * 4 }, true);
-  }
-  return dx;
+  return tapsConv(dy, w, g, true);
 }
 
 /** dW_tap = Σ over the tap's pixel pairs of x[p + shift]ᵀ · dy[p] (xᵀ read through strides). */
