@@ -172,9 +172,16 @@ function scatterStrided(dxs: tf.Tensor4D, g: ConvGeometry): tf.Tensor4D {
   return tf.pad(d, pad4(0, g.inSize - have, 0, g.inSize - have));
 }
 
+/**
+ * A plan may name a Winograd or 'taps' implementation where it does not apply (made on the wasm
+ * backend, read on another; another shape): then 'gemm', which in turn falls back to the stock op.
+ */
+function orGemm<I extends ConvFwdImpl | ConvDxImpl | ConvDwImpl>(impl: I, g: ConvGeometry): I | 'gemm' {
+  return (isWinograd(impl) && !winogradSupports(g)) || (impl === 'taps' && !tapsSupports(g)) ? 'gemm' : impl;
+}
+
 export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvFwdImpl): tf.Tensor4D {
-  // A plan made on the wasm backend may reach a rank on another backend: 'gemm' and the Winograd ones fall back to the stock op.
-  if ((isWinograd(impl) && !winogradSupports(g)) || (impl === 'taps' && !tapsSupports(g))) impl = 'gemm';
+  impl = orGemm(impl, g);
   if (isWinograd(impl)) return winogradConvForward(x, w, g, WINOGRAD_TILE[impl]);
   if (impl === 'taps') return tapsConvForward(x, w, g);
   if (impl === 'gemm') impl = gemmFits(g).fwd ? 'gemm' : stockDefault(g).fwd;
@@ -189,7 +196,7 @@ export function convForward(x: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, imp
 /** Gradient of the conv output w.r.t. its input. `wT` (filter as [cout, cin] for 1×1) may be passed precomputed. */
 export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeometry, impl: ConvDxImpl): tf.Tensor4D {
   const n = dy.shape[0];
-  if ((isWinograd(impl) && !winogradSupports(g)) || (impl === 'taps' && !tapsSupports(g))) impl = 'gemm';
+  impl = orGemm(impl, g);
   if (impl === 'gemm') impl = gemmFits(g).dx ? 'gemm' : stockDefault(g).dx;
   switch (impl) {
     case 'winograd':
@@ -249,7 +256,7 @@ export function convBackpropInput(dy: tf.Tensor4D, w: tf.Tensor4D, g: ConvGeomet
 /** Gradient of the conv output w.r.t. the filter (what wasm has no kernel for), HWIO. */
 export function convBackpropFilter(x: tf.Tensor4D, dy: tf.Tensor4D, g: ConvGeometry, impl: ConvDwImpl): tf.Tensor4D {
   const n = x.shape[0];
-  if ((isWinograd(impl) && !winogradSupports(g)) || (impl === 'taps' && !tapsSupports(g))) impl = 'gemm';
+  impl = orGemm(impl, g);
   if (impl === 'gemm') impl = gemmFits(g).dw ? 'gemm' : stockDefault(g).dw;
   switch (impl) {
     case 'winograd':
