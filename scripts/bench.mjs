@@ -1,4 +1,4 @@
-// `npm run bench [-- name ...]`: runs the benchmark scripts in test/bench one after another
+// `npm run bench [-- name ... [--option value ...]]`: runs the benchmark scripts in test/bench one after another
 // (never in parallel: these machines are noisy enough) and collects bench/results/*.md into
 // bench/results/README.md.
 import { spawnSync } from 'node:child_process';
@@ -7,8 +7,11 @@ import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
 const all = ['trainer', 'tfjs-step', 'gemm', 'winograd', 'allreduce', 'torch-engine', 'cluster', 'dashboard'];
-const picked = process.argv.slice(2).filter((a) => !a.startsWith('-'));
-const flags = process.argv.slice(2).filter((a) => a.startsWith('-'));
+// Bench names first, then options for the scripts: `npm run bench -- allreduce --rounds 5`.
+const args = process.argv.slice(2);
+const firstFlag = args.findIndex((a) => a.startsWith('-'));
+const picked = firstFlag < 0 ? args : args.slice(0, firstFlag);
+const flags = firstFlag < 0 ? [] : args.slice(firstFlag);
 const names = picked.length ? picked : all;
 spawnSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { stdio: 'inherit' });
 let failed = 0;

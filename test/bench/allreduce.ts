@@ -7,21 +7,20 @@
  * (allreduce-raw-ring.ts: the ceiling of any ring over TCP here); torch.distributed gloo on the same size with /usr/bin/python3 when
  * torch imports. Bus bandwidth = 2(n−1)/n · bytes / time (nccl-tests' definition), computed on
  * the f32 payload size for fp16 too, so it is directly comparable. Writes
- * bench/results/allreduce.{json,md}. Options: --iters N (default 7), --mb N (default 100).
+ * bench/results/allreduce.{json,md}. Cases run in interleaved rounds (each case once per round) and
+ * each median is over all rounds' iterations. Options: --iters N (default 5), --rounds N (default 3),
+ * --mb N (default 100).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { machine, median, ROOT, writeResults } from './bench-util';
+import { countOption, machine, median, ROOT, writeResults } from './bench-util';
 
-const arg = (name: string, dflt: number): number => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
-const ITERS = arg('iters', 7); // timed iterations per case (after 2 warm-up)
-const BYTES = arg('mb', 100) * 1_000_000; // payload, bytes of float32
+const ITERS = countOption('iters', 5); // timed iterations per case and round (after 2 warm-up)
+const ROUNDS = countOption('rounds', 3); // interleaved rounds of every case
+const BYTES = countOption('mb', 100) * 1_000_000; // payload, bytes of float32
 const LEN = BYTES / 4;
 const PY = '/usr/bin/python3';
 
@@ -143,25 +142,46 @@ async function gloo(n: number, script: string): Promise<Case> {
   return { name: 'torch gloo', ranks: n, medianMs: m, busGBs: busGBs(n, m), ms: res.ms, cpuMsPerOp: res.cpuMsPerOp };
 }
 
+/** One case's rounds as one case: every timed iteration of every round, and its median. */
+function merge(rounds: Case[]): Case {
+  const first = rounds[0]!;
+  const ms = rounds.flatMap((c) => c.ms);
+  const m = median(ms);
+  const cpu = rounds.map((c) => c.cpuMsPerOp).filter((x): x is number => x !== undefined);
+  return { ...first, ms, medianMs: m, busGBs: first.name.startsWith('raw TCP one-way') ? BYTES / (m / 1000) / 1e9 : busGBs(first.ranks, m), ...(cpu.length ? { cpuMsPerOp: median(cpu) } : {}) };
+}
+
 const fmt = (x: number, d = 2): string => x.toFixed(d);
 const loadStart = loadavg()[0]!;
-const oneWay = rawOneWay();
-const rawRing = new Map([2, 3].map((n) => [n, rawRingPattern(n)]));
-const cases: Case[] = [oneWay, ...rawRing.values()];
-for (const n of [2, 3]) for (const via of ['tcp', 'unix'] as const) cases.push(...(await ring(n, via)));
 const torchVersion = torchAvailable();
-const glooCases: Case[] = [];
-if (torchVersion) {
-  const dir = mkdtempSync(join(tmpdir(), 'cohort-gloo-'));
-  try {
-    const script = join(dir, 'gloo_allreduce.py');
-    writeFileSync(script, GLOO);
-    for (const n of [2, 3]) glooCases.push(await gloo(n, script));
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+const glooDir = mkdtempSync(join(tmpdir(), 'cohort-gloo-'));
+const glooScript = join(glooDir, 'gloo_allreduce.py');
+writeFileSync(glooScript, GLOO);
+// Interleaved rounds: every case once per round, so slow spells of this noisy machine fall on
+// all of them alike and the ratios compare cases measured side by side.
+const byName = new Map<string, Case[]>();
+const add = (c: Case): void => {
+  const key = `${c.name}|${c.ranks}`;
+  byName.set(key, [...(byName.get(key) ?? []), c]);
+};
+try {
+  for (let round = 0; round < ROUNDS; round++) {
+    add(rawOneWay());
+    for (const n of [2, 3]) {
+      add(rawRingPattern(n));
+      for (const via of ['tcp', 'unix'] as const) for (const c of await ring(n, via)) add(c);
+      if (torchVersion) add(await gloo(n, glooScript));
+    }
   }
+} finally {
+  rmSync(glooDir, { recursive: true, force: true });
 }
-cases.push(...glooCases);
+const merged = [...byName.values()].map(merge);
+const oneWay = merged.find((c) => c.name.startsWith('raw TCP one-way'))!;
+const rawRing = new Map(merged.filter((c) => c.name === 'raw TCP, ring traffic pattern').map((c) => [c.ranks, c]));
+const glooCases = merged.filter((c) => c.name === 'torch gloo');
+const order = (c: Case): number => (c.name.startsWith('raw') ? 0 : c.name.startsWith('tcp-ring') ? 1 : 2);
+const cases = merged.sort((a, b) => order(a) - order(b) || (order(a) === 1 ? a.ranks - b.ranks : 0));
 const loadEnd = loadavg()[0]!;
 
 const rows = cases.map((c) => {
@@ -180,7 +200,7 @@ const rows = cases.map((c) => {
   };
 });
 const md = [
-  `## allreduce (${BYTES / 1e6} MB float32, ${ITERS} timed iterations, median of the slowest rank per iteration)`,
+  `## allreduce (${BYTES / 1e6} MB float32, ${ROUNDS} interleaved rounds × ${ITERS} timed iterations, median of the slowest rank per iteration)`,
   '',
   `Machine: ${process.env.COHORT_BENCH_NOTE ?? '2 cores'}; load average ${fmt(loadStart)} at start, ${fmt(loadEnd)} at end (other work on the machine skews all numbers). ` +
     `3 ranks share 2 cores with the OS. Bus bandwidth = 2(n−1)/n · bytes / time, on the f32 size for the fp16 rows too. torch gloo: ${torchVersion ? `torch ${torchVersion}, 1 thread` : 'skipped (torch not importable with /usr/bin/python3)'}.`,
@@ -191,4 +211,4 @@ const md = [
   '|---|---|---|---|---|---|---|---|---|---|---|',
   ...rows.map((r) => `| ${r.name} | ${r.ranks} | ${fmt(r.medianMs, 1)} | ${fmt(r.busGBs)} | ${r.vsRawOneWay === undefined ? '' : fmt(r.vsRawOneWay)} | ${r.vsRawRing === undefined ? '' : fmt(r.vsRawRing)} | ${r.vsGloo === undefined ? (r.name.startsWith('tcp-ring') && !torchVersion ? 'skipped' : '') : fmt(r.vsGloo)} | ${r.bytesSentPerOp ?? ''} | ${r.cpuMsPerOp === undefined ? '' : fmt(r.cpuMsPerOp, 1)} | ${r.cpuVsRawRing === undefined ? '' : fmt(r.cpuVsRawRing)} | ${r.cpuVsGloo === undefined ? '' : fmt(r.cpuVsGloo)} |`),
 ].join('\n');
-writeResults('allreduce', { machine: { ...machine(), loadStart, loadEnd }, bytes: BYTES, iters: ITERS, torch: torchVersion ?? 'skipped', cases: rows }, md);
+writeResults('allreduce', { machine: { ...machine(), loadStart, loadEnd }, bytes: BYTES, iters: ITERS, rounds: ROUNDS, torch: torchVersion ?? 'skipped', cases: rows }, md);

@@ -10,6 +10,29 @@ export const RESULTS = join(ROOT, 'bench', 'results');
 
 export { median } from '../../trainer/util/stats';
 
+/** `--name value` from the command line, or `dflt`. */
+export function stringOption(name: string, dflt: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  if (i < 0) return dflt;
+  const v = process.argv[i + 1];
+  if (v === undefined || v.startsWith('--')) {
+    console.error(`--${name} needs a value`);
+    process.exit(2);
+  }
+  return v;
+}
+
+/** `--name N` with N a whole number ≥ min, or `dflt`; anything else exits with a message. */
+export function countOption(name: string, dflt: number, min = 1): number {
+  const raw = stringOption(name, String(dflt));
+  const v = Number(raw);
+  if (!(Number.isInteger(v) && v >= min)) {
+    console.error(`--${name} needs a whole number ≥ ${min}, got ${raw}`);
+    process.exit(2);
+  }
+  return v;
+}
+
 /** Runs `cohort run --local ... --json` to completion and returns its events. */
 type RunResult = { events: CohortEvent[]; code: number | null; stderr: string };
 

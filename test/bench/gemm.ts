@@ -12,7 +12,7 @@ import os from 'node:os';
 import { initBackend } from '../../trainer/engine/tfjs/backend';
 import { cpuMs } from '../../trainer/engine/tfjs/compile';
 import { emptyTensor, heapPtr, relaxedSimdAvailable, wasmGemm } from '../../trainer/engine/tfjs/gemm-kernels';
-import { machine, median, writeResults } from './bench-util';
+import { countOption, machine, median, writeResults } from './bench-util';
 
 const FLAG = '--experimental-wasm-relaxed-simd';
 if (!relaxedSimdAvailable() && !process.execArgv.includes(FLAG)) {
@@ -20,11 +20,7 @@ if (!relaxedSimdAvailable() && !process.execArgv.includes(FLAG)) {
   process.exit(r.status ?? 1);
 }
 
-function flag(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? (process.argv[i + 1] as string) : def;
-}
-const SAMPLES = Number(flag('samples', '5'));
+const SAMPLES = countOption('samples', 5);
 const QUICK = process.argv.includes('--quick');
 const BATCH = 16;
 

@@ -13,7 +13,7 @@ import { compileTrainStep, cpuMs, type CompileReport } from '../../trainer/engin
 import { gemmInfo } from '../../trainer/engine/tfjs/gemm-kernels';
 import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernel-asm';
 import { createResNet50, type TfjsResNet } from '../../trainer/engine/tfjs/resnet50';
-import { machine, median, writeResults } from './bench-util';
+import { countOption, stringOption, machine, median, writeResults } from './bench-util';
 
 const rankFlags = relaxedSimdNodeFlags();
 if (rankFlags.length && !process.argv.includes('--no-rank-flags')) {
@@ -21,13 +21,9 @@ if (rankFlags.length && !process.argv.includes('--no-rank-flags')) {
   process.exit(r.status ?? 1);
 }
 
-function flag(name: string, def: string): string {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? (process.argv[i + 1] as string) : def;
-}
-const STEPS = Number(flag('steps', '8'));
-const WARMUP = Number(flag('warmup', '2'));
-const SIZES = flag('sizes', '32,64').split(',').map(Number);
+const STEPS = countOption('steps', 8);
+const WARMUP = countOption('warmup', 2, 0);
+const SIZES = stringOption('sizes', '32,64').split(',').map(Number);
 const BATCH = 16;
 const CLASSES = 100;
 

@@ -13,15 +13,14 @@ import { convBackpropFilter, convBackpropInput, convForward, convGeometry, defau
 import { tapsSupports } from '../../trainer/engine/tfjs/conv-taps';
 import { gemmInfo } from '../../trainer/engine/tfjs/gemm-kernels';
 import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernel-asm';
-import { machine, median, writeResults } from './bench-util';
+import { countOption, machine, median, writeResults } from './bench-util';
 
 const rankFlags = relaxedSimdNodeFlags();
 if (rankFlags.length && !process.argv.includes('--no-rank-flags')) {
   const r = spawnSync(process.execPath, [...rankFlags, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
   process.exit(r.status ?? 1);
 }
-const i = process.argv.indexOf('--samples');
-const SAMPLES = i >= 0 ? Number(process.argv[i + 1]) : 7;
+const SAMPLES = countOption('samples', 7);
 const BATCH = 16;
 const PASSES = ['fwd', 'dx', 'dw'] as const;
 type Pass = (typeof PASSES)[number];
