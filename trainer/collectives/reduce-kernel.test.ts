@@ -90,6 +90,55 @@ describe('reduce kernel (wasm SIMD vs scalar)', () => {
     }
   });
 
+  it('encodes like the scalar RNE encoder for every sign and f32 exponent, at every rounding boundary', () => {
+    // 2 signs × 256 exponents × 1024 top mantissa bits × the low 13 bits that decide the rounding
+    // (exact, just below/at/above the halfway point, all ones), in pieces of P.
+    const low = [0, 1, 0xfff, 0x1000, 0x1001, 0x1fff];
+    const words = new Uint32Array(2 * 256 * 1024 * low.length);
+    let n = 0;
+    for (let sign = 0; sign < 2; sign++)
+      for (let e = 0; e < 256; e++) for (let top = 0; top < 1024; top++) for (const l of low) words[n++] = ((sign << 31) | (e << 23) | (top << 13) | l) >>> 0;
+    const src = new Float32Array(words.buffer);
+    const a = new Uint16Array(P);
+    const b = new Uint16Array(P);
+    let wrong = 0;
+    for (let off = 0; off < src.length; off += P) {
+      simd.encodeF16(src, off, P, a);
+      js.encodeF16(src, off, P, b);
+      for (let i = 0; i < P; i++) if (a[i] !== b[i] && wrong++ < 5) console.error(`f32 bits 0x${words[off + i]!.toString(16)}: simd 0x${a[i]!.toString(16)}, scalar 0x${b[i]!.toString(16)}`);
+    }
+    expect(wrong).toBe(0);
+  });
+
+  it('runs the f16 steps in place on its home memory, bit-identical to the copying kernel, without touching neighbours', () => {
+    const memory = new wasmApi.Memory({ initial: 1, maximum: 1 });
+    const homed = createReduceKernel(P, { memory, scratchOffset: 32768 });
+    const halves = Uint16Array.from({ length: P }, (_, i) => (i * 977) & 0xfbff); // finite halves of both signs
+    for (const [off, count] of [[0, 0], [1, 3], [3, 8], [7, 17], [2, 1000], [0, P]] as const) {
+      for (const opts of [undefined, { divisor: 3 }, { divisor: 2, round: true }, { round: true }]) {
+        const fresh = (): Float32Array => Float32Array.from({ length: 3000 }, (_, i) => Math.sin(i) * 10);
+        const onHome = new Float32Array(memory.buffer, 4, 3000); // 4: not 16-byte aligned
+        onHome.set(fresh());
+        const plain = fresh();
+        const outA = new Uint16Array(P);
+        const outB = new Uint16Array(P);
+        stage(homed, halves);
+        stage(simd, halves);
+        if (opts === undefined) {
+          homed.decodeF16(onHome, off, count);
+          simd.decodeF16(plain, off, count);
+          homed.encodeF16(onHome, off + 5, count, outA);
+          simd.encodeF16(plain, off + 5, count, outB);
+        } else {
+          homed.addF16(onHome, off, count, { ...opts, out: outA });
+          simd.addF16(plain, off, count, { ...opts, out: outB });
+        }
+        expect(bits(onHome), `off ${off} count ${count} ${JSON.stringify(opts)}`).toEqual(bits(plain));
+        expect(Array.from(outA)).toEqual(Array.from(outB));
+      }
+    }
+  });
+
   it('encodes like the scalar RNE encoder: edges, subnormals, overflow, nan, random', () => {
     const edge = [0, -0, 1, -1, 65504, 65519.99, 65520, 65536, 1e9, -1e9, Infinity, -Infinity, NaN, 2 ** -24, 2 ** -25, 3 * 2 ** -25, 2 ** -26, 6.1e-5, 6.097555e-5, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 1e-40, -1e-40];
     let seed = 3;

@@ -5,10 +5,12 @@
 // and each destination piece is copied in once, run through every step it needs (add, divide,
 // encode, round) and copied back once; at our piece size the intermediate passes stay in cache.
 // A kernel made on a `home` memory (where the caller's arrays live: the optimizer's buffers)
-// adds f32 pieces in place there, without those two copies.
-// Measured on the build machine (12.5M elements, loaded machine): f32 add 8 ms vs 23 ms scalar,
-// f16 encode 18 ms vs 57 ms. Without SIMD wasm the scalar code in fp16.ts is used (identical
-// results bit for bit: reduce-kernel.test.ts checks both against each other).
+// runs every step in place there, without those two copies.
+// Measured on the build machine (12.5M elements on a home memory, medians of 9; the numbers
+// before the in-place f16 steps and the constants in globals, simd-module.ts, in brackets):
+// f32 add 6 ms; f16 accumulate 8.6 ms (15), the segment owner's accumulate + average + encode +
+// round 26 ms (42), decode 6.9 ms (13.7), encode 10 ms (17.8). Without SIMD wasm the scalar code
+// in fp16.ts is used (identical results bit for bit: reduce-kernel.test.ts checks both).
 import { decodeF16, encodeF16, F16_TO_F32 } from './fp16';
 import { instantiate, wasmApi, type WasmMemory } from '../util/wasm-asm';
 import { simdModuleBytes } from './simd-module';
@@ -114,16 +116,34 @@ export function createReduceKernel(pieceElems: number, home?: ReduceHome): Reduc
   // Loop bounds round up to whole vectors: the extra lanes compute garbage inside our own
   // regions (each is a full piece long) and are never copied out.
   const endF32 = (count: number): number => A + ((count + 7) & ~7) * 4;
-  const endF16 = (count: number): number => H + ((count + 7) & ~7) * 2;
   const load = (src: Float32Array, off: number, count: number): void => acc.set(src.subarray(off, off + count));
   const storeTo = (dst: Float32Array, off: number, count: number): void => dst.set(count === pieceElems ? acc : acc.subarray(0, count), off);
   const stagedF32 = new Float32Array(memory.buffer, S, pieceElems);
+  const onHome = (dst: Float32Array): boolean => dst.buffer === memory.buffer;
+  /**
+   * Runs `pass(d, n, at)` over dst[off, off + count) in 8-lane blocks: in place where dst lives
+   * in this memory (the whole blocks, then the last 0-7 values through A, so nothing past the
+   * piece is touched), else through the working copy A. `at` = the piece's element index of
+   * d[0], for the staging (S) and half output (H) offsets. The f16 loops step 8 values at a time.
+   */
+  const blocks = (dst: Float32Array, off: number, count: number, pass: (d: number, n: number, at: number) => void, writeBack = true): void => {
+    let whole = 0;
+    if (onHome(dst)) {
+      whole = count & ~7;
+      if (whole) pass(dst.byteOffset + off * 4, whole, 0);
+      if (whole === count) return;
+    }
+    const rest = count - whole;
+    load(dst, off + whole, rest);
+    pass(A, (rest + 7) & ~7, whole);
+    if (writeBack) storeTo(dst, off + whole, rest);
+  };
   return {
     name: 'wasm-simd',
     ...(home ? { home: memory.buffer } : {}),
     staging: new Uint8Array(memory.buffer, S, pieceElems * 4),
     addF32(dst, off, count, divisor) {
-      if (dst.buffer === memory.buffer) {
+      if (onHome(dst)) {
         // In place: whole f32x4 lanes in wasm, the last 0-3 in JS (an f32 sum or quotient rounded
         // from f64 is the correctly rounded f32 result, so both agree bit for bit).
         const d = dst.byteOffset + off * 4;
@@ -142,23 +162,21 @@ export function createReduceKernel(pieceElems: number, home?: ReduceHome): Reduc
       storeTo(dst, off, count);
     },
     addF16(dst, off, count, opts = {}) {
-      load(dst, off, count);
-      addF16(A, S, endF32(count));
-      if (opts.divisor) divF32(A, bitsOf(opts.divisor), endF32(count));
-      if (opts.out) {
-        encF16(H, A, endF16(count));
-        opts.out.set(count === pieceElems ? halves : halves.subarray(0, count));
-        if (opts.round) decF16(A, H, endF32(count));
-      }
-      storeTo(dst, off, count);
+      blocks(dst, off, count, (d, n, at) => {
+        addF16(d, S + at * 2, d + n * 4);
+        if (opts.divisor) divF32(d, bitsOf(opts.divisor), d + n * 4);
+        if (opts.out) {
+          encF16(H + at * 2, d, H + (at + n) * 2);
+          if (opts.round) decF16(d, H + at * 2, d + n * 4);
+        }
+      });
+      if (opts.out) opts.out.set(count === pieceElems ? halves : halves.subarray(0, count));
     },
     decodeF16(dst, off, count) {
-      decF16(A, S, endF32(count));
-      storeTo(dst, off, count);
+      blocks(dst, off, count, (d, n, at) => decF16(d, S + at * 2, d + n * 4));
     },
     encodeF16(src, off, count, out) {
-      load(src, off, count);
-      encF16(H, A, endF16(count));
+      blocks(src, off, count, (d, n, at) => encF16(H + at * 2, d, H + (at + n) * 2), false);
       out.set(count === pieceElems ? halves : halves.subarray(0, count));
     },
   };

@@ -23,6 +23,7 @@ export const F32 = 0x7d;
 export const V128 = 0x7b;
 
 export const get = (i: number): number[] => [0x20, i];
+export const globalGet = (i: number): number[] => [0x23, ...leb(i)];
 export const set = (i: number): number[] => [0x21, i];
 export const simd = (op: number): number[] => [0xfd, ...leb(op)];
 /** v128.const with these 16 bytes (little-endian lanes, as wasm and x86/arm64 JS typed arrays agree). */
@@ -74,9 +75,10 @@ export interface WasmFunction {
 
 /**
  * A module of exported functions (no results) over one imported memory env.mem: `pages` × 64 KiB
- * fixed, or `{ growable: true }` to run on a memory someone else owns and grows (tfjs's wasm heap).
+ * fixed, or `{ growable: true }` to run on a memory someone else owns and grows (tfjs's wasm heap);
+ * `v128Globals` are the init expressions (v128.const …) of mutable v128 globals 0, 1, ….
  */
-export function moduleBytes(memory: number | { growable: true }, fns: WasmFunction[]): Uint8Array {
+export function moduleBytes(memory: number | { growable: true }, fns: WasmFunction[], v128Globals: number[][] = []): Uint8Array {
   const types = fns.map((f) => [0x60, ...leb(f.params.length), ...f.params, 0]);
   const bodies = fns.map((f) => {
     const body = [...vec(f.locals.map(([n, t]) => [...leb(n), t])), ...f.code, 0x0b];
@@ -88,6 +90,8 @@ export function moduleBytes(memory: number | { growable: true }, fns: WasmFuncti
     ...section(1, vec(types)),
     ...section(2, vec([[...name('env'), ...name('mem'), 0x02, ...limits]])),
     ...section(3, vec(fns.map((_, i) => leb(i)))),
+    // Mutable v128 globals, each initialised by a v128.const (see simd-module.ts for why mutable).
+    ...(v128Globals.length ? section(6, vec(v128Globals.map((init) => [V128, 0x01, ...init, 0x0b]))) : []),
     ...section(7, vec(fns.map((f, i) => [...name(f.name), 0, ...leb(i)]))),
     ...section(10, vec(bodies)),
   ]);
