@@ -14,7 +14,7 @@
 // (the FP16 library, also PyTorch's c10::Half): they let the FPU do the rounding, so they take
 // fewer lane ops than the integer algorithms of fp16.ts, and give the same bits.
 
-import { I32, V128, advance, f32x4, get, globalGet, i32x4, load, moduleBytes, set, simd, store, v128, whileBelow } from '../util/wasm-asm';
+import { FunctionConstants, I32, V128, V128Globals, advance, f32x4, get, i32x4, load, moduleBytes, set, simd, store, v128, whileBelow } from '../util/wasm-asm';
 
 // Locals: 0 d, 1 s, 2 dEnd (params), 3..8 v128 temporaries, then the function's constants.
 const D = 0;
@@ -37,45 +37,8 @@ const op = {
 const shl = (n: number): number[] => [0x41, n, ...op.shl];
 const shrU = (n: number): number[] => [0x41, n, ...op.shrU];
 
-/**
- * The module's v128 constants. V8 rebuilds an inline v128.const at every use inside a loop (mov
- * imm64, movq, punpcklqdq: three instructions each, ~30 per 8 halves encoded; read with
- * --print-wasm-code), and does the same for a local that only ever holds a constant. A mutable
- * global is opaque to it: each kernel reads the globals it uses into locals once, before its
- * loop, and the loop keeps them in registers or reloads them with one instruction.
- */
-class ModuleConstants {
-  readonly inits: number[][] = [];
-  index(code: number[]): number {
-    const i = this.inits.findIndex((b) => b.length === code.length && b.every((x, j) => x === code[j]));
-    return i >= 0 ? i : this.inits.push(code) - 1;
-  }
-}
-const constants = new ModuleConstants();
-
-/** One kernel's constants: locals after the temporaries, loaded from the globals by `prologue`. */
-class Constants {
-  private readonly used: number[] = [];
-  /** local.get of a constant with the same u32 in all four lanes. */
-  u32(value: number): number[] {
-    return this.local(i32x4.const(value, value, value, value));
-  }
-  f32(value: number): number[] {
-    return this.local(f32x4.const(value));
-  }
-  private local(code: number[]): number[] {
-    const g = constants.index(code);
-    let i = this.used.indexOf(g);
-    if (i < 0) i = this.used.push(g) - 1;
-    return get(3 + TEMPS + i);
-  }
-  get count(): number {
-    return this.used.length;
-  }
-  prologue(): number[] {
-    return this.used.flatMap((g, i) => [...globalGet(g), ...set(3 + TEMPS + i)]);
-  }
-}
+/** The module's constants; each kernel's live in locals after its temporaries (V128Globals says why not inline). */
+const constants = new V128Globals();
 
 /**
  * i32x4 of half bits (local h, zero-extended) → f32 bits on the stack. Uses local t.
@@ -83,7 +46,7 @@ class Constants {
  * halves are rebiased with one multiply by 2^-112, subnormals come out of the FPU exactly as
  * bits(m | 0.5f) − 0.5f.
  */
-function halfToFloat(k: Constants, h: number, t: number): number[] {
+function halfToFloat(k: FunctionConstants, h: number, t: number): number[] {
   return [
     // subnormal (and zero): bits((h << 17 >> 17) | 0.5f) − 0.5f  (h << 17 >> 17 = the magnitude)
     ...get(h), ...shl(17), ...set(t), ...get(t), ...shrU(17), ...k.u32(0x3f000000), ...op.or, ...k.f32(0.5), ...op.fsub,
@@ -102,7 +65,7 @@ function halfToFloat(k: Constants, h: number, t: number): number[] {
  * rounds normals and subnormals alike. Bit-identical to fp16.ts's encoder (reduce-kernel.test.ts
  * sweeps every exponent at every rounding boundary).
  */
-function floatToHalf(k: Constants, x: number, a: number, b: number): number[] {
+function floatToHalf(k: FunctionConstants, x: number, a: number, b: number): number[] {
   return [
     ...get(x), ...k.u32(0x7fffffff), ...op.and, ...set(a), // a = |x| bits
     ...k.u32(0x7e00), // nan (selected below)
@@ -126,8 +89,8 @@ interface Kernel {
 }
 
 /** A kernel whose loop body uses constants from `k`: their locals are set before the loop. */
-function kernel(build: (k: Constants) => number[]): Kernel {
-  const k = new Constants();
+function kernel(build: (k: FunctionConstants) => number[]): Kernel {
+  const k = new FunctionConstants(constants, 3 + TEMPS);
   const body = build(k);
   return { code: [...k.prologue(), ...body], constants: k.count };
 }

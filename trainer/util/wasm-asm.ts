@@ -53,6 +53,53 @@ export const v128 = {
   zero: [0xfd, 0x0c, ...new Array<number>(16).fill(0)],
 };
 
+/**
+ * A module's v128 constants as mutable globals. V8 rebuilds an inline v128.const at every use
+ * inside a loop (mov imm64, movq, punpcklqdq: three instructions each; read with
+ * --print-wasm-code), and does the same for a local that only ever holds a constant. A mutable
+ * global is opaque to it: a function reads the globals it uses into locals once, before its
+ * loops (FunctionConstants.prologue), and the loops keep them in registers or reload each with
+ * one instruction. Pass `inits` to moduleBytes.
+ */
+export class V128Globals {
+  readonly inits: number[][] = [];
+  index(code: number[]): number {
+    const i = this.inits.findIndex((b) => b.length === code.length && b.every((x, j) => x === code[j]));
+    return i >= 0 ? i : this.inits.push(code) - 1;
+  }
+}
+
+/** One function's constants: v128 locals from `firstLocal` on, set from the module's globals by `prologue()`. */
+export class FunctionConstants {
+  private readonly used: number[] = [];
+  constructor(
+    private readonly globals: V128Globals,
+    private readonly firstLocal: number,
+  ) {}
+  /** local.get of a constant with the same u32 in all four lanes. */
+  u32(value: number): number[] {
+    return this.local(i32x4.const(value, value, value, value));
+  }
+  /** local.get of a constant with `value` in all four f32 lanes. */
+  f32(value: number): number[] {
+    return this.local(f32x4.const(value));
+  }
+  private local(code: number[]): number[] {
+    const g = this.globals.index(code);
+    let i = this.used.indexOf(g);
+    if (i < 0) i = this.used.push(g) - 1;
+    return get(this.firstLocal + i);
+  }
+  /** How many v128 locals the constants take. */
+  get count(): number {
+    return this.used.length;
+  }
+  /** Sets the constants' locals; put it at the start of the function. */
+  prologue(): number[] {
+    return this.used.flatMap((g, i) => [...globalGet(g), ...set(this.firstLocal + i)]);
+  }
+}
+
 /** v128.load at local `ptr` + off. */
 export const load = (ptr: number, off = 0): number[] => [...get(ptr), ...v128.load(off)];
 /** Store the v128 computed by `value` at local `ptr` + off. */
