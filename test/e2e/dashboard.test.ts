@@ -131,7 +131,8 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
 
   it('stops a run', async () => {
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-steps').fill('50');
+    // Long enough that it cannot finish before the click below, however fast the machine.
+    await page.getByTestId('launch-steps').fill('5000');
     await page.getByTestId('launch-start').click();
     await page.getByTestId('stop-run').waitFor();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000 }).not.toBe('starting');
