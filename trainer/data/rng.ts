@@ -13,6 +13,26 @@ export function mulberry32(seed: number): () => number {
   };
 }
 
+/** FNV-1a 32-bit hash of a string. */
+export function fnv1a(s: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) {
+    h ^= s.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return h >>> 0;
+}
+
+/**
+ * Uniform floats in [0, 1) from the stream named `stream` of `seed`: one independent sequence per
+ * name (the parameter initialisation draws one per parameter). It refers to nothing but
+ * `mulberry32` and `fnv1a` of this module and Math, because worker threads rebuild the three from
+ * their source text (engine/tfjs/init-rng.ts).
+ */
+export function streamRng(seed: number, stream: string): () => number {
+  return mulberry32((fnv1a(stream) ^ Math.imul(seed | 0, 0x9e3779b1)) >>> 0);
+}
+
 /** Mixes several integers into one 32-bit seed (splitmix-style avalanche). */
 export function mixSeed(...parts: number[]): number {
   let h = 0x9e3779b9;

@@ -7,52 +7,27 @@
 // which is startup latency on rank 0 before anyone can train: runInitJobsParallel splits the
 // parameters over worker threads (the streams are independent, so the split changes no value).
 import { Worker } from 'node:worker_threads';
-import { mulberry32 } from '../../data/rng';
-
-/** FNV-1a 32-bit hash of a string. */
-function hash(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193);
-  }
-  return h >>> 0;
-}
+import { fnv1a, mulberry32, streamRng } from '../../data/rng';
 
 /** Uniform floats in [0, 1) from the stream named `stream` of `seed` (mulberry32, as the data uses). */
-export function rng(seed: number, stream: string): () => number {
-  return mulberry32((hash(stream) ^ Math.imul(seed | 0, 0x9e3779b1)) >>> 0);
-}
+export const rng = streamRng;
 
 /** How to initialise out[offset, offset + size): normal(0, std) or uniform(±bound) from `stream`, or a constant. */
 export type InitJob = { offset: number; size: number; stream: string } & ({ kind: 'normal'; std: number } | { kind: 'uniform'; bound: number } | { kind: 'fill'; value: number });
 
 /**
- * Runs `jobs` into `out`. Self-contained on purpose (it refers to nothing outside its own body but
- * Math): worker threads run it from its source text, so the threaded and the in-thread paths are
- * the same code. Its streams equal `rng(seed, job.stream)` (checked in resnet50.test.ts).
+ * Runs `jobs` into `out`, each from `makeRng(seed, job.stream)` (= rng). Self-contained on purpose
+ * (it refers to nothing outside its own body but Math and its arguments): worker threads run it
+ * from its source text, so the threaded and the in-thread paths are the same code.
  */
-export function runInitJobs(out: Float32Array, jobs: readonly InitJob[], seed: number): void {
+export function runInitJobs(out: Float32Array, jobs: readonly InitJob[], seed: number, makeRng: (seed: number, stream: string) => () => number): void {
   for (const job of jobs) {
     const view = out.subarray(job.offset, job.offset + job.size);
     if (job.kind === 'fill') {
       view.fill(job.value);
       continue;
     }
-    // rng(seed, job.stream): FNV-1a of the name mixed with the seed, then mulberry32.
-    let h = 0x811c9dc5;
-    for (let i = 0; i < job.stream.length; i++) {
-      h ^= job.stream.charCodeAt(i);
-      h = Math.imul(h, 0x01000193);
-    }
-    let a = ((h >>> 0) ^ Math.imul(seed | 0, 0x9e3779b1)) >>> 0;
-    const u = (): number => {
-      a = (a + 0x6d2b79f5) >>> 0;
-      let t = a;
-      t = Math.imul(t ^ (t >>> 15), t | 1);
-      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
+    const u = makeRng(seed, job.stream);
     if (job.kind === 'uniform') {
       for (let i = 0; i < view.length; i++) view[i] = (2 * u() - 1) * job.bound;
       continue;
@@ -68,6 +43,12 @@ export function runInitJobs(out: Float32Array, jobs: readonly InitJob[], seed: n
 }
 
 /**
+ * `rng` for a worker's source: the three functions' own text inside one function scope, so the
+ * names they call each other by are the ones they are declared with (a bundler may rename them).
+ */
+const rngSource = `(() => {\n${mulberry32.toString()}\n${fnv1a.toString()}\nreturn ${streamRng.toString()};\n})()`;
+
+/**
  * `runInitJobs` into a new array of `count` floats, the jobs shared out by size over `threads`
  * worker threads (in this thread when `threads` < 2, or if a worker fails: `onFallback` hears why).
  * Resolves when done; this thread is free meanwhile.
@@ -81,7 +62,7 @@ export async function runInitJobsParallel(count: number, jobs: readonly InitJob[
     }
   }
   const out = new Float32Array(count);
-  runInitJobs(out, jobs, seed);
+  runInitJobs(out, jobs, seed, rng);
   return out;
 }
 
@@ -99,7 +80,8 @@ export async function runInitJobsInWorkers(count: number, jobs: readonly InitJob
     // Transpilers that keep function names (tsx, vitest) wrap inner functions in __name(fn, name).
     'const __name = (fn) => fn;',
     `const run = ${runInitJobs.toString()};`,
-    'run(new Float32Array(workerData.buf), workerData.jobs, workerData.seed);',
+    `const rng = ${rngSource};`,
+    'run(new Float32Array(workerData.buf), workerData.jobs, workerData.seed, rng);',
     "parentPort.postMessage('done');",
   ].join('\n');
   await Promise.all(

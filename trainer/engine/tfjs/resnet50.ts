@@ -5,7 +5,7 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { Stem } from '../../protocol/train-config';
 import { BN_MOMENTUM } from './batch-norm';
 import { defaultImpl, type ConvImpl } from './conv-kernels';
-import { runInitJobs, runInitJobsParallel, type InitJob } from './init-rng';
+import { rng, runInitJobs, runInitJobsParallel, type InitJob } from './init-rng';
 import { checkLabels, softmaxCrossEntropy } from './loss';
 import { backward, forward, type BnMode, type StatUpdates, type StepState } from './resnet50-step';
 import { overwrite, readInto, tensorFrom } from './tensor-io';
@@ -78,7 +78,7 @@ export function initJobs(spec: NetSpec): InitJob[] {
 
 export function initialParams(spec: NetSpec, seed: number): Float32Array {
   const flat = new Float32Array(spec.paramCount);
-  runInitJobs(flat, initJobs(spec), seed);
+  runInitJobs(flat, initJobs(spec), seed, rng);
   return flat;
 }
 
