@@ -137,7 +137,7 @@ export function moduleBytes(memory: number | { growable: true }, fns: WasmFuncti
     ...section(1, vec(types)),
     ...section(2, vec([[...name('env'), ...name('mem'), 0x02, ...limits]])),
     ...section(3, vec(fns.map((_, i) => leb(i)))),
-    // Mutable v128 globals, each initialised by a v128.const (see simd-module.ts for why mutable).
+    // Mutable v128 globals, each initialised by a v128.const (V128Globals says why mutable).
     ...(v128Globals.length ? section(6, vec(v128Globals.map((init) => [V128, 0x01, ...init, 0x0b]))) : []),
     ...section(7, vec(fns.map((f, i) => [...name(f.name), 0, ...leb(i)]))),
     ...section(10, vec(bodies)),

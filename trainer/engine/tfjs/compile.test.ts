@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
 import { applyCompilePlan, compileTrainStep } from './compile';
-import { rng } from './init-rng';
+import { streamRng } from '../../data/rng';
 import { createResNet50, type TfjsResNetInternals } from './resnet50';
 import { allUnits } from './resnet50-spec';
 
@@ -19,7 +19,7 @@ describe('--compile (per-layer conv autotune)', () => {
     const m = createResNet50(opts);
     const other = createResNet50(opts);
     models.push(m, other);
-    const u = rng(1, 'compile-test');
+    const u = streamRng(1, 'compile-test');
     const batch = 2;
     const images = Float32Array.from({ length: batch * 32 * 32 * 3 }, () => u() - 0.5);
     const labels = Int32Array.from([1, 7]);

@@ -4,11 +4,11 @@
 // autodiff on whatever backend is active.
 import * as tf from '@tensorflow/tfjs-core';
 import type { ConvGeometry } from './conv-kernels';
-import { rng } from './init-rng';
+import { streamRng } from '../../data/rng';
 
 /** n values uniform in [offset − scale, offset + scale), a pure function of (seed, stream). */
 export function uniform(seed: number, n: number, stream: string, scale = 1, offset = 0): Float32Array {
-  const u = rng(seed, stream);
+  const u = streamRng(seed, stream);
   return Float32Array.from({ length: n }, () => (u() * 2 - 1) * scale + offset);
 }
 

@@ -9,14 +9,11 @@
 import { Worker } from 'node:worker_threads';
 import { fnv1a, mulberry32, streamRng } from '../../data/rng';
 
-/** Uniform floats in [0, 1) from the stream named `stream` of `seed` (mulberry32, as the data uses). */
-export const rng = streamRng;
-
 /** How to initialise out[offset, offset + size): normal(0, std) or uniform(±bound) from `stream`, or a constant. */
 export type InitJob = { offset: number; size: number; stream: string } & ({ kind: 'normal'; std: number } | { kind: 'uniform'; bound: number } | { kind: 'fill'; value: number });
 
 /**
- * Runs `jobs` into `out`, each from `makeRng(seed, job.stream)` (= rng). Self-contained on purpose
+ * Runs `jobs` into `out`, each from `makeRng(seed, job.stream)` (= streamRng). Self-contained on purpose
  * (it refers to nothing outside its own body but Math and its arguments): worker threads run it
  * from its source text, so the threaded and the in-thread paths are the same code.
  */
@@ -43,7 +40,7 @@ export function runInitJobs(out: Float32Array, jobs: readonly InitJob[], seed: n
 }
 
 /**
- * `rng` for a worker's source: the three functions' own text inside one function scope, so the
+ * `streamRng` for a worker's source: the three functions' own text inside one function scope, so the
  * names they call each other by are the ones they are declared with (a bundler may rename them).
  */
 const rngSource = `(() => {\n${mulberry32.toString()}\n${fnv1a.toString()}\nreturn ${streamRng.toString()};\n})()`;
@@ -62,7 +59,7 @@ export async function runInitJobsParallel(count: number, jobs: readonly InitJob[
     }
   }
   const out = new Float32Array(count);
-  runInitJobs(out, jobs, seed, rng);
+  runInitJobs(out, jobs, seed, streamRng);
   return out;
 }
 

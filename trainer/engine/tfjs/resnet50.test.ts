@@ -4,10 +4,11 @@ import { initBackend } from './backend';
 import { createResNet50, initJobs, initialParams, initialParamsParallel, type TfjsResNetInternals } from './resnet50';
 import type { ConvImpl } from './conv-kernels';
 import { resnet50Spec } from './resnet50-spec';
-import { rng, runInitJobsInWorkers } from './init-rng';
+import { streamRng } from '../../data/rng';
+import { runInitJobsInWorkers } from './init-rng';
 
 function batchOf(n: number, size: number, classes: number, seed: number): { images: Float32Array; labels: Int32Array } {
-  const u = rng(seed, 'test-data');
+  const u = streamRng(seed, 'test-data');
   return {
     images: Float32Array.from({ length: n * size * size * 3 }, () => u() * 2 - 1),
     labels: Int32Array.from({ length: n }, (_, i) => i % classes),
@@ -95,14 +96,14 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     expect(std).toBeCloseTo(Math.sqrt(2 / 512), 3);
   });
 
-  it('draws the same initial parameters on worker threads as in this thread, from the same streams as rng()', async () => {
+  it('draws the same initial parameters on worker threads as in this thread, from the same streams as streamRng()', async () => {
     const spec = resnet50Spec('cifar', 8, 10);
     const serial = initialParams(spec, 5);
     // runInitJobsInWorkers rejects instead of falling back, so this checks the worker path itself.
     expect(same(await runInitJobsInWorkers(spec.paramCount, initJobs(spec), 5, 3), serial)).toBe(true);
     expect(same(await initialParamsParallel(spec, 5, 2), serial)).toBe(true);
     const fc = spec.layout.find((s) => s.name === 'fc.weight')!;
-    const u = rng(5, 'fc.weight');
+    const u = streamRng(5, 'fc.weight');
     const bound = 1 / Math.sqrt(spec.features);
     for (let i = 0; i < 100; i++) expect(serial[fc.offset + i]).toBe(Math.fround((2 * u() - 1) * bound));
   });

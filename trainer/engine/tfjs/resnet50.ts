@@ -5,7 +5,8 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { Stem } from '../../protocol/train-config';
 import { BN_MOMENTUM } from './batch-norm';
 import { defaultImpl, type ConvImpl } from './conv-kernels';
-import { rng, runInitJobs, runInitJobsParallel, type InitJob } from './init-rng';
+import { streamRng } from '../../data/rng';
+import { runInitJobs, runInitJobsParallel, type InitJob } from './init-rng';
 import { checkLabels, softmaxCrossEntropy } from './loss';
 import { backward, forward, type BnMode, type StatUpdates, type StepState } from './resnet50-step';
 import { overwrite, readInto, tensorFrom } from './tensor-io';
@@ -78,7 +79,7 @@ export function initJobs(spec: NetSpec): InitJob[] {
 
 export function initialParams(spec: NetSpec, seed: number): Float32Array {
   const flat = new Float32Array(spec.paramCount);
-  runInitJobs(flat, initJobs(spec), seed, rng);
+  runInitJobs(flat, initJobs(spec), seed, streamRng);
   return flat;
 }
 
