@@ -24,6 +24,10 @@ if (rankFlags.length && !process.argv.includes('--no-rank-flags')) {
 const STEPS = countOption('steps', 8);
 const WARMUP = countOption('warmup', 2, 0);
 const SIZES = stringOption('sizes', '32,64').split(',').map(Number);
+if (!SIZES.every((s) => Number.isInteger(s) && s > 0)) {
+  console.error(`--sizes needs image sizes as whole numbers separated by commas (e.g. 32,64), got ${stringOption('sizes', '')}`);
+  process.exit(2);
+}
 const BATCH = 16;
 const CLASSES = 100;
 
