@@ -54,3 +54,6 @@ export function decodeIncoming(raw: unknown): Incoming {
   if ('result' in o) return { kind: 'reply', reply: { id, result: o.result } };
   return { kind: 'invalid', why: 'neither result nor error' };
 }
+
+/** Electron IPC's two channels: every call goes over `call` (invoke), every push over `event`. */
+export const IPC_CHANNELS = { call: 'cohort:call', event: 'cohort:event' } as const;

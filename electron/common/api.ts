@@ -2,7 +2,7 @@
 // here and implemented once in core (electron/core/service); Electron IPC (preload + main) and
 // `cohort serve` (WebSocket) are two transports of the same contract. Two verbs, as VS Code's IPC:
 // methods return Promises, `onXxx` subscriptions return a disposer.
-import type { CohortEvent, RunStatus, TrainConfig } from '../../trainer/protocol';
+import { Emitter, type CohortEvent, type Disposable, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import type { Profile, ProfileHost } from './profile';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
@@ -128,6 +128,40 @@ export type ApiMethod = Exclude<keyof CohortApi, `on${string}`>;
 export type ApiEvent = Extract<keyof CohortApi, `on${string}`>;
 
 export const API_EVENTS = ['onRunEvent', 'onDeployProgress'] as const satisfies readonly ApiEvent[];
+// Every onXxx member must be listed: the transports derive their push wiring from this list.
+const _everyEventListed: [Exclude<ApiEvent, (typeof API_EVENTS)[number]>] extends [never] ? true : never = true;
+void _everyEventListed;
+
+/** The payload a push event carries (RunEventMessage for onRunEvent, …). */
+export type ApiEventPayload<E extends ApiEvent> = Parameters<Parameters<CohortApi[E]>[0]>[0];
+type AnySubscribe = (listener: (payload: unknown) => void) => () => void;
+
+/**
+ * Subscribes to every push event of `api` (the list is API_EVENTS) and hands each to `push` with
+ * its event name: how a transport (IPC, WebSocket) forwards pushes. Returns one disposer.
+ */
+export function forwardApiEvents(api: Pick<CohortApi, ApiEvent>, push: (event: ApiEvent, payload: unknown) => void): () => void {
+  const offs = API_EVENTS.map((e) => (api[e] as AnySubscribe)((payload) => push(e, payload)));
+  return () => offs.splice(0).forEach((off) => off());
+}
+
+/**
+ * The receiving end: one Emitter per push event, and the Api's onXxx members that subscribe to
+ * them (the WebSocket client feeds it from the wire, the IPC client from the preload bridge).
+ */
+export class ApiEventHub implements Disposable {
+  private readonly emitters = new Map<ApiEvent, Emitter<unknown>>(API_EVENTS.map((e) => [e, new Emitter<unknown>()]));
+  /** The onXxx members, ready to spread into a CohortApi. */
+  readonly members = Object.fromEntries(API_EVENTS.map((e) => [e, this.emitters.get(e)!.event])) as unknown as Pick<CohortApi, ApiEvent>;
+
+  fire(event: ApiEvent, payload: unknown): void {
+    this.emitters.get(event)?.fire(payload);
+  }
+
+  dispose(): void {
+    for (const e of this.emitters.values()) e.dispose();
+  }
+}
 
 // ---- argument validation (every transport validates before calling core) --------------------
 

@@ -3,11 +3,12 @@
 // (dispatchCall validates with API_ARGS) before core sees it. This module takes the few Electron
 // objects it needs as parameters (structural types), so tests drive it with fakes: the Electron
 // binary cannot be installed on the build machines.
-import type { CohortApi } from '../common';
+import { DisposableStore, toDisposable, type Disposable } from '../../trainer/protocol';
+import { IPC_CHANNELS, forwardApiEvents, type CohortApi } from '../common';
 import { dispatchCall, type Envelope } from '../core/service/dispatch';
 
-export const CALL_CHANNEL = 'cohort:call';
-export const EVENT_CHANNEL = 'cohort:event';
+export const CALL_CHANNEL = IPC_CHANNELS.call;
+export const EVENT_CHANNEL = IPC_CHANNELS.event;
 
 /** The part of Electron's IpcMainInvokeEvent we read. */
 export interface InvokeEventLike {
@@ -26,9 +27,7 @@ export interface WebContentsLike {
   send(channel: string, ...args: unknown[]): void;
 }
 
-export interface IpcWiring {
-  dispose(): void;
-}
+export type IpcWiring = Disposable;
 
 /**
  * Serves `api` to `target` only. `isAppUrl` decides whether a frame URL is the app's own page
@@ -45,17 +44,10 @@ export function wireIpc(o: { ipcMain: IpcMainLike; target: WebContentsLike; api:
     const { method, args } = msg as { method?: unknown; args?: unknown };
     return dispatchCall(api, method, args ?? []);
   });
-  const push = (event: string, payload: unknown) => {
+  const store = new DisposableStore();
+  store.add(toDisposable(() => ipcMain.removeHandler(CALL_CHANNEL)));
+  store.add(toDisposable(forwardApiEvents(api, (event, payload) => {
     if (!target.isDestroyed()) target.send(EVENT_CHANNEL, { event, payload });
-  };
-  const subs = [api.onRunEvent((m) => push('onRunEvent', m)), api.onDeployProgress((p) => push('onDeployProgress', p))];
-  let disposed = false;
-  return {
-    dispose() {
-      if (disposed) return;
-      disposed = true;
-      ipcMain.removeHandler(CALL_CHANNEL);
-      for (const off of subs) off();
-    },
-  };
+  })));
+  return store;
 }

@@ -2,10 +2,10 @@
 // Methods go over the one invoke channel; failures reject with plain ApiErrorInfo objects (Error
 // subclasses lose their fields crossing contextBridge); onXxx subscriptions return a disposer.
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
-import { API_EVENTS, API_METHODS, type ApiErrorInfo } from '../common';
+import { API_EVENTS, API_METHODS, IPC_CHANNELS, type ApiErrorInfo } from '../common';
 
-const CALL_CHANNEL = 'cohort:call';
-const EVENT_CHANNEL = 'cohort:event';
+const CALL_CHANNEL = IPC_CHANNELS.call;
+const EVENT_CHANNEL = IPC_CHANNELS.event;
 
 type Listener = (payload: unknown) => void;
 const listeners: Record<string, Set<Listener>> = Object.fromEntries(API_EVENTS.map((e) => [e, new Set<Listener>()]));

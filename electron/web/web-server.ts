@@ -8,7 +8,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { CohortApi } from '../common';
+import { DisposableStore, toDisposable, type Disposable } from '../../trainer/protocol';
+import { forwardApiEvents, type CohortApi } from '../common';
 import { handleCallMessage } from '../core/service/dispatch';
 
 export interface WebServerOptions {
@@ -50,7 +51,7 @@ export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
 }
 
-export class WebServer {
+export class WebServer implements Disposable {
   readonly token: string;
   private readonly http: Server;
   private readonly wss: WebSocketServer;
@@ -185,10 +186,8 @@ export class WebServer {
     const send = (msg: unknown) => {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
     };
-    const subs = [
-      this.opts.api.onRunEvent((payload) => send({ event: 'onRunEvent', payload })),
-      this.opts.api.onDeployProgress((payload) => send({ event: 'onDeployProgress', payload })),
-    ];
+    const subs = new DisposableStore();
+    subs.add(toDisposable(forwardApiEvents(this.opts.api, (event, payload) => send({ event, payload }))));
     ws.on('message', (data, isBinary) => {
       let raw: unknown;
       try {
@@ -201,7 +200,7 @@ export class WebServer {
       void handleCallMessage(this.opts.api, raw).then((reply) => send(reply ?? { id: null, error: { code: 'bad-message', message: 'the call has no id' } }));
     });
     ws.on('close', () => {
-      for (const off of subs) off();
+      subs.dispose();
       this.sockets.delete(ws);
     });
     ws.on('error', () => ws.terminate());

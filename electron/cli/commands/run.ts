@@ -8,6 +8,7 @@ import { startRun } from '../../core/runs/start-run';
 import type { SshCluster } from '../../core/cluster/ssh-cluster';
 import type { Profile } from '../../common';
 import { loadProfile, makeCluster, progressPrinter } from './cluster';
+import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
 import { humanPrinter, jsonPrinter } from '../event-printer';
@@ -61,9 +62,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   }
   const { runId, controller, recorder } = started;
   controller.onEvent((e) => printer.event(e));
-  const onSignal = () => controller.cancel('interrupted (Ctrl-C)');
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  const signals = onProcessSignals(['SIGINT', 'SIGTERM'], () => controller.cancel('interrupted (Ctrl-C)'));
   try {
     await controller.start();
     const result = await controller.result;
@@ -74,8 +73,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     return result.error?.code?.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
   } finally {
     cluster?.dispose();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signals.dispose();
   }
 }
 

@@ -8,6 +8,8 @@ import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { resolvePaths } from '../../core/paths';
 import { CohortService } from '../../core/service/cohort-service';
 import { WebServer, isLoopback } from '../../web/web-server';
+import { DisposableStore } from '../../../trainer/protocol';
+import { onAbort, onProcessSignals } from '../../../trainer/util/node-lifecycle';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
 
@@ -47,29 +49,32 @@ export async function serveCommand(
 
   const staticDir = findRendererDir(io.env);
   // Listen for stop signals before the URL is printed: a supervisor may signal as soon as it sees it.
+  // Every handler added here is removed on the way out, whatever the way out is.
+  const handlers = new DisposableStore();
   let onStop!: () => void;
   const stopped = new Promise<void>((resolve) => (onStop = resolve));
-  process.once('SIGINT', onStop);
-  process.once('SIGTERM', onStop);
-  opts.signal?.addEventListener('abort', onStop, { once: true });
+  handlers.add(onProcessSignals(['SIGINT', 'SIGTERM'], onStop));
+  if (opts.signal) handlers.add(onAbort(opts.signal, onStop));
   // Keys by path or ssh-agent; an encrypted key without the agent fails with a clear error (the
   // browser has no passphrase prompt yet).
   const service = new CohortService({ paths: resolvePaths(io.env), cluster: new SshCluster({ env: io.env }) });
   const server = new WebServer({ api: service, staticDir, host, port });
   try {
-    await server.listen();
-  } catch (err) {
-    await service.dispose();
-    throw err;
-  }
-  if (!isLoopback(host)) {
-    io.stderr.write(`cohort serve: WARNING: listening on ${host}, not loopback: anyone who can reach this address and learns the token can run training jobs as ${io.env.USER ?? 'this user'}.\n`);
-  }
-  io.stdout.write(`cohort serve: dashboard at ${server.url}\n`);
+    try {
+      await server.listen();
+    } catch (err) {
+      await service.dispose();
+      throw err;
+    }
+    if (!isLoopback(host)) {
+      io.stderr.write(`cohort serve: WARNING: listening on ${host}, not loopback: anyone who can reach this address and learns the token can run training jobs as ${io.env.USER ?? 'this user'}.\n`);
+    }
+    io.stdout.write(`cohort serve: dashboard at ${server.url}\n`);
 
-  await stopped;
-  process.off('SIGINT', onStop);
-  process.off('SIGTERM', onStop);
+    await stopped;
+  } finally {
+    handlers.dispose();
+  }
   io.stderr.write('cohort serve: stopping (cancelling active runs)\n');
   await server.dispose();
   await service.dispose();

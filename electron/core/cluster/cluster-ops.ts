@@ -1,10 +1,10 @@
 // What core can do with a cluster profile's hosts over SSH. One implementation (ssh-cluster.ts,
 // over core/ssh); the CLI, `cohort serve` and Electron all reach hosts only through it.
-import type { TrainConfig } from '../../../trainer/protocol';
+import type { Disposable, TrainConfig } from '../../../trainer/protocol';
 import type { ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe, Profile } from '../../common';
 import type { RunPlan } from '../runs/run-controller';
 
-export interface ClusterOps {
+export interface ClusterOps extends Disposable {
   testConnection(profile: Profile, host: string, opts?: { signal?: AbortSignal }): Promise<ConnectionResult>;
   trustHostKey(key: HostKeyInfo): Promise<void>;
   probe(profile: Profile, opts?: { signal?: AbortSignal }): Promise<HostProbe[]>;
@@ -13,5 +13,4 @@ export interface ClusterOps {
   planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal }): Promise<RunPlan>;
   /** After a run ended: processes of this run still alive on each host (should be none). */
   leftovers(profile: Profile, runId: string): Promise<{ host: string; processes: string[] }[]>;
-  dispose(): void;
 }

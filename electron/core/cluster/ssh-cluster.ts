@@ -216,8 +216,8 @@ export function agentChannel(host: string, proc: RemoteProcess): AgentChannel {
       if (!proc.stdin.destroyed && proc.stdin.writable) proc.stdin.write(line + '\n');
     },
     end: () => proc.stdin.end(),
-    onStdout: (l) => proc.stdout.on('data', l),
-    onStderr: (l) => proc.stderr.on('data', l),
+    onStdout: (l) => (proc.stdout.on('data', l), () => void proc.stdout.off('data', l)),
+    onStderr: (l) => (proc.stderr.on('data', l), () => void proc.stderr.off('data', l)),
     exited,
     forceKill: () => proc.close(),
     dispose: () => proc.close(),

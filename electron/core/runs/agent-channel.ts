@@ -13,8 +13,9 @@ export interface AgentChannel {
   write(line: string): void;
   /** Closes the agent's stdin: the agent treats EOF as "controller gone" and stops its ranks. */
   end(): void;
-  onStdout(listener: (chunk: string) => void): void;
-  onStderr(listener: (chunk: string) => void): void;
+  /** Returns a disposer, like every onXxx. */
+  onStdout(listener: (chunk: string) => void): () => void;
+  onStderr(listener: (chunk: string) => void): () => void;
   readonly exited: Promise<AgentExit>;
   /** Last resort after a cancel grace period: end the agent by force (local: kill its group; SSH: close the channel). */
   forceKill(): void;
@@ -46,8 +47,8 @@ export function spawnLocalAgent(opts: { host: string; nodePath: string; trainerE
       if (!child.stdin.destroyed) child.stdin.write(line + '\n');
     },
     end: () => child.stdin.end(),
-    onStdout: (l) => child.stdout.on('data', l),
-    onStderr: (l) => child.stderr.on('data', l),
+    onStdout: (l) => (child.stdout.on('data', l), () => void child.stdout.off('data', l)),
+    onStderr: (l) => (child.stderr.on('data', l), () => void child.stderr.off('data', l)),
     exited,
     forceKill: () => {
       if (child.pid === undefined) return;

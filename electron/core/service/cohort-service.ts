@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
-import { ConfigError, type CohortEvent } from '../../../trainer/protocol';
+import { ConfigError, Emitter, type CohortEvent, type Disposable } from '../../../trainer/protocol';
 import { ApiCallError, LOCAL_PROFILE_NAME, type CohortApi, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost, type RunEventMessage, type RunMeta, type StartRunRequest } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import type { CohortPaths } from '../paths';
@@ -25,13 +25,13 @@ export interface CohortServiceOptions {
 
 type Listener<T> = (value: T) => void;
 
-export class CohortService implements CohortApi {
+export class CohortService implements CohortApi, Disposable {
   readonly profiles: ProfileStore;
   readonly runs: RunStore;
   private readonly active = new Map<string, RunController>();
-  private readonly runListeners = new Set<Listener<RunEventMessage>>();
-  private readonly deployListeners = new Set<Listener<DeployProgress>>();
-  private disposed = false;
+  private readonly runEvents = new Emitter<RunEventMessage>();
+  private readonly deployEvents = new Emitter<DeployProgress>();
+  private disposed: Promise<void> | undefined;
 
   constructor(private readonly opts: CohortServiceOptions) {
     this.profiles = new ProfileStore(opts.paths.profilesDir);
@@ -91,7 +91,7 @@ export class CohortService implements CohortApi {
 
   async deploy(profile: string): Promise<DeployResult[]> {
     const cluster = this.cluster('deploy the trainer');
-    return cluster.deploy(await this.profiles.get(profile), { onProgress: (p) => this.emit(this.deployListeners, p) });
+    return cluster.deploy(await this.profiles.get(profile), { onProgress: (p) => this.deployEvents.fire(p) });
   }
 
   // ---- runs ------------------------------------------------------------------------------------
@@ -117,7 +117,7 @@ export class CohortService implements CohortApi {
     }
     const { runId, controller } = started;
     this.active.set(runId, controller);
-    controller.onEvent((event: CohortEvent) => this.emit(this.runListeners, { runId, event }));
+    controller.onEvent((event: CohortEvent) => this.runEvents.fire({ runId, event }));
     void controller.result.finally(() => this.active.delete(runId));
     // start() resolves once every agent has its spec; failures arrive as `error` events.
     void controller.start().catch((err: unknown) => controller.cancel(`start failed: ${(err as Error).message}`));
@@ -160,13 +160,11 @@ export class CohortService implements CohortApi {
   // ---- events ------------------------------------------------------------------------------------
 
   onRunEvent(listener: Listener<RunEventMessage>): () => void {
-    this.runListeners.add(listener);
-    return () => this.runListeners.delete(listener);
+    return this.runEvents.event(listener);
   }
 
   onDeployProgress(listener: Listener<DeployProgress>): () => void {
-    this.deployListeners.add(listener);
-    return () => this.deployListeners.delete(listener);
+    return this.deployEvents.event(listener);
   }
 
   /** Runs still controlled by this service. */
@@ -174,28 +172,19 @@ export class CohortService implements CohortApi {
     return [...this.active.keys()];
   }
 
-  /** Cancels every active run and waits for them to end. Idempotent. */
-  async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
-    const pending = [...this.active.values()].map((c) => {
-      c.cancel('the dashboard is shutting down');
-      return c.result;
-    });
-    await Promise.allSettled(pending);
-    this.runListeners.clear();
-    this.deployListeners.clear();
-    this.opts.cluster?.dispose();
-  }
-
-  private emit<T>(set: Set<Listener<T>>, value: T): void {
-    for (const l of set) {
-      try {
-        l(value);
-      } catch {
-        // One broken subscriber (a closed socket) must not stop the others or the run.
-      }
-    }
+  /** Cancels every active run and waits for them to end. Idempotent: every call gets the same promise. */
+  dispose(): Promise<void> {
+    this.disposed ??= (async () => {
+      const pending = [...this.active.values()].map((c) => {
+        c.cancel('the dashboard is shutting down');
+        return c.result;
+      });
+      await Promise.allSettled(pending);
+      this.runEvents.dispose();
+      this.deployEvents.dispose();
+      this.opts.cluster?.dispose();
+    })();
+    return this.disposed;
   }
 
   private cluster(what: string): ClusterOps {

@@ -8,6 +8,7 @@ import { stat } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { ClientChannel, SFTPWrapper } from 'ssh2';
+import type { Disposable } from '../../../trainer/protocol';
 import { connectChain, type ConnectedClient, type HostKeyInfo, type SshConnectOptions, type SshEndpoint } from './connect';
 import { SshError, classifySshError, describeHost } from './ssh-error';
 
@@ -82,7 +83,7 @@ export function shQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-export class HostSession {
+export class HostSession implements Disposable {
   private readonly pending = new Set<(err: SshError) => void>();
   private readonly closeListeners = new Set<(err: SshError | undefined) => void>();
   private readonly channels = new Set<ClientChannel>();

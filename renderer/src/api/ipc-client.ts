@@ -1,7 +1,7 @@
 // The Api over Electron IPC: wraps `window.cohort`, which the preload exposes with exactly the
 // Api's methods and onXxx subscriptions. The preload rejects with plain ApiErrorInfo objects
 // (Error subclasses lose their fields crossing contextBridge); here they become ApiCallError.
-import { API_METHODS, ApiCallError, toApiError, type CohortApi } from '../../../electron/common';
+import { API_EVENTS, API_METHODS, ApiCallError, toApiError, type ApiEvent, type CohortApi } from '../../../electron/common';
 
 export function ipcBridge(): CohortApi | undefined {
   const w = window as unknown as { cohort?: CohortApi };
@@ -20,10 +20,8 @@ export function createIpcApi(bridge: CohortApi): CohortApi {
         }
       },
     ]),
-  ) as unknown as Omit<CohortApi, 'onRunEvent' | 'onDeployProgress'>;
-  return {
-    ...methods,
-    onRunEvent: (l) => bridge.onRunEvent(l),
-    onDeployProgress: (l) => bridge.onDeployProgress(l),
-  };
+  ) as unknown as Omit<CohortApi, ApiEvent>;
+  // The preload's onXxx members already return disposers; pass them through, one per API_EVENTS entry.
+  const events = Object.fromEntries(API_EVENTS.map((e) => [e, (l: never) => (bridge[e] as (l: never) => () => void)(l)])) as unknown as Pick<CohortApi, ApiEvent>;
+  return { ...methods, ...events };
 }

@@ -1,11 +1,13 @@
 // The Api over `cohort serve`'s WebSocket. Calls are matched to replies by id; pushes fan out to
 // onXxx subscribers. A dropped connection fails every pending call (as ssh2 drains its callbacks)
 // and reconnects with backoff, so the dashboard survives a server restart.
-import { API_METHODS, ApiCallError, decodeIncoming, type ApiMethod, type CallId, type CallMessage, type CohortApi, type DeployProgress, type RunEventMessage } from '../../../electron/common';
+import { Emitter, type Disposable } from '../../../trainer/protocol';
+import { API_METHODS, ApiCallError, ApiEventHub, decodeIncoming, type ApiEvent, type ApiMethod, type CallId, type CallMessage, type CohortApi } from '../../../electron/common';
 
-export interface WsApi extends CohortApi {
+export interface WsApi extends CohortApi, Disposable {
   /** 'open' | 'connecting' | 'closed'; listeners hear every change. */
   onConnection(listener: (state: ConnectionState) => void): () => void;
+  /** Closes the socket and stops reconnecting. Idempotent. */
   dispose(): void;
 }
 export type ConnectionState = 'connecting' | 'open' | 'closed';
@@ -17,10 +19,10 @@ export function createWsApi(url: string): WsApi {
   let backoff = 250;
   let opened: Promise<WebSocket> | undefined;
   const pending = new Map<CallId, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  const runListeners = new Set<(m: RunEventMessage) => void>();
-  const deployListeners = new Set<(p: DeployProgress) => void>();
-  const connListeners = new Set<(s: ConnectionState) => void>();
-  const setState = (s: ConnectionState) => connListeners.forEach((l) => l(s));
+  let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  const events = new ApiEventHub();
+  const connection = new Emitter<ConnectionState>();
+  const setState = (s: ConnectionState) => connection.fire(s);
 
   function connect(): Promise<WebSocket> {
     opened ??= new Promise<WebSocket>((resolve, reject) => {
@@ -42,7 +44,10 @@ export function createWsApi(url: string): WsApi {
         setState('closed');
         if (!wasOpen) reject(new ApiCallError({ code: 'disconnected', message: `cannot connect to ${url.replace(/token=[^&]+/, 'token=…')}`, hint: 'is `cohort serve` running? Open the URL it printed.' }));
         if (!disposed) {
-          setTimeout(() => void connect().catch(() => undefined), backoff);
+          reconnectTimer = setTimeout(() => {
+            reconnectTimer = undefined;
+            if (!disposed) void connect().catch(() => undefined);
+          }, backoff);
           backoff = Math.min(backoff * 2, 5000);
         }
       };
@@ -59,8 +64,7 @@ export function createWsApi(url: string): WsApi {
     }
     const m = decodeIncoming(raw);
     if (m.kind === 'push') {
-      if (m.push.event === 'onRunEvent') runListeners.forEach((l) => l(m.push.payload as RunEventMessage));
-      else deployListeners.forEach((l) => l(m.push.payload as DeployProgress));
+      events.fire(m.push.event, m.push.payload);
     } else if (m.kind === 'reply' && m.reply.id !== null) {
       const p = pending.get(m.reply.id);
       if (!p) return;
@@ -83,25 +87,19 @@ export function createWsApi(url: string): WsApi {
     });
   }
 
-  const methods = Object.fromEntries(API_METHODS.map((m) => [m, (...args: unknown[]) => call(m, args)])) as unknown as Omit<CohortApi, 'onRunEvent' | 'onDeployProgress'>;
+  const methods = Object.fromEntries(API_METHODS.map((m) => [m, (...args: unknown[]) => call(m, args)])) as unknown as Omit<CohortApi, ApiEvent>;
   void connect().catch(() => undefined);
   return {
     ...methods,
-    onRunEvent(l) {
-      runListeners.add(l);
-      return () => runListeners.delete(l);
-    },
-    onDeployProgress(l) {
-      deployListeners.add(l);
-      return () => deployListeners.delete(l);
-    },
-    onConnection(l) {
-      connListeners.add(l);
-      return () => connListeners.delete(l);
-    },
+    ...events.members,
+    onConnection: connection.event,
     dispose() {
+      if (disposed) return;
       disposed = true;
+      if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
       ws?.close();
+      events.dispose();
+      connection.dispose();
     },
   };
 }
