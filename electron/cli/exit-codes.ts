@@ -1,4 +1,5 @@
 // Distinct exit codes so scripts can tell failures apart (documented in the README).
+import { CohortError } from '../../trainer/protocol';
 export const EXIT = {
   ok: 0,
   /** The training itself failed (a rank died, diverged, ran out of memory...). */
@@ -11,9 +12,9 @@ export const EXIT = {
   cancelled: 130,
 } as const;
 
-export class UsageError extends Error {
+export class UsageError extends CohortError {
   constructor(message: string) {
-    super(message);
+    super('usage', message);
     this.name = 'UsageError';
   }
 }

@@ -48,7 +48,7 @@ export function decodeIncoming(raw: unknown): Incoming {
     if (typeof e !== 'object' || e === null || typeof e.message !== 'string') return { kind: 'invalid', why: 'malformed error' };
     return {
       kind: 'reply',
-      reply: { id, error: { code: typeof e.code === 'string' ? e.code : 'error', message: e.message, ...(typeof e.hint === 'string' ? { hint: e.hint } : {}) } },
+      reply: { id, error: { ...(typeof e.name === 'string' && e.name ? { name: e.name } : {}), code: typeof e.code === 'string' ? e.code : 'error', message: e.message, ...(typeof e.hint === 'string' ? { hint: e.hint } : {}) } },
     };
   }
   if ('result' in o) return { kind: 'reply', reply: { id, result: o.result } };

@@ -2,7 +2,7 @@
 // here and implemented once in core (electron/core/service); Electron IPC (preload + main) and
 // `cohort serve` (WebSocket) are two transports of the same contract. Two verbs, as VS Code's IPC:
 // methods return Promises, `onXxx` subscriptions return a disposer.
-import { Emitter, type CohortEvent, type Disposable, type RunStatus, type TrainConfig } from '../../trainer/protocol';
+import { CohortError, Emitter, toErrorInfo, type CohortEvent, type Disposable, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import type { Profile, ProfileHost } from './profile';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
@@ -66,11 +66,8 @@ export interface HostKeyInfo {
 
 export type ConnectionResult = { ok: true; host: string; latencyMs: number } | { ok: false; host: string; error: ApiErrorInfo; hostKey?: HostKeyInfo };
 
-export interface ApiErrorInfo {
-  code: string;
-  message: string;
-  hint?: string;
-}
+/** How every failure crosses the Api: {name, code, message, hint} (trainer/protocol/errors.ts). */
+export type ApiErrorInfo = ErrorInfo;
 
 /** The run history record (meta.json of a run). */
 export interface RunMeta {
@@ -219,22 +216,17 @@ export function isApiMethod(m: unknown): m is ApiMethod {
 
 /** Errors cross transports as plain data (VS Code's {name, message} idea, plus our code and hint). */
 export function toApiError(err: unknown): ApiErrorInfo {
-  const e = err as { code?: unknown; message?: unknown; hint?: unknown };
-  return {
-    code: typeof e?.code === 'string' ? e.code : err instanceof DecodeError ? 'bad-argument' : 'error',
-    message: typeof e?.message === 'string' ? e.message : String(err),
-    ...(typeof e?.hint === 'string' ? { hint: e.hint } : {}),
-  };
+  return toErrorInfo(err);
 }
 
-export class ApiCallError extends Error {
-  readonly code: string;
-  readonly hint?: string;
+/** A failure that came back over the Api: code, message and hint as core sent them. */
+export class ApiCallError extends CohortError {
+  /** The class of the error on the side that threw it (SshError, ProfileError, ...), if it said. */
+  readonly remoteName: string | undefined;
   constructor(info: ApiErrorInfo) {
-    super(info.message);
+    super(info.code, info.message, info.hint ? { hint: info.hint } : {});
     this.name = 'ApiCallError';
-    this.code = info.code;
-    if (info.hint) this.hint = info.hint;
+    this.remoteName = info.name;
   }
 }
 

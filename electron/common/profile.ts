@@ -4,7 +4,7 @@
 //
 // Errors name the profile, the host and the field, e.g.
 //   profile "lab": hosts[1] (h2).port: must be ≤ 65535, got 70000
-import { ConfigError, FLAG_OF, decodeTrainConfig, type TrainConfig } from '../../trainer/protocol';
+import { CohortError, ConfigError, FLAG_OF, decodeTrainConfig, type TrainConfig } from '../../trainer/protocol';
 import { DecodeError, arr, describe, obj, optNum, optStr, str, strRecord, type Obj } from '../../trainer/protocol/validate';
 
 export const PROFILE_VERSION = 1;
@@ -53,7 +53,7 @@ export interface Profile {
   lastProbe?: unknown;
 }
 
-export class ProfileError extends Error {
+export class ProfileError extends CohortError {
   constructor(
     readonly profile: string,
     /** `hosts[1] (h2).port`, `defaults.batchSize`, `name`, ... ('' for the whole document). */
@@ -61,7 +61,7 @@ export class ProfileError extends Error {
     readonly problem: string,
     readonly host?: string,
   ) {
-    super(`profile ${JSON.stringify(profile)}: ${field ? `${field}: ` : ''}${problem}`);
+    super('profile-invalid', `profile ${JSON.stringify(profile)}: ${field ? `${field}: ` : ''}${problem}`);
     this.name = 'ProfileError';
   }
 }

@@ -3,6 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CohortError } from '../../trainer/protocol';
 
 export interface TrainerBundle {
   dir: string;
@@ -26,5 +27,5 @@ export function locateTrainerBundle(env: NodeJS.ProcessEnv = process.env): Train
       return { dir, entry: join(dir, 'cohort-trainer.mjs'), hash: m.hash, files: m.files };
     }
   }
-  throw Object.assign(new Error('the trainer bundle (resources/trainer) is not built; run "npm run build" in the Cohort folder'), { code: 'no-trainer-bundle' });
+  throw new CohortError('no-trainer-bundle', 'the trainer bundle (resources/trainer) is not built; run "npm run build" in the Cohort folder');
 }

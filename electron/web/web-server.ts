@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { DisposableStore, toDisposable, type Disposable } from '../../trainer/protocol';
+import { CohortError, DisposableStore, toDisposable, type Disposable } from '../../trainer/protocol';
 import { forwardApiEvents, type CohortApi } from '../common';
 import { handleCallMessage } from '../core/service/dispatch';
 
@@ -80,7 +80,7 @@ export class WebServer implements Disposable {
       opts.signal?.addEventListener('abort', onAbort, { once: true });
       this.http.once('error', (err: NodeJS.ErrnoException) => {
         reject(
-          Object.assign(new Error(`cannot listen on ${host}:${this.opts.port ?? 0}: ${err.message}${err.code === 'EADDRINUSE' ? ' (the port is taken; choose another with --port)' : ''}`), { code: err.code, cause: err }),
+          new CohortError(err.code === 'EADDRINUSE' ? 'port-in-use' : 'listen-failed', `cannot listen on ${host}:${this.opts.port ?? 0}: ${err.message}${err.code === 'EADDRINUSE' ? ' (the port is taken; choose another with --port)' : ''}`, { cause: err }),
         );
       });
       this.http.listen(this.opts.port ?? 0, host, () => {

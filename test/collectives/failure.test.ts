@@ -17,7 +17,7 @@ async function looping(n: number, peerTimeoutMs: number, sameHost = false): Prom
 }
 
 function expectLost(line: Line, rank: number, since: number, host = `host-${rank}`): void {
-  expect(line.code).toBe('PEER_LOST');
+  expect(line.code).toBe('peer-lost');
   expect(line.peerRank).toBe(rank);
   expect(line.peerHost).toBe(host);
   expect(String(line.message)).toContain(`rank ${rank} on host ${host} was lost`);
@@ -56,9 +56,9 @@ describe('peer failure', () => {
     group = new RankGroup();
     const procs = await group.start(2, { kind: 'abort', len: 1_000_000, abortMs: 300, delayMs: 1500, timeoutMs: 30_000, peerTimeoutMs: 30_000 });
     const e0 = await procs[0]!.waitFor('error');
-    expect(e0.code).toBe('ABORTED');
+    expect(e0.code).toBe('aborted');
     expect(String(e0.message)).toContain("rank 0's allreduce was aborted");
-    expect((await procs[0]!.waitFor('later')).code).toBe('ABORTED');
+    expect((await procs[0]!.waitFor('later')).code).toBe('aborted');
     const e1 = await procs[1]!.waitFor('error');
     expectLost(e1, 0, e0.time);
   });
@@ -73,7 +73,7 @@ describe('peer failure', () => {
     expect(errs[2]!.message).toContain('ranks disagree on the collective sequence');
     expect(String(errs[0]!.message)).toMatch(/ranks disagree on the collective sequence|rank 2 on host \S+ was lost/);
     // Rank 1's stream looks fine; it must not hang, and should learn why.
-    expect(errs[1]!.code).toBe('PEER_LOST');
+    expect(errs[1]!.code).toBe('peer-lost');
     expect(String(errs[1]!.message)).toMatch(/ranks disagree on the collective sequence|ring connection/);
   });
 

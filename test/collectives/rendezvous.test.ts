@@ -21,7 +21,7 @@ describe('rendezvous errors', () => {
     const port = await freePort();
     const p = group.spawn(1, { ...env(port, 2), COHORT_HOST: 'h1' }, scenario(1500));
     const err = await p.waitFor('error');
-    expect(err.code).toBe('RENDEZVOUS_TIMEOUT');
+    expect(err.code).toBe('rendezvous-timeout');
     expect(err.message).toContain(`rank 1 waited 1.5 s for master 127.0.0.1:${port}; is rank 0 running and the port reachable?`);
     expect(err.message).toContain('ECONNREFUSED');
   });
@@ -31,7 +31,7 @@ describe('rendezvous errors', () => {
     const port = await freePort();
     const p = group.spawn(0, env(port, 3), scenario(1500));
     const err = await p.waitFor('error');
-    expect(err.code).toBe('RENDEZVOUS_TIMEOUT');
+    expect(err.code).toBe('rendezvous-timeout');
     expect(err.message).toContain('rank 0 waited 1.5 s for ranks 1, 2 (world size 3) to register');
   });
 
@@ -42,7 +42,7 @@ describe('rendezvous errors', () => {
     const port = (busy.address() as { port: number }).port;
     group = new RankGroup();
     const err = await group.spawn(0, env(port, 2), scenario(5000)).waitFor('error');
-    expect(err.code).toBe('MASTER_PORT_IN_USE');
+    expect(err.code).toBe('master-port-in-use');
     expect(err.message).toContain(`MASTER_PORT ${port} on 127.0.0.1 is in use; choose another port`);
   });
 
@@ -53,7 +53,7 @@ describe('rendezvous errors', () => {
     const r1 = group.spawn(1, env(port, 3), scenario(10_000));
     for (const p of [r0, r1]) {
       const err = await p.waitFor('error');
-      expect(err.code).toBe('RENDEZVOUS_MISMATCH');
+      expect(err.code).toBe('rendezvous-mismatch');
       expect(err.message).toContain('has WORLD_SIZE=3 but rank 0 has WORLD_SIZE=2');
     }
   });
@@ -65,7 +65,7 @@ describe('rendezvous errors', () => {
     group.spawn(1, { ...env(port, 3), COHORT_HOST: 'first' }, scenario(10_000));
     group.spawn(1, { ...env(port, 3), COHORT_HOST: 'second' }, scenario(10_000));
     const err = await r0.waitFor('error');
-    expect(err.code).toBe('RENDEZVOUS_MISMATCH');
+    expect(err.code).toBe('rendezvous-mismatch');
     expect(err.message).toMatch(/RANK=1 registered twice \(from (first|second) and (first|second)\)/);
   });
 
@@ -92,7 +92,7 @@ describe('rendezvous errors', () => {
     });
     expect(reply).toContain(`rank 1 on future speaks collective protocol v99 but rank 0 speaks v${PROTOCOL_VERSION}`);
     const err = await r0.waitFor('error');
-    expect(err.code).toBe('RENDEZVOUS_MISMATCH');
+    expect(err.code).toBe('rendezvous-mismatch');
     expect(err.message).toContain('protocol v99');
   });
 
@@ -121,7 +121,7 @@ describe('rendezvous errors', () => {
       attempt();
     });
     const err = await r0.waitFor('error');
-    expect(err.code).toBe('PEER_LOST');
+    expect(err.code).toBe('peer-lost');
     expect(err.message).toContain('rank 1 (doomed) disconnected during the rendezvous');
     expect(err.time - started).toBeLessThan(10_000);
   });

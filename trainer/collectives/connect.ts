@@ -50,7 +50,7 @@ export async function connectCollective(env: RendezvousEnv, opts: ConnectOptions
     if (why === undefined) return backend.connect(env, opts);
     tried.push(`${name} (${why})`);
   }
-  throw new CollectiveError('NO_BACKEND', `no collective backend fits rank ${env.rank} of world size ${env.worldSize}: tried ${tried.join(', ') || 'nothing'}`, {
+  throw new CollectiveError('no-backend', `no collective backend fits rank ${env.rank} of world size ${env.worldSize}: tried ${tried.join(', ') || 'nothing'}`, {
     hint: `backends available: ${Object.keys(BACKENDS).join(', ')}`,
   });
 }

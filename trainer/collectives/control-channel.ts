@@ -48,7 +48,7 @@ export class ControlChannel {
     this.closedReason = reason;
     const w = this.waiter;
     this.waiter = undefined;
-    w?.(new CollectiveError('PEER_LOST', reason));
+    w?.(new CollectiveError('peer-lost', reason));
     this.closeListener?.(reason);
   }
 
@@ -60,7 +60,7 @@ export class ControlChannel {
   next(signal: AbortSignal): Promise<ControlMessage> {
     const queued = this.queue.shift();
     if (queued) return Promise.resolve(queued);
-    if (this.closedReason !== undefined) return Promise.reject(new CollectiveError('PEER_LOST', this.closedReason));
+    if (this.closedReason !== undefined) return Promise.reject(new CollectiveError('peer-lost', this.closedReason));
     if (signal.aborted) return Promise.reject(abortedError('waiting for a control message', signal));
     return new Promise((resolve, reject) => {
       const onAbort = (): void => {

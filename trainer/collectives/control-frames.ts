@@ -67,7 +67,7 @@ export function decodeControl(value: unknown): ControlMessage {
     case 'hello':
       return { t, proto: str(o, 'proto', p), v: num(o, 'v', p), worldSize: num(o, 'worldSize', p, { int: true, min: 1 }), ...peer(o, p) };
     case 'table': {
-      if (!Array.isArray(o.peers)) throw new CollectiveError('PROTOCOL', `${p}.peers: expected an array`);
+      if (!Array.isArray(o.peers)) throw new CollectiveError('protocol', `${p}.peers: expected an array`);
       return { t, peers: o.peers.map((v, i) => peer(v, `${p}.peers[${i}]`)) };
     }
     case 'reject':
@@ -82,14 +82,14 @@ export function decodeControl(value: unknown): ControlMessage {
     case 'gather':
       return { t, seq: seq(), root: num(o, 'root', p, { int: true, min: 0 }), value: o.value };
     case 'gathered':
-      if (!Array.isArray(o.values)) throw new CollectiveError('PROTOCOL', `${p}.values: expected an array`);
+      if (!Array.isArray(o.values)) throw new CollectiveError('protocol', `${p}.values: expected an array`);
       return { t, seq: seq(), values: o.values };
     case 'lost':
       return { t, ...lostRef(o, p), graceful: o.graceful === true };
     case 'bye':
       return o.lost === undefined ? { t } : { t, lost: lostRef(obj(o.lost, `${p}.lost`), `${p}.lost`) };
     default:
-      throw new CollectiveError('PROTOCOL', `unknown control message type ${JSON.stringify(t)}`);
+      throw new CollectiveError('protocol', `unknown control message type ${JSON.stringify(t)}`);
   }
 }
 
@@ -102,7 +102,7 @@ export class ControlReader {
     const out: ControlMessage[] = [];
     while (this.pending.length >= 4) {
       const len = this.pending.readUInt32BE(0);
-      if (len > MAX_FRAME) throw new CollectiveError('PROTOCOL', `control frame of ${len} bytes exceeds ${MAX_FRAME}; the peer is not a Cohort rank of the same version`);
+      if (len > MAX_FRAME) throw new CollectiveError('protocol', `control frame of ${len} bytes exceeds ${MAX_FRAME}; the peer is not a Cohort rank of the same version`);
       if (this.pending.length < 4 + len) break;
       const text = this.pending.subarray(4, 4 + len).toString('utf8');
       this.pending = this.pending.subarray(4 + len);
@@ -110,7 +110,7 @@ export class ControlReader {
       try {
         parsed = JSON.parse(text);
       } catch (cause) {
-        throw new CollectiveError('PROTOCOL', 'control frame is not JSON; the peer is not a Cohort rank', { cause });
+        throw new CollectiveError('protocol', 'control frame is not JSON; the peer is not a Cohort rank', { cause });
       }
       out.push(decodeControl(parsed));
     }

@@ -1,31 +1,27 @@
 // Errors of the collective layer. Each carries a stable `code` (for events and tests), `fatal`
 // (the run cannot continue on this collective) and a `hint` saying what to do next, following the
-// house CohortError shape (STYLE.md "Errors"); they live here until a shared CohortError exists.
+// house CohortError (trainer/protocol/errors.ts), whose subclasses they are.
+import { CohortError, type CohortErrorOptions } from '../protocol/errors';
 
 export type CollectiveErrorCode =
-  | 'BAD_ENV' // a rendezvous environment variable is missing or malformed
-  | 'BAD_ARGUMENT' // a caller passed an invalid argument (root out of range, ...)
-  | 'NO_BACKEND' // no backend in the ordered list fits this world
-  | 'RENDEZVOUS_TIMEOUT'
-  | 'RENDEZVOUS_MISMATCH' // world size / duplicate rank / protocol version disagreement
-  | 'MASTER_PORT_IN_USE'
-  | 'CONNECT_FAILED'
-  | 'PROTOCOL' // peers disagree on the sequence of collectives, or sent garbage
-  | 'PEER_LOST'
-  | 'ABORTED'
-  | 'DISPOSED';
+  | 'bad-env' // a rendezvous environment variable is missing or malformed
+  | 'bad-argument' // a caller passed an invalid argument (root out of range, ...)
+  | 'no-backend' // no backend in the ordered list fits this world
+  | 'rendezvous-timeout'
+  | 'rendezvous-mismatch' // world size / duplicate rank / protocol version disagreement
+  | 'master-port-in-use'
+  | 'connect-failed'
+  | 'protocol' // peers disagree on the sequence of collectives, or sent garbage
+  | 'peer-lost'
+  | 'aborted'
+  | 'disposed';
 
-export class CollectiveError extends Error {
-  readonly code: CollectiveErrorCode;
-  readonly fatal: boolean;
-  readonly hint: string | undefined;
+export class CollectiveError extends CohortError {
+  declare readonly code: CollectiveErrorCode;
 
-  constructor(code: CollectiveErrorCode, message: string, opts: { hint?: string; cause?: unknown; fatal?: boolean } = {}) {
-    super(opts.hint ? `${message}; ${opts.hint}` : message, opts.cause === undefined ? undefined : { cause: opts.cause });
+  constructor(code: CollectiveErrorCode, message: string, opts: CohortErrorOptions = {}) {
+    super(code, opts.hint ? `${message}; ${opts.hint}` : message, opts);
     this.name = 'CollectiveError';
-    this.code = code;
-    this.fatal = opts.fatal ?? true;
-    this.hint = opts.hint;
   }
 }
 
@@ -38,7 +34,7 @@ export class PeerLostError extends CollectiveError {
     opts: { cause?: unknown; observedBy?: number } = {},
   ) {
     const seen = opts.observedBy === undefined ? '' : ` (seen by rank ${opts.observedBy})`;
-    super('PEER_LOST', `rank ${peerRank} on host ${peerHost} was lost: ${reason}${seen}`, {
+    super('peer-lost', `rank ${peerRank} on host ${peerHost} was lost: ${reason}${seen}`, {
       hint: `check rank ${peerRank}'s log on ${peerHost}; the collective cannot continue and the run must be restarted`,
       cause: opts.cause,
     });
@@ -49,7 +45,7 @@ export class PeerLostError extends CollectiveError {
 export function abortedError(what: string, signal: AbortSignal | undefined): CollectiveError {
   const reason: unknown = signal?.reason;
   const detail = reason instanceof Error ? reason.message : reason === undefined ? 'aborted' : String(reason);
-  return new CollectiveError('ABORTED', `${what} was aborted (${detail})`, { cause: reason });
+  return new CollectiveError('aborted', `${what} was aborted (${detail})`, { cause: reason });
 }
 
 export function errnoCode(err: unknown): string {

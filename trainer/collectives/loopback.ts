@@ -12,9 +12,9 @@ export class LoopbackCollective implements Collective {
   private disposed = false;
 
   private check(what: string, signal: AbortSignal | undefined, root?: number): void {
-    if (this.disposed) throw new CollectiveError('DISPOSED', `${what} called on a disposed collective`);
+    if (this.disposed) throw new CollectiveError('disposed', `${what} called on a disposed collective`);
     if (signal?.aborted) throw abortedError(what, signal);
-    if (root !== undefined && root !== 0) throw new CollectiveError('BAD_ARGUMENT', `${what}: root ${root} is out of range for world size 1`);
+    if (root !== undefined && root !== 0) throw new CollectiveError('bad-argument', `${what}: root ${root} is out of range for world size 1`);
   }
 
   async allreduce(_buf: Float32Array, opts: AllreduceOptions = {}): Promise<void> {
@@ -23,7 +23,7 @@ export class LoopbackCollective implements Collective {
 
   async shardedUpdate(grads: Float32Array, params: Float32Array, opts: ShardedUpdateOptions): Promise<void> {
     this.check('sharded update', opts.signal);
-    if (grads.length !== params.length) throw new CollectiveError('BAD_ARGUMENT', `shardedUpdate: grads and params must have one length (got ${grads.length} and ${params.length})`);
+    if (grads.length !== params.length) throw new CollectiveError('bad-argument', `shardedUpdate: grads and params must have one length (got ${grads.length} and ${params.length})`);
     if (grads.length > 0) opts.update(0, grads.length);
   }
 

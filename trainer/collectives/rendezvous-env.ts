@@ -18,14 +18,14 @@ export interface RendezvousEnv {
 function intVar(env: NodeJS.ProcessEnv, name: string, min: number, max = Number.MAX_SAFE_INTEGER): number {
   const raw = env[name];
   if (raw === undefined || raw.trim() === '') {
-    throw new CollectiveError('BAD_ENV', `environment variable ${name} is not set`, {
+    throw new CollectiveError('bad-env', `environment variable ${name} is not set`, {
       hint: `the launcher must set ${Object.values(RENDEZVOUS_ENV).join(', ')} for every rank process`,
     });
   }
   const text = raw.trim();
   const value = /^\d+$/.test(text) ? Number(text) : NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw new CollectiveError('BAD_ENV', `${name}=${JSON.stringify(raw)} is not an integer in [${min}, ${max}]`, {
+    throw new CollectiveError('bad-env', `${name}=${JSON.stringify(raw)} is not an integer in [${min}, ${max}]`, {
       hint: `fix the value the launcher exports as ${name}`,
     });
   }
@@ -36,13 +36,13 @@ export function rendezvousEnvFromProcess(env: NodeJS.ProcessEnv): RendezvousEnv 
   const worldSize = intVar(env, RENDEZVOUS_ENV.worldSize, 1);
   const rank = intVar(env, RENDEZVOUS_ENV.rank, 0);
   if (rank >= worldSize) {
-    throw new CollectiveError('BAD_ENV', `${RENDEZVOUS_ENV.rank}=${rank} is out of range for ${RENDEZVOUS_ENV.worldSize}=${worldSize}`, {
+    throw new CollectiveError('bad-env', `${RENDEZVOUS_ENV.rank}=${rank} is out of range for ${RENDEZVOUS_ENV.worldSize}=${worldSize}`, {
       hint: `ranks are numbered 0..${worldSize - 1}`,
     });
   }
   const masterAddr = (env[RENDEZVOUS_ENV.masterAddr] ?? '').trim();
   if (masterAddr === '') {
-    throw new CollectiveError('BAD_ENV', `environment variable ${RENDEZVOUS_ENV.masterAddr} is not set`, {
+    throw new CollectiveError('bad-env', `environment variable ${RENDEZVOUS_ENV.masterAddr} is not set`, {
       hint: 'set it to an address of rank 0\'s host that every rank can reach',
     });
   }

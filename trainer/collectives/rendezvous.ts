@@ -115,7 +115,7 @@ async function connectRetry(host: string, port: number, signal: AbortSignal, las
       if (signal.aborted) throw err;
       lastError.code = errnoCode(err);
       if (!RETRYABLE.has(lastError.code)) {
-        throw new CollectiveError('CONNECT_FAILED', `cannot connect to ${host}:${port}: ${lastError.code}`, { cause: err, hint: 'check the address (does the name resolve on this host?)' });
+        throw new CollectiveError('connect-failed', `cannot connect to ${host}:${port}: ${lastError.code}`, { cause: err, hint: 'check the address (does the name resolve on this host?)' });
       }
     }
     await sleep(200, signal);
@@ -143,7 +143,7 @@ class DataAcceptor {
         const h = readHeader(got);
         if (!h || h.kind !== Kind.Hello) return void socket.destroy(); // not a Cohort rank
         if (h.seq !== PROTOCOL_VERSION || h.count !== this.worldSize) {
-          this.error = new CollectiveError('RENDEZVOUS_MISMATCH', `rank ${h.aux} opened a data connection with protocol v${h.seq} and world size ${h.count}, this rank has v${PROTOCOL_VERSION} and world size ${this.worldSize}`);
+          this.error = new CollectiveError('rendezvous-mismatch', `rank ${h.aux} opened a data connection with protocol v${h.seq} and world size ${h.count}, this rank has v${PROTOCOL_VERSION} and world size ${this.worldSize}`);
         } else this.arrived.set(h.aux, { socket, leftover: got.subarray(HEADER_BYTES) });
         this.wake?.();
       };
@@ -172,8 +172,8 @@ class DataAcceptor {
 }
 
 function expectMessage<T extends ControlMessage['t']>(m: ControlMessage, t: T, from: string): Extract<ControlMessage, { t: T }> {
-  if (m.t === 'reject') throw new CollectiveError(m.code === 'RENDEZVOUS_MISMATCH' ? 'RENDEZVOUS_MISMATCH' : 'PROTOCOL', m.message);
-  if (m.t !== t) throw new CollectiveError('PROTOCOL', `expected '${t}' from ${from} during the rendezvous, got '${m.t}'`);
+  if (m.t === 'reject') throw new CollectiveError(m.code === 'rendezvous-mismatch' ? 'rendezvous-mismatch' : 'protocol', m.message);
+  if (m.t !== t) throw new CollectiveError('protocol', `expected '${t}' from ${from} during the rendezvous, got '${m.t}'`);
   return m as Extract<ControlMessage, { t: T }>;
 }
 
@@ -204,7 +204,7 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
   } catch (err) {
     opened.closeAll();
     if (opts.signal?.aborted) throw abortedError(`rank ${env.rank}'s rendezvous`, opts.signal);
-    if (timeout.aborted) throw new CollectiveError('RENDEZVOUS_TIMEOUT', waiting(), { cause: err });
+    if (timeout.aborted) throw new CollectiveError('rendezvous-timeout', waiting(), { cause: err });
     throw err;
   }
 
@@ -277,12 +277,12 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
     } catch (err) {
       const code = errnoCode(err);
       if (code === 'EADDRINUSE') {
-        throw new CollectiveError('MASTER_PORT_IN_USE', `MASTER_PORT ${env.masterPort} on ${bindHost} is in use; choose another port`, { cause: err, hint: 'another run or a leftover rank 0 may hold it' });
+        throw new CollectiveError('master-port-in-use', `MASTER_PORT ${env.masterPort} on ${bindHost} is in use; choose another port`, { cause: err, hint: 'another run or a leftover rank 0 may hold it' });
       }
       if (code === 'EADDRNOTAVAIL') {
-        throw new CollectiveError('BAD_ENV', `MASTER_ADDR ${env.masterAddr} is not an address of rank 0's host, so rank 0 cannot listen on it`, { cause: err, hint: 'set MASTER_ADDR to an address of the host running rank 0' });
+        throw new CollectiveError('bad-env', `MASTER_ADDR ${env.masterAddr} is not an address of rank 0's host, so rank 0 cannot listen on it`, { cause: err, hint: 'set MASTER_ADDR to an address of the host running rank 0' });
       }
-      throw new CollectiveError('CONNECT_FAILED', `rank 0 cannot listen on ${bindHost}:${env.masterPort}: ${code}`, { cause: err });
+      throw new CollectiveError('connect-failed', `rank 0 cannot listen on ${bindHost}:${env.masterPort}: ${code}`, { cause: err });
     }
     const dataHost = opts.bindAddr ?? bindHost;
     const { acceptor, port: dataPort, unix, machine } = await openData(dataHost);
@@ -312,7 +312,7 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
           else if (m.rank === 0 || m.rank >= n) problem = `${from} registered with RANK=${m.rank}, outside 1..${n - 1} for WORLD_SIZE=${n}`;
           else if (control.has(m.rank)) problem = `RANK=${m.rank} registered twice (from ${peers[m.rank]!.host} and ${m.host}); every rank needs a unique RANK`;
           if (problem) {
-            const err = new CollectiveError('RENDEZVOUS_MISMATCH', problem);
+            const err = new CollectiveError('rendezvous-mismatch', problem);
             sock.write(encodeControl({ t: 'reject', message: problem, code: err.code }));
             return fail(err);
           }
@@ -334,7 +334,7 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
         try {
           expectMessage(await ch.next(signal), 'ready', `rank ${k}`);
         } catch (err) {
-          if (err instanceof CollectiveError && err.code === 'PEER_LOST') throw new CollectiveError('PEER_LOST', `rank ${k} (${peers[k]!.host}) disconnected during the rendezvous`, { cause: err });
+          if (err instanceof CollectiveError && err.code === 'peer-lost') throw new CollectiveError('peer-lost', `rank ${k} (${peers[k]!.host}) disconnected during the rendezvous`, { cause: err });
           throw err;
         }
         notReady.delete(k);
@@ -356,7 +356,7 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
     waiting = () => `rank ${env.rank} registered with master ${master} but the rank table did not arrive within ${secs}: rank 0 is still waiting for other ranks of world size ${n}`;
     const table = expectMessage(await ch.next(signal).catch(masterGone), 'table', 'rank 0');
     const peers = table.peers;
-    if (peers.length !== n || peers.some((p, i) => p.rank !== i)) throw new CollectiveError('PROTOCOL', `rank 0 sent a table of ${peers.length} ranks for world size ${n}`);
+    if (peers.length !== n || peers.some((p, i) => p.rank !== i)) throw new CollectiveError('protocol', `rank 0 sent a table of ${peers.length} ranks for world size ${n}`);
     const ringSockets = await Promise.race([ring(peers, acceptor, onreadFor(peers)), lossOf(new Map([[0, ch]]), peers)]);
     ch.send({ t: 'ready' });
     waiting = () => `rank ${env.rank} is connected but rank 0 did not start the run within ${secs}: another rank could not connect its ring neighbours`;
@@ -368,7 +368,7 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
   function lossOf(control: Map<number, ControlChannel>, peers: PeerInfo[]): Promise<never> {
     return new Promise((_, reject) => {
       for (const [k, ch] of control) {
-        const lost = (): void => reject(new CollectiveError('PEER_LOST', `rank ${k} (${peers[k]?.host ?? 'unknown host'}) disconnected during the rendezvous`, { hint: `see rank ${k}'s log` }));
+        const lost = (): void => reject(new CollectiveError('peer-lost', `rank ${k} (${peers[k]?.host ?? 'unknown host'}) disconnected during the rendezvous`, { hint: `see rank ${k}'s log` }));
         if (ch.socket.destroyed) lost();
         ch.socket.once('close', lost);
         signal.addEventListener('abort', () => ch.socket.off('close', lost), { once: true });
@@ -377,8 +377,8 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
   }
 
   function masterGone(err: unknown): never {
-    if (err instanceof CollectiveError && err.code === 'PEER_LOST') {
-      throw new CollectiveError('PEER_LOST', `rank 0 (master ${master}) closed the rendezvous connection`, { cause: err, hint: 'see rank 0\'s log' });
+    if (err instanceof CollectiveError && err.code === 'peer-lost') {
+      throw new CollectiveError('peer-lost', `rank 0 (master ${master}) closed the rendezvous connection`, { cause: err, hint: 'see rank 0\'s log' });
     }
     throw err;
   }

@@ -399,7 +399,7 @@ export class RingEngine {
       if (slot) this.freeSlots.push(slot);
       op.pendingWrites--;
       if (err) {
-        this.hooks.onFatal(new CollectiveError('PEER_LOST', `writing to the right ring neighbour failed: ${err.message}`, { cause: err }));
+        this.hooks.onFatal(new CollectiveError('peer-lost', `writing to the right ring neighbour failed: ${err.message}`, { cause: err }));
         return;
       }
       this.maybeFinish(op);
@@ -414,6 +414,6 @@ export class RingEngine {
 
   private fatal(message: string): void {
     this.left?.pause();
-    this.hooks.onFatal(new CollectiveError('PROTOCOL', message));
+    this.hooks.onFatal(new CollectiveError('protocol', message));
   }
 }

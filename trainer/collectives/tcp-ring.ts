@@ -72,7 +72,7 @@ export class TcpRingCollective implements Collective {
           onFatal: (err) => {
             // A failed write to the right neighbour means that rank is gone: name it, like a closed socket would.
             const right = (env.rank + 1) % n;
-            const apply = () => (err.code === 'PEER_LOST' && !(err instanceof PeerLostError) ? ref.self!.departed(right, err.message) : ref.self!.setFailure(err, false));
+            const apply = () => (err.code === 'peer-lost' && !(err instanceof PeerLostError) ? ref.self!.departed(right, err.message) : ref.self!.setFailure(err, false));
             void (ref.self ? apply() : early.push(apply));
           },
         });
@@ -135,7 +135,7 @@ export class TcpRingCollective implements Collective {
         const h = readHeader(pending);
         pending = pending.subarray(HEADER_BYTES);
         if (h?.kind === Kind.Bye) this.onBye(rightRank, 'right', h.aux === 0 ? undefined : h.aux - 1);
-        else this.setFailure(new CollectiveError('PROTOCOL', `rank ${rightRank} sent an unexpected frame on the ring's return path`), false);
+        else this.setFailure(new CollectiveError('protocol', `rank ${rightRank} sent an unexpected frame on the ring's return path`), false);
       }
     };
     right.on('data', onRight);
@@ -164,13 +164,13 @@ export class TcpRingCollective implements Collective {
   }
 
   allreduce(buf: Float32Array, opts: AllreduceOptions = {}): Promise<void> {
-    if (!(buf instanceof Float32Array)) return Promise.reject(new CollectiveError('BAD_ARGUMENT', 'allreduce: buf must be a Float32Array'));
+    if (!(buf instanceof Float32Array)) return Promise.reject(new CollectiveError('bad-argument', 'allreduce: buf must be a Float32Array'));
     return this.enqueue('allreduce', opts.signal, () => this.engine.allreduce(buf, opts.average === true, opts.fp16 === true));
   }
 
   shardedUpdate(grads: Float32Array, params: Float32Array, opts: ShardedUpdateOptions): Promise<void> {
     if (!(grads instanceof Float32Array) || !(params instanceof Float32Array) || grads.length !== params.length) {
-      return Promise.reject(new CollectiveError('BAD_ARGUMENT', `shardedUpdate: grads and params must be Float32Arrays of one length (got ${grads?.length} and ${params?.length})`));
+      return Promise.reject(new CollectiveError('bad-argument', `shardedUpdate: grads and params must be Float32Arrays of one length (got ${grads?.length} and ${params?.length})`));
     }
     return this.enqueue('sharded update', opts.signal, () => this.engine.shardedUpdate(grads, params, opts.average === true, opts.update));
   }
@@ -226,7 +226,7 @@ export class TcpRingCollective implements Collective {
     clearInterval(this.heartbeat);
     const cause = this.failure instanceof PeerLostError ? this.failure : undefined;
     const idle = this.engine.idle;
-    this.setFailure(new CollectiveError('DISPOSED', `rank ${this.rank}'s collective was disposed`), false);
+    this.setFailure(new CollectiveError('disposed', `rank ${this.rank}'s collective was disposed`), false);
     const lost = cause ? { rank: cause.peerRank, host: cause.peerHost, reason: cause.reason } : undefined;
     for (const ch of this.control.values()) {
       ch.send(lost ? { t: 'bye', lost } : { t: 'bye' });
@@ -246,7 +246,7 @@ export class TcpRingCollective implements Collective {
 
   private checkRoot(what: string, root: number): CollectiveError | undefined {
     if (Number.isInteger(root) && root >= 0 && root < this.worldSize) return undefined;
-    return new CollectiveError('BAD_ARGUMENT', `${what}: root ${root} is out of range for world size ${this.worldSize}`);
+    return new CollectiveError('bad-argument', `${what}: root ${root} is out of range for world size ${this.worldSize}`);
   }
 
   private enqueue<T>(what: string, signal: AbortSignal | undefined, run: () => Promise<T>): Promise<T> {
@@ -295,7 +295,7 @@ export class TcpRingCollective implements Collective {
     if (!c) this.collects.set(seq, (c = { kind, root, values: new Map() }));
     if (c.kind !== kind || c.root !== root) {
       const other = `${c.kind}${c.kind === 'gather' ? `(root ${c.root})` : ''}`;
-      return this.setFailure(new CollectiveError('PROTOCOL', `ranks disagree on control op #${seq}: rank ${from} called ${kind}${kind === 'gather' ? `(root ${root})` : ''}, another rank called ${other}; every rank must call the same collectives in the same order`), false);
+      return this.setFailure(new CollectiveError('protocol', `ranks disagree on control op #${seq}: rank ${from} called ${kind}${kind === 'gather' ? `(root ${root})` : ''}, another rank called ${other}; every rank must call the same collectives in the same order`), false);
     }
     c.values.set(from, value);
     if (c.values.size < this.worldSize) return;
@@ -330,7 +330,7 @@ export class TcpRingCollective implements Collective {
       case 'bye':
         return this.onBye(from, 'control', m.lost?.rank, m.lost?.reason);
       default:
-        return this.setFailure(new CollectiveError('PROTOCOL', `unexpected control message '${m.t}' from rank ${from} after the rendezvous`), false);
+        return this.setFailure(new CollectiveError('protocol', `unexpected control message '${m.t}' from rank ${from} after the rendezvous`), false);
     }
   }
 
@@ -387,7 +387,7 @@ export class TcpRingCollective implements Collective {
     this.currentReject?.(err);
     for (const w of this.waiters.values()) w.reject(err);
     this.waiters.clear();
-    if (err.code === 'PROTOCOL' || err.code === 'ABORTED') this.abandon(err.message);
+    if (err.code === 'protocol' || err.code === 'aborted') this.abandon(err.message);
     if (fire && err instanceof PeerLostError) {
       for (const l of this.listeners) {
         try {

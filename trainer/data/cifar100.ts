@@ -1,5 +1,6 @@
 // CIFAR-100, binary version (SC20's dataset): `train.bin` and `test.bin`, each a run of 3074-byte
 // records: coarse label, fine label, then 32×32 R, G and B planes. We train on the fine labels.
+import { CohortError } from '../protocol/errors';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Dataset } from './dataset';
@@ -13,9 +14,9 @@ const PLANE = SIDE * SIDE;
 const MEAN = [0.5071, 0.4865, 0.4409] as const;
 const STD = [0.2673, 0.2564, 0.2762] as const;
 
-export class DataError extends Error {
+export class DataError extends CohortError {
   constructor(message: string) {
-    super(message);
+    super('bad-data', message);
     this.name = 'DataError';
   }
 }

@@ -1,6 +1,7 @@
 // The event protocol: versioned JSON lines from the trainer (rank 0 and the host agents) to
 // every consumer (core, CLI, dashboard, run history). Defined once here, with runtime
 // validation; nothing else declares an event shape. Fields may be added, never renamed.
+import { CohortError } from './errors';
 import {
   DecodeError,
   arr,
@@ -173,6 +174,8 @@ export interface ErrorEvent extends EventBase {
   /** The rank's last log lines, oldest first. */
   logTail: string[];
   code?: string;
+  /** What to do next, when the failing side knew (CohortError's hint). */
+  hint?: string;
 }
 
 export type RunStatus = 'ok' | 'failed' | 'cancelled';
@@ -345,6 +348,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     message: str(o, 'message', p),
     logTail: strArr(o, 'logTail', p),
     ...opt('code', optStr(o, 'code', p)),
+    ...opt('hint', optStr(o, 'hint', p)),
   }),
   done: (o) => ({
     type: 'done',
@@ -381,9 +385,9 @@ export function isEventType(t: unknown): t is EventType {
   return typeof t === 'string' && (EVENT_TYPES as readonly string[]).includes(t);
 }
 
-export class UnknownEventType extends Error {
+export class UnknownEventType extends CohortError {
   constructor(readonly eventType: string) {
-    super(`unknown event type ${JSON.stringify(eventType)}`);
+    super('unknown-event-type', `unknown event type ${JSON.stringify(eventType)}`, { fatal: false });
     this.name = 'UnknownEventType';
   }
 }

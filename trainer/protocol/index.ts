@@ -6,3 +6,4 @@ export * from './launch';
 export * from './train-config';
 export { DecodeError } from './validate';
 export * from './lifecycle';
+export * from './errors';

@@ -1,6 +1,7 @@
 // The run configuration: what `cohort run` flags, the dashboard's Launch form and saved profile
 // defaults all describe. Defined once here; the CLI maps flags onto it, the trainer receives it
 // as JSON, and every field's error names the flag a user would fix.
+import { CohortError } from './errors';
 import { DecodeError, bool, num, obj, oneOf, str, type Obj } from './validate';
 
 export const ENGINES = ['tfjs', 'torch', 'auto'] as const;
@@ -120,12 +121,12 @@ export const FLAG_OF: Record<keyof TrainConfig, string> = {
 /** Smallest input side each stem can take: ResNet-50 downsamples 32× (imagenet) or 8× (cifar). */
 export const MIN_IMAGE_SIZE: Record<Stem, number> = { imagenet: 32, cifar: 8 };
 
-export class ConfigError extends Error {
+export class ConfigError extends CohortError {
   constructor(
     readonly flag: string,
     message: string,
   ) {
-    super(`${flag}: ${message}`);
+    super('bad-config', `${flag}: ${message}`);
     this.name = 'ConfigError';
   }
 }

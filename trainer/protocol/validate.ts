@@ -1,13 +1,15 @@
 // Tiny runtime decoders for data that crosses a process boundary (JSON lines, IPC, WebSocket,
 // profile files). Each check throws a DecodeError whose path names the offending field, so an
 // error can say "hosts[1].port: expected an integer ≥ 1, got -3".
+import { CohortError } from './errors';
 
-export class DecodeError extends Error {
+/** A value failed a decoder; its code is 'bad-argument' (what the Api has always called it). */
+export class DecodeError extends CohortError {
   constructor(
     readonly path: string,
     readonly problem: string,
   ) {
-    super(path ? `${path}: ${problem}` : problem);
+    super('bad-argument', path ? `${path}: ${problem}` : problem);
     this.name = 'DecodeError';
   }
 }

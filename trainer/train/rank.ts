@@ -11,7 +11,7 @@ import { initBackend, tfjsCapabilities } from '../engine/tfjs/backend';
 import { applyCompilePlan, compileTrainStep } from '../engine/tfjs/compile';
 import { createResNet50, initialParamsParallel, type TfjsResNet } from '../engine/tfjs/resnet50';
 import { resnet50Spec } from '../engine/tfjs/resnet50-spec';
-import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
+import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, toErrorInfo, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer } from '../optim/optimizer';
 import { exchangeAndUpdate, gatherOptimizerState } from './exchange';
 import { PhaseTimes } from './phase-times';
@@ -51,10 +51,12 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
   let sampler: MemorySampler | undefined;
   let model: TfjsResNet | undefined;
   const fail = (err: unknown, code?: string): number => {
-    const message = err instanceof Error ? err.message : String(err);
+    // Every failure leaves with a code (the error's own, else 'rank-failed') and its hint, if any.
+    const info = toErrorInfo(err, code ?? 'rank-failed');
+    const message = info.message;
     log(`rank ${rdv.rank} on ${host} failed: ${message}`);
     // Every rank reports its own failure; core shows the first one (the root cause) prominently.
-    stdoutEmit({ type: 'error', rank: rdv.rank, host, message, logTail: tail.get(), ...(code ? { code } : {}) });
+    stdoutEmit({ type: 'error', rank: rdv.rank, host, message, logTail: tail.get(), code: code ?? info.code, ...(info.hint ? { hint: info.hint } : {}) });
     return 1;
   };
   try {

@@ -8,7 +8,7 @@ import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { resolvePaths } from '../../core/paths';
 import { CohortService } from '../../core/service/cohort-service';
 import { WebServer, isLoopback } from '../../web/web-server';
-import { DisposableStore } from '../../../trainer/protocol';
+import { CohortError, DisposableStore } from '../../../trainer/protocol';
 import { onAbort, onProcessSignals } from '../../../trainer/util/node-lifecycle';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
@@ -28,7 +28,7 @@ export function findRendererDir(env: NodeJS.ProcessEnv): string {
     }
     dir = dirname(dir);
   }
-  throw Object.assign(new Error('the dashboard is not built (no dist/renderer/index.html); run `npm run build:renderer` in the Cohort folder'), { code: 'renderer-missing' });
+  throw new CohortError('renderer-missing', 'the dashboard is not built (no dist/renderer/index.html); run `npm run build:renderer` in the Cohort folder');
 }
 
 export async function serveCommand(

@@ -3,7 +3,7 @@
 // way the CLI, `cohort serve` and Electron reach hosts.
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import type { TrainConfig } from '../../../trainer/protocol';
+import { CohortError, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type RemoteProcess, type SshConnectOptions } from '../ssh';
@@ -123,7 +123,7 @@ export class SshCluster implements ClusterOps {
     const failed = deployed.filter((d) => !d.ok);
     if (failed.length) {
       const first = failed[0]!;
-      throw Object.assign(new Error(failed.map((d) => `${d.host}: ${d.error?.message}`).join('\n')), { code: first.error?.code ?? 'deploy-failed', ...(first.error?.hint ? { hint: first.error.hint } : {}) });
+      throw new CohortError(first.error?.code ?? 'deploy-failed', failed.map((d) => `${d.host}: ${d.error?.message}`).join('\n'), first.error?.hint ? { hint: first.error.hint } : {});
     }
     const master = profile.hosts[0]!;
     const masterSession = await this.session(profile, master.name);
@@ -164,8 +164,7 @@ export class SshCluster implements ClusterOps {
     const r = await s.run('command -v node >/dev/null 2>&1 && node -e "process.stdout.write(process.versions.node)"', { env: h.env });
     const major = Number(/^(\d+)/.exec(r.stdout.trim())?.[1]);
     if (!(major >= 20)) {
-      throw Object.assign(new Error(r.stdout.trim() ? `${h.name} has Node.js ${r.stdout.trim()}; the trainer needs 20 or newer` : `${h.name} has no Node.js on the PATH of a non-interactive SSH login`), {
-        code: 'node-missing',
+      throw new CohortError('node-missing', r.stdout.trim() ? `${h.name} has Node.js ${r.stdout.trim()}; the trainer needs 20 or newer` : `${h.name} has no Node.js on the PATH of a non-interactive SSH login`, {
         hint: `install Node.js 20+ on ${h.name} (nodejs.org or the distribution's nodejs 20.x), or add its bin directory to PATH in ~/.profile or the profile host's env`,
       });
     }

@@ -4,19 +4,15 @@
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LOCAL_PROFILE_NAME, ProfileError, decodeProfile, isValidName, localProfile, type Profile } from '../../common';
+import { CohortError } from '../../../trainer/protocol';
 import { writeFileAtomic, withFileLock } from '../../../trainer/util/atomic-write';
 
 export type ProfileStoreErrorCode = 'profile-not-found' | 'profile-exists' | 'profile-invalid' | 'profile-reserved' | 'profile-io';
 
-export class ProfileStoreError extends Error {
-  readonly fatal = true;
-  constructor(
-    readonly code: ProfileStoreErrorCode,
-    message: string,
-    readonly hint: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`${message}${hint ? ` (${hint})` : ''}`, options);
+export class ProfileStoreError extends CohortError {
+  declare readonly code: ProfileStoreErrorCode;
+  constructor(code: ProfileStoreErrorCode, message: string, hint: string, options?: { cause?: unknown }) {
+    super(code, `${message}${hint ? ` (${hint})` : ''}`, { hint, ...options });
     this.name = 'ProfileStoreError';
   }
 }

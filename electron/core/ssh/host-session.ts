@@ -348,7 +348,7 @@ export class HostSession implements Disposable {
     this.closedWith =
       c === this.target
         ? base
-        : new SshError('ssh-disconnected', this.name, `${describeHost(this.endpoint)}: connection lost because jump host ${c.endpoint.name} went away (${base.message})`, base.hint, { cause: base });
+        : new SshError('ssh-disconnected', this.name, `${describeHost(this.endpoint)}: connection lost because jump host ${c.endpoint.name} went away (${base.message})`, base.hint ?? '', { cause: base });
     this.rejectPending(this.closedWith);
     for (const other of this.chain) other.client.end();
     this.fireClose(this.closedWith);

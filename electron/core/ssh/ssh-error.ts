@@ -2,6 +2,7 @@
 // reports failures as `err.level` (client-socket, client-timeout, client-authentication,
 // protocol, ...) plus socket errno codes; classifySshError maps those to Cohort codes here, so
 // nothing above core/ssh ever inspects ssh2's errors.
+import { CohortError } from '../../../trainer/protocol';
 
 export type SshErrorCode =
   | 'ssh-resolve' // the name does not resolve
@@ -30,19 +31,18 @@ export interface SshErrorHost {
   user: string;
 }
 
-export class SshError extends Error {
-  readonly fatal: boolean;
+export class SshError extends CohortError {
+  declare readonly code: SshErrorCode;
   constructor(
-    readonly code: SshErrorCode,
+    code: SshErrorCode,
     /** The profile host name (or jump hop) the failure concerns. */
     readonly host: string,
     message: string,
-    readonly hint: string,
+    hint: string,
     options: { cause?: unknown; fatal?: boolean; details?: Record<string, unknown> } = {},
   ) {
-    super(hint ? `${message}. ${hint.charAt(0).toUpperCase()}${hint.slice(1)}` : message, { cause: options.cause });
+    super(code, hint ? `${message}. ${hint.charAt(0).toUpperCase()}${hint.slice(1)}` : message, { hint, cause: options.cause, fatal: options.fatal ?? true });
     this.name = 'SshError';
-    this.fatal = options.fatal ?? true;
     this.details = options.details ?? {};
   }
   /** Structured extras (fingerprints, known_hosts line, methods tried) for the GUI. */

@@ -2,6 +2,7 @@
 // only if the host has it: their install downloads libtensorflow, so they are never our
 // dependency), wasm (SIMD, bundled) and cpu (pure JS, bundled). `auto` tries them in that order;
 // an explicit choice that is unavailable fails loudly, naming --backend and what to install.
+import { CohortError } from '../../protocol/errors';
 import * as tf from '@tensorflow/tfjs-core';
 import { version_cpu } from '@tensorflow/tfjs-backend-cpu';
 import { setWasmPaths, version_wasm } from '@tensorflow/tfjs-backend-wasm';
@@ -31,15 +32,9 @@ export interface InitBackendOptions {
   runtimeDir?: string;
 }
 
-export class BackendUnavailableError extends Error {
-  readonly code = 'backend-unavailable';
-  readonly fatal = true;
-  constructor(
-    message: string,
-    readonly hint: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`${message}. ${hint}`, options);
+export class BackendUnavailableError extends CohortError {
+  constructor(message: string, hint: string, options?: { cause?: unknown }) {
+    super('backend-unavailable', `${message}. ${hint}`, { hint, ...options });
     this.name = 'BackendUnavailableError';
   }
 }
