@@ -5,3 +5,4 @@
 export * from './api';
 export * from './api-wire';
 export * from './profile';
+export * from './csp';

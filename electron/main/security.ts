@@ -1,7 +1,6 @@
 // The window's security policy, kept apart from main.ts so it reads as one list: what the
 // renderer may load, where it may navigate, and which links leave the app.
-export const CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export { CSP } from '../common/csp';
 
 /** True when `url` is the packaged renderer (file:// under `rendererDir`). */
 export function isAppUrl(url: string, rendererIndexUrl: string): boolean {

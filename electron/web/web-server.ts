@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { CohortError, DisposableStore, toDisposable, type Disposable } from '../../trainer/protocol';
-import { forwardApiEvents, type CohortApi } from '../common';
+import { CSP, forwardApiEvents, type CohortApi } from '../common';
 import { handleCallMessage } from '../core/service/dispatch';
 
 export interface WebServerOptions {
@@ -33,19 +33,6 @@ const TYPES: Record<string, string> = {
   '.json': 'application/json',
   '.woff2': 'font/woff2',
 };
-/** Scripts only from this origin; inline styles stay allowed for Svelte/uPlot style attributes. */
-export const CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data: blob:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'none'",
-  "frame-ancestors 'none'",
-].join('; ');
 
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
