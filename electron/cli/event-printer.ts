@@ -51,8 +51,6 @@ export function humanPrinter(out: NodeJS.WritableStream, err: NodeJS.WritableStr
         case 'done':
           err.write(`done: ${e.status}, ${e.steps} steps${e.medianGlobalSamplesPerSec !== null ? `, median ${e.medianGlobalSamplesPerSec.toFixed(1)} samples/s` : ''}${e.paramChecksum ? `, weights sha256 ${e.paramChecksum.slice(0, 16)}…` : ''}, ${(e.durationMs / 1000).toFixed(1)} s\n`);
           break;
-        case 'memory':
-          break;
       }
     },
   };

@@ -25,7 +25,6 @@ export const EVENT_TYPES = [
   'compile',
   'warmup',
   'step',
-  'memory',
   'epoch',
   'checkpoint',
   'log',
@@ -134,10 +133,6 @@ export interface StepEvent extends EventBase {
   commBytes?: number;
 }
 
-export interface MemoryEvent extends EventBase {
-  type: 'memory';
-  memory: RankMemory[];
-}
 
 export interface EpochEvent extends EventBase {
   type: 'epoch';
@@ -212,7 +207,6 @@ export type CohortEvent =
   | CompileEvent
   | WarmupEvent
   | StepEvent
-  | MemoryEvent
   | EpochEvent
   | CheckpointEvent
   | LogEvent
@@ -318,7 +312,6 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     memory: arr(o, 'memory', p, rankMemory),
     ...opt('commBytes', optNum(o, 'commBytes', p, { min: 0 })),
   }),
-  memory: (o) => ({ type: 'memory', memory: arr(o, 'memory', p, rankMemory) }),
   epoch: (o) => ({
     type: 'epoch',
     epoch: num(o, 'epoch', p, { int: true, min: 0 }),

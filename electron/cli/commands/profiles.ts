@@ -1,9 +1,9 @@
 // `cohort profiles ...`: the saved cluster profiles (the same store the desktop app uses).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { userInfo } from 'node:os';
 import { DEFAULT_WORKDIR, profileWorldSize, type ProfileHost } from '../../common';
 import { resolvePaths } from '../../core/paths';
-import { ProfileStore, importSshConfig } from '../../core/profiles';
+import { ProfileStore, importSshConfigFile } from '../../core/profiles';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
 import { parseCommandLine } from '../train-flags';
@@ -91,12 +91,12 @@ export async function profilesCommand(args: string[], io: CliIo): Promise<number
     }
     case 'import-ssh-config': {
       const name = need(positionals[0], 'NAME');
-      if (!existsSync(paths.sshConfigPath)) throw new UsageError(`${paths.sshConfigPath} does not exist; nothing to import`);
-      const imported = importSshConfig(readFileSync(paths.sshConfigPath, 'utf8'), {
+      const imported = await importSshConfigFile(paths.sshConfigPath, {
         home: paths.home,
         localUser: userInfo().username,
         ...(values.hosts ? { only: String(values.hosts).split(',').filter(Boolean) } : {}),
       });
+      if (!imported) throw new UsageError(`${paths.sshConfigPath} does not exist; nothing to import`);
       for (const s of imported.skipped) io.stderr.write(`skipped ${s.what}: ${s.reason}\n`);
       if (!imported.hosts.length) throw new UsageError(`no hosts imported from ${paths.sshConfigPath}`);
       const p = await store.put({ name, hosts: imported.hosts.map((h) => ({ ...h, ...hostDefaults() })) }, { overwrite: !!values.force });

@@ -5,6 +5,7 @@
 // are not evaluated and are reported as skipped.
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_WORKDIR, ProfileError, decodeProfile, type Profile, type ProfileHost } from '../../common';
+import { CohortError } from '../../../trainer/protocol';
 import { expandHome } from '../paths';
 import { ProfileStoreError } from './profile-store';
 
@@ -176,17 +177,29 @@ function expandTokens(s: string, t: { home: string; localUser: string; host: str
 }
 
 /**
- * Builds a profile from ~/.ssh/config (or another file): every concrete alias (or `only`) becomes
- * a host with one slot. The result is validated like any profile; store it with ProfileStore.put.
+ * Reads and imports an OpenSSH config file: the one place that does, for the CLI
+ * (`profiles import-ssh-config`), the Api (`importSshConfig`) and profileFromSshConfig. Returns
+ * null when the file does not exist; other read failures throw 'ssh-config-unreadable'.
  */
-export async function profileFromSshConfig(name: string, path: string, opts: SshConfigImportOptions): Promise<{ profile: Profile; skipped: SshConfigImport['skipped'] }> {
+export async function importSshConfigFile(path: string, opts: SshConfigImportOptions): Promise<SshConfigImport | null> {
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (err) {
-    throw new ProfileStoreError('profile-io', `cannot read ${path}`, 'check the path of the OpenSSH config file', { cause: err });
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw new CohortError('ssh-config-unreadable', `cannot read ${path}: ${(err as Error).message}`, { hint: 'check the file permissions', cause: err });
   }
-  const { hosts, skipped } = importSshConfig(text, opts);
+  return importSshConfig(text, opts);
+}
+
+/**
+ * Builds a profile from ~/.ssh/config (or another file): every concrete alias (or `only`) becomes
+ * a host with one slot. The result is validated like any profile; store it with ProfileStore.put.
+ */
+export async function profileFromSshConfig(name: string, path: string, opts: SshConfigImportOptions): Promise<{ profile: Profile; skipped: SshConfigImport['skipped'] }> {
+  const imported = await importSshConfigFile(path, opts);
+  if (!imported) throw new ProfileStoreError('profile-io', `cannot read ${path}: it does not exist`, 'check the path of the OpenSSH config file');
+  const { hosts, skipped } = imported;
   if (hosts.length === 0) throw new ProfileStoreError('profile-invalid', `${path} has no importable Host entries`, skipped.map((s) => `${s.what}: ${s.reason}`).join('; ') || 'add a Host block');
   try {
     return { profile: decodeProfile({ name, hosts }), skipped };

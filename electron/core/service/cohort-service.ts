@@ -2,14 +2,13 @@
 // `cohort serve` (WebSocket) both sit in front of this class; neither adds behaviour of its own.
 // Cluster operations go through the injected ClusterOps (SSH); without it they reject with
 // `cluster-unavailable` so the dashboard can say so instead of hanging.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
 import { ConfigError, Emitter, type CohortEvent, type Disposable } from '../../../trainer/protocol';
 import { ApiCallError, LOCAL_PROFILE_NAME, type CohortApi, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost, type RunEventMessage, type RunMeta, type StartRunRequest } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import type { CohortPaths } from '../paths';
-import { ProfileStore, importSshConfig } from '../profiles';
+import { ProfileStore, importSshConfigFile } from '../profiles';
 import type { RunController } from '../runs/run-controller';
 import { RunStore } from '../runs/run-store';
 import { startRun } from '../runs/start-run';
@@ -60,14 +59,8 @@ export class CohortService implements CohortApi, Disposable {
 
   async importSshConfig(): Promise<{ hosts: ProfileHost[]; skipped: { what: string; reason: string }[] }> {
     const path = this.opts.paths.sshConfigPath;
-    let text: string;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { hosts: [], skipped: [{ what: path, reason: 'file not found' }] };
-      throw new ApiCallError({ code: 'ssh-config-unreadable', message: `cannot read ${path}: ${(err as Error).message}`, hint: 'check the file permissions' });
-    }
-    const r = importSshConfig(text, { home: this.opts.paths.home, localUser: this.opts.localUser ?? safeUser() });
+    const r = await importSshConfigFile(path, { home: this.opts.paths.home, localUser: this.opts.localUser ?? safeUser() });
+    if (!r) return { hosts: [], skipped: [{ what: path, reason: 'file not found' }] };
     return { hosts: r.hosts, skipped: r.skipped };
   }
 

@@ -120,10 +120,6 @@ export function applyEvent(e: CohortEvent): void {
       scheduleFlush();
       return;
     }
-    case 'memory':
-      recordMemory(e.time, e.memory);
-      scheduleFlush();
-      return;
     case 'log':
       pushLog({ time: e.time, rank: e.rank, host: e.host, level: e.level, text: e.message });
       break;
