@@ -5,7 +5,6 @@ import { PIECE_ELEMS } from './ring-engine';
 export type { AllreduceOptions, BackendName, Collective, ConnectOptions, OpOptions, ShardedUpdateOptions } from './collective';
 export { connectCollective, DEFAULT_BACKENDS } from './connect';
 export { CollectiveError, PeerLostError, type CollectiveErrorCode } from './errors';
-export { FusionBuffer } from './fusion-buffer';
 export type { ReduceHome } from './reduce-kernel';
 export { rendezvousEnvFromProcess, type RendezvousEnv } from './rendezvous-env';
 
