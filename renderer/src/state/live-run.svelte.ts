@@ -18,9 +18,16 @@ export interface LogLine {
 const MAX_LOG = 2000;
 const MAX_RANKS = 64;
 
-/** x = step; series: throughput, loss, stepTimeMs. */
-export const metrics = { steps: new SeriesBuffer(3) };
-/** x = seconds since run start; series per rank: used bytes, total bytes (NaN when unknown). */
+/** The series of metrics.steps (x = step), in column order; charts name them, never a bare index. */
+export const STEP_SERIES = ['throughput', 'loss', 'stepTimeMs'] as const;
+export type StepSeries = (typeof STEP_SERIES)[number];
+/** The column of a step series in metrics.steps. */
+export const stepColumn = (s: StepSeries): number => STEP_SERIES.indexOf(s);
+/** memory.buffer (x = seconds since run start) holds, per rank, used bytes then total bytes (NaN when unknown). */
+export const memoryColumn = (rank: number, which: 'used' | 'total'): number => 2 * rank + (which === 'total' ? 1 : 0);
+const memoryColumns = (ranks: number): number => 2 * ranks;
+
+export const metrics = { steps: new SeriesBuffer(STEP_SERIES.length) };
 export const memory = { buffer: new SeriesBuffer(2), ranks: 0, t0: 0, hasTotal: false };
 
 export const live = $state({
@@ -54,7 +61,7 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   live.logs = [];
   live.median = null;
   live.memoryRanks = [];
-  metrics.steps = new SeriesBuffer(3);
+  metrics.steps = new SeriesBuffer(STEP_SERIES.length);
   memory.ranks = 0;
   memory.buffer = new SeriesBuffer(2);
   memory.t0 = 0;
@@ -65,7 +72,7 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
 function ensureMemoryRanks(n: number): void {
   if (n <= memory.ranks) return;
   memory.ranks = Math.min(n, MAX_RANKS);
-  memory.buffer = new SeriesBuffer(memory.ranks * 2); // history before this point is dropped: rank count is fixed per run
+  memory.buffer = new SeriesBuffer(memoryColumns(memory.ranks)); // history before this point is dropped: rank count is fixed per run
 }
 
 function pushLog(line: LogLine): void {
@@ -115,7 +122,8 @@ export function applyEvent(e: CohortEvent): void {
     case 'step': {
       if (live.phase === 'starting' || live.phase === 'warmup') live.phase = 'training';
       pendingStep = e;
-      metrics.steps.push(e.step, e.globalSamplesPerSec, e.loss ?? NaN, e.stepTimeMs);
+      const row: Record<StepSeries, number> = { throughput: e.globalSamplesPerSec, loss: e.loss ?? NaN, stepTimeMs: e.stepTimeMs };
+      metrics.steps.push(e.step, ...STEP_SERIES.map((s) => row[s]));
       recordMemory(e.time, e.memory);
       scheduleFlush();
       return;
@@ -141,15 +149,15 @@ function recordMemory(time: number, mem: StepEvent['memory']): void {
   if (!mem.length) return;
   ensureMemoryRanks(Math.max(...mem.map((m) => m.rank)) + 1);
   if (!memory.t0) memory.t0 = time;
-  const ys: number[] = new Array(memory.ranks * 2).fill(NaN);
+  const ys: number[] = new Array(memoryColumns(memory.ranks)).fill(NaN);
   const rows: typeof live.memoryRanks = [];
   for (const m of mem) {
     if (m.rank >= memory.ranks) continue;
     const gpu = m.gpuUsedBytes !== undefined;
     const used = gpu ? m.gpuUsedBytes! : m.rssBytes;
     const total = gpu ? (m.gpuTotalBytes ?? null) : null;
-    ys[m.rank * 2] = used;
-    ys[m.rank * 2 + 1] = total ?? NaN;
+    ys[memoryColumn(m.rank, 'used')] = used;
+    ys[memoryColumn(m.rank, 'total')] = total ?? NaN;
     if (total !== null) memory.hasTotal = true;
     rows.push({ rank: m.rank, host: m.host, used, total, kind: gpu ? 'GPU' : 'RSS' });
   }
