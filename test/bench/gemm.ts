@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { initBackend } from '../../trainer/engine/tfjs/backend';
 import { cpuMs } from '../../trainer/engine/tfjs/compile';
-import { emptyTensor, heapPtr, relaxedSimdAvailable, wasmGemm } from '../../trainer/engine/tfjs/gemm-kernels';
+import { emptyTensor, heapPtr, relaxedSimdAvailable, wasmGemm } from '../../trainer/engine/tfjs/kernels/gemm-kernels';
 import { countOption, machine, median, writeResults } from './bench-util';
 
 const FLAG = '--experimental-wasm-relaxed-simd';

@@ -10,9 +10,9 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import { initBackend, type BackendInfo } from '../../trainer/engine/tfjs/backend';
 import { compileTrainStep, cpuMs, type CompileReport } from '../../trainer/engine/tfjs/compile';
-import { gemmInfo } from '../../trainer/engine/tfjs/gemm-kernels';
-import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernel-asm';
-import { createResNet50, type TfjsResNet } from '../../trainer/engine/tfjs/resnet50';
+import { gemmInfo } from '../../trainer/engine/tfjs/kernels/gemm-kernels';
+import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernels/kernel-asm';
+import { createResNet50, type TfjsResNet } from '../../trainer/engine/tfjs/model/resnet50';
 import { countOption, stringOption, machine, median, writeResults } from './bench-util';
 
 const rankFlags = relaxedSimdNodeFlags();

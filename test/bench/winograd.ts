@@ -9,10 +9,10 @@ import * as tf from '@tensorflow/tfjs-core';
 import { spawnSync } from 'node:child_process';
 import { initBackend } from '../../trainer/engine/tfjs/backend';
 import { cpuMs } from '../../trainer/engine/tfjs/compile';
-import { convBackpropFilter, convBackpropInput, convForward, convGeometry, defaultImpl, type ConvGeometry } from '../../trainer/engine/tfjs/conv-kernels';
-import { tapsSupports } from '../../trainer/engine/tfjs/conv-taps';
-import { gemmInfo } from '../../trainer/engine/tfjs/gemm-kernels';
-import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernel-asm';
+import { convBackpropFilter, convBackpropInput, convForward, convGeometry, defaultImpl, type ConvGeometry } from '../../trainer/engine/tfjs/conv/conv-kernels';
+import { tapsSupports } from '../../trainer/engine/tfjs/conv/conv-taps';
+import { gemmInfo } from '../../trainer/engine/tfjs/kernels/gemm-kernels';
+import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernels/kernel-asm';
 import { countOption, machine, median, writeResults } from './bench-util';
 
 const rankFlags = relaxedSimdNodeFlags();

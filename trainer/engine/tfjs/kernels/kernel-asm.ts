@@ -4,10 +4,10 @@
 // ordinary TypeScript loops (unrolling, register tiles) instead of a macro language; no wasm
 // toolchain is needed at build or run time. The binary-format basics (LEB128, sections, the typed
 // WebAssembly handle) are trainer/util/wasm-asm.ts's, shared with the optimizer and collectives.
-import { I32, V128, f32x4, leb as uleb, moduleBytes, v128, wasmApi } from '../../util/wasm-asm';
+import { I32, V128, f32x4, leb as uleb, moduleBytes, v128, wasmApi } from '../../../util/wasm-asm';
 
 export { wasmApi };
-export type { WasmMemory } from '../../util/wasm-asm';
+export type { WasmMemory } from '../../../util/wasm-asm';
 
 export type Code = number[];
 

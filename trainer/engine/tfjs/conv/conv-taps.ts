@@ -11,7 +11,7 @@
 // 2 pixels two apart (stride 2: rows 4b + p0 + 2j), or 1 pixel (stride 4); any other set is split.
 import type * as tf from '@tensorflow/tfjs-core';
 import type { ConvGeometry } from './conv-kernels'; // type only: no runtime import cycle
-import { emptyTensor, heapPtr, wasmBackend, wasmGemm } from './gemm-kernels';
+import { emptyTensor, heapPtr, wasmBackend, wasmGemm } from '../kernels/gemm-kernels';
 
 /** One GEMM of a tap: output pixels p0, p0 + stride, … (count per image) with the given pixel stride, across the batch. */
 interface TapRows {

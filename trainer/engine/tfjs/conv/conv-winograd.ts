@@ -19,8 +19,8 @@
 // larger coefficients cost some precision, still inside it.
 import type * as tf from '@tensorflow/tfjs-core';
 import type { ConvGeometry } from './conv-kernels'; // type only: no runtime import cycle
-import { buildModule, forRange, inc, op, wasmApi, type Code, type FuncDef } from './kernel-asm';
-import { emptyTensor, heapPtr, Scratch, wasmBackend, wasmGemm, type Operand, type WasmGemm } from './gemm-kernels';
+import { buildModule, forRange, inc, op, wasmApi, type Code, type FuncDef } from '../kernels/kernel-asm';
+import { emptyTensor, heapPtr, Scratch, wasmBackend, wasmGemm, type Operand, type WasmGemm } from '../kernels/gemm-kernels';
 
 type Matrix = number[][];
 const transpose = (m: Matrix): Matrix => m[0]!.map((_, j) => m.map((row) => row[j]!));

@@ -15,7 +15,7 @@
 //   bwd_dx(dy, xhat, a, b, c0, dx)                   dx = g·a + xhat·b + c0
 //   bwd_dx_masked(dy, xhat, out, a, b, c0, dx)
 //   relu_grad_add(a, dy, out, dst)                   dst = a + (out > 0 ? dy : 0)   (a residual block's input gradient)
-import { I32, V128, advance, f32x4, get, kernelsPerMemory, set, v128, whileBelow, type WasmFunction } from '../../util/wasm-asm';
+import { I32, V128, advance, f32x4, get, kernelsPerMemory, set, v128, whileBelow, type WasmFunction } from '../../../util/wasm-asm';
 
 /** ptr + j (i32 locals) on the stack. */
 const addr = (ptr: number, j: number): number[] => [...get(ptr), ...get(j), 0x6a];
