@@ -19,11 +19,17 @@ export function humanPrinter(out: NodeJS.WritableStream, err: NodeJS.WritableStr
             .map(([k, c]) => `  ${k}: ${c.available ? 'yes' : 'no'} — ${c.detail}`)
             .join('\n');
           err.write(`engine ${e.engine}, backend ${e.backend} on ${e.device}, ${e.params.toLocaleString('en-US')} params, ${e.worldSize} rank(s)\n${e.reason ? `  why: ${e.reason}\n` : ''}${caps}\n`);
+          if (e.deviceWarning) err.write(`WARNING: NOT ON A GPU: ${e.deviceWarning}\n`);
           break;
         }
-        case 'plan':
+        case 'plan': {
           err.write(`plan: ${e.worldSize} rank(s) on ${[...new Set(e.ranks.map((r) => r.host))].join(', ')}, global batch ${e.globalBatch}, ${e.steps} steps${e.epochs ? ` (${e.epochs} epochs of ${e.stepsPerEpoch})` : ''}, data ${e.data}\n`);
+          // The device each rank really uses (one line per distinct device, so 64 identical ranks stay one line).
+          const byDevice = new Map<string, number[]>();
+          for (const r of e.ranks) if (r.device) byDevice.set(`${r.host}: ${r.device}${r.gpuFellBack ? ' (asked for a GPU: ON THE CPU)' : ''}`, [...(byDevice.get(`${r.host}: ${r.device}${r.gpuFellBack ? ' (asked for a GPU: ON THE CPU)' : ''}`) ?? []), r.rank]);
+          for (const [d, ranks] of byDevice) err.write(`  rank${ranks.length > 1 ? 's' : ''} ${ranks.join(',')} on ${d}\n`);
           break;
+        }
         case 'step':
           out.write(formatStepLine(e) + '\n');
           out.write(`  memory: ${e.memory.map(formatMemory).join(' | ')}\n`);
@@ -66,6 +72,9 @@ export function formatBytes(n: number): string {
 function formatMemory(m: RankMemory): string {
   const parts = [`rank ${m.rank}@${m.host} rss ${formatBytes(m.rssBytes)}`];
   if (m.tensorBytes !== undefined) parts.push(`tensors ${formatBytes(m.tensorBytes)}`);
-  if (m.gpuUsedBytes !== undefined && m.gpuTotalBytes !== undefined) parts.push(`gpu ${formatBytes(m.gpuUsedBytes)}/${formatBytes(m.gpuTotalBytes)}`);
+  // The rank's own process on its GPU next to the device total; else the whole device's use, said as such.
+  if (m.gpuProcessBytes !== undefined) parts.push(`gpu ${formatBytes(m.gpuProcessBytes)} (this rank)${m.gpuTotalBytes !== undefined ? ` of ${formatBytes(m.gpuTotalBytes)}` : ''}`);
+  else if (m.gpuUsedBytes !== undefined && m.gpuTotalBytes !== undefined) parts.push(`gpu device ${formatBytes(m.gpuUsedBytes)}/${formatBytes(m.gpuTotalBytes)} used`);
+  if (m.peakTensorBytes !== undefined) parts.push(`peak ${formatBytes(m.peakTensorBytes)}`);
   return parts.join(' ');
 }

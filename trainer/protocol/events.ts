@@ -9,6 +9,7 @@ import {
   numOrNull,
   obj,
   oneOf,
+  optBool,
   optNum,
   optStr,
   str,
@@ -60,6 +61,8 @@ export interface HelloEvent extends EventBase {
   versions: Record<string, string>;
   /** Why this engine/backend was chosen (auto selection or the user's flag). */
   reason?: string;
+  /** Set when a GPU was asked for and the rank runs on the CPU: why, and what the host needs. Shown loudly. */
+  deviceWarning?: string;
 }
 
 export interface PlanRank {
@@ -68,6 +71,11 @@ export interface PlanRank {
   localRank: number;
   /** GPU index this rank sees as its only device (CUDA_VISIBLE_DEVICES), if any. */
   gpu?: number;
+  /** The device the rank really computes on (checked at run time), e.g. "CUDA NVIDIA A100 (GPU 2, GPU-…) via libtensorflow 2.9.1". */
+  device?: string;
+  gpuUuid?: string;
+  /** The rank asked for a GPU and runs on the CPU. */
+  gpuFellBack?: boolean;
 }
 
 export interface PlanEvent extends EventBase {
@@ -110,10 +118,15 @@ export interface RankMemory {
   rssBytes: number;
   /** Bytes held by the framework (tfjs numBytes, torch memory_allocated). */
   tensorBytes?: number;
-  /** Peak framework bytes (torch max_memory_allocated). */
+  /** Peak framework bytes since warm-up ended (torch max_memory_allocated after reset_peak_memory_stats; tfjs: the largest sampled numBytes). */
   peakTensorBytes?: number;
+  /** The whole GPU's used bytes (nvidia-smi memory.used: includes every other process on it). */
   gpuUsedBytes?: number;
   gpuTotalBytes?: number;
+  /** Bytes this rank's own process holds on its own GPU (nvidia-smi --query-compute-apps, matched by pid and UUID). */
+  gpuProcessBytes?: number;
+  /** The GPU (or MIG instance) the rank's numbers are about. */
+  gpuUuid?: string;
 }
 
 export interface StepEvent extends EventBase {
@@ -238,10 +251,12 @@ function capability(v: unknown, path: string): Capability {
 function rankMemory(v: unknown, path: string): RankMemory {
   const o = obj(v, path);
   const m: RankMemory = { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), rssBytes: num(o, 'rssBytes', path, { min: 0 }) };
-  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes'] as const) {
+  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes', 'gpuProcessBytes'] as const) {
     const x = optNum(o, k, path, { min: 0 });
     if (x !== undefined) m[k] = x;
   }
+  const uuid = optStr(o, 'gpuUuid', path);
+  if (uuid !== undefined) m.gpuUuid = uuid;
   return m;
 }
 
@@ -268,6 +283,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
       return v;
     }),
     ...opt('reason', optStr(o, 'reason', p)),
+    ...opt('deviceWarning', optStr(o, 'deviceWarning', p)),
   }),
   plan: (o) => ({
     type: 'plan',
@@ -279,6 +295,9 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
         host: str(r, 'host', path),
         localRank: num(r, 'localRank', path, { int: true, min: 0 }),
         ...opt('gpu', optNum(r, 'gpu', path, { int: true, min: 0 })),
+        ...opt('device', optStr(r, 'device', path)),
+        ...opt('gpuUuid', optStr(r, 'gpuUuid', path)),
+        ...opt('gpuFellBack', optBool(r, 'gpuFellBack', path)),
       };
     }),
     globalBatch: num(o, 'globalBatch', p, { int: true, min: 1 }),

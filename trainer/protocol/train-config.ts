@@ -54,6 +54,8 @@ export interface TrainConfig {
   syncBn: boolean;
   /** torch.compile mode when `compile` (torch engine). */
   compileMode: string;
+  /** Refuse to start a rank that would run on the CPU (a profile's `defaults.requireGpu` sets it per cluster). */
+  requireGpu: boolean;
 }
 
 export const DEFAULT_TRAIN_CONFIG: TrainConfig = {
@@ -84,6 +86,7 @@ export const DEFAULT_TRAIN_CONFIG: TrainConfig = {
   freezeBn: false,
   syncBn: false,
   compileMode: 'default',
+  requireGpu: false,
 };
 
 /** The CLI flag for each field: errors name the flag, not the internal field. */
@@ -115,6 +118,7 @@ export const FLAG_OF: Record<keyof TrainConfig, string> = {
   freezeBn: '--freeze-bn',
   syncBn: '--sync-bn',
   compileMode: '--compile-mode',
+  requireGpu: '--require-gpu',
 };
 
 /** Smallest input side each stem can take: ResNet-50 downsamples 32× (imagenet) or 8× (cifar). */
@@ -178,6 +182,7 @@ export function decodeTrainConfig(input: unknown): TrainConfig {
     freezeBn: field('freezeBn', () => bool(merged, 'freezeBn', '')),
     syncBn: field('syncBn', () => bool(merged, 'syncBn', '')),
     compileMode: field('compileMode', () => str(merged, 'compileMode', '', { nonEmpty: true })),
+    requireGpu: field('requireGpu', () => bool(merged, 'requireGpu', '')),
   };
   if (c.steps === 0 && c.epochs === 0) throw new ConfigError('--steps', 'give --steps K or --epochs E (both are 0)');
   if (c.steps > 0 && c.epochs > 0) {

@@ -23,7 +23,7 @@ import { syntheticDataset } from '../data/synthetic';
 import { loadLatestCheckpoint, saveCheckpoint } from './checkpoint';
 import { planCacheFile, readCachedPlan, writeCachedPlan } from './compile-cache';
 import { LogTail, reserveStdoutForEvents, stdoutEmitter, type Emit } from './emit';
-import { MemorySampler } from './memory';
+import { MemorySampler, nvidiaSmiReader } from './memory';
 import { median } from '../util/stats';
 import { join } from 'node:path';
 
@@ -69,7 +69,9 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       : undefined;
 
     // ---- setup ------------------------------------------------------------------------
-    const backend = await initBackend(config.backend, { wasmDir: env.COHORT_WASM_DIR, log });
+    const backend = await initBackend(config.backend, { wasmDir: env.COHORT_WASM_DIR, log, requireGpu: config.requireGpu, env });
+    // Every rank says it loudly (agents relay every rank's warn logs); rank 0's hello carries it too.
+    if (backend.gpuWarning) stdoutEmit({ type: 'log', level: 'warn', rank: rdv.rank, host, message: `rank ${rdv.rank} on ${host}: ${backend.gpuWarning}` });
     const data = openData(config);
     const trainSampler = new DistributedSampler(data.train.size, rdv.rank, rdv.worldSize, { seed: config.seed, shuffle: true });
     const stepsPerEpoch = trainSampler.stepsPerEpoch(config.batchSize);
@@ -79,7 +81,8 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
     const totalSteps = config.steps > 0 ? config.steps : config.epochs * stepsPerEpoch;
     model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, seed: config.seed, freezeBn: config.freezeBn, init: 'zeros' });
     const m = model;
-    sampler = new MemorySampler(rdv.rank, host, () => m.tensorBytes(), backend.gpu ? env.CUDA_VISIBLE_DEVICES : undefined);
+    // GPU memory only when the binding really runs on a GPU: TensorFlow's GPU:0 is the first visible device.
+    sampler = new MemorySampler(rdv.rank, host, () => m.tensorBytes(), backend.gpu ? nvidiaSmiReader(env, 0) : undefined);
 
     collective = await connectCollective(rdv, { timeoutMs: Number(env.COHORT_RENDEZVOUS_TIMEOUT_MS ?? 60_000) });
     let peerFailure: Error | undefined;
@@ -98,6 +101,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       capabilities: tfjsCapabilities(backend),
       versions: { ...backend.versions, node: process.versions.node },
       reason: env.COHORT_ENGINE_REASON ? `${env.COHORT_ENGINE_REASON}; ${backend.reason}` : backend.reason,
+      ...(backend.gpuWarning ? { deviceWarning: backend.gpuWarning } : {}),
     });
 
     // Rank 0's initial weights (or its checkpoint's) everywhere: the other ranks' params are zeros until the broadcast.
@@ -112,11 +116,19 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
     await collective.broadcast(params, 0);
     m.setParams(params);
 
-    const ranks = await collective.gather({ rank: rdv.rank, host, localRank: rdv.localRank, gpu: env.CUDA_VISIBLE_DEVICES }, 0);
+    const ranks = await collective.gather({ rank: rdv.rank, host, localRank: rdv.localRank, gpu: env.CUDA_VISIBLE_DEVICES, device: backend.device, gpuUuid: backend.gpuDevice?.uuid, onCpu: !!backend.gpuWarning }, 0);
     emit({
       type: 'plan',
       worldSize: rdv.worldSize,
-      ranks: (ranks ?? []).map((r) => ({ rank: r.rank, host: r.host, localRank: r.localRank, ...(r.gpu && /^\d+$/.test(r.gpu) ? { gpu: Number(r.gpu) } : {}) })),
+      ranks: (ranks ?? []).map((r) => ({
+        rank: r.rank,
+        host: r.host,
+        localRank: r.localRank,
+        device: r.device,
+        ...(r.gpu && /^\d+$/.test(r.gpu) ? { gpu: Number(r.gpu) } : {}),
+        ...(r.gpuUuid ? { gpuUuid: r.gpuUuid } : {}),
+        ...(r.onCpu ? { gpuFellBack: true } : {}),
+      })),
       globalBatch: config.batchSize * rdv.worldSize,
       steps: totalSteps,
       epochs: config.epochs,
@@ -181,6 +193,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
 
       if (step + 1 === warmupEnd && warmupEnd > startStep) {
         emit({ type: 'warmup', steps: warmupEnd - startStep, durationMs: Date.now() - warmupStart, detail: 'first steps allocate buffers and initialise kernels; excluded from throughput' });
+        sampler.resetPeak();
         window = { start: Date.now(), steps: 0, samples: 0, lossSum: 0, lossCount: 0, bytes0: collective.bytesSent };
         continue;
       }

@@ -148,13 +148,15 @@ function recordMemory(time: number, mem: StepEvent['memory']): void {
   const rows: typeof live.memoryRanks = [];
   for (const m of mem) {
     if (m.rank >= memory.ranks) continue;
-    const gpu = m.gpuUsedBytes !== undefined;
-    const used = gpu ? m.gpuUsedBytes! : m.rssBytes;
+    // The rank's own process on its GPU when the engine could read it; else the whole device (labelled so); else RSS.
+    const own = m.gpuProcessBytes !== undefined;
+    const gpu = own || m.gpuUsedBytes !== undefined;
+    const used = own ? m.gpuProcessBytes! : gpu ? m.gpuUsedBytes! : m.rssBytes;
     const total = gpu ? (m.gpuTotalBytes ?? null) : null;
     ys[m.rank * 2] = used;
     ys[m.rank * 2 + 1] = total ?? NaN;
     if (total !== null) memory.hasTotal = true;
-    rows.push({ rank: m.rank, host: m.host, used, total, kind: gpu ? 'GPU' : 'RSS' });
+    rows.push({ rank: m.rank, host: m.host, used, total, kind: own ? 'GPU (this rank)' : gpu ? 'GPU device' : 'RSS' });
   }
   memory.buffer.push((time - memory.t0) / 1000, ...ys);
   pendingMemory = rows.sort((a, b) => a.rank - b.rank);
