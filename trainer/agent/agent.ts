@@ -26,6 +26,8 @@ import {
 import { relaxedSimdNodeFlags } from '../engine/tfjs/kernel-asm';
 import { LogTail, stdoutEmitter, writeEvent, type Emit } from '../train/emit';
 import { chooseEngine, type EngineChoice } from './engine-choice';
+import { assignGpus } from './gpu-assignment';
+import { readGpuRows } from '../util/nvidia-smi';
 
 /** Exit codes of the agent (core maps them onto run status). */
 export const AGENT_EXIT = { ok: 0, failed: 1, badSpec: 2, cancelled: 130 } as const;
@@ -63,6 +65,13 @@ export async function runAgent(opts: { trainerEntry: string; enginesDir: string;
     return AGENT_EXIT.failed;
   }
   emit({ type: 'log', level: 'info', host: spec.host, message: `agent on ${spec.host}: starting ${spec.ranks.length} rank(s) with engine ${engine.name} (${engine.reason})` });
+  // The torch engine cannot see --require-gpu (its config has no such key yet): the agent enforces it from the probe of torch.
+  if (spec.config.requireGpu && engine.name === 'torch' && !engine.cuda) {
+    emit({ type: 'error', rank: -1, host: spec.host, message: `--require-gpu: ${spec.host}'s torch has no CUDA (${engine.reason}); install a CUDA build of PyTorch, set the host's python in the profile, or run without --require-gpu`, logTail: [], code: 'gpu-required' });
+    return AGENT_EXIT.failed;
+  }
+  const gpus = assignGpus({ engine: engine.name, ranks: spec.ranks, hostGpus: (await readGpuRows())?.gpus.length ?? 0, inherited: { ...process.env, ...spec.env } });
+  emit({ type: 'log', level: 'info', host: spec.host, message: `agent on ${spec.host}: GPUs: ${gpus.explanation}` });
 
   // gloo picks its interface from the host name, which often resolves to 127.0.x.1: point it at
   // the interface that actually reaches the master (users can still set GLOO_SOCKET_IFNAME in env).
@@ -71,7 +80,7 @@ export async function runAgent(opts: { trainerEntry: string; enginesDir: string;
     const dev = routeInterface(spec.masterAddr);
     if (dev) torchEnv.GLOO_SOCKET_IFNAME = dev;
   }
-  const procs = spec.ranks.map((r) => startRank(r, { ...spec, env: { ...torchEnv, ...spec.env } }, engine, opts.trainerEntry, runDir, emit));
+  const procs = spec.ranks.map((r, i) => startRank(r, { ...spec, env: { ...torchEnv, ...spec.env, ...gpus.env[i] } }, engine, opts.trainerEntry, runDir, emit));
   const run = { outcome: 'running' as 'running' | 'failed' | 'cancelled' };
   let resolveDone: () => void = () => {};
   const allExited = new Promise<void>((res) => (resolveDone = res));
@@ -145,14 +154,13 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     [RENDEZVOUS_ENV.rank]: String(r.rank),
     [RENDEZVOUS_ENV.worldSize]: String(spec.worldSize),
     [RENDEZVOUS_ENV.localRank]: String(r.localRank),
-    [CONFIG_ENV]: JSON.stringify(spec.config),
+    [CONFIG_ENV]: JSON.stringify(engine.name === 'torch' ? torchConfig(spec.config) : spec.config),
     [HOST_ENV]: spec.host,
     [RUN_DIR_ENV]: runDir,
     [CACHE_DIR_ENV]: join(runDir, '..', '..', 'cache'),
     COHORT_ENGINE_REASON: engine.reason,
     COHORT_THREADS: spec.env.COHORT_THREADS ?? String(threads),
   };
-  if (r.gpu !== undefined) env.CUDA_VISIBLE_DEVICES = String(r.gpu);
   // The run id in every rank's arguments lets `cohort` find leftovers of a run with ps (python: -X accepts any key).
   // tfjs ranks get relaxed SIMD (FMA in the wasm GEMM kernels) where this Node has it behind a flag (Node 20).
   const [cmd, ...args] =
@@ -186,6 +194,12 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     p.reportedError = true;
   });
   return p;
+}
+
+/** The config the torch engine accepts: it rejects unknown keys and does not know requireGpu yet (the agent enforces it). */
+function torchConfig(config: LaunchSpec['config']): Omit<LaunchSpec['config'], 'requireGpu'> {
+  const { requireGpu: _enforcedByTheAgent, ...rest } = config;
+  return rest;
 }
 
 /** The network interface the kernel would use to reach `addr` (Linux `ip route get`), if known. */

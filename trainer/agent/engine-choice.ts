@@ -12,6 +12,8 @@ export interface EngineChoice {
   reason: string;
   python?: string;
   script?: string;
+  /** torch: whether that Python's torch has CUDA. */
+  cuda?: boolean;
 }
 
 export interface TorchInfo {
