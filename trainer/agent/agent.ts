@@ -59,7 +59,7 @@ export async function runAgent(opts: { trainerEntry: string; enginesDir: string;
 
   let engine: EngineChoice;
   try {
-    engine = await chooseEngine(spec.config.engine, { enginesDir: opts.enginesDir });
+    engine = await chooseEngine(spec.config.engine, { enginesDir: opts.enginesDir, workdir: opts.workdir, env: { ...process.env, ...spec.env } });
   } catch (err) {
     emit({ type: 'error', rank: -1, host: spec.host, message: (err as Error).message, logTail: [], code: 'engine-unavailable' });
     return AGENT_EXIT.failed;

@@ -32,8 +32,11 @@ export interface HostProbe {
   gpus: GpuInfo[];
   tfjsNodeGpu: boolean;
   tfjsNode: boolean;
+  /** The Python the agent would pick (a CUDA torch first) and its torch. */
   python?: { path: string; version: string };
   torch?: { version: string; cuda: boolean };
+  /** Every Python interpreter found (profile's, system, PATH, venvs under the workdir, conda) and the torch each offers. */
+  pythons?: { path: string; version: string; torch?: string; cuda?: boolean; cudaVersion?: string; gpus?: number }[];
 }
 
 export interface DeployProgress {

@@ -102,7 +102,7 @@ export class SshCluster implements ClusterOps {
       profile.hosts.map(async (h) => {
         try {
           const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
-          const r = await s.run(probeScript(h.workdir), { ...opts, env: h.env });
+          const r = await s.run(probeScript(h.workdir), { ...opts, env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env });
           return parseProbe(h.name, r.stdout);
         } catch (err) {
           return { host: h.name, ok: false, probedAt: new Date().toISOString(), gpus: [], tfjsNodeGpu: false, tfjsNode: false, error: toApiError(err) };
@@ -146,7 +146,8 @@ export class SshCluster implements ClusterOps {
       return {
         host: h.name,
         ranks,
-        env: h.env,
+        // The profile's python is the agent's COHORT_PYTHON (an explicit COHORT_PYTHON in env still wins).
+        env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env,
         open: async () => {
           const s = await this.session(profile, h.name);
           const wd = posix.dirname(posix.dirname(dir));
