@@ -151,7 +151,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       let report: Awaited<ReturnType<typeof compileTrainStep>> | undefined;
       if (isMaster) {
         const t0 = Date.now();
-        const cacheFile = env[CACHE_DIR_ENV] ? planCacheFile(env[CACHE_DIR_ENV], { backend: backend.name, stem: config.stem, imageSize: config.imageSize, batchSize: config.batchSize, classes: config.classes }) : undefined;
+        const cacheFile = env[CACHE_DIR_ENV] ? planCacheFile(env[CACHE_DIR_ENV], { backend: backend.name, device: backend.gpuDevice?.name ?? backend.device, stem: config.stem, imageSize: config.imageSize, batchSize: config.batchSize, classes: config.classes }) : undefined;
         const cached = cacheFile ? readCachedPlan(cacheFile) : undefined;
         if (cached && tryApplyPlan(m, cached.report.plan)) {
           report = { ...cached.report, durationMs: Date.now() - t0, detail: `reused the plan measured on this host at ${cached.measuredAt} (${cacheFile}): ${cached.report.detail}` };
