@@ -93,6 +93,27 @@ export interface RunMeta {
   /** The process running the controller (for `cohort stop`). */
   controllerPid?: number;
   profileSnapshot?: unknown;
+  /** What ran, from the run's own hello/plan/compile events (config is what was asked for). */
+  applied?: AppliedConfig;
+}
+
+/** The configuration a run really had, next to RunMeta.config (what was asked). */
+export interface AppliedConfig {
+  engine?: string;
+  backend?: string;
+  /** Rank 0's device, as the engine checked it at run time. */
+  device?: string;
+  /** Every distinct device the ranks really used (from the plan event). */
+  devices?: string[];
+  /** A rank asked for a GPU and runs on the CPU. */
+  gpuFellBack?: boolean;
+  fp16Compute?: boolean;
+  bf16Compute?: boolean;
+  fp16Transport?: boolean;
+  /** 'on' (the compiled/tuned step runs), 'defaults kept' (tuned plan was slower), 'failed', 'skipped', 'not run', 'off'. */
+  compile?: string;
+  /** Environment switches that change the run (COHORT_TORCH_EXTRAS, TF_*, CUDA_*, NCCL_*, …), as the hosts had them. */
+  envSwitches?: Record<string, string>;
 }
 
 export interface StartRunRequest {

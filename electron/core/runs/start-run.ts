@@ -2,6 +2,7 @@
 // profile's config, plan local or cluster hosts, record history, and hand back the controller.
 import { isLocalProfile, resolveRunConfig, type DeployProgress, type Profile, type RunMeta, type TrainConfig } from '../../../trainer/protocol';
 import type { ClusterOps } from '../cluster/cluster-ops';
+import { applyEvent, runSwitches } from './applied-config';
 import { localWorkdir, planLocalRun } from './local-run';
 import { RunController } from './run-controller';
 import { newRunId, type RunRecorder, type RunStore } from './run-store';
@@ -43,10 +44,17 @@ export async function startRun(o: {
     versions: { node: process.versions.node },
     controllerPid: process.pid,
     profileSnapshot: o.profile,
+    // Switches as the hosts' profile env gives them (a local run's agent also inherits this process's environment).
+    applied: { envSwitches: runSwitches(Object.assign({}, isLocalProfile(o.profile) ? process.env : {}, ...plan.hosts.map((h) => h.env))) },
   };
   const recorder = o.store.create(meta);
   const controller = new RunController(plan);
-  controller.onEvent((e) => recorder.record(e));
+  let applied = meta.applied!;
+  controller.onEvent((e) => {
+    recorder.record(e);
+    const next = applyEvent(applied, config, e);
+    if (next !== applied) recorder.update({ applied: (applied = next) });
+  });
   void controller.result.then((result) => {
     recorder.update({
       status: result.status,
