@@ -3,6 +3,7 @@
 import type { DeployProgress, Profile } from '../../../trainer/protocol';
 import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { probeSummary, shellQuote } from '../../core/cluster/probe';
+import { PROVISION_CHECK, provisionPlan, provisionVerdict } from '../../core/cluster/provision';
 import { resolvePaths } from '../../core/paths';
 import { ProfileStore } from '../../core/profiles';
 import { KeyRing } from '../../core/ssh';
@@ -72,7 +73,9 @@ export async function provisionCommand(args: string[], io: CliIo): Promise<numbe
           io.stdout.write(`${h.name}: skipped: ${pr.error?.message}\n`);
           return;
         }
-        const pkg = !values.cpu && pr.gpus.length ? '@tensorflow/tfjs-node-gpu' : '@tensorflow/tfjs-node';
+        const plan = provisionPlan(pr, { cpu: !!values.cpu });
+        const pkg = plan.pkg;
+        for (const note of plan.notes) io.stderr.write(`${h.name}: ${note}\n`);
         const s = await cluster.session(profile, h.name);
         const wd = h.workdir.startsWith('/') ? shellQuote(h.workdir) : `"$HOME"/${shellQuote(h.workdir.replace(/^~\/?/, ''))}`;
         io.stderr.write(`${h.name}: installing ${pkg} into ${h.workdir}/runtime (npm; this downloads libtensorflow)...\n`);
@@ -80,6 +83,12 @@ export async function provisionCommand(args: string[], io: CliIo): Promise<numbe
         const ok = r.code === 0 && !/ERR!/.test(r.stdout);
         if (!ok) failed++;
         io.stdout.write(`${h.name}: ${ok ? `installed ${pkg}` : `FAILED to install ${pkg}:\n${r.stdout.trim().split('\n').slice(-5).map((l) => '    ' + l).join('\n')}\n  hint: the host needs npm and network access to the npm registry and to libtensorflow's download site`}\n`);
+        if (!ok || !plan.gpu) return;
+        // Not done until the host can use it: the binding itself says whether it found the GPU.
+        const check = await s.run(`cd ${wd}/runtime && { ${PROVISION_CHECK}; }`);
+        const verdict = provisionVerdict(h.name, check.stdout);
+        if (!verdict.ok) failed++;
+        io.stdout.write(verdict.message + '\n');
       }),
     );
     return failed ? EXIT.trainingFailed : EXIT.ok;
