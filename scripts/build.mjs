@@ -59,6 +59,7 @@ await build({
   target: 'node20',
   banner,
   packages: 'external', // the CLI runs from the installed package, next to its node_modules
+  define: { __COHORT_VERSION__: JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version) },
   logLevel: 'warning',
 });
 console.log(`built ${relative(root, out)} (${manifest(out).hash.slice(0, 12)}) and dist/cli.mjs`);

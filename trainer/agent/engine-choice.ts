@@ -52,7 +52,7 @@ export function tfjsGpuInstalled(env: NodeJS.ProcessEnv = process.env): boolean 
 
 export async function chooseEngine(engine: Engine, opts: { enginesDir: string }): Promise<EngineChoice> {
   const script = join(opts.enginesDir, 'torch_engine.py');
-  if (engine === 'tfjs') return { name: 'tfjs', reason: 'engine tfjs (--engine tfjs, the default)' };
+  if (engine === 'tfjs') return { name: 'tfjs', reason: '--engine tfjs, the default' };
   const torch = existsSync(script) ? await findTorch() : undefined;
   if (engine === 'torch') {
     if (!existsSync(script)) throw new Error(`--engine torch: the engine script ${script} is missing from the deployed bundle; redeploy (cohort deploy)`);
@@ -61,7 +61,7 @@ export async function chooseEngine(engine: Engine, opts: { enginesDir: string })
         `--engine torch: no Python with PyTorch found on this host (tried ${(process.env.COHORT_PYTHON ? [process.env.COHORT_PYTHON] : PYTHON_CANDIDATES).join(', ')}); install PyTorch (e.g. apt install python3-torch) or set COHORT_PYTHON in the host's env`,
       );
     }
-    return { name: 'torch', reason: `engine torch requested; ${torch.python} has torch ${torch.torch}${torch.cuda ? ' with CUDA' : ' (CPU)'}`, python: torch.python, script };
+    return { name: 'torch', reason: `--engine torch: ${torch.python} has torch ${torch.torch}${torch.cuda ? ' with CUDA' : ' (CPU)'}`, python: torch.python, script };
   }
   if (torch?.cuda) return { name: 'torch', reason: `auto: torch ${torch.torch} with CUDA found (${torch.python})`, python: torch.python, script };
   if (tfjsGpuInstalled()) return { name: 'tfjs', reason: 'auto: no CUDA PyTorch; @tensorflow/tfjs-node-gpu is installed' };

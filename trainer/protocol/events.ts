@@ -86,9 +86,14 @@ export interface CompileEvent extends EventBase {
   type: 'compile';
   /** What ran: e.g. "kernel-selection", "torch.compile". */
   name: string;
-  status: 'ok' | 'skipped' | 'failed';
+  /** 'running': a progress report (elapsed so far in durationMs); one final ok/skipped/failed follows. */
+  status: 'running' | 'ok' | 'skipped' | 'failed';
   durationMs: number;
   detail: string;
+  /** With 'running': the stage (e.g. "conv 3x3 s1 64→64 @16²"), and which of how many. */
+  stage?: string;
+  index?: number;
+  total?: number;
   /** Step time before / after, when the pass measured it. */
   baselineStepMs?: number;
   compiledStepMs?: number;
@@ -290,9 +295,12 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
   compile: (o) => ({
     type: 'compile',
     name: str(o, 'name', p),
-    status: oneOf(o, 'status', p, ['ok', 'skipped', 'failed'] as const),
+    status: oneOf(o, 'status', p, ['running', 'ok', 'skipped', 'failed'] as const),
     durationMs: num(o, 'durationMs', p, { min: 0 }),
     detail: str(o, 'detail', p),
+    ...opt('stage', optStr(o, 'stage', p)),
+    ...opt('index', optNum(o, 'index', p, { int: true, min: 0 })),
+    ...opt('total', optNum(o, 'total', p, { int: true, min: 0 })),
     ...opt('baselineStepMs', optNum(o, 'baselineStepMs', p, { min: 0 })),
     ...opt('compiledStepMs', optNum(o, 'compiledStepMs', p, { min: 0 })),
     ...opt('speedup', optNum(o, 'speedup', p, { min: 0 })),
@@ -462,7 +470,8 @@ export class EventLineDecoder {
 }
 
 /** The seeds' human line: `Epoch: 0, Step: 20, Loss: 4.87, Throughputs: 27.9 samples/s`. */
-export function formatStepLine(e: StepEvent): string {
+/** The seeds' step line; with the run's total, `Step: 120/500`. */
+export function formatStepLine(e: StepEvent, totalSteps?: number): string {
   const loss = e.loss === null ? 'nan' : e.loss.toFixed(4);
-  return `Epoch: ${e.epoch}, Step: ${e.step}, Loss: ${loss}, Throughputs: ${e.globalSamplesPerSec.toFixed(1)} samples/s`;
+  return `Epoch: ${e.epoch}, Step: ${e.step}${totalSteps ? `/${totalSteps}` : ''}, Loss: ${loss}, Throughputs: ${e.globalSamplesPerSec.toFixed(1)} samples/s`;
 }

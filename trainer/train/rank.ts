@@ -145,7 +145,9 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
           report = { ...cached.report, durationMs: Date.now() - t0, detail: `reused the plan measured on this host at ${cached.measuredAt} (${cacheFile}): ${cached.report.detail}` };
         } else {
           log('compile: timing gradient implementations on this backend...');
-          report = await compileTrainStep(m, batchAt(startStep));
+          report = await compileTrainStep(m, batchAt(startStep), {
+            onProgress: (pr) => emit({ type: 'compile', name: 'kernel-selection', status: 'running', durationMs: Date.now() - t0, detail: `timing ${pr.stage}`, ...pr }),
+          });
           m.setBnState(bn);
           if (cacheFile) writeCachedPlan(cacheFile, report);
         }

@@ -6,78 +6,69 @@ import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv } from '../../core/runs/run-csv';
 import { RunStore } from '../../core/runs/run-store';
 import { EXIT, UsageError } from '../exit-codes';
-import { parseCommandLine } from '../train-flags';
+import type { Parsed } from '../command-spec';
 import type { CliIo } from '../io';
 
-export const RUNS_USAGE = `usage: cohort runs list [--json]
-       cohort runs show RUN [--json]
-       cohort runs export RUN... [--format csv|summary|jsonl]   (csv: one row per step; summary: one row per run with speedups)
-       cohort stop RUN`;
 
 function storeOf(io: CliIo): RunStore {
   return new RunStore(join(resolvePaths(io.env).dataDir, 'runs'));
 }
 
 function requireRun(store: RunStore, id: string | undefined): RunMeta {
-  if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${RUNS_USAGE}`);
+  if (!id) throw new UsageError('name a run ("cohort runs list" shows them; a unique prefix of its id is enough)');
   const meta = store.meta(id) ?? store.list().find((m) => m.id.startsWith(id));
   if (!meta) throw new UsageError(`no run "${id}" in ${store.runsDir}; "cohort runs list" shows the recorded runs`);
   return meta;
 }
 
-export async function runsCommand(args: string[], io: CliIo): Promise<number> {
-  const [sub, ...rest] = args;
-  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' } });
+export async function runsList({ values }: Parsed, io: CliIo): Promise<number> {
   const store = storeOf(io);
-  switch (sub) {
-    case 'list': {
-      const runs = store.list();
-      if (values.json) io.stdout.write(JSON.stringify(runs, null, 2) + '\n');
-      else if (!runs.length) io.stdout.write(`no runs recorded yet in ${store.runsDir}\n`);
-      else {
-        io.stdout.write(pad(['RUN', 'PROFILE', 'STATUS', 'RANKS', 'IMG/S', 'STEPS', 'CONFIG', 'STARTED']) + '\n');
-        for (const m of runs) io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), m.medianGlobalSamplesPerSec ? m.medianGlobalSamplesPerSec.toFixed(1) : '-', String(m.steps ?? '-'), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19)]) + '\n');
-      }
-      return EXIT.ok;
-    }
-    case 'show': {
-      const meta = requireRun(store, positionals[0]);
-      const events = store.events(meta.id);
-      if (values.json) {
-        io.stdout.write(JSON.stringify({ meta, events }, null, 2) + '\n');
-        return EXIT.ok;
-      }
-      const steps = events.filter((e) => e.type === 'step');
-      io.stdout.write(
-        [
-          `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]`).join(' ')}`,
-          `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
-          `config: ${configSummary(meta)}`,
-          `median throughput: ${meta.medianGlobalSamplesPerSec ? meta.medianGlobalSamplesPerSec.toFixed(1) + ' samples/s' : '-'}; ${steps.length} step reports`,
-          ...(meta.error ? [`error: ${meta.error}`] : []),
-          `folder: ${join(store.runsDir, meta.id)}`,
-        ].join('\n') + '\n',
-      );
-      return EXIT.ok;
-    }
-    case 'export': {
-      if (!positionals.length) throw new UsageError(`name at least one run\n${RUNS_USAGE}`);
-      const metas = positionals.map((id) => requireRun(store, id));
-      const format = (values.format as string | undefined) ?? 'csv';
-      if (format === 'csv') io.stdout.write(runStepsCsv(metas.map((meta) => ({ meta, events: store.events(meta.id) }))));
-      else if (format === 'summary') io.stdout.write(runSummaryCsv(metas));
-      else if (format === 'jsonl') for (const m of metas) for (const e of store.events(m.id)) io.stdout.write(JSON.stringify(e) + '\n');
-      else throw new UsageError(`--format: expected csv, summary or jsonl, got ${JSON.stringify(format)}`);
-      return EXIT.ok;
-    }
-    default:
-      throw new UsageError(sub ? `unknown runs command "${sub}"\n${RUNS_USAGE}` : RUNS_USAGE);
+  const runs = store.list();
+  if (values.json) io.stdout.write(JSON.stringify(runs, null, 2) + '\n');
+  else if (!runs.length) io.stdout.write(`no runs recorded yet in ${store.runsDir}\n`);
+  else {
+    io.stdout.write(pad(['RUN', 'PROFILE', 'STATUS', 'RANKS', 'IMG/S', 'STEPS', 'CONFIG', 'STARTED']) + '\n');
+    for (const m of runs) io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), m.medianGlobalSamplesPerSec ? m.medianGlobalSamplesPerSec.toFixed(1) : '-', String(m.steps ?? '-'), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19)]) + '\n');
   }
+  return EXIT.ok;
+}
+
+export async function runsShow({ values, positionals }: Parsed, io: CliIo): Promise<number> {
+  const store = storeOf(io);
+  const meta = requireRun(store, positionals[0]);
+  const events = store.events(meta.id);
+  if (values.json) {
+    io.stdout.write(JSON.stringify({ meta, events }, null, 2) + '\n');
+    return EXIT.ok;
+  }
+  const steps = events.filter((e) => e.type === 'step');
+  io.stdout.write(
+    [
+      `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]`).join(' ')}`,
+      `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
+      `config: ${configSummary(meta)}`,
+      `median throughput: ${meta.medianGlobalSamplesPerSec ? meta.medianGlobalSamplesPerSec.toFixed(1) + ' samples/s' : '-'}; ${steps.length} step reports`,
+      ...(meta.error ? [`error: ${meta.error}`] : []),
+      `folder: ${join(store.runsDir, meta.id)}`,
+    ].join('\n') + '\n',
+  );
+  return EXIT.ok;
+}
+
+export async function runsExport({ values, positionals }: Parsed, io: CliIo): Promise<number> {
+  const store = storeOf(io);
+  if (!positionals.length) throw new UsageError('runs export: name at least one run ("cohort runs list" shows them)');
+  const metas = positionals.map((id) => requireRun(store, id));
+  const format = (values.format as string | undefined) ?? 'csv';
+  if (format === 'csv') io.stdout.write(runStepsCsv(metas.map((meta) => ({ meta, events: store.events(meta.id) }))));
+  else if (format === 'summary') io.stdout.write(runSummaryCsv(metas));
+  else if (format === 'jsonl') for (const m of metas) for (const e of store.events(m.id)) io.stdout.write(JSON.stringify(e) + '\n');
+  else throw new UsageError(`--format: expected csv, summary or jsonl, got ${JSON.stringify(format)}`);
+  return EXIT.ok;
 }
 
 /** `cohort stop RUN`: signals the process that controls the run; it cancels every host and verifies. */
-export async function stopCommand(args: string[], io: CliIo): Promise<number> {
-  const { positionals } = parseCommandLine(args, {});
+export async function stopCommand({ positionals }: Parsed, io: CliIo): Promise<number> {
   const store = storeOf(io);
   const meta = requireRun(store, positionals[0]);
   if (meta.status !== 'running') {

@@ -13,6 +13,7 @@ import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps } from './cluster-ops';
 import { deployBundle, type DeployTarget } from './deploy';
 import { parseProbe, probeScript, shellQuote } from './probe';
+import { probeLocal } from './probe-local';
 
 export interface SshClusterOptions {
   env: Env;
@@ -88,6 +89,8 @@ export class SshCluster implements ClusterOps {
   }
 
   async probe(profile: Profile, opts: { signal?: AbortSignal; acceptNewHostKeys?: boolean } = {}): Promise<HostProbe[]> {
+    // The built-in `local` profile is this machine: no SSH, the same script run here.
+    if (isLocalProfile(profile)) return Promise.all(profile.hosts.map((h) => probeLocal(h.name, h.workdir, { ...(opts.signal ? { signal: opts.signal } : {}), env: h.env })));
     return Promise.all(
       profile.hosts.map(async (h) => {
         try {

@@ -16,7 +16,9 @@ export class ProfileStoreError extends Error {
     readonly hint: string,
     options?: { cause?: unknown },
   ) {
-    super(`${message}${hint ? ` (${hint})` : ''}`, options);
+    // The hint travels separately (the CLI prints it on its own line, the dashboard under the
+    // message); folding it into the message printed it twice.
+    super(message, options);
     this.name = 'ProfileStoreError';
   }
 }
@@ -70,7 +72,7 @@ export class ProfileStore {
     } catch (err) {
       if (isNotFound(err)) {
         const known = (await this.list()).profiles.map((p) => p.name);
-        throw new ProfileStoreError('profile-not-found', `no profile named "${name}"`, `known profiles: ${known.join(', ')}; create one with \`cohort profile import FILE\``);
+        throw new ProfileStoreError('profile-not-found', `no profile named "${name}"`, `known profiles: ${known.join(', ')}; create one with \`cohort profiles add NAME USER@HOST\` or \`cohort profiles import FILE\``);
       }
       throw err;
     }
