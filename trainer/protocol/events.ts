@@ -119,6 +119,8 @@ export interface RankMemory {
   peakTensorBytes?: number;
   gpuUsedBytes?: number;
   gpuTotalBytes?: number;
+  /** The host's physical memory (what RSS is measured against when there is no GPU). */
+  hostTotalBytes?: number;
 }
 
 export interface StepEvent extends EventBase {
@@ -136,6 +138,12 @@ export interface StepEvent extends EventBase {
   memory: RankMemory[];
   /** Bytes each rank sent for gradient exchange during the window (fp16 halves it). */
   commBytes?: number;
+  /**
+   * Each rank's mean forward + backward time per step over the window, indexed by rank (ms). Step
+   * time itself is the same on every rank (the exchange waits for the slowest), so this is where a
+   * straggler shows. Engines that do not measure it leave it out.
+   */
+  rankComputeMs?: number[];
 }
 
 export interface MemoryEvent extends EventBase {
@@ -243,7 +251,7 @@ function capability(v: unknown, path: string): Capability {
 function rankMemory(v: unknown, path: string): RankMemory {
   const o = obj(v, path);
   const m: RankMemory = { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), rssBytes: num(o, 'rssBytes', path, { min: 0 }) };
-  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes'] as const) {
+  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes', 'hostTotalBytes'] as const) {
     const x = optNum(o, k, path, { min: 0 });
     if (x !== undefined) m[k] = x;
   }
@@ -322,6 +330,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     lr: num(o, 'lr', p, { min: 0 }),
     memory: arr(o, 'memory', p, rankMemory),
     ...opt('commBytes', optNum(o, 'commBytes', p, { min: 0 })),
+    ...opt('rankComputeMs', o.rankComputeMs === undefined ? undefined : arr(o, 'rankComputeMs', p, (v, at) => num({ v }, 'v', at, { min: 0 }))),
   }),
   memory: (o) => ({ type: 'memory', memory: arr(o, 'memory', p, rankMemory) }),
   epoch: (o) => ({

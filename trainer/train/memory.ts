@@ -1,6 +1,7 @@
 // Per-rank memory for `step` events: process RSS, framework bytes, and GPU used/total read from
 // nvidia-smi when the rank owns a GPU (queried in the background; never blocks a step).
 import { execFile } from 'node:child_process';
+import { totalmem } from 'node:os';
 import type { RankMemory } from '../protocol';
 
 export class MemorySampler {
@@ -24,6 +25,7 @@ export class MemorySampler {
       host: this.host,
       rssBytes: process.memoryUsage().rss,
       tensorBytes: this.tensorBytes(),
+      hostTotalBytes: totalmem(),
       ...(this.gpu ? { gpuUsedBytes: this.gpu.used, gpuTotalBytes: this.gpu.total } : {}),
     };
   }

@@ -32,6 +32,8 @@ interface WindowReport {
   ms: number;
   lossSum: number;
   lossCount: number;
+  /** Forward + backward ms summed over the window's steps (where a straggler shows). */
+  computeMs: number;
   memory: RankMemory;
 }
 
@@ -162,7 +164,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
 
     // ---- training loop ------------------------------------------------------------------
     const windows: number[] = [];
-    let window = { start: 0, steps: 0, samples: 0, lossSum: 0, lossCount: 0, bytes0: collective.bytesSent };
+    let window = { start: 0, steps: 0, samples: 0, lossSum: 0, lossCount: 0, computeMs: 0, bytes0: collective.bytesSent };
     let epochLoss = { sum: 0, n: 0, start: Date.now() };
     const warmupEnd = startStep + Math.min(config.warmupSteps, Math.max(0, totalSteps - startStep - 1));
     const warmupStart = Date.now();
@@ -183,12 +185,13 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
 
       if (step + 1 === warmupEnd && warmupEnd > startStep) {
         emit({ type: 'warmup', steps: warmupEnd - startStep, durationMs: Date.now() - warmupStart, detail: 'first steps allocate buffers and initialise kernels; excluded from throughput' });
-        window = { start: Date.now(), steps: 0, samples: 0, lossSum: 0, lossCount: 0, bytes0: collective.bytesSent };
+        window = { start: Date.now(), steps: 0, samples: 0, lossSum: 0, lossCount: 0, computeMs: 0, bytes0: collective.bytesSent };
         continue;
       }
       if (step + 1 <= warmupEnd) continue;
       if (window.start === 0) window.start = stepStart;
       window.steps++;
+      window.computeMs += p1 - p0;
       window.samples += b.batch;
       if (Number.isFinite(loss)) {
         window.lossSum += loss;
@@ -199,7 +202,7 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
       const last = step + 1 === totalSteps;
       if ((step + 1) % config.logSteps === 0 || last) {
         const ms = Date.now() - window.start;
-        const mine: WindowReport = { samples: window.samples, ms, lossSum: window.lossSum, lossCount: window.lossCount, memory: sampler.sample() };
+        const mine: WindowReport = { samples: window.samples, ms, lossSum: window.lossSum, lossCount: window.lossCount, computeMs: window.computeMs, memory: sampler.sample() };
         const all = await collective.gather(mine, 0); // sync point: per-rank counts and memory to rank 0
         if (all) {
           const wallMs = Math.max(...all.map((r) => r.ms));
@@ -218,9 +221,10 @@ export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
             lr,
             memory: all.map((r) => r.memory),
             commBytes: collective.bytesSent - window.bytes0,
+            rankComputeMs: all.map((r) => r.computeMs / Math.max(1, window.steps)),
           });
         }
-        window = { start: Date.now(), steps: 0, samples: 0, lossSum: 0, lossCount: 0, bytes0: collective.bytesSent };
+        window = { start: Date.now(), steps: 0, samples: 0, lossSum: 0, lossCount: 0, computeMs: 0, bytes0: collective.bytesSent };
       }
       const epochDone = (step + 1) % stepsPerEpoch === 0;
       if (epochDone || (last && config.epochs > 0)) {

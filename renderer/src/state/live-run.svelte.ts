@@ -18,10 +18,13 @@ export interface LogLine {
 const MAX_LOG = 2000;
 const MAX_RANKS = 64;
 
-/** x = step; series: throughput, loss, stepTimeMs. */
-export const metrics = { steps: new SeriesBuffer(3) };
-/** x = seconds since run start; series per rank: used bytes, total bytes (NaN when unknown). */
-export const memory = { buffer: new SeriesBuffer(2), ranks: 0, t0: 0, hasTotal: false };
+/** x = step; series: throughput, loss, stepTimeMs. `ranks`: x = step, one series per rank: compute ms/step. */
+export const metrics = { steps: new SeriesBuffer(3), ranks: new SeriesBuffer(0) };
+/** x = step (the last reported, 0 before training); series per rank: used bytes, device total (GPU, else host RAM; NaN when unknown). */
+export const memory = { buffer: new SeriesBuffer(2), ranks: 0, hasTotal: false, step: 0 };
+
+/** Where the phases lie on the step axis (for the charts' bands): warm-up ends at `warmupEnd`. */
+export const phases = $state({ warmupEnd: 0, compiled: false });
 
 export const live = $state({
   runId: '' as string,
@@ -31,7 +34,7 @@ export const live = $state({
   plan: null as PlanEvent | null,
   lastStep: null as StepEvent | null,
   /** Compile / warm-up entries in order (their own phase, never counted in throughput). */
-  prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string }[],
+  prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string; index?: number; total?: number }[],
   error: null as ErrorEvent | null,
   logs: [] as LogLine[],
   median: null as number | null,
@@ -55,10 +58,13 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   live.median = null;
   live.memoryRanks = [];
   metrics.steps = new SeriesBuffer(3);
+  metrics.ranks = new SeriesBuffer(0);
   memory.ranks = 0;
   memory.buffer = new SeriesBuffer(2);
-  memory.t0 = 0;
+  memory.step = 0;
   memory.hasTotal = false;
+  phases.warmupEnd = 0;
+  phases.compiled = false;
   live.tick++;
 }
 
@@ -106,22 +112,34 @@ export function applyEvent(e: CohortEvent): void {
       ensureMemoryRanks(e.worldSize);
       if (live.phase === 'starting') live.phase = 'warmup';
       break;
-    case 'compile':
-      live.prep.push({ kind: 'compile', label: e.name, status: e.status, durationMs: e.durationMs, detail: e.detail });
+    case 'compile': {
+      // Progress reports ('running') update one entry in place; the final report replaces it.
+      const entry = { kind: 'compile' as const, label: e.name, status: e.status, durationMs: e.durationMs, detail: e.status === 'running' ? (e.stage ?? e.detail) : e.detail, ...(e.index !== undefined ? { index: e.index } : {}), ...(e.total !== undefined ? { total: e.total } : {}) };
+      const at = live.prep.findIndex((p) => p.kind === 'compile' && p.label === e.name && p.status === 'running');
+      if (at >= 0) live.prep[at] = entry;
+      else live.prep.push(entry);
+      if (e.status !== 'running') phases.compiled = true;
       break;
+    }
     case 'warmup':
       live.prep.push({ kind: 'warmup', label: `${e.steps} warm-up step(s)`, status: 'ok', durationMs: e.durationMs, detail: e.detail });
+      phases.warmupEnd = e.steps;
       break;
     case 'step': {
       if (live.phase === 'starting' || live.phase === 'warmup') live.phase = 'training';
       pendingStep = e;
       metrics.steps.push(e.step, e.globalSamplesPerSec, e.loss ?? NaN, e.stepTimeMs);
-      recordMemory(e.time, e.memory);
+      if (e.rankComputeMs?.length) {
+        if (metrics.ranks.seriesCount !== Math.min(e.rankComputeMs.length, MAX_RANKS)) metrics.ranks = new SeriesBuffer(Math.min(e.rankComputeMs.length, MAX_RANKS));
+        metrics.ranks.push(e.step, ...e.rankComputeMs.slice(0, MAX_RANKS));
+      }
+      memory.step = e.step;
+      recordMemory(e.memory);
       scheduleFlush();
       return;
     }
     case 'memory':
-      recordMemory(e.time, e.memory);
+      recordMemory(e.memory);
       scheduleFlush();
       return;
     case 'log':
@@ -141,23 +159,22 @@ export function applyEvent(e: CohortEvent): void {
   live.tick++;
 }
 
-function recordMemory(time: number, mem: StepEvent['memory']): void {
+function recordMemory(mem: StepEvent['memory']): void {
   if (!mem.length) return;
   ensureMemoryRanks(Math.max(...mem.map((m) => m.rank)) + 1);
-  if (!memory.t0) memory.t0 = time;
   const ys: number[] = new Array(memory.ranks * 2).fill(NaN);
   const rows: typeof live.memoryRanks = [];
   for (const m of mem) {
     if (m.rank >= memory.ranks) continue;
     const gpu = m.gpuUsedBytes !== undefined;
     const used = gpu ? m.gpuUsedBytes! : m.rssBytes;
-    const total = gpu ? (m.gpuTotalBytes ?? null) : null;
+    const total = (gpu ? m.gpuTotalBytes : m.hostTotalBytes) ?? null;
     ys[m.rank * 2] = used;
     ys[m.rank * 2 + 1] = total ?? NaN;
     if (total !== null) memory.hasTotal = true;
     rows.push({ rank: m.rank, host: m.host, used, total, kind: gpu ? 'GPU' : 'RSS' });
   }
-  memory.buffer.push((time - memory.t0) / 1000, ...ys);
+  memory.buffer.push(memory.step, ...ys);
   pendingMemory = rows.sort((a, b) => a.rank - b.rank);
 }
 
