@@ -90,4 +90,15 @@ describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
       }
     }
   }, 400_000);
+
+  it('probes the local profile from the Hosts view and shows this machine', async () => {
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.getByTestId('nav-hosts').click();
+    await page.getByTestId('hosts-profile').selectOption('local');
+    await page.getByRole('button', { name: 'Probe', exact: true }).click();
+    const row = page.locator('tr', { hasText: '127.0.0.1' });
+    await expect.poll(() => row.locator('.badge.ok').first().textContent(), { timeout: 60_000 }).toBe('reachable');
+    expect(await row.textContent()).toMatch(/\d+ cores/);
+    expect(await row.textContent()).toContain(process.version);
+  }, 120_000);
 });

@@ -57,7 +57,9 @@ export async function serveCommand(
   }
   // A wildcard address is not one a browser can open: print the addresses this machine has.
   const urls = reachableUrls(server.url, host);
-  io.stdout.write(urls.length === 1 ? `cohort serve: dashboard at ${urls[0]}\n` : `cohort serve: dashboard at (listening on ${host}, every interface):\n${urls.map((u) => `  ${u}\n`).join('')}`);
+  // The first line keeps the one-URL form scripts read ("dashboard at URL").
+  const [first, ...others] = urls;
+  io.stdout.write(`cohort serve: dashboard at ${first ?? server.url}\n${others.map((u) => `cohort serve: also at ${u}\n`).join('')}`);
 
   await stopped;
   process.off('SIGINT', onStop);
