@@ -5,10 +5,15 @@ import tseslint from 'typescript-eslint';
 
 const NODE_BUILTINS = ['node:*', 'fs', 'fs/*', 'path', 'os', 'child_process', 'net', 'crypto', 'http', 'https', 'url', 'util', 'stream', 'events', 'worker_threads'];
 
-function layer(files, message, patterns, regex) {
+// The tfjs engine has one front door (trainer/engine/tfjs/index.ts): from outside it, import
+// '…/engine/tfjs', never a file inside it. Files inside import each other by relative paths that
+// never spell engine/tfjs, so the pattern can apply everywhere.
+const TFJS_INNER = { group: ['**/engine/tfjs/**'], message: "import the tfjs engine through its front door ('…/engine/tfjs', trainer/engine/tfjs/index.ts), not its inner files." };
+
+function layer(files, message, patterns, regex, extra = [TFJS_INNER]) {
   return {
     files,
-    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }, ...(regex ? [{ regex, message }] : [])] }] },
+    rules: { 'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }, ...(regex ? [{ regex, message }] : []), ...extra] }] },
   };
 }
 
@@ -39,6 +44,9 @@ export default tseslint.config(
   layer(['electron/preload/**'], 'preload may import only electron, electron/common and trainer/protocol.', [
     ...NODE_BUILTINS, '**/core/**', '**/main/**', '**/renderer/**', 'ssh2',
   ]),
+  // Everything else (tests, scripts) keeps the tfjs front door too; the kernel micro-benchmarks in
+  // test/bench time the inner kernels themselves, so they alone may reach in.
+  { files: ['test/**', 'electron/main/**', 'scripts/**', 'bin/**'], ignores: ['test/bench/**'], rules: { 'no-restricted-imports': ['error', { patterns: [TFJS_INNER] }] } },
   layer(['renderer/**'], 'the renderer runs in a sandboxed browser: it may import only trainer/protocol and electron/common (the Api contract), never Node or electron.', [
     ...NODE_BUILTINS, 'ssh2', '@tensorflow/*', '**/electron/core/**', '**/electron/main/**', '**/electron/preload/**', '**/electron/cli/**', '**/electron/web/**', '**/trainer/engine/**', '**/trainer/collectives/**',
   ], '^electron(/|$)'),

@@ -3,7 +3,7 @@
 // and its order, so the flat layout reads like `model.state_dict()` (only shapes differ: HWIO
 // filters, fc weight as [in, out]).
 import type { Stem } from '../../../protocol/train-config';
-import { convGeometry, type ConvGeometry } from '../conv/conv-kernels';
+import { convGeometry, type ConvGeometry } from '../conv/conv-geometry';
 
 export interface ParamSlot {
   name: string;

@@ -3,7 +3,7 @@
 // output gradient for a geometry — with its reference values from the stock tfjs conv2d and
 // autodiff on whatever backend is active.
 import * as tf from '@tensorflow/tfjs-core';
-import type { ConvGeometry } from '../conv/conv-kernels';
+import type { ConvGeometry } from '../conv/conv-geometry';
 import { streamRng } from '../../../data/rng';
 
 /** n values uniform in [offset − scale, offset + scale), a pure function of (seed, stream). */
