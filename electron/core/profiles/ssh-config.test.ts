@@ -68,7 +68,7 @@ describe('profileFromSshConfig', () => {
       const { profile } = await profileFromSshConfig('lab', file, { home: '/home/me', localUser: 'me', only: ['gw', 'gpu-a'] });
       expect(profile.hosts.map((h) => [h.name, h.proxyJump])).toEqual([['gw', undefined], ['gpu-a', 'gw']]);
       await writeFile(file, 'Host *\n  User x\n');
-      await expect(profileFromSshConfig('lab', file, { home: '/h', localUser: 'me' })).rejects.toThrow(/no importable Host entries.*wildcard/);
+      await expect(profileFromSshConfig('lab', file, { home: '/h', localUser: 'me' })).rejects.toMatchObject({ message: expect.stringMatching(/no importable Host entries$/), hint: expect.stringMatching(/wildcard/) });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
