@@ -93,8 +93,9 @@ export function helpText(cmd: CommandSpec, io?: Pick<CliIo, 'env' | 'stdout'>): 
   lines.push('', cmd.summary);
   if (cmd.subcommands?.length) {
     lines.push('', s.bold('commands:'));
-    const w = Math.max(...cmd.subcommands.map((c) => c.name.length));
-    for (const c of cmd.subcommands) lines.push(`  ${c.name.padEnd(w)}  ${c.summary}`);
+    const word = (c: CommandSpec) => c.name.split(' ').at(-1)!;
+    const w = Math.max(...cmd.subcommands.map((c) => word(c).length));
+    for (const c of cmd.subcommands) lines.push(`  ${word(c).padEnd(w)}  ${c.summary}`);
   }
   const opts = Object.entries(optionsOf(cmd)).filter(([, o]) => o.listed !== false);
   if (opts.length) {
@@ -186,6 +187,11 @@ function parseErrorMessage(cmd: CommandSpec, options: Record<string, OptionSpec>
     const bare = flag.replace(/^-+/, '').split('=')[0]!;
     const guess = flag.startsWith('--') || bare.length > 1 ? closest(bare, Object.keys(options)) : undefined;
     return `${cmd.name}: unknown option ${flag}${guess ? `; did you mean --${guess}?` : ''}\n${usageHint(cmd)}`;
+  }
+  const missing = /^Option '(?:-\w, )?--([\w-]+) <value>' argument missing/.exec(msg);
+  if (missing) {
+    const o = options[missing[1]!];
+    return `${cmd.name}: --${missing[1]} needs a value (--${missing[1]} ${o?.arg ?? 'VALUE'})\n${usageHint(cmd)}`;
   }
   return `${cmd.name}: ${msg.replace(/\. To specify a positional argument.*$/s, '')}\n${usageHint(cmd)}`;
 }

@@ -81,7 +81,9 @@ describe('cohort conventions', () => {
     [['prfiles', 'list'], 'unknown command "prfiles"; did you mean "profiles"?'],
     [['profiles', 'lst'], 'unknown profiles command "lst"; did you mean "cohort profiles list"?'],
     [['runs', 'exprot'], 'did you mean "cohort runs export"?'],
-  ])('cohort %j → exit 2 with a suggestion', async (args, expected) => {
+    [['run', '--local', '--steps'], 'run: --steps needs a value (--steps VALUE)'],
+    [['probe', 'a', 'b'], 'probe: unexpected argument "b"'],
+  ])('cohort %j → exit 2 with a suggestion or the fix', async (args, expected) => {
     const r = await cli(args);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(expected);
