@@ -1,7 +1,8 @@
 // Run history under <data>/runs/<runId>/: meta.json (written atomically at start and at the
 // end), events.jsonl (every event, appended as it arrives, so a crash loses at most the last
 // one) and logs/<host>-<rank>.log (every rank's output). `cohort runs` and the dashboard's
-// History read it back.
+// History read it back. Records are private to the user (folders 0700, files 0600, like profiles):
+// meta.json carries the profile snapshot, whose hosts' env may hold secrets.
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
@@ -25,9 +26,9 @@ export class RunRecorder {
     private meta: RunMeta,
   ) {
     this.dir = join(runsDir, meta.id);
-    mkdirSync(join(this.dir, 'logs'), { recursive: true });
+    mkdirSync(join(this.dir, 'logs'), { recursive: true, mode: 0o700 });
     this.writeMeta();
-    this.eventsFd = openSync(join(this.dir, 'events.jsonl'), 'a');
+    this.eventsFd = openSync(join(this.dir, 'events.jsonl'), 'a', 0o600);
   }
 
   record(e: CohortEvent): void {
@@ -41,7 +42,7 @@ export class RunRecorder {
     const name = `${safe(host)}-${rank === undefined ? 'agent' : rank}.log`;
     let fd = this.logFds.get(name);
     if (fd === undefined) {
-      fd = openSync(join(this.dir, 'logs', name), 'a');
+      fd = openSync(join(this.dir, 'logs', name), 'a', 0o600);
       this.logFds.set(name, fd);
     }
     writeSync(fd, line.endsWith('\n') ? line : line + '\n');
@@ -60,7 +61,7 @@ export class RunRecorder {
   }
 
   private writeMeta(): void {
-    writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(this.meta, null, 2) + '\n');
+    writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(this.meta, null, 2) + '\n', { mode: 0o600 });
   }
 }
 
