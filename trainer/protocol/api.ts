@@ -102,7 +102,26 @@ export interface StartRunRequest {
 
 export interface RunEventMessage {
   runId: string;
+  /** The event's index in the run's record (events.jsonl): a client that attached with
+   *  `attachRun` keeps the messages with seq >= its `nextSeq`, so it sees no event twice and
+   *  misses none. */
+  seq: number;
   event: CohortEvent;
+}
+
+/** What `attachRun` hands back: the run's record so far, and where live messages continue. */
+export interface RunAttachment {
+  meta: RunMeta;
+  events: CohortEvent[];
+  /** The seq of the next live RunEventMessage of this run. */
+  nextSeq: number;
+  /** True while the run is still going (live messages follow through onRunEvent). */
+  live: boolean;
+}
+
+export interface StopRunOptions {
+  /** Skip the grace period (a second Ctrl-C): close every host's channel at once. */
+  force?: boolean;
 }
 
 export interface CohortApi {
@@ -117,7 +136,11 @@ export interface CohortApi {
   probe(profile: string): Promise<HostProbe[]>;
   deploy(profile: string): Promise<DeployResult[]>;
   startRun(req: StartRunRequest): Promise<{ runId: string }>;
-  stopRun(runId: string): Promise<void>;
+  /** Stops the run on every host, whichever client started it; resolves when it has ended. */
+  stopRun(runId: string, opts?: StopRunOptions): Promise<void>;
+  /** The run's record so far plus where its live events continue: subscribe with onRunEvent
+   *  first, then attach, and keep messages with seq >= nextSeq (a reload or a second client). */
+  attachRun(runId: string): Promise<RunAttachment>;
   listRuns(): Promise<RunMeta[]>;
   getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }>;
   exportRunsCsv(runIds: string[]): Promise<string>;
@@ -172,7 +195,12 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
       },
     ];
   },
-  stopRun: (a) => [name(a[0], 'runId')],
+  stopRun: (a) => {
+    if (a[1] === undefined) return [name(a[0], 'runId')];
+    const force = optBool(obj(a[1], 'options'), 'force', 'options');
+    return [name(a[0], 'runId'), force === undefined ? {} : { force }];
+  },
+  attachRun: (a) => [name(a[0], 'runId')],
   listRuns: () => [],
   getRun: (a) => [name(a[0], 'runId')],
   exportRunsCsv: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],

@@ -1,13 +1,10 @@
 // `cohort run --local [--ranks N] [trainer flags] [--json]`: trains on this machine with the
 // same agent, events and run history as a cluster run.
 import { join } from 'node:path';
-import { localProfile } from '../../../trainer/protocol';
-import { resolvePaths } from '../../core/paths';
-import { RunStore } from '../../core/runs/run-store';
-import { startRun } from '../../core/runs/start-run';
-import type { SshCluster } from '../../core/cluster/ssh-cluster';
-import type { Profile } from '../../../trainer/protocol';
-import { loadProfile, makeCluster, progressPrinter } from './cluster';
+import { localProfile, type RunEventMessage } from '../../../trainer/protocol';
+import type { CohortService } from '../../core/service/cohort-service';
+import { makeService } from '../service';
+import { loadProfile, progressPrinter } from './cluster';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
 import { humanPrinter, jsonPrinter } from '../event-printer';
@@ -48,44 +45,71 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const profile = local ? localProfile(ranks) : await loadProfile(io, values.profile, RUN_USAGE);
   const config = trainConfigFromFlags(values, profile.defaults ?? {});
 
-  const paths = resolvePaths(io.env);
-  const store = new RunStore(join(paths.dataDir, 'runs'));
-  const cluster = local ? undefined : makeCluster(io);
+  // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
+  const service = makeService(io);
   const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
-  let started;
+  // Subscribe before starting: every event of this run is printed once, in record order.
+  let runId: string | undefined;
+  const early: RunEventMessage[] = [];
+  const offEvents = service.onRunEvent((m) => {
+    if (runId === undefined) early.push(m);
+    else if (m.runId === runId) printer.event(m.event);
+  });
+  const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));
+  const signals = new CtrlC(io, (force) => {
+    if (runId === undefined) return false;
+    io.stderr.write(force ? `\nforcing the stop of run ${runId} now\n` : `\nstopping run ${runId} on every host (Ctrl-C again to force)...\n`);
+    service.stopRun(runId, { force }).catch(() => undefined);
+    return true;
+  });
   try {
-    started = await startRun({ profile, overrides: config, ranks, store, dataDir: paths.dataDir, ...(cluster ? { cluster } : {}), acceptNewHostKeys: !!values['accept-new-host-key'], ...(values.json ? {} : { onDeployProgress: progressPrinter(io) }) });
-  } catch (err) {
-    cluster?.dispose();
-    throw err;
-  }
-  const { runId, controller, recorder } = started;
-  controller.onEvent((e) => printer.event(e));
-  const onSignal = () => controller.cancel('interrupted (Ctrl-C)');
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  try {
-    await controller.start();
-    const result = await controller.result;
-    if (cluster) await reportLeftovers(cluster, profile, runId, io);
-    if (!values.json) io.stderr.write(`run ${runId} recorded in ${recorder.dir}\n`);
+    ({ runId } = await service.startRun({ profile: profile.name, config, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}) }));
+    for (const m of early.splice(0)) if (m.runId === runId) printer.event(m.event);
+    const result = await service.runResult(runId);
+    if (!result) throw new Error(`run ${runId} ended before it could be followed`);
+    if (!local) await reportLeftovers(service, runId, io);
+    if (!values.json) io.stderr.write(`run ${runId} recorded in ${join(service.runs.runsDir, runId)}\n`);
+    if (result.status === 'cancelled') {
+      if (!values.json) io.stderr.write(`run ${runId} was stopped (${signals.count ? 'Ctrl-C' : 'cancelled'})\n`);
+      return EXIT.cancelled;
+    }
     if (result.status === 'ok') return EXIT.ok;
-    if (result.status === 'cancelled') return EXIT.cancelled;
     return result.error?.code?.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
   } finally {
-    cluster?.dispose();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    signals.dispose();
+    offEvents();
+    offDeploy();
+    await service.dispose();
   }
 }
 
-/** After a cluster run: every host is checked for processes of this run (there should be none). */
-async function reportLeftovers(cluster: SshCluster, profile: Profile, runId: string, io: CliIo): Promise<void> {
-  try {
-    for (const h of await cluster.leftovers(profile, runId)) {
-      io.stderr.write(h.processes.length ? `${h.host}: ${h.processes.length} process(es) of this run still running:\n${h.processes.map((p) => '    ' + p).join('\n')}\n` : `${h.host}: nothing left running\n`);
-    }
-  } catch (err) {
-    io.stderr.write(`could not check the hosts for leftovers: ${(err as Error).message}\n`);
+/** After a cluster run: every host is checked for processes of this run (there should be none); each host answers for itself. */
+async function reportLeftovers(service: CohortService, runId: string, io: CliIo): Promise<void> {
+  for (const h of await service.leftovers(runId, { timeoutMs: 5000 })) {
+    if (h.error) io.stderr.write(`${h.host}: could not check for leftovers: ${h.error.message}\n`);
+    else io.stderr.write(h.processes.length ? `${h.host}: ${h.processes.length} process(es) of this run still running:\n${h.processes.map((p) => '    ' + p).join('\n')}\n` : `${h.host}: nothing left running\n`);
   }
 }
+
+/**
+ * Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal) stop the run; a second one forces the
+ * stop at once. Until a run exists, they interrupt the start as usual (exit 130).
+ */
+class CtrlC {
+  count = 0;
+  private readonly handler = () => {
+    this.count++;
+    if (!this.onStop(this.count > 1)) process.exit(EXIT.cancelled);
+  };
+  constructor(
+    _io: CliIo,
+    private readonly onStop: (force: boolean) => boolean,
+  ) {
+    for (const sig of SIGNALS) process.on(sig, this.handler);
+  }
+  dispose(): void {
+    for (const sig of SIGNALS) process.off(sig, this.handler);
+  }
+}
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;

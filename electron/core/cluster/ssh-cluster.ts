@@ -20,7 +20,7 @@ import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveT
 import type { AgentChannel, AgentExit } from '../runs/agent-channel';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
-import type { ClusterOps } from './cluster-ops';
+import type { ClusterOps, LeftoverReport } from './cluster-ops';
 import { deployBundle, type DeployTarget } from './deploy';
 import { parseProbe, probeScript, shellQuote } from './probe';
 
@@ -159,13 +159,20 @@ export class SshCluster implements ClusterOps {
     return { runId: req.runId, worldSize: rank, masterAddr, masterPort, config: req.config, hosts, heartbeatIntervalMs: 2000, heartbeatTimeoutMs: 15_000 };
   }
 
-  async leftovers(profile: Profile, runId: string): Promise<{ host: string; processes: string[] }[]> {
+  async leftovers(profile: Profile, runId: string, opts: { timeoutMs?: number } = {}): Promise<LeftoverReport[]> {
+    // Each host is checked on its own, with its own time limit: one unreachable host neither
+    // hides the others' results nor holds the answer beyond timeoutMs.
     return Promise.all(
-      profile.hosts.map(async (h) => {
-        const s = await this.session(profile, h.name);
-        // Every process of a run carries `--run <id>` (node) or `-X cohort_run=<id>` (python) in its arguments.
-        const r = await s.run(`ps -eo pid,args | grep -F -e ${shellQuote(`--run ${runId}`)} -e ${shellQuote(`cohort_run=${runId}`)} | grep -v grep || true`);
-        return { host: h.name, processes: r.stdout.split('\n').filter((l) => l.trim()) };
+      profile.hosts.map(async (h): Promise<LeftoverReport> => {
+        const signal = AbortSignal.timeout(opts.timeoutMs ?? 5000);
+        try {
+          const s = await this.session(profile, h.name, { signal });
+          // Every process of a run carries `--run <id>` (node) or `-X cohort_run=<id>` (python) in its arguments.
+          const r = await s.run(`ps -eo pid,args | grep -F -e ${shellQuote(`--run ${runId}`)} -e ${shellQuote(`cohort_run=${runId}`)} | grep -v grep || true`, { signal });
+          return { host: h.name, processes: r.stdout.split('\n').filter((l) => l.trim()) };
+        } catch (err) {
+          return { host: h.name, processes: [], error: toApiError(err) };
+        }
       }),
     );
   }

@@ -1,7 +1,10 @@
 // Runs one training job across its hosts: hands each host agent its LaunchSpec, keeps the
 // agents alive with heartbeats, merges their event streams, and decides the run's outcome.
 //   - the first `error` from any host fails the run and cancels every other host at once
-//   - cancel() asks every agent to stop, waits a grace period, then forces the channels closed
+//   - cancel() asks every agent to stop, waits a grace period, then forces the channels closed;
+//     cancel({force}) (a second Ctrl-C) forces at once. A channel that does not close within
+//     abandonAfterMs of being forced (its host unreachable) is given up on, so a stop is bounded
+//     by grace + abandon, not by TCP keepalive timeouts.
 //   - an agent that exits without rank 0's `done` fails the run, naming the host
 // The same controller serves `cohort run --local`, SSH clusters, `cohort serve` and Electron.
 import {
@@ -37,6 +40,8 @@ export interface RunPlan {
   heartbeatTimeoutMs?: number;
   /** How long cancel waits for agents to stop their ranks before closing channels by force. */
   cancelGraceMs?: number;
+  /** After forcing, how long to wait for a channel to confirm it closed before giving up on it. */
+  abandonAfterMs?: number;
 }
 
 export interface RunResult {
@@ -56,6 +61,9 @@ export class RunController {
   private lastStep = 0;
   private heartbeat: NodeJS.Timeout | undefined;
   private cancelTimer: NodeJS.Timeout | undefined;
+  private forced = false;
+  private abandon!: () => void;
+  private readonly abandoned = new Promise<void>((res) => (this.abandon = res));
   private readonly startedAt = Date.now();
   readonly result: Promise<RunResult>;
   private resolveResult!: (r: RunResult) => void;
@@ -92,12 +100,23 @@ export class RunController {
     void this.waitForExit();
   }
 
-  /** Stops the run on every host. Idempotent. */
-  cancel(reason = 'cancelled by the user'): void {
-    if (this.status !== 'running') return;
-    this.status = 'cancelled';
-    this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.channels.length} host(s): ${reason}` }));
-    this.shutdown();
+  /** Stops the run on every host. Idempotent; `force` (e.g. a second Ctrl-C) skips the grace period. */
+  cancel(reason = 'cancelled by the user', opts: { force?: boolean } = {}): void {
+    if (this.status === 'running') {
+      this.status = 'cancelled';
+      this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.channels.length} host(s): ${reason}` }));
+      this.shutdown();
+    }
+    if (opts.force) this.force();
+  }
+
+  /** Closes every channel now, and gives up on those that do not confirm within abandonAfterMs. */
+  private force(): void {
+    if (this.forced) return;
+    this.forced = true;
+    if (this.cancelTimer) clearTimeout(this.cancelTimer);
+    for (const c of this.channels) c.forceKill();
+    setTimeout(() => this.abandon(), this.plan.abandonAfterMs ?? 2000);
   }
 
   private attach(ch: AgentChannel, h: HostLaunch): void {
@@ -162,12 +181,16 @@ export class RunController {
       c.end();
     }
     if (this.heartbeat) clearInterval(this.heartbeat);
-    this.cancelTimer = setTimeout(() => this.channels.forEach((c) => c.forceKill()), this.plan.cancelGraceMs ?? 4000);
+    if (this.cancelTimer || this.forced) return;
+    this.cancelTimer = setTimeout(() => this.force(), this.plan.cancelGraceMs ?? 4000);
     this.cancelTimer.unref();
   }
 
   private async waitForExit(): Promise<void> {
-    await Promise.all(this.channels.map((c) => c.exited));
+    const gone = await Promise.all(this.channels.map((c) => Promise.race([c.exited.then(() => true), this.abandoned.then(() => false)])));
+    gone.forEach((ok, i) => {
+      if (!ok) this.emit(makeEvent({ type: 'log', level: 'warn', host: this.channels[i]!.host, message: `${this.channels[i]!.host} did not confirm the stop (unreachable?); its agent stops its ranks by itself when it misses heartbeats` }));
+    });
     if (this.heartbeat) clearInterval(this.heartbeat);
     if (this.cancelTimer) clearTimeout(this.cancelTimer);
     if (this.status === 'running') this.status = this.doneEvent?.status ?? 'failed';

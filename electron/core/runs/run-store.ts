@@ -20,6 +20,7 @@ export class RunRecorder {
   private eventsFd: number;
   private logFds = new Map<string, number>();
   private closed = false;
+  private count = 0;
 
   constructor(
     runsDir: string,
@@ -31,10 +32,12 @@ export class RunRecorder {
     this.eventsFd = openSync(join(this.dir, 'events.jsonl'), 'a', 0o600);
   }
 
-  record(e: CohortEvent): void {
-    if (this.closed) return;
+  /** Appends one event; returns its sequence number (its index in events.jsonl), -1 once closed. */
+  record(e: CohortEvent): number {
+    if (this.closed) return -1;
     writeSync(this.eventsFd, JSON.stringify(e) + '\n');
     if (e.type === 'log') this.log(e.host ?? 'unknown', e.rank, e.message);
+    return this.count++;
   }
 
   log(host: string, rank: number | undefined, line: string): void {

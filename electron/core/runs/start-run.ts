@@ -1,6 +1,6 @@
 // Starting a run, the same way for every client (CLI, `cohort serve`, Electron): resolve the
 // profile's config, plan local or cluster hosts, record history, and hand back the controller.
-import { isLocalProfile, resolveRunConfig, type DeployProgress, type Profile, type RunMeta, type TrainConfig } from '../../../trainer/protocol';
+import { isLocalProfile, resolveRunConfig, type CohortEvent, type DeployProgress, type Profile, type RunMeta, type TrainConfig } from '../../../trainer/protocol';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { localWorkdir, planLocalRun } from './local-run';
 import { RunController } from './run-controller';
@@ -10,6 +10,8 @@ export interface StartedRun {
   runId: string;
   controller: RunController;
   recorder: RunRecorder;
+  /** Every event after it is in the record, with its sequence number there (what re-attach counts on). */
+  onRecorded(listener: (event: CohortEvent, seq: number) => void): () => void;
 }
 
 export async function startRun(o: {
@@ -46,7 +48,11 @@ export async function startRun(o: {
   };
   const recorder = o.store.create(meta);
   const controller = new RunController(plan);
-  controller.onEvent((e) => recorder.record(e));
+  const recorded = new Set<(event: CohortEvent, seq: number) => void>();
+  controller.onEvent((e) => {
+    const seq = recorder.record(e);
+    for (const l of recorded) l(e, seq);
+  });
   void controller.result.then((result) => {
     recorder.update({
       status: result.status,
@@ -57,5 +63,13 @@ export async function startRun(o: {
     });
     recorder.close();
   });
-  return { runId, controller, recorder };
+  return {
+    runId,
+    controller,
+    recorder,
+    onRecorded: (l) => {
+      recorded.add(l);
+      return () => recorded.delete(l);
+    },
+  };
 }

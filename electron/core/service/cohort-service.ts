@@ -18,16 +18,18 @@ import {
   type HostProbe,
   type Profile,
   type ProfileHost,
+  type RunAttachment,
   type RunEventMessage,
   type RunMeta,
   type StartRunRequest,
+  type StopRunOptions,
 } from '../../../trainer/protocol';
-import type { ClusterOps } from '../cluster/cluster-ops';
+import type { ClusterOps, LeftoverReport } from '../cluster/cluster-ops';
 import type { CohortPaths } from '../paths';
 import { ProfileStore, importSshConfig } from '../profiles';
-import type { RunController } from '../runs/run-controller';
+import type { RunResult } from '../runs/run-controller';
 import { RunStore } from '../runs/run-store';
-import { startRun } from '../runs/start-run';
+import { startRun, type StartedRun } from '../runs/start-run';
 import { runSummaryCsv } from '../runs/run-csv';
 
 export interface CohortServiceOptions {
@@ -43,7 +45,7 @@ type Listener<T> = (value: T) => void;
 export class CohortService implements CohortApi {
   readonly profiles: ProfileStore;
   readonly runs: RunStore;
-  private readonly active = new Map<string, RunController>();
+  private readonly active = new Map<string, StartedRun>();
   private readonly runListeners = new Set<Listener<RunEventMessage>>();
   private readonly deployListeners = new Set<Listener<DeployProgress>>();
   private disposed = false;
@@ -115,7 +117,7 @@ export class CohortService implements CohortApi {
     if (this.disposed) throw new ApiCallError({ code: 'disposed', message: 'the service is shutting down' });
     const profile = await this.profiles.get(req.profile, req.ranks === undefined ? {} : { localSlots: req.ranks });
     if (profile.name !== LOCAL_PROFILE_NAME && !this.opts.cluster) this.cluster('run on a cluster profile');
-    let started;
+    let started: StartedRun;
     try {
       started = await startRun({
         profile,
@@ -125,32 +127,57 @@ export class CohortService implements CohortApi {
         dataDir: this.opts.paths.dataDir,
         ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}),
         ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}),
+        onDeployProgress: (p) => this.emit(this.deployListeners, p),
       });
     } catch (err) {
       if (err instanceof ConfigError) throw new ApiCallError({ code: 'bad-config', message: err.message, hint: `fix ${err.flag} in the Launch form` });
       throw err;
     }
     const { runId, controller } = started;
-    this.active.set(runId, controller);
-    controller.onEvent((event: CohortEvent) => this.emit(this.runListeners, { runId, event }));
+    this.active.set(runId, started);
+    started.onRecorded((event: CohortEvent, seq) => this.emit(this.runListeners, { runId, seq, event }));
     void controller.result.finally(() => this.active.delete(runId));
     // start() resolves once every agent has its spec; failures arrive as `error` events.
     void controller.start().catch((err: unknown) => controller.cancel(`start failed: ${(err as Error).message}`));
     return { runId };
   }
 
-  async stopRun(runId: string): Promise<void> {
-    const c = this.active.get(runId);
-    if (!c) {
+  async stopRun(runId: string, opts: StopRunOptions = {}): Promise<void> {
+    const run = this.active.get(runId);
+    if (!run) {
       const meta = this.runs.meta(runId);
+      // UNFINISHED (issue 12): a run controlled by another process is stopped through the hosts'
+      // run-stop command once the host side (h/durable-host) lands; until then it cannot be
+      // stopped from here, and this says so instead of signalling that process.
       throw new ApiCallError(
         meta
-          ? { code: 'run-not-active', message: `run ${runId} is not running in this process (status: ${meta.status})`, hint: meta.status === 'running' && meta.controllerPid ? `it is controlled by process ${meta.controllerPid}; use \`cohort stop\` there` : 'it has already ended' }
+          ? { code: 'run-not-active', message: `run ${runId} is not running in this process (status: ${meta.status})`, hint: meta.status === 'running' && meta.controllerPid ? `it is controlled by process ${meta.controllerPid}; stop it there` : 'it has already ended' }
           : { code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' },
       );
     }
-    c.cancel('stopped from the dashboard');
-    await c.result;
+    run.controller.cancel(opts.force ? 'stopped (forced)' : 'stopped by the user', opts);
+    await run.controller.result;
+  }
+
+  async attachRun(runId: string): Promise<RunAttachment> {
+    const meta = this.runs.meta(runId);
+    if (!meta) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' });
+    // The record is written synchronously as each event arrives, and this read is synchronous, so
+    // every event of the run is either in `events` or comes later with seq >= nextSeq.
+    const events = this.runs.events(runId);
+    return { meta, events, nextSeq: events.length, live: this.active.has(runId) };
+  }
+
+  /** The outcome of a run this service controls (for the CLI's exit code); undefined if it is not active here. */
+  runResult(runId: string): Promise<RunResult> | undefined {
+    return this.active.get(runId)?.controller.result;
+  }
+
+  /** After a cluster run: each host checked for processes of the run (should be none), each within timeoutMs. */
+  async leftovers(runId: string, opts: { timeoutMs?: number } = {}): Promise<LeftoverReport[]> {
+    const meta = this.runs.meta(runId);
+    if (!meta || meta.profile === LOCAL_PROFILE_NAME) return [];
+    return this.cluster('check hosts for leftovers').leftovers(await this.profiles.get(meta.profile), runId, opts);
   }
 
   async listRuns(): Promise<RunMeta[]> {
@@ -193,9 +220,9 @@ export class CohortService implements CohortApi {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    const pending = [...this.active.values()].map((c) => {
-      c.cancel('the dashboard is shutting down');
-      return c.result;
+    const pending = [...this.active.values()].map(({ controller }) => {
+      controller.cancel('the dashboard is shutting down');
+      return controller.result;
     });
     await Promise.allSettled(pending);
     this.runListeners.clear();
