@@ -488,6 +488,23 @@ def die_with_parent():
             pass
 
 
+def exit_when_stdin_closes():
+    """The lifeline: when the agent runs this rank with COHORT_LIFELINE=1, stdin is a pipe from the agent;
+    EOF means the agent is gone (whatever killed it), so exit at once: a rank never outlives its agent."""
+    if os.environ.get("COHORT_LIFELINE") != "1":
+        return
+
+    def watch():
+        try:
+            while os.read(0, 4096):
+                pass
+        except OSError:
+            pass
+        os._exit(137)
+
+    threading.Thread(target=watch, name="cohort-lifeline", daemon=True).start()
+
+
 def param_checksum(model):
     """sha256 of the parameters as little-endian float32, in model.parameters() order, NCHW layout."""
     h = hashlib.sha256()
@@ -527,6 +544,7 @@ def save_checkpoint(path, state, step):
 def main(argv):
     t0 = STATE["t0"]
     die_with_parent()
+    exit_when_stdin_closes()
     cfg = load_config(argv)
     rank, world = RANK, int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))

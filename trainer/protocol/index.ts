@@ -7,3 +7,4 @@ export { DecodeError } from './validate';
 export * from './profile';
 export * from './api';
 export * from './api-wire';
+export * from './run-state';
