@@ -2,6 +2,7 @@
 // hands explicit dependencies to core.
 import { deployCommand, probeCommand, provisionCommand } from './commands/cluster';
 import { profilesCommand } from './commands/profiles';
+import { attachCommand } from './commands/attach';
 import { runCommand } from './commands/run';
 import { serveCommand } from './commands/serve';
 import { runsCommand, stopCommand } from './commands/runs';
@@ -15,8 +16,9 @@ commands:
   probe PROFILE      what each host offers (GPUs, Node, tfjs bindings, PyTorch)
   deploy PROFILE     upload the trainer bundle (skipped when already there)
   provision PROFILE  install @tensorflow/tfjs-node(-gpu) on the hosts (needs their network)
-  runs      run history: list, show, export
-  stop RUN  stop a running run on every host
+  runs      run history: list, show, export (states as the hosts report them)
+  attach RUN  follow a run from any terminal; exits with the run's exit code
+  stop RUN  stop a run on every host, from any terminal
   serve     the dashboard in a browser (loopback + token): cohort serve [--port N] [--host ADDR]
   help     this text`;
 
@@ -37,6 +39,8 @@ async function main(argv: string[]): Promise<number> {
         return await provisionCommand(rest, io);
       case 'runs':
         return await runsCommand(rest, io);
+      case 'attach':
+        return await attachCommand(rest, io);
       case 'stop':
         return await stopCommand(rest, io);
       case 'serve':

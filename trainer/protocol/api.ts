@@ -73,13 +73,28 @@ export interface ApiErrorInfo {
   hint?: string;
 }
 
+/** Where one host keeps a durable run's record: its workdir and the trainer bundle's entry there. */
+export interface HostRecordRef {
+  host: string;
+  workdir: string;
+  entry: string;
+}
+
+/** A run's state as the local history knows it (a cache of the hosts' record; `lost`: no host of
+ *  the run answered for a long time, see `lastSeenAt`). */
+export type RunMetaStatus = RunStatus | 'queued' | 'starting' | 'running' | 'restarting' | 'lost';
+
 /** The run history record (meta.json of a run). */
 export interface RunMeta {
   id: string;
   profile: string;
   startedAt: string;
   endedAt?: string;
-  status: RunStatus | 'running';
+  status: RunMetaStatus;
+  /** Where each host keeps the run's record (attach and stop from any client go there). */
+  record?: HostRecordRef[];
+  /** When a host of the run last answered (ISO time); set with status `lost`. */
+  lastSeenAt?: string;
   config: TrainConfig;
   hosts: { name: string; address?: string; ranks: number[] }[];
   worldSize: number;
@@ -87,7 +102,7 @@ export interface RunMeta {
   medianGlobalSamplesPerSec?: number | null;
   steps?: number;
   error?: string;
-  /** The process running the controller (for `cohort stop`). */
+  /** The process that started the run (informational: stopping goes through the hosts, never a signal to it). */
   controllerPid?: number;
   profileSnapshot?: unknown;
 }

@@ -1,8 +1,9 @@
 // `cohort run --local [--ranks N] [trainer flags] [--json]`: trains on this machine with the
 // same agent, events and run history as a cluster run.
 import { join } from 'node:path';
-import { localProfile, type RunEventMessage } from '../../../trainer/protocol';
+import { localProfile, makeEvent, type RunEventMessage } from '../../../trainer/protocol';
 import type { CohortService } from '../../core/service/cohort-service';
+import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
 import { loadProfile, progressPrinter } from './cluster';
 import { EXIT, UsageError } from '../exit-codes';
@@ -19,7 +20,11 @@ training options:
   --lr X  --optimizer adamw|sgd  --momentum M  --weight-decay D  --lr-warmup-steps N  --schedule constant|cosine|step
   --data synthetic|cifar100:DIR  --compile  --fp16  --bf16  --seed K  --freeze-bn  --sync-bn
   --checkpoint-dir DIR  --checkpoint-every N  --resume
-output: --json (events only, one per line)  --verbose (every rank's log lines)`;
+output: --json (events only, one per line)  --verbose (every rank's log lines)
+  --detach   start the run and return at once, printing its id (with --json: a first event
+             carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
+A run outlives the CLI (killed, terminal closed, SSH link lost); Ctrl-C in the foreground stops
+it, a second Ctrl-C stops waiting for the hosts to confirm.`;
 
 export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(args, {
@@ -28,6 +33,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     profile: { type: 'string' },
     ranks: { type: 'string' },
     json: { type: 'boolean' },
+    detach: { type: 'boolean' },
     verbose: { type: 'boolean' },
     'accept-new-host-key': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -64,6 +70,13 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   });
   try {
     ({ runId } = await service.startRun({ profile: profile.name, config, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}) }));
+    if (values.detach) {
+      // The run lives on its hosts; this process only started it.
+      if (values.json) io.stdout.write(JSON.stringify({ ...makeEvent({ type: 'log', level: 'info', message: `run ${runId} started (detached)` }), runId }) + '\n');
+      else io.stdout.write(`${runId}\n`);
+      if (!values.json) io.stderr.write(`run ${runId} started; follow it with "cohort attach ${runId}", stop it with "cohort stop ${runId}"\n`);
+      return EXIT.ok;
+    }
     for (const m of early.splice(0)) if (m.runId === runId) printer.event(m.event);
     const result = await service.runResult(runId);
     if (!result) throw new Error(`run ${runId} ended before it could be followed`);
@@ -73,14 +86,21 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       if (!values.json) io.stderr.write(`run ${runId} was stopped (${signals.count ? 'Ctrl-C' : 'cancelled'})\n`);
       return EXIT.cancelled;
     }
-    if (result.status === 'ok') return EXIT.ok;
-    return result.error?.code?.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+    return exitCodeOf(result);
   } finally {
     signals.dispose();
     offEvents();
     offDeploy();
     await service.dispose();
   }
+}
+
+/** The run's exit code: 0 ok, 130 cancelled, 3 a connection problem (or lost), 1 failed. */
+export function exitCodeOf(result: RunResult): number {
+  if (result.status === 'ok') return EXIT.ok;
+  if (result.status === 'cancelled') return EXIT.cancelled;
+  if (result.status === 'lost') return EXIT.connection;
+  return result.error?.code?.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
 }
 
 /** After a cluster run: every host is checked for processes of this run (there should be none); each host answers for itself. */

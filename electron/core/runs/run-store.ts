@@ -22,14 +22,16 @@ export class RunRecorder {
   private closed = false;
   private count = 0;
 
+  /** `rewrite`: start the cache's events over (an attach replays the hosts' record from the start). */
   constructor(
     runsDir: string,
     private meta: RunMeta,
+    opts: { rewrite?: boolean } = {},
   ) {
     this.dir = join(runsDir, meta.id);
     mkdirSync(join(this.dir, 'logs'), { recursive: true, mode: 0o700 });
     this.writeMeta();
-    this.eventsFd = openSync(join(this.dir, 'events.jsonl'), 'a', 0o600);
+    this.eventsFd = openSync(join(this.dir, 'events.jsonl'), opts.rewrite ? 'w' : 'a', 0o600);
   }
 
   /** Appends one event; returns its sequence number (its index in events.jsonl), -1 once closed. */
@@ -73,6 +75,20 @@ export class RunStore {
 
   create(meta: RunMeta): RunRecorder {
     return new RunRecorder(this.runsDir, meta);
+  }
+
+  /** A recorder for a run followed again from the start of its hosts' record (its events are rewritten). */
+  reopen(meta: RunMeta): RunRecorder {
+    return new RunRecorder(this.runsDir, meta, { rewrite: true });
+  }
+
+  /** Patches a run's meta.json (a refresh from the hosts' state); no-op for an unknown run. */
+  patch(id: string, patch: Partial<RunMeta>): RunMeta | undefined {
+    const m = this.meta(id);
+    if (!m) return undefined;
+    const next = { ...m, ...patch };
+    writeFileAtomicSync(join(this.runsDir, id, 'meta.json'), JSON.stringify(next, null, 2) + '\n', { mode: 0o600 });
+    return next;
   }
 
   list(): RunMeta[] {

@@ -166,7 +166,9 @@ export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
   for (const e of events) applyEvent(e);
   flushLive();
   if (live.phase === 'starting' || live.phase === 'warmup' || live.phase === 'training') {
-    live.phase = meta.status === 'running' ? live.phase : meta.status;
+    const s = meta.status;
+    if (s === 'ok' || s === 'failed' || s === 'cancelled') live.phase = s;
+    else if (s === 'lost') live.phase = 'failed';
   }
   if (live.median === null) live.median = meta.medianGlobalSamplesPerSec ?? null;
 }
