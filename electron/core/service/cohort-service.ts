@@ -168,10 +168,10 @@ export class CohortService implements CohortApi {
 
   /** Starts following a run this process does not control; undefined when it has ended. */
   private async follow(runId: string): Promise<StartedRun | undefined> {
-    let meta = this.meta(runId);
+    const meta = this.meta(runId);
     if (meta.status === 'ok' || meta.status === 'failed' || meta.status === 'cancelled') return undefined;
-    meta = (await this.refresh(meta)) ?? meta;
-    // Even when the hosts say it ended, its record is replayed once so the local history is complete.
+    // No run-status first (one command fewer before the first event): the follow itself finds out,
+    // and replays the record once even when the run has ended, so the local history is complete.
     const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
     const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
     this.track(started);
