@@ -45,7 +45,7 @@ export async function freePort(): Promise<number> {
 
 export const tinyConfig = { stem: 'cifar', imageSize: 8, batchSize: 4, classes: 10, warmupSteps: 0, logSteps: 1 };
 
-export function spec(p: Partial<LaunchSpec> & Pick<LaunchSpec, 'runId' | 'host' | 'ranks' | 'worldSize' | 'masterPort'> & { config: Record<string, unknown> }): string {
+export function spec(p: Partial<Omit<LaunchSpec, 'config'>> & Pick<LaunchSpec, 'runId' | 'host' | 'ranks' | 'worldSize' | 'masterPort'> & { config: Record<string, unknown> }): string {
   return JSON.stringify({ masterAddr: '127.0.0.1', env: {}, heartbeatTimeoutMs: 0, role: 'leader', ...p, config: { ...tinyConfig, ...p.config } });
 }
 

@@ -107,7 +107,7 @@ describe('ranks never outlive their agent (issue 14 item 1)', () => {
     await waitUntil('the ranks to exit', () => ranksOf(id).length === 0, 5000, 20);
     const ms = Date.now() - t0;
     console.log(`detached agent kill -9 → ranks gone in ${ms} ms`);
-    expect(ms).toBeLessThan(1500);
+    expect(ms).toBeLessThan(1000);
     const f = await hostCmd(wd, ['run-follow', '--run', id]);
     expect(f.code).toBe(4);
     const st = await hostCmd(wd, ['run-status', '--run', id]);
@@ -128,7 +128,7 @@ describe('ranks never outlive their agent (issue 14 item 1)', () => {
     await waitUntil('the ranks to exit', () => ranksOf(id).length === 0, 5000, 20);
     const ms = Date.now() - t0;
     console.log(`stdin agent kill -9 → ranks gone in ${ms} ms`);
-    expect(ms).toBeLessThan(1500);
+    expect(ms).toBeLessThan(1000);
     agent.stdin.destroy();
   });
 });

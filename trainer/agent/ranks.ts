@@ -19,7 +19,7 @@ import {
   type EventPayload,
   type LaunchSpec,
 } from '../protocol';
-import { relaxedSimdNodeFlags } from '../engine/tfjs/kernel-asm';
+import { relaxedSimdNodeFlags } from '../util/wasm-asm';
 import { LIFELINE_ENV } from '../train/lifeline';
 import { LogTail } from '../train/emit';
 import type { EngineChoice } from './engine-choice';

@@ -7,7 +7,7 @@ import type { CliIo } from '../io';
 import { makeService } from '../service';
 import { parseCommandLine } from '../train-flags';
 import { exitCodeOf } from './run';
-import type { RunEventMessage } from '../../../trainer/protocol';
+import type { RunEventMessage } from '../../common';
 
 export const ATTACH_USAGE = `usage: cohort attach RUN [--json] [--verbose]
   streams the run's events from the start of its record and exits with its exit code

@@ -1,7 +1,8 @@
 // `cohort run --local [--ranks N] [trainer flags] [--json]`: trains on this machine with the
 // same agent, events and run history as a cluster run.
 import { join } from 'node:path';
-import { localProfile, makeEvent, type RunEventMessage } from '../../../trainer/protocol';
+import { makeEvent } from '../../../trainer/protocol';
+import { localProfile, type RunEventMessage } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';

@@ -4,23 +4,13 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import {
-  isLocalProfile,
-  toApiError,
-  type ConnectionResult,
-  type DeployProgress,
-  type DeployResult,
-  type HostKeyInfo,
-  type HostProbe,
-  type Profile,
-  type ProfileHost,
-  type TrainConfig,
-} from '../../../trainer/protocol';
+import type { TrainConfig } from '../../../trainer/protocol';
+import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
 import type { HostLink } from '../runs/host-link';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
-import type { HostRecordRef } from '../../../trainer/protocol';
+import type { HostRecordRef } from '../../common';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps, LeftoverReport } from './cluster-ops';
 import { deployBundle, type DeployTarget } from './deploy';

@@ -17,12 +17,12 @@ import {
   makeEvent,
   type CohortEvent,
   type ErrorEvent,
-  type HostRecordRef,
   type LaunchSpec,
   type RunStartReply,
   type RunStatus,
   type RunStatusLine,
 } from '../../../trainer/protocol';
+import type { HostRecordRef } from '../../common';
 import { runHostCommand, type HostCommand, type HostLink } from './host-link';
 
 export interface HostLaunch {

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import { makeEvent, type RunMeta } from '../../../trainer/protocol';
+import { makeEvent } from '../../../trainer/protocol';
+import type { RunMeta } from '../../common';
 import { RunStore } from './run-store';
 
 let dir: string | undefined;

@@ -1,7 +1,8 @@
 // Starting and attaching to runs, the same way for every client (CLI, `cohort serve`, Electron):
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees.
-import { isLocalProfile, resolveRunConfig, type CohortEvent, type DeployProgress, type Profile, type RunMeta, type TrainConfig } from '../../../trainer/protocol';
+import type { CohortEvent, TrainConfig } from '../../../trainer/protocol';
+import { isLocalProfile, resolveRunConfig, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { attachLocalPlan, localWorkdir, planLocalRun } from './local-run';
 import { RunController, type RunPlan } from './run-controller';

@@ -1,16 +1,15 @@
-// The one implementation of the Api contract (trainer/protocol/api.ts) over core. Electron IPC and
+// The one implementation of the Api contract (electron/common/api.ts) over core. Electron IPC and
 // `cohort serve` (WebSocket) both sit in front of this class; neither adds behaviour of its own.
 // Cluster operations go through the injected ClusterOps (SSH); without it they reject with
 // `cluster-unavailable` so the dashboard can say so instead of hanging.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
+import { ConfigError, type CohortEvent } from '../../../trainer/protocol';
 import {
   ApiCallError,
-  ConfigError,
   LOCAL_PROFILE_NAME,
   type CohortApi,
-  type CohortEvent,
   type ConnectionResult,
   type DeployProgress,
   type DeployResult,
@@ -21,9 +20,10 @@ import {
   type RunAttachment,
   type RunEventMessage,
   type RunMeta,
+  type RunMetaStatus,
   type StartRunRequest,
   type StopRunOptions,
-} from '../../../trainer/protocol';
+} from '../../common';
 import type { ClusterOps, LeftoverReport } from '../cluster/cluster-ops';
 import type { CohortPaths } from '../paths';
 import { ProfileStore, importSshConfig } from '../profiles';
@@ -32,7 +32,7 @@ import { RunStore } from '../runs/run-store';
 import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { attachLocalPlan, localWorkdir } from '../runs/local-run';
 import { runHostCommand } from '../runs/host-link';
-import { decodeRunState, isTerminalRunState, type RunMetaStatus } from '../../../trainer/protocol';
+import { decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
 import { runSummaryCsv } from '../runs/run-csv';
 
 export interface CohortServiceOptions {
