@@ -115,7 +115,7 @@ describe('restarts from the last checkpoint', () => {
     const done = ev.find((e): e is DoneEvent => e.type === 'done')!;
     expect(done.paramChecksum).toBe(refSum);
     await waitUntil('no process left', () => processesOf(id).length === 0, 10_000);
-  });
+  }, 300_000); // two whole runs one after the other (reference + restarted) on a shared 2-core box
 
   it('--max-restarts 0: the same kill fails the run, naming the rank', async () => {
     const wd = workdir();

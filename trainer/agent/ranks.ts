@@ -23,6 +23,7 @@ import { relaxedSimdNodeFlags } from '../util/wasm-asm';
 import { LIFELINE_ENV } from '../train/lifeline';
 import { LogTail } from '../train/emit';
 import type { EngineChoice } from './engine-choice';
+import { visibleGpus } from './gpu-env';
 
 export const KILL_GRACE_MS = 2000;
 
@@ -119,7 +120,8 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     COHORT_ENGINE_REASON: engine.reason,
     COHORT_THREADS: spec.env.COHORT_THREADS ?? String(threads),
   };
-  if (r.gpu !== undefined) env.CUDA_VISIBLE_DEVICES = String(r.gpu);
+  const gpus = visibleGpus(engine.name, spec.ranks, r);
+  if (gpus !== undefined) env.CUDA_VISIBLE_DEVICES = gpus;
   // The run id in every rank's arguments lets `cohort` find leftovers of a run with ps (python: -X accepts any key).
   // tfjs ranks get relaxed SIMD (FMA in the wasm GEMM kernels) where this Node has it behind a flag (Node 20).
   const [cmd, ...args] =
