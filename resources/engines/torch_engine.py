@@ -97,22 +97,20 @@ import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 # -------------------------------------------------------------------------------------------
-# Config: the TrainConfig of trainer/protocol/train-config.ts (same names and defaults).
-DEFAULTS = dict(
-    engine="torch", backend="auto",
-    batchSize=16,          # samples per rank per step
-    imageSize=32,          # square input side, pixels
-    stem="imagenet",       # imagenet (7x7/2 conv + maxpool) | cifar (3x3/1 conv, no maxpool: SC20)
-    classes=100,
-    steps=30, epochs=0,    # exactly one is > 0
-    logSteps=10,           # a `step` event every this many steps
-    warmupSteps=2,         # first steps (compile, autotune) excluded from throughput
-    lr=1e-3, optimizer="adamw", momentum=0.9, weightDecay=0.01,
-    lrWarmupSteps=0, schedule="constant",  # linear LR warm-up (steps), then constant|cosine|step
-    data="synthetic",      # synthetic | cifar100:DIR (binary version: train.bin, test.bin)
-    compile=False, compileMode="default", fp16=False, bf16=False, seed=42,
-    checkpointDir="", checkpointEvery=0, resume=False, freezeBn=False, syncBn=False,
-)
+# Config: the TrainConfig of trainer/protocol/train-config.ts. Names, defaults and kinds come from
+# its one table: the build writes them to train-config.json beside this script.
+def _table_defaults():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train-config.json")
+    try:
+        with open(path) as f:
+            fields = json.load(f)["fields"]
+    except (OSError, ValueError, KeyError) as err:
+        fail(f"cannot read the run configuration's defaults from {path} ({err}). `npm run build` writes it beside "
+             "the bundled engine: run resources/trainer/engines/torch_engine.py, not the source copy", "config")
+    return {k: float(f["default"]) if f["kind"] == "float" else f["default"] for k, f in fields.items()}
+
+
+DEFAULTS = _table_defaults()
 SYNTHETIC_SIZE = 50_000    # nominal synthetic epoch, as the tfjs engine's
 CIFAR_MEAN, CIFAR_STD = (0.5071, 0.4865, 0.4409), (0.2673, 0.2564, 0.2762)
 PEER_TIMEOUT_S = float(os.environ.get("COHORT_PEER_TIMEOUT_S", "10"))

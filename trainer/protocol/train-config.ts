@@ -225,3 +225,15 @@ export function parseDataSource(data: string): DataSource {
 function stripUndefined(o: Obj): Obj {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 }
+
+/**
+ * The torch engine's view of the table: scripts/build.mjs writes this as train-config.json beside
+ * torch_engine.py, which takes its DEFAULTS (and flag names, kebab-case of the keys) from it.
+ * `kind` keeps a float a float in Python even when its default is a whole number.
+ */
+export function torchEngineConfigJson(): { generatedFrom: string; fields: Record<string, { kind: TrainRow['kind']; default: unknown; flag: string }> } {
+  return {
+    generatedFrom: 'trainer/protocol/train-config.ts (TRAIN_CONFIG_TABLE); written by scripts/build.mjs, do not edit',
+    fields: Object.fromEntries(TRAIN_ROWS.map((r) => [r.key, { kind: r.kind, default: r.default, flag: r.flag }])),
+  };
+}
