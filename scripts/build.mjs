@@ -44,13 +44,11 @@ await build({
 });
 const wasmDist = join(dirname(require.resolve('@tensorflow/tfjs-backend-wasm/package.json')), 'dist');
 for (const f of readdirSync(wasmDist).filter((f) => f.endsWith('.wasm'))) copyFileSync(join(wasmDist, f), join(out, 'wasm', f));
-const engines = join(root, 'resources', 'engines');
-if (existsSync(engines)) {
-  mkdirSync(join(out, 'engines'), { recursive: true });
-  for (const f of readdirSync(engines).filter((f) => f.endsWith('.py'))) copyFileSync(join(engines, f), join(out, 'engines', f));
-  // The torch engine's run-configuration defaults, from the one table in trainer/protocol.
-  writeFileSync(join(out, 'engines', 'train-config.json'), JSON.stringify(await torchEngineConfig(), null, 2) + '\n');
-}
+// The PyTorch engine (trainer/engine/torch: torch_engine.py and its package), Python sources only.
+copyPython(join(root, 'trainer', 'engine', 'torch'), join(out, 'engines'));
+// The torch engine's run-configuration defaults, from the one table in trainer/protocol.
+mkdirSync(join(out, 'engines'), { recursive: true });
+writeFileSync(join(out, 'engines', 'train-config.json'), JSON.stringify(await torchEngineConfig(), null, 2) + '\n');
 writeFileSync(join(out, 'manifest.json'), JSON.stringify(manifest(out), null, 2) + '\n');
 
 await build({
@@ -71,6 +69,19 @@ async function torchEngineConfig() {
   const r = await build({ entryPoints: [join(root, 'trainer', 'protocol', 'train-config.ts')], bundle: true, write: false, format: 'esm', platform: 'neutral', logLevel: 'warning' });
   const mod = await import('data:text/javascript;base64,' + Buffer.from(r.outputFiles[0].text).toString('base64'));
   return mod.torchEngineConfigJson();
+}
+
+/** Copies the .py files under `from` (no __pycache__) to `to`, keeping the folder structure. */
+function copyPython(from, to) {
+  if (!existsSync(from)) return;
+  for (const e of readdirSync(from, { withFileTypes: true })) {
+    if (e.isDirectory()) {
+      if (e.name !== '__pycache__') copyPython(join(from, e.name), join(to, e.name));
+    } else if (e.name.endsWith('.py')) {
+      mkdirSync(to, { recursive: true });
+      copyFileSync(join(from, e.name), join(to, e.name));
+    }
+  }
 }
 
 /** Files with sha256 each, and one hash over all of them: the deploy cache key. */

@@ -23,7 +23,7 @@ import {
   type AgentRank,
   type LaunchSpec,
 } from '../protocol';
-import { relaxedSimdNodeFlags } from '../engine/tfjs/kernel-asm';
+import { relaxedSimdNodeFlags } from '../util/wasm-asm';
 import { LogTail, stdoutEmitter, writeEvent, type Emit } from '../train/emit';
 import { chooseEngine, type EngineChoice } from './engine-choice';
 

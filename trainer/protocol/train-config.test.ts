@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAIN_CONFIG, FLAG_OF, LAUNCH_ROWS, TRAIN_CONFIG_TABLE, TRAIN_ROWS, decodeTrainConfig, overlayTrainConfig, type TrainRow } from './train-config';
-import { resolveRunConfig } from './profile';
 
 describe('train config', () => {
   it('fills defaults', () => {
@@ -76,9 +75,10 @@ describe('the run-configuration table', () => {
     expect(overlayTrainConfig({ steps: 100 }, { epochs: 3 })).toEqual({ steps: 0, epochs: 3 });
     expect(overlayTrainConfig({ epochs: 2 }, { steps: 50 })).toEqual({ epochs: 0, steps: 50 });
     expect(overlayTrainConfig({ steps: 100, lr: 0.1 }, { lr: undefined, batchSize: 4 })).toEqual({ steps: 100, lr: 0.1, batchSize: 4 });
-    expect(resolveRunConfig({ defaults: { steps: 100 } }, { epochs: 3 })).toMatchObject({ steps: 0, epochs: 3 });
-    expect(resolveRunConfig({ defaults: { epochs: 2 } }, { steps: 7 })).toMatchObject({ steps: 7, epochs: 0 });
-    expect(resolveRunConfig({ defaults: { epochs: 2, batchSize: 8 } })).toMatchObject({ steps: 0, epochs: 2, batchSize: 8 });
+    // Three layers (defaults ← profile ← flags), as electron/common's resolveRunConfig lays them.
+    expect(decodeTrainConfig(overlayTrainConfig({ steps: 100 }, { epochs: 3 }))).toMatchObject({ steps: 0, epochs: 3 });
+    expect(decodeTrainConfig(overlayTrainConfig({ epochs: 2 }, { steps: 7 }))).toMatchObject({ steps: 7, epochs: 0 });
+    expect(decodeTrainConfig(overlayTrainConfig({ epochs: 2, batchSize: 8 }, {}))).toMatchObject({ steps: 0, epochs: 2, batchSize: 8 });
   });
 
   it('says what --fp16 does on each engine, truthfully (no "AMP" for tfjs)', () => {

@@ -7,10 +7,7 @@
 import { createHash } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { connectCollective, rendezvousEnvFromProcess, type Collective } from '../collectives';
-import { initBackend, tfjsCapabilities } from '../engine/tfjs/backend';
-import { applyCompilePlan, compileTrainStep } from '../engine/tfjs/compile';
-import { createResNet50, initialParamsParallel, type TfjsResNet } from '../engine/tfjs/resnet50';
-import { resnet50Spec } from '../engine/tfjs/resnet50-spec';
+import { applyCompilePlan, compileTrainStep, createResNet50, initBackend, initialParamsParallel, resnet50Spec, tfjsCapabilities, type TfjsResNet } from '../engine/tfjs';
 import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, parseDataSource, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer } from '../optim/optimizer';
 import { exchangeAndUpdate, gatherOptimizerState } from './exchange';

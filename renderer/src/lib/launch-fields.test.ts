@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { LAUNCH_ROWS, TRAIN_ROWS, resolveRunConfig } from '../../../trainer/protocol';
+import { resolveRunConfig } from '../../../electron/common';
+import { LAUNCH_ROWS, TRAIN_ROWS } from '../../../trainer/protocol';
 import { LAUNCH_FIELDS, engineNote, initialLaunchValues, launchOverrides } from './launch-fields';
 
 describe('Launch form fields, derived from the run-configuration table', () => {

@@ -3,14 +3,15 @@
 // geometry ResNet-50 uses and for batch norm, the loss and max-pool. Relative error = max |a−b| / max |b|.
 import * as tf from '@tensorflow/tfjs-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initBackend } from './backend';
+import { initBackend } from '../backend';
 import { bnBackward, bnForwardStats, bnTrainRelu, reluGradAdd } from './batch-norm';
-import { setFusedKernelsEnabled } from './fused-kernels';
-import { candidates, convBackpropFilter, convBackpropInput, convForward, convGeometry, type ConvGeometry } from './conv-kernels';
-import { convCase, relErr, uniform } from './conv-test-case';
+import { setFusedKernelsEnabled } from '../kernels/fused-kernels';
+import { candidates, convBackpropFilter, convBackpropInput, convForward } from '../conv/conv-kernels';
+import { convGeometry, type ConvGeometry } from '../conv/conv-geometry';
+import { convCase, relErr, uniform } from '../test-support/conv-fixtures';
 import { softmaxCrossEntropy } from './loss';
 import { maxPoolBackward, maxPoolForward } from './max-pool';
-import { registerStockGradients } from './stock-gradients';
+import { registerStockGradients } from '../test-support/stock-gradients';
 
 const TOL = 1e-4;
 const rand = (n: number, stream: string, scale = 1, offset = 0): Float32Array => uniform(5, n, stream, scale, offset);

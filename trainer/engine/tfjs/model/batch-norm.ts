@@ -3,7 +3,7 @@
 // activation size; here each per-channel reduction is one matMul with a ones row (wasm's Sum over
 // leading axes transposes the whole tensor first), and dx is 4 broadcast element-wise ops.
 import * as tf from '@tensorflow/tfjs-core';
-import { BN_BACKWARD, BN_TRAIN, RELU_GRAD_ADD, hasFusedKernels } from './fused-kernels';
+import { BN_BACKWARD, BN_TRAIN, RELU_GRAD_ADD, hasFusedKernels } from '../kernels/fused-kernels';
 
 export const BN_EPS = 1e-5;
 /** Running-statistics momentum, as torch.nn.BatchNorm2d (new = (1-m)·old + m·batch). */

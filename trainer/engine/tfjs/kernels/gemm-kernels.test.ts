@@ -1,8 +1,9 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { setFlagsFromString } from 'node:v8';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { initBackend } from './backend';
-import { emptyTensor, gemmModuleBytes, heapPtr, relaxedSimdAvailable, wasmGemm, type Operand } from './gemm-kernels';
+import { initBackend } from '../backend';
+import { relaxedSimdAvailable } from '../../../util/wasm-asm';
+import { emptyTensor, gemmModuleBytes, heapPtr, wasmGemm, type Operand } from './gemm-kernels';
 
 // The FMA path needs relaxed SIMD; vitest's workers do not get --experimental-wasm-relaxed-simd, so
 // turn the feature on here (before the first validation) to check both code paths.

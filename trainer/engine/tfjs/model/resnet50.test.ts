@@ -1,10 +1,10 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initBackend } from './backend';
+import { initBackend } from '../backend';
 import { createResNet50, initJobs, initialParams, initialParamsParallel, type TfjsResNetInternals } from './resnet50';
-import type { ConvImpl } from './conv-kernels';
+import type { ConvImpl } from '../conv/conv-kernels';
 import { resnet50Spec } from './resnet50-spec';
-import { streamRng } from '../../data/rng';
+import { streamRng } from '../../../data/rng';
 import { runInitJobsInWorkers } from './init-rng';
 
 function batchOf(n: number, size: number, classes: number, seed: number): { images: Float32Array; labels: Int32Array } {

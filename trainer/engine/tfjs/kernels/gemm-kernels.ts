@@ -25,9 +25,7 @@
 // PyTorch's oneDNN (AVX-512) does 90-150 GFLOP/s on one core on the same convolutions: 128-bit
 // wasm SIMD cannot close that gap.
 import * as tf from '@tensorflow/tfjs-core';
-import { buildModule, forRange, inc, op, relaxedSimdAvailable, wasmApi, type Code, type FuncDef, type WasmMemory } from './kernel-asm';
-
-export { relaxedSimdAvailable };
+import { buildModule, forRange, inc, op, relaxedSimdAvailable, wasmApi, type Code, type FuncDef, type WasmMemory } from '../../../util/wasm-asm';
 
 export const MR = 4;
 export const NR = 8;

@@ -7,7 +7,7 @@
 // which is startup latency on rank 0 before anyone can train: runInitJobsParallel splits the
 // parameters over worker threads (the streams are independent, so the split changes no value).
 import { Worker } from 'node:worker_threads';
-import { fnv1a, mulberry32, streamRng } from '../../data/rng';
+import { fnv1a, mulberry32, streamRng } from '../../../data/rng';
 
 /** How to initialise out[offset, offset + size): normal(0, std) or uniform(±bound) from `stream`, or a constant. */
 export type InitJob = { offset: number; size: number; stream: string } & ({ kind: 'normal'; std: number } | { kind: 'uniform'; bound: number } | { kind: 'fill'; value: number });

@@ -7,20 +7,10 @@
 // backend there is also 'gemm' for each: a hand-written wasm GEMM (relaxed-SIMD FMA when V8 has it)
 // with im2col/col2im kernels, on the tensors' heap memory (conv-gemm.ts).
 import * as tf from '@tensorflow/tfjs-core';
+import { centerOnly, type ConvGeometry } from './conv-geometry';
 import { gemmConvAvailable, gemmConvBackpropFilter, gemmConvBackpropInput, gemmConvForward, gemmConvSupports } from './conv-gemm';
 import { tapsConvBackpropFilter, tapsConvBackpropInput, tapsConvForward, tapsSupports } from './conv-taps';
 import { winogradConvBackpropFilter, winogradConvBackpropInput, winogradConvForward, winogradSupports } from './conv-winograd';
-
-export interface ConvGeometry {
-  /** Input spatial side (square inputs only: ResNet-50 here always sees square images). */
-  inSize: number;
-  outSize: number;
-  cin: number;
-  cout: number;
-  k: number;
-  stride: number;
-  pad: number;
-}
 
 /** 'winograd': F(2×2, 3×3); 'winograd4': F(4×4, 3×3) (conv-winograd.ts). */
 type WinogradImpl = 'winograd' | 'winograd4';
@@ -34,17 +24,6 @@ export interface ConvImpl {
   fwd: ConvFwdImpl;
   dx: ConvDxImpl;
   dw: ConvDwImpl;
-}
-
-export function convGeometry(inSize: number, cin: number, cout: number, k: number, stride: number, pad: number): ConvGeometry {
-  const outSize = Math.floor((inSize + 2 * pad - k) / stride) + 1;
-  if (outSize < 1) throw new Error(`conv ${k}×${k}/${stride}: input side ${inSize} is too small (output side ${outSize}); use a larger --image-size`);
-  return { inSize, outSize, cin, cout, k, stride, pad };
-}
-
-/** Only the centre tap of the filter ever meets real data (1×1 input, "same" padding): the conv is a matMul. */
-export function centerOnly(g: ConvGeometry): boolean {
-  return g.inSize === 1 && g.outSize === 1 && g.k % 2 === 1 && g.pad === (g.k - 1) / 2;
 }
 
 /** The 'gemm' implementations this geometry can use on the active backend (none off the wasm backend). */

@@ -6,10 +6,10 @@
 //   pool_max(x, y, arg, idx, cBytes)    where x[c] > y[c]: y[c] = x[c]; arg[c] = idx + c
 // (a later tap wins only when strictly greater, so the first maximum in tap order is kept and NaN
 // never replaces). Pointers are byte offsets into the heap; idx is x's flat element index.
-import { I32, V128, advance, f32x4, get, i32x4, kernelsPerMemory, set, v128, whileBelow, type WasmFunction } from '../../util/wasm-asm';
+import { I32, V128, advance, f32x4, get, i32, i32x4, kernelsPerMemory, set, v128, whileBelow, type WasmFunction } from '../../../util/wasm-asm';
 
 const [X, Y, A, IDX, CB, J, IV, V, M] = [0, 1, 2, 3, 4, 5, 6, 7, 8];
-const at = (p: number): number[] => [...get(p), ...get(J), 0x6a];
+const at = (p: number): number[] => [...get(p), ...get(J), ...i32.add];
 
 function poolKernel(name: string, body: number[]): WasmFunction {
   return {

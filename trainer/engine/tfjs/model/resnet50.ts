@@ -2,10 +2,10 @@
 // optimizer work on one buffer), a training step that writes the fused gradient buffer, and
 // eval. The backend must be initialised first (initBackend in backend.ts).
 import * as tf from '@tensorflow/tfjs-core';
-import type { Stem } from '../../protocol/train-config';
+import type { Stem } from '../../../protocol/train-config';
 import { BN_MOMENTUM } from './batch-norm';
-import { defaultImpl, type ConvImpl } from './conv-kernels';
-import { streamRng } from '../../data/rng';
+import { defaultImpl, type ConvImpl } from '../conv/conv-kernels';
+import { streamRng } from '../../../data/rng';
 import { runInitJobs, runInitJobsParallel, type InitJob } from './init-rng';
 import { checkLabels, softmaxCrossEntropy } from './loss';
 import { backward, forward, type BnMode, type StatUpdates, type StepState } from './resnet50-step';

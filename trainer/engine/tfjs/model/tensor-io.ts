@@ -1,7 +1,7 @@
 // Moving parameters and gradients between tfjs tensors and the flat Float32Array buffers with as
 // few copies as possible: ~95 MB each way per step for ResNet-50, a real share of a wasm step.
 import * as tf from '@tensorflow/tfjs-core';
-import { wasmBackend } from './gemm-kernels';
+import { wasmBackend } from '../kernels/gemm-kernels';
 
 /** Copy a float32 tensor's values into out[offset…]: straight from the wasm heap when possible (one copy instead of two). */
 export function readInto(t: tf.Tensor, out: Float32Array, offset: number): void {

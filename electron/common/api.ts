@@ -2,10 +2,9 @@
 // here and implemented once in core (electron/core/service); Electron IPC (preload + main) and
 // `cohort serve` (WebSocket) are two transports of the same contract. Two verbs, as VS Code's IPC:
 // methods return Promises, `onXxx` subscriptions return a disposer.
-import type { CohortEvent, RunStatus } from './events';
+import type { CohortEvent, RunStatus, TrainConfig } from '../../trainer/protocol';
 import type { Profile, ProfileHost } from './profile';
-import type { TrainConfig } from './train-config';
-import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from './validate';
+import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
 // ---- shapes that cross the boundary --------------------------------------------------------
 

@@ -15,10 +15,10 @@
 //   bwd_dx(dy, xhat, a, b, c0, dx)                   dx = g·a + xhat·b + c0
 //   bwd_dx_masked(dy, xhat, out, a, b, c0, dx)
 //   relu_grad_add(a, dy, out, dst)                   dst = a + (out > 0 ? dy : 0)   (a residual block's input gradient)
-import { I32, V128, advance, f32x4, get, kernelsPerMemory, set, v128, whileBelow, type WasmFunction } from '../../util/wasm-asm';
+import { I32, V128, advance, f32x4, get, i32, kernelsPerMemory, set, v128, whileBelow, type WasmFunction } from '../../../util/wasm-asm';
 
 /** ptr + j (i32 locals) on the stack. */
-const addr = (ptr: number, j: number): number[] => [...get(ptr), ...get(j), 0x6a];
+const addr = (ptr: number, j: number): number[] => [...get(ptr), ...get(j), ...i32.add];
 const vload = (ptr: number, j: number): number[] => [...addr(ptr, j), ...v128.load()];
 const vstore = (ptr: number, j: number, value: number[]): number[] => [...addr(ptr, j), ...value, ...v128.store()];
 
@@ -39,11 +39,11 @@ function rowKernel(name: string, nPtrs: number, rowPtrs: number[], vTemps: numbe
     params: new Array<number>(nPtrs + 2).fill(I32),
     locals: [[2, I32], ...(vTemps ? ([[vTemps, V128]] as [number, number][]) : [])],
     code: [
-      ...get(first), ...get(ROWS), ...get(ROWBYTES), 0x6c, 0x6a, ...set(END), // end = p0 + rows·rowBytes
+      ...get(first), ...get(ROWS), ...get(ROWBYTES), ...i32.mul, ...i32.add, ...set(END), // end = p0 + rows·rowBytes
       ...whileBelow(first, END, [
-        0x41, 0, ...set(J),
+        ...i32.const(0), ...set(J),
         ...whileBelow(J, ROWBYTES, [...body(J, T), ...advance(J, 16)]),
-        ...rowPtrs.flatMap((p) => [...get(p), ...get(ROWBYTES), 0x6a, ...set(p)]),
+        ...rowPtrs.flatMap((p) => [...get(p), ...get(ROWBYTES), ...i32.add, ...set(p)]),
       ]),
     ],
   };

@@ -4,8 +4,8 @@
 //
 // Errors name the profile, the host and the field, e.g.
 //   profile "lab": hosts[1] (h2).port: must be ≤ 65535, got 70000
-import { ConfigError, FLAG_OF, decodeTrainConfig, overlayTrainConfig, type TrainConfig } from './train-config';
-import { DecodeError, arr, describe, obj, optNum, optStr, str, strRecord, type Obj } from './validate';
+import { ConfigError, FLAG_OF, decodeTrainConfig, overlayTrainConfig, type TrainConfig } from '../../trainer/protocol';
+import { DecodeError, arr, describe, obj, optNum, optStr, str, strRecord, type Obj } from '../../trainer/protocol/validate';
 
 export const PROFILE_VERSION = 1;
 /** The built-in profile: ranks run on this machine without SSH. Its name is reserved. */

@@ -3,8 +3,8 @@
 // backend's stock gradient in gradients.test.ts): it routes gradients as if padded 'same'
 // (0 top, 1 bottom) while the forward pads 1 on each side.
 import * as tf from '@tensorflow/tfjs-core';
-import { scatterTaps } from './conv-kernels';
-import { MAX_POOL, MAX_POOL_BACKWARD, hasFusedKernels } from './fused-kernels';
+import { scatterTaps } from '../conv/conv-kernels';
+import { MAX_POOL, MAX_POOL_BACKWARD, hasFusedKernels } from '../kernels/fused-kernels';
 import type { PoolSpec } from './resnet50-spec';
 
 export interface PoolOut {

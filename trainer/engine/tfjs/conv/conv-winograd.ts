@@ -18,9 +18,9 @@
 // 1e-4 relative tolerance of every kernel test (conv-wasm.test.ts, up to 264 channels); F(4×4)'s
 // larger coefficients cost some precision, still inside it.
 import type * as tf from '@tensorflow/tfjs-core';
-import type { ConvGeometry } from './conv-kernels'; // type only: no runtime import cycle
-import { buildModule, forRange, inc, op, wasmApi, type Code, type FuncDef } from './kernel-asm';
-import { emptyTensor, heapPtr, Scratch, wasmBackend, wasmGemm, type Operand, type WasmGemm } from './gemm-kernels';
+import type { ConvGeometry } from './conv-geometry';
+import { buildModule, forRange, inc, op, wasmApi, type Code, type FuncDef } from '../../../util/wasm-asm';
+import { emptyTensor, heapPtr, Scratch, wasmBackend, wasmGemm, type Operand, type WasmGemm } from '../kernels/gemm-kernels';
 
 type Matrix = number[][];
 const transpose = (m: Matrix): Matrix => m[0]!.map((_, j) => m.map((row) => row[j]!));

@@ -3,8 +3,8 @@
 // output gradient for a geometry — with its reference values from the stock tfjs conv2d and
 // autodiff on whatever backend is active.
 import * as tf from '@tensorflow/tfjs-core';
-import type { ConvGeometry } from './conv-kernels';
-import { streamRng } from '../../data/rng';
+import type { ConvGeometry } from '../conv/conv-geometry';
+import { streamRng } from '../../../data/rng';
 
 /** n values uniform in [offset − scale, offset + scale), a pure function of (seed, stream). */
 export function uniform(seed: number, n: number, stream: string, scale = 1, offset = 0): Float32Array {

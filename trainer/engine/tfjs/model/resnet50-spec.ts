@@ -2,8 +2,8 @@
 // bottleneck), NHWC activations, HWIO filters. Parameter names follow torchvision's state_dict
 // and its order, so the flat layout reads like `model.state_dict()` (only shapes differ: HWIO
 // filters, fc weight as [in, out]).
-import type { Stem } from '../../protocol/train-config';
-import { convGeometry, type ConvGeometry } from './conv-kernels';
+import type { Stem } from '../../../protocol/train-config';
+import { convGeometry, type ConvGeometry } from '../conv/conv-geometry';
 
 export interface ParamSlot {
   name: string;

@@ -6,8 +6,8 @@
 // never materialised, which is what removes the Transpose / StridedSlice / Pad / Slice kernels the
 // stock-op formulations need. Outputs are fresh tensors written in place (never shared dataIds).
 import type * as tf from '@tensorflow/tfjs-core';
-import type { ConvGeometry } from './conv-kernels'; // type only: no runtime import cycle
-import { emptyTensor, heapPtr, wasmBackend, wasmGemm, type WasmGemm } from './gemm-kernels';
+import type { ConvGeometry } from './conv-geometry';
+import { emptyTensor, heapPtr, wasmBackend, wasmGemm, type WasmGemm } from '../kernels/gemm-kernels';
 
 /** Whether the 'gemm' implementations can run: the active backend is tfjs-backend-wasm. */
 export function gemmConvAvailable(): boolean {

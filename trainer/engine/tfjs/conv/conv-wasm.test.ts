@@ -9,11 +9,12 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { setFlagsFromString } from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { initBackend } from './backend';
-import { candidates, convBackpropFilter, convBackpropInput, convForward, convGeometry, type ConvGeometry } from './conv-kernels';
-import { convCase, relErr, uniform } from './conv-test-case';
-import { forceGemmFma } from './gemm-kernels';
-import { registerStockGradients } from './stock-gradients';
+import { initBackend } from '../backend';
+import { candidates, convBackpropFilter, convBackpropInput, convForward } from './conv-kernels';
+import { convGeometry, type ConvGeometry } from './conv-geometry';
+import { convCase, relErr, uniform } from '../test-support/conv-fixtures';
+import { forceGemmFma } from '../kernels/gemm-kernels';
+import { registerStockGradients } from '../test-support/stock-gradients';
 
 setFlagsFromString('--experimental-wasm-relaxed-simd'); // vitest workers lack the flag; before the first validation
 

@@ -5,7 +5,7 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { bnBackward, bnForwardStats, bnInfer, bnTrainRelu, channelSum, reluGradAdd, type BnCache } from './batch-norm';
 import { maxPoolBackward, maxPoolForward, type PoolOut } from './max-pool';
-import { convBackpropFilter, convBackpropInput, convForward, type ConvImpl } from './conv-kernels';
+import { convBackpropFilter, convBackpropInput, convForward, type ConvImpl } from '../conv/conv-kernels';
 import type { BlockSpec, NetSpec, UnitSpec } from './resnet50-spec';
 
 export type BnMode = 'batch' | 'frozen' | 'eval';

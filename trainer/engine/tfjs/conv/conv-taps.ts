@@ -10,8 +10,8 @@
 // tap's pixels become GEMM rows across the batch with one row stride: all 4 pixels (stride 1 row),
 // 2 pixels two apart (stride 2: rows 4b + p0 + 2j), or 1 pixel (stride 4); any other set is split.
 import type * as tf from '@tensorflow/tfjs-core';
-import type { ConvGeometry } from './conv-kernels'; // type only: no runtime import cycle
-import { emptyTensor, heapPtr, wasmBackend, wasmGemm } from './gemm-kernels';
+import type { ConvGeometry } from './conv-geometry';
+import { emptyTensor, heapPtr, wasmBackend, wasmGemm } from '../kernels/gemm-kernels';
 
 /** One GEMM of a tap: output pixels p0, p0 + stride, … (count per image) with the given pixel stride, across the batch. */
 interface TapRows {
