@@ -66,7 +66,7 @@ const choice = <const V extends readonly string[]>(values: V, r: RowCommon<V[num
  */
 export const TRAIN_CONFIG_TABLE = {
   engine: choice(ENGINES, { flag: '--engine', default: 'tfjs', help: 'training engine (auto: torch where the host has PyTorch, else tfjs)', gui: { label: 'Engine' } }),
-  backend: choice(BACKENDS, { flag: '--backend', default: 'auto', help: 'compute backend (auto: tensorflow when tfjs-node is installed, else wasm)', engines: { tfjs: 'the tfjs backend', torch: null }, gui: { label: 'Backend' } }),
+  backend: choice(BACKENDS, { flag: '--backend', default: 'auto', help: 'compute backend (auto: tensorflow when tfjs-node is installed, else wasm)', engines: { tfjs: 'which tfjs backend runs the model', torch: 'ignored: torch runs on CUDA when it sees a GPU, else on the CPU' }, gui: { label: 'Backend' } }),
   batchSize: int(1, 65536, { flag: '--batch-size', arg: 'B', default: 16, help: 'samples per rank per step (global batch = B × ranks)', gui: { label: 'Batch size (per rank)' } }),
   imageSize: int(1, 4096, { flag: '--image-size', arg: 'S', default: 32, help: 'square input side, pixels', gui: { label: 'Image size (px)' } }),
   stem: choice(STEMS, { flag: '--stem', default: 'imagenet', help: 'ResNet-50 stem: imagenet (7×7/2 conv + max-pool) or cifar (3×3/1 conv, no pool)', gui: { label: 'Stem', initial: 'cifar' } }),
