@@ -2,7 +2,7 @@
 // writes train-config.json beside the bundled script, and Python's DEFAULTS, types and flags must
 // agree with the table row by row. Without the JSON the engine refuses to start, saying why.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,16 +14,15 @@ if (skipReason) console.warn(`torch config tests skipped: ${skipReason}`);
 
 /** Imports the engine module (no training: main() is not called) and reports its config view on the event stream. */
 const PROBE = `
-import importlib.util, json, sys
-spec = importlib.util.spec_from_file_location("torch_engine", sys.argv[1])
-m = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(m)
-cfg = m.load_config([])
-m._event_out.write(json.dumps({
-    "defaults": m.DEFAULTS,
-    "types": {k: type(v).__name__ for k, v in m.DEFAULTS.items()},
-    "flags": {k: "--" + m.kebab(k) for k in m.DEFAULTS},
-    "loaded": cfg,
+import json, os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+from cohort_torch import events, config, defaults
+m = config
+events._event_out.write(json.dumps({
+    "defaults": defaults.DEFAULTS,
+    "types": {k: type(v).__name__ for k, v in defaults.DEFAULTS.items()},
+    "flags": {k: "--" + m.kebab(k) for k in defaults.DEFAULTS},
+    "loaded": m.load_config([]),
     "epochsAlone": m.load_config(["--epochs", "2"]),
 }) + "\\n")
 `;
@@ -64,7 +63,8 @@ describe.skipIf(!!skipReason)('torch engine config: the table is the source', ()
     const dir = mkdtempSync(join(tmpdir(), 'cohort-torch-nocfg-'));
     dirs.push(dir);
     const script = join(dir, 'torch_engine.py');
-    copyFileSync(ENGINE_SCRIPT, script);
+    cpSync(join(ENGINE_SCRIPT, '..'), dir, { recursive: true });
+    rmSync(join(dir, 'train-config.json'));
     const r = spawnSync(PYTHON, [script, '--steps', '1'], { encoding: 'utf8', timeout: 120_000 });
     expect(r.status).toBe(1);
     const events = r.stdout.trim().split('\n').filter(Boolean).map((l) => decodeEvent(JSON.parse(l)));
