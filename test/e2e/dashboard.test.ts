@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { LAUNCH_ROWS } from '../../trainer/protocol';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 const hasChromium = existsSync(CHROMIUM);
@@ -103,8 +104,14 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     await page.getByTestId('nav-launch').click();
     await page.getByTestId('launch-profile').selectOption('local');
     await page.getByTestId('launch-ranks').fill('2');
-    await page.getByTestId('launch-batch').fill('2');
-    await page.getByTestId('launch-image').fill('8');
+    // One field per row the run-configuration table marks for the form, fp16 labelled by what it does.
+    expect(await page.locator('[data-config-field]').evaluateAll((els) => els.map((e) => e.getAttribute('data-config-field')))).toEqual(LAUNCH_ROWS.map((r) => r.key));
+    await page.getByTestId('launch-engine').selectOption('tfjs');
+    const fp16Label = await page.locator('[data-config-field=fp16]').textContent();
+    expect(fp16Label).toContain('tfjs: fp16 gradient exchange (half the bytes); compute stays fp32');
+    expect(fp16Label).not.toMatch(/AMP|autocast/);
+    await page.getByTestId('launch-batch-size').fill('2');
+    await page.getByTestId('launch-image-size').fill('8');
     await page.getByTestId('launch-steps').fill(String(steps));
     await page.locator('label:has-text("Warm-up steps") input').fill('0');
     await page.locator('label:has-text("Log every") input').fill('1');

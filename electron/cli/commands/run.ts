@@ -10,17 +10,12 @@ import { loadProfile, progressPrinter } from './cluster';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
 import { humanPrinter, jsonPrinter } from '../event-printer';
-import { parseCommandLine, trainConfigFromFlags, trainFlagOptions } from '../train-flags';
+import { parseCommandLine, trainFlagOptions, trainFlagUsage, trainOverridesFromFlags } from '../train-flags';
 
 export const RUN_USAGE = `usage: cohort run --local [--ranks N] [options]
        cohort run --profile NAME [options] [--accept-new-host-key]
-training options:
-  --engine tfjs|torch|auto   --backend auto|tensorflow|wasm|cpu
-  --batch-size B (per rank)  --image-size S  --stem imagenet|cifar  --classes C
-  --steps K | --epochs E     --log-steps L   --warmup-steps W
-  --lr X  --optimizer adamw|sgd  --momentum M  --weight-decay D  --lr-warmup-steps N  --schedule constant|cosine|step
-  --data synthetic|cifar100:DIR  --compile  --fp16  --bf16  --seed K  --freeze-bn  --sync-bn
-  --checkpoint-dir DIR  --checkpoint-every N  --resume
+training options (a profile's defaults apply under them; exactly one of --steps/--epochs is > 0):
+${trainFlagUsage()}
 output: --json (events only, one per line)  --verbose (every rank's log lines)
   --detach   start the run and return at once, printing its id (with --json: a first event
              carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
@@ -50,7 +45,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const ranks = values.ranks === undefined ? 1 : Number(values.ranks);
   if (!Number.isInteger(ranks) || ranks < 1 || ranks > 64) throw new UsageError(`--ranks: expected a whole number from 1 to 64, got ${JSON.stringify(values.ranks)}`);
   const profile = local ? localProfile(ranks) : await loadProfile(io, values.profile, RUN_USAGE);
-  const config = trainConfigFromFlags(values, profile.defaults ?? {});
+  const overrides = trainOverridesFromFlags(values); // profile defaults go under them in core (startRun)
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
@@ -70,7 +65,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     return true;
   });
   try {
-    ({ runId } = await service.startRun({ profile: profile.name, config, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}) }));
+    ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}) }));
     if (values.detach) {
       // The run lives on its hosts; this process only started it.
       if (values.json) io.stdout.write(JSON.stringify({ ...makeEvent({ type: 'log', level: 'info', message: `run ${runId} started (detached)` }), runId }) + '\n');

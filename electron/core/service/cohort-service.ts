@@ -133,7 +133,7 @@ export class CohortService implements CohortApi {
         onDeployProgress: (p) => this.emit(this.deployListeners, p),
       });
     } catch (err) {
-      if (err instanceof ConfigError) throw new ApiCallError({ code: 'bad-config', message: err.message, hint: `fix ${err.flag} in the Launch form` });
+      if (err instanceof ConfigError) throw new ApiCallError({ code: 'bad-config', message: err.message, hint: `fix ${err.flag} (the CLI flag, or the Launch form field of that name)` });
       throw err;
     }
     const { runId, controller } = started;
