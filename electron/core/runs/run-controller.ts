@@ -73,6 +73,9 @@ export class RunController {
   private doneEvent: Extract<CohortEvent, { type: 'done' }> | undefined;
   private lastStep = 0;
   private stopping: 'no' | 'stop' | 'force' = 'no';
+  /** The stop commands in flight: the result waits for them (bounded), so a caller's leftover
+   *  check never finds Cohort's own `run-stop` still running on a follower. */
+  private stopsInFlight: Promise<void> | undefined;
   private finished = false;
   private disposed = false;
   private readonly startedAt = Date.now();
@@ -129,7 +132,7 @@ export class RunController {
     if (opts.force) {
       this.stopping = 'force';
       this.emit(makeEvent({ type: 'log', level: 'warn', message: `forcing: not waiting for the hosts to confirm the stop of ${this.plan.runId}` }));
-      void this.stopAll(reason, 2000);
+      this.stopsInFlight = this.stopAll(reason, 2000);
       for (const f of this.follows) f.cmd?.kill();
       setTimeout(() => this.finish('cancelled'), 2000);
       return;
@@ -137,7 +140,8 @@ export class RunController {
     if (this.stopping !== 'no') return;
     this.stopping = 'stop';
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
-    void this.stopAll(reason, this.plan.stopWaitMs ?? 10_000).then(() => {
+    this.stopsInFlight = this.stopAll(reason, this.plan.stopWaitMs ?? 10_000);
+    void this.stopsInFlight.then(() => {
       // A host that could not be reached cannot confirm; do not wait for it beyond the stop.
       setTimeout(() => this.finish('cancelled'), 3000).unref();
     });
@@ -249,7 +253,7 @@ export class RunController {
     if (state && isTerminalRunState(state.state)) status = state.state as RunStatus;
     else if (this.doneEvent) status = this.doneEvent.status;
     else status = this.firstError ? 'failed' : 'lost';
-    if (state?.error && !this.firstError) this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
+    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
     this.finish(status, state);
   }
 
@@ -276,7 +280,10 @@ export class RunController {
       if (!this.doneEvent) this.emit(done);
       this.doneEvent = this.doneEvent ?? done;
     }
-    this.resolveResult({ status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) });
+    const result = { status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) };
+    if (!this.stopsInFlight) return this.resolveResult(result);
+    const bound = new Promise<void>((res) => setTimeout(res, 7000).unref());
+    void Promise.race([this.stopsInFlight, bound]).then(() => this.resolveResult(result));
   }
 
   private emit(e: CohortEvent): void {
