@@ -35,6 +35,10 @@ export async function main(argv: string[], io: CliIo, table: readonly CommandSpe
       io.stdout.write(helpText(cmd, io));
       return EXIT.ok;
     }
+    if (cmd.runArgs) {
+      parseFor(cmd, rest);
+      return await cmd.runArgs(rest, io);
+    }
     if (!cmd.run) {
       // A group (profiles, runs): the next word must be one of its commands.
       const subs = cmd.subcommands ?? [];

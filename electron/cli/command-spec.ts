@@ -44,6 +44,8 @@ export interface CommandSpec {
   /** Most positional arguments accepted (default: unlimited). */
   maxPositionals?: number;
   run?: (p: Parsed, io: CliIo) => Promise<number>;
+  /** A handler that parses its own words (checked against `options` first, so typos and --help still come from the table). */
+  runArgs?: (args: string[], io: CliIo) => Promise<number>;
   subcommands?: CommandSpec[];
 }
 

@@ -4,10 +4,11 @@
 import type { CommandSpec, OptionSpec } from './command-spec';
 import { deployCommand, probeCommand, provisionCommand } from './commands/cluster';
 import { profilesAdd, profilesExport, profilesImport, profilesImportSshConfig, profilesList, profilesRm, profilesShow } from './commands/profiles';
-import { runCommand, runTrainingHelp } from './commands/run';
-import { runsExport, runsList, runsShow, stopCommand } from './commands/runs';
+import { attachCommand } from './commands/attach';
+import { runCommand } from './commands/run';
+import { runsCommand, stopCommand } from './commands/runs';
 import { serveCommand } from './commands/serve';
-import { trainFlagOptions } from './train-flags';
+import { trainFlagOptions, trainFlagUsage } from './train-flags';
 
 const json: OptionSpec = { type: 'boolean', help: 'machine-readable JSON on stdout' };
 const acceptNewHostKey: OptionSpec = { type: 'boolean', help: 'trust a host key seen for the first time and add it to known_hosts (a changed key is still refused)' };
@@ -29,7 +30,7 @@ export const COMMANDS: CommandSpec[] = [
   {
     name: 'run',
     summary: 'train ResNet-50 data-parallel, on this machine (--local) or on a profile\'s hosts',
-    usage: ['--local [--ranks N] [training options] [--json]', '--profile NAME [training options] [--accept-new-host-key] [--json]'],
+    usage: ['--local [--ranks N] [training options] [--json] [--detach]', '--profile NAME [training options] [--accept-new-host-key] [--json] [--detach]'],
     maxPositionals: 0,
     options: {
       local: { type: 'boolean', help: 'run on this machine (no SSH)' },
@@ -37,16 +38,17 @@ export const COMMANDS: CommandSpec[] = [
       ranks: { type: 'string', arg: 'N', help: 'ranks with --local', default: '1' },
       json: { type: 'boolean', help: 'events only, one JSON object per line on stdout; always ends with a `done` event' },
       verbose: { type: 'boolean', help: "every rank's log lines (else rank 0's)" },
+      detach: { type: 'boolean', help: 'start the run and return at once, printing its id; "cohort attach RUN" follows it, "cohort stop RUN" stops it' },
       'accept-new-host-key': acceptNewHostKey,
       ...trainingOptions(),
     },
-    more: runTrainingHelp,
+    more: () => `training options (a profile's defaults apply under them; exactly one of --steps/--epochs is > 0):\n${trainFlagUsage()}`,
     examples: [
       'cohort run --local --ranks 2 --steps 50 --image-size 32 --stem cifar',
       'cohort run --profile lab --batch-size 32 --epochs 1 --data cifar100:~/data/cifar-100-binary',
       'cohort run --local --steps 20 --json | jq -c \'select(.type=="step")\'',
     ],
-    run: runCommand,
+    runArgs: runCommand,
   },
   {
     name: 'profiles',
@@ -127,25 +129,34 @@ export const COMMANDS: CommandSpec[] = [
     usage: ['COMMAND [options]'],
     examples: ['cohort runs list', 'cohort runs export 2026 --format summary'],
     subcommands: [
-      { name: 'runs list', summary: 'every recorded run, newest first', usage: ['[--json]'], maxPositionals: 0, options: { json }, examples: ['cohort runs list | head -5'], run: runsList },
-      { name: 'runs show', summary: "one run's summary (RUN: its id or a unique prefix)", usage: ['RUN [--json]'], maxPositionals: 1, options: { json: { type: 'boolean', help: 'the run record and every event as JSON' } }, examples: ['cohort runs show 20261123-0912'], run: runsShow },
+      { name: 'runs list', summary: 'every recorded run, newest first', usage: ['[--json]'], maxPositionals: 0, options: { json }, examples: ['cohort runs list | head -5'], runArgs: (a, io) => runsCommand(['list', ...a], io) },
+      { name: 'runs show', summary: "one run's summary (RUN: its id or a unique prefix)", usage: ['RUN [--json]'], maxPositionals: 1, options: { json: { type: 'boolean', help: 'the run record and every event as JSON' } }, examples: ['cohort runs show 20261123-0912'], runArgs: (a, io) => runsCommand(['show', ...a], io) },
       {
         name: 'runs export',
         summary: 'runs as CSV (one row per step), a summary CSV (one row per run, with speedups) or raw JSON lines',
         usage: ['RUN... [--format csv|summary|jsonl]'],
         options: { format: { type: 'string', arg: 'csv|summary|jsonl', help: 'what to write', default: 'csv' } },
         examples: ['cohort runs export RUN1 RUN2 --format summary > compare.csv'],
-        run: runsExport,
+        runArgs: (a, io) => runsCommand(['export', ...a], io),
       },
     ],
   },
   {
+    name: 'attach',
+    summary: "follow a run from any terminal, from the start of its record; exits with the run's exit code (Ctrl-C detaches)",
+    usage: ['RUN [--json] [--verbose]'],
+    maxPositionals: 1,
+    options: { json: { type: 'boolean', help: 'events only, one JSON object per line' }, verbose: { type: 'boolean', help: "every rank's log lines" } },
+    examples: ['cohort attach 20261123-0912'],
+    runArgs: attachCommand,
+  },
+  {
     name: 'stop',
-    summary: 'stop a running run on every host (asks the process that controls it)',
+    summary: 'stop a run on every host, from any terminal',
     usage: ['RUN'],
     maxPositionals: 1,
     examples: ['cohort stop 20261123-0912'],
-    run: stopCommand,
+    runArgs: stopCommand,
   },
   {
     name: 'serve',

@@ -4,7 +4,7 @@
 //
 // Errors name the profile, the host and the field, e.g.
 //   profile "lab": hosts[1] (h2).port: must be ≤ 65535, got 70000
-import { ConfigError, FLAG_OF, decodeTrainConfig, type TrainConfig } from '../../trainer/protocol';
+import { ConfigError, FLAG_OF, decodeTrainConfig, overlayTrainConfig, type TrainConfig } from '../../trainer/protocol';
 import { DecodeError, arr, describe, obj, optNum, optStr, str, strRecord, type Obj } from '../../trainer/protocol/validate';
 
 export const PROFILE_VERSION = 1;
@@ -231,14 +231,12 @@ function decodeRunDefaults(profile: string, value: unknown): Partial<TrainConfig
   return { ...(value as Partial<TrainConfig>) };
 }
 
-/** The run config for a launch: built-in defaults ← profile defaults ← explicit overrides. */
+/**
+ * The run config for a launch: built-in defaults ← profile defaults ← explicit overrides. The one
+ * place profile defaults are merged (core's startRun calls it for every client).
+ */
 export function resolveRunConfig(profile: Pick<Profile, 'defaults'>, overrides: Partial<TrainConfig> = {}): TrainConfig {
-  const given = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
-  // An explicit --epochs without --steps must not inherit a profile's `steps` (and vice versa).
-  const base: Obj = { ...(profile.defaults ?? {}) };
-  if ('epochs' in given && !('steps' in given)) delete base.steps;
-  if ('steps' in given && !('epochs' in given)) delete base.epochs;
-  return decodeTrainConfig({ ...base, ...given });
+  return decodeTrainConfig(overlayTrainConfig(profile.defaults ?? {}, overrides));
 }
 
 /** The built-in profile: one host, this machine, no SSH; `slots` is what the user asks for. */

@@ -29,6 +29,7 @@ export const EVENT_TYPES = [
   'checkpoint',
   'log',
   'error',
+  'restart',
   'done',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -188,6 +189,19 @@ export interface ErrorEvent extends EventBase {
   code?: string;
 }
 
+/** The run restarts every rank from its last checkpoint after a failure (`maxRestarts`). */
+export interface RestartEvent extends EventBase {
+  type: 'restart';
+  /** 1 for the first restart. */
+  attempt: number;
+  /** The host and rank whose failure caused it (rank -1: the host itself, e.g. its agent was lost). */
+  host: string;
+  rank: number;
+  reason: string;
+  /** The step training resumes from (0 when no checkpoint was written yet). */
+  resumeStep: number;
+}
+
 export type RunStatus = 'ok' | 'failed' | 'cancelled';
 /** Where one rank's step time went: medians over the measured (post-warm-up) steps, in ms. */
 export interface RankPhases {
@@ -227,6 +241,7 @@ export type CohortEvent =
   | CheckpointEvent
   | LogEvent
   | ErrorEvent
+  | RestartEvent
   | DoneEvent;
 
 type Payload<E> = E extends CohortEvent ? Omit<E, 'v' | 'time'> : never;
@@ -362,6 +377,14 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     message: str(o, 'message', p),
     logTail: strArr(o, 'logTail', p),
     ...opt('code', optStr(o, 'code', p)),
+  }),
+  restart: (o) => ({
+    type: 'restart',
+    attempt: num(o, 'attempt', p, { int: true, min: 1 }),
+    host: str(o, 'host', p),
+    rank: num(o, 'rank', p, { int: true, min: -1 }),
+    reason: str(o, 'reason', p),
+    resumeStep: num(o, 'resumeStep', p, { int: true, min: 0 }),
   }),
   done: (o) => ({
     type: 'done',

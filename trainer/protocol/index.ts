@@ -5,3 +5,4 @@ export * from './events';
 export * from './launch';
 export * from './train-config';
 export { DecodeError } from './validate';
+export * from './run-state';

@@ -1,103 +1,104 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv } from '../../core/runs/run-csv';
 import { RunStore } from '../../core/runs/run-store';
 import { EXIT, UsageError } from '../exit-codes';
-import type { Parsed } from '../command-spec';
+import { parseCommandLine } from '../train-flags';
 import type { CliIo } from '../io';
+import { makeService } from '../service';
 
+export const RUNS_USAGE = `usage: cohort runs list [--json]
+       cohort runs show RUN [--json]
+       cohort runs export RUN... [--format csv|summary|jsonl]   (csv: one row per step; summary: one row per run with speedups)
+       cohort stop RUN`;
 
 function storeOf(io: CliIo): RunStore {
   return new RunStore(join(resolvePaths(io.env).dataDir, 'runs'));
 }
 
 function requireRun(store: RunStore, id: string | undefined): RunMeta {
-  if (!id) throw new UsageError('name a run ("cohort runs list" shows them; a unique prefix of its id is enough)');
+  if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${RUNS_USAGE}`);
   const meta = store.meta(id) ?? store.list().find((m) => m.id.startsWith(id));
   if (!meta) throw new UsageError(`no run "${id}" in ${store.runsDir}; "cohort runs list" shows the recorded runs`);
   return meta;
 }
 
-export async function runsList({ values }: Parsed, io: CliIo): Promise<number> {
+export async function runsCommand(args: string[], io: CliIo): Promise<number> {
+  const [sub, ...rest] = args;
+  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' } });
   const store = storeOf(io);
-  const runs = store.list();
-  if (values.json) io.stdout.write(JSON.stringify(runs, null, 2) + '\n');
-  else if (!runs.length) io.stdout.write(`no runs recorded yet in ${store.runsDir}\n`);
-  else {
-    io.stdout.write(pad(['RUN', 'PROFILE', 'STATUS', 'RANKS', 'IMG/S', 'STEPS', 'CONFIG', 'STARTED']) + '\n');
-    for (const m of runs) io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), m.medianGlobalSamplesPerSec ? m.medianGlobalSamplesPerSec.toFixed(1) : '-', String(m.steps ?? '-'), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19)]) + '\n');
-  }
-  return EXIT.ok;
-}
-
-export async function runsShow({ values, positionals }: Parsed, io: CliIo): Promise<number> {
-  const store = storeOf(io);
-  const meta = requireRun(store, positionals[0]);
-  const events = store.events(meta.id);
-  if (values.json) {
-    io.stdout.write(JSON.stringify({ meta, events }, null, 2) + '\n');
-    return EXIT.ok;
-  }
-  const steps = events.filter((e) => e.type === 'step');
-  io.stdout.write(
-    [
-      `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]`).join(' ')}`,
-      `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
-      `config: ${configSummary(meta)}`,
-      `median throughput: ${meta.medianGlobalSamplesPerSec ? meta.medianGlobalSamplesPerSec.toFixed(1) + ' samples/s' : '-'}; ${steps.length} step reports`,
-      ...(meta.error ? [`error: ${meta.error}`] : []),
-      `folder: ${join(store.runsDir, meta.id)}`,
-    ].join('\n') + '\n',
-  );
-  return EXIT.ok;
-}
-
-export async function runsExport({ values, positionals }: Parsed, io: CliIo): Promise<number> {
-  const store = storeOf(io);
-  if (!positionals.length) throw new UsageError('runs export: name at least one run ("cohort runs list" shows them)');
-  const metas = positionals.map((id) => requireRun(store, id));
-  const format = (values.format as string | undefined) ?? 'csv';
-  if (format === 'csv') io.stdout.write(runStepsCsv(metas.map((meta) => ({ meta, events: store.events(meta.id) }))));
-  else if (format === 'summary') io.stdout.write(runSummaryCsv(metas));
-  else if (format === 'jsonl') for (const m of metas) for (const e of store.events(m.id)) io.stdout.write(JSON.stringify(e) + '\n');
-  else throw new UsageError(`--format: expected csv, summary or jsonl, got ${JSON.stringify(format)}`);
-  return EXIT.ok;
-}
-
-/** `cohort stop RUN`: signals the process that controls the run; it cancels every host and verifies. */
-export async function stopCommand({ positionals }: Parsed, io: CliIo): Promise<number> {
-  const store = storeOf(io);
-  const meta = requireRun(store, positionals[0]);
-  if (meta.status !== 'running') {
-    io.stdout.write(`run ${meta.id} is not running (${meta.status})\n`);
-    return EXIT.ok;
-  }
-  const pid = meta.controllerPid;
-  if (!pid || !alive(pid)) {
-    throw new Error(`run ${meta.id} is marked running but its controller (pid ${pid ?? '?'}) is gone; its agents stop by themselves when their SSH channels close (check with "cohort probe ${meta.profile}")`);
-  }
-  process.kill(pid, 'SIGINT');
-  io.stderr.write(`asked the controller (pid ${pid}) to stop run ${meta.id}...\n`);
-  for (let i = 0; i < 150; i++) {
-    await sleep(100);
-    const now = store.meta(meta.id);
-    if (now && now.status !== 'running') {
-      io.stdout.write(`run ${meta.id}: ${now.status}\n`);
+  switch (sub) {
+    case 'list': {
+      // The hosts' word on runs the cache thinks are still going (run-status), through the one Api.
+      const service = makeService(io);
+      const runs = await service.listRuns().finally(() => service.dispose());
+      if (values.json) io.stdout.write(JSON.stringify(runs, null, 2) + '\n');
+      else if (!runs.length) io.stdout.write(`no runs recorded yet in ${store.runsDir}\n`);
+      else {
+        io.stdout.write(pad(['RUN', 'PROFILE', 'STATUS', 'RANKS', 'IMG/S', 'STEPS', 'CONFIG', 'STARTED']) + '\n');
+        for (const m of runs) io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), m.medianGlobalSamplesPerSec ? m.medianGlobalSamplesPerSec.toFixed(1) : '-', String(m.steps ?? '-'), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19)]) + '\n');
+      }
       return EXIT.ok;
     }
+    case 'show': {
+      const meta = requireRun(store, positionals[0]);
+      const events = store.events(meta.id);
+      if (values.json) {
+        io.stdout.write(JSON.stringify({ meta, events }, null, 2) + '\n');
+        return EXIT.ok;
+      }
+      const steps = events.filter((e) => e.type === 'step');
+      io.stdout.write(
+        [
+          `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]`).join(' ')}`,
+          `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
+          `config: ${configSummary(meta)}`,
+          `median throughput: ${meta.medianGlobalSamplesPerSec ? meta.medianGlobalSamplesPerSec.toFixed(1) + ' samples/s' : '-'}; ${steps.length} step reports`,
+          ...(meta.error ? [`error: ${meta.error}`] : []),
+          `folder: ${join(store.runsDir, meta.id)}`,
+        ].join('\n') + '\n',
+      );
+      return EXIT.ok;
+    }
+    case 'export': {
+      if (!positionals.length) throw new UsageError(`name at least one run\n${RUNS_USAGE}`);
+      const metas = positionals.map((id) => requireRun(store, id));
+      const format = (values.format as string | undefined) ?? 'csv';
+      if (format === 'csv') io.stdout.write(runStepsCsv(metas.map((meta) => ({ meta, events: store.events(meta.id) }))));
+      else if (format === 'summary') io.stdout.write(runSummaryCsv(metas));
+      else if (format === 'jsonl') for (const m of metas) for (const e of store.events(m.id)) io.stdout.write(JSON.stringify(e) + '\n');
+      else throw new UsageError(`--format: expected csv, summary or jsonl, got ${JSON.stringify(format)}`);
+      return EXIT.ok;
+    }
+    default:
+      throw new UsageError(sub ? `unknown runs command "${sub}"\n${RUNS_USAGE}` : RUNS_USAGE);
   }
-  throw new Error(`run ${meta.id} did not stop within 15 s; its controller is pid ${pid}`);
 }
 
-function alive(pid: number): boolean {
+/** `cohort stop RUN`: stops the run through its hosts (run-stop), from any terminal; signals no client process. */
+export async function stopCommand(args: string[], io: CliIo): Promise<number> {
+  const { positionals } = parseCommandLine(args, {});
+  const store = storeOf(io);
+  const meta = requireRun(store, positionals[0]);
+  const service = makeService(io);
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+    io.stderr.write(`stopping run ${meta.id} on its host(s)...\n`);
+    try {
+      await service.stopRun(meta.id);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'run-not-active') throw err;
+      io.stdout.write(`run ${meta.id} is not running (${store.meta(meta.id)?.status ?? meta.status})\n`);
+      return EXIT.ok;
+    }
+    if (meta.profile !== 'local') {
+      for (const h of await service.leftovers(meta.id, { timeoutMs: 5000 })) io.stderr.write(h.error ? `${h.host}: could not check for leftovers: ${h.error.message}\n` : h.processes.length ? `${h.host}: ${h.processes.length} process(es) of this run still running\n` : `${h.host}: nothing left running\n`);
+    }
+    io.stdout.write(`run ${meta.id}: ${store.meta(meta.id)?.status ?? 'unknown'}\n`);
+    return EXIT.ok;
+  } finally {
+    await service.dispose();
   }
 }
 

@@ -2,7 +2,7 @@
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
 import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, StepEvent } from '../../../trainer/protocol';
-import type { RunMeta } from '../../../electron/common';
+import type { CohortApi, RunEventMessage, RunMeta } from '../../../electron/common';
 import { SeriesBuffer } from '../lib/series-buffer';
 
 export type Phase = 'idle' | 'starting' | 'warmup' | 'training' | 'ok' | 'failed' | 'cancelled';
@@ -184,7 +184,53 @@ export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
   for (const e of events) applyEvent(e);
   flushLive();
   if (live.phase === 'starting' || live.phase === 'warmup' || live.phase === 'training') {
-    live.phase = meta.status === 'running' ? live.phase : meta.status;
+    const s = meta.status;
+    if (s === 'ok' || s === 'failed' || s === 'cancelled') live.phase = s;
+    else if (s === 'lost') live.phase = 'failed';
   }
   if (live.median === null) live.median = meta.medianGlobalSamplesPerSec ?? null;
 }
+
+// ---- re-attach (issue 12): a reload, a run opened from History, a second client --------------
+// The run's record so far (attachRun) fills the charts, then live messages continue from its
+// nextSeq: messages that arrive while the record loads wait, those already in it are dropped, so no
+// step is shown twice and none is missing.
+let nextSeq = -1;
+let waiting: RunEventMessage[] = [];
+
+/** Every run message (from onRunEvent) goes through here. */
+export function onRunMessage(m: RunEventMessage): void {
+  if (m.runId !== live.runId || live.source !== 'live') return;
+  if (nextSeq < 0) waiting.push(m);
+  else if (m.seq >= nextSeq) {
+    nextSeq = m.seq + 1;
+    applyEvent(m.event);
+  }
+}
+
+/** Shows a run live from wherever it is: its record, then its live events. */
+export async function attachLive(api: Pick<CohortApi, 'attachRun'>, runId: string): Promise<RunMeta> {
+  resetLive(runId, 'live');
+  nextSeq = -1;
+  waiting = [];
+  try {
+    const a = await api.attachRun(runId);
+    if (live.runId !== runId) return a.meta; // another run was opened meanwhile
+    for (const e of a.events) applyEvent(e);
+    nextSeq = a.nextSeq;
+    for (const m of waiting.splice(0)) onRunMessage(m);
+    flushLive();
+    if (!a.live) {
+      const st = a.meta.status;
+      if (st === 'ok' || st === 'failed' || st === 'cancelled') live.phase = st;
+      else if (st === 'lost') live.phase = 'failed';
+    }
+    return a.meta;
+  } catch (err) {
+    nextSeq = 0;
+    throw err;
+  }
+}
+
+/** Runs the history thinks are still going (the ones a fresh page re-attaches to). */
+export const isOpenStatus = (s: RunMeta['status']): boolean => s === 'queued' || s === 'starting' || s === 'running' || s === 'restarting';
