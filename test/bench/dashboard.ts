@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
-import { API_METHODS, makeEvent, type CohortApi, type RunEventMessage, type StepEvent } from '../../trainer/protocol';
+import { makeEvent, type StepEvent } from '../../trainer/protocol';
+import { API_METHODS, type CohortApi, type RunEventMessage } from '../../electron/common';
 import { resolvePaths } from '../../electron/core/paths';
 import { CohortService } from '../../electron/core/service/cohort-service';
 import { WebServer } from '../../electron/web/web-server';
@@ -31,7 +32,7 @@ function stepEvent(): StepEvent {
 }
 const emit = () => {
   const event = stepEvent();
-  for (const l of listeners) l({ runId: RUN, event });
+  for (const l of listeners) l({ runId: RUN, seq: step - 1, event });
 };
 async function burst(n: number): Promise<void> {
   for (let i = 0; i < n; i++) {

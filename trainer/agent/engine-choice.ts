@@ -130,7 +130,7 @@ export function tfjsGpuInstalled(env: NodeJS.ProcessEnv = process.env): boolean 
 export async function chooseEngine(engine: Engine, opts: { enginesDir: string; workdir?: string; env?: NodeJS.ProcessEnv }): Promise<EngineChoice> {
   const env = opts.env ?? process.env;
   const script = join(opts.enginesDir, 'torch_engine.py');
-  if (engine === 'tfjs') return { name: 'tfjs', reason: 'engine tfjs (--engine tfjs, the default)' };
+  if (engine === 'tfjs') return { name: 'tfjs', reason: '--engine tfjs, the default' };
   const torch = existsSync(script) ? await findTorch(env, opts.workdir) : undefined;
   const pinned = env.COHORT_PYTHON ? ` (COHORT_PYTHON / the profile's python: ${env.COHORT_PYTHON})` : '';
   if (engine === 'torch') {
@@ -140,7 +140,7 @@ export async function chooseEngine(engine: Engine, opts: { enginesDir: string; w
         `--engine torch: no Python with PyTorch found on this host${pinned} (tried ${pythonCandidates(env, opts.workdir).join(', ')}); install PyTorch (a CUDA build on GPU hosts, e.g. in a venv under the workdir), or set the host's python in the profile`,
       );
     }
-    return { name: 'torch', reason: `engine torch requested${pinned}; python: ${torch.explanation}`, python: torch.python, script, cuda: torch.cuda };
+    return { name: 'torch', reason: `--engine torch${pinned}; python: ${torch.explanation}`, python: torch.python, script, cuda: torch.cuda };
   }
   if (torch?.cuda) return { name: 'torch', reason: `auto: torch with CUDA${pinned}; python: ${torch.explanation}`, python: torch.python, script, cuda: true };
   if (tfjsGpuInstalled(env)) return { name: 'tfjs', reason: `auto: no CUDA PyTorch${torch ? ` (${torch.explanation})` : ''}; @tensorflow/tfjs-node-gpu is installed` };

@@ -10,6 +10,7 @@
 // A profile that pins GPUs makes the host's pinned list the visible set, still indexed by LOCAL_RANK.
 // Both: CUDA_DEVICE_ORDER=PCI_BUS_ID (unless set), so CUDA's numbering is nvidia-smi's.
 import type { AgentRank } from '../protocol';
+import { visibleGpus } from './gpu-env';
 
 export interface GpuAssignmentInput {
   engine: 'tfjs' | 'torch';
@@ -30,7 +31,7 @@ export interface GpuAssignment {
 
 export function assignGpus(input: GpuAssignmentInput): GpuAssignment {
   const { engine, ranks, hostGpus, inherited } = input;
-  const pinned = ranks.every((r) => r.gpu !== undefined) && ranks.length > 0 ? ranks.map((r) => r.gpu!) : undefined;
+  const pinned = ranks.some((r) => r.gpu !== undefined) ? ranks.map((r) => r.gpu) : undefined;
   const inheritedList = inherited.CUDA_VISIBLE_DEVICES?.split(',').map((s) => s.trim()).filter((s) => s !== '' && s !== '-1');
   const anyGpu = !!pinned || hostGpus > 0 || !!inheritedList?.length;
   const common: Record<string, string> = anyGpu && !inherited.CUDA_DEVICE_ORDER ? { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } : {};
@@ -38,16 +39,20 @@ export function assignGpus(input: GpuAssignmentInput): GpuAssignment {
 
   if (engine === 'torch') {
     if (pinned) {
-      const list = pinned.join(',');
-      return { env: ranks.map(() => ({ ...common, CUDA_VISIBLE_DEVICES: list })), explanation: `torch: the profile pins GPUs ${list}; every local rank sees them all (NCCL keeps its peer-to-peer path) and uses cuda:LOCAL_RANK` };
+      // gpu-env.ts: the host's pinned list in local-rank order, so cuda:LOCAL_RANK is the rank's own.
+      const env = ranks.map((r) => {
+        const v = visibleGpus('torch', ranks, r);
+        return { ...common, ...(v === undefined ? {} : { CUDA_VISIBLE_DEVICES: v }) };
+      });
+      return { env, explanation: `torch: the profile pins GPUs ${pinned.join(',')}; every local rank sees the pinned list (NCCL keeps its peer-to-peer path) and uses cuda:LOCAL_RANK` };
     }
     const seen = inheritedList?.length ? `CUDA_VISIBLE_DEVICES=${inherited.CUDA_VISIBLE_DEVICES}` : `the host's ${hostGpus} GPU(s)`;
     return { env: ranks.map(() => ({ ...common })), explanation: `torch: every local rank sees ${seen} and uses cuda:LOCAL_RANK, as the seeds do` };
   }
 
   const growth: Record<string, string> = inherited.TF_FORCE_GPU_ALLOW_GROWTH ? {} : { TF_FORCE_GPU_ALLOW_GROWTH: 'true' };
-  const pool = pinned ? pinned.map(String) : inheritedList?.length ? inheritedList : Array.from({ length: hostGpus }, (_, i) => String(i));
-  const env = ranks.map((r) => ({ ...common, ...growth, CUDA_VISIBLE_DEVICES: pinned ? String(r.gpu) : pool[r.localRank % pool.length]! }));
+  const pool = inheritedList?.length ? inheritedList : Array.from({ length: Math.max(1, hostGpus) }, (_, i) => String(i));
+  const env = ranks.map((r) => ({ ...common, ...growth, CUDA_VISIBLE_DEVICES: pinned ? (visibleGpus('tfjs', ranks, r) ?? pool[r.localRank % pool.length]!) : pool[r.localRank % pool.length]! }));
   const shared = !pinned && ranks.length > pool.length;
   const source = pinned ? 'pinned by the profile' : inheritedList?.length ? `from CUDA_VISIBLE_DEVICES=${inherited.CUDA_VISIBLE_DEVICES}` : `of the host's ${hostGpus}`;
   return {

@@ -30,6 +30,7 @@ export const EVENT_TYPES = [
   'checkpoint',
   'log',
   'error',
+  'restart',
   'done',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -94,9 +95,14 @@ export interface CompileEvent extends EventBase {
   type: 'compile';
   /** What ran: e.g. "kernel-selection", "torch.compile". */
   name: string;
-  status: 'ok' | 'skipped' | 'failed';
+  /** 'running': a progress report (elapsed so far in durationMs); one final ok/skipped/failed follows. */
+  status: 'running' | 'ok' | 'skipped' | 'failed';
   durationMs: number;
   detail: string;
+  /** With 'running': the stage (e.g. "conv 3x3 s1 64→64 @16²"), and which of how many. */
+  stage?: string;
+  index?: number;
+  total?: number;
   /** Step time before / after, when the pass measured it. */
   baselineStepMs?: number;
   compiledStepMs?: number;
@@ -127,6 +133,8 @@ export interface RankMemory {
   gpuProcessBytes?: number;
   /** The GPU (or MIG instance) the rank's numbers are about. */
   gpuUuid?: string;
+  /** The host's physical memory (what RSS is measured against when there is no GPU). */
+  hostTotalBytes?: number;
 }
 
 export interface StepEvent extends EventBase {
@@ -144,6 +152,12 @@ export interface StepEvent extends EventBase {
   memory: RankMemory[];
   /** Bytes each rank sent for gradient exchange during the window (fp16 halves it). */
   commBytes?: number;
+  /**
+   * Each rank's mean forward + backward time per step over the window, indexed by rank (ms). Step
+   * time itself is the same on every rank (the exchange waits for the slowest), so this is where a
+   * straggler shows. Engines that do not measure it leave it out.
+   */
+  rankComputeMs?: number[];
 }
 
 export interface MemoryEvent extends EventBase {
@@ -188,6 +202,19 @@ export interface ErrorEvent extends EventBase {
   code?: string;
 }
 
+/** The run restarts every rank from its last checkpoint after a failure (`maxRestarts`). */
+export interface RestartEvent extends EventBase {
+  type: 'restart';
+  /** 1 for the first restart. */
+  attempt: number;
+  /** The host and rank whose failure caused it (rank -1: the host itself, e.g. its agent was lost). */
+  host: string;
+  rank: number;
+  reason: string;
+  /** The step training resumes from (0 when no checkpoint was written yet). */
+  resumeStep: number;
+}
+
 export type RunStatus = 'ok' | 'failed' | 'cancelled';
 /** Where one rank's step time went: medians over the measured (post-warm-up) steps, in ms. */
 export interface RankPhases {
@@ -227,6 +254,7 @@ export type CohortEvent =
   | CheckpointEvent
   | LogEvent
   | ErrorEvent
+  | RestartEvent
   | DoneEvent;
 
 type Payload<E> = E extends CohortEvent ? Omit<E, 'v' | 'time'> : never;
@@ -251,7 +279,7 @@ function capability(v: unknown, path: string): Capability {
 function rankMemory(v: unknown, path: string): RankMemory {
   const o = obj(v, path);
   const m: RankMemory = { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), rssBytes: num(o, 'rssBytes', path, { min: 0 }) };
-  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes', 'gpuProcessBytes'] as const) {
+  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes', 'gpuProcessBytes', 'hostTotalBytes'] as const) {
     const x = optNum(o, k, path, { min: 0 });
     if (x !== undefined) m[k] = x;
   }
@@ -309,9 +337,12 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
   compile: (o) => ({
     type: 'compile',
     name: str(o, 'name', p),
-    status: oneOf(o, 'status', p, ['ok', 'skipped', 'failed'] as const),
+    status: oneOf(o, 'status', p, ['running', 'ok', 'skipped', 'failed'] as const),
     durationMs: num(o, 'durationMs', p, { min: 0 }),
     detail: str(o, 'detail', p),
+    ...opt('stage', optStr(o, 'stage', p)),
+    ...opt('index', optNum(o, 'index', p, { int: true, min: 0 })),
+    ...opt('total', optNum(o, 'total', p, { int: true, min: 0 })),
     ...opt('baselineStepMs', optNum(o, 'baselineStepMs', p, { min: 0 })),
     ...opt('compiledStepMs', optNum(o, 'compiledStepMs', p, { min: 0 })),
     ...opt('speedup', optNum(o, 'speedup', p, { min: 0 })),
@@ -333,6 +364,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     lr: num(o, 'lr', p, { min: 0 }),
     memory: arr(o, 'memory', p, rankMemory),
     ...opt('commBytes', optNum(o, 'commBytes', p, { min: 0 })),
+    ...opt('rankComputeMs', o.rankComputeMs === undefined ? undefined : arr(o, 'rankComputeMs', p, (v, at) => num({ v }, 'v', at, { min: 0 }))),
   }),
   memory: (o) => ({ type: 'memory', memory: arr(o, 'memory', p, rankMemory) }),
   epoch: (o) => ({
@@ -364,6 +396,14 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     message: str(o, 'message', p),
     logTail: strArr(o, 'logTail', p),
     ...opt('code', optStr(o, 'code', p)),
+  }),
+  restart: (o) => ({
+    type: 'restart',
+    attempt: num(o, 'attempt', p, { int: true, min: 1 }),
+    host: str(o, 'host', p),
+    rank: num(o, 'rank', p, { int: true, min: -1 }),
+    reason: str(o, 'reason', p),
+    resumeStep: num(o, 'resumeStep', p, { int: true, min: 0 }),
   }),
   done: (o) => ({
     type: 'done',
@@ -481,7 +521,8 @@ export class EventLineDecoder {
 }
 
 /** The seeds' human line: `Epoch: 0, Step: 20, Loss: 4.87, Throughputs: 27.9 samples/s`. */
-export function formatStepLine(e: StepEvent): string {
+/** The seeds' step line; with the run's total, `Step: 120/500`. */
+export function formatStepLine(e: StepEvent, totalSteps?: number): string {
   const loss = e.loss === null ? 'nan' : e.loss.toFixed(4);
-  return `Epoch: ${e.epoch}, Step: ${e.step}, Loss: ${loss}, Throughputs: ${e.globalSamplesPerSec.toFixed(1)} samples/s`;
+  return `Epoch: ${e.epoch}, Step: ${e.step}${totalSteps ? `/${totalSteps}` : ''}, Loss: ${loss}, Throughputs: ${e.globalSamplesPerSec.toFixed(1)} samples/s`;
 }

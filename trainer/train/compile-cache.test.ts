@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { planCacheFile } from './compile-cache';
-import { compileClock, cpuMs } from '../engine/tfjs/compile';
+import { compileClock, cpuMs } from '../engine/tfjs';
 
 describe('compile plan cache key', () => {
   const key = { backend: 'tensorflow', device: 'Intel Xeon Gold 6338 via libtensorflow 2.9.1 (tfjs-node-gpu fell back to the CPU)', stem: 'imagenet', imageSize: 224, batchSize: 64, classes: 1000 };

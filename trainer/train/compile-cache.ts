@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CompileReport } from '../engine/tfjs/compile';
+import type { CompileReport } from '../engine/tfjs';
 import { writeFileAtomicSync } from '../util/atomic-write';
 
 /** Bump when kernel implementations change, so old plans are not reused. */

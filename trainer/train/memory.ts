@@ -1,7 +1,8 @@
-// Per-rank memory for `step` events: process RSS, framework bytes (and their peak since warm-up),
+// Per-rank memory for `step` events: process RSS (and the host's RAM), framework bytes (and their peak since warm-up),
 // and, when the rank really runs on a GPU, that GPU's numbers from nvidia-smi: this process's own
 // bytes on it (by pid and UUID), the whole device's used bytes and its total. nvidia-smi is queried
 // in the background and never blocks a step; see nvidia-smi.ts for how the device is resolved.
+import { totalmem } from 'node:os';
 import type { RankMemory } from '../protocol';
 import { APPS_QUERY, GPU_QUERY, parseComputeApps, parseGpuRows, parseMigList, processGpuBytes, queryNvidiaSmi, resolveCudaDevice, type ResolvedGpu } from '../util/nvidia-smi';
 
@@ -58,6 +59,7 @@ export class MemorySampler {
       host: this.host,
       rssBytes: process.memoryUsage().rss,
       tensorBytes,
+      hostTotalBytes: totalmem(),
       peakTensorBytes: this.peakTensor,
       ...(g ? { gpuUuid: g.device.mig?.uuid ?? g.device.gpu.uuid } : {}),
       ...(g?.processBytes !== undefined ? { gpuProcessBytes: g.processBytes } : {}),

@@ -1,6 +1,6 @@
 // `cohort probe PROFILE`, `cohort deploy PROFILE`, `cohort provision PROFILE`: talking to a
 // profile's hosts over SSH.
-import type { DeployProgress, Profile } from '../../../trainer/protocol';
+import { isLocalProfile, type DeployProgress, type Profile } from '../../common';
 import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { probeSummary, shellQuote } from '../../core/cluster/probe';
 import { PROVISION_CHECK, provisionPlan, provisionVerdict } from '../../core/cluster/provision';
@@ -9,7 +9,7 @@ import { ProfileStore } from '../../core/profiles';
 import { KeyRing } from '../../core/ssh';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
-import { parseCommandLine } from '../train-flags';
+import type { Parsed } from '../command-spec';
 import { ttyPassphraseProvider } from '../tty-prompt';
 
 export function makeCluster(io: CliIo): SshCluster {
@@ -20,19 +20,17 @@ export function makeCluster(io: CliIo): SshCluster {
   });
 }
 
-export async function loadProfile(io: CliIo, name: string | undefined, usage: string): Promise<Profile> {
-  if (!name) throw new UsageError(`name a profile ("cohort profiles list" shows them)\n${usage}`);
+export async function loadProfile(io: CliIo, name: string | undefined, command: string): Promise<Profile> {
+  if (!name) throw new UsageError(`${command}: name a profile ("cohort profiles list" shows them; "local" is this machine)`);
   return new ProfileStore(resolvePaths(io.env).profilesDir).get(name);
 }
 
-export async function probeCommand(args: string[], io: CliIo): Promise<number> {
-  const usage = 'usage: cohort probe PROFILE [--json] [--accept-new-host-key]';
-  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
-  const profile = await loadProfile(io, positionals[0], usage);
+export async function probeCommand({ values, positionals }: Parsed, io: CliIo): Promise<number> {
+  const profile = await loadProfile(io, positionals[0], 'probe');
   const cluster = makeCluster(io);
   try {
     const probes = await cluster.probe(profile, { acceptNewHostKeys: !!values['accept-new-host-key'] });
-    await new ProfileStore(resolvePaths(io.env).profilesDir).setLastProbe(profile.name, probes);
+    if (!isLocalProfile(profile)) await new ProfileStore(resolvePaths(io.env).profilesDir).setLastProbe(profile.name, probes);
     if (values.json) io.stdout.write(JSON.stringify(probes, null, 2) + '\n');
     else for (const p of probes) io.stdout.write(probeSummary(p) + (p.error?.hint ? `\n  hint: ${p.error.hint}` : '') + '\n');
     return exitForHosts(probes);
@@ -41,10 +39,8 @@ export async function probeCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
-export async function deployCommand(args: string[], io: CliIo): Promise<number> {
-  const usage = 'usage: cohort deploy PROFILE [--accept-new-host-key] [--json]';
-  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
-  const profile = await loadProfile(io, positionals[0], usage);
+export async function deployCommand({ values, positionals }: Parsed, io: CliIo): Promise<number> {
+  const profile = await loadProfile(io, positionals[0], 'deploy');
   const cluster = makeCluster(io);
   try {
     const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], onProgress: progressPrinter(io) });
@@ -57,10 +53,8 @@ export async function deployCommand(args: string[], io: CliIo): Promise<number> 
 }
 
 /** Installs the TensorFlow binding for Node into <workdir>/runtime on each host (needs the host's network). */
-export async function provisionCommand(args: string[], io: CliIo): Promise<number> {
-  const usage = 'usage: cohort provision PROFILE [--cpu] [--accept-new-host-key]';
-  const { values, positionals } = parseCommandLine(args, { cpu: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
-  const profile = await loadProfile(io, positionals[0], usage);
+export async function provisionCommand({ values, positionals }: Parsed, io: CliIo): Promise<number> {
+  const profile = await loadProfile(io, positionals[0], 'provision');
   const cluster = makeCluster(io);
   try {
     const probes = await cluster.probe(profile, { acceptNewHostKeys: !!values['accept-new-host-key'] });

@@ -4,7 +4,7 @@
 // sha256 is checked on the host, then one `mv` publishes the directory: a half upload is never
 // mistaken for a deployed bundle.
 import { join, posix } from 'node:path';
-import type { DeployProgress, DeployResult } from '../../../trainer/protocol';
+import type { DeployProgress, DeployResult } from '../../common';
 import type { TrainerBundle } from '../trainer-bundle';
 import { shellQuote } from './probe';
 

@@ -1,6 +1,6 @@
 // Host answers are fixtures in the formats the host prints (ldconfig -p, the check's JSON line): no GPU here.
 import { describe, expect, it } from 'vitest';
-import type { HostProbe } from '../../../trainer/protocol';
+import type { HostProbe } from '../../common';
 import { TFJS_NODE_VERSION, provisionPlan, provisionVerdict } from './provision';
 
 const probe = (arch: string, gpus: number): HostProbe => ({

@@ -3,8 +3,8 @@
 // cuDNN 8.1 (libcudart.so.11.0, libcudnn.so.8) and falls back to the CPU without them, so after
 // installing, the host loads the binding and says whether it really found a GPU, and which of
 // those libraries its loader finds. arm64 has no tfjs-node-gpu build: such hosts are told plainly.
-import type { HostProbe } from '../../../trainer/protocol';
-import { cudaSonames, libtensorflowNeeds } from '../../../trainer/engine/tfjs/gpu-truth';
+import type { HostProbe } from '../../common';
+import { cudaSonames, libtensorflowNeeds } from '../../../trainer/util/cuda-libs';
 
 /** The pinned tfjs-node(-gpu) release and the libtensorflow it downloads. */
 export const TFJS_NODE_VERSION = '4.22.0';

@@ -3,7 +3,7 @@
 // it is always listed first and cannot be overwritten or removed.
 import { readFile, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LOCAL_PROFILE_NAME, ProfileError, decodeProfile, isValidName, localProfile, type Profile } from '../../../trainer/protocol/profile';
+import { LOCAL_PROFILE_NAME, ProfileError, decodeProfile, isValidName, localProfile, type Profile } from '../../common';
 import { writeFileAtomic, withFileLock } from '../../../trainer/util/atomic-write';
 
 export type ProfileStoreErrorCode = 'profile-not-found' | 'profile-exists' | 'profile-invalid' | 'profile-reserved' | 'profile-io';
@@ -16,7 +16,9 @@ export class ProfileStoreError extends Error {
     readonly hint: string,
     options?: { cause?: unknown },
   ) {
-    super(`${message}${hint ? ` (${hint})` : ''}`, options);
+    // The hint travels separately (the CLI prints it on its own line, the dashboard under the
+    // message); folding it into the message printed it twice.
+    super(message, options);
     this.name = 'ProfileStoreError';
   }
 }
@@ -70,7 +72,7 @@ export class ProfileStore {
     } catch (err) {
       if (isNotFound(err)) {
         const known = (await this.list()).profiles.map((p) => p.name);
-        throw new ProfileStoreError('profile-not-found', `no profile named "${name}"`, `known profiles: ${known.join(', ')}; create one with \`cohort profile import FILE\``);
+        throw new ProfileStoreError('profile-not-found', `no profile named "${name}"`, `known profiles: ${known.join(', ')}; create one with \`cohort profiles add NAME USER@HOST\` or \`cohort profiles import FILE\``);
       }
       throw err;
     }

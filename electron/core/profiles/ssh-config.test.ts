@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeProfile } from '../../../trainer/protocol/profile';
+import { decodeProfile } from '../../common';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -68,7 +68,7 @@ describe('profileFromSshConfig', () => {
       const { profile } = await profileFromSshConfig('lab', file, { home: '/home/me', localUser: 'me', only: ['gw', 'gpu-a'] });
       expect(profile.hosts.map((h) => [h.name, h.proxyJump])).toEqual([['gw', undefined], ['gpu-a', 'gw']]);
       await writeFile(file, 'Host *\n  User x\n');
-      await expect(profileFromSshConfig('lab', file, { home: '/h', localUser: 'me' })).rejects.toThrow(/no importable Host entries.*wildcard/);
+      await expect(profileFromSshConfig('lab', file, { home: '/h', localUser: 'me' })).rejects.toMatchObject({ message: expect.stringMatching(/no importable Host entries$/), hint: expect.stringMatching(/wildcard/) });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -2,7 +2,8 @@
 // compute trains in fp32 (only the gradient exchange is fp16), a --compile whose tuned plan lost
 // keeps the defaults, a tfjs-node-gpu rank may be on the CPU, and two runs of the seeds' ladder
 // may differ only by an environment switch. History, compare and CSV read RunMeta.applied.
-import type { AppliedConfig, CohortEvent, TrainConfig } from '../../../trainer/protocol';
+import type { CohortEvent, TrainConfig } from '../../../trainer/protocol';
+import type { AppliedConfig } from '../../common';
 
 /** Environment variables that change what a run computes or how fast (names or prefixes ending in _). */
 const SWITCHES = ['COHORT_TORCH_', 'COHORT_THREADS', 'COHORT_PYTHON', 'TF_', 'CUDA_', 'NCCL_', 'TORCH_', 'PYTORCH_', 'CUBLAS_', 'CUDNN_', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'XLA_'];

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_TRAIN_CONFIG, type AppliedConfig, type CohortEvent, type RunMeta } from '../../../trainer/protocol';
+import { DEFAULT_TRAIN_CONFIG, type CohortEvent } from '../../../trainer/protocol';
+import type { AppliedConfig, RunMeta } from '../../common';
 import { applyEvent } from './applied-config';
 import { runSummaryCsv as runsToCsv } from './run-csv';
 

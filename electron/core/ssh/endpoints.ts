@@ -3,7 +3,7 @@
 // (and its own ProxyJump, as OpenSSH does when the jump alias has one); other hops are literal
 // `[user@]host[:port]` and borrow the target's user and key.
 import { expandHome, resolvePaths, type Env } from '../paths';
-import { parseProxyJump, type Profile, type ProfileHost } from '../../../trainer/protocol/profile';
+import { parseProxyJump, type Profile, type ProfileHost } from '../../common';
 import type { SshConnectOptions, SshEndpoint } from './connect';
 import { SshError } from './ssh-error';
 

@@ -4,10 +4,11 @@
 // and batch, keeps the fastest, and measures the whole training step before and after. It is not
 // a graph compiler (tfjs has none); the report says exactly what was chosen.
 import * as tf from '@tensorflow/tfjs-core';
-import { candidates, convBackpropFilter, convBackpropInput, convForward, type ConvGeometry, type ConvImpl } from './conv-kernels';
-import { gemmInfo, wasmBackend } from './gemm-kernels';
-import type { TfjsResNet, TfjsResNetInternals } from './resnet50';
-import { allUnits } from './resnet50-spec';
+import { candidates, convBackpropFilter, convBackpropInput, convForward, type ConvImpl } from './conv/conv-kernels';
+import type { ConvGeometry } from './conv/conv-geometry';
+import { gemmInfo, wasmBackend } from './kernels/gemm-kernels';
+import type { TfjsResNet, TfjsResNetInternals } from './model/resnet50';
+import { allUnits } from './model/resnet50-spec';
 import { median } from '../../util/stats';
 
 export interface CompileReport {
@@ -104,7 +105,14 @@ export function applyCompilePlan(model: TfjsResNet, plan: Record<string, ConvImp
   for (const [conv, impl] of Object.entries(plan)) model.setImpl(conv, impl);
 }
 
-export async function compileTrainStep(model: TfjsResNet, sample: CompileSample, opts: { reps?: number; log?: (m: string) => void } = {}): Promise<CompileReport> {
+/** Where a compile is: stage `index` (1-based) of `total`. */
+export interface CompileProgress {
+  stage: string;
+  index: number;
+  total: number;
+}
+
+export async function compileTrainStep(model: TfjsResNet, sample: CompileSample, opts: { reps?: number; log?: (m: string) => void; onProgress?: (p: CompileProgress) => void } = {}): Promise<CompileReport> {
   if (!isInternals(model)) throw new Error('compileTrainStep: the model was not made by createResNet50');
   const reps = opts.reps ?? 3;
   const log = opts.log ?? (() => undefined);
@@ -117,11 +125,14 @@ export async function compileTrainStep(model: TfjsResNet, sample: CompileSample,
   const n = sample.batch;
   const chosen = new Map<string, { impl: ConvImpl; note: string }>();
   const plan: Record<string, ConvImpl> = {};
+  // Stages: each distinct conv geometry timed, then the whole step timed with and without the plan.
+  const total = new Set(units.map((u, i) => geoKey(u.geo) + (i === 0 ? ' (no dx)' : ''))).size + 1;
   for (const [i, u] of units.entries()) {
     const g = u.geo;
     const key = geoKey(g) + (i === 0 ? ' (no dx)' : '');
     let pick = chosen.get(key);
     if (!pick) {
+      opts.onProgress?.({ stage: `conv ${key}`, index: chosen.size + 1, total });
       const c = candidates(g);
       const w = model.param(`${u.conv}.weight`) as tf.Tensor4D;
       const x = tf.randomNormal([n, g.inSize, g.inSize, g.cin], 0, 1, 'float32', 1) as tf.Tensor4D;
@@ -149,6 +160,8 @@ export async function compileTrainStep(model: TfjsResNet, sample: CompileSample,
 
   // Kernels that win alone can lose inside the step (caches, memory traffic between layers): the
   // tuned plan is kept only if the whole step is faster than with the defaults, the two timed in turns.
+  opts.onProgress?.({ stage: 'whole step, tuned vs default kernels', index: total, total });
+  await new Promise((r) => setImmediate(r));
   const [tunedMs, baselineStepMs] = timePlans(model, sample, grad, reps, [plan, defaults], clock);
   const keepTuned = tunedMs <= baselineStepMs;
   applyCompilePlan(model, keepTuned ? plan : defaults);

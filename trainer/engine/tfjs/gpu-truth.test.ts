@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GpuRequiredError, initBackend } from './backend';
-import { cudaSonames, tensorflowDevice, type HostGpuFacts } from './gpu-truth';
+import { tensorflowDevice, type HostGpuFacts } from './gpu-truth';
+import { cudaSonames } from '../../util/cuda-libs';
 import { parseGpuRows } from '../../util/nvidia-smi';
 
 const A100S = parseGpuRows(

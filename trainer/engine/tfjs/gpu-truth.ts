@@ -8,6 +8,7 @@
 // `readHostGpuFacts` is the one place that looks at the host.
 import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { cudaSonames, libtensorflowNeeds } from '../../util/cuda-libs';
 import { describeGpu, readGpuRows, resolveCudaDevice, type GpuRow, type MigRow } from '../../util/nvidia-smi';
 
 export interface TensorflowBackendFacts {
@@ -27,17 +28,6 @@ export interface HostGpuFacts {
   /** Sonames the dynamic loader can find, e.g. ["libcudart.so.12"], ["libcudnn.so.8"]. */
   cudart: string[];
   cudnn: string[];
-}
-
-/** What each libtensorflow that tfjs-node-gpu ships needs (tensorflow.org's tested build configurations). */
-export const LIBTENSORFLOW_NEEDS: Record<string, { cuda: string; cudnn: string; cudartSoname: string; cudnnSoname: string }> = {
-  '2.9': { cuda: '11.2', cudnn: '8.1', cudartSoname: 'libcudart.so.11.0', cudnnSoname: 'libcudnn.so.8' },
-  '2.7': { cuda: '11.2', cudnn: '8.1', cudartSoname: 'libcudart.so.11.0', cudnnSoname: 'libcudnn.so.8' },
-};
-
-export function libtensorflowNeeds(version: string | undefined): (typeof LIBTENSORFLOW_NEEDS)[string] | undefined {
-  const mm = /^(\d+\.\d+)/.exec(version ?? '')?.[1];
-  return mm ? LIBTENSORFLOW_NEEDS[mm] : undefined;
 }
 
 export interface DeviceTruth {
@@ -77,18 +67,6 @@ export function tensorflowDevice(be: TensorflowBackendFacts, host: HostGpuFacts 
   }
   const gpuWarning = `asked for a GPU (tfjs-node-gpu) but running on the CPU: ${why.join('; ')}`;
   return { gpu: false, device: `${cpu} via ${lib} (tfjs-node-gpu fell back to the CPU)`, note: 'binding reports no GPU device', gpuWarning };
-}
-
-/** Sonames of libcudart / libcudnn in `ldconfig -p` output and in the given directories' listings. */
-export function cudaSonames(ldconfig: string, dirListings: string[][]): { cudart: string[]; cudnn: string[] } {
-  const names = new Set<string>();
-  for (const line of ldconfig.split('\n')) {
-    const m = /^\s*(lib(?:cudart|cudnn)\.so\.[\d.]+)\s/.exec(line);
-    if (m) names.add(m[1]!);
-  }
-  for (const files of dirListings) for (const f of files) if (/^lib(?:cudart|cudnn)\.so\.[\d.]+$/.test(f)) names.add(f);
-  const sorted = [...names].sort();
-  return { cudart: sorted.filter((n) => n.startsWith('libcudart')), cudnn: sorted.filter((n) => n.startsWith('libcudnn')) };
 }
 
 export async function readHostGpuFacts(): Promise<HostGpuFacts> {

@@ -1,0 +1,274 @@
+// The Api contract: everything the dashboard (and any other client) can ask of core. Defined once
+// here and implemented once in core (electron/core/service); Electron IPC (preload + main) and
+// `cohort serve` (WebSocket) are two transports of the same contract. Two verbs, as VS Code's IPC:
+// methods return Promises, `onXxx` subscriptions return a disposer.
+import type { CohortEvent, RunStatus, TrainConfig } from '../../trainer/protocol';
+import type { Profile, ProfileHost } from './profile';
+import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
+
+// ---- shapes that cross the boundary --------------------------------------------------------
+
+export interface GpuInfo {
+  index: number;
+  name: string;
+  memoryBytes: number;
+  driver: string;
+  cuda: string;
+}
+
+/** What `probe` found on one host. */
+export interface HostProbe {
+  host: string;
+  ok: boolean;
+  error?: ApiErrorInfo;
+  probedAt: string;
+  os?: string;
+  arch?: string;
+  cores?: number;
+  memBytes?: number;
+  /** Node on the host's PATH (the trainer needs ≥ 20). */
+  node?: { version: string; path: string; ok: boolean };
+  gpus: GpuInfo[];
+  tfjsNodeGpu: boolean;
+  tfjsNode: boolean;
+  /** The Python the agent would pick (a CUDA torch first) and its torch. */
+  python?: { path: string; version: string };
+  torch?: { version: string; cuda: boolean };
+  /** Every Python interpreter found (profile's, system, PATH, venvs under the workdir, conda) and the torch each offers. */
+  pythons?: { path: string; version: string; torch?: string; cuda?: boolean; cudaVersion?: string; gpus?: number }[];
+}
+
+export interface DeployProgress {
+  host: string;
+  phase: 'check' | 'upload' | 'verify' | 'cached' | 'done' | 'failed';
+  bytes: number;
+  totalBytes: number;
+  message?: string;
+}
+
+export interface DeployResult {
+  host: string;
+  ok: boolean;
+  /** True when the bundle was already on the host (nothing transferred). */
+  cached: boolean;
+  bytesSent: number;
+  remoteDir: string;
+  error?: ApiErrorInfo;
+}
+
+export interface HostKeyInfo {
+  host: string;
+  address: string;
+  port: number;
+  keyType: string;
+  /** OpenSSH style: SHA256:base64. */
+  fingerprint: string;
+  /** Set when the key differs from the recorded one (never trusted automatically). */
+  knownFingerprint?: string;
+}
+
+export type ConnectionResult = { ok: true; host: string; latencyMs: number } | { ok: false; host: string; error: ApiErrorInfo; hostKey?: HostKeyInfo };
+
+export interface ApiErrorInfo {
+  code: string;
+  message: string;
+  hint?: string;
+}
+
+/** Where one host keeps a durable run's record: its workdir and the trainer bundle's entry there. */
+export interface HostRecordRef {
+  host: string;
+  workdir: string;
+  entry: string;
+}
+
+/** A run's state as the local history knows it (a cache of the hosts' record; `lost`: no host of
+ *  the run answered for a long time, see `lastSeenAt`). */
+export type RunMetaStatus = RunStatus | 'queued' | 'starting' | 'running' | 'restarting' | 'lost';
+
+/** The run history record (meta.json of a run). */
+export interface RunMeta {
+  id: string;
+  profile: string;
+  startedAt: string;
+  endedAt?: string;
+  status: RunMetaStatus;
+  /** Where each host keeps the run's record (attach and stop from any client go there). */
+  record?: HostRecordRef[];
+  /** When a host of the run last answered (ISO time); set with status `lost`. */
+  lastSeenAt?: string;
+  config: TrainConfig;
+  hosts: { name: string; address?: string; ranks: number[] }[];
+  worldSize: number;
+  versions: Record<string, string>;
+  medianGlobalSamplesPerSec?: number | null;
+  steps?: number;
+  error?: string;
+  /** The process that started the run (informational: stopping goes through the hosts, never a signal to it). */
+  controllerPid?: number;
+  profileSnapshot?: unknown;
+  /** What ran, from the run's own hello/plan/compile events (config is what was asked for). */
+  applied?: AppliedConfig;
+}
+
+/** The configuration a run really had, next to RunMeta.config (what was asked). */
+export interface AppliedConfig {
+  engine?: string;
+  backend?: string;
+  /** Rank 0's device, as the engine checked it at run time. */
+  device?: string;
+  /** Every distinct device the ranks really used (from the plan event). */
+  devices?: string[];
+  /** A rank asked for a GPU and runs on the CPU. */
+  gpuFellBack?: boolean;
+  fp16Compute?: boolean;
+  bf16Compute?: boolean;
+  fp16Transport?: boolean;
+  /** 'on' (the compiled/tuned step runs), 'defaults kept' (tuned plan was slower), 'failed', 'skipped', 'not run', 'off'. */
+  compile?: string;
+  /** Environment switches that change the run (COHORT_TORCH_EXTRAS, TF_*, CUDA_*, NCCL_*, …), as the hosts had them. */
+  envSwitches?: Record<string, string>;
+}
+
+export interface StartRunRequest {
+  profile: string;
+  /** For the `local` profile: how many ranks (default 1). Cluster profiles use their slots. */
+  ranks?: number;
+  config: Partial<TrainConfig>;
+  acceptNewHostKeys?: boolean;
+}
+
+export interface RunEventMessage {
+  runId: string;
+  /** The event's index in the run's record (events.jsonl): a client that attached with
+   *  `attachRun` keeps the messages with seq >= its `nextSeq`, so it sees no event twice and
+   *  misses none. */
+  seq: number;
+  event: CohortEvent;
+}
+
+/** What `attachRun` hands back: the run's record so far, and where live messages continue. */
+export interface RunAttachment {
+  meta: RunMeta;
+  events: CohortEvent[];
+  /** The seq of the next live RunEventMessage of this run. */
+  nextSeq: number;
+  /** True while the run is still going (live messages follow through onRunEvent). */
+  live: boolean;
+}
+
+export interface StopRunOptions {
+  /** Skip the grace period (a second Ctrl-C): close every host's channel at once. */
+  force?: boolean;
+}
+
+export interface CohortApi {
+  listProfiles(): Promise<Profile[]>;
+  /** Creates or replaces a profile; `previousName` renames. Returns the stored profile. */
+  saveProfile(profile: unknown, previousName?: string): Promise<Profile>;
+  deleteProfile(name: string): Promise<void>;
+  importSshConfig(): Promise<{ hosts: ProfileHost[]; skipped: { what: string; reason: string }[] }>;
+  testConnection(profile: string, host: string): Promise<ConnectionResult>;
+  /** Records a host key the user confirmed (the fingerprint must match what the host presents). */
+  trustHostKey(key: HostKeyInfo): Promise<void>;
+  probe(profile: string): Promise<HostProbe[]>;
+  deploy(profile: string): Promise<DeployResult[]>;
+  startRun(req: StartRunRequest): Promise<{ runId: string }>;
+  /** Stops the run on every host, whichever client started it; resolves when it has ended. */
+  stopRun(runId: string, opts?: StopRunOptions): Promise<void>;
+  /** The run's record so far plus where its live events continue: subscribe with onRunEvent
+   *  first, then attach, and keep messages with seq >= nextSeq (a reload or a second client). */
+  attachRun(runId: string): Promise<RunAttachment>;
+  listRuns(): Promise<RunMeta[]>;
+  getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }>;
+  exportRunsCsv(runIds: string[]): Promise<string>;
+  onRunEvent(listener: (m: RunEventMessage) => void): () => void;
+  onDeployProgress(listener: (p: DeployProgress) => void): () => void;
+}
+
+export type ApiMethod = Exclude<keyof CohortApi, `on${string}`>;
+export type ApiEvent = Extract<keyof CohortApi, `on${string}`>;
+
+export const API_EVENTS = ['onRunEvent', 'onDeployProgress'] as const satisfies readonly ApiEvent[];
+
+// ---- argument validation (every transport validates before calling core) --------------------
+
+const name = (v: unknown, p: string) => {
+  if (typeof v !== 'string' || !v.trim()) throw new DecodeError(p, 'expected a non-empty string');
+  return v;
+};
+
+/** Decoders for each method's argument list; they throw DecodeError naming the argument. */
+export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<CohortApi[M]> } = {
+  listProfiles: () => [],
+  saveProfile: (a) => [a[0], a[1] === undefined ? undefined : name(a[1], 'previousName')],
+  deleteProfile: (a) => [name(a[0], 'name')],
+  importSshConfig: () => [],
+  testConnection: (a) => [name(a[0], 'profile'), name(a[1], 'host')],
+  trustHostKey: (a) => {
+    const o = obj(a[0], 'key');
+    return [
+      {
+        host: str(o, 'host', 'key', { nonEmpty: true }),
+        address: str(o, 'address', 'key', { nonEmpty: true }),
+        port: optNum(o, 'port', 'key', { int: true, min: 1, max: 65535 }) ?? 22,
+        keyType: str(o, 'keyType', 'key'),
+        fingerprint: str(o, 'fingerprint', 'key', { nonEmpty: true }),
+        ...(optStr(o, 'knownFingerprint', 'key') ? { knownFingerprint: optStr(o, 'knownFingerprint', 'key')! } : {}),
+      },
+    ];
+  },
+  probe: (a) => [name(a[0], 'profile')],
+  deploy: (a) => [name(a[0], 'profile')],
+  startRun: (a) => {
+    const o: Obj = obj(a[0], 'request');
+    const ranks = optNum(o, 'ranks', 'request', { int: true, min: 1, max: 64 });
+    const accept = optBool(o, 'acceptNewHostKeys', 'request');
+    return [
+      {
+        profile: str(o, 'profile', 'request', { nonEmpty: true }),
+        config: obj(o.config ?? {}, 'request.config') as Partial<TrainConfig>,
+        ...(ranks === undefined ? {} : { ranks }),
+        ...(accept === undefined ? {} : { acceptNewHostKeys: accept }),
+      },
+    ];
+  },
+  stopRun: (a) => {
+    if (a[1] === undefined) return [name(a[0], 'runId')];
+    const force = optBool(obj(a[1], 'options'), 'force', 'options');
+    return [name(a[0], 'runId'), force === undefined ? {} : { force }];
+  },
+  attachRun: (a) => [name(a[0], 'runId')],
+  listRuns: () => [],
+  getRun: (a) => [name(a[0], 'runId')],
+  exportRunsCsv: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
+};
+
+export const API_METHODS = Object.keys(API_ARGS) as ApiMethod[];
+
+export function isApiMethod(m: unknown): m is ApiMethod {
+  return typeof m === 'string' && (API_METHODS as string[]).includes(m);
+}
+
+/** Errors cross transports as plain data (VS Code's {name, message} idea, plus our code and hint). */
+export function toApiError(err: unknown): ApiErrorInfo {
+  const e = err as { code?: unknown; message?: unknown; hint?: unknown };
+  return {
+    code: typeof e?.code === 'string' ? e.code : err instanceof DecodeError ? 'bad-argument' : 'error',
+    message: typeof e?.message === 'string' ? e.message : String(err),
+    ...(typeof e?.hint === 'string' ? { hint: e.hint } : {}),
+  };
+}
+
+export class ApiCallError extends Error {
+  readonly code: string;
+  readonly hint?: string;
+  constructor(info: ApiErrorInfo) {
+    super(info.message);
+    this.name = 'ApiCallError';
+    this.code = info.code;
+    if (info.hint) this.hint = info.hint;
+  }
+}
+
+
