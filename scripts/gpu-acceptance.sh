@@ -24,9 +24,9 @@ IMG=${IMG:-224} BS=${BS:-64} STEPS=${STEPS:-60} LOG=${LOG:-10} WARM=${WARM:-5}
 OUT=${OUT:-$(mktemp -d "${TMPDIR:-/tmp}/cohort-gpu-acceptance.XXXXXX")}
 mkdir -p "$OUT"
 export CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES:-0} CUDA_DEVICE_ORDER=PCI_BUS_ID PYTHONUNBUFFERED=1
-# The torch engine: where this checkout keeps it (it is moving from resources/engines/ to trainer/engine/torch/).
+# The torch engine: where this checkout keeps it (the built copy, npm run build: it reads train-config.json beside it).
 ENGINE=${ENGINE:-}
-for c in "$REPO/resources/engines/torch_engine.py" "$REPO"/trainer/engine/torch/torch_engine.py "$REPO"/trainer/engine/torch/main.py; do
+for c in "$REPO/resources/trainer/engines/torch_engine.py" "$REPO/resources/engines/torch_engine.py"; do
   [ -z "$ENGINE" ] && [ -f "$c" ] && ENGINE=$c
 done
 [ -n "$ENGINE" ] || { echo "gpu-acceptance: cannot find the torch engine script in $REPO"; exit 2; }
