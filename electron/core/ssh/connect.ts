@@ -4,7 +4,7 @@
 import type { Duplex } from 'node:stream';
 import ssh2, { type AuthHandlerMiddleware, type AuthenticationType, type Client, type ClientChannel, type ParsedKey } from 'ssh2';
 import { KeyRing } from './keys';
-import { addKnownHost, checkHostKey, fingerprintSha256, keyTypeOf, knownHostsName, readKnownHosts } from './known-hosts';
+import { addKnownHost, checkHostKey, fingerprintSha256, keyTypeOf, knownHostsName, knownKeyTypes, preferredHostKeyAlgorithms, readKnownHosts } from './known-hosts';
 import { SshError, classifySshError, describeHost } from './ssh-error';
 
 export interface SshEndpoint {
@@ -85,6 +85,8 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
     throw new SshError('ssh-auth', endpoint.name, `${who}: no authentication method to try`, 'give the host an identityFile in the profile, or start ssh-agent and set SSH_AUTH_SOCK');
   }
 
+  // Ask for the key type known_hosts already vouches for (OpenSSH's order_hostkeyalgs).
+  const hostKeyAlgorithms = preferredHostKeyAlgorithms(knownKeyTypes(await readKnownHosts(opts.knownHostsPath), knownHostsName(endpoint.address, endpoint.port)));
   const client = new ssh2.Client();
   const state = { connected: false, ready: false, hostKeyError: undefined as SshError | undefined, agentError: undefined as unknown, lastError: undefined as unknown };
   const tried: string[] = [];
@@ -179,6 +181,7 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
         ...(sock ? { sock } : {}),
         hostVerifier,
         authHandler,
+        ...(hostKeyAlgorithms ? { algorithms: { serverHostKey: hostKeyAlgorithms } } : {}),
         readyTimeout: timeoutMs,
         keepaliveInterval: opts.keepaliveIntervalMs ?? 5_000,
         keepaliveCountMax: opts.keepaliveCountMax ?? 3,
@@ -206,18 +209,17 @@ async function verifyHostKey(endpoint: SshEndpoint, key: Buffer, opts: SshConnec
       throw new SshError(
         'ssh-host-key-changed',
         endpoint.name,
-        `${who}: HOST KEY CHANGED for ${name}: ${opts.knownHostsPath} line ${check.line} has ${check.keyType} ${check.knownFingerprint}, but the server presented ${keyType} ${fingerprint}. ` +
+        `${who}: REMOTE HOST IDENTIFICATION HAS CHANGED for ${name}: ${opts.knownHostsPath} line ${check.line} has ${check.keyType} ${check.knownFingerprint}, but the server presented ${keyType} ${fingerprint}. ` +
           'Someone could be intercepting the connection, or the host was reinstalled',
         `If you trust the new key, remove line ${check.line} (ssh-keygen -R ${shellWord(name)} -f ${shellWord(opts.knownHostsPath)}) and connect again with --accept-new-host-key`,
         { details: { ...details, line: check.line, knownFingerprint: check.knownFingerprint } },
       );
     case 'unknown': {
       if (!opts.acceptNewHostKey) {
-        const others = check.otherKeyTypes.length ? ` (known_hosts has other key types for it: ${check.otherKeyTypes.map((o) => `${o.keyType} on line ${o.line}`).join(', ')})` : '';
         throw new SshError(
           'ssh-host-key-unknown',
           endpoint.name,
-          `${who}: unknown host key for ${name}: ${keyType} ${fingerprint}${others}`,
+          `${who}: unknown host key for ${name}: ${keyType} ${fingerprint}`,
           `Verify the fingerprint (on the host: ssh-keygen -lf /etc/ssh/ssh_host_${keyType.replace(/^ssh-/, '')}_key.pub), then connect with --accept-new-host-key to record it in ${opts.knownHostsPath}`,
           { details },
         );

@@ -4,6 +4,7 @@
 // are skipped (we do not do host certificates). Format: sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT".
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import type { ServerHostKeyAlgorithm } from 'ssh2';
 import { writeFileAtomic, withFileLock } from '../../../trainer/util/atomic-write';
 
 export interface KnownHostEntry {
@@ -19,7 +20,8 @@ export interface KnownHostEntry {
 
 export type HostKeyCheck =
   | { status: 'known'; line: number }
-  | { status: 'unknown'; otherKeyTypes: { keyType: string; line: number }[] }
+  | { status: 'unknown' }
+  /** `keyType` is the type of the known key on `line` (it may differ from the presented key's). */
   | { status: 'changed'; line: number; keyType: string; knownFingerprint: string }
   | { status: 'revoked'; line: number };
 
@@ -94,11 +96,33 @@ export function checkHostKey(entries: KnownHostEntry[], name: string, keyBlob: U
   const live = matching.filter((e) => !e.marker);
   const same = live.find((e) => e.key === keyB64);
   if (same) return { status: 'known', line: same.line };
-  const sameType = live.find((e) => e.keyType === keyType);
-  if (sameType) {
-    return { status: 'changed', line: sameType.line, keyType, knownFingerprint: fingerprintSha256(Buffer.from(sameType.key, 'base64')) };
+  // OpenSSH: any key already known for this host (of any type) that is not the presented one means
+  // the identity changed. A key of another type is not "new": accepting it would let a man in the
+  // middle through by simply offering a type the client has not seen (accept-new refuses it too).
+  const known = live.find((e) => e.keyType === keyType) ?? live[0];
+  if (known) {
+    return { status: 'changed', line: known.line, keyType: known.keyType, knownFingerprint: fingerprintSha256(Buffer.from(known.key, 'base64')) };
   }
-  return { status: 'unknown', otherKeyTypes: live.map((e) => ({ keyType: e.keyType, line: e.line })) };
+  return { status: 'unknown' };
+}
+
+/** Host key types with a live (not @revoked) known_hosts entry for `name`, in file order. */
+export function knownKeyTypes(entries: KnownHostEntry[], name: string): string[] {
+  return [...new Set(entries.filter((e) => !e.marker && hostFieldMatches(e.hosts, name)).map((e) => e.keyType))];
+}
+
+/** The server host key algorithms a client offers by default, strongest first (ssh2's default set). */
+const DEFAULT_HOST_KEY_ALGORITHMS: ServerHostKeyAlgorithm[] = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
+
+/**
+ * The host key algorithms to offer, the ones matching keys already known for the host first
+ * (OpenSSH's order_hostkeyalgs): a host with an RSA key on record is asked for its RSA key rather
+ * than an ed25519 one we would have to refuse as "changed". Undefined when nothing is known.
+ */
+export function preferredHostKeyAlgorithms(knownTypes: string[]): ServerHostKeyAlgorithm[] | undefined {
+  const first = DEFAULT_HOST_KEY_ALGORITHMS.filter((alg) => knownTypes.includes(alg === 'rsa-sha2-512' || alg === 'rsa-sha2-256' ? 'ssh-rsa' : alg));
+  if (first.length === 0) return undefined;
+  return [...first, ...DEFAULT_HOST_KEY_ALGORITHMS.filter((a) => !first.includes(a))];
 }
 
 export async function readKnownHosts(path: string): Promise<KnownHostEntry[]> {
