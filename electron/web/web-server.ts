@@ -19,7 +19,28 @@ export interface WebServerOptions {
   port?: number;
   /** Fixed token (tests); default: 32 random bytes, hex. */
   token?: string;
+  /** Work bounds (defaults: WEB_LIMITS). */
+  limits?: Partial<WebLimits>;
 }
+
+/**
+ * What one dashboard server will hold at once. A connection's calls run at most `perConnection`
+ * at a time and `overall` across connections; further messages wait in the connection's queue,
+ * and when that queue passes `queuedPerConnection` the server stops reading the socket (TCP
+ * backpressure on the sender) until it drains. Worst case held: overall × maxMessageBytes of
+ * arguments plus, per connection, the queue and one socket read's worth of messages.
+ */
+export interface WebLimits {
+  perConnection: number;
+  overall: number;
+  queuedPerConnection: number;
+  /** Largest WebSocket message accepted (a larger one closes the socket with 1009). */
+  maxMessageBytes: number;
+  /** Replies not yet written to a slow reader; past this no new call starts on that connection. */
+  maxBufferedReplyBytes: number;
+}
+
+export const WEB_LIMITS: WebLimits = { perConnection: 16, overall: 64, queuedPerConnection: 256, maxMessageBytes: 1024 * 1024, maxBufferedReplyBytes: 8 * 1024 * 1024 };
 
 const COOKIE = 'cohort_token';
 const TYPES: Record<string, string> = {
@@ -57,14 +78,26 @@ export class WebServer {
   private readonly sockets = new Set<WebSocket>();
   private disposed: Promise<void> | undefined;
   private bound: AddressInfo | undefined;
+  private readonly limits: WebLimits;
+  /** Calls running now, all connections together. */
+  private inFlight = 0;
+  /** Connections with queued calls waiting for an overall slot. */
+  private readonly waiting = new Set<() => void>();
 
   constructor(private readonly opts: WebServerOptions) {
     this.token = opts.token ?? randomBytes(32).toString('hex');
-    this.http = createServer((req, res) => void this.onRequest(req, res));
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
+    this.limits = { ...WEB_LIMITS, ...opts.limits };
+    this.http = createServer((req, res) => {
+      // Nothing a request carries may take the server (and every run it holds) down.
+      this.onRequest(req, res).catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+        res.end(`500: ${err instanceof Error ? err.message : String(err)}\n`);
+      });
+    });
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: this.limits.maxMessageBytes });
     this.http.on('upgrade', (req, socket, head) => {
-      const url = new URL(req.url ?? '/', 'http://x');
-      if (url.pathname !== '/ws' || !this.authorized(req, url) || !this.sameOrigin(req)) {
+      const url = parseRequestUrl(req.url);
+      if (!url || url.pathname !== '/ws' || !this.authorized(req, url) || !this.sameOrigin(req)) {
         socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
@@ -137,7 +170,7 @@ export class WebServer {
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://x');
+    const url = parseRequestUrl(req.url);
     const headers: Record<string, string> = {
       'Content-Security-Policy': CSP,
       'X-Content-Type-Options': 'nosniff',
@@ -145,6 +178,10 @@ export class WebServer {
       'Cross-Origin-Opener-Policy': 'same-origin',
       'Cache-Control': 'no-store',
     };
+    if (!url) {
+      res.writeHead(400, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }).end('400: malformed request URL\n');
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { ...headers, Allow: 'GET, HEAD' }).end();
       return;
@@ -157,7 +194,13 @@ export class WebServer {
       // Assets are requested without the query string; the cookie authorises them.
       headers['Set-Cookie'] = `${COOKIE}=${this.token}; Path=/; HttpOnly; SameSite=Strict`;
     }
-    const rel = url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname.slice(1));
+    let rel: string;
+    try {
+      rel = url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname.slice(1));
+    } catch {
+      res.writeHead(400, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }).end('400: malformed percent-encoding in the path\n');
+      return;
+    }
     const file = normalize(join(this.opts.staticDir, rel));
     if (!file.startsWith(normalize(this.opts.staticDir) + sep)) {
       res.writeHead(404, headers).end();
@@ -180,6 +223,20 @@ export class WebServer {
     createReadStream(file).pipe(res);
   }
 
+  private async runCall(text: string): Promise<unknown> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      return { id: null, error: { code: 'bad-message', message: 'expected a JSON text message {id, method, args}' } };
+    }
+    try {
+      return (await handleCallMessage(this.opts.api, raw)) ?? { id: null, error: { code: 'bad-message', message: 'the call has no id' } };
+    } catch (err) {
+      return { id: null, error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } };
+    }
+  }
+
   private onSocket(ws: WebSocket): void {
     this.sockets.add(ws);
     const send = (msg: unknown) => {
@@ -189,22 +246,67 @@ export class WebServer {
       this.opts.api.onRunEvent((payload) => send({ event: 'onRunEvent', payload })),
       this.opts.api.onDeployProgress((payload) => send({ event: 'onDeployProgress', payload })),
     ];
+    // Calls wait here (raw text, parsed when they start) and run within the limits.
+    const queue: string[] = [];
+    let running = 0;
+    let paused = false;
+    let closed = false;
+    const pump = (): void => {
+      this.waiting.delete(pump);
+      while (!closed && queue.length > 0 && running < this.limits.perConnection) {
+        if (ws.bufferedAmount > this.limits.maxBufferedReplyBytes) return; // resumed by the next send's callback
+        if (this.inFlight >= this.limits.overall) {
+          this.waiting.add(pump);
+          return;
+        }
+        const text = queue.shift() as string;
+        running++;
+        this.inFlight++;
+        void this.runCall(text).then((reply) => {
+          running--;
+          this.inFlight--;
+          if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(reply), () => pump());
+          pump();
+          for (const other of [...this.waiting]) {
+            if (this.inFlight >= this.limits.overall) break;
+            other();
+          }
+        });
+      }
+      if (paused && queue.length < this.limits.queuedPerConnection / 2) {
+        paused = false;
+        ws.resume();
+      }
+    };
     ws.on('message', (data, isBinary) => {
-      let raw: unknown;
-      try {
-        if (isBinary) throw new Error('binary');
-        raw = JSON.parse(String(data));
-      } catch {
+      if (isBinary) {
         send({ id: null, error: { code: 'bad-message', message: 'expected a JSON text message {id, method, args}' } });
         return;
       }
-      void handleCallMessage(this.opts.api, raw).then((reply) => send(reply ?? { id: null, error: { code: 'bad-message', message: 'the call has no id' } }));
+      queue.push(String(data));
+      if (!paused && queue.length >= this.limits.queuedPerConnection) {
+        paused = true;
+        ws.pause(); // stop reading: the sender waits on TCP instead of this process holding its burst
+      }
+      pump();
     });
     ws.on('close', () => {
+      closed = true;
+      queue.length = 0;
+      this.waiting.delete(pump);
       for (const off of subs) off();
       this.sockets.delete(ws);
     });
     ws.on('error', () => ws.terminate());
+  }
+}
+
+/** The request's URL, or undefined when it cannot be parsed (answered 400, never thrown). */
+function parseRequestUrl(raw: string | undefined): URL | undefined {
+  try {
+    return new URL(raw ?? '/', 'http://x');
+  } catch {
+    return undefined;
   }
 }
 
