@@ -56,7 +56,7 @@ describe('WebServer (cohort serve)', () => {
   it('answers 401 without the token, 200 with it (URL or cookie)', async () => {
     expect((await fetch(`${origin}/`)).status).toBe(401);
     expect((await fetch(`${origin}/assets/a.js`)).status).toBe(401);
-    expect((await fetch(`${origin}/assets/a.js`, { headers: { cookie: 'cohort_token=nope' } })).status).toBe(401);
+    expect((await fetch(`${origin}/assets/a.js`, { headers: { cookie: `cohort_assets_${server.port}=nope` } })).status).toBe(401);
     const page = await fetch(server.url);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-security-policy')).toMatch(/default-src 'self'.*script-src 'self'/);

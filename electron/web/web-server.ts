@@ -1,6 +1,10 @@
 // `cohort serve`: the dashboard over HTTP + WebSocket on one port. Loopback by default, and every
-// request (page, assets, WebSocket upgrade) must carry the per-launch token, in the URL
-// (`?token=`) or in the cookie the page response sets. Anything else gets 401.
+// request (page, assets, WebSocket upgrade) must be authorised, else 401. The WebSocket (the Api:
+// the only thing that can act) takes the per-launch token from its URL (`?token=`) and nothing
+// else. The token never goes into a cookie: browsers send a host's cookies to every port on it
+// (RFC 6265 §8.5), so any other server on 127.0.0.1 would receive it. The cookie the page response
+// sets instead carries a separate asset key that only fetches the static bundle, and its name
+// holds the port, so two dashboards on one host never overwrite each other's cookie.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -42,7 +46,10 @@ export interface WebLimits {
 
 export const WEB_LIMITS: WebLimits = { perConnection: 16, overall: 64, queuedPerConnection: 256, maxMessageBytes: 1024 * 1024, maxBufferedReplyBytes: 8 * 1024 * 1024 };
 
-const COOKIE = 'cohort_token';
+/** The asset cookie's name for a server on `port` (one per port: dashboards do not overwrite each other). */
+export function assetCookieName(port: number): string {
+  return `cohort_assets_${port}`;
+}
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -73,6 +80,8 @@ export function isLoopback(host: string): boolean {
 
 export class WebServer {
   readonly token: string;
+  /** Authorises static files only (page and bundle), never the Api; what the cookie carries. */
+  private readonly assetKey = randomBytes(32).toString('hex');
   private readonly http: Server;
   private readonly wss: WebSocketServer;
   private readonly sockets = new Set<WebSocket>();
@@ -97,7 +106,7 @@ export class WebServer {
     this.wss = new WebSocketServer({ noServer: true, maxPayload: this.limits.maxMessageBytes });
     this.http.on('upgrade', (req, socket, head) => {
       const url = parseRequestUrl(req.url);
-      if (!url || url.pathname !== '/ws' || !this.authorized(req, url) || !this.sameOrigin(req)) {
+      if (!url || url.pathname !== '/ws' || !this.tokenOk(url.searchParams.get('token')) || !this.sameOrigin(req)) {
         socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
@@ -148,14 +157,12 @@ export class WebServer {
   }
 
   private tokenOk(candidate: string | undefined | null): boolean {
-    if (!candidate) return false;
-    const a = Buffer.from(candidate);
-    const b = Buffer.from(this.token);
-    return a.length === b.length && timingSafeEqual(a, b);
+    return secretEquals(candidate, this.token);
   }
 
-  private authorized(req: IncomingMessage, url: URL): boolean {
-    return this.tokenOk(url.searchParams.get('token')) || this.tokenOk(readCookie(req.headers.cookie, COOKIE));
+  /** Static files: the token in the URL, or this server's asset cookie. */
+  private assetAuthorized(req: IncomingMessage, url: URL): boolean {
+    return this.tokenOk(url.searchParams.get('token')) || secretEquals(readCookie(req.headers.cookie, assetCookieName(this.port)), this.assetKey);
   }
 
   /** Browsers always send Origin on WebSocket upgrades: refuse other sites (cross-site WS hijack). */
@@ -186,13 +193,13 @@ export class WebServer {
       res.writeHead(405, { ...headers, Allow: 'GET, HEAD' }).end();
       return;
     }
-    if (!this.authorized(req, url)) {
+    if (!this.assetAuthorized(req, url)) {
       res.writeHead(401, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }).end('401: this Cohort dashboard needs the token printed by `cohort serve` (open the URL it printed).\n');
       return;
     }
     if (this.tokenOk(url.searchParams.get('token'))) {
       // Assets are requested without the query string; the cookie authorises them.
-      headers['Set-Cookie'] = `${COOKIE}=${this.token}; Path=/; HttpOnly; SameSite=Strict`;
+      headers['Set-Cookie'] = `${assetCookieName(this.port)}=${this.assetKey}; Path=/; HttpOnly; SameSite=Strict`;
     }
     let rel: string;
     try {
@@ -308,6 +315,13 @@ function parseRequestUrl(raw: string | undefined): URL | undefined {
   } catch {
     return undefined;
   }
+}
+
+function secretEquals(candidate: string | undefined | null, secret: string): boolean {
+  if (!candidate) return false;
+  const a = Buffer.from(candidate);
+  const b = Buffer.from(secret);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function readCookie(header: string | undefined, name: string): string | undefined {
