@@ -3,7 +3,8 @@
 // authentication; every failure comes back as an SshError naming the host and what failed.
 import type { Duplex } from 'node:stream';
 import ssh2, { type AuthHandlerMiddleware, type AuthenticationType, type Client, type ClientChannel, type ParsedKey } from 'ssh2';
-import { KeyRing } from './keys';
+import { access } from 'node:fs/promises';
+import { KeyRing, agentPublicBlobs, inspectIdentity, type IdentityInfo } from './keys';
 import { addKnownHost, checkHostKey, fingerprintSha256, keyTypeOf, knownHostsName, knownKeyTypes, preferredHostKeyAlgorithms, readKnownHosts } from './known-hosts';
 import { SshError, classifySshError, describeHost } from './ssh-error';
 
@@ -13,7 +14,7 @@ export interface SshEndpoint {
   address: string;
   port: number;
   user: string;
-  /** Private key path; without it only ssh-agent is tried. */
+  /** Private key path; without it ssh-agent and the default identities are tried (as OpenSSH does). */
   identityFile?: string;
 }
 
@@ -35,6 +36,8 @@ export interface SshConnectOptions {
   hashKnownHosts?: boolean;
   /** ssh-agent socket (the composition root passes SSH_AUTH_SOCK); undefined = no agent. */
   agentSocket?: string;
+  /** Tried when an endpoint has no identityFile, in order, skipping missing ones (sshOptionsFromEnv: ~/.ssh/id_ed25519, id_ecdsa, id_rsa). */
+  defaultIdentityFiles?: string[];
   /** Decrypted-key cache and passphrase prompt; default: a KeyRing that cannot prompt. */
   keys?: KeyRing;
   /** TCP connect + handshake + authentication budget per hop. Default 10 s. */
@@ -72,18 +75,7 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
   const keys = opts.keys ?? new KeyRing();
   if (opts.signal?.aborted) throw aborted(endpoint, who);
 
-  const attempts: AuthAttempt[] = [];
-  if (endpoint.identityFile) {
-    const key: ParsedKey = await keys.load(endpoint.identityFile, endpoint.name);
-    attempts.push({ label: `publickey (${endpoint.identityFile})`, method: 'publickey', build: (username) => ({ type: 'publickey', username, key }) });
-  }
-  if (opts.agentSocket) {
-    const agent = opts.agentSocket;
-    attempts.push({ label: `agent (${agent})`, method: 'publickey', build: (username) => ({ type: 'agent', username, agent }) });
-  }
-  if (attempts.length === 0) {
-    throw new SshError('ssh-auth', endpoint.name, `${who}: no authentication method to try`, 'give the host an identityFile in the profile, or start ssh-agent and set SSH_AUTH_SOCK');
-  }
+  const { attempts, notes } = await authAttempts(endpoint, opts, keys, who);
 
   // Ask for the key type known_hosts already vouches for (OpenSSH's order_hostkeyalgs).
   const hostKeyAlgorithms = preferredHostKeyAlgorithms(knownKeyTypes(await readKnownHosts(opts.knownHostsPath), knownHostsName(endpoint.address, endpoint.port)));
@@ -165,7 +157,7 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
         return;
       }
       if (state.hostKeyError) return fail(state.hostKeyError);
-      if (err.level === 'client-authentication') return fail(authError(endpoint, who, tried, serverMethods, state.agentError));
+      if (err.level === 'client-authentication') return fail(authError(endpoint, who, tried, serverMethods, state.agentError, notes));
       fail(classifySshError(err, { host: endpoint, connected: state.connected, ready: false, timeoutMs, ...(via ? { via } : {}) }));
     });
     client.on('close', () => {
@@ -231,15 +223,76 @@ async function verifyHostKey(endpoint: SshEndpoint, key: Buffer, opts: SshConnec
   }
 }
 
-function authError(endpoint: SshEndpoint, who: string, tried: string[], serverMethods: string[], agentError: unknown): SshError {
+/**
+ * What to offer the server, in OpenSSH's order: ssh-agent first, then the identity file (or, with
+ * none set, the default identities that exist). An encrypted key the agent holds is left to the
+ * agent (no passphrase asked); one that cannot be decrypted without a prompt is skipped when
+ * something else can still be tried, and said in `notes`.
+ */
+async function authAttempts(endpoint: SshEndpoint, opts: SshConnectOptions, keys: KeyRing, who: string): Promise<{ attempts: AuthAttempt[]; notes: string[] }> {
+  const attempts: AuthAttempt[] = [];
+  const notes: string[] = [];
+  const agent = opts.agentSocket;
+  if (agent) attempts.push({ label: `agent (${agent})`, method: 'publickey', build: (username) => ({ type: 'agent', username, agent }) });
+  const explicit = endpoint.identityFile !== undefined;
+  const files = endpoint.identityFile !== undefined ? [endpoint.identityFile] : (opts.defaultIdentityFiles ?? []);
+  let agentBlobs: Buffer[] | undefined;
+  for (const path of files) {
+    if (!explicit && !(await access(path).then(() => true, () => false))) continue; // OpenSSH skips missing defaults quietly
+    let info: IdentityInfo;
+    try {
+      info = await inspectIdentity(path, endpoint.name);
+    } catch (err) {
+      if (explicit) throw err;
+      notes.push(`skipped ${path}: ${(err as Error).message.replace(`${endpoint.name}: `, '')}`);
+      continue;
+    }
+    if (info.encrypted) {
+      const blob = info.publicBlob;
+      if (agent && blob) {
+        agentBlobs ??= await agentPublicBlobs(agent);
+        if (agentBlobs.some((b) => b.equals(blob))) {
+          notes.push(`${path} is encrypted; ssh-agent holds it`);
+          continue;
+        }
+      }
+      if (!keys.canPrompt && (agent || !explicit)) {
+        notes.push(`skipped ${path}: encrypted, no terminal to ask its passphrase on, and ssh-agent does not hold it (ssh-add ${path})`);
+        continue;
+      }
+    }
+    let key: ParsedKey;
+    try {
+      key = await keys.load(path, endpoint.name);
+    } catch (err) {
+      if (explicit && !agent) throw err;
+      notes.push(`skipped ${path}: ${(err as Error).message.replace(`${endpoint.name}: `, '')}`);
+      continue;
+    }
+    attempts.push({ label: `publickey (${path})`, method: 'publickey', build: (username) => ({ type: 'publickey', username, key }) });
+  }
+  if (attempts.length === 0) {
+    const looked = explicit ? '' : `; no identityFile set and no default identity usable (${files.length ? files.join(', ') : 'none configured'})`;
+    throw new SshError(
+      'ssh-auth',
+      endpoint.name,
+      `${who}: no authentication method to try${looked}${notes.length ? `; ${notes.join('; ')}` : ''}`,
+      'give the host an identityFile in the profile, or start ssh-agent and set SSH_AUTH_SOCK',
+      { details: { notes } },
+    );
+  }
+  return { attempts, notes };
+}
+
+function authError(endpoint: SshEndpoint, who: string, tried: string[], serverMethods: string[], agentError: unknown, notes: string[]): SshError {
   const triedText = tried.length ? `tried ${tried.join(', ')}` : 'no method could be tried';
-  const agentNote = agentError ? `; ssh-agent failed: ${(agentError as Error).message}` : '';
+  const agentNote = (agentError ? `; ssh-agent failed: ${(agentError as Error).message}` : '') + (notes.length ? `; ${notes.join('; ')}` : '');
   return new SshError(
     'ssh-auth',
     endpoint.name,
     `${who}: authentication failed for user "${endpoint.user}": ${triedText}${agentNote}; the server accepts: ${serverMethods.join(', ') || 'nothing'}`,
     `Check the user name and that the matching public key is in ~${endpoint.user}/.ssh/authorized_keys on the host`,
-    { details: { tried, serverMethods } },
+    { details: { tried, serverMethods, ...(notes.length ? { notes } : {}) } },
   );
 }
 
