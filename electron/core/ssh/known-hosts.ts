@@ -3,9 +3,10 @@
 // `!negation`, `[host]:port` names for non-22 ports and the @revoked marker. @cert-authority lines
 // are skipped (we do not do host certificates). Format: sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT".
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { appendFile, mkdir, open, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { ServerHostKeyAlgorithm } from 'ssh2';
-import { writeFileAtomic, withFileLock } from '../../../trainer/util/atomic-write';
+import { withFileLock } from '../../../trainer/util/atomic-write';
 
 export interface KnownHostEntry {
   /** 1-based line number in the file (what `ssh-keygen -R` and users count by). */
@@ -140,25 +141,68 @@ export function hashHostName(name: string, salt: Buffer = randomBytes(20)): stri
 }
 
 /**
- * Records an accepted host key (OpenSSH's accept-new): rewrites the file atomically with the new
- * line appended, under an in-process lock so parallel connects do not lose each other's lines.
- * Returns the new line's number.
+ * Records an accepted host key (OpenSSH's accept-new) the way ssh does: one line appended to the
+ * file, so a symlinked known_hosts stays a symlink (its target gets the line) and the inode, mode
+ * and owner are kept. Writers in this process and in other processes are serialised by a lock file
+ * beside the target (`<file>.lock`, O_EXCL); under the lock the file is re-read, so a key another
+ * process recorded meanwhile is not added twice and no process's line is lost. Returns the line number.
  */
 export async function addKnownHost(path: string, name: string, keyBlob: Uint8Array, opts: { hash?: boolean } = {}): Promise<number> {
-  return withFileLock(path, async () => {
-    let text = '';
+  const target = await resolveTarget(path);
+  await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+  return withFileLock(target, () =>
+    withLockFile(target, async () => {
+      let text = '';
+      try {
+        text = await readFile(target, 'utf8');
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
+      }
+      // Another connection may have recorded the same key meanwhile.
+      const existing = checkHostKey(parseKnownHosts(text), name, keyBlob);
+      if (existing.status === 'known') return existing.line;
+      const hostField = opts.hash ? hashHostName(name) : name;
+      const line = `${text !== '' && !text.endsWith('\n') ? '\n' : ''}${hostField} ${keyTypeOf(keyBlob)} ${Buffer.from(keyBlob).toString('base64')}\n`;
+      await appendFile(target, line, { mode: 0o600 }); // one write(2) with O_APPEND
+      return (text + line).split('\n').length - 1;
+    }),
+  );
+}
+
+/** The file a (possibly symlinked, possibly not yet existing) path writes to. */
+async function resolveTarget(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') return path; // not there yet: appendFile creates it (through a dangling link, at its target)
+    throw err;
+  }
+}
+
+const LOCK_STALE_MS = 10_000;
+const LOCK_WAIT_MS = 15_000;
+
+/** Runs `fn` holding `<target>.lock` (created O_EXCL; a lock older than 10 s is taken as stale). */
+async function withLockFile<T>(target: string, fn: () => Promise<T>): Promise<T> {
+  const lock = `${target}.lock`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
     try {
-      text = await readFile(path, 'utf8');
+      const fh = await open(lock, 'wx', 0o600);
+      await fh.writeFile(String(process.pid));
+      await fh.close();
+      break;
     } catch (err) {
-      if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
+      if ((err as { code?: unknown }).code !== 'EEXIST') throw err;
+      const age = await stat(lock).then((st) => Date.now() - st.mtimeMs, () => 0);
+      if (age > LOCK_STALE_MS) await rm(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`${lock} has been held for ${Math.round(age / 1000)} s by another process; remove it if no ssh/cohort is writing ${target}`);
+      else await new Promise((r) => setTimeout(r, delay + Math.random() * delay));
     }
-    // Another connection may have recorded the same key meanwhile.
-    const existing = checkHostKey(parseKnownHosts(text), name, keyBlob);
-    if (existing.status === 'known') return existing.line;
-    if (text !== '' && !text.endsWith('\n')) text += '\n';
-    const hostField = opts.hash ? hashHostName(name) : name;
-    text += `${hostField} ${keyTypeOf(keyBlob)} ${Buffer.from(keyBlob).toString('base64')}\n`;
-    await writeFileAtomic(path, text, { mode: 0o600 });
-    return text.split('\n').length - 1;
-  });
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lock, { force: true });
+  }
 }
