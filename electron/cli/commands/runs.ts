@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { RunMeta } from '../../../trainer/protocol';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv } from '../../core/runs/run-csv';
-import { RunStore } from '../../core/runs/run-store';
+import { RunIdError, RunStore, isValidRunId } from '../../core/runs/run-store';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
 import type { CliIo } from '../io';
@@ -20,6 +20,7 @@ function storeOf(io: CliIo): RunStore {
 
 function requireRun(store: RunStore, id: string | undefined): RunMeta {
   if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${RUNS_USAGE}`);
+  if (!isValidRunId(id)) throw new UsageError(new RunIdError(id).message);
   const meta = store.meta(id) ?? store.list().find((m) => m.id.startsWith(id));
   if (!meta) throw new UsageError(`no run "${id}" in ${store.runsDir}; "cohort runs list" shows the recorded runs`);
   return meta;
@@ -31,7 +32,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
   const store = storeOf(io);
   switch (sub) {
     case 'list': {
-      const runs = store.list();
+      const runs = store.list({ onSkip: (file, reason) => io.stderr.write(`warning: skipped ${file}: ${reason}\n`) });
       if (values.json) io.stdout.write(JSON.stringify(runs, null, 2) + '\n');
       else if (!runs.length) io.stdout.write(`no runs recorded yet in ${store.runsDir}\n`);
       else {
