@@ -5,6 +5,7 @@ import { profilesCommand } from './commands/profiles';
 import { runCommand } from './commands/run';
 import { serveCommand } from './commands/serve';
 import { runsCommand, stopCommand } from './commands/runs';
+import { quietOnClosedPipe } from './closed-pipe';
 import { EXIT, UsageError } from './exit-codes';
 import type { CliIo } from './io';
 
@@ -22,7 +23,7 @@ commands:
 
 async function main(argv: string[]): Promise<number> {
   const [cmd, ...rest] = argv;
-  const io: CliIo = { env: process.env, stdout: process.stdout, stderr: process.stderr, stdin: process.stdin };
+  const io: CliIo = { env: process.env, stdout: quietOnClosedPipe(process.stdout), stderr: quietOnClosedPipe(process.stderr), stdin: process.stdin };
   try {
     switch (cmd) {
       case 'run':

@@ -60,6 +60,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     throw err;
   }
   const { runId, controller, recorder } = started;
+  recorder.onWriteProblem((message) => io.stderr.write(`cohort: ${message}\n`)); // disk full: said once, the run goes on
   controller.onEvent((e) => printer.event(e));
   const onSignal = () => controller.cancel('interrupted (Ctrl-C)');
   process.on('SIGINT', onSignal);

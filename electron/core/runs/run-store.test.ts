@@ -64,3 +64,47 @@ describe('RunStore', () => {
     expect(stop.stderr).toContain('"../../outside" is not a run id');
   }, 60_000);
 });
+
+// A full disk: a real 2 MiB tmpfs as the data dir (root only; skipped elsewhere).
+const canMount = process.getuid?.() === 0;
+describe.skipIf(!canMount)('RunRecorder on a full disk (2 MiB tmpfs)', () => {
+  it('keeps the run going, says so once, and catches up when space returns', async () => {
+    const { execFileSync } = await import('node:child_process');
+    const { readFileSync, statfsSync } = await import('node:fs');
+    const mnt = mkdtempSync(join(tmpdir(), 'cohort-full-'));
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=2m', 'tmpfs', mnt]);
+    try {
+      const store = new RunStore(join(mnt, 'runs'));
+      const id = '20261123-090000-full';
+      const rec = store.create({ id, profile: 'local', status: 'running', startedAt: new Date().toISOString(), worldSize: 1, config: {} as never, hosts: [], versions: {} });
+      const problems: string[] = [];
+      rec.onWriteProblem((m) => problems.push(m));
+      // Fill the disk.
+      try {
+        execFileSync('dd', ['if=/dev/zero', `of=${join(mnt, 'filler')}`, 'bs=64k'], { stdio: 'ignore' });
+      } catch {
+        // dd ends with ENOSPC: that is the point
+      }
+      expect(statfsSync(mnt).bavail).toBe(0);
+      const n = 2000;
+      for (let i = 0; i < n; i++) rec.record({ type: 'log', v: 1, time: i, host: 'local', rank: 0, message: `line ${i} ${'x'.repeat(100)}` } as never);
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/no space left on device \(ENOSPC\); training continues/);
+      expect(rec.writeProblem).toBeDefined();
+      // Space returns: the next write catches up, in order.
+      rmSync(join(mnt, 'filler'));
+      await new Promise((r) => setTimeout(r, 600));
+      rec.update({ status: 'ok', steps: n });
+      expect(rec.writeProblem).toBeUndefined();
+      expect(problems.at(-1)).toMatch(/has caught up/);
+      rec.close();
+      const lines = readFileSync(join(mnt, 'runs', id, 'events.jsonl'), 'utf8').trim().split('\n');
+      expect(lines).toHaveLength(n);
+      expect(lines.map((l) => (JSON.parse(l) as { time: number }).time)).toEqual(Array.from({ length: n }, (_, i) => i));
+      expect(store.meta(id)).toMatchObject({ status: 'ok', steps: n });
+    } finally {
+      execFileSync('umount', [mnt]);
+      rmSync(mnt, { recursive: true, force: true });
+    }
+  });
+});

@@ -43,11 +43,29 @@ export function newRunId(now = new Date()): string {
   return `${stamp}-${Math.random().toString(36).slice(2, 6)}`;
 }
 
+/** Bytes of run record held in memory while the disk refuses writes; past this the newest are dropped (counted). */
+export const RECORD_BACKLOG_MAX_BYTES = 16 * 1024 * 1024;
+const RETRY_MS = 500;
+
+/**
+ * Writes one run's record. A write that fails after the start (ENOSPC, EIO, quota) never throws into
+ * the run: the lines are held in memory (up to RECORD_BACKLOG_MAX_BYTES), the problem is reported
+ * once to onWriteProblem listeners, and every later record() retries (at most every 0.5 s) so the
+ * files catch up, in order, when space returns. close() makes a last attempt and reports what is lost.
+ */
 export class RunRecorder {
   readonly dir: string;
   private eventsFd: number;
   private logFds = new Map<string, number>();
   private closed = false;
+  /** Lines not yet on disk, in order, with the file they belong to. */
+  private backlog: { file: string; text: string }[] = [];
+  private backlogBytes = 0;
+  private droppedBytes = 0;
+  private metaDirty = false;
+  private failing: string | undefined;
+  private lastTry = 0;
+  private readonly problemListeners = new Set<(message: string) => void>();
 
   constructor(
     runsDir: string,
@@ -55,41 +73,126 @@ export class RunRecorder {
   ) {
     this.dir = join(runsDir, checkRunId(meta.id));
     mkdirSync(join(this.dir, 'logs'), { recursive: true });
-    this.writeMeta();
+    writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(this.meta, null, 2) + '\n');
     this.eventsFd = openSync(join(this.dir, 'events.jsonl'), 'a');
+  }
+
+  /** Told (once per episode) when the record cannot be written and when it has caught up. Returns a disposer. */
+  onWriteProblem(listener: (message: string) => void): () => void {
+    this.problemListeners.add(listener);
+    if (this.failing) listener(this.failing);
+    return () => this.problemListeners.delete(listener);
+  }
+
+  /** The current write problem, if the record is behind. */
+  get writeProblem(): string | undefined {
+    return this.failing;
   }
 
   record(e: CohortEvent): void {
     if (this.closed) return;
-    writeSync(this.eventsFd, JSON.stringify(e) + '\n');
+    this.write('events.jsonl', JSON.stringify(e) + '\n');
     if (e.type === 'log') this.log(e.host ?? 'unknown', e.rank, e.message);
   }
 
   log(host: string, rank: number | undefined, line: string): void {
     if (this.closed) return;
-    const name = `${safe(host)}-${rank === undefined ? 'agent' : rank}.log`;
-    let fd = this.logFds.get(name);
-    if (fd === undefined) {
-      fd = openSync(join(this.dir, 'logs', name), 'a');
-      this.logFds.set(name, fd);
-    }
-    writeSync(fd, line.endsWith('\n') ? line : line + '\n');
+    this.write(join('logs', `${safe(host)}-${rank === undefined ? 'agent' : rank}.log`), line.endsWith('\n') ? line : line + '\n');
   }
 
   update(patch: Partial<RunMeta>): void {
     this.meta = { ...this.meta, ...patch };
-    this.writeMeta();
+    this.metaDirty = true;
+    this.flush(true);
   }
 
   close(): void {
     if (this.closed) return;
+    this.flush(true);
     this.closed = true;
+    if (this.backlogBytes > 0 || this.metaDirty || this.droppedBytes > 0) {
+      this.tell(`the run record in ${this.dir} is incomplete: ${this.backlogBytes + this.droppedBytes} bytes of events/logs${this.metaDirty ? ' and the final meta.json' : ''} could not be written (${this.failing ?? 'write failed'})`);
+    }
     closeSync(this.eventsFd);
     for (const fd of this.logFds.values()) closeSync(fd);
   }
 
-  private writeMeta(): void {
-    writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(this.meta, null, 2) + '\n');
+  private write(file: string, text: string): void {
+    if (this.backlog.length === 0 && !this.metaDirty) {
+      const rest = this.tryWrite(file, text);
+      if (rest === '') return;
+      text = rest;
+    }
+    if (this.backlogBytes + text.length > RECORD_BACKLOG_MAX_BYTES) this.droppedBytes += Buffer.byteLength(text);
+    else {
+      this.backlog.push({ file, text });
+      this.backlogBytes += text.length;
+    }
+    this.flush(false);
+  }
+
+  /** Writes what it can; returns the part not written ('' when all went). Records the failure. */
+  private tryWrite(file: string, text: string): string {
+    let buf = Buffer.from(text);
+    try {
+      const fd = this.fdOf(file);
+      while (buf.length > 0) buf = buf.subarray(writeSync(fd, buf));
+      return '';
+    } catch (err) {
+      this.fail(err);
+      return buf.toString();
+    }
+  }
+
+  private fdOf(file: string): number {
+    if (file === 'events.jsonl') return this.eventsFd;
+    let fd = this.logFds.get(file);
+    if (fd === undefined) {
+      fd = openSync(join(this.dir, file), 'a');
+      this.logFds.set(file, fd);
+    }
+    return fd;
+  }
+
+  /** Retries the backlog (throttled unless `now`), then meta.json. */
+  private flush(now: boolean): void {
+    if (this.closed || (this.backlog.length === 0 && !this.metaDirty)) return;
+    if (!now && this.failing && Date.now() - this.lastTry < RETRY_MS) return;
+    this.lastTry = Date.now();
+    while (this.backlog.length > 0) {
+      const head = this.backlog[0];
+      const rest = this.tryWrite(head.file, head.text);
+      this.backlogBytes -= head.text.length - rest.length;
+      if (rest !== '') {
+        head.text = rest;
+        return;
+      }
+      this.backlog.shift();
+    }
+    if (this.metaDirty) {
+      try {
+        writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(this.meta, null, 2) + '\n');
+        this.metaDirty = false;
+      } catch (err) {
+        this.fail(err);
+        return;
+      }
+    }
+    if (this.failing) {
+      this.failing = undefined;
+      this.tell(`the run record in ${this.dir} has caught up${this.droppedBytes ? ` (${this.droppedBytes} bytes of logs were dropped while the disk was full)` : ''}`);
+    }
+  }
+
+  private fail(err: unknown): void {
+    if (this.failing) return;
+    const code = (err as { code?: unknown }).code;
+    this.failing = `cannot write the run record in ${this.dir}: ${code === 'ENOSPC' ? 'no space left on device (ENOSPC)' : String(code ?? err)}; training continues, and the record is kept in memory (up to ${RECORD_BACKLOG_MAX_BYTES / 1024 / 1024} MiB) and written when space returns`;
+    this.tell(this.failing);
+  }
+
+  private tell(message: string): void {
+    for (const l of this.problemListeners) l(message);
   }
 }
 
