@@ -41,12 +41,12 @@ export async function probeCommand(args: string[], io: CliIo): Promise<number> {
 }
 
 export async function deployCommand(args: string[], io: CliIo): Promise<number> {
-  const usage = 'usage: cohort deploy PROFILE [--accept-new-host-key] [--json]';
-  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
+  const usage = 'usage: cohort deploy PROFILE [--force] [--accept-new-host-key] [--json]\n  --force  upload the bundle again even when the host has a verified copy';
+  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' }, force: { type: 'boolean' } });
   const profile = await loadProfile(io, positionals[0], usage);
   const cluster = makeCluster(io);
   try {
-    const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], onProgress: progressPrinter(io) });
+    const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], force: !!values.force, onProgress: progressPrinter(io) });
     if (values.json) io.stdout.write(JSON.stringify(results, null, 2) + '\n');
     else for (const r of results) io.stdout.write(r.ok ? `${r.host}: ${r.cached ? 'already deployed' : `deployed ${(r.bytesSent / 2 ** 20).toFixed(1)} MiB`} at ${r.remoteDir}\n` : `${r.host}: FAILED: ${r.error?.message}\n${r.error?.hint ? `  hint: ${r.error.hint}\n` : ''}`);
     return exitForHosts(results);
@@ -92,7 +92,7 @@ export async function provisionCommand(args: string[], io: CliIo): Promise<numbe
 function exitForHosts(results: { ok: boolean; error?: { code: string } }[]): number {
   const bad = results.find((r) => !r.ok);
   if (!bad) return EXIT.ok;
-  return bad.error?.code.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+  return bad.error?.code.startsWith('ssh-') || bad.error?.code === 'deploy-failed' ? EXIT.connection : EXIT.trainingFailed;
 }
 
 export function progressPrinter(io: CliIo): (p: DeployProgress) => void {
