@@ -26,6 +26,7 @@ import {
 import { relaxedSimdNodeFlags } from '../engine/tfjs/kernel-asm';
 import { LogTail, stdoutEmitter, writeEvent, type Emit } from '../train/emit';
 import { chooseEngine, type EngineChoice } from './engine-choice';
+import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
 
 /** Exit codes of the agent (core maps them onto run status). */
 export const AGENT_EXIT = { ok: 0, failed: 1, badSpec: 2, cancelled: 130 } as const;
@@ -162,8 +163,10 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
   const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false };
   const decoder = new EventLineDecoder();
   const host = spec.host;
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    const res = decoder.decodeLine(line);
+  // Event lines can be large (a done event); plain log lines are cut at MAX_LOG_LINE_BYTES.
+  boundedLines(child.stdout!, 4 * 1024 * 1024, (raw) => {
+    const res = decoder.decodeLine(raw);
+    const line = capLogLine(raw);
     if (res?.kind === 'event') {
       const e = res.event;
       if (e.type === 'error') {
@@ -176,7 +179,7 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     p.tail.add(line);
     emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stdout', message: line });
   });
-  createInterface({ input: child.stderr! }).on('line', (line) => {
+  boundedLines(child.stderr!, MAX_LOG_LINE_BYTES, (line) => {
     p.tail.add(line);
     emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stderr', message: line });
   });
@@ -186,6 +189,10 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     p.reportedError = true;
   });
   return p;
+}
+
+function capLogLine(line: string): string {
+  return line.length <= MAX_LOG_LINE_BYTES ? line : `${line.slice(0, MAX_LOG_LINE_BYTES)}… [${line.length - MAX_LOG_LINE_BYTES} characters cut]`;
 }
 
 /** The network interface the kernel would use to reach `addr` (Linux `ip route get`), if known. */
