@@ -98,6 +98,9 @@ export async function profilesCommand(args: string[], io: CliIo): Promise<number
         ...(values.hosts ? { only: String(values.hosts).split(',').filter(Boolean) } : {}),
       });
       for (const s of imported.skipped) io.stderr.write(`skipped ${s.what}: ${s.reason}\n`);
+      const asked = values.hosts ? String(values.hosts).split(',').filter(Boolean) : [];
+      const missing = asked.filter((a) => !imported.hosts.some((h) => h.name === a));
+      if (missing.length) throw new UsageError(`not imported: ${missing.join(', ')} (reasons above); nothing was saved`);
       if (!imported.hosts.length) throw new UsageError(`no hosts imported from ${paths.sshConfigPath}`);
       const p = await store.put({ name, hosts: imported.hosts.map((h) => ({ ...h, ...hostDefaults() })) }, { overwrite: !!values.force });
       io.stdout.write(`saved profile ${p.name} with ${p.hosts.length} host(s) from ${paths.sshConfigPath}\n`);
