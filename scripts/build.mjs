@@ -43,11 +43,8 @@ await build({
 });
 const wasmDist = join(dirname(require.resolve('@tensorflow/tfjs-backend-wasm/package.json')), 'dist');
 for (const f of readdirSync(wasmDist).filter((f) => f.endsWith('.wasm'))) copyFileSync(join(wasmDist, f), join(out, 'wasm', f));
-const engines = join(root, 'resources', 'engines');
-if (existsSync(engines)) {
-  mkdirSync(join(out, 'engines'), { recursive: true });
-  for (const f of readdirSync(engines).filter((f) => f.endsWith('.py'))) copyFileSync(join(engines, f), join(out, 'engines', f));
-}
+// The PyTorch engine (trainer/engine/torch: torch_engine.py and its package), Python sources only.
+copyPython(join(root, 'trainer', 'engine', 'torch'), join(out, 'engines'));
 writeFileSync(join(out, 'manifest.json'), JSON.stringify(manifest(out), null, 2) + '\n');
 
 await build({
@@ -62,6 +59,19 @@ await build({
   logLevel: 'warning',
 });
 console.log(`built ${relative(root, out)} (${manifest(out).hash.slice(0, 12)}) and dist/cli.mjs`);
+
+/** Copies the .py files under `from` (no __pycache__) to `to`, keeping the folder structure. */
+function copyPython(from, to) {
+  if (!existsSync(from)) return;
+  for (const e of readdirSync(from, { withFileTypes: true })) {
+    if (e.isDirectory()) {
+      if (e.name !== '__pycache__') copyPython(join(from, e.name), join(to, e.name));
+    } else if (e.name.endsWith('.py')) {
+      mkdirSync(to, { recursive: true });
+      copyFileSync(join(from, e.name), join(to, e.name));
+    }
+  }
+}
 
 /** Files with sha256 each, and one hash over all of them: the deploy cache key. */
 function manifest(dir) {

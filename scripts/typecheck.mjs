@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 
 const projects = [
   'trainer/protocol/tsconfig.json',
+  'electron/common/tsconfig.json',
   'trainer/tsconfig.json',
   'electron/core/tsconfig.json',
   'electron/main/tsconfig.json',

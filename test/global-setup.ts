@@ -19,7 +19,7 @@ function newest(dir: string): number {
 export default function setup(): void {
   const manifest = join(root, 'resources', 'trainer', 'manifest.json');
   const built = existsSync(manifest) ? statSync(manifest).mtimeMs : 0;
-  const sources = Math.max(...['trainer', 'resources/engines', 'electron', 'renderer'].map((d) => newest(join(root, d))));
+  const sources = Math.max(...['trainer', 'electron', 'renderer'].map((d) => newest(join(root, d))));
   if (sources <= built) return;
   try {
     execFileSync(process.execPath, [join(root, 'scripts', 'build.mjs')], { stdio: 'inherit', cwd: root });

@@ -3,7 +3,7 @@
 // (dispatchCall validates with API_ARGS) before core sees it. This module takes the few Electron
 // objects it needs as parameters (structural types), so tests drive it with fakes: the Electron
 // binary cannot be installed on the build machines.
-import type { CohortApi } from '../../trainer/protocol';
+import type { CohortApi } from '../common';
 import { dispatchCall, type Envelope } from '../core/service/dispatch';
 
 export const CALL_CHANNEL = 'cohort:call';

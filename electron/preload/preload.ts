@@ -1,8 +1,8 @@
-// Preload: exposes exactly the Api (trainer/protocol/api.ts) as `window.cohort`, nothing more.
+// Preload: exposes exactly the Api (electron/common/api.ts) as `window.cohort`, nothing more.
 // Methods go over the one invoke channel; failures reject with plain ApiErrorInfo objects (Error
 // subclasses lose their fields crossing contextBridge); onXxx subscriptions return a disposer.
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
-import { API_EVENTS, API_METHODS, type ApiErrorInfo } from '../../trainer/protocol/api';
+import { API_EVENTS, API_METHODS, type ApiErrorInfo } from '../common';
 
 const CALL_CHANNEL = 'cohort:call';
 const EVENT_CHANNEL = 'cohort:event';

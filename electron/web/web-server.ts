@@ -12,7 +12,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
-import type { CohortApi } from '../../trainer/protocol';
+import type { CohortApi } from '../common';
 import { handleCallMessage } from '../core/service/dispatch';
 
 export interface WebServerOptions {

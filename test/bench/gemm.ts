@@ -9,9 +9,9 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
-import { initBackend } from '../../trainer/engine/tfjs/backend';
-import { cpuMs } from '../../trainer/engine/tfjs/compile';
-import { emptyTensor, heapPtr, relaxedSimdAvailable, wasmGemm } from '../../trainer/engine/tfjs/gemm-kernels';
+import { cpuMs, initBackend } from '../../trainer/engine/tfjs';
+import { emptyTensor, heapPtr, wasmGemm } from '../../trainer/engine/tfjs/kernels/gemm-kernels';
+import { relaxedSimdAvailable } from '../../trainer/util/wasm-asm';
 import { countOption, machine, median, writeResults } from './bench-util';
 
 const FLAG = '--experimental-wasm-relaxed-simd';

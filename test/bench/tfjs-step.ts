@@ -8,11 +8,8 @@
 import * as tf from '@tensorflow/tfjs-core';
 import { spawnSync } from 'node:child_process';
 import os from 'node:os';
-import { initBackend, type BackendInfo } from '../../trainer/engine/tfjs/backend';
-import { compileTrainStep, cpuMs, type CompileReport } from '../../trainer/engine/tfjs/compile';
-import { gemmInfo } from '../../trainer/engine/tfjs/gemm-kernels';
-import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernel-asm';
-import { createResNet50, type TfjsResNet } from '../../trainer/engine/tfjs/resnet50';
+import { compileTrainStep, cpuMs, createResNet50, gemmInfo, initBackend, type BackendInfo, type CompileReport, type TfjsResNet } from '../../trainer/engine/tfjs';
+import { relaxedSimdNodeFlags } from '../../trainer/util/wasm-asm';
 import { countOption, stringOption, machine, median, writeResults } from './bench-util';
 
 const rankFlags = relaxedSimdNodeFlags();

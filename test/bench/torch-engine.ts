@@ -1,4 +1,4 @@
-// Benchmark: the torch engine (resources/engines/torch_engine.py, one rank, driven exactly as the
+// Benchmark: the torch engine (trainer/engine/torch/torch_engine.py, one rank, driven exactly as the
 // host agent drives it) against the plain seed-style PyTorch script (test/bench/torch-reference.py,
 // no Cohort) on the same ResNet-50 step: same threads, batch, image size, steps, warm-up and log
 // windows. Goal: engine img/s ≥ 0.98 × reference. Runs alternate A-B-B-A so a machine that gets
@@ -11,7 +11,7 @@
 //   npx tsx test/bench/torch-engine.ts [--steps 30] [--reps 2] [--threads 2] [--sizes 32,64] [--quiet-wait 300] [--quick]
 //
 // Writes bench/results/torch-engine.json and .md and prints the markdown table. CPU only here:
-// the GPU ladder (native → compile → fp16 → channels-last) is documented in resources/engines/README.md.
+// the GPU ladder (native → compile → fp16 → channels-last) is documented in trainer/engine/torch/README.md.
 import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -205,7 +205,7 @@ async function main(): Promise<void> {
       return `| ${r.imageSize}² | ${r.referenceImgPerSec.toFixed(2)} (${r.referenceMedianImgPerSec.toFixed(2)}) | ${r.engineImgPerSec.toFixed(2)} (${r.engineMedianImgPerSec.toFixed(2)}) | ${r.ratio.toFixed(3)} | ${r.medianRatio.toFixed(3)} | ${all} | ${quiet} | ${Math.min(...loads).toFixed(1)}–${Math.max(...loads).toFixed(1)} |`;
     }),
     '',
-    'GPU hosts: no GPU here, so no GPU number is claimed; see resources/engines/README.md for the ladder to run.',
+    'GPU hosts: no GPU here, so no GPU number is claimed; see trainer/engine/torch/README.md for the ladder to run.',
     '',
   ].join('\n');
   const dir = join(root, 'bench', 'results');

@@ -7,12 +7,11 @@
 // Writes bench/results/winograd.{json,md}.
 import * as tf from '@tensorflow/tfjs-core';
 import { spawnSync } from 'node:child_process';
-import { initBackend } from '../../trainer/engine/tfjs/backend';
-import { cpuMs } from '../../trainer/engine/tfjs/compile';
-import { convBackpropFilter, convBackpropInput, convForward, convGeometry, defaultImpl, type ConvGeometry } from '../../trainer/engine/tfjs/conv-kernels';
-import { tapsSupports } from '../../trainer/engine/tfjs/conv-taps';
-import { gemmInfo } from '../../trainer/engine/tfjs/gemm-kernels';
-import { relaxedSimdNodeFlags } from '../../trainer/engine/tfjs/kernel-asm';
+import { cpuMs, gemmInfo, initBackend } from '../../trainer/engine/tfjs';
+import { convBackpropFilter, convBackpropInput, convForward, defaultImpl } from '../../trainer/engine/tfjs/conv/conv-kernels';
+import { convGeometry, type ConvGeometry } from '../../trainer/engine/tfjs/conv/conv-geometry';
+import { tapsSupports } from '../../trainer/engine/tfjs/conv/conv-taps';
+import { relaxedSimdNodeFlags } from '../../trainer/util/wasm-asm';
 import { countOption, machine, median, writeResults } from './bench-util';
 
 const rankFlags = relaxedSimdNodeFlags();

@@ -1,7 +1,7 @@
 // Network failures and ProxyJump against real sshd hosts in namespaces: each error says what
 // failed for which host. Host 3 sits on a private link to host 1 only (netns mode).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeProfile } from '../../trainer/protocol/profile';
+import { decodeProfile } from '../../electron/common';
 import { HostSession, connectMany, describeHost, resolveTarget } from '../../electron/core/ssh';
 import { harnessMode, leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { connectFailure } from '../helpers/ssh';

@@ -1,4 +1,4 @@
-// The torch engine script (resources/engines/torch_engine.py) run as real Python processes with
+// The torch engine script (trainer/engine/torch/torch_engine.py) run as real Python processes with
 // the rendezvous environment the host agent gives them: one rank, two ranks over gloo, honest
 // capability reports on this CPU-only PyTorch 1.13, CIFAR-100 epochs with checkpoint/resume, and
 // a killed peer failing the survivor fast with nothing left running.

@@ -23,7 +23,8 @@ import {
   type AgentRank,
   type LaunchSpec,
 } from '../protocol';
-import { relaxedSimdNodeFlags } from '../engine/tfjs/kernel-asm';
+import { relaxedSimdNodeFlags } from '../util/wasm-asm';
+import { visibleGpus } from './gpu-env';
 import { LogTail, stdoutEmitter, writeEvent, type Emit } from '../train/emit';
 import { chooseEngine, type EngineChoice } from './engine-choice';
 import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
@@ -153,7 +154,8 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     COHORT_ENGINE_REASON: engine.reason,
     COHORT_THREADS: spec.env.COHORT_THREADS ?? String(threads),
   };
-  if (r.gpu !== undefined) env.CUDA_VISIBLE_DEVICES = String(r.gpu);
+  const gpus = visibleGpus(engine.name, spec.ranks, r);
+  if (gpus !== undefined) env.CUDA_VISIBLE_DEVICES = gpus;
   // The run id in every rank's arguments lets `cohort` find leftovers of a run with ps (python: -X accepts any key).
   // tfjs ranks get relaxed SIMD (FMA in the wasm GEMM kernels) where this Node has it behind a flag (Node 20).
   const [cmd, ...args] =

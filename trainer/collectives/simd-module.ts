@@ -14,7 +14,7 @@
 // (the FP16 library, also PyTorch's c10::Half): they let the FPU do the rounding, so they take
 // fewer lane ops than the integer algorithms of fp16.ts, and give the same bits.
 
-import { FunctionConstants, I32, V128, V128Globals, advance, f32x4, get, i32x4, load, moduleBytes, set, simd, store, v128, whileBelow } from '../util/wasm-asm';
+import { FunctionConstants, I32, V128, V128Globals, advance, f32x4, get, i16x8, i32, i32x4, load, moduleBytes, set, store, v128, whileBelow } from '../util/wasm-asm';
 
 // Locals: 0 d, 1 s, 2 dEnd (params), 3..8 v128 temporaries, then the function's constants.
 const D = 0;
@@ -29,13 +29,13 @@ const T4 = 7;
 const T5 = 8;
 const op = {
   and: v128.and, or: v128.or, xor: v128.xor, bitselect: v128.bitselect,
-  i32lt_s: simd(0x39), i32gt_s: simd(0x3b), maxS: simd(0xb8),
-  narrowU: simd(0x86), extLowU: simd(0xa9), extHighU: simd(0xaa),
-  shl: simd(0xab), shrU: simd(0xad), add: i32x4.add,
+  i32lt_s: i32x4.ltS, i32gt_s: i32x4.gtS, maxS: i32x4.maxS,
+  narrowU: i16x8.narrowI32x4U, extLowU: i32x4.extendLowI16x8U, extHighU: i32x4.extendHighI16x8U,
+  shl: i32x4.shl, shrU: i32x4.shrU, add: i32x4.add,
   fadd: f32x4.add, fsub: f32x4.sub, fmul: f32x4.mul, fdiv: f32x4.div, splat: i32x4.splat,
 };
-const shl = (n: number): number[] => [0x41, n, ...op.shl];
-const shrU = (n: number): number[] => [0x41, n, ...op.shrU];
+const shl = (n: number): number[] => [...i32.const(n), ...op.shl];
+const shrU = (n: number): number[] => [...i32.const(n), ...op.shrU];
 
 /** The module's constants; each kernel's live in locals after its temporaries (V128Globals says why not inline). */
 const constants = new V128Globals();

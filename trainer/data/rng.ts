@@ -27,7 +27,7 @@ export function fnv1a(s: string): number {
  * Uniform floats in [0, 1) from the stream named `stream` of `seed`: one independent sequence per
  * name (the parameter initialisation draws one per parameter). It refers to nothing but
  * `mulberry32` and `fnv1a` of this module and Math, because worker threads rebuild the three from
- * their source text (engine/tfjs/init-rng.ts).
+ * their source text (engine/tfjs/model/init-rng.ts).
  */
 export function streamRng(seed: number, stream: string): () => number {
   return mulberry32((fnv1a(stream) ^ Math.imul(seed | 0, 0x9e3779b1)) >>> 0);

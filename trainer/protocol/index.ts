@@ -1,9 +1,7 @@
 // The common layer's public surface: the event protocol, the run configuration and the launch
-// contract. Plain TypeScript, usable from the trainer, core, CLI, preload and renderer.
+// contract. Plain TypeScript, usable from the trainer, core, CLI, preload and renderer. The app's
+// own contract (the Api, its wire, profiles) is in electron/common.
 export * from './events';
 export * from './launch';
 export * from './train-config';
 export { DecodeError } from './validate';
-export * from './profile';
-export * from './api';
-export * from './api-wire';

@@ -4,7 +4,7 @@
 // the timings that were measured when the plan was made) instead of timing again.
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { CompileReport } from '../engine/tfjs/compile';
+import type { CompileReport } from '../engine/tfjs';
 import { writeFileAtomicSync } from '../util/atomic-write';
 
 /** Bump when kernel implementations change, so old plans are not reused. */

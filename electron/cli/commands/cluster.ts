@@ -1,6 +1,6 @@
 // `cohort probe PROFILE`, `cohort deploy PROFILE`, `cohort provision PROFILE`: talking to a
 // profile's hosts over SSH.
-import type { DeployProgress, Profile } from '../../../trainer/protocol';
+import type { DeployProgress, Profile } from '../../common';
 import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { probeSummary, shellQuote } from '../../core/cluster/probe';
 import { resolvePaths } from '../../core/paths';

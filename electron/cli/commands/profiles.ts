@@ -1,7 +1,7 @@
 // `cohort profiles ...`: the saved cluster profiles (the same store the desktop app uses).
 import { existsSync, readFileSync } from 'node:fs';
 import { userInfo } from 'node:os';
-import { DEFAULT_WORKDIR, profileWorldSize, type ProfileHost } from '../../../trainer/protocol';
+import { DEFAULT_WORKDIR, profileWorldSize, type ProfileHost } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { ProfileStore, importSshConfig } from '../../core/profiles';
 import { EXIT, UsageError } from '../exit-codes';

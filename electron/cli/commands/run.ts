@@ -1,12 +1,12 @@
 // `cohort run --local [--ranks N] [trainer flags] [--json]`: trains on this machine with the
 // same agent, events and run history as a cluster run.
 import { join } from 'node:path';
-import { localProfile } from '../../../trainer/protocol';
+import { localProfile } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { RunStore } from '../../core/runs/run-store';
 import { startRun } from '../../core/runs/start-run';
 import type { SshCluster } from '../../core/cluster/ssh-cluster';
-import type { Profile } from '../../../trainer/protocol';
+import type { Profile } from '../../common';
 import { loadProfile, makeCluster, progressPrinter } from './cluster';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';

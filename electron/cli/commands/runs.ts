@@ -1,7 +1,7 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
-import type { RunMeta } from '../../../trainer/protocol';
+import type { RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv } from '../../core/runs/run-csv';
 import { RunIdError, RunStore, isValidRunId } from '../../core/runs/run-store';

@@ -1,6 +1,7 @@
 // What core can do with a cluster profile's hosts over SSH. One implementation (ssh-cluster.ts,
 // over core/ssh); the CLI, `cohort serve` and Electron all reach hosts only through it.
-import type { ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe, Profile, TrainConfig } from '../../../trainer/protocol';
+import type { TrainConfig } from '../../../trainer/protocol';
+import type { ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe, Profile } from '../../common';
 import type { RunPlan } from '../runs/run-controller';
 
 export interface ClusterOps {

@@ -7,7 +7,7 @@
 // mistaken for a deployed bundle. A failed upload removes its partial directory; partial
 // directories older than an hour (a deploy killed mid-way) are removed by the next deploy.
 import { join, posix } from 'node:path';
-import type { DeployProgress, DeployResult } from '../../../trainer/protocol';
+import type { DeployProgress, DeployResult } from '../../common';
 import type { TrainerBundle } from '../trainer-bundle';
 import { shellQuote } from './probe';
 

@@ -1,7 +1,7 @@
 // Probe: what a host offers (OS, cores, RAM, Node, GPUs, TensorFlow bindings, PyTorch), found by a
 // POSIX shell script run over one SSH exec. Shell, not Node, because a host without Node ≥ 20 must
 // still be described (and told how to fix it). Output is `key=value` lines; parseProbe reads them.
-import type { GpuInfo, HostProbe } from '../../../trainer/protocol';
+import type { GpuInfo, HostProbe } from '../../common';
 
 export const MIN_NODE_MAJOR = 20;
 

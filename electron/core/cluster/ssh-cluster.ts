@@ -3,18 +3,8 @@
 // way the CLI, `cohort serve` and Electron reach hosts.
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import {
-  isLocalProfile,
-  toApiError,
-  type ConnectionResult,
-  type DeployProgress,
-  type DeployResult,
-  type HostKeyInfo,
-  type HostProbe,
-  type Profile,
-  type ProfileHost,
-  type TrainConfig,
-} from '../../../trainer/protocol';
+import type { TrainConfig } from '../../../trainer/protocol';
+import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type RemoteProcess, type SshConnectOptions } from '../ssh';
 import type { AgentChannel, AgentExit } from '../runs/agent-channel';

@@ -3,7 +3,7 @@
 // it is always listed first and cannot be overwritten or removed.
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LOCAL_PROFILE_NAME, ProfileError, decodeProfile, isValidName, localProfile, type Profile } from '../../../trainer/protocol/profile';
+import { LOCAL_PROFILE_NAME, ProfileError, decodeProfile, isValidName, localProfile, type Profile } from '../../common';
 import { writeFileAtomic, withFileLock } from '../../../trainer/util/atomic-write';
 import { BoundedReadError, formatBytes, readBounded } from '../fs/read-bounded';
 

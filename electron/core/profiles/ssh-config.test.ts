@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeProfile } from '../../../trainer/protocol/profile';
+import { decodeProfile } from '../../common';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

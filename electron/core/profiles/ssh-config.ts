@@ -4,7 +4,7 @@
 // Wildcard-only aliases are skipped (they are defaults, not hosts); `Match` blocks and `Include`
 // are not evaluated and are reported as skipped.
 import { readFile } from 'node:fs/promises';
-import { DEFAULT_WORKDIR, ProfileError, decodeProfile, type Profile, type ProfileHost } from '../../../trainer/protocol/profile';
+import { DEFAULT_WORKDIR, ProfileError, decodeProfile, type Profile, type ProfileHost } from '../../common';
 import { expandHome } from '../paths';
 import { ProfileStoreError } from './profile-store';
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_TRAIN_CONFIG, type RunMeta } from '../../../trainer/protocol';
+import { DEFAULT_TRAIN_CONFIG } from '../../../trainer/protocol';
+import type { RunMeta } from '../../common';
 import { runSummaryCsv as runsToCsv } from './run-csv';
 
 const run = (id: string, tput: number | null, extra: Partial<RunMeta> = {}): RunMeta => ({

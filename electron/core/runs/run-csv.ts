@@ -2,7 +2,8 @@
 //  - runSummaryCsv: one row per run with its speedup over the first (the seeds' comparison
 //    tables; the dashboard's "Export CSV");
 //  - runStepsCsv: one row per `step` event of each run (curves; `cohort runs export`).
-import type { CohortEvent, RunMeta } from '../../../trainer/protocol';
+import type { CohortEvent } from '../../../trainer/protocol';
+import type { RunMeta } from '../../common';
 
 
 const SUMMARY_COLUMNS = [

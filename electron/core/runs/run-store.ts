@@ -5,7 +5,8 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
-import { EventLineDecoder, type CohortEvent, type RunMeta } from '../../../trainer/protocol';
+import { EventLineDecoder, type CohortEvent } from '../../../trainer/protocol';
+import type { RunMeta } from '../../common';
 
 export type { RunMeta };
 

@@ -1,6 +1,7 @@
 // Starting a run, the same way for every client (CLI, `cohort serve`, Electron): resolve the
 // profile's config, plan local or cluster hosts, record history, and hand back the controller.
-import { isLocalProfile, resolveRunConfig, type DeployProgress, type Profile, type RunMeta, type TrainConfig } from '../../../trainer/protocol';
+import type { TrainConfig } from '../../../trainer/protocol';
+import { isLocalProfile, resolveRunConfig, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { localWorkdir, planLocalRun } from './local-run';
 import { RunController } from './run-controller';

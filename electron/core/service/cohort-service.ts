@@ -1,27 +1,12 @@
-// The one implementation of the Api contract (trainer/protocol/api.ts) over core. Electron IPC and
+// The one implementation of the Api contract (electron/common/api.ts) over core. Electron IPC and
 // `cohort serve` (WebSocket) both sit in front of this class; neither adds behaviour of its own.
 // Cluster operations go through the injected ClusterOps (SSH); without it they reject with
 // `cluster-unavailable` so the dashboard can say so instead of hanging.
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
-import {
-  ApiCallError,
-  ConfigError,
-  LOCAL_PROFILE_NAME,
-  type CohortApi,
-  type CohortEvent,
-  type ConnectionResult,
-  type DeployProgress,
-  type DeployResult,
-  type HostKeyInfo,
-  type HostProbe,
-  type Profile,
-  type ProfileHost,
-  type RunEventMessage,
-  type RunMeta,
-  type StartRunRequest,
-} from '../../../trainer/protocol';
+import { ConfigError, type CohortEvent } from '../../../trainer/protocol';
+import { ApiCallError, LOCAL_PROFILE_NAME, type CohortApi, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost, type RunEventMessage, type RunMeta, type StartRunRequest } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import type { CohortPaths } from '../paths';
 import { ProfileStore, importSshConfig } from '../profiles';

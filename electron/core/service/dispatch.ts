@@ -2,10 +2,10 @@
 // validate an incoming call, decode its arguments with API_ARGS, call the service, and turn any
 // failure into ApiErrorInfo. Kept free of electron and ws so both transports share it and tests
 // drive it directly.
-// The wire shapes are in trainer/protocol/api-wire.ts.
-import { API_ARGS, decodeCallMessage, isApiMethod, toApiError, type ApiMethod, type CohortApi, type Envelope, type ReplyMessage } from '../../../trainer/protocol';
+// The wire shapes are in electron/common/api-wire.ts.
+import { API_ARGS, decodeCallMessage, isApiMethod, toApiError, type ApiMethod, type CohortApi, type Envelope, type ReplyMessage } from '../../common';
 
-export { decodeCallMessage, type CallMessage, type CallId, type Envelope, type ReplyMessage } from '../../../trainer/protocol';
+export { decodeCallMessage, type CallMessage, type CallId, type Envelope, type ReplyMessage } from '../../common';
 
 /** Validates and runs one method call. Never throws: failures come back as {error}. */
 export async function dispatchCall(api: CohortApi, method: unknown, args: unknown): Promise<Envelope> {

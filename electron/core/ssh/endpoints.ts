@@ -4,7 +4,7 @@
 // `[user@]host[:port]` and borrow the target's user and key.
 import { join } from 'node:path';
 import { expandHome, resolvePaths, type Env } from '../paths';
-import { parseProxyJump, type Profile, type ProfileHost } from '../../../trainer/protocol/profile';
+import { parseProxyJump, type Profile, type ProfileHost } from '../../common';
 import type { SshConnectOptions, SshEndpoint } from './connect';
 import { SshError } from './ssh-error';
 

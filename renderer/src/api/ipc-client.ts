@@ -1,7 +1,7 @@
 // The Api over Electron IPC: wraps `window.cohort`, which the preload exposes with exactly the
 // Api's methods and onXxx subscriptions. The preload rejects with plain ApiErrorInfo objects
 // (Error subclasses lose their fields crossing contextBridge); here they become ApiCallError.
-import { API_METHODS, ApiCallError, toApiError, type CohortApi } from '../../../trainer/protocol';
+import { API_METHODS, ApiCallError, toApiError, type CohortApi } from '../../../electron/common';
 
 export function ipcBridge(): CohortApi | undefined {
   const w = window as unknown as { cohort?: CohortApi };

@@ -1,8 +1,7 @@
 // The Api over `cohort serve`'s WebSocket. Calls are matched to replies by id; pushes fan out to
 // onXxx subscribers. A dropped connection fails every pending call (as ssh2 drains its callbacks)
 // and reconnects with backoff, so the dashboard survives a server restart.
-import { API_METHODS, ApiCallError, type ApiMethod, type CohortApi, type DeployProgress, type RunEventMessage } from '../../../trainer/protocol';
-import { decodeIncoming, type CallId, type CallMessage } from '../../../trainer/protocol';
+import { API_METHODS, ApiCallError, decodeIncoming, type ApiMethod, type CallId, type CallMessage, type CohortApi, type DeployProgress, type RunEventMessage } from '../../../electron/common';
 
 export interface WsApi extends CohortApi {
   /** 'open' | 'connecting' | 'closed'; listeners hear every change. */

@@ -1,7 +1,8 @@
 // Run comparison (the seeds' "16% improvement" tables): the first selected run is the baseline,
 // every other run's median throughput is shown relative to it. Only config fields that differ
 // between the runs are listed, so the table says what changed.
-import type { RunMeta, TrainConfig } from '../../../trainer/protocol';
+import type { TrainConfig } from '../../../trainer/protocol';
+import type { RunMeta } from '../../../electron/common';
 
 export interface Comparison {
   baseline: RunMeta;

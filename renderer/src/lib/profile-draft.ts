@@ -1,6 +1,6 @@
 // The profile editor's form state: strings as typed, converted to a profile object for
 // decodeProfile (the same validator core uses), whose errors are mapped back onto form fields.
-import { ProfileError, decodeProfile, type Profile } from '../../../trainer/protocol';
+import { ProfileError, decodeProfile, type Profile } from '../../../electron/common';
 
 export interface HostDraft {
   name: string;

@@ -1,7 +1,8 @@
 // The Launch form's preview: which ranks land on which host, and what each host can provide for
 // the chosen settings (from the profile's last probe). Unknown is shown as unknown, and an
 // unavailable capability is listed with the reason, never hidden.
-import type { HostProbe, Profile, TrainConfig } from '../../../trainer/protocol';
+import type { TrainConfig } from '../../../trainer/protocol';
+import type { HostProbe, Profile } from '../../../electron/common';
 
 export interface WorldHost {
   name: string;

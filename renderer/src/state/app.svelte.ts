@@ -1,6 +1,6 @@
 // App-wide state: the Api (IPC or WebSocket, chosen once at start), the current view, the theme
 // and the notices shown at the top. Views read it; nothing else holds global state.
-import { toApiError, type ApiErrorInfo, type CohortApi } from '../../../trainer/protocol';
+import { toApiError, type ApiErrorInfo, type CohortApi } from '../../../electron/common';
 
 export type View = 'profiles' | 'hosts' | 'launch' | 'live' | 'history';
 export const VIEWS: { id: View; label: string }[] = [

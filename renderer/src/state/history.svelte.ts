@@ -1,5 +1,5 @@
 // Run history: the list from core and the runs selected for comparison (in selection order).
-import type { RunMeta } from '../../../trainer/protocol';
+import type { RunMeta } from '../../../electron/common';
 import { attempt, getApi } from './app.svelte';
 
 export const history = $state({ runs: [] as RunMeta[], selected: [] as string[], comparing: false });

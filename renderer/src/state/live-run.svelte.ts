@@ -1,7 +1,8 @@
 // The run shown in "Live run": fed by onRunEvent (a running job) or by a history record's events.
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
-import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, RunMeta, StepEvent } from '../../../trainer/protocol';
+import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, StepEvent } from '../../../trainer/protocol';
+import type { RunMeta } from '../../../electron/common';
 import { SeriesBuffer } from '../lib/series-buffer';
 
 export type Phase = 'idle' | 'starting' | 'warmup' | 'training' | 'ok' | 'failed' | 'cancelled';

@@ -1,5 +1,5 @@
 // Profiles as the dashboard sees them: the list from core plus which one is selected.
-import type { Profile } from '../../../trainer/protocol';
+import type { Profile } from '../../../electron/common';
 import { attempt, getApi } from './app.svelte';
 
 export const profiles = $state({ list: [] as Profile[], selected: 'local', loaded: false });

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Capability } from '../../protocol/events';
-import { gemmInfo } from './gemm-kernels';
+import { gemmInfo } from './kernels/gemm-kernels';
 import type { BackendChoice } from '../../protocol/train-config';
 
 export interface BackendInfo {

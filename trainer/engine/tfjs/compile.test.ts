@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from './backend';
 import { applyCompilePlan, compileTrainStep } from './compile';
 import { streamRng } from '../../data/rng';
-import { createResNet50, type TfjsResNetInternals } from './resnet50';
-import { allUnits } from './resnet50-spec';
+import { createResNet50, type TfjsResNetInternals } from './model/resnet50';
+import { allUnits } from './model/resnet50-spec';
 
 describe('--compile (per-layer conv autotune)', () => {
   const models: TfjsResNetInternals[] = [];

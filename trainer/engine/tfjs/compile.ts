@@ -4,10 +4,11 @@
 // and batch, keeps the fastest, and measures the whole training step before and after. It is not
 // a graph compiler (tfjs has none); the report says exactly what was chosen.
 import * as tf from '@tensorflow/tfjs-core';
-import { candidates, convBackpropFilter, convBackpropInput, convForward, type ConvGeometry, type ConvImpl } from './conv-kernels';
-import { gemmInfo, wasmBackend } from './gemm-kernels';
-import type { TfjsResNet, TfjsResNetInternals } from './resnet50';
-import { allUnits } from './resnet50-spec';
+import { candidates, convBackpropFilter, convBackpropInput, convForward, type ConvImpl } from './conv/conv-kernels';
+import type { ConvGeometry } from './conv/conv-geometry';
+import { gemmInfo, wasmBackend } from './kernels/gemm-kernels';
+import type { TfjsResNet, TfjsResNetInternals } from './model/resnet50';
+import { allUnits } from './model/resnet50-spec';
 import { median } from '../../util/stats';
 
 export interface CompileReport {

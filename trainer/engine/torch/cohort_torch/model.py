@@ -1,0 +1,78 @@
+"""ResNet-50: torchvision's, or the same network defined here when torchvision is absent (same
+module names, shapes and init, so parameter counts and checkpoints match)."""
+import os
+
+import torch
+import torch.nn as nn
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, inplanes, planes, stride=1, downsample=None):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, stride=stride, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.conv3 = nn.Conv2d(planes, planes * 4, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * 4)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+
+    def forward(self, x):
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        return self.relu(out + (x if self.downsample is None else self.downsample(x)))
+
+
+class ResNet50(nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(64)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
+        inplanes, layers = 64, []
+        for planes, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            down = None
+            if stride != 1 or inplanes != planes * 4:
+                down = nn.Sequential(nn.Conv2d(inplanes, planes * 4, 1, stride=stride, bias=False), nn.BatchNorm2d(planes * 4))
+            blks = [Bottleneck(inplanes, planes, stride, down)]
+            inplanes = planes * 4
+            blks += [Bottleneck(inplanes, planes) for _ in range(blocks - 1)]
+            layers.append(nn.Sequential(*blks))
+        self.layer1, self.layer2, self.layer3, self.layer4 = layers
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(2048, num_classes)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 1)
+                nn.init.constant_(m.bias, 0)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        return self.fc(torch.flatten(self.avgpool(x), 1))
+
+
+def build_model(cfg):
+    """Returns (model, description). The cifar stem is SC20's: 3x3 stride-1 conv1, no maxpool."""
+    source = "built-in ResNet-50"
+    try:
+        if os.environ.get("COHORT_TORCH_BUILTIN_RESNET") == "1":
+            raise ImportError("COHORT_TORCH_BUILTIN_RESNET=1")
+        import torchvision
+        model = torchvision.models.resnet50(num_classes=cfg["classes"])
+        source = "torchvision.models.resnet50"
+    except ImportError as err:
+        model = ResNet50(cfg["classes"])
+        source += f" (torchvision not used: {err})"
+    if cfg["stem"] == "cifar":
+        model.conv1 = nn.Conv2d(3, 64, 3, stride=1, padding=1, bias=False)
+        nn.init.kaiming_normal_(model.conv1.weight, mode="fan_out", nonlinearity="relu")
+        model.maxpool = nn.Identity()
+    return model, f"{source}, {cfg['stem']} stem, {cfg['classes']} classes"
