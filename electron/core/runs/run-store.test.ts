@@ -24,7 +24,7 @@ beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'cohort-runstore-'));
   runsDir = join(dir, 'runs');
   const store = new RunStore(runsDir);
-  store.create({ id: good, profile: 'local', status: 'completed', startedAt: '2026-11-23T08:00:00.000Z', worldSize: 2, config: {} as never, hosts: [], versions: {} }).close();
+  store.create({ id: good, profile: 'local', status: 'ok', startedAt: '2026-11-23T08:00:00.000Z', worldSize: 2, config: {} as never, hosts: [], versions: {} }).close();
   mkdirSync(join(runsDir, '20261123-080100-cd34'));
   writeFileSync(join(runsDir, '20261123-080100-cd34', 'meta.json'), '{"id":"20261123-080100-cd34","profile":"local"'); // cut short
   mkdirSync(join(runsDir, '20261123-080200-ef56'));
