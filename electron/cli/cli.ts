@@ -65,7 +65,8 @@ export async function main(argv: string[], io: CliIo, table: readonly CommandSpe
 /** Input problems (a bad profile, an unknown run) are usage errors; connection problems have their own code. */
 function exitCodeFor(e: Error & { code?: string }): number {
   const code = typeof e.code === 'string' ? e.code : '';
-  if (code.startsWith('ssh-')) return EXIT.connection;
-  if (code.startsWith('profile-') || e.name === 'ProfileError' || e.name === 'DecodeError' || e.name === 'ConfigError') return EXIT.usage;
+  if (code.startsWith('ssh-') || code === 'deploy-failed') return EXIT.connection;
+  // A bad run configuration reaches the CLI from core (the one Api decodes it) as `bad-config`.
+  if (code.startsWith('profile-') || code === 'bad-config' || e.name === 'ProfileError' || e.name === 'DecodeError' || e.name === 'ConfigError') return EXIT.usage;
   return EXIT.trainingFailed;
 }

@@ -38,12 +38,12 @@ describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
     await page.getByTestId('nav-launch').click();
     await page.getByTestId('launch-profile').selectOption('local');
     await page.getByTestId('launch-ranks').fill('2');
-    await page.getByTestId('launch-batch').fill('2');
-    await page.getByTestId('launch-image').fill('8');
+    await page.getByTestId('launch-batch-size').fill('2');
+    await page.getByTestId('launch-image-size').fill('8');
     await page.getByTestId('launch-steps').fill('10');
-    await page.locator('label:has-text("Warm-up steps") input').fill('2');
-    await page.locator('label:has-text("Log every") input').fill('1');
-    await page.locator('label.check:has-text("compile") input').check();
+    await page.getByTestId('launch-warmup-steps').fill('2');
+    await page.getByTestId('launch-log-steps').fill('1');
+    await page.getByTestId('launch-compile').check();
     await page.getByTestId('launch-start').click();
 
     // Compile reports "i of n" while it runs (the kernel timing takes tens of seconds here).

@@ -58,7 +58,7 @@ describe('cohort --help', () => {
 
   it('run --help shows defaults and examples', async () => {
     const r = await cli(['run', '--help']);
-    expect(r.stdout).toContain(`--batch-size ${DEFAULT_TRAIN_CONFIG.batchSize}`);
+    expect(r.stdout).toMatch(new RegExp(`--batch-size B .*\\[default: ${DEFAULT_TRAIN_CONFIG.batchSize}\\]`));
     expect(r.stdout).toMatch(/--ranks N\s+ranks with --local \(default: 1\)/);
     expect(r.stdout).toContain('examples:\n  cohort run --local');
   });

@@ -2,10 +2,10 @@
 // pipe from the agent: when the agent dies, whatever kills it, the kernel closes the pipe and the
 // rank exits), their output turned into events, stopped together. Shared by the stdin-driven
 // `agent` and the detached `agent-run` of durable runs.
+import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import {
   CACHE_DIR_ENV,
   CONFIG_ENV,
@@ -132,9 +132,12 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
   const decoder = new EventLineDecoder();
   const host = spec.host;
   const emit = emitTo(sink);
-  createInterface({ input: child.stdout! }).on('line', (line) => {
+  // Event lines can be large (a done event); plain log lines are cut at MAX_LOG_LINE_BYTES, and a
+  // newline-free stream never grows the agent (bounded-lines.ts; readline buffers without bound).
+  boundedLines(child.stdout!, MAX_EVENT_LINE_BYTES, (raw) => {
+    const res = decoder.decodeLine(raw);
+    const line = capLogLine(raw);
     sink.line?.(r.rank, 'stdout', line);
-    const res = decoder.decodeLine(line);
     if (res?.kind === 'event') {
       const e = res.event;
       if (e.type === 'error') {
@@ -148,7 +151,7 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     p.tail.add(line);
     emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stdout', message: line });
   });
-  createInterface({ input: child.stderr! }).on('line', (line) => {
+  boundedLines(child.stderr!, MAX_LOG_LINE_BYTES, (line) => {
     sink.line?.(r.rank, 'stderr', line);
     p.tail.add(line);
     emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stderr', message: line });
@@ -182,4 +185,11 @@ function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
       // already gone
     }
   }
+}
+
+/** A rank's event lines may be this long (a `done` or `plan` event); log lines are cut sooner. */
+const MAX_EVENT_LINE_BYTES = 4 * 1024 * 1024;
+
+function capLogLine(line: string): string {
+  return line.length <= MAX_LOG_LINE_BYTES ? line : `${line.slice(0, MAX_LOG_LINE_BYTES)}… [${line.length - MAX_LOG_LINE_BYTES} characters cut]`;
 }

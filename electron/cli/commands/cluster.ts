@@ -43,7 +43,7 @@ export async function deployCommand({ values, positionals }: Parsed, io: CliIo):
   const profile = await loadProfile(io, positionals[0], 'deploy');
   const cluster = makeCluster(io);
   try {
-    const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], onProgress: progressPrinter(io) });
+    const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], force: !!values.force, onProgress: progressPrinter(io) });
     if (values.json) io.stdout.write(JSON.stringify(results, null, 2) + '\n');
     else for (const r of results) io.stdout.write(r.ok ? `${r.host}: ${r.cached ? 'already deployed' : `deployed ${(r.bytesSent / 2 ** 20).toFixed(1)} MiB`} at ${r.remoteDir}\n` : `${r.host}: FAILED: ${r.error?.message}\n${r.error?.hint ? `  hint: ${r.error.hint}\n` : ''}`);
     return exitForHosts(results);
@@ -95,7 +95,7 @@ export async function provisionCommand({ values, positionals }: Parsed, io: CliI
 function exitForHosts(results: { ok: boolean; error?: { code: string } }[]): number {
   const bad = results.find((r) => !r.ok);
   if (!bad) return EXIT.ok;
-  return bad.error?.code.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+  return bad.error?.code.startsWith('ssh-') || bad.error?.code === 'deploy-failed' ? EXIT.connection : EXIT.trainingFailed;
 }
 
 export function progressPrinter(io: CliIo): (p: DeployProgress) => void {

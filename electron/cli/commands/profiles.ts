@@ -89,6 +89,10 @@ export async function profilesImportSshConfig({ values, positionals }: Parsed, i
     ...(values.hosts ? { only: String(values.hosts).split(',').filter(Boolean) } : {}),
   });
   for (const sk of imported.skipped) io.stderr.write(`skipped ${sk.what}: ${sk.reason}\n`);
+  // A host asked for by name that was not imported is an error (nothing is saved), not a silent skip.
+  const asked = values.hosts ? String(values.hosts).split(',').filter(Boolean) : [];
+  const missing = asked.filter((a) => !imported.hosts.some((h) => h.name === a));
+  if (missing.length) throw new UsageError(`not imported: ${missing.join(', ')} (reasons above); nothing was saved`);
   if (!imported.hosts.length) throw new UsageError(`no hosts imported from ${paths.sshConfigPath}`);
   const p = await store(io).put({ name, hosts: imported.hosts.map((h) => ({ ...h, ...hostDefaults(values) })) }, { overwrite: !!values.force });
   io.stdout.write(`saved profile ${p.name} with ${p.hosts.length} host(s) from ${paths.sshConfigPath}\n`);

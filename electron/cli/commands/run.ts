@@ -2,7 +2,7 @@
 // same agent, events and run history as a cluster run.
 import { join } from 'node:path';
 import { makeEvent } from '../../../trainer/protocol';
-import { localProfile, type RunEventMessage } from '../../common';
+import { localProfile, resolveRunConfig, type RunEventMessage } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
@@ -49,6 +49,9 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   if (!Number.isInteger(ranks) || ranks < 1 || ranks > 64) throw new UsageError(`--ranks: expected a whole number from 1 to 64, got ${JSON.stringify(values.ranks)}`);
   const profile = local ? localProfile(ranks) : await loadProfile(io, values.profile, RUN_USAGE);
   const overrides = trainOverridesFromFlags(values); // profile defaults go under them in core (startRun)
+  // Validate at the edge, before any status line or connection: the same resolution core applies
+  // when it starts the run (the result is not used here; core merges the profile defaults once).
+  resolveRunConfig(profile, overrides);
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import type { RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv } from '../../core/runs/run-csv';
-import { RunStore } from '../../core/runs/run-store';
+import { RunIdError, RunStore, isValidRunId } from '../../core/runs/run-store';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
 import type { CliIo } from '../io';
@@ -20,6 +20,7 @@ function storeOf(io: CliIo): RunStore {
 
 function requireRun(store: RunStore, id: string | undefined): RunMeta {
   if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${RUNS_USAGE}`);
+  if (!isValidRunId(id)) throw new UsageError(new RunIdError(id).message);
   const meta = store.meta(id) ?? store.list().find((m) => m.id.startsWith(id));
   if (!meta) throw new UsageError(`no run "${id}" in ${store.runsDir}; "cohort runs list" shows the recorded runs`);
   return meta;

@@ -106,7 +106,7 @@ export class SshCluster implements ClusterOps {
     );
   }
 
-  async deploy(profile: Profile, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean } = {}): Promise<DeployResult[]> {
+  async deploy(profile: Profile, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean } = {}): Promise<DeployResult[]> {
     const bundle = (this.o.bundle ?? locateTrainerBundle)();
     return Promise.all(
       profile.hosts.map(async (h) => {

@@ -1,7 +1,7 @@
 // Starting and attaching to runs, the same way for every client (CLI, `cohort serve`, Electron):
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees.
-import type { CohortEvent, TrainConfig } from '../../../trainer/protocol';
+import { makeEvent, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, resolveRunConfig, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent, runSwitches } from './applied-config';
@@ -89,6 +89,12 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
       recorder.update({ status: 'running' });
     }
     for (const l of recorded) l(e, seq);
+  });
+  // A record that cannot be written (disk full) is said once to the clients, as a warning outside
+  // the record (seq -1: not an index in events.jsonl, so attachers' seq filters leave it out).
+  recorder.onWriteProblem((message) => {
+    const warning = makeEvent({ type: 'log', level: 'warn', message });
+    for (const l of recorded) l(warning, -1);
   });
   void controller.result.then((result) => {
     recorder.update({
