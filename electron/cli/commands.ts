@@ -107,11 +107,11 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: 'deploy',
-    summary: 'upload the trainer bundle to every host (skipped where the same bundle is already there)',
-    usage: ['PROFILE [--json] [--accept-new-host-key]'],
+    summary: 'upload the trainer bundle to every host (skipped where a verified copy of the same bundle is already there)',
+    usage: ['PROFILE [--force] [--json] [--accept-new-host-key]'],
     maxPositionals: 1,
-    options: { json, 'accept-new-host-key': acceptNewHostKey },
-    examples: ['cohort deploy lab'],
+    options: { json, 'accept-new-host-key': acceptNewHostKey, force: { type: 'boolean', help: 'upload the bundle again even when the host has a verified copy' } },
+    examples: ['cohort deploy lab', 'cohort deploy lab --force'],
     run: deployCommand,
   },
   {
