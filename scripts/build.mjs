@@ -1,7 +1,8 @@
 // Builds what runs outside the repo's TypeScript sources:
 //   resources/trainer/  the trainer bundle deployed to hosts: cohort-trainer.mjs (agent + ranks,
 //                       tfjs and the collectives inside), wasm/ (tfjs wasm binaries), engines/
-//                       (the PyTorch engine script) and manifest.json (content hash for deploy)
+//                       (the PyTorch engine script and train-config.json, its defaults from the
+//                       run-configuration table) and manifest.json (content hash for deploy)
 //   dist/cli.mjs        the `cohort` CLI (bin/cohort.mjs loads it)
 // The renderer (Svelte) has its own Vite build.
 import { build } from 'esbuild';
@@ -45,6 +46,9 @@ const wasmDist = join(dirname(require.resolve('@tensorflow/tfjs-backend-wasm/pac
 for (const f of readdirSync(wasmDist).filter((f) => f.endsWith('.wasm'))) copyFileSync(join(wasmDist, f), join(out, 'wasm', f));
 // The PyTorch engine (trainer/engine/torch: torch_engine.py and its package), Python sources only.
 copyPython(join(root, 'trainer', 'engine', 'torch'), join(out, 'engines'));
+// The torch engine's run-configuration defaults, from the one table in trainer/protocol.
+mkdirSync(join(out, 'engines'), { recursive: true });
+writeFileSync(join(out, 'engines', 'train-config.json'), JSON.stringify(await torchEngineConfig(), null, 2) + '\n');
 writeFileSync(join(out, 'manifest.json'), JSON.stringify(manifest(out), null, 2) + '\n');
 
 await build({
@@ -56,9 +60,17 @@ await build({
   target: 'node20',
   banner,
   packages: 'external', // the CLI runs from the installed package, next to its node_modules
+  define: { __COHORT_VERSION__: JSON.stringify(JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version) },
   logLevel: 'warning',
 });
 console.log(`built ${relative(root, out)} (${manifest(out).hash.slice(0, 12)}) and dist/cli.mjs`);
+
+/** trainer/protocol/train-config.ts's torchEngineConfigJson(), evaluated (bundled in memory: the table is TypeScript). */
+async function torchEngineConfig() {
+  const r = await build({ entryPoints: [join(root, 'trainer', 'protocol', 'train-config.ts')], bundle: true, write: false, format: 'esm', platform: 'neutral', logLevel: 'warning' });
+  const mod = await import('data:text/javascript;base64,' + Buffer.from(r.outputFiles[0].text).toString('base64'));
+  return mod.torchEngineConfigJson();
+}
 
 /** Copies the .py files under `from` (no __pycache__) to `to`, keeping the folder structure. */
 function copyPython(from, to) {

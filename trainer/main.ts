@@ -1,23 +1,50 @@
 // Entry of the trainer bundle deployed to hosts (resources/trainer/cohort-trainer.mjs):
-//   node cohort-trainer.mjs agent   one per host per run; reads a LaunchSpec on stdin
-//   node cohort-trainer.mjs rank    one data-parallel rank (started by the agent)
+//   node cohort-trainer.mjs run-start           durable run: LaunchSpec line on stdin → detached agent
+//   node cohort-trainer.mjs run-follow --run ID [--offset BYTES]   stream the host's events.jsonl
+//   node cohort-trainer.mjs run-stop --run ID [--reason TEXT] [--wait-ms N]
+//   node cohort-trainer.mjs run-status [--run ID]
+//   node cohort-trainer.mjs agent-run --run ID  the detached agent itself (started by run-start)
+//   node cohort-trainer.mjs agent               stdin-driven agent (LaunchSpec, heartbeats on stdin)
+//   node cohort-trainer.mjs rank                one data-parallel rank (started by an agent)
+// The host commands run with cwd = the host's workdir, or COHORT_WORKDIR set.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runAgent } from './agent/agent';
+import { hostCommand, parseFlags } from './agent/host-cmd';
+import { runDetachedAgent } from './agent/run-agent';
+import { runFollow } from './agent/run-follow';
+import { runStart } from './agent/run-start';
+import { runStatus } from './agent/run-status';
+import { runStop } from './agent/run-stop';
+import { holdLifeline } from './train/lifeline';
 import { runRank } from './train/rank';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const [cmd] = process.argv.slice(2);
+const entry = fileURLToPath(import.meta.url);
+const [cmd, ...rest] = process.argv.slice(2);
+const workdir = process.env.COHORT_WORKDIR ?? process.cwd();
+const enginesDir = join(here, 'engines');
 
 async function main(): Promise<number> {
   switch (cmd) {
     case 'agent':
-      return runAgent({ trainerEntry: fileURLToPath(import.meta.url), enginesDir: join(here, 'engines'), workdir: process.env.COHORT_WORKDIR ?? process.cwd() });
+      return runAgent({ trainerEntry: entry, enginesDir, workdir });
+    case 'agent-run':
+      return runDetachedAgent({ trainerEntry: entry, enginesDir, workdir, runId: parseFlags(rest, ['run'], 'agent-run').run ?? '' });
+    case 'run-start':
+      return hostCommand(() => runStart({ trainerEntry: entry, workdir, execArgv: process.execArgv }));
+    case 'run-follow':
+      return hostCommand(() => runFollow(rest, workdir));
+    case 'run-stop':
+      return hostCommand(() => runStop(rest, workdir));
+    case 'run-status':
+      return hostCommand(() => runStatus(rest, workdir));
     case 'rank':
       process.env.COHORT_WASM_DIR ??= join(here, 'wasm');
+      holdLifeline(process.env);
       return runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs agent|rank\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-follow|run-stop|run-status|agent-run|agent|rank\n');
       return 2;
   }
 }

@@ -6,7 +6,7 @@ export const EXIT = {
   trainingFailed: 1,
   /** Bad flags or input: fix the command line. */
   usage: 2,
-  /** Could not reach or log in to a host (name resolution, refused, timeout, auth, host key). */
+  /** Could not reach, log in to or deploy to a host (name resolution, refused, timeout, auth, host key, deploy). */
   connection: 3,
   /** Stopped by Ctrl-C or `cohort stop`. */
   cancelled: 130,

@@ -1,40 +1,52 @@
-// Maps `cohort run` flags onto TrainConfig. The flag names come from FLAG_OF in the protocol
-// (one definition), so the CLI, the dashboard and error messages agree on them.
+// `cohort run`'s training flags, derived from the run configuration's table
+// (TRAIN_CONFIG_TABLE in the protocol): the parseArgs options, the flag values as overrides, and
+// the usage lines. Nothing here merges profile defaults or decodes the whole config: core does
+// that once (resolveRunConfig), for every client.
 import { parseArgs } from 'node:util';
-import { ConfigError, DEFAULT_TRAIN_CONFIG, FLAG_OF, decodeTrainConfig, type TrainConfig } from '../../trainer/protocol';
+import { TRAIN_ROWS, engineLines, type TrainConfig, type TrainRow } from '../../trainer/protocol';
 import { UsageError } from './exit-codes';
-
-type Key = keyof TrainConfig;
-const KEYS = Object.keys(DEFAULT_TRAIN_CONFIG) as Key[];
 
 /** parseArgs option specs for every training flag. */
 export function trainFlagOptions(): Record<string, { type: 'string' | 'boolean' }> {
-  const out: Record<string, { type: 'string' | 'boolean' }> = {};
-  for (const k of KEYS) out[FLAG_OF[k].slice(2)] = { type: typeof DEFAULT_TRAIN_CONFIG[k] === 'boolean' ? 'boolean' : 'string' };
-  return out;
+  return Object.fromEntries(TRAIN_ROWS.map((r) => [r.flag.slice(2), { type: r.kind === 'bool' ? 'boolean' : 'string' }]));
 }
 
-/** Builds a validated TrainConfig from parsed flag values (over optional defaults, e.g. a profile's). */
-export function trainConfigFromFlags(values: Record<string, string | boolean | undefined>, defaults: Partial<TrainConfig> = {}): TrainConfig {
-  const raw: Record<string, unknown> = { ...defaults };
-  for (const k of KEYS) {
-    const flag = FLAG_OF[k];
-    const v = values[flag.slice(2)];
+/**
+ * The training settings given on the command line, as overrides (absent flags are absent). Only
+ * the text → number step happens here; ranges and rules are checked by core's decode, whose errors
+ * name the same flags.
+ */
+export function trainOverridesFromFlags(values: Record<string, string | boolean | (string | boolean)[] | undefined>): Partial<TrainConfig> {
+  const out: Record<string, unknown> = {};
+  for (const r of TRAIN_ROWS) {
+    const v = values[r.flag.slice(2)];
     if (v === undefined) continue;
-    if (typeof DEFAULT_TRAIN_CONFIG[k] === 'number') {
+    if (r.kind === 'int' || r.kind === 'float') {
       const n = Number(v);
-      if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${flag}: expected a number, got ${JSON.stringify(v)}`);
-      raw[k] = n;
-    } else raw[k] = v;
+      if (typeof v !== 'string' || v.trim() === '' || !Number.isFinite(n)) throw new UsageError(`${r.flag}: expected a number, got ${JSON.stringify(v)}`);
+      out[r.key] = n;
+    } else out[r.key] = v;
   }
-  // --epochs on the command line overrides a default step budget from a profile.
-  if (values.epochs !== undefined && values.steps === undefined) delete raw.steps;
-  try {
-    return decodeTrainConfig(raw);
-  } catch (err) {
-    if (err instanceof ConfigError) throw new UsageError(err.message);
-    throw err;
-  }
+  return out as Partial<TrainConfig>;
+}
+
+/** Usage lines for the training flags: flag, value, help (with unit) and default, one per row. */
+export function trainFlagUsage(): string {
+  const left = TRAIN_ROWS.map((r) => `${r.flag}${valueOf(r)}`);
+  const width = Math.max(...left.map((l) => l.length)) + 2;
+  const indent = ' '.repeat(width + 4);
+  return TRAIN_ROWS.map((r, i) => [`  ${left[i]!.padEnd(width)}${r.help}${defaultOf(r)}`, ...engineLines(r).map((l) => indent + l)].join('\n')).join('\n');
+}
+
+function valueOf(r: TrainRow): string {
+  if (r.kind === 'bool') return '';
+  if (r.kind === 'enum') return ' ' + r.values.join('|');
+  return ' ' + (r.arg ?? 'VALUE');
+}
+
+function defaultOf(r: TrainRow): string {
+  if (r.kind === 'bool') return ` [default: ${r.default ? 'on' : 'off'}]`;
+  return ` [default: ${r.default === '' ? 'none' : String(r.default)}]`;
 }
 
 export function parseCommandLine<T extends Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>>(args: string[], options: T, allowPositionals = true) {

@@ -31,8 +31,11 @@ export interface HostProbe {
   gpus: GpuInfo[];
   tfjsNodeGpu: boolean;
   tfjsNode: boolean;
+  /** The Python the agent would pick (a CUDA torch first) and its torch. */
   python?: { path: string; version: string };
   torch?: { version: string; cuda: boolean };
+  /** Every Python interpreter found (profile's, system, PATH, venvs under the workdir, conda) and the torch each offers. */
+  pythons?: { path: string; version: string; torch?: string; cuda?: boolean; cudaVersion?: string; gpus?: number }[];
 }
 
 export interface DeployProgress {
@@ -69,13 +72,28 @@ export type ConnectionResult = { ok: true; host: string; latencyMs: number } | {
 /** How every failure crosses the Api: {name, code, message, hint} (trainer/protocol/errors.ts). */
 export type ApiErrorInfo = ErrorInfo;
 
+/** Where one host keeps a durable run's record: its workdir and the trainer bundle's entry there. */
+export interface HostRecordRef {
+  host: string;
+  workdir: string;
+  entry: string;
+}
+
+/** A run's state as the local history knows it (a cache of the hosts' record; `lost`: no host of
+ *  the run answered for a long time, see `lastSeenAt`). */
+export type RunMetaStatus = RunStatus | 'queued' | 'starting' | 'running' | 'restarting' | 'lost';
+
 /** The run history record (meta.json of a run). */
 export interface RunMeta {
   id: string;
   profile: string;
   startedAt: string;
   endedAt?: string;
-  status: RunStatus | 'running';
+  status: RunMetaStatus;
+  /** Where each host keeps the run's record (attach and stop from any client go there). */
+  record?: HostRecordRef[];
+  /** When a host of the run last answered (ISO time); set with status `lost`. */
+  lastSeenAt?: string;
   config: TrainConfig;
   hosts: { name: string; address?: string; ranks: number[] }[];
   worldSize: number;
@@ -83,9 +101,30 @@ export interface RunMeta {
   medianGlobalSamplesPerSec?: number | null;
   steps?: number;
   error?: string;
-  /** The process running the controller (for `cohort stop`). */
+  /** The process that started the run (informational: stopping goes through the hosts, never a signal to it). */
   controllerPid?: number;
   profileSnapshot?: unknown;
+  /** What ran, from the run's own hello/plan/compile events (config is what was asked for). */
+  applied?: AppliedConfig;
+}
+
+/** The configuration a run really had, next to RunMeta.config (what was asked). */
+export interface AppliedConfig {
+  engine?: string;
+  backend?: string;
+  /** Rank 0's device, as the engine checked it at run time. */
+  device?: string;
+  /** Every distinct device the ranks really used (from the plan event). */
+  devices?: string[];
+  /** A rank asked for a GPU and runs on the CPU. */
+  gpuFellBack?: boolean;
+  fp16Compute?: boolean;
+  bf16Compute?: boolean;
+  fp16Transport?: boolean;
+  /** 'on' (the compiled/tuned step runs), 'defaults kept' (tuned plan was slower), 'failed', 'skipped', 'not run', 'off'. */
+  compile?: string;
+  /** Environment switches that change the run (COHORT_TORCH_EXTRAS, TF_*, CUDA_*, NCCL_*, …), as the hosts had them. */
+  envSwitches?: Record<string, string>;
 }
 
 export interface StartRunRequest {
@@ -98,7 +137,26 @@ export interface StartRunRequest {
 
 export interface RunEventMessage {
   runId: string;
+  /** The event's index in the run's record (events.jsonl): a client that attached with
+   *  `attachRun` keeps the messages with seq >= its `nextSeq`, so it sees no event twice and
+   *  misses none. */
+  seq: number;
   event: CohortEvent;
+}
+
+/** What `attachRun` hands back: the run's record so far, and where live messages continue. */
+export interface RunAttachment {
+  meta: RunMeta;
+  events: CohortEvent[];
+  /** The seq of the next live RunEventMessage of this run. */
+  nextSeq: number;
+  /** True while the run is still going (live messages follow through onRunEvent). */
+  live: boolean;
+}
+
+export interface StopRunOptions {
+  /** Skip the grace period (a second Ctrl-C): close every host's channel at once. */
+  force?: boolean;
 }
 
 export interface CohortApi {
@@ -113,7 +171,11 @@ export interface CohortApi {
   probe(profile: string): Promise<HostProbe[]>;
   deploy(profile: string): Promise<DeployResult[]>;
   startRun(req: StartRunRequest): Promise<{ runId: string }>;
-  stopRun(runId: string): Promise<void>;
+  /** Stops the run on every host, whichever client started it; resolves when it has ended. */
+  stopRun(runId: string, opts?: StopRunOptions): Promise<void>;
+  /** The run's record so far plus where its live events continue: subscribe with onRunEvent
+   *  first, then attach, and keep messages with seq >= nextSeq (a reload or a second client). */
+  attachRun(runId: string): Promise<RunAttachment>;
   listRuns(): Promise<RunMeta[]>;
   getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }>;
   exportRunsCsv(runIds: string[]): Promise<string>;
@@ -202,7 +264,12 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
       },
     ];
   },
-  stopRun: (a) => [name(a[0], 'runId')],
+  stopRun: (a) => {
+    if (a[1] === undefined) return [name(a[0], 'runId')];
+    const force = optBool(obj(a[1], 'options'), 'force', 'options');
+    return [name(a[0], 'runId'), force === undefined ? {} : { force }];
+  },
+  attachRun: (a) => [name(a[0], 'runId')],
   listRuns: () => [],
   getRun: (a) => [name(a[0], 'runId')],
   exportRunsCsv: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],

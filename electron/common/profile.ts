@@ -4,7 +4,7 @@
 //
 // Errors name the profile, the host and the field, e.g.
 //   profile "lab": hosts[1] (h2).port: must be ≤ 65535, got 70000
-import { CohortError, ConfigError, FLAG_OF, decodeTrainConfig, type TrainConfig } from '../../trainer/protocol';
+import { CohortError, ConfigError, FLAG_OF, decodeTrainConfig, overlayTrainConfig, type TrainConfig } from '../../trainer/protocol';
 import { DecodeError, arr, describe, obj, optNum, optStr, str, strRecord, type Obj } from '../../trainer/protocol/validate';
 
 export const PROFILE_VERSION = 1;
@@ -33,6 +33,8 @@ export interface ProfileHost {
   /** GPU indices, one per slot (exported as CUDA_VISIBLE_DEVICES per rank). */
   gpus?: number[];
   workdir: string;
+  /** The Python the torch engine uses on this host (path or name on its PATH); absent: the agent picks (CUDA torch first). */
+  python?: string;
   /** Extra environment for every rank on this host. */
   env: Record<string, string>;
 }
@@ -169,7 +171,7 @@ function decodeHost(raw: unknown, i: number, at: <T>(read: () => T, host?: strin
     throw new DecodeError(path, problem);
   });
 
-  const known = new Set(['name', 'address', 'port', 'user', 'identityFile', 'proxyJump', 'slots', 'gpus', 'workdir', 'env']);
+  const known = new Set(['name', 'address', 'port', 'user', 'identityFile', 'proxyJump', 'slots', 'gpus', 'workdir', 'python', 'env']);
   for (const key of Object.keys(h)) {
     if (!known.has(key)) fail(`${p}.${key}`, `unknown field (expected one of ${[...known].join(', ')})`);
   }
@@ -194,6 +196,8 @@ function decodeHost(raw: unknown, i: number, at: <T>(read: () => T, host?: strin
   }
   const workdir = read(() => optStr(h, 'workdir', p)) ?? DEFAULT_WORKDIR;
   if (workdir.trim() === '') fail(`${p}.workdir`, 'must not be empty');
+  const python = read(() => optStr(h, 'python', p));
+  if (python !== undefined && (python.trim() === '' || /[\0\n]/.test(python))) fail(`${p}.python`, `expected an interpreter path such as /opt/venv/bin/python, got ${describe(python)}`);
   const env = h.env === undefined ? {} : read(() => strRecord(h, 'env', p));
   for (const key of Object.keys(env)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) fail(`${p}.env`, `${describe(key)} is not a valid environment variable name`);
@@ -208,6 +212,7 @@ function decodeHost(raw: unknown, i: number, at: <T>(read: () => T, host?: strin
     slots,
     ...(gpus === undefined ? {} : { gpus }),
     workdir,
+    ...(python === undefined ? {} : { python }),
     env,
   };
 }
@@ -231,14 +236,12 @@ function decodeRunDefaults(profile: string, value: unknown): Partial<TrainConfig
   return { ...(value as Partial<TrainConfig>) };
 }
 
-/** The run config for a launch: built-in defaults ← profile defaults ← explicit overrides. */
+/**
+ * The run config for a launch: built-in defaults ← profile defaults ← explicit overrides. The one
+ * place profile defaults are merged (core's startRun calls it for every client).
+ */
 export function resolveRunConfig(profile: Pick<Profile, 'defaults'>, overrides: Partial<TrainConfig> = {}): TrainConfig {
-  const given = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
-  // An explicit --epochs without --steps must not inherit a profile's `steps` (and vice versa).
-  const base: Obj = { ...(profile.defaults ?? {}) };
-  if ('epochs' in given && !('steps' in given)) delete base.steps;
-  if ('steps' in given && !('epochs' in given)) delete base.epochs;
-  return decodeTrainConfig({ ...base, ...given });
+  return decodeTrainConfig(overlayTrainConfig(profile.defaults ?? {}, overrides));
 }
 
 /** The built-in profile: one host, this machine, no SSH; `slots` is what the user asks for. */

@@ -1,6 +1,10 @@
 // `cohort serve`: the dashboard over HTTP + WebSocket on one port. Loopback by default, and every
-// request (page, assets, WebSocket upgrade) must carry the per-launch token, in the URL
-// (`?token=`) or in the cookie the page response sets. Anything else gets 401.
+// request (page, assets, WebSocket upgrade) must be authorised, else 401. The WebSocket (the Api:
+// the only thing that can act) takes the per-launch token from its URL (`?token=`) and nothing
+// else. The token never goes into a cookie: browsers send a host's cookies to every port on it
+// (RFC 6265 §8.5), so any other server on 127.0.0.1 would receive it. The cookie the page response
+// sets instead carries a separate asset key that only fetches the static bundle, and its name
+// holds the port, so two dashboards on one host never overwrite each other's cookie.
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
@@ -20,9 +24,33 @@ export interface WebServerOptions {
   port?: number;
   /** Fixed token (tests); default: 32 random bytes, hex. */
   token?: string;
+  /** Work bounds (defaults: WEB_LIMITS). */
+  limits?: Partial<WebLimits>;
 }
 
-const COOKIE = 'cohort_token';
+/**
+ * What one dashboard server will hold at once. A connection's calls run at most `perConnection`
+ * at a time and `overall` across connections; further messages wait in the connection's queue,
+ * and when that queue passes `queuedPerConnection` the server stops reading the socket (TCP
+ * backpressure on the sender) until it drains. Worst case held: overall × maxMessageBytes of
+ * arguments plus, per connection, the queue and one socket read's worth of messages.
+ */
+export interface WebLimits {
+  perConnection: number;
+  overall: number;
+  queuedPerConnection: number;
+  /** Largest WebSocket message accepted (a larger one closes the socket with 1009). */
+  maxMessageBytes: number;
+  /** Replies not yet written to a slow reader; past this no new call starts on that connection. */
+  maxBufferedReplyBytes: number;
+}
+
+export const WEB_LIMITS: WebLimits = { perConnection: 16, overall: 64, queuedPerConnection: 256, maxMessageBytes: 1024 * 1024, maxBufferedReplyBytes: 8 * 1024 * 1024 };
+
+/** The asset cookie's name for a server on `port` (one per port: dashboards do not overwrite each other). */
+export function assetCookieName(port: number): string {
+  return `cohort_assets_${port}`;
+}
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
   '.js': 'text/javascript; charset=utf-8',
@@ -40,19 +68,33 @@ export function isLoopback(host: string): boolean {
 
 export class WebServer implements Disposable {
   readonly token: string;
+  /** Authorises static files only (page and bundle), never the Api; what the cookie carries. */
+  private readonly assetKey = randomBytes(32).toString('hex');
   private readonly http: Server;
   private readonly wss: WebSocketServer;
   private readonly sockets = new Set<WebSocket>();
   private disposed: Promise<void> | undefined;
   private bound: AddressInfo | undefined;
+  private readonly limits: WebLimits;
+  /** Calls running now, all connections together. */
+  private inFlight = 0;
+  /** Connections with queued calls waiting for an overall slot. */
+  private readonly waiting = new Set<() => void>();
 
   constructor(private readonly opts: WebServerOptions) {
     this.token = opts.token ?? randomBytes(32).toString('hex');
-    this.http = createServer((req, res) => void this.onRequest(req, res));
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: 4 * 1024 * 1024 });
+    this.limits = { ...WEB_LIMITS, ...opts.limits };
+    this.http = createServer((req, res) => {
+      // Nothing a request carries may take the server (and every run it holds) down.
+      this.onRequest(req, res).catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8' });
+        res.end(`500: ${err instanceof Error ? err.message : String(err)}\n`);
+      });
+    });
+    this.wss = new WebSocketServer({ noServer: true, maxPayload: this.limits.maxMessageBytes });
     this.http.on('upgrade', (req, socket, head) => {
-      const url = new URL(req.url ?? '/', 'http://x');
-      if (url.pathname !== '/ws' || !this.authorized(req, url) || !this.sameOrigin(req)) {
+      const url = parseRequestUrl(req.url);
+      if (!url || url.pathname !== '/ws' || !this.tokenOk(url.searchParams.get('token')) || !this.sameOrigin(req)) {
         socket.end('HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
         return;
       }
@@ -103,14 +145,12 @@ export class WebServer implements Disposable {
   }
 
   private tokenOk(candidate: string | undefined | null): boolean {
-    if (!candidate) return false;
-    const a = Buffer.from(candidate);
-    const b = Buffer.from(this.token);
-    return a.length === b.length && timingSafeEqual(a, b);
+    return secretEquals(candidate, this.token);
   }
 
-  private authorized(req: IncomingMessage, url: URL): boolean {
-    return this.tokenOk(url.searchParams.get('token')) || this.tokenOk(readCookie(req.headers.cookie, COOKIE));
+  /** Static files: the token in the URL, or this server's asset cookie. */
+  private assetAuthorized(req: IncomingMessage, url: URL): boolean {
+    return this.tokenOk(url.searchParams.get('token')) || secretEquals(readCookie(req.headers.cookie, assetCookieName(this.port)), this.assetKey);
   }
 
   /** Browsers always send Origin on WebSocket upgrades: refuse other sites (cross-site WS hijack). */
@@ -125,7 +165,7 @@ export class WebServer implements Disposable {
   }
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://x');
+    const url = parseRequestUrl(req.url);
     const headers: Record<string, string> = {
       'Content-Security-Policy': CSP,
       'X-Content-Type-Options': 'nosniff',
@@ -133,19 +173,29 @@ export class WebServer implements Disposable {
       'Cross-Origin-Opener-Policy': 'same-origin',
       'Cache-Control': 'no-store',
     };
+    if (!url) {
+      res.writeHead(400, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }).end('400: malformed request URL\n');
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { ...headers, Allow: 'GET, HEAD' }).end();
       return;
     }
-    if (!this.authorized(req, url)) {
+    if (!this.assetAuthorized(req, url)) {
       res.writeHead(401, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }).end('401: this Cohort dashboard needs the token printed by `cohort serve` (open the URL it printed).\n');
       return;
     }
     if (this.tokenOk(url.searchParams.get('token'))) {
       // Assets are requested without the query string; the cookie authorises them.
-      headers['Set-Cookie'] = `${COOKIE}=${this.token}; Path=/; HttpOnly; SameSite=Strict`;
+      headers['Set-Cookie'] = `${assetCookieName(this.port)}=${this.assetKey}; Path=/; HttpOnly; SameSite=Strict`;
     }
-    const rel = url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname.slice(1));
+    let rel: string;
+    try {
+      rel = url.pathname === '/' ? 'index.html' : decodeURIComponent(url.pathname.slice(1));
+    } catch {
+      res.writeHead(400, { ...headers, 'Content-Type': 'text/plain; charset=utf-8' }).end('400: malformed percent-encoding in the path\n');
+      return;
+    }
     const file = normalize(join(this.opts.staticDir, rel));
     if (!file.startsWith(normalize(this.opts.staticDir) + sep)) {
       res.writeHead(404, headers).end();
@@ -168,6 +218,20 @@ export class WebServer implements Disposable {
     createReadStream(file).pipe(res);
   }
 
+  private async runCall(text: string): Promise<unknown> {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      return { id: null, error: { code: 'bad-message', message: 'expected a JSON text message {id, method, args}' } };
+    }
+    try {
+      return (await handleCallMessage(this.opts.api, raw)) ?? { id: null, error: { code: 'bad-message', message: 'the call has no id' } };
+    } catch (err) {
+      return { id: null, error: { code: 'internal', message: err instanceof Error ? err.message : String(err) } };
+    }
+  }
+
   private onSocket(ws: WebSocket): void {
     this.sockets.add(ws);
     const send = (msg: unknown) => {
@@ -175,23 +239,75 @@ export class WebServer implements Disposable {
     };
     const subs = new DisposableStore();
     subs.add(toDisposable(forwardApiEvents(this.opts.api, (event, payload) => send({ event, payload }))));
+    // Calls wait here (raw text, parsed when they start) and run within the limits.
+    const queue: string[] = [];
+    let running = 0;
+    let paused = false;
+    let closed = false;
+    const pump = (): void => {
+      this.waiting.delete(pump);
+      while (!closed && queue.length > 0 && running < this.limits.perConnection) {
+        if (ws.bufferedAmount > this.limits.maxBufferedReplyBytes) return; // resumed by the next send's callback
+        if (this.inFlight >= this.limits.overall) {
+          this.waiting.add(pump);
+          return;
+        }
+        const text = queue.shift() as string;
+        running++;
+        this.inFlight++;
+        void this.runCall(text).then((reply) => {
+          running--;
+          this.inFlight--;
+          if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(reply), () => pump());
+          pump();
+          for (const other of [...this.waiting]) {
+            if (this.inFlight >= this.limits.overall) break;
+            other();
+          }
+        });
+      }
+      if (paused && queue.length < this.limits.queuedPerConnection / 2) {
+        paused = false;
+        ws.resume();
+      }
+    };
     ws.on('message', (data, isBinary) => {
-      let raw: unknown;
-      try {
-        if (isBinary) throw new Error('binary');
-        raw = JSON.parse(String(data));
-      } catch {
+      if (isBinary) {
         send({ id: null, error: { code: 'bad-message', message: 'expected a JSON text message {id, method, args}' } });
         return;
       }
-      void handleCallMessage(this.opts.api, raw).then((reply) => send(reply ?? { id: null, error: { code: 'bad-message', message: 'the call has no id' } }));
+      queue.push(String(data));
+      if (!paused && queue.length >= this.limits.queuedPerConnection) {
+        paused = true;
+        ws.pause(); // stop reading: the sender waits on TCP instead of this process holding its burst
+      }
+      pump();
     });
     ws.on('close', () => {
+      closed = true;
+      queue.length = 0;
+      this.waiting.delete(pump);
       subs.dispose();
       this.sockets.delete(ws);
     });
     ws.on('error', () => ws.terminate());
   }
+}
+
+/** The request's URL, or undefined when it cannot be parsed (answered 400, never thrown). */
+function parseRequestUrl(raw: string | undefined): URL | undefined {
+  try {
+    return new URL(raw ?? '/', 'http://x');
+  } catch {
+    return undefined;
+  }
+}
+
+function secretEquals(candidate: string | undefined | null, secret: string): boolean {
+  if (!candidate) return false;
+  const a = Buffer.from(candidate);
+  const b = Buffer.from(secret);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function readCookie(header: string | undefined, name: string): string | undefined {

@@ -32,7 +32,7 @@ function stepEvent(): StepEvent {
 }
 const emit = () => {
   const event = stepEvent();
-  for (const l of listeners) l({ runId: RUN, event });
+  for (const l of listeners) l({ runId: RUN, seq: step - 1, event });
 };
 async function burst(n: number): Promise<void> {
   for (let i = 0; i < n; i++) {

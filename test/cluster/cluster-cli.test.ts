@@ -88,6 +88,33 @@ describe.skipIf(SSHD_MISSING)('cohort probe / deploy over SSH', () => {
     expect(b.every((d) => d.cached && d.bytesSent === 0)).toBe(true);
   });
 
+  it('verifies the cached bundle: a corrupted one is repaired, stale partial uploads are removed, --force re-uploads', async () => {
+    const first = JSON.parse((await cli(['deploy', 'pair', '--json'])).stdout) as { remoteDir: string; cached: boolean }[];
+    const dir = first[0]!.remoteDir;
+    // Damage one file of host 1's bundle (the .complete marker stays) and leave a partial upload from a killed deploy.
+    await cluster.exec(0, `f=$(find ${dir} -name '*.mjs' | head -1) && printf 'garbage' >> "$f" && mkdir -p ${dir}.partial-1-1 && touch -d '2 hours ago' ${dir}.partial-1-1`);
+    const repaired = await cli(['deploy', 'pair', '--json']);
+    expect(repaired.exit.code, repaired.stderr).toBe(0);
+    const r = JSON.parse(repaired.stdout) as { host: string; cached: boolean; bytesSent: number }[];
+    expect(r[0]).toMatchObject({ cached: false });
+    expect(r[0]!.bytesSent).toBeGreaterThan(1_000_000);
+    expect(r[1]).toMatchObject({ cached: true, bytesSent: 0 });
+    const check = await cluster.exec(0, `cd ${dir} && sha256sum -c --quiet .sha256 && echo verified; ls -d ${dir}.partial-* 2>/dev/null | wc -l`);
+    expect(check.stdout.trim().split('\n')).toEqual(['verified', '0']);
+    const forced = JSON.parse((await cli(['deploy', 'pair', '--force', '--json'])).stdout) as { cached: boolean }[];
+    expect(forced.every((d) => !d.cached)).toBe(true);
+  });
+
+  it('a deploy failure exits 3 (a host problem, like a connection failure), not 1', async () => {
+    const h = cluster.hosts[0]!;
+    const file = join(dirs[0]!, 'badwd.json');
+    writeFileSync(file, JSON.stringify({ name: 'badwd', hosts: [{ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: '/etc/hostname/cohort' }] }));
+    expect((await cli(['profiles', 'import', file])).exit.code).toBe(0);
+    const r = await cli(['deploy', 'badwd']);
+    expect(r.stdout + r.stderr).toMatch(/cannot create/);
+    expect(r.exit.code).toBe(3);
+  });
+
   it('refuses an unknown host key, then records it with --accept-new-host-key', async () => {
     const empty = join(dirs[0]!, 'known_hosts.empty');
     writeFileSync(empty, '');

@@ -2,12 +2,14 @@
 // `cohort serve` and the real core: create a profile, launch a local 2-rank run, watch the
 // throughput number and a chart grow, stop a run, find both in History and compare them.
 // Screenshots go to test-artifacts/ and are checked to be non-blank.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { LAUNCH_ROWS } from '../../trainer/protocol';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 const hasChromium = existsSync(CHROMIUM);
@@ -102,8 +104,14 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     await page.getByTestId('nav-launch').click();
     await page.getByTestId('launch-profile').selectOption('local');
     await page.getByTestId('launch-ranks').fill('2');
-    await page.getByTestId('launch-batch').fill('2');
-    await page.getByTestId('launch-image').fill('8');
+    // One field per row the run-configuration table marks for the form, fp16 labelled by what it does.
+    expect(await page.locator('[data-config-field]').evaluateAll((els) => els.map((e) => e.getAttribute('data-config-field')))).toEqual(LAUNCH_ROWS.map((r) => r.key));
+    await page.getByTestId('launch-engine').selectOption('tfjs');
+    const fp16Label = await page.locator('[data-config-field=fp16]').textContent();
+    expect(fp16Label).toContain('tfjs: fp16 gradient exchange (half the bytes); compute stays fp32');
+    expect(fp16Label).not.toMatch(/AMP|autocast/);
+    await page.getByTestId('launch-batch-size').fill('2');
+    await page.getByTestId('launch-image-size').fill('8');
     await page.getByTestId('launch-steps').fill(String(steps));
     await page.locator('label:has-text("Warm-up steps") input').fill('0');
     await page.locator('label:has-text("Log every") input').fill('1');
@@ -160,4 +168,27 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     await page.getByTestId('chart-memory').waitFor();
     await shot('07-run-from-history-dark');
   });
+
+  it('a reload mid-run re-attaches with complete charts; cohort stop from the CLI leaves the dashboard up, the run cancelled', async () => {
+    await page.getByTestId('nav-launch').click();
+    await page.getByTestId('launch-steps').fill('5000');
+    await page.getByTestId('launch-start').click();
+    await expect.poll(async () => Number(await page.getByTestId('chart-throughput').getAttribute('data-points')), { timeout: 180_000, interval: 250 }).toBeGreaterThanOrEqual(3);
+    const runId = readdirSync(join(serve.dataDir, 'runs')).sort().at(-1)!;
+    const hostRecord = join(serve.dataDir, 'local', 'runs', runId, 'events.jsonl');
+    const hostSteps = () => readFileSync(hostRecord, 'utf8').split('\n').filter((l) => l.includes('"type":"step"')).length;
+    const t0 = Date.now();
+    await page.reload();
+    await page.getByTestId('nav-live').click();
+    const before = hostSteps();
+    await expect.poll(async () => Number(await page.getByTestId('chart-throughput').getAttribute('data-points')), { timeout: 30_000, interval: 50 }).toBeGreaterThanOrEqual(before);
+    process.stderr.write(`dashboard reload -> live view complete (${before} steps backfilled): ${Date.now() - t0} ms\n`);
+    expect(await page.getByTestId('phase').textContent()).toBe('training');
+    const stop = spawnSync(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), 'stop', runId], { env: { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config') }, encoding: 'utf8', timeout: 60_000 });
+    expect(stop.status, stop.stderr).toBe(0);
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
+    expect(serve.child.exitCode).toBeNull();
+    // Every step of the host's record is on the chart exactly once.
+    expect(Number(await page.getByTestId('chart-throughput').getAttribute('data-points'))).toBe(hostSteps());
+  }, 300_000);
 });

@@ -1,5 +1,6 @@
 // `cohort serve` as a user runs it: loopback by default, a warning for non-loopback --host,
 // usage errors for bad flags, and a clean stop on SIGTERM.
+import { networkInterfaces } from 'node:os';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -22,6 +23,10 @@ describe('cohort serve (CLI)', () => {
     const s = await startServe(['--host', '0.0.0.0']);
     try {
       expect(s.stderr()).toMatch(/WARNING: listening on 0\.0\.0\.0, not loopback/);
+      // Addresses another machine can open, never 0.0.0.0: every IPv4 interface address.
+      expect(s.url).not.toContain('0.0.0.0');
+      const external = Object.values(networkInterfaces()).flat().filter((a) => a && a.family === 'IPv4' && !a.internal);
+      for (const a of external) expect(s.stdout()).toContain(`also at http://${a!.address}:${new URL(s.url).port}/?token=`);
       expect((await fetch(`http://127.0.0.1:${new URL(s.url).port}/`)).status).toBe(401);
     } finally {
       await s.dispose();

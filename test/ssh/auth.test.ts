@@ -1,6 +1,6 @@
 // Client authentication against real sshd: wrong key, encrypted keys, ssh-agent only.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HostSession, KeyRing } from '../../electron/core/ssh';
@@ -9,6 +9,7 @@ import { connectFailure } from '../helpers/ssh';
 
 let cluster: SshdCluster;
 let agent: ChildProcess | undefined;
+const agents: ChildProcess[] = [];
 
 beforeAll(async () => {
   if (SSHD_MISSING) return;
@@ -16,6 +17,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   agent?.kill('SIGKILL');
+  for (const a of agents) a.kill('SIGKILL');
   const id = cluster?.id;
   await cluster?.dispose();
   if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
@@ -97,6 +99,85 @@ describe.skipIf(SSHD_MISSING)('authentication', () => {
     expect(empty.code).toBe('ssh-auth');
     expect(empty.message).toContain(`tried agent (${sock})`);
   });
+});
+
+/** A real ssh-agent on its own socket, holding `keys` (added with ssh-add through SSH_ASKPASS). */
+async function startAgent(name: string, keys: { path: string; passphrase: string }[]): Promise<string> {
+  const sock = join(cluster.dir, `${name}.sock`);
+  agents.push(spawn('ssh-agent', ['-D', '-a', sock], { stdio: 'ignore' }));
+  for (let i = 0; i < 100 && !(await exists(sock)); i++) await new Promise((r) => setTimeout(r, 20));
+  for (const k of keys) {
+    const askpass = join(cluster.dir, `${name}-askpass.sh`);
+    await writeFile(askpass, `#!/bin/sh\necho '${k.passphrase}'\n`, { mode: 0o700 });
+    execFileSync('ssh-add', [k.path], { env: { ...process.env, SSH_AUTH_SOCK: sock, SSH_ASKPASS: askpass, SSH_ASKPASS_REQUIRE: 'force', DISPLAY: ':0' }, stdio: 'ignore' });
+  }
+  return sock;
+}
+
+describe.skipIf(SSHD_MISSING)('key order and identity files (OpenSSH behaviour)', () => {
+  it('uses ssh-agent first for an encrypted identityFile it holds: no TTY, no prompt, connected', async () => {
+    const enc = keygen('enc_in_agent', 'agent-held');
+    await cluster.authorize(await readFile(`${enc}.pub`, 'utf8'));
+    const sock = await startAgent('agent-first', [{ path: enc, passphrase: 'agent-held' }]);
+    const asked: string[] = [];
+    const prompting = new KeyRing(async (r) => {
+      asked.push(r.keyPath);
+      return undefined;
+    });
+    for (const keys of [new KeyRing(), prompting]) {
+      const s = await HostSession.connect(cluster.endpoint(0, { identityFile: enc }), { knownHostsPath: cluster.knownHostsPath, agentSocket: sock, keys });
+      expect((await s.run('echo agent-first')).stdout).toBe('agent-first\n');
+      s.dispose();
+    }
+    expect(asked).toEqual([]); // the passphrase prompt comes last in OpenSSH's order, and was never needed
+    // An agent that does not hold it, no terminal: a clear error naming the key and what to do.
+    const emptySock = await startAgent('agent-empty', []);
+    const err = await connectFailure(HostSession.connect(cluster.endpoint(0, { identityFile: enc }), { knownHostsPath: cluster.knownHostsPath, agentSocket: emptySock }));
+    expect(err.code).toBe('ssh-auth');
+    expect(err.message).toContain(`tried agent (${emptySock})`);
+    expect(err.message).toContain(`skipped ${enc}: encrypted, no terminal to ask its passphrase on, and ssh-agent does not hold it (ssh-add ${enc})`);
+  });
+
+  it('tries the default identities (id_ed25519, id_ecdsa, id_rsa) when no identityFile is set, and lists what was tried', async () => {
+    const home = join(cluster.dir, 'home-defaults', '.ssh');
+    await mkdir(home, { recursive: true });
+    const defaults = ['id_ed25519', 'id_ecdsa', 'id_rsa'].map((n) => join(home, n));
+    execFileSync('ssh-keygen', ['-q', '-t', 'ecdsa', '-N', '', '-f', defaults[1]]);
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', 'locked', '-f', defaults[0]]);
+    const endpoint = cluster.endpoint(0);
+    delete endpoint.identityFile;
+    const err = await connectFailure(HostSession.connect(endpoint, { knownHostsPath: cluster.knownHostsPath, defaultIdentityFiles: defaults }));
+    expect(err.code).toBe('ssh-auth');
+    expect(err.message).toContain(`tried publickey (${defaults[1]})`);
+    expect(err.message).toContain(`skipped ${defaults[0]}: encrypted`);
+    await cluster.authorize(await readFile(`${defaults[1]}.pub`, 'utf8'));
+    const s = await HostSession.connect(endpoint, { knownHostsPath: cluster.knownHostsPath, defaultIdentityFiles: defaults });
+    expect((await s.run('echo default-key')).stdout).toBe('default-key\n');
+    s.dispose();
+  });
+
+  it('refuses /dev/zero, a FIFO, a directory, a huge file and a .pub file at once, each with a clear error', async () => {
+    const fifo = join(cluster.dir, 'key-fifo');
+    execFileSync('mkfifo', [fifo]);
+    const big = join(cluster.dir, 'key-big');
+    await writeFile(big, Buffer.alloc(5 * 1024 * 1024, 0x41));
+    const pub = `${keygen('pubonly_ed25519')}.pub`;
+    const cases: [string, RegExp][] = [
+      ['/dev/zero', /\/dev\/zero is a character device, not a regular file/],
+      [fifo, /is a FIFO|FIFO or socket/],
+      [cluster.dir, /is a directory/],
+      [big, /5\.0 MiB, over the 64 KiB limit/],
+      [pub, /is a public key, not a private key.*this is a public key; point identityFile at the private key \(.*pubonly_ed25519\)/i],
+    ];
+    for (const [path, re] of cases) {
+      const t0 = performance.now();
+      const err = await connectFailure(HostSession.connect(cluster.endpoint(0, { identityFile: path }), { knownHostsPath: cluster.knownHostsPath }));
+      expect(err.code).toBe('ssh-key');
+      expect(err.message).toMatch(re);
+      expect(performance.now() - t0).toBeLessThan(2_000);
+    }
+    expect(process.memoryUsage().rss).toBeLessThan(1024 * 1024 * 1024);
+  }, 30_000);
 });
 
 async function exists(path: string): Promise<boolean> {

@@ -31,6 +31,25 @@ describe.skipIf(SSHD_MISSING)('HostSession exec', () => {
     expect((await session.run('cat | wc -c', { stdin: 'x'.repeat(100_000) })).stdout.trim()).toBe('100000');
   });
 
+  it('passes env over the channel, never on the command line (issue 14 item 7: no secret in ps)', async () => {
+    const secret = `sk-${randomBytes(8).toString('hex')}`;
+    const proc = await session.exec('printf "%s\\n" "$API_KEY"; cat; sleep 30; echo end', { env: { API_KEY: secret, ODD: "a'b $(x) `y`" } });
+    const out: string[] = [];
+    proc.stdout.on('data', (b: Buffer) => out.push(b.toString()));
+    proc.stdin.write('after-env\n');
+    proc.stdin.end();
+    for (let i = 0; i < 100 && !out.join('').includes('after-env'); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(out.join('')).toBe(`${secret}\nafter-env\n`);
+    // Every process on the host, with its full command line (the remote shell stays, waiting on
+    // sleep): the secret is in none of them.
+    const ps = (await cluster.exec(0, 'ps -eo args')).stdout;
+    expect(ps).toContain('sleep 30');
+    expect(ps).not.toContain(secret);
+    proc.close();
+    expect((await session.run('printf %s "$ODD"', { env: { ODD: "a'b $(x) `y`" } })).stdout).toBe("a'b $(x) `y`");
+    await expect(session.exec('true', { env: { BAD: 'two\nlines' } })).rejects.toThrow(/BAD.*line break/);
+  });
+
   it('streams a long-running command: stdin in, lines out, exit on EOF', async () => {
     const proc = await session.exec('while read line; do echo "got $line"; done; echo bye >&2');
     const out: string[] = [];

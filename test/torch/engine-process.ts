@@ -12,7 +12,8 @@ import { EventLineDecoder, type CohortEvent, type LineResult, type TrainConfig }
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Debian's interpreter: the `python3` on PATH here is a pyenv build without torch. */
 export const PYTHON = '/usr/bin/python3';
-export const ENGINE_SCRIPT = join(root, 'trainer', 'engine', 'torch', 'torch_engine.py');
+/** The bundled copy (the suite's global setup builds it): it reads train-config.json, written beside it by the build. */
+export const ENGINE_SCRIPT = join(root, 'resources', 'trainer', 'engines', 'torch_engine.py');
 
 /** Why the torch tests cannot run here, or undefined when `import torch` works. */
 export function torchUnavailableReason(): string | undefined {

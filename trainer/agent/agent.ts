@@ -4,44 +4,24 @@
 //
 // Lifetime rule (no orphans): the agent kills every rank it started when its stdin ends (the SSH
 // channel or the parent process is gone), when heartbeats stop, on a `cancel` line, or when any
-// of its ranks fails. It never outlives its channel.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+// of its ranks fails. It never outlives its channel, and no rank outlives the agent (ranks.ts: the
+// stdin lifeline). Durable runs use `run-start` / `agent-run` instead (run-agent.ts).
 import { mkdirSync } from 'node:fs';
-import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import {
-  AGENT_CANCEL,
-  AGENT_HEARTBEAT,
-  CACHE_DIR_ENV,
-  CONFIG_ENV,
-  EventLineDecoder,
-  HOST_ENV,
-  RENDEZVOUS_ENV,
-  RUN_DIR_ENV,
-  decodeLaunchSpec,
-  type AgentRank,
-  type LaunchSpec,
-} from '../protocol';
-import { relaxedSimdNodeFlags } from '../util/wasm-asm';
-import { visibleGpus } from './gpu-env';
-import { LogTail, stdoutEmitter, writeEvent, type Emit } from '../train/emit';
+import { AGENT_CANCEL, AGENT_HEARTBEAT, decodeLaunchSpec, type LaunchSpec } from '../protocol';
+import { writeEvent } from '../train/emit';
 import { chooseEngine, type EngineChoice } from './engine-choice';
+import { assignGpus } from './gpu-assignment';
+import { readGpuRows } from '../util/nvidia-smi';
+import { RankGroup, emitTo, type RankSink } from './ranks';
 
 /** Exit codes of the agent (core maps them onto run status). */
 export const AGENT_EXIT = { ok: 0, failed: 1, badSpec: 2, cancelled: 130 } as const;
-const KILL_GRACE_MS = 2000;
-
-interface RankProc {
-  spec: AgentRank;
-  child: ChildProcess;
-  tail: LogTail;
-  reportedError: boolean;
-  exited: boolean;
-}
 
 export async function runAgent(opts: { trainerEntry: string; enginesDir: string; workdir: string }): Promise<number> {
-  const emit = stdoutEmitter();
+  const sink: RankSink = { event: writeEvent };
+  const emit = emitTo(sink);
   const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
   const it = lines[Symbol.asyncIterator]();
   const first = await it.next();
@@ -58,31 +38,34 @@ export async function runAgent(opts: { trainerEntry: string; enginesDir: string;
 
   let engine: EngineChoice;
   try {
-    engine = await chooseEngine(spec.config.engine, { enginesDir: opts.enginesDir });
+    engine = await chooseEngine(spec.config.engine, { enginesDir: opts.enginesDir, workdir: opts.workdir, env: { ...process.env, ...spec.env } });
   } catch (err) {
     emit({ type: 'error', rank: -1, host: spec.host, message: (err as Error).message, logTail: [], code: 'engine-unavailable' });
     return AGENT_EXIT.failed;
   }
   emit({ type: 'log', level: 'info', host: spec.host, message: `agent on ${spec.host}: starting ${spec.ranks.length} rank(s) with engine ${engine.name} (${engine.reason})` });
-
-  // gloo picks its interface from the host name, which often resolves to 127.0.x.1: point it at
-  // the interface that actually reaches the master (users can still set GLOO_SOCKET_IFNAME in env).
-  const torchEnv: Record<string, string> = {};
-  if (engine.name === 'torch' && !spec.env.GLOO_SOCKET_IFNAME && !process.env.GLOO_SOCKET_IFNAME) {
-    const dev = routeInterface(spec.masterAddr);
-    if (dev) torchEnv.GLOO_SOCKET_IFNAME = dev;
+  // --require-gpu on torch: the agent knows from the Python probe whether that torch has CUDA.
+  if (spec.config.requireGpu && engine.name === 'torch' && !engine.cuda) {
+    emit({ type: 'error', rank: -1, host: spec.host, message: `--require-gpu: ${spec.host}'s torch has no CUDA (${engine.reason}); install a CUDA build of PyTorch, set the host's python in the profile, or run without --require-gpu`, logTail: [], code: 'gpu-required' });
+    return AGENT_EXIT.failed;
   }
-  const procs = spec.ranks.map((r) => startRank(r, { ...spec, env: { ...torchEnv, ...spec.env } }, engine, opts.trainerEntry, runDir, emit));
-  const run = { outcome: 'running' as 'running' | 'failed' | 'cancelled' };
-  let resolveDone: () => void = () => {};
-  const allExited = new Promise<void>((res) => (resolveDone = res));
+  const gpus = assignGpus({ engine: engine.name, ranks: spec.ranks, hostGpus: (await readGpuRows())?.gpus.length ?? 0, inherited: { ...process.env, ...spec.env } });
+  emit({ type: 'log', level: 'info', host: spec.host, message: `agent on ${spec.host}: GPUs: ${gpus.explanation}` });
 
+  const run = { outcome: 'running' as 'running' | 'failed' | 'cancelled' };
+  const group = new RankGroup(spec, engine, opts.trainerEntry, runDir, sink, ({ proc: p, code, signal }) => {
+    if (code !== 0 && run.outcome === 'running') {
+      run.outcome = 'failed';
+      if (!p.reportedError) {
+        const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+        emit({ type: 'error', rank: p.spec.rank, host: spec.host, message: `rank ${p.spec.rank} on ${spec.host} ${how}`, logTail: p.tail.get(), code: 'rank-exited' });
+      }
+      // One failing rank fails the run fast: stop this host's other ranks now (peers on other hosts see their sockets close).
+      killAll(`rank ${p.spec.rank} failed`);
+    }
+  }, gpus.env);
   const killAll = (why: string) => {
-    for (const p of procs) if (!p.exited) signalGroup(p.child, 'SIGTERM');
-    const hard = setTimeout(() => {
-      for (const p of procs) if (!p.exited) signalGroup(p.child, 'SIGKILL');
-    }, KILL_GRACE_MS);
-    hard.unref();
+    group.kill();
     emit({ type: 'log', level: run.outcome === 'cancelled' ? 'info' : 'warn', host: spec.host, message: `agent on ${spec.host}: stopping ranks (${why})` });
   };
   let finished = false;
@@ -91,23 +74,6 @@ export async function runAgent(opts: { trainerEntry: string; enginesDir: string;
     run.outcome = 'cancelled';
     killAll(why);
   };
-
-  for (const p of procs) {
-    p.child.on('exit', (code, signal) => {
-      p.exited = true;
-      const ok = code === 0;
-      if (!ok && run.outcome === 'running') {
-        run.outcome = 'failed';
-        if (!p.reportedError) {
-          const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-          emit({ type: 'error', rank: p.spec.rank, host: spec.host, message: `rank ${p.spec.rank} on ${spec.host} ${how}`, logTail: p.tail.get(), code: 'rank-exited' });
-        }
-        // One failing rank fails the run fast: stop this host's other ranks now (peers on other hosts see their sockets close).
-        killAll(`rank ${p.spec.rank} failed`);
-      }
-      if (procs.every((q) => q.exited)) resolveDone();
-    });
-  }
 
   // Heartbeats and cancel from core; EOF means the channel is gone.
   let lastBeat = Date.now();
@@ -128,87 +94,10 @@ export async function runAgent(opts: { trainerEntry: string; enginesDir: string;
   })();
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => cancel(`agent received ${sig}`));
 
-  await allExited;
+  await group.done;
   finished = true; // closing stdin below must not read as "controller gone"
   if (watchdog) clearInterval(watchdog);
   lines.close();
   if (run.outcome === 'cancelled') return AGENT_EXIT.cancelled;
   return run.outcome === 'failed' ? AGENT_EXIT.failed : AGENT_EXIT.ok;
-}
-
-function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, emit: Emit): RankProc {
-  const threads = Math.max(1, Math.floor(cpus().length / spec.ranks.length));
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    ...spec.env,
-    [RENDEZVOUS_ENV.masterAddr]: spec.masterAddr,
-    [RENDEZVOUS_ENV.masterPort]: String(spec.masterPort),
-    [RENDEZVOUS_ENV.rank]: String(r.rank),
-    [RENDEZVOUS_ENV.worldSize]: String(spec.worldSize),
-    [RENDEZVOUS_ENV.localRank]: String(r.localRank),
-    [CONFIG_ENV]: JSON.stringify(spec.config),
-    [HOST_ENV]: spec.host,
-    [RUN_DIR_ENV]: runDir,
-    [CACHE_DIR_ENV]: join(runDir, '..', '..', 'cache'),
-    COHORT_ENGINE_REASON: engine.reason,
-    COHORT_THREADS: spec.env.COHORT_THREADS ?? String(threads),
-  };
-  const gpus = visibleGpus(engine.name, spec.ranks, r);
-  if (gpus !== undefined) env.CUDA_VISIBLE_DEVICES = gpus;
-  // The run id in every rank's arguments lets `cohort` find leftovers of a run with ps (python: -X accepts any key).
-  // tfjs ranks get relaxed SIMD (FMA in the wasm GEMM kernels) where this Node has it behind a flag (Node 20).
-  const [cmd, ...args] =
-    engine.name === 'torch' ? [engine.python!, '-X', `cohort_run=${spec.runId}`, engine.script!] : [process.execPath, ...relaxedSimdNodeFlags(), trainerEntry, 'rank', '--run', spec.runId];
-  // detached: the rank leads its own process group, so killing the group also ends anything it spawned.
-  const child = spawn(cmd!, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false };
-  const decoder = new EventLineDecoder();
-  const host = spec.host;
-  createInterface({ input: child.stdout! }).on('line', (line) => {
-    const res = decoder.decodeLine(line);
-    if (res?.kind === 'event') {
-      const e = res.event;
-      if (e.type === 'error') {
-        p.reportedError = true;
-        writeEvent({ ...e, logTail: e.logTail.length ? e.logTail : p.tail.get() });
-      } else if (r.rank === 0 || e.type === 'log') writeEvent(e);
-      return;
-    }
-    if (res === undefined) return;
-    p.tail.add(line);
-    emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stdout', message: line });
-  });
-  createInterface({ input: child.stderr! }).on('line', (line) => {
-    p.tail.add(line);
-    emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stderr', message: line });
-  });
-  child.on('error', (err) => {
-    p.tail.add(String(err));
-    emit({ type: 'error', rank: r.rank, host, message: `could not start rank ${r.rank} on ${host}: ${err.message}`, logTail: [], code: 'spawn-failed' });
-    p.reportedError = true;
-  });
-  return p;
-}
-
-/** The network interface the kernel would use to reach `addr` (Linux `ip route get`), if known. */
-function routeInterface(addr: string): string | undefined {
-  try {
-    const out = execFileSync('ip', ['-o', 'route', 'get', addr], { encoding: 'utf8', timeout: 3000, stdio: ['ignore', 'pipe', 'ignore'] });
-    return /\bdev (\S+)/.exec(out)?.[1];
-  } catch {
-    return undefined;
-  }
-}
-
-function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
-  try {
-    process.kill(-child.pid, sig);
-  } catch {
-    try {
-      child.kill(sig);
-    } catch {
-      // already gone
-    }
-  }
 }

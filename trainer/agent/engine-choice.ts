@@ -1,9 +1,15 @@
 // Which engine runs this host's ranks. `tfjs` and `torch` are what the user asked for; `auto`
 // follows the order in DESIGN.md: torch with CUDA, else tfjs with the TensorFlow GPU binding,
 // else torch on CPU, else tfjs. The reason travels into the `hello` event.
+//
+// Python: every interpreter found is asked what torch it has (/usr/bin/python3, python3 and python
+// on PATH, venvs under the workdir, conda), and a CUDA torch wins over a CPU torch (a host with
+// Debian's CPU torch and a CUDA torch in a venv must train on the GPU). The profile's `python`
+// for a host (COHORT_PYTHON in its environment) overrides the search.
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Engine } from '../protocol';
 
@@ -12,6 +18,21 @@ export interface EngineChoice {
   reason: string;
   python?: string;
   script?: string;
+  /** torch: whether that Python's torch has CUDA. */
+  cuda?: boolean;
+}
+
+export interface PythonInfo {
+  python: string;
+  /** Python's own version; '' when the interpreter did not answer. */
+  version: string;
+  torch?: string;
+  cuda?: boolean;
+  /** torch.version.cuda, e.g. "12.1". */
+  cudaVersion?: string;
+  gpus?: number;
+  /** Why the interpreter has no torch (its import error), when it has none. */
+  error?: string;
 }
 
 export interface TorchInfo {
@@ -20,23 +41,79 @@ export interface TorchInfo {
   cuda: boolean;
 }
 
-const PYTHON_CANDIDATES = ['/usr/bin/python3', 'python3', 'python'];
+/** The interpreters to ask, in order of preference among equals (an explicit COHORT_PYTHON alone). */
+export function pythonCandidates(env: NodeJS.ProcessEnv, workdir?: string): string[] {
+  if (env.COHORT_PYTHON) return [env.COHORT_PYTHON];
+  const out = ['/usr/bin/python3', 'python3', 'python'];
+  const venvRoots = workdir ? [workdir, join(workdir, 'runtime')] : [];
+  for (const root of venvRoots) {
+    let names: string[] = [];
+    try {
+      names = readdirSync(root);
+    } catch {
+      continue;
+    }
+    for (const n of names.sort()) if (existsSync(join(root, n, 'pyvenv.cfg'))) out.push(join(root, n, 'bin', 'python'));
+  }
+  const home = env.HOME ?? homedir();
+  const conda = [env.CONDA_PREFIX, ...['miniconda3', 'anaconda3', 'miniforge3', 'mambaforge'].map((d) => join(home, d)), '/opt/conda'].filter((x): x is string => !!x);
+  for (const c of conda) out.push(join(c, 'bin', 'python'));
+  return out;
+}
 
-/** Finds a Python interpreter that can import torch (COHORT_PYTHON first). */
-export async function findTorch(env: NodeJS.ProcessEnv = process.env): Promise<TorchInfo | undefined> {
-  const candidates = env.COHORT_PYTHON ? [env.COHORT_PYTHON] : PYTHON_CANDIDATES;
-  for (const python of candidates) {
-    const out = await run(python, ['-c', 'import json, torch; print(json.dumps({"torch": torch.__version__, "cuda": torch.cuda.is_available()}))']);
-    if (out) {
-      try {
-        const j = JSON.parse(out.trim().split('\n').at(-1)!) as { torch: string; cuda: boolean };
-        return { python, torch: j.torch, cuda: j.cuda };
-      } catch {
-        // not the output we asked for; try the next interpreter
-      }
+const QUERY = `import json, sys
+r = {"version": sys.version.split()[0]}
+try:
+    import torch
+    r.update(torch=torch.__version__, cuda=bool(torch.cuda.is_available()), cudaVersion=torch.version.cuda or "", gpus=torch.cuda.device_count() if torch.cuda.is_available() else 0)
+except Exception as e:
+    r["error"] = type(e).__name__ + ": " + str(e)
+print(json.dumps(r))`;
+
+/** Asks every candidate (in parallel) which Python and torch it is; missing interpreters are left out, duplicates (same real path) once. */
+export async function findPythons(candidates: string[]): Promise<PythonInfo[]> {
+  const answers = await Promise.all(candidates.map(async (python) => ({ python, out: await run(python, ['-c', QUERY]) })));
+  const seen = new Set<string>();
+  const found: PythonInfo[] = [];
+  for (const { python, out } of answers) {
+    if (out === undefined) continue;
+    const real = realPath(python);
+    if (seen.has(real)) continue;
+    seen.add(real);
+    try {
+      const j = JSON.parse(out.trim().split('\n').at(-1)!) as Partial<PythonInfo>;
+      found.push({
+        python,
+        version: typeof j.version === 'string' ? j.version : '',
+        ...(typeof j.torch === 'string' ? { torch: j.torch, cuda: j.cuda === true, gpus: typeof j.gpus === 'number' ? j.gpus : 0, ...(j.cudaVersion ? { cudaVersion: String(j.cudaVersion) } : {}) } : {}),
+        ...(typeof j.error === 'string' ? { error: j.error } : {}),
+      });
+    } catch {
+      found.push({ python, version: '', error: `unexpected output: ${out.trim().slice(0, 120)}` });
     }
   }
-  return undefined;
+  return found;
+}
+
+/** The interpreter to train with: CUDA torch first, then CPU torch, each in candidate order; the reason names the runners-up. */
+export function pickPython(found: PythonInfo[]): { chosen?: PythonInfo; explanation: string } {
+  const withTorch = found.filter((p) => p.torch);
+  const chosen = withTorch.find((p) => p.cuda) ?? withTorch[0];
+  const others = found.filter((p) => p !== chosen).map(describePython);
+  if (!chosen) return { explanation: found.length ? `no Python with torch (${others.join('; ')})` : 'no Python interpreter found' };
+  return { chosen, explanation: `${describePython(chosen)}${others.length ? `; also found: ${others.join('; ')}` : ''}` };
+}
+
+export function describePython(p: PythonInfo): string {
+  if (!p.torch) return `${p.python} (Python ${p.version || '?'}, no torch${p.error ? `: ${p.error.slice(0, 80)}` : ''})`;
+  return `${p.python} (torch ${p.torch}, ${p.cuda ? `CUDA ${p.cudaVersion || '?'}, ${p.gpus ?? 0} GPU(s)` : 'CPU only'})`;
+}
+
+/** The Python with torch that the engine would use (COHORT_PYTHON alone when set). */
+export async function findTorch(env: NodeJS.ProcessEnv = process.env, workdir?: string): Promise<(TorchInfo & { explanation: string; tried: string[] }) | undefined> {
+  const tried = pythonCandidates(env, workdir);
+  const { chosen, explanation } = pickPython(await findPythons(tried));
+  return chosen?.torch ? { python: chosen.python, torch: chosen.torch, cuda: chosen.cuda === true, explanation, tried } : undefined;
 }
 
 export function tfjsGpuInstalled(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -50,23 +127,38 @@ export function tfjsGpuInstalled(env: NodeJS.ProcessEnv = process.env): boolean 
   }
 }
 
-export async function chooseEngine(engine: Engine, opts: { enginesDir: string }): Promise<EngineChoice> {
+export async function chooseEngine(engine: Engine, opts: { enginesDir: string; workdir?: string; env?: NodeJS.ProcessEnv }): Promise<EngineChoice> {
+  const env = opts.env ?? process.env;
   const script = join(opts.enginesDir, 'torch_engine.py');
-  if (engine === 'tfjs') return { name: 'tfjs', reason: 'engine tfjs (--engine tfjs, the default)' };
-  const torch = existsSync(script) ? await findTorch() : undefined;
+  if (engine === 'tfjs') return { name: 'tfjs', reason: '--engine tfjs, the default' };
+  const torch = existsSync(script) ? await findTorch(env, opts.workdir) : undefined;
+  const pinned = env.COHORT_PYTHON ? ` (COHORT_PYTHON / the profile's python: ${env.COHORT_PYTHON})` : '';
   if (engine === 'torch') {
     if (!existsSync(script)) throw new Error(`--engine torch: the engine script ${script} is missing from the deployed bundle; redeploy (cohort deploy)`);
     if (!torch) {
       throw new Error(
-        `--engine torch: no Python with PyTorch found on this host (tried ${(process.env.COHORT_PYTHON ? [process.env.COHORT_PYTHON] : PYTHON_CANDIDATES).join(', ')}); install PyTorch (e.g. apt install python3-torch) or set COHORT_PYTHON in the host's env`,
+        `--engine torch: no Python with PyTorch found on this host${pinned} (tried ${pythonCandidates(env, opts.workdir).join(', ')}); install PyTorch (a CUDA build on GPU hosts, e.g. in a venv under the workdir), or set the host's python in the profile`,
       );
     }
-    return { name: 'torch', reason: `engine torch requested; ${torch.python} has torch ${torch.torch}${torch.cuda ? ' with CUDA' : ' (CPU)'}`, python: torch.python, script };
+    return { name: 'torch', reason: `--engine torch${pinned}; python: ${torch.explanation}`, python: torch.python, script, cuda: torch.cuda };
   }
-  if (torch?.cuda) return { name: 'torch', reason: `auto: torch ${torch.torch} with CUDA found (${torch.python})`, python: torch.python, script };
-  if (tfjsGpuInstalled()) return { name: 'tfjs', reason: 'auto: no CUDA PyTorch; @tensorflow/tfjs-node-gpu is installed' };
-  if (torch) return { name: 'torch', reason: `auto: no GPU engine; torch ${torch.torch} on CPU is faster than tfjs here (${torch.python})`, python: torch.python, script };
+  if (torch?.cuda) return { name: 'torch', reason: `auto: torch with CUDA${pinned}; python: ${torch.explanation}`, python: torch.python, script, cuda: true };
+  if (tfjsGpuInstalled(env)) return { name: 'tfjs', reason: `auto: no CUDA PyTorch${torch ? ` (${torch.explanation})` : ''}; @tensorflow/tfjs-node-gpu is installed` };
+  if (torch) return { name: 'torch', reason: `auto: no GPU engine; torch on CPU is faster than tfjs here${pinned}; python: ${torch.explanation}`, python: torch.python, script, cuda: false };
   return { name: 'tfjs', reason: 'auto: no PyTorch and no TensorFlow GPU binding on this host; tfjs' };
+}
+
+/** The file an interpreter name runs (bare names looked up on PATH), for telling duplicates apart. */
+function realPath(p: string): string {
+  const candidates = p.includes('/') ? [p] : (process.env.PATH ?? '').split(':').filter(Boolean).map((d) => join(d, p));
+  for (const c of candidates) {
+    try {
+      return realpathSync(c);
+    } catch {
+      // not there
+    }
+  }
+  return p;
 }
 
 function run(cmd: string, args: string[]): Promise<string | undefined> {

@@ -58,5 +58,14 @@ describe('event protocol', () => {
 
   it('formats the seeds human line', () => {
     expect(formatStepLine(step())).toBe('Epoch: 0, Step: 20, Loss: 4.8700, Throughputs: 27.9 samples/s');
+    expect(formatStepLine(step(), 500)).toBe('Epoch: 0, Step: 20/500, Loss: 4.8700, Throughputs: 27.9 samples/s');
+  });
+});
+
+describe('compile progress', () => {
+  it('decodes a running compile with its stage, index and total, and refuses a bad index', () => {
+    const e = makeEvent({ type: 'compile', name: 'kernel-selection', status: 'running', durationMs: 1200, detail: 'timing conv 3x3', stage: 'conv 3x3', index: 3, total: 24 });
+    expect(decodeEvent(JSON.parse(JSON.stringify(e)))).toEqual(e);
+    expect(() => decodeEvent({ ...e, index: -1 })).toThrow(/index/);
   });
 });

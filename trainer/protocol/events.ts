@@ -10,6 +10,7 @@ import {
   numOrNull,
   obj,
   oneOf,
+  optBool,
   optNum,
   optStr,
   str,
@@ -29,6 +30,7 @@ export const EVENT_TYPES = [
   'checkpoint',
   'log',
   'error',
+  'restart',
   'done',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -60,6 +62,8 @@ export interface HelloEvent extends EventBase {
   versions: Record<string, string>;
   /** Why this engine/backend was chosen (auto selection or the user's flag). */
   reason?: string;
+  /** Set when a GPU was asked for and the rank runs on the CPU: why, and what the host needs. Shown loudly. */
+  deviceWarning?: string;
 }
 
 export interface PlanRank {
@@ -68,6 +72,11 @@ export interface PlanRank {
   localRank: number;
   /** GPU index this rank sees as its only device (CUDA_VISIBLE_DEVICES), if any. */
   gpu?: number;
+  /** The device the rank really computes on (checked at run time), e.g. "CUDA NVIDIA A100 (GPU 2, GPU-…) via libtensorflow 2.9.1". */
+  device?: string;
+  gpuUuid?: string;
+  /** The rank asked for a GPU and runs on the CPU. */
+  gpuFellBack?: boolean;
 }
 
 export interface PlanEvent extends EventBase {
@@ -86,9 +95,14 @@ export interface CompileEvent extends EventBase {
   type: 'compile';
   /** What ran: e.g. "kernel-selection", "torch.compile". */
   name: string;
-  status: 'ok' | 'skipped' | 'failed';
+  /** 'running': a progress report (elapsed so far in durationMs); one final ok/skipped/failed follows. */
+  status: 'running' | 'ok' | 'skipped' | 'failed';
   durationMs: number;
   detail: string;
+  /** With 'running': the stage (e.g. "conv 3x3 s1 64→64 @16²"), and which of how many. */
+  stage?: string;
+  index?: number;
+  total?: number;
   /** Step time before / after, when the pass measured it. */
   baselineStepMs?: number;
   compiledStepMs?: number;
@@ -110,10 +124,17 @@ export interface RankMemory {
   rssBytes: number;
   /** Bytes held by the framework (tfjs numBytes, torch memory_allocated). */
   tensorBytes?: number;
-  /** Peak framework bytes (torch max_memory_allocated). */
+  /** Peak framework bytes since warm-up ended (torch max_memory_allocated after reset_peak_memory_stats; tfjs: the largest sampled numBytes). */
   peakTensorBytes?: number;
+  /** The whole GPU's used bytes (nvidia-smi memory.used: includes every other process on it). */
   gpuUsedBytes?: number;
   gpuTotalBytes?: number;
+  /** Bytes this rank's own process holds on its own GPU (nvidia-smi --query-compute-apps, matched by pid and UUID). */
+  gpuProcessBytes?: number;
+  /** The GPU (or MIG instance) the rank's numbers are about. */
+  gpuUuid?: string;
+  /** The host's physical memory (what RSS is measured against when there is no GPU). */
+  hostTotalBytes?: number;
 }
 
 export interface StepEvent extends EventBase {
@@ -131,6 +152,12 @@ export interface StepEvent extends EventBase {
   memory: RankMemory[];
   /** Bytes each rank sent for gradient exchange during the window (fp16 halves it). */
   commBytes?: number;
+  /**
+   * Each rank's mean forward + backward time per step over the window, indexed by rank (ms). Step
+   * time itself is the same on every rank (the exchange waits for the slowest), so this is where a
+   * straggler shows. Engines that do not measure it leave it out.
+   */
+  rankComputeMs?: number[];
 }
 
 
@@ -173,6 +200,19 @@ export interface ErrorEvent extends EventBase {
   hint?: string;
 }
 
+/** The run restarts every rank from its last checkpoint after a failure (`maxRestarts`). */
+export interface RestartEvent extends EventBase {
+  type: 'restart';
+  /** 1 for the first restart. */
+  attempt: number;
+  /** The host and rank whose failure caused it (rank -1: the host itself, e.g. its agent was lost). */
+  host: string;
+  rank: number;
+  reason: string;
+  /** The step training resumes from (0 when no checkpoint was written yet). */
+  resumeStep: number;
+}
+
 export type RunStatus = 'ok' | 'failed' | 'cancelled';
 /** Where one rank's step time went: medians over the measured (post-warm-up) steps, in ms. */
 export interface RankPhases {
@@ -211,6 +251,7 @@ export type CohortEvent =
   | CheckpointEvent
   | LogEvent
   | ErrorEvent
+  | RestartEvent
   | DoneEvent;
 
 type Payload<E> = E extends CohortEvent ? Omit<E, 'v' | 'time'> : never;
@@ -235,10 +276,12 @@ function capability(v: unknown, path: string): Capability {
 function rankMemory(v: unknown, path: string): RankMemory {
   const o = obj(v, path);
   const m: RankMemory = { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), rssBytes: num(o, 'rssBytes', path, { min: 0 }) };
-  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes'] as const) {
+  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes', 'gpuProcessBytes', 'hostTotalBytes'] as const) {
     const x = optNum(o, k, path, { min: 0 });
     if (x !== undefined) m[k] = x;
   }
+  const uuid = optStr(o, 'gpuUuid', path);
+  if (uuid !== undefined) m.gpuUuid = uuid;
   return m;
 }
 
@@ -265,6 +308,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
       return v;
     }),
     ...opt('reason', optStr(o, 'reason', p)),
+    ...opt('deviceWarning', optStr(o, 'deviceWarning', p)),
   }),
   plan: (o) => ({
     type: 'plan',
@@ -276,6 +320,9 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
         host: str(r, 'host', path),
         localRank: num(r, 'localRank', path, { int: true, min: 0 }),
         ...opt('gpu', optNum(r, 'gpu', path, { int: true, min: 0 })),
+        ...opt('device', optStr(r, 'device', path)),
+        ...opt('gpuUuid', optStr(r, 'gpuUuid', path)),
+        ...opt('gpuFellBack', optBool(r, 'gpuFellBack', path)),
       };
     }),
     globalBatch: num(o, 'globalBatch', p, { int: true, min: 1 }),
@@ -287,9 +334,12 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
   compile: (o) => ({
     type: 'compile',
     name: str(o, 'name', p),
-    status: oneOf(o, 'status', p, ['ok', 'skipped', 'failed'] as const),
+    status: oneOf(o, 'status', p, ['running', 'ok', 'skipped', 'failed'] as const),
     durationMs: num(o, 'durationMs', p, { min: 0 }),
     detail: str(o, 'detail', p),
+    ...opt('stage', optStr(o, 'stage', p)),
+    ...opt('index', optNum(o, 'index', p, { int: true, min: 0 })),
+    ...opt('total', optNum(o, 'total', p, { int: true, min: 0 })),
     ...opt('baselineStepMs', optNum(o, 'baselineStepMs', p, { min: 0 })),
     ...opt('compiledStepMs', optNum(o, 'compiledStepMs', p, { min: 0 })),
     ...opt('speedup', optNum(o, 'speedup', p, { min: 0 })),
@@ -311,6 +361,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     lr: num(o, 'lr', p, { min: 0 }),
     memory: arr(o, 'memory', p, rankMemory),
     ...opt('commBytes', optNum(o, 'commBytes', p, { min: 0 })),
+    ...opt('rankComputeMs', o.rankComputeMs === undefined ? undefined : arr(o, 'rankComputeMs', p, (v, at) => num({ v }, 'v', at, { min: 0 }))),
   }),
   epoch: (o) => ({
     type: 'epoch',
@@ -342,6 +393,14 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     logTail: strArr(o, 'logTail', p),
     ...opt('code', optStr(o, 'code', p)),
     ...opt('hint', optStr(o, 'hint', p)),
+  }),
+  restart: (o) => ({
+    type: 'restart',
+    attempt: num(o, 'attempt', p, { int: true, min: 1 }),
+    host: str(o, 'host', p),
+    rank: num(o, 'rank', p, { int: true, min: -1 }),
+    reason: str(o, 'reason', p),
+    resumeStep: num(o, 'resumeStep', p, { int: true, min: 0 }),
   }),
   done: (o) => ({
     type: 'done',
@@ -459,7 +518,8 @@ export class EventLineDecoder {
 }
 
 /** The seeds' human line: `Epoch: 0, Step: 20, Loss: 4.87, Throughputs: 27.9 samples/s`. */
-export function formatStepLine(e: StepEvent): string {
+/** The seeds' step line; with the run's total, `Step: 120/500`. */
+export function formatStepLine(e: StepEvent, totalSteps?: number): string {
   const loss = e.loss === null ? 'nan' : e.loss.toFixed(4);
-  return `Epoch: ${e.epoch}, Step: ${e.step}, Loss: ${loss}, Throughputs: ${e.globalSamplesPerSec.toFixed(1)} samples/s`;
+  return `Epoch: ${e.epoch}, Step: ${e.step}${totalSteps ? `/${totalSteps}` : ''}, Loss: ${loss}, Throughputs: ${e.globalSamplesPerSec.toFixed(1)} samples/s`;
 }

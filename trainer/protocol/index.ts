@@ -7,3 +7,4 @@ export * from './train-config';
 export { DecodeError } from './validate';
 export * from './lifecycle';
 export * from './errors';
+export * from './run-state';

@@ -1,7 +1,7 @@
 // What core hands a host agent (first line on its stdin), and the rendezvous environment every
 // rank process receives (the same names torch.distributed uses, so both engines share it).
 import { decodeTrainConfig, type TrainConfig } from './train-config';
-import { arr, num, obj, optNum, str, strRecord } from './validate';
+import { DecodeError, arr, num, obj, oneOf, optBool, optNum, str, strRecord } from './validate';
 
 export interface AgentRank {
   rank: number;
@@ -23,6 +23,24 @@ export interface LaunchSpec {
   env: Record<string, string>;
   /** The agent kills its ranks if no heartbeat line arrives on stdin for this long; 0 = rely on EOF only. */
   heartbeatTimeoutMs: number;
+  // ---- durable runs (`run-start`; absent for the stdin-driven `agent`) ----
+  /** "leader": the host of rank 0, holds the run's record and state; "follower": every other host. */
+  role?: 'leader' | 'follower';
+  /** The leader's control endpoint; followers connect to it. Absent on a single-host run. */
+  control?: ControlEndpoint;
+  /** Restarts from the last checkpoint after a rank or host failure (default 0). */
+  maxRestarts?: number;
+  /** Busy slots: wait (true, default) or refuse at once with code slots-busy (false). */
+  queue?: boolean;
+  /** The slots this host's ranks claim (default: each rank's gpu, else its localRank). */
+  slots?: number[];
+}
+
+export interface ControlEndpoint {
+  addr: string;
+  port: number;
+  /** A random per-run secret; a follower that does not present it is refused. */
+  token: string;
 }
 
 export function decodeLaunchSpec(value: unknown): LaunchSpec {
@@ -41,7 +59,19 @@ export function decodeLaunchSpec(value: unknown): LaunchSpec {
     config: decodeTrainConfig(o.config),
     env: o.env === undefined ? {} : strRecord(o, 'env', 'launch'),
     heartbeatTimeoutMs: num(o, 'heartbeatTimeoutMs', 'launch', { min: 0 }),
+    ...(o.role === undefined ? {} : { role: oneOf(o, 'role', 'launch', ['leader', 'follower'] as const) }),
+    ...(o.control === undefined ? {} : { control: decodeControl(o.control) }),
+    maxRestarts: optNum(o, 'maxRestarts', 'launch', { int: true, min: 0 }) ?? 0,
+    queue: optBool(o, 'queue', 'launch') ?? true,
+    ...(o.slots === undefined ? {} : { slots: arr(o, 'slots', 'launch', (v, p) => num({ v }, 'v', p, { int: true, min: 0 })) }),
   };
+}
+
+function decodeControl(value: unknown): ControlEndpoint {
+  const c = obj(value, 'launch.control');
+  const token = str(c, 'token', 'launch.control', { nonEmpty: true });
+  if (token.length < 16) throw new DecodeError('launch.control.token', 'must be a random secret of at least 16 characters');
+  return { addr: str(c, 'addr', 'launch.control', { nonEmpty: true }), port: num(c, 'port', 'launch.control', { int: true, min: 1, max: 65535 }), token };
 }
 
 /** Lines core writes to an agent's stdin after the spec. */

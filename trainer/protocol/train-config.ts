@@ -2,7 +2,7 @@
 // defaults all describe. Defined once here; the CLI maps flags onto it, the trainer receives it
 // as JSON, and every field's error names the flag a user would fix.
 import { CohortError } from './errors';
-import { DecodeError, bool, num, obj, oneOf, str, type Obj } from './validate';
+import { DecodeError, bool as decodeBool, num, obj, oneOf, str, type Obj } from './validate';
 
 export const ENGINES = ['tfjs', 'torch', 'auto'] as const;
 export const BACKENDS = ['auto', 'tensorflow', 'wasm', 'cpu'] as const;
@@ -16,107 +16,126 @@ export type Stem = (typeof STEMS)[number];
 export type OptimizerName = (typeof OPTIMIZERS)[number];
 export type ScheduleName = (typeof SCHEDULES)[number];
 
-export interface TrainConfig {
-  engine: Engine;
-  backend: BackendChoice;
-  /** Per-rank batch size (samples); the global batch is batchSize × worldSize, as in the seeds. */
-  batchSize: number;
-  /** Square input side in pixels. */
-  imageSize: number;
-  stem: Stem;
-  classes: number;
-  /** Optimizer steps to run; 0 means "run `epochs` epochs instead" (exactly one of the two is > 0). */
-  steps: number;
-  epochs: number;
-  /** Print / emit a `step` event every this many steps (the seeds' `--log_steps`). */
-  logSteps: number;
-  /** Steps at the start that are warm-up/compile time, excluded from throughput. */
-  warmupSteps: number;
-  lr: number;
-  optimizer: OptimizerName;
-  momentum: number;
-  weightDecay: number;
-  /** Linear LR warm-up length in steps (SC20), then `schedule`. */
-  lrWarmupSteps: number;
-  schedule: ScheduleName;
-  /** `synthetic` or `cifar100:/path/to/cifar-100-binary`. */
-  data: string;
-  compile: boolean;
-  fp16: boolean;
-  bf16: boolean;
-  seed: number;
-  /** Directory for checkpoints ('' = none); resume from the latest one there when `resume`. */
-  checkpointDir: string;
-  checkpointEvery: number;
-  resume: boolean;
-  /** Freeze batch-norm statistics (eval-mode BN while training): makes data-parallel updates exactly equal a single process. */
-  freezeBn: boolean;
-  /** Synchronise batch-norm statistics across ranks (torch engine: SyncBatchNorm). */
-  syncBn: boolean;
-  /** torch.compile mode when `compile` (torch engine). */
-  compileMode: string;
+/** What a setting does on each engine where the engines differ; `null` = that engine ignores it. */
+export interface EngineMeaning {
+  tfjs: string | null;
+  torch: string | null;
 }
 
-export const DEFAULT_TRAIN_CONFIG: TrainConfig = {
-  engine: 'tfjs',
-  backend: 'auto',
-  batchSize: 16,
-  imageSize: 32,
-  stem: 'imagenet',
-  classes: 100,
-  steps: 30,
-  epochs: 0,
-  logSteps: 10,
-  warmupSteps: 2,
-  lr: 1e-3,
-  optimizer: 'adamw',
-  momentum: 0.9,
-  weightDecay: 0.01,
-  lrWarmupSteps: 0,
-  schedule: 'constant',
-  data: 'synthetic',
-  compile: false,
-  fp16: false,
-  bf16: false,
-  seed: 42,
-  checkpointDir: '',
-  checkpointEvery: 0,
-  resume: false,
-  freezeBn: false,
-  syncBn: false,
-  compileMode: 'default',
+/** What the Launch form shows for a row; rows without it are left to the profile's defaults. */
+export interface GuiSpec<T> {
+  label: string;
+  /** The form's starting value when it differs from the run default (a quick demo run). */
+  initial?: T;
+}
+
+interface RowCommon<T> {
+  /** The `cohort run` flag; errors name it. */
+  flag: `--${string}`;
+  default: T;
+  /** One short line for usage and the form, with the unit; engine-neutral (see `engines`). */
+  help: string;
+  /** Placeholder for the value in the usage text (`B`, `DIR`); enums list their values instead. */
+  arg?: string;
+  /** Absent: both engines honour the setting as `help` says. */
+  engines?: EngineMeaning;
+  gui?: GuiSpec<T>;
+}
+
+export type TrainRow =
+  | (RowCommon<number> & { kind: 'int' | 'float'; min: number; max?: number })
+  | (RowCommon<string> & { kind: 'enum'; values: readonly string[] })
+  | (RowCommon<boolean> & { kind: 'bool' })
+  | (RowCommon<string> & { kind: 'string'; nonEmpty?: boolean });
+
+/** A row that remembers its value type (`V`) for the derived TrainConfig. */
+type Row<V> = TrainRow & { readonly __value?: V };
+
+const int = (min: number, max: number | undefined, r: RowCommon<number>): Row<number> => ({ kind: 'int', min, ...(max === undefined ? {} : { max }), ...r });
+const float = (min: number, max: number, r: RowCommon<number>): Row<number> => ({ kind: 'float', min, max, ...r });
+const flag = (r: RowCommon<boolean>): Row<boolean> => ({ kind: 'bool', ...r });
+const text = (nonEmpty: boolean, r: RowCommon<string>): Row<string> => ({ kind: 'string', nonEmpty, ...r });
+const choice = <const V extends readonly string[]>(values: V, r: RowCommon<V[number]>): Row<V[number]> => ({ kind: 'enum', values, ...r });
+
+/**
+ * THE run configuration: one row per setting (name, kind and bounds, default, flag, help, what
+ * each engine does with it, whether the Launch form shows it). Everything else is derived from
+ * it: the TrainConfig type, DEFAULT_TRAIN_CONFIG, FLAG_OF, the decoder, the CLI's options and
+ * usage (electron/cli/train-flags.ts), the Launch form's fields and the torch engine's defaults
+ * (train-config.json beside the script, written by scripts/build.mjs). Adding a setting is one row
+ * here plus its use in the engine(s).
+ */
+export const TRAIN_CONFIG_TABLE = {
+  engine: choice(ENGINES, { flag: '--engine', default: 'tfjs', help: 'training engine (auto: torch where the host has PyTorch, else tfjs)', gui: { label: 'Engine' } }),
+  backend: choice(BACKENDS, { flag: '--backend', default: 'auto', help: 'compute backend (auto: tensorflow when tfjs-node is installed, else wasm)', engines: { tfjs: 'which tfjs backend runs the model', torch: 'ignored: torch runs on CUDA when it sees a GPU, else on the CPU' }, gui: { label: 'Backend' } }),
+  batchSize: int(1, 65536, { flag: '--batch-size', arg: 'B', default: 16, help: 'samples per rank per step (global batch = B × ranks)', gui: { label: 'Batch size (per rank)' } }),
+  imageSize: int(1, 4096, { flag: '--image-size', arg: 'S', default: 32, help: 'square input side, pixels', gui: { label: 'Image size (px)' } }),
+  stem: choice(STEMS, { flag: '--stem', default: 'imagenet', help: 'ResNet-50 stem: imagenet (7×7/2 conv + max-pool) or cifar (3×3/1 conv, no pool)', gui: { label: 'Stem', initial: 'cifar' } }),
+  classes: int(2, 100000, { flag: '--classes', arg: 'C', default: 100, help: 'output classes (CIFAR-100 needs 100)', gui: { label: 'Classes', initial: 10 } }),
+  steps: int(0, undefined, { flag: '--steps', arg: 'K', default: 30, help: 'optimizer steps to run (0: run --epochs instead)', gui: { label: 'Steps (0 = epochs)' } }),
+  epochs: int(0, undefined, { flag: '--epochs', arg: 'E', default: 0, help: 'epochs to run instead of --steps (given alone, it replaces the step budget)', gui: { label: 'Epochs (0 = steps)' } }),
+  logSteps: int(1, undefined, { flag: '--log-steps', arg: 'L', default: 10, help: 'a step event (loss, samples/s) every L steps', gui: { label: 'Log every (steps)', initial: 1 } }),
+  warmupSteps: int(0, undefined, { flag: '--warmup-steps', arg: 'W', default: 2, help: 'first W steps (compile, autotune) left out of throughput', gui: { label: 'Warm-up steps', initial: 1 } }),
+  lr: float(0, 10, { flag: '--lr', arg: 'X', default: 1e-3, help: 'peak learning rate' }),
+  optimizer: choice(OPTIMIZERS, { flag: '--optimizer', default: 'adamw', help: 'optimizer' }),
+  momentum: float(0, 1, { flag: '--momentum', arg: 'M', default: 0.9, help: 'SGD momentum (AdamW: beta1)' }),
+  weightDecay: float(0, 1, { flag: '--weight-decay', arg: 'D', default: 0.01, help: 'weight decay (decoupled for AdamW)' }),
+  lrWarmupSteps: int(0, undefined, { flag: '--lr-warmup-steps', arg: 'N', default: 0, help: 'linear LR warm-up, steps (then --schedule)' }),
+  schedule: choice(SCHEDULES, { flag: '--schedule', default: 'constant', help: 'LR after warm-up: constant, cosine to 0, or step (×0.1 at 50%, ×0.01 at 75%)' }),
+  data: text(true, { flag: '--data', arg: 'synthetic|cifar100:DIR', default: 'synthetic', help: 'synthetic data, or the CIFAR-100 binary version in DIR on every host', gui: { label: 'Data (synthetic or cifar100:DIR)' } }),
+  compile: flag({
+    flag: '--compile',
+    default: false,
+    help: 'compile the step',
+    engines: { tfjs: 'measured per-layer kernel selection, kept only if the whole step is faster', torch: 'torch.compile (PyTorch ≥ 2; --compile-mode)' },
+    gui: { label: 'compile' },
+  }),
+  fp16: flag({
+    flag: '--fp16',
+    default: false,
+    help: 'half precision',
+    engines: {
+      tfjs: 'fp16 gradient exchange (half the bytes); compute stays fp32; the sharded optimizer is off (allreduce + full update)',
+      torch: 'autocast fp16 + GradScaler on CUDA',
+    },
+    gui: { label: 'fp16' },
+  }),
+  bf16: flag({ flag: '--bf16', default: false, help: 'bfloat16 autocast', engines: { tfjs: 'unavailable (tfjs has no bfloat16 tensors): reported in hello, training stays fp32', torch: 'autocast bfloat16 (CPU, or a CUDA GPU that supports it)' } }),
+  seed: int(0, undefined, { flag: '--seed', arg: 'K', default: 42, help: 'seed of weights, data and shuffling' }),
+  checkpointDir: text(false, { flag: '--checkpoint-dir', arg: 'DIR', default: '', help: "checkpoint directory on rank 0's host (empty: the run directory, when checkpointing)" }),
+  checkpointEvery: int(0, undefined, { flag: '--checkpoint-every', arg: 'N', default: 0, help: 'a checkpoint every N steps (0: only at the end, with --checkpoint-dir)' }),
+  resume: flag({ flag: '--resume', default: false, help: 'resume from the newest checkpoint' }),
+  freezeBn: flag({ flag: '--freeze-bn', default: false, help: 'eval-mode batch norm while training (data-parallel updates then equal one process exactly)' }),
+  syncBn: flag({ flag: '--sync-bn', default: false, help: 'synchronised batch-norm statistics across ranks', engines: { tfjs: null, torch: 'SyncBatchNorm (CUDA, more than one rank)' } }),
+  compileMode: text(true, { flag: '--compile-mode', arg: 'MODE', default: 'default', help: 'torch.compile mode with --compile: default, reduce-overhead or max-autotune', engines: { tfjs: null, torch: 'torch.compile(mode=MODE)' } }),
+  requireGpu: flag({ flag: '--require-gpu', default: false, help: 'refuse to start a rank that would run on the CPU (profile: defaults.requireGpu)', engines: { tfjs: 'checked against what tfjs-node-gpu\'s binding reports (isUsingGpuDevice)', torch: 'the agent refuses a torch without CUDA' } }),
 };
 
+/** What each engine does with the row, where they differ: ["tfjs: …", "torch: …"] ("ignored" for null); [] when both follow `help`. */
+export function engineLines(row: TrainRow): string[] {
+  const e = row.engines;
+  return e ? [`tfjs: ${e.tfjs ?? 'ignored'}`, `torch: ${e.torch ?? 'ignored'}`] : [];
+}
+
+type Table = typeof TRAIN_CONFIG_TABLE;
+/** The run configuration, one field per row of TRAIN_CONFIG_TABLE. */
+export type TrainConfig = { [K in keyof Table]: Table[K] extends Row<infer V> ? V : never };
+export type TrainKey = keyof TrainConfig;
+/** The table's rows in order, each with its field name. */
+export const TRAIN_ROWS: readonly (TrainRow & { key: TrainKey })[] = (Object.keys(TRAIN_CONFIG_TABLE) as TrainKey[]).map((key) => ({ key, ...TRAIN_CONFIG_TABLE[key] }));
+
+export const DEFAULT_TRAIN_CONFIG: TrainConfig = Object.fromEntries(TRAIN_ROWS.map((r) => [r.key, r.default])) as TrainConfig;
+
 /** The CLI flag for each field: errors name the flag, not the internal field. */
-export const FLAG_OF: Record<keyof TrainConfig, string> = {
-  engine: '--engine',
-  backend: '--backend',
-  batchSize: '--batch-size',
-  imageSize: '--image-size',
-  stem: '--stem',
-  classes: '--classes',
-  steps: '--steps',
-  epochs: '--epochs',
-  logSteps: '--log-steps',
-  warmupSteps: '--warmup-steps',
-  lr: '--lr',
-  optimizer: '--optimizer',
-  momentum: '--momentum',
-  weightDecay: '--weight-decay',
-  lrWarmupSteps: '--lr-warmup-steps',
-  schedule: '--schedule',
-  data: '--data',
-  compile: '--compile',
-  fp16: '--fp16',
-  bf16: '--bf16',
-  seed: '--seed',
-  checkpointDir: '--checkpoint-dir',
-  checkpointEvery: '--checkpoint-every',
-  resume: '--resume',
-  freezeBn: '--freeze-bn',
-  syncBn: '--sync-bn',
-  compileMode: '--compile-mode',
-};
+export const FLAG_OF: Record<TrainKey, string> = Object.fromEntries(TRAIN_ROWS.map((r) => [r.key, r.flag])) as Record<TrainKey, string>;
+
+/** The rows the Launch form shows, in table order (one field each); the rest come from the profile's defaults. */
+export const LAUNCH_ROWS: readonly (TrainRow & { key: TrainKey; gui: GuiSpec<unknown> })[] = TRAIN_ROWS.filter((r): r is TrainRow & { key: TrainKey; gui: GuiSpec<unknown> } => r.gui !== undefined);
+
+/** The Launch form's starting values: each shown row's `gui.initial`, else its default. */
+export function launchFormInitial(): Partial<TrainConfig> {
+  return Object.fromEntries(LAUNCH_ROWS.map((r) => [r.key, r.gui.initial ?? r.default])) as Partial<TrainConfig>;
+}
 
 /** Smallest input side each stem can take: ResNet-50 downsamples 32× (imagenet) or 8× (cifar). */
 export const MIN_IMAGE_SIZE: Record<Stem, number> = { imagenet: 32, cifar: 8 };
@@ -132,54 +151,56 @@ export class ConfigError extends CohortError {
 }
 
 /**
+ * Lays one layer of settings over another (built-in defaults ← profile defaults ← explicit
+ * overrides); undefined values are not settings. The budget rule lives here and only here: a layer
+ * that gives `epochs` without `steps` replaces the step budget beneath it, and the reverse, so an
+ * explicit `--epochs` never fights an inherited `steps`.
+ */
+export function overlayTrainConfig(base: Obj, over: Obj): Obj {
+  const given = stripUndefined(over);
+  const out: Obj = { ...base };
+  if (given.epochs !== undefined && given.steps === undefined) out.steps = 0;
+  if (given.steps !== undefined && given.epochs === undefined) out.epochs = 0;
+  return { ...out, ...given };
+}
+
+/** Decodes one row's value from `o` (throws DecodeError). */
+function decodeRow(row: TrainRow & { key: TrainKey }, o: Obj): unknown {
+  switch (row.kind) {
+    case 'int':
+    case 'float':
+      return num(o, row.key, '', { int: row.kind === 'int', min: row.min, ...(row.max === undefined ? {} : { max: row.max }) });
+    case 'enum':
+      return oneOf(o, row.key, '', row.values);
+    case 'bool':
+      return decodeBool(o, row.key, '');
+    case 'string':
+      return str(o, row.key, '', { nonEmpty: row.nonEmpty === true });
+  }
+}
+
+/**
  * Validates a (possibly partial) config object and fills defaults. Throws ConfigError naming the
- * flag. Used on the CLI's parsed flags, on JSON handed to the trainer, and by the Launch form.
+ * flag. Used by core (over a profile's defaults: resolveRunConfig), on the LaunchSpec a host agent
+ * reads, and by each rank on the JSON it is given.
  */
 export function decodeTrainConfig(input: unknown): TrainConfig {
   const raw = obj(input ?? {}, '');
-  const given = stripUndefined(raw);
-  // `--epochs E` alone means "E epochs": the default step budget does not apply.
-  const merged: Obj = { ...DEFAULT_TRAIN_CONFIG, ...(given.epochs !== undefined && given.steps === undefined ? { steps: 0 } : {}), ...given };
-  const field = <T>(key: keyof TrainConfig, read: () => T): T => {
+  for (const key of Object.keys(raw)) {
+    if (!Object.hasOwn(TRAIN_CONFIG_TABLE, key)) throw new ConfigError(key, `unknown setting "${key}"`);
+  }
+  const merged = overlayTrainConfig(DEFAULT_TRAIN_CONFIG, raw);
+  const out: Obj = {};
+  for (const row of TRAIN_ROWS) {
     try {
-      return read();
+      out[row.key] = decodeRow(row, merged);
     } catch (err) {
-      if (err instanceof DecodeError) throw new ConfigError(FLAG_OF[key], err.problem);
+      if (err instanceof DecodeError) throw new ConfigError(row.flag, err.problem);
       throw err;
     }
-  };
-  for (const key of Object.keys(raw)) {
-    if (!(key in DEFAULT_TRAIN_CONFIG)) throw new ConfigError(key, `unknown setting "${key}"`);
   }
-  const c: TrainConfig = {
-    engine: field('engine', () => oneOf(merged, 'engine', '', ENGINES)),
-    backend: field('backend', () => oneOf(merged, 'backend', '', BACKENDS)),
-    batchSize: field('batchSize', () => num(merged, 'batchSize', '', { int: true, min: 1, max: 65536 })),
-    imageSize: field('imageSize', () => num(merged, 'imageSize', '', { int: true, min: 1, max: 4096 })),
-    stem: field('stem', () => oneOf(merged, 'stem', '', STEMS)),
-    classes: field('classes', () => num(merged, 'classes', '', { int: true, min: 2, max: 100000 })),
-    steps: field('steps', () => num(merged, 'steps', '', { int: true, min: 0 })),
-    epochs: field('epochs', () => num(merged, 'epochs', '', { int: true, min: 0 })),
-    logSteps: field('logSteps', () => num(merged, 'logSteps', '', { int: true, min: 1 })),
-    warmupSteps: field('warmupSteps', () => num(merged, 'warmupSteps', '', { int: true, min: 0 })),
-    lr: field('lr', () => num(merged, 'lr', '', { min: 0, max: 10 })),
-    optimizer: field('optimizer', () => oneOf(merged, 'optimizer', '', OPTIMIZERS)),
-    momentum: field('momentum', () => num(merged, 'momentum', '', { min: 0, max: 1 })),
-    weightDecay: field('weightDecay', () => num(merged, 'weightDecay', '', { min: 0, max: 1 })),
-    lrWarmupSteps: field('lrWarmupSteps', () => num(merged, 'lrWarmupSteps', '', { int: true, min: 0 })),
-    schedule: field('schedule', () => oneOf(merged, 'schedule', '', SCHEDULES)),
-    data: field('data', () => str(merged, 'data', '', { nonEmpty: true })),
-    compile: field('compile', () => bool(merged, 'compile', '')),
-    fp16: field('fp16', () => bool(merged, 'fp16', '')),
-    bf16: field('bf16', () => bool(merged, 'bf16', '')),
-    seed: field('seed', () => num(merged, 'seed', '', { int: true, min: 0 })),
-    checkpointDir: field('checkpointDir', () => str(merged, 'checkpointDir', '')),
-    checkpointEvery: field('checkpointEvery', () => num(merged, 'checkpointEvery', '', { int: true, min: 0 })),
-    resume: field('resume', () => bool(merged, 'resume', '')),
-    freezeBn: field('freezeBn', () => bool(merged, 'freezeBn', '')),
-    syncBn: field('syncBn', () => bool(merged, 'syncBn', '')),
-    compileMode: field('compileMode', () => str(merged, 'compileMode', '', { nonEmpty: true })),
-  };
+  const c = out as TrainConfig;
+  // Rules across rows.
   if (c.steps === 0 && c.epochs === 0) throw new ConfigError('--steps', 'give --steps K or --epochs E (both are 0)');
   if (c.steps > 0 && c.epochs > 0) {
     throw new ConfigError('--epochs', 'give either --steps or --epochs, not both');
@@ -205,4 +226,16 @@ export function parseDataSource(data: string): DataSource {
 
 function stripUndefined(o: Obj): Obj {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
+}
+
+/**
+ * The torch engine's view of the table: scripts/build.mjs writes this as train-config.json beside
+ * torch_engine.py, which takes its DEFAULTS (and flag names, kebab-case of the keys) from it.
+ * `kind` keeps a float a float in Python even when its default is a whole number.
+ */
+export function torchEngineConfigJson(): { generatedFrom: string; fields: Record<string, { kind: TrainRow['kind']; default: unknown; flag: string }> } {
+  return {
+    generatedFrom: 'trainer/protocol/train-config.ts (TRAIN_CONFIG_TABLE); written by scripts/build.mjs, do not edit',
+    fields: Object.fromEntries(TRAIN_ROWS.map((r) => [r.key, { kind: r.kind, default: r.default, flag: r.flag }])),
+  };
 }

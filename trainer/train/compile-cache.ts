@@ -1,7 +1,9 @@
 // The `--compile` kernel plan, remembered per host: timing every candidate kernel takes from
-// seconds to minutes, and the answer only depends on this host's CPU, the backend and the shapes.
+// seconds to minutes, and the answer only depends on the device (this host's CPU, or its GPU
+// model), the backend and the shapes: all of them are in the key, so a CPU plan is never reused on a GPU.
 // A run that finds a plan for its exact key applies it and says so in its `compile` event (with
 // the timings that were measured when the plan was made) instead of timing again.
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { CompileReport } from '../engine/tfjs';
@@ -15,8 +17,19 @@ export interface CachedPlan {
   report: CompileReport;
 }
 
-export function planCacheFile(dir: string, key: { backend: string; stem: string; imageSize: number; batchSize: number; classes: number }): string {
-  return join(dir, `compile-v${PLAN_FORMAT}-${key.backend}-${key.stem}-${key.imageSize}px-b${key.batchSize}-c${key.classes}.json`);
+export interface PlanKey {
+  backend: string;
+  /** What computes: the GPU model for a GPU backend, else the CPU (BackendInfo.device without per-instance ids). */
+  device: string;
+  stem: string;
+  imageSize: number;
+  batchSize: number;
+  classes: number;
+}
+
+export function planCacheFile(dir: string, key: PlanKey): string {
+  const device = createHash('sha256').update(key.device).digest('hex').slice(0, 12);
+  return join(dir, `compile-v${PLAN_FORMAT}-${key.backend}-${device}-${key.stem}-${key.imageSize}px-b${key.batchSize}-c${key.classes}.json`);
 }
 
 export function readCachedPlan(file: string): CachedPlan | undefined {

@@ -1,42 +1,97 @@
-// Per-rank memory for `step` events: process RSS, framework bytes, and GPU used/total read from
-// nvidia-smi when the rank owns a GPU (queried in the background; never blocks a step).
-import { execFile } from 'node:child_process';
+// Per-rank memory for `step` events: process RSS (and the host's RAM), framework bytes (and their peak since warm-up),
+// and, when the rank really runs on a GPU, that GPU's numbers from nvidia-smi: this process's own
+// bytes on it (by pid and UUID), the whole device's used bytes and its total. nvidia-smi is queried
+// in the background and never blocks a step; see nvidia-smi.ts for how the device is resolved.
+import { totalmem } from 'node:os';
 import type { RankMemory } from '../protocol';
+import { APPS_QUERY, GPU_QUERY, parseComputeApps, parseGpuRows, parseMigList, processGpuBytes, queryNvidiaSmi, resolveCudaDevice, type ResolvedGpu } from '../util/nvidia-smi';
+
+export interface GpuSample {
+  device: ResolvedGpu;
+  processBytes?: number;
+}
+
+/** Reads this rank's GPU once (undefined: no GPU, or it could not be resolved; `note` says why). */
+export type GpuReader = () => Promise<GpuSample | { note: string } | undefined>;
+
+/** The real reader: nvidia-smi's GPU list, MIG list and compute apps, resolved for CUDA device `ordinal` of this process. */
+export function nvidiaSmiReader(env: { CUDA_VISIBLE_DEVICES?: string; CUDA_DEVICE_ORDER?: string }, ordinal: number, pid = process.pid): GpuReader {
+  return async () => {
+    const [gpuCsv, list, apps] = await Promise.all([
+      queryNvidiaSmi([`--query-gpu=${GPU_QUERY}`, '--format=csv,noheader,nounits']),
+      queryNvidiaSmi(['-L']),
+      queryNvidiaSmi([`--query-compute-apps=${APPS_QUERY}`, '--format=csv,noheader,nounits']),
+    ]);
+    if (gpuCsv === undefined) return { note: 'nvidia-smi is not available' };
+    const r = resolveCudaDevice(env, ordinal, parseGpuRows(gpuCsv), parseMigList(list ?? ''));
+    if (!r.ok) return { note: r.reason };
+    const processBytes = apps === undefined ? undefined : processGpuBytes(parseComputeApps(apps), pid, r.device);
+    return { device: r.device, ...(processBytes === undefined ? {} : { processBytes }) };
+  };
+}
 
 export class MemorySampler {
-  private gpu: { used: number; total: number } | undefined;
+  private gpu: GpuSample | undefined;
   private querying = false;
   private disposed = false;
+  private peakTensor = 0;
+  /** Why there is no GPU figure, once (for the log). */
+  gpuNote: string | undefined;
 
   constructor(
     private readonly rank: number,
     private readonly host: string,
     private readonly tensorBytes: () => number,
-    private readonly gpuIndex: string | undefined,
+    private readonly readGpu: GpuReader | undefined,
   ) {
     this.refreshGpu();
   }
 
   sample(): RankMemory {
     this.refreshGpu();
+    const tensorBytes = this.tensorBytes();
+    this.peakTensor = Math.max(this.peakTensor, tensorBytes);
+    const g = this.gpu;
+    const total = g?.device.mig ? undefined : g?.device.gpu.totalBytes; // a MIG slice's size is not the device's
+    const used = g?.device.mig ? undefined : g?.device.gpu.usedBytes;
     return {
       rank: this.rank,
       host: this.host,
       rssBytes: process.memoryUsage().rss,
-      tensorBytes: this.tensorBytes(),
-      ...(this.gpu ? { gpuUsedBytes: this.gpu.used, gpuTotalBytes: this.gpu.total } : {}),
+      tensorBytes,
+      hostTotalBytes: totalmem(),
+      peakTensorBytes: this.peakTensor,
+      ...(g ? { gpuUuid: g.device.mig?.uuid ?? g.device.gpu.uuid } : {}),
+      ...(g?.processBytes !== undefined ? { gpuProcessBytes: g.processBytes } : {}),
+      ...(used !== undefined && Number.isFinite(used) ? { gpuUsedBytes: used } : {}),
+      ...(total !== undefined && Number.isFinite(total) ? { gpuTotalBytes: total } : {}),
     };
   }
 
+  /** Warm-up is over: the peak from now on is the training loop's, not the first steps' allocations. */
+  resetPeak(): void {
+    this.peakTensor = 0;
+  }
+
   private refreshGpu(): void {
-    if (this.gpuIndex === undefined || this.querying || this.disposed) return;
+    if (!this.readGpu || this.querying || this.disposed) return;
     this.querying = true;
-    execFile('nvidia-smi', ['--query-gpu=memory.used,memory.total', '--format=csv,noheader,nounits', `--id=${this.gpuIndex}`], { timeout: 5000 }, (err, stdout) => {
-      this.querying = false;
-      if (err) return;
-      const [used, total] = stdout.trim().split(',').map((s) => Number(s.trim()) * 1024 * 1024);
-      if (Number.isFinite(used) && Number.isFinite(total)) this.gpu = { used: used!, total: total! };
-    });
+    this.readGpu().then(
+      (r) => {
+        this.querying = false;
+        if (r && 'device' in r) this.gpu = r;
+        else if (r) this.gpuNote = r.note;
+      },
+      (err: unknown) => {
+        this.querying = false;
+        this.gpuNote = err instanceof Error ? err.message : String(err);
+      },
+    );
+  }
+
+  /** Waits for the query in flight (tests, and the first sample after start-up). */
+  async settle(): Promise<void> {
+    while (this.querying) await new Promise((r) => setTimeout(r, 5));
   }
 
   dispose(): void {

@@ -20,7 +20,7 @@ import { openData, validate, type RankData } from './rank-data';
 import { resume } from './resume';
 import { planCacheFile, readCachedPlan, writeCachedPlan } from './compile-cache';
 import { LogTail, reserveStdoutForEvents, stdoutEmitter, type Emit } from './emit';
-import { MemorySampler } from './memory';
+import { MemorySampler, nvidiaSmiReader } from './memory';
 import { median } from '../util/stats';
 import { join } from 'node:path';
 
@@ -29,6 +29,8 @@ interface WindowReport {
   ms: number;
   lossSum: number;
   lossCount: number;
+  /** Forward + backward ms summed over the window's steps (where a straggler shows). */
+  computeMs: number;
   memory: RankMemory;
 }
 
@@ -112,7 +114,9 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
       )
     : undefined;
 
-  const backend = await initBackend(config.backend, { wasmDir: env.COHORT_WASM_DIR, log });
+  const backend = await initBackend(config.backend, { wasmDir: env.COHORT_WASM_DIR, log, requireGpu: config.requireGpu, env });
+  // Every rank says it loudly (agents relay every rank's warn logs); rank 0's hello carries it too.
+  if (backend.gpuWarning) stdoutEmitter()({ type: 'log', level: 'warn', rank: rdv.rank, host, message: `rank ${rdv.rank} on ${host}: ${backend.gpuWarning}` });
   const data = openData(config);
   const trainSampler = new DistributedSampler(data.train.size, rdv.rank, rdv.worldSize, { seed: config.seed, shuffle: true });
   const stepsPerEpoch = trainSampler.stepsPerEpoch(config.batchSize);
@@ -122,7 +126,7 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   const totalSteps = config.steps > 0 ? config.steps : config.epochs * stepsPerEpoch;
   const model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, seed: config.seed, freezeBn: config.freezeBn, init: 'zeros' });
   owned.push(model);
-  const sampler = new MemorySampler(rdv.rank, host, () => model.tensorBytes(), backend.gpu ? env.CUDA_VISIBLE_DEVICES : undefined);
+  const sampler = new MemorySampler(rdv.rank, host, () => model.tensorBytes(), backend.gpu ? nvidiaSmiReader(env, 0) : undefined); // TensorFlow's GPU:0 is the first visible device
   owned.push(sampler);
 
   const collective = await connectCollective(rdv, { timeoutMs: Number(env.COHORT_RENDEZVOUS_TIMEOUT_MS ?? 60_000) });
@@ -143,6 +147,7 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
     capabilities: tfjsCapabilities(backend),
     versions: { ...backend.versions, node: process.versions.node },
     reason: env.COHORT_ENGINE_REASON ? `${env.COHORT_ENGINE_REASON}; ${backend.reason}` : backend.reason,
+    ...(backend.gpuWarning ? { deviceWarning: backend.gpuWarning } : {}),
   });
 
   // Rank 0's initial weights (or its checkpoint's) everywhere: the other ranks' params are zeros until the broadcast.
@@ -156,11 +161,19 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   await collective.broadcast(optimizer.params, 0);
   model.setParams(optimizer.params);
 
-  const ranks = await collective.gather({ rank: rdv.rank, host, localRank: rdv.localRank, gpu: env.CUDA_VISIBLE_DEVICES }, 0);
+  const ranks = await collective.gather({ rank: rdv.rank, host, localRank: rdv.localRank, gpu: env.CUDA_VISIBLE_DEVICES, device: backend.device, gpuUuid: backend.gpuDevice?.uuid, onCpu: !!backend.gpuWarning }, 0);
   emit({
     type: 'plan',
     worldSize: rdv.worldSize,
-    ranks: (ranks ?? []).map((r) => ({ rank: r.rank, host: r.host, localRank: r.localRank, ...(r.gpu && /^\d+$/.test(r.gpu) ? { gpu: Number(r.gpu) } : {}) })),
+    ranks: (ranks ?? []).map((r) => ({
+      rank: r.rank,
+      host: r.host,
+      localRank: r.localRank,
+      device: r.device,
+      ...(r.gpu && /^\d+$/.test(r.gpu) ? { gpu: Number(r.gpu) } : {}),
+      ...(r.gpuUuid ? { gpuUuid: r.gpuUuid } : {}),
+      ...(r.onCpu ? { gpuFellBack: true } : {}),
+    })),
     globalBatch: config.batchSize * rdv.worldSize,
     steps: totalSteps,
     epochs: config.epochs,
@@ -189,13 +202,15 @@ async function compileKernels(ctx: RankContext, s: Setup, env: NodeJS.ProcessEnv
   let report: CompileReport | undefined;
   if (ctx.isMaster) {
     const t0 = Date.now();
-    const cacheFile = env[CACHE_DIR_ENV] ? planCacheFile(env[CACHE_DIR_ENV], { backend: s.backend.name, stem: config.stem, imageSize: config.imageSize, batchSize: config.batchSize, classes: config.classes }) : undefined;
+    const cacheFile = env[CACHE_DIR_ENV] ? planCacheFile(env[CACHE_DIR_ENV], { backend: s.backend.name, device: s.backend.gpuDevice?.name ?? s.backend.device, stem: config.stem, imageSize: config.imageSize, batchSize: config.batchSize, classes: config.classes }) : undefined;
     const cached = cacheFile ? readCachedPlan(cacheFile) : undefined;
     if (cached && tryApplyPlan(m, cached.report.plan)) {
       report = { ...cached.report, durationMs: Date.now() - t0, detail: `reused the plan measured on this host at ${cached.measuredAt} (${cacheFile}): ${cached.report.detail}` };
     } else {
       ctx.log('compile: timing gradient implementations on this backend...');
-      report = await compileTrainStep(m, s.batchAt(s.startStep));
+      report = await compileTrainStep(m, s.batchAt(s.startStep), {
+        onProgress: (pr) => ctx.emit({ type: 'compile', name: 'kernel-selection', status: 'running', durationMs: Date.now() - t0, detail: `timing ${pr.stage}`, ...pr }),
+      });
       m.setBnState(bn);
       if (cacheFile) writeCachedPlan(cacheFile, report);
     }
@@ -214,6 +229,7 @@ class ThroughputWindow {
   samples = 0;
   lossSum = 0;
   lossCount = 0;
+  computeMs = 0;
   constructor(
     public start: number,
     readonly bytes0: number,
@@ -257,12 +273,14 @@ async function trainLoop(ctx: RankContext, s: Setup): Promise<LoopResult> {
 
     if (step + 1 === warmupEnd && warmupEnd > startStep) {
       ctx.emit({ type: 'warmup', steps: warmupEnd - startStep, durationMs: Date.now() - warmupStart, detail: 'first steps allocate buffers and initialise kernels; excluded from throughput' });
+      s.sampler.resetPeak();
       window = new ThroughputWindow(Date.now(), collective.bytesSent);
       continue;
     }
     if (step + 1 <= warmupEnd) continue;
     if (window.start === 0) window.start = stepStart;
     window.steps++;
+    window.computeMs += p1 - p0;
     window.samples += b.batch;
     if (Number.isFinite(loss)) {
       window.lossSum += loss;
@@ -288,7 +306,7 @@ async function trainLoop(ctx: RankContext, s: Setup): Promise<LoopResult> {
 
 /** Every rank's window to rank 0 (a sync point), which emits `step`; returns rank 0's global samples/s. */
 async function closeWindow(ctx: RankContext, s: Setup, w: ThroughputWindow, step: number, epoch: number, lr: number): Promise<number | undefined> {
-  const mine: WindowReport = { samples: w.samples, ms: Date.now() - w.start, lossSum: w.lossSum, lossCount: w.lossCount, memory: s.sampler.sample() };
+  const mine: WindowReport = { samples: w.samples, ms: Date.now() - w.start, lossSum: w.lossSum, lossCount: w.lossCount, computeMs: w.computeMs, memory: s.sampler.sample() };
   const all = await s.collective.gather(mine, 0);
   if (!all) return undefined;
   const wallMs = Math.max(...all.map((r) => r.ms));
@@ -306,6 +324,7 @@ async function closeWindow(ctx: RankContext, s: Setup, w: ThroughputWindow, step
     lr,
     memory: all.map((r) => r.memory),
     commBytes: s.collective.bytesSent - w.bytes0,
+    rankComputeMs: all.map((r) => r.computeMs / Math.max(1, w.steps)),
   });
   return globalSamplesPerSec;
 }

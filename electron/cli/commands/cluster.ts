@@ -1,14 +1,15 @@
 // `cohort probe PROFILE`, `cohort deploy PROFILE`, `cohort provision PROFILE`: talking to a
 // profile's hosts over SSH.
-import type { DeployProgress, Profile } from '../../common';
+import { isLocalProfile, type DeployProgress, type Profile } from '../../common';
 import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { probeSummary, shellQuote } from '../../core/cluster/probe';
+import { PROVISION_CHECK, provisionPlan, provisionVerdict } from '../../core/cluster/provision';
 import { resolvePaths } from '../../core/paths';
 import { ProfileStore } from '../../core/profiles';
 import { KeyRing } from '../../core/ssh';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
-import { parseCommandLine } from '../train-flags';
+import type { Parsed } from '../command-spec';
 import { ttyPassphraseProvider } from '../tty-prompt';
 
 export function makeCluster(io: CliIo): SshCluster {
@@ -19,19 +20,17 @@ export function makeCluster(io: CliIo): SshCluster {
   });
 }
 
-export async function loadProfile(io: CliIo, name: string | undefined, usage: string): Promise<Profile> {
-  if (!name) throw new UsageError(`name a profile ("cohort profiles list" shows them)\n${usage}`);
+export async function loadProfile(io: CliIo, name: string | undefined, command: string): Promise<Profile> {
+  if (!name) throw new UsageError(`${command}: name a profile ("cohort profiles list" shows them; "local" is this machine)`);
   return new ProfileStore(resolvePaths(io.env).profilesDir).get(name);
 }
 
-export async function probeCommand(args: string[], io: CliIo): Promise<number> {
-  const usage = 'usage: cohort probe PROFILE [--json] [--accept-new-host-key]';
-  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
-  const profile = await loadProfile(io, positionals[0], usage);
+export async function probeCommand({ values, positionals }: Parsed, io: CliIo): Promise<number> {
+  const profile = await loadProfile(io, positionals[0], 'probe');
   const cluster = makeCluster(io);
   try {
     const probes = await cluster.probe(profile, { acceptNewHostKeys: !!values['accept-new-host-key'] });
-    await new ProfileStore(resolvePaths(io.env).profilesDir).setLastProbe(profile.name, probes);
+    if (!isLocalProfile(profile)) await new ProfileStore(resolvePaths(io.env).profilesDir).setLastProbe(profile.name, probes);
     if (values.json) io.stdout.write(JSON.stringify(probes, null, 2) + '\n');
     else for (const p of probes) io.stdout.write(probeSummary(p) + (p.error?.hint ? `\n  hint: ${p.error.hint}` : '') + '\n');
     return exitForHosts(probes);
@@ -40,13 +39,11 @@ export async function probeCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
-export async function deployCommand(args: string[], io: CliIo): Promise<number> {
-  const usage = 'usage: cohort deploy PROFILE [--accept-new-host-key] [--json]';
-  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
-  const profile = await loadProfile(io, positionals[0], usage);
+export async function deployCommand({ values, positionals }: Parsed, io: CliIo): Promise<number> {
+  const profile = await loadProfile(io, positionals[0], 'deploy');
   const cluster = makeCluster(io);
   try {
-    const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], onProgress: progressPrinter(io) });
+    const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], force: !!values.force, onProgress: progressPrinter(io) });
     if (values.json) io.stdout.write(JSON.stringify(results, null, 2) + '\n');
     else for (const r of results) io.stdout.write(r.ok ? `${r.host}: ${r.cached ? 'already deployed' : `deployed ${(r.bytesSent / 2 ** 20).toFixed(1)} MiB`} at ${r.remoteDir}\n` : `${r.host}: FAILED: ${r.error?.message}\n${r.error?.hint ? `  hint: ${r.error.hint}\n` : ''}`);
     return exitForHosts(results);
@@ -56,10 +53,8 @@ export async function deployCommand(args: string[], io: CliIo): Promise<number> 
 }
 
 /** Installs the TensorFlow binding for Node into <workdir>/runtime on each host (needs the host's network). */
-export async function provisionCommand(args: string[], io: CliIo): Promise<number> {
-  const usage = 'usage: cohort provision PROFILE [--cpu] [--accept-new-host-key]';
-  const { values, positionals } = parseCommandLine(args, { cpu: { type: 'boolean' }, 'accept-new-host-key': { type: 'boolean' } });
-  const profile = await loadProfile(io, positionals[0], usage);
+export async function provisionCommand({ values, positionals }: Parsed, io: CliIo): Promise<number> {
+  const profile = await loadProfile(io, positionals[0], 'provision');
   const cluster = makeCluster(io);
   try {
     const probes = await cluster.probe(profile, { acceptNewHostKeys: !!values['accept-new-host-key'] });
@@ -72,7 +67,9 @@ export async function provisionCommand(args: string[], io: CliIo): Promise<numbe
           io.stdout.write(`${h.name}: skipped: ${pr.error?.message}\n`);
           return;
         }
-        const pkg = !values.cpu && pr.gpus.length ? '@tensorflow/tfjs-node-gpu' : '@tensorflow/tfjs-node';
+        const plan = provisionPlan(pr, { cpu: !!values.cpu });
+        const pkg = plan.pkg;
+        for (const note of plan.notes) io.stderr.write(`${h.name}: ${note}\n`);
         const s = await cluster.session(profile, h.name);
         const wd = h.workdir.startsWith('/') ? shellQuote(h.workdir) : `"$HOME"/${shellQuote(h.workdir.replace(/^~\/?/, ''))}`;
         io.stderr.write(`${h.name}: installing ${pkg} into ${h.workdir}/runtime (npm; this downloads libtensorflow)...\n`);
@@ -80,6 +77,12 @@ export async function provisionCommand(args: string[], io: CliIo): Promise<numbe
         const ok = r.code === 0 && !/ERR!/.test(r.stdout);
         if (!ok) failed++;
         io.stdout.write(`${h.name}: ${ok ? `installed ${pkg}` : `FAILED to install ${pkg}:\n${r.stdout.trim().split('\n').slice(-5).map((l) => '    ' + l).join('\n')}\n  hint: the host needs npm and network access to the npm registry and to libtensorflow's download site`}\n`);
+        if (!ok || !plan.gpu) return;
+        // Not done until the host can use it: the binding itself says whether it found the GPU.
+        const check = await s.run(`cd ${wd}/runtime && { ${PROVISION_CHECK}; }`);
+        const verdict = provisionVerdict(h.name, check.stdout);
+        if (!verdict.ok) failed++;
+        io.stdout.write(verdict.message + '\n');
       }),
     );
     return failed ? EXIT.trainingFailed : EXIT.ok;
@@ -92,7 +95,7 @@ export async function provisionCommand(args: string[], io: CliIo): Promise<numbe
 function exitForHosts(results: { ok: boolean; error?: { code: string } }[]): number {
   const bad = results.find((r) => !r.ok);
   if (!bad) return EXIT.ok;
-  return bad.error?.code.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+  return bad.error?.code.startsWith('ssh-') || bad.error?.code === 'deploy-failed' ? EXIT.connection : EXIT.trainingFailed;
 }
 
 export function progressPrinter(io: CliIo): (p: DeployProgress) => void {

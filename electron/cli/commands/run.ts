@@ -1,29 +1,27 @@
 // `cohort run --local [--ranks N] [trainer flags] [--json]`: trains on this machine with the
 // same agent, events and run history as a cluster run.
 import { join } from 'node:path';
-import { localProfile } from '../../common';
-import { resolvePaths } from '../../core/paths';
-import { RunStore } from '../../core/runs/run-store';
-import { startRun } from '../../core/runs/start-run';
-import type { SshCluster } from '../../core/cluster/ssh-cluster';
-import type { Profile } from '../../common';
-import { loadProfile, makeCluster, progressPrinter } from './cluster';
+import { makeEvent, type Disposable } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
+import { localProfile, resolveRunConfig, type RunEventMessage } from '../../common';
+import type { CohortService } from '../../core/service/cohort-service';
+import type { RunResult } from '../../core/runs/run-controller';
+import { makeService } from '../service';
+import { loadProfile, progressPrinter } from './cluster';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
 import { humanPrinter, jsonPrinter } from '../event-printer';
-import { parseCommandLine, trainConfigFromFlags, trainFlagOptions } from '../train-flags';
+import { parseCommandLine, trainFlagOptions, trainFlagUsage, trainOverridesFromFlags } from '../train-flags';
 
 export const RUN_USAGE = `usage: cohort run --local [--ranks N] [options]
        cohort run --profile NAME [options] [--accept-new-host-key]
-training options:
-  --engine tfjs|torch|auto   --backend auto|tensorflow|wasm|cpu
-  --batch-size B (per rank)  --image-size S  --stem imagenet|cifar  --classes C
-  --steps K | --epochs E     --log-steps L   --warmup-steps W
-  --lr X  --optimizer adamw|sgd  --momentum M  --weight-decay D  --lr-warmup-steps N  --schedule constant|cosine|step
-  --data synthetic|cifar100:DIR  --compile  --fp16  --bf16  --seed K  --freeze-bn  --sync-bn
-  --checkpoint-dir DIR  --checkpoint-every N  --resume
-output: --json (events only, one per line)  --verbose (every rank's log lines)`;
+training options (a profile's defaults apply under them; exactly one of --steps/--epochs is > 0):
+${trainFlagUsage()}
+output: --json (events only, one per line)  --verbose (every rank's log lines)
+  --detach   start the run and return at once, printing its id (with --json: a first event
+             carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
+A run outlives the CLI (killed, terminal closed, SSH link lost); Ctrl-C in the foreground stops
+it, a second Ctrl-C stops waiting for the hosts to confirm.`;
 
 export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const { values, positionals } = parseCommandLine(args, {
@@ -32,6 +30,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     profile: { type: 'string' },
     ranks: { type: 'string' },
     json: { type: 'boolean' },
+    detach: { type: 'boolean' },
     verbose: { type: 'boolean' },
     'accept-new-host-key': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
@@ -42,48 +41,114 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   }
   if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}\n${RUN_USAGE}`);
   if (!values.local && !values.profile) throw new UsageError(`say where to run: --local, or --profile NAME\n${RUN_USAGE}`);
+  if (values.local && values.profile !== undefined && values.profile !== 'local') {
+    throw new UsageError(`run: --local and --profile ${String(values.profile)} conflict: --local runs on this machine, --profile on that profile's hosts; give one`);
+  }
   const local = !!values.local || values.profile === 'local';
   if (values.ranks !== undefined && !local) throw new UsageError('--ranks applies to --local; a cluster profile runs one rank per slot (edit the hosts\' slots)');
   const ranks = values.ranks === undefined ? 1 : Number(values.ranks);
   if (!Number.isInteger(ranks) || ranks < 1 || ranks > 64) throw new UsageError(`--ranks: expected a whole number from 1 to 64, got ${JSON.stringify(values.ranks)}`);
   const profile = local ? localProfile(ranks) : await loadProfile(io, values.profile, RUN_USAGE);
-  const config = trainConfigFromFlags(values, profile.defaults ?? {});
+  const overrides = trainOverridesFromFlags(values); // profile defaults go under them in core (startRun)
+  // Validate at the edge, before any status line or connection: the same resolution core applies
+  // when it starts the run (the result is not used here; core merges the profile defaults once).
+  resolveRunConfig(profile, overrides);
 
-  const paths = resolvePaths(io.env);
-  const store = new RunStore(join(paths.dataDir, 'runs'));
-  const cluster = local ? undefined : makeCluster(io);
+  // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
+  const service = makeService(io);
   const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
-  let started;
+  // Subscribe before starting: every event of this run is printed once, in record order.
+  let runId: string | undefined;
+  const early: RunEventMessage[] = [];
+  const offEvents = service.onRunEvent((m) => {
+    if (runId === undefined) early.push(m);
+    else if (m.runId === runId) printer.event(m.event);
+  });
+  const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));
+  const signals = new CtrlC(io, (force) => {
+    if (runId === undefined) return false;
+    io.stderr.write(force ? `\nforcing the stop of run ${runId} now\n` : `\nstopping run ${runId} on every host (Ctrl-C again to force)...\n`);
+    service.stopRun(runId, { force }).catch(() => undefined);
+    return true;
+  });
+  const t0 = Date.now();
   try {
-    started = await startRun({ profile, overrides: config, ranks, store, dataDir: paths.dataDir, ...(cluster ? { cluster } : {}), acceptNewHostKeys: !!values['accept-new-host-key'], ...(values.json ? {} : { onDeployProgress: progressPrinter(io) }) });
-  } catch (err) {
-    cluster?.dispose();
-    throw err;
-  }
-  const { runId, controller, recorder } = started;
-  controller.onEvent((e) => printer.event(e));
-  const signals = onProcessSignals(['SIGINT', 'SIGTERM'], () => controller.cancel('interrupted (Ctrl-C)'));
-  try {
-    await controller.start();
-    const result = await controller.result;
-    if (cluster) await reportLeftovers(cluster, profile, runId, io);
-    if (!values.json) io.stderr.write(`run ${runId} recorded in ${recorder.dir}\n`);
-    if (result.status === 'ok') return EXIT.ok;
-    if (result.status === 'cancelled') return EXIT.cancelled;
-    return result.error?.code?.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+    printer.status?.(local ? `starting ${ranks} local rank(s)` : `connecting to ${profile.hosts.length} host(s) of ${profile.name}`);
+    try {
+      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}) }));
+    } catch (err) {
+      // --json promises a stream that always ends with `done`: a failure before the run exists (a
+      // refused connection, a failed deploy) is an `error` event, then `done`, then the exit code.
+      if (values.json) {
+        const e = err as Error & { code?: string; hint?: string; host?: string };
+        const message = e.hint && !e.message.toLowerCase().includes(e.hint.toLowerCase()) ? `${e.message} (hint: ${e.hint})` : e.message;
+        printer.event(makeEvent({ type: 'error', rank: -1, host: e.host ?? profile.hosts[0]?.name ?? profile.name, message, logTail: [], ...(typeof e.code === 'string' ? { code: e.code } : {}) }));
+        printer.event(makeEvent({ type: 'done', status: 'failed', steps: 0, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: Date.now() - t0 }));
+      }
+      throw err;
+    }
+    if (values.detach) {
+      // The run lives on its hosts; this process only started it.
+      if (values.json) io.stdout.write(JSON.stringify({ ...makeEvent({ type: 'log', level: 'info', message: `run ${runId} started (detached)` }), runId }) + '\n');
+      else io.stdout.write(`${runId}\n`);
+      if (!values.json) io.stderr.write(`run ${runId} started; follow it with "cohort attach ${runId}", stop it with "cohort stop ${runId}"\n`);
+      return EXIT.ok;
+    }
+    for (const m of early.splice(0)) if (m.runId === runId) printer.event(m.event);
+    const result = await service.runResult(runId);
+    if (!result) throw new Error(`run ${runId} ended before it could be followed`);
+    if (!local) await reportLeftovers(service, runId, io);
+    if (!values.json) io.stderr.write(`run ${runId} recorded in ${join(service.runs.runsDir, runId)}\n`);
+    if (result.status === 'cancelled') {
+      if (!values.json) io.stderr.write(`run ${runId} was stopped (${signals.count ? 'Ctrl-C' : 'cancelled'})\n`);
+      return EXIT.cancelled;
+    }
+    return exitCodeOf(result);
   } finally {
-    cluster?.dispose();
+    printer.close?.();
     signals.dispose();
+    offEvents();
+    offDeploy();
+    await service.dispose();
   }
 }
 
-/** After a cluster run: every host is checked for processes of this run (there should be none). */
-async function reportLeftovers(cluster: SshCluster, profile: Profile, runId: string, io: CliIo): Promise<void> {
-  try {
-    for (const h of await cluster.leftovers(profile, runId)) {
-      io.stderr.write(h.processes.length ? `${h.host}: ${h.processes.length} process(es) of this run still running:\n${h.processes.map((p) => '    ' + p).join('\n')}\n` : `${h.host}: nothing left running\n`);
-    }
-  } catch (err) {
-    io.stderr.write(`could not check the hosts for leftovers: ${(err as Error).message}\n`);
+/** The run's exit code: 0 ok, 130 cancelled, 3 a connection problem (or lost), 1 failed. */
+export function exitCodeOf(result: RunResult): number {
+  if (result.status === 'ok') return EXIT.ok;
+  if (result.status === 'cancelled') return EXIT.cancelled;
+  if (result.status === 'lost') return EXIT.connection;
+  return result.error?.code?.startsWith('ssh-') ? EXIT.connection : EXIT.trainingFailed;
+}
+
+/** After a cluster run: every host is checked for processes of this run (there should be none); each host answers for itself. */
+async function reportLeftovers(service: CohortService, runId: string, io: CliIo): Promise<void> {
+  for (const h of await service.leftovers(runId, { timeoutMs: 5000 })) {
+    if (h.error) io.stderr.write(`${h.host}: could not check for leftovers: ${h.error.message}\n`);
+    else io.stderr.write(h.processes.length ? `${h.host}: ${h.processes.length} process(es) of this run still running:\n${h.processes.map((p) => '    ' + p).join('\n')}\n` : `${h.host}: nothing left running\n`);
   }
 }
+
+/**
+ * Ctrl-C (SIGINT), SIGTERM and SIGHUP (a closed terminal) stop the run; a second one forces the
+ * stop at once. Until a run exists, they interrupt the start as usual (exit 130).
+ */
+class CtrlC {
+  count = 0;
+  private readonly handler = () => {
+    this.count++;
+    if (!this.onStop(this.count > 1)) process.exit(EXIT.cancelled);
+  };
+  constructor(
+    _io: CliIo,
+    private readonly onStop: (force: boolean) => boolean,
+  ) {
+    this.handlers = onProcessSignals(SIGNALS, this.handler);
+  }
+  private readonly handlers: Disposable;
+  dispose(): void {
+    this.handlers.dispose();
+  }
+}
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;

@@ -1,13 +1,13 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
-import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import type { RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv } from '../../core/runs/run-csv';
-import { RunStore } from '../../core/runs/run-store';
+import { RunIdError, RunStore, isValidRunId } from '../../core/runs/run-store';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
 import type { CliIo } from '../io';
+import { makeService } from '../service';
 
 export const RUNS_USAGE = `usage: cohort runs list [--json]
        cohort runs show RUN [--json]
@@ -20,6 +20,7 @@ function storeOf(io: CliIo): RunStore {
 
 function requireRun(store: RunStore, id: string | undefined): RunMeta {
   if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${RUNS_USAGE}`);
+  if (!isValidRunId(id)) throw new UsageError(new RunIdError(id).message);
   const meta = store.meta(id) ?? store.list().find((m) => m.id.startsWith(id));
   if (!meta) throw new UsageError(`no run "${id}" in ${store.runsDir}; "cohort runs list" shows the recorded runs`);
   return meta;
@@ -31,7 +32,9 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
   const store = storeOf(io);
   switch (sub) {
     case 'list': {
-      const runs = store.list();
+      // The hosts' word on runs the cache thinks are still going (run-status), through the one Api.
+      const service = makeService(io);
+      const runs = await service.listRuns().finally(() => service.dispose());
       if (values.json) io.stdout.write(JSON.stringify(runs, null, 2) + '\n');
       else if (!runs.length) io.stdout.write(`no runs recorded yet in ${store.runsDir}\n`);
       else {
@@ -75,38 +78,28 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** `cohort stop RUN`: signals the process that controls the run; it cancels every host and verifies. */
+/** `cohort stop RUN`: stops the run through its hosts (run-stop), from any terminal; signals no client process. */
 export async function stopCommand(args: string[], io: CliIo): Promise<number> {
   const { positionals } = parseCommandLine(args, {});
   const store = storeOf(io);
   const meta = requireRun(store, positionals[0]);
-  if (meta.status !== 'running') {
-    io.stdout.write(`run ${meta.id} is not running (${meta.status})\n`);
-    return EXIT.ok;
-  }
-  const pid = meta.controllerPid;
-  if (!pid || !alive(pid)) {
-    throw new Error(`run ${meta.id} is marked running but its controller (pid ${pid ?? '?'}) is gone; its agents stop by themselves when their SSH channels close (check with "cohort probe ${meta.profile}")`);
-  }
-  process.kill(pid, 'SIGINT');
-  io.stderr.write(`asked the controller (pid ${pid}) to stop run ${meta.id}...\n`);
-  for (let i = 0; i < 150; i++) {
-    await sleep(100);
-    const now = store.meta(meta.id);
-    if (now && now.status !== 'running') {
-      io.stdout.write(`run ${meta.id}: ${now.status}\n`);
+  const service = makeService(io);
+  try {
+    io.stderr.write(`stopping run ${meta.id} on its host(s)...\n`);
+    try {
+      await service.stopRun(meta.id);
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'run-not-active') throw err;
+      io.stdout.write(`run ${meta.id} is not running (${store.meta(meta.id)?.status ?? meta.status})\n`);
       return EXIT.ok;
     }
-  }
-  throw new Error(`run ${meta.id} did not stop within 15 s; its controller is pid ${pid}`);
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
+    if (meta.profile !== 'local') {
+      for (const h of await service.leftovers(meta.id, { timeoutMs: 5000 })) io.stderr.write(h.error ? `${h.host}: could not check for leftovers: ${h.error.message}\n` : h.processes.length ? `${h.host}: ${h.processes.length} process(es) of this run still running\n` : `${h.host}: nothing left running\n`);
+    }
+    io.stdout.write(`run ${meta.id}: ${store.meta(meta.id)?.status ?? 'unknown'}\n`);
+    return EXIT.ok;
+  } finally {
+    await service.dispose();
   }
 }
 

@@ -3,6 +3,7 @@
 // needs the per-launch token in the printed URL.
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { networkInterfaces } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { resolvePaths } from '../../core/paths';
@@ -11,12 +12,7 @@ import { WebServer, isLoopback } from '../../web/web-server';
 import { CohortError, DisposableStore } from '../../../trainer/protocol';
 import { onAbort, onProcessSignals } from '../../../trainer/util/node-lifecycle';
 import { EXIT, UsageError } from '../exit-codes';
-import { parseCommandLine } from '../train-flags';
-
-export const SERVE_USAGE = `usage: cohort serve [--port N] [--host ADDR]
-  --port N     listen on port N (default: a free port)
-  --host ADDR  listen on ADDR (default 127.0.0.1). A non-loopback address exposes the dashboard
-               to your network, protected only by the token: use it only on networks you trust.`;
+import type { Parsed } from '../command-spec';
 
 /** dist/renderer next to the built CLI, or at the repo root when run from source; COHORT_RENDERER_DIR overrides. */
 export function findRendererDir(env: NodeJS.ProcessEnv): string {
@@ -32,19 +28,13 @@ export function findRendererDir(env: NodeJS.ProcessEnv): string {
 }
 
 export async function serveCommand(
-  args: string[],
+  { values }: Parsed,
   io: { env: NodeJS.ProcessEnv; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
   opts: { signal?: AbortSignal } = {},
 ): Promise<number> {
-  const { values, positionals } = parseCommandLine(args, { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } }, false);
-  if (values.help) {
-    io.stdout.write(SERVE_USAGE + '\n');
-    return EXIT.ok;
-  }
-  if (positionals.length) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}\n${SERVE_USAGE}`);
   const port = values.port === undefined ? 0 : Number(values.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port: expected a port number 0..65535, got ${JSON.stringify(values.port)}`);
-  const host = values.host ?? '127.0.0.1';
+  const host = typeof values.host === 'string' ? values.host : '127.0.0.1';
   if (host.trim() === '') throw new UsageError('--host: expected an address such as 127.0.0.1');
 
   const staticDir = findRendererDir(io.env);
@@ -69,7 +59,11 @@ export async function serveCommand(
     if (!isLoopback(host)) {
       io.stderr.write(`cohort serve: WARNING: listening on ${host}, not loopback: anyone who can reach this address and learns the token can run training jobs as ${io.env.USER ?? 'this user'}.\n`);
     }
-    io.stdout.write(`cohort serve: dashboard at ${server.url}\n`);
+    // A wildcard address is not one a browser can open: print the addresses this machine has.
+    const urls = reachableUrls(server.url, host);
+    // The first line keeps the one-URL form scripts read ("dashboard at URL").
+    const [first, ...others] = urls;
+    io.stdout.write(`cohort serve: dashboard at ${first ?? server.url}\n${others.map((u) => `cohort serve: also at ${u}\n`).join('')}`);
 
     await stopped;
   } finally {
@@ -79,4 +73,24 @@ export async function serveCommand(
   await server.dispose();
   await service.dispose();
   return EXIT.ok;
+}
+
+/** The URLs to open: the one listened on, or for 0.0.0.0 / :: each interface address (loopback first). */
+export function reachableUrls(url: string, host: string, interfaces = networkInterfaces()): string[] {
+  const wildcard = host === '0.0.0.0' || host === '::' || host === '[::]';
+  if (!wildcard) return [url];
+  const addrs: string[] = [];
+  for (const list of Object.values(interfaces)) {
+    for (const a of list ?? []) {
+      if (a.family !== 'IPv4' && host === '0.0.0.0') continue;
+      if (a.family === 'IPv6' && a.address.startsWith('fe80')) continue; // link-local needs a zone id
+      addrs.push(a.address);
+    }
+  }
+  addrs.sort((a, b) => Number(!isLoopback(a)) - Number(!isLoopback(b)));
+  return addrs.map((a) => {
+    const u = new URL(url);
+    u.hostname = a.includes(':') ? `[${a}]` : a;
+    return u.toString();
+  });
 }

@@ -1,16 +1,25 @@
 // What core can do with a cluster profile's hosts over SSH. One implementation (ssh-cluster.ts,
 // over core/ssh); the CLI, `cohort serve` and Electron all reach hosts only through it.
 import type { Disposable, TrainConfig } from '../../../trainer/protocol';
-import type { ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe, Profile } from '../../common';
+import type { ApiErrorInfo, ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe, HostRecordRef, Profile } from '../../common';
 import type { RunPlan } from '../runs/run-controller';
+
+/** One host's answer to the leftover check; `error` when the host could not be checked. */
+export interface LeftoverReport {
+  host: string;
+  processes: string[];
+  error?: ApiErrorInfo;
+}
 
 export interface ClusterOps extends Disposable {
   testConnection(profile: Profile, host: string, opts?: { signal?: AbortSignal }): Promise<ConnectionResult>;
   trustHostKey(key: HostKeyInfo): Promise<void>;
   probe(profile: Profile, opts?: { signal?: AbortSignal }): Promise<HostProbe[]>;
-  deploy(profile: Profile, opts?: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean }): Promise<DeployResult[]>;
+  deploy(profile: Profile, opts?: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean }): Promise<DeployResult[]>;
   /** Deploys (cached when unchanged) and returns a plan whose hosts open agents over SSH. */
   planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal }): Promise<RunPlan>;
-  /** After a run ended: processes of this run still alive on each host (should be none). */
-  leftovers(profile: Profile, runId: string): Promise<{ host: string; processes: string[] }[]>;
+  /** The plan of a run started elsewhere (attach, stop), from the record locations in its history. */
+  attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan;
+  /** After a run ended: processes of this run still alive on each host (should be none); each host checked on its own, within timeoutMs. */
+  leftovers(profile: Profile, runId: string, opts?: { timeoutMs?: number }): Promise<LeftoverReport[]>;
 }

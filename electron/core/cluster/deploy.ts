@@ -1,9 +1,13 @@
 // Deploy: put the trainer bundle on a host at <workdir>/trainer/<content-hash>/, once. The hash
 // (resources/trainer/manifest.json) names the directory, so a second deploy of the same bundle
-// finds `.complete` there and transfers nothing. Files go to a temporary sibling first, their
+// finds it there and transfers nothing, after checking on the host that every file in it still
+// has its manifest sha256 (a corrupted or truncated bundle is removed and uploaded again; `force`
+// always uploads). Files go to a temporary sibling (`<dir>.partial-<pid>-<ms>`) first, their
 // sha256 is checked on the host, then one `mv` publishes the directory: a half upload is never
-// mistaken for a deployed bundle.
+// mistaken for a deployed bundle. A failed upload removes its partial directory; partial
+// directories older than an hour (a deploy killed mid-way) are removed by the next deploy.
 import { join, posix } from 'node:path';
+import { CohortError } from '../../../trainer/protocol';
 import type { DeployProgress, DeployResult } from '../../common';
 import type { TrainerBundle } from '../trainer-bundle';
 import { shellQuote } from './probe';
@@ -15,6 +19,14 @@ export interface DeployTarget {
   upload(localPath: string, remotePath: string, opts?: { onProgress?: (bytes: number) => void; signal?: AbortSignal }): Promise<void>;
 }
 
+/** A deploy failure on one host (exit code 3 in the CLI, like a connection failure: the host is the problem). */
+export class DeployError extends CohortError {
+  constructor(message: string, hint = '', options?: { cause?: unknown }) {
+    super('deploy-failed', message, { hint, ...options });
+    this.name = 'DeployError';
+  }
+}
+
 export function remoteBundleDir(workdir: string, hash: string): string {
   return posix.join(workdir, 'trainer', hash.slice(0, 16));
 }
@@ -24,48 +36,60 @@ export async function resolveRemoteWorkdir(target: DeployTarget, workdir: string
   if (workdir.startsWith('/')) return workdir;
   const r = await target.exec('printf %s "$HOME"');
   const home = r.stdout.trim();
-  if (!home) throw new Error(`${target.name}: could not read $HOME to place workdir ${workdir}; give an absolute workdir in the profile`);
+  if (!home) throw new DeployError(`${target.name}: could not read $HOME to place workdir ${workdir}; give an absolute workdir in the profile`);
   return posix.join(home, workdir.replace(/^~\/?/, ''));
 }
 
-export async function deployBundle(target: DeployTarget, bundle: TrainerBundle, workdir: string, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal } = {}): Promise<DeployResult> {
+export async function deployBundle(target: DeployTarget, bundle: TrainerBundle, workdir: string, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; force?: boolean } = {}): Promise<DeployResult> {
   const total = bundle.files.reduce((s, f) => s + f.bytes, 0);
   const progress = (phase: DeployProgress['phase'], bytes: number, message?: string) => opts.onProgress?.({ host: target.name, phase, bytes, totalBytes: total, ...(message ? { message } : {}) });
   const wd = await resolveRemoteWorkdir(target, workdir);
   const dir = remoteBundleDir(wd, bundle.hash);
   progress('check', 0);
-  const check = await target.exec(`test -f ${shellQuote(posix.join(dir, '.complete'))} && echo present || echo absent`, opts);
-  if (check.stdout.trim() === 'present') {
-    progress('cached', total, `already deployed at ${dir}`);
-    return { host: target.name, ok: true, cached: true, bytesSent: 0, remoteDir: dir };
+  // Partial uploads left by a deploy that was killed (an hour is far past any upload's length).
+  await target.exec(`find ${shellQuote(posix.dirname(dir))} -maxdepth 1 -name ${shellQuote(`${posix.basename(dir)}.partial-*`)} -mmin +60 -exec rm -rf {} + 2>/dev/null; true`, opts);
+  // The manifest's sums, checked against the files present (the .sha256 inside the directory could be damaged too).
+  const sums = bundle.files.map((f) => `${f.sha256}  ${f.path}`).join('\n');
+  const sumCheck = `printf '%s\\n' ${shellQuote(sums)} | (sha256sum -c --quiet - 2>&1 || shasum -a 256 -c --quiet - 2>&1)`;
+  let repaired = false;
+  if (!opts.force) {
+    const check = await target.exec(`cd ${shellQuote(dir)} 2>/dev/null || { echo absent; exit 0; }; test -f .complete || { echo absent; exit 0; }; ${sumCheck} >/dev/null && echo present || echo corrupt`, opts);
+    const state = check.stdout.trim().split('\n').at(-1);
+    if (state === 'present') {
+      progress('cached', total, `already deployed at ${dir} (every file matches the manifest)`);
+      return { host: target.name, ok: true, cached: true, bytesSent: 0, remoteDir: dir };
+    }
+    repaired = state === 'corrupt';
+    if (repaired) progress('check', 0, `${dir} is damaged (a file differs from the manifest); uploading it again`);
   }
   const tmp = `${dir}.partial-${process.pid}-${Date.now()}`;
   const dirs = [...new Set(bundle.files.map((f) => posix.dirname(posix.join(tmp, f.path))))];
   const mk = await target.exec(`mkdir -p ${dirs.map(shellQuote).join(' ')}`, opts);
-  if (mk.code !== 0) throw new Error(`${target.name}: cannot create ${tmp}: ${mk.stderr.trim()} (check the profile's workdir and permissions)`);
+  if (mk.code !== 0) throw new DeployError(`${target.name}: cannot create ${tmp}: ${mk.stderr.trim()}`, "check the profile's workdir and its permissions");
   let sent = 0;
-  for (const f of bundle.files) {
-    const before = sent;
-    await target.upload(join(bundle.dir, f.path), posix.join(tmp, f.path), {
-      onProgress: (b) => progress('upload', before + b),
-      ...(opts.signal ? { signal: opts.signal } : {}),
-    });
-    sent += f.bytes;
-    progress('upload', sent);
+  try {
+    for (const f of bundle.files) {
+      const before = sent;
+      await target.upload(join(bundle.dir, f.path), posix.join(tmp, f.path), {
+        onProgress: (b) => progress('upload', before + b),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+      sent += f.bytes;
+      progress('upload', sent);
+    }
+    progress('verify', sent);
+    const verify = await target.exec(`cd ${shellQuote(tmp)} && printf '%s\\n' ${shellQuote(sums)} > .sha256 && ${sumCheck}`, opts);
+    if (verify.code !== 0) {
+      throw new DeployError(`${target.name}: the uploaded bundle failed its sha256 check (${(verify.stdout + verify.stderr).trim().slice(0, 300)})`, 'deploy again; if it repeats, check the disk on the host');
+    }
+    // Publish: a damaged or forced-over bundle is replaced; if another deploy won the race, keep theirs.
+    const replace = repaired || opts.force ? `rm -rf ${shellQuote(dir)} && ` : '';
+    const publish = await target.exec(`touch ${shellQuote(posix.join(tmp, '.complete'))} && ${replace}(mv -T ${shellQuote(tmp)} ${shellQuote(dir)} 2>/dev/null || rm -rf ${shellQuote(tmp)}); test -f ${shellQuote(posix.join(dir, '.complete'))}`, opts);
+    if (publish.code !== 0) throw new DeployError(`${target.name}: could not publish ${dir}: ${publish.stderr.trim()}`, 'check the disk and permissions on the host');
+  } catch (err) {
+    await target.exec(`rm -rf ${shellQuote(tmp)}`).catch(() => undefined); // no partial upload left behind
+    throw err;
   }
-  progress('verify', sent);
-  const sums = bundle.files.map((f) => `${f.sha256}  ${f.path}`).join('\n');
-  const verify = await target.exec(
-    `cd ${shellQuote(tmp)} && printf '%s\\n' ${shellQuote(sums)} > .sha256 && (sha256sum -c --quiet .sha256 2>&1 || shasum -a 256 -c --quiet .sha256 2>&1)`,
-    opts,
-  );
-  if (verify.code !== 0) {
-    await target.exec(`rm -rf ${shellQuote(tmp)}`);
-    throw new Error(`${target.name}: the uploaded bundle failed its sha256 check (${(verify.stdout + verify.stderr).trim().slice(0, 300)}); deploy again`);
-  }
-  // Publish: if another deploy won the race, keep theirs.
-  const publish = await target.exec(`touch ${shellQuote(posix.join(tmp, '.complete'))} && (mv -T ${shellQuote(tmp)} ${shellQuote(dir)} 2>/dev/null || rm -rf ${shellQuote(tmp)}); test -f ${shellQuote(posix.join(dir, '.complete'))}`, opts);
-  if (publish.code !== 0) throw new Error(`${target.name}: could not publish ${dir}: ${publish.stderr.trim()}`);
-  progress('done', sent, `deployed to ${dir}`);
+  progress('done', sent, `${repaired ? 'repaired' : 'deployed to'} ${dir}`);
   return { host: target.name, ok: true, cached: false, bytesSent: sent, remoteDir: dir };
 }

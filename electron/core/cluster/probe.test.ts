@@ -1,5 +1,8 @@
 // The probe script is run for real by /bin/sh on this machine (the SSH tests run it on sshd hosts).
 import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseProbe, probeScript, probeSummary } from './probe';
 
@@ -20,6 +23,37 @@ describe('probe', () => {
     expect(p.gpus).toHaveLength(2);
     expect(p.gpus[1]).toMatchObject({ index: 1, name: 'NVIDIA A100-SXM4-80GB', memoryBytes: 81920 * 2 ** 20, driver: '535.104.05', cuda: '12.2' });
     expect(p.torch).toEqual({ version: '2.3.0', cuda: true });
+  });
+
+  it('reports every Python found (profile, system, venvs under the workdir, conda) and picks a CUDA torch over a CPU torch', () => {
+    // Fake interpreters: shell scripts answering the probe's question as a Python would.
+    const root = mkdtempSync(join(tmpdir(), 'cohort-probe-py-'));
+    try {
+      const fake = (path: string, line: string) => {
+        mkdirSync(join(path, '..'), { recursive: true });
+        writeFileSync(path, `#!/bin/sh\necho '${line}'\n`);
+        chmodSync(path, 0o755);
+        return path;
+      };
+      const wd = join(root, 'wd');
+      const cpu = fake(join(root, 'profile-py/bin/python'), '3.11.2|2.1.2|False||0');
+      const venv = fake(join(wd, 'venv/bin/python'), '3.11.2|2.3.1+cu121|True|12.1|4');
+      writeFileSync(join(wd, 'venv/pyvenv.cfg'), 'home = /usr/bin\n');
+      const conda = fake(join(root, 'conda/bin/python'), '3.12.1||||');
+      const out = execFileSync('/bin/sh', ['-c', probeScript(wd)], { encoding: 'utf8', env: { ...process.env, COHORT_PYTHON: cpu, CONDA_PREFIX: join(root, 'conda') } });
+      const p = parseProbe('here', out);
+      const mine = (p.pythons ?? []).filter((x) => x.path.startsWith(root));
+      expect(mine).toEqual([
+        { path: cpu, version: '3.11.2', torch: '2.1.2', cuda: false, gpus: 0 },
+        { path: venv, version: '3.11.2', torch: '2.3.1+cu121', cuda: true, cudaVersion: '12.1', gpus: 4 },
+        { path: conda, version: '3.12.1' },
+      ]);
+      expect(p.python?.path).toBe(venv);
+      expect(p.torch).toEqual({ version: '2.3.1+cu121', cuda: true });
+      expect(probeSummary(p)).toMatch(/torch 2\.3\.1\+cu121\+cuda \(.*venv\/bin\/python\) \[pythons: .*profile-py\/bin\/python torch 2\.1\.2 CPU; .*venv\/bin\/python torch 2\.3\.1\+cu121 CUDA 12\.1; .*conda\/bin\/python no torch/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('explains a missing or old Node with the fix', () => {

@@ -25,18 +25,22 @@ fi
 for m in tfjs-node-gpu tfjs-node; do
   if [ -d "$WD/runtime/node_modules/@tensorflow/$m" ]; then echo "$m=$WD/runtime"; fi
 done
-for P in "$COHORT_PYTHON" /usr/bin/python3 python3; do
+# Every Python that might train: the profile's (COHORT_PYTHON), the system's, PATH's, venvs under the
+# workdir, conda. Each says its torch and CUDA; the agent prefers a CUDA torch (engine-choice.ts).
+SEEN=" "
+for P in "$COHORT_PYTHON" /usr/bin/python3 python3 python "$WD"/*/bin/python "$WD"/runtime/*/bin/python "$CONDA_PREFIX/bin/python" "$HOME/miniconda3/bin/python" "$HOME/anaconda3/bin/python" "$HOME/miniforge3/bin/python" /opt/conda/bin/python; do
   [ -n "$P" ] || continue
-  command -v "$P" >/dev/null 2>&1 || continue
-  OUT=$("$P" -c 'import sys; v=sys.version.split()[0]
+  Q=$(command -v "$P" 2>/dev/null) || continue
+  R=$(readlink -f "$Q" 2>/dev/null || echo "$Q")
+  case "$SEEN" in *" $R "*) continue;; esac
+  SEEN="$SEEN$R "
+  OUT=$("$Q" -c 'import sys; v=sys.version.split()[0]
 try:
-    import torch; print(v + "|" + torch.__version__ + "|" + str(torch.cuda.is_available()))
+    import torch; c=torch.cuda.is_available(); print("|".join([v, torch.__version__, str(c), torch.version.cuda or "", str(torch.cuda.device_count() if c else 0)]))
 except Exception:
-    print(v + "||")' 2>/dev/null)
+    print(v + "||||")' 2>/dev/null)
   [ -n "$OUT" ] || continue
-  echo "python=$(command -v "$P")|$OUT"
-  case "$OUT" in *"||") continue;; esac
-  break
+  echo "python=$Q|$OUT"
 done
 echo "probe=done"
 `;
@@ -86,9 +90,8 @@ export function parseProbe(host: string, text: string, probedAt = new Date().toI
         p.tfjsNode = true;
         break;
       case 'python': {
-        const [path, version, torch, hasCuda] = value.split('|');
-        p.python = { path: path ?? '', version: version ?? '' };
-        if (torch) p.torch = { version: torch, cuda: hasCuda === 'True' };
+        const [path, version, torch, hasCuda, cudaVersion, gpus] = value.split('|');
+        (p.pythons ??= []).push({ path: path ?? '', version: version ?? '', ...(torch ? { torch, cuda: hasCuda === 'True', ...(cudaVersion ? { cudaVersion } : {}), gpus: Number(gpus) || 0 } : {}) });
         break;
       }
       case 'probe':
@@ -97,6 +100,12 @@ export function parseProbe(host: string, text: string, probedAt = new Date().toI
     }
   }
   for (const g of p.gpus) g.cuda = cuda;
+  // The one the agent would pick (engine-choice.ts's order): the first CUDA torch, else the first torch, else the first Python.
+  const pick = p.pythons?.find((x) => x.cuda) ?? p.pythons?.find((x) => x.torch) ?? p.pythons?.[0];
+  if (pick) {
+    p.python = { path: pick.path, version: pick.version };
+    if (pick.torch) p.torch = { version: pick.torch, cuda: pick.cuda === true };
+  }
   p.ok = complete && !!p.node?.ok;
   if (!complete) p.error = { code: 'probe-incomplete', message: `the probe script on ${host} did not finish`, hint: 'check that the login shell is POSIX sh compatible' };
   else if (!p.node) p.error = { code: 'node-missing', message: `${host} has no Node.js on the PATH of a non-interactive SSH login`, hint: `install Node.js ${MIN_NODE_MAJOR} or newer on ${host} (e.g. from nodejs.org or your distribution's nodejs ${MIN_NODE_MAJOR}.x package), or put it on the PATH in the host's env` };
@@ -112,7 +121,8 @@ export function shellQuote(s: string): string {
 export function probeSummary(p: HostProbe): string {
   if (p.error && !p.node) return `${p.host}: ${p.error.message}`;
   const gpu = p.gpus.length ? p.gpus.map((g) => `${g.name} ${(g.memoryBytes / 2 ** 30).toFixed(0)} GiB`).join(', ') + ` (driver ${p.gpus[0]!.driver}, CUDA ${p.gpus[0]!.cuda || '?'})` : 'CPU only';
-  const torch = p.torch ? `torch ${p.torch.version}${p.torch.cuda ? '+cuda' : ''}` : 'no torch';
+  const torch = p.torch ? `torch ${p.torch.version}${p.torch.cuda ? '+cuda' : ''} (${p.python?.path})` : 'no torch';
+  const more = (p.pythons?.length ?? 0) > 1 ? ` [pythons: ${p.pythons!.map((x) => `${x.path} ${x.torch ? `torch ${x.torch} ${x.cuda ? `CUDA ${x.cudaVersion ?? '?'}` : 'CPU'}` : 'no torch'}`).join('; ')}]` : '';
   const tf = p.tfjsNodeGpu ? 'tfjs-node-gpu' : p.tfjsNode ? 'tfjs-node' : 'tfjs wasm only';
-  return `${p.host}: ${p.os ?? '?'} ${p.arch ?? ''}, ${p.cores ?? '?'} cores, ${p.memBytes ? (p.memBytes / 2 ** 30).toFixed(1) + ' GiB' : '?'}, node ${p.node?.version ?? 'missing'}, ${gpu}, ${tf}, ${torch}${p.error ? ` — ${p.error.message}` : ''}`;
+  return `${p.host}: ${p.os ?? '?'} ${p.arch ?? ''}, ${p.cores ?? '?'} cores, ${p.memBytes ? (p.memBytes / 2 ** 30).toFixed(1) + ' GiB' : '?'}, node ${p.node?.version ?? 'missing'}, ${gpu}, ${tf}, ${torch}${more}${p.error ? ` — ${p.error.message}` : ''}`;
 }

@@ -1,18 +1,21 @@
 // ClusterOps over SSH: one HostSession per host (through ProxyJump hops when configured), a
 // concurrency limit for large profiles, probe / deploy / launch / leftover checks. The only
 // way the CLI, `cohort serve` and Electron reach hosts.
+import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
 import { CohortError, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
-import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type RemoteProcess, type SshConnectOptions } from '../ssh';
-import type { AgentChannel, AgentExit } from '../runs/agent-channel';
+import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
+import type { HostLink } from '../runs/host-link';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
+import type { HostRecordRef } from '../../common';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
-import type { ClusterOps } from './cluster-ops';
+import type { ClusterOps, LeftoverReport } from './cluster-ops';
 import { deployBundle, type DeployTarget } from './deploy';
 import { parseProbe, probeScript, shellQuote } from './probe';
+import { probeLocal } from './probe-local';
 
 export interface SshClusterOptions {
   env: Env;
@@ -88,11 +91,13 @@ export class SshCluster implements ClusterOps {
   }
 
   async probe(profile: Profile, opts: { signal?: AbortSignal; acceptNewHostKeys?: boolean } = {}): Promise<HostProbe[]> {
+    // The built-in `local` profile is this machine: no SSH, the same script run here.
+    if (isLocalProfile(profile)) return Promise.all(profile.hosts.map((h) => probeLocal(h.name, h.workdir, { ...(opts.signal ? { signal: opts.signal } : {}), env: h.env })));
     return Promise.all(
       profile.hosts.map(async (h) => {
         try {
           const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
-          const r = await s.run(probeScript(h.workdir), { ...opts, env: h.env });
+          const r = await s.run(probeScript(h.workdir), { ...opts, env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env });
           return parseProbe(h.name, r.stdout);
         } catch (err) {
           return { host: h.name, ok: false, probedAt: new Date().toISOString(), gpus: [], tfjsNodeGpu: false, tfjsNode: false, error: toApiError(err) };
@@ -101,7 +106,7 @@ export class SshCluster implements ClusterOps {
     );
   }
 
-  async deploy(profile: Profile, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean } = {}): Promise<DeployResult[]> {
+  async deploy(profile: Profile, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean } = {}): Promise<DeployResult[]> {
     const bundle = (this.o.bundle ?? locateTrainerBundle)();
     return Promise.all(
       profile.hosts.map(async (h) => {
@@ -129,33 +134,85 @@ export class SshCluster implements ClusterOps {
     const masterSession = await this.session(profile, master.name);
     const masterAddr = profile.masterAddr ?? master.address;
     const masterPort = profile.masterPort ?? (await remoteFreePort(masterSession));
+    const controlPort = await remoteFreePort(masterSession);
+    const token = randomBytes(24).toString('hex');
     let rank = 0;
-    const hosts: HostLaunch[] = profile.hosts.map((h, hi) => {
-      const ranks = Array.from({ length: h.slots }, (_, i) => ({ rank: rank++, localRank: i, ...(h.gpus?.[i] !== undefined ? { gpu: h.gpus[i]! } : {}) }));
-      const dir = deployed[hi]!.remoteDir;
-      return {
+    const ranksOf = profile.hosts.map((h) => Array.from({ length: h.slots }, (_, i) => ({ rank: rank++, localRank: i, ...(h.gpus?.[i] !== undefined ? { gpu: h.gpus[i]! } : {}) })));
+    const record = this.recordOf(profile, deployed.map((d) => d.remoteDir));
+    const hosts: HostLaunch[] = profile.hosts.map((h, hi) => ({
+      host: h.name,
+      link: this.hostLink(profile, record[hi]!),
+      spec: {
+        runId: req.runId,
         host: h.name,
-        ranks,
-        env: h.env,
-        open: async () => {
-          const s = await this.session(profile, h.name);
-          const wd = posix.dirname(posix.dirname(dir));
-          const cmd = `cd ${shellQuote(wd)} && exec node ${shellQuote(posix.join(dir, 'cohort-trainer.mjs'))} agent --run ${shellQuote(req.runId)}`;
-          // The host's env applies to the agent too (e.g. a PATH that finds node).
-          return agentChannel(h.name, await s.exec(cmd, { env: { ...h.env, COHORT_WORKDIR: wd, COHORT_RUNTIME_DIR: posix.join(wd, 'runtime') } }));
-        },
-      };
-    });
-    return { runId: req.runId, worldSize: rank, masterAddr, masterPort, config: req.config, hosts, heartbeatIntervalMs: 2000, heartbeatTimeoutMs: 15_000 };
+        worldSize: rank,
+        masterAddr,
+        masterPort,
+        ranks: ranksOf[hi]!,
+        config: req.config,
+        // The host's env reaches the agent inside the spec (run-start writes it 0600), never on a command line.
+        // The profile's python is the agent's COHORT_PYTHON (an explicit COHORT_PYTHON in env still wins).
+        env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env,
+        heartbeatTimeoutMs: 0,
+        role: hi === 0 ? 'leader' : 'follower',
+        ...(profile.hosts.length > 1 ? { control: { addr: masterAddr, port: controlPort, token } } : {}),
+      },
+    }));
+    return { runId: req.runId, hosts, record };
   }
 
-  async leftovers(profile: Profile, runId: string): Promise<{ host: string; processes: string[] }[]> {
+  /** Where each host keeps a run's record: its workdir and the deployed bundle's entry. */
+  private recordOf(profile: Profile, remoteDirs: string[]): HostRecordRef[] {
+    return profile.hosts.map((h, i) => ({ host: h.name, workdir: posix.dirname(posix.dirname(remoteDirs[i]!)), entry: posix.join(remoteDirs[i]!, 'cohort-trainer.mjs') }));
+  }
+
+  /** The plan of a run started elsewhere (attach, stop), from the record locations kept in its history. */
+  attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan {
+    return { runId, hosts: record.map((r) => ({ host: r.host, link: this.hostLink(profile, r) })) };
+  }
+
+  /** Host commands over SSH exec: `node <entry> <cmd>` in the host's workdir, the host's env over the channel. */
+  private hostLink(profile: Profile, r: HostRecordRef): HostLink {
+    const h = profile.hosts.find((x) => x.name === r.host);
+    const env = { ...(h?.env ?? {}), COHORT_WORKDIR: r.workdir, COHORT_RUNTIME_DIR: posix.join(r.workdir, 'runtime') };
+    return {
+      host: r.host,
+      command: async (args, opts = {}) => {
+        const s = await this.session(profile, r.host, { signal: AbortSignal.timeout(this.o.connectTimeoutMs ?? 15_000) });
+        const proc = await s.exec(`cd ${shellQuote(r.workdir)} && exec node ${shellQuote(r.entry)} ${args.map(shellQuote).join(' ')}`, { env });
+        let err = '';
+        proc.stderr.setEncoding('utf8');
+        proc.stderr.on('data', (c: string) => {
+          if (err.length < 64 << 10) err += c;
+        });
+        proc.stdin.on('error', () => undefined);
+        proc.stdin.end(opts.stdin ?? '');
+        const exit = proc.exit.then(
+          (x) => ({ code: x.code, signal: x.signal }),
+          (e: Error) => {
+            err += e.message;
+            return { code: null, signal: 'DISCONNECTED' };
+          },
+        );
+        return { onStdout: (l) => (proc.stdout.on('data', l), () => void proc.stdout.off('data', l)), stderr: () => err, exit, kill: () => proc.close() };
+      },
+    };
+  }
+
+  async leftovers(profile: Profile, runId: string, opts: { timeoutMs?: number } = {}): Promise<LeftoverReport[]> {
+    // Each host is checked on its own, with its own time limit: one unreachable host neither
+    // hides the others' results nor holds the answer beyond timeoutMs.
     return Promise.all(
-      profile.hosts.map(async (h) => {
-        const s = await this.session(profile, h.name);
-        // Every process of a run carries `--run <id>` (node) or `-X cohort_run=<id>` (python) in its arguments.
-        const r = await s.run(`ps -eo pid,args | grep -F -e ${shellQuote(`--run ${runId}`)} -e ${shellQuote(`cohort_run=${runId}`)} | grep -v grep || true`);
-        return { host: h.name, processes: r.stdout.split('\n').filter((l) => l.trim()) };
+      profile.hosts.map(async (h): Promise<LeftoverReport> => {
+        const signal = AbortSignal.timeout(opts.timeoutMs ?? 5000);
+        try {
+          const s = await this.session(profile, h.name, { signal });
+          // Every process of a run carries `--run <id>` (node) or `-X cohort_run=<id>` (python) in its arguments.
+          const r = await s.run(`ps -eo pid,args | grep -F -e ${shellQuote(`--run ${runId}`)} -e ${shellQuote(`cohort_run=${runId}`)} | grep -v grep || true`, { signal });
+          return { host: h.name, processes: r.stdout.split('\n').filter((l) => l.trim()) };
+        } catch (err) {
+          return { host: h.name, processes: [], error: toApiError(err) };
+        }
       }),
     );
   }
@@ -198,27 +255,4 @@ async function remoteFreePort(s: HostSession): Promise<number> {
   const port = Number(r.stdout.trim());
   if (!Number.isInteger(port) || port <= 0) throw new Error(`${s.name}: could not find a free port for the rendezvous (${r.stderr.trim()}); set masterPort in the profile`);
   return port;
-}
-
-/** An SSH exec channel as an AgentChannel: closing it is what stops a remote agent (stdin EOF). */
-export function agentChannel(host: string, proc: RemoteProcess): AgentChannel {
-  proc.stdout.setEncoding('utf8');
-  proc.stderr.setEncoding('utf8');
-  proc.stdin.on('error', () => undefined);
-  const exited: Promise<AgentExit> = proc.exit.then(
-    (x) => ({ code: x.code, signal: x.signal }),
-    () => ({ code: null, signal: 'DISCONNECTED' }),
-  );
-  return {
-    host,
-    write: (line) => {
-      if (!proc.stdin.destroyed && proc.stdin.writable) proc.stdin.write(line + '\n');
-    },
-    end: () => proc.stdin.end(),
-    onStdout: (l) => (proc.stdout.on('data', l), () => void proc.stdout.off('data', l)),
-    onStderr: (l) => (proc.stderr.on('data', l), () => void proc.stderr.off('data', l)),
-    exited,
-    forceKill: () => proc.close(),
-    dispose: () => proc.close(),
-  };
 }

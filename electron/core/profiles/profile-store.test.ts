@@ -28,7 +28,8 @@ describe('ProfileStore', () => {
     expect((await store.get('lab')).hosts[0].address).toBe('10.77.0.1');
     expect((await store.get('local', { localSlots: 4 })).hosts[0].slots).toBe(4);
     await expect(store.get('../etc/passwd')).rejects.toThrow(/not a valid profile name/);
-    await expect(store.get('nope')).rejects.toThrow(/no profile named "nope".*known profiles: local, alpha, lab/);
+    // The hint travels beside the message (printed once by the CLI), naming commands that exist.
+    await expect(store.get('nope')).rejects.toMatchObject({ message: 'no profile named "nope"', hint: expect.stringMatching(/^known profiles: local, alpha, lab; create one with `cohort profiles add NAME USER@HOST` or `cohort profiles import FILE`$/) });
     await expect(store.put({ ...lab, name: 'local' })).rejects.toThrow(/reserved/);
     await expect(store.put(lab, { overwrite: false })).rejects.toMatchObject({ code: 'profile-exists' });
     expect(await store.remove('alpha')).toBe(true);

@@ -1,18 +1,24 @@
 // The profile store: one JSON file per profile under `<config>/profiles/`, each written
 // atomically. The CLI and the desktop app share it. The built-in `local` profile is not a file:
 // it is always listed first and cannot be overwritten or removed.
-import { readFile, readdir, rm } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LOCAL_PROFILE_NAME, ProfileError, decodeProfile, isValidName, localProfile, type Profile } from '../../common';
 import { CohortError } from '../../../trainer/protocol';
 import { writeFileAtomic, withFileLock } from '../../../trainer/util/atomic-write';
+import { BoundedReadError, formatBytes, readBounded } from '../fs/read-bounded';
+
+/** A profile is a few KiB (hosts, env, a probe result); anything past this is not one and is never read into memory. */
+export const PROFILE_MAX_BYTES = 1024 * 1024;
 
 export type ProfileStoreErrorCode = 'profile-not-found' | 'profile-exists' | 'profile-invalid' | 'profile-reserved' | 'profile-io';
 
 export class ProfileStoreError extends CohortError {
   declare readonly code: ProfileStoreErrorCode;
   constructor(code: ProfileStoreErrorCode, message: string, hint: string, options?: { cause?: unknown }) {
-    super(code, `${message}${hint ? ` (${hint})` : ''}`, { hint, ...options });
+    // The hint travels separately (the CLI prints it on its own line, the dashboard under the
+    // message); folding it into the message printed it twice.
+    super(code, message, { hint, ...options });
     this.name = 'ProfileStoreError';
   }
 }
@@ -66,7 +72,7 @@ export class ProfileStore {
     } catch (err) {
       if (isNotFound(err)) {
         const known = (await this.list()).profiles.map((p) => p.name);
-        throw new ProfileStoreError('profile-not-found', `no profile named "${name}"`, `known profiles: ${known.join(', ')}; create one with \`cohort profile import FILE\``);
+        throw new ProfileStoreError('profile-not-found', `no profile named "${name}"`, `known profiles: ${known.join(', ')}; create one with \`cohort profiles add NAME USER@HOST\` or \`cohort profiles import FILE\``);
       }
       throw err;
     }
@@ -75,7 +81,7 @@ export class ProfileStore {
   async has(name: string): Promise<boolean> {
     if (name === LOCAL_PROFILE_NAME) return true;
     try {
-      await readFile(this.fileOf(name));
+      await stat(this.fileOf(name));
       return true;
     } catch (err) {
       if (isNotFound(err)) return false;
@@ -110,8 +116,9 @@ export class ProfileStore {
   async importFile(path: string, opts: { overwrite?: boolean; rename?: string } = {}): Promise<Profile> {
     let text: string;
     try {
-      text = await readFile(path, 'utf8');
+      text = await readProfileText(path);
     } catch (err) {
+      if (err instanceof ProfileStoreError) throw err;
       throw new ProfileStoreError('profile-io', `cannot read ${path}`, 'check the path', { cause: err });
     }
     const parsed = parseJson(text, path);
@@ -145,7 +152,7 @@ export class ProfileStore {
   }
 
   private async readProfileFile(file: string): Promise<Profile> {
-    const text = await readFile(file, 'utf8');
+    const text = await readProfileText(file);
     return this.decode(parseJson(text, file), file);
   }
 
@@ -158,6 +165,18 @@ export class ProfileStore {
       }
       throw err;
     }
+  }
+}
+
+/** The profile file's text, refused (ProfileStoreError) when it is not a regular file or over PROFILE_MAX_BYTES; ENOENT passes through. */
+async function readProfileText(file: string): Promise<string> {
+  try {
+    return (await readBounded(file, PROFILE_MAX_BYTES)).toString('utf8');
+  } catch (err) {
+    if (!(err instanceof BoundedReadError)) throw err;
+    if (err.problem === 'not-found') throw err.cause ?? err;
+    if (err.problem === 'too-large') throw new ProfileStoreError('profile-invalid', `${err.message}: not a profile`, `a profile is a few KiB of JSON (limit ${formatBytes(PROFILE_MAX_BYTES)}); remove or fix ${file}`, { cause: err });
+    throw new ProfileStoreError('profile-io', err.message, 'point at a profile JSON file', { cause: err });
   }
 }
 

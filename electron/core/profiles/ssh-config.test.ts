@@ -68,9 +68,35 @@ describe('profileFromSshConfig', () => {
       const { profile } = await profileFromSshConfig('lab', file, { home: '/home/me', localUser: 'me', only: ['gw', 'gpu-a'] });
       expect(profile.hosts.map((h) => [h.name, h.proxyJump])).toEqual([['gw', undefined], ['gpu-a', 'gw']]);
       await writeFile(file, 'Host *\n  User x\n');
-      await expect(profileFromSshConfig('lab', file, { home: '/h', localUser: 'me' })).rejects.toThrow(/no importable Host entries.*wildcard/);
+      await expect(profileFromSshConfig('lab', file, { home: '/h', localUser: 'me' })).rejects.toMatchObject({ message: expect.stringMatching(/no importable Host entries$/), hint: expect.stringMatching(/wildcard/) });
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
   });
+
+  it('follows OpenSSH: HostName %h expanded once, first match wins with negation, ProxyCommand and ProxyJump loops not imported', () => {
+    const cfg = `
+Host web !web-old
+    Port 2200
+Host web web-old
+    HostName %h.example.org
+    User deploy
+    Port 2300
+Host pc
+    ProxyCommand ssh -W %h:%p gw
+Host a
+    ProxyJump b
+Host b
+    ProxyJump a
+`;
+    const r = importSshConfig(cfg, { home: '/home/me', localUser: 'me' });
+    const web = r.hosts.find((h) => h.name === 'web');
+    expect(web).toMatchObject({ address: 'web.example.org', user: 'deploy', port: 2200 });
+    expect(r.hosts.find((h) => h.name === 'web-old')).toMatchObject({ address: 'web-old.example.org', port: 2300 });
+    expect(r.hosts.map((h) => h.name)).not.toContain('pc');
+    expect(r.skipped).toContainEqual({ what: 'pc', reason: expect.stringMatching(/ProxyCommand .* not imported as a direct connection/) });
+    expect(r.skipped).toContainEqual({ what: 'a', reason: 'ProxyJump loop: a -> b -> a' });
+    expect(r.skipped).toContainEqual({ what: 'b', reason: 'ProxyJump loop: b -> a -> b' });
+  });
 });
+

@@ -31,7 +31,7 @@ export interface SshConfigImportOptions {
   only?: string[];
 }
 
-const KEYS = new Set(['hostname', 'user', 'port', 'identityfile', 'proxyjump']);
+const KEYS = new Set(['hostname', 'user', 'port', 'identityfile', 'proxyjump', 'proxycommand']);
 
 export function parseSshConfig(text: string): { blocks: Block[]; skipped: { what: string; reason: string }[] } {
   const blocks: Block[] = [];
@@ -55,7 +55,7 @@ export function parseSshConfig(text: string): { blocks: Block[]; skipped: { what
     } else if (key === 'include') {
       skipped.push({ what: `Include ${m[2]} (line ${i + 1})`, reason: 'included files are not read on import; import them separately' });
     } else if (current && KEYS.has(key) && args.length > 0) {
-      current.options.push([key, key === 'proxyjump' ? args.join(' ') : args[0]]);
+      current.options.push([key, key === 'proxyjump' || key === 'proxycommand' ? args.join(' ') : args[0]]);
     }
   });
   return { blocks, skipped };
@@ -83,7 +83,18 @@ export function importSshConfig(text: string, opts: SshConfigImportOptions): Ssh
       continue;
     }
     const eff = effective(blocks, alias);
-    const address = eff.get('hostname') ?? alias;
+    const proxyCommand = eff.get('proxycommand');
+    if (proxyCommand !== undefined && proxyCommand.toLowerCase() !== 'none') {
+      skipped.push({ what: alias, reason: `it connects through ProxyCommand (${proxyCommand}), which Cohort does not run; it is not imported as a direct connection (use ProxyJump, or add it by hand)` });
+      continue;
+    }
+    const loop = jumpLoop(blocks, alias);
+    if (loop) {
+      skipped.push({ what: alias, reason: `ProxyJump loop: ${loop.join(' -> ')}` });
+      continue;
+    }
+    // OpenSSH expands HostName's tokens once, %h being the alias typed on the command line.
+    const address = expandTokens(eff.get('hostname') ?? alias, { home: opts.home, localUser: opts.localUser, host: alias, user: eff.get('user') ?? opts.localUser, port: Number(eff.get('port') ?? 22), alias });
     const user = eff.get('user') ?? opts.localUser;
     const portText = eff.get('port');
     const port = portText === undefined ? 22 : Number(portText);
@@ -100,7 +111,7 @@ export function importSshConfig(text: string, opts: SshConfigImportOptions): Ssh
     const jump = eff.get('proxyjump');
     hosts.push({
       name: alias,
-      address: tokens(address),
+      address,
       port,
       user,
       ...(identity === undefined || identity.toLowerCase() === 'none' ? {} : { identityFile: expandHome(tokens(identity), opts.home) }),
@@ -127,6 +138,21 @@ function resolveJumps(value: string, blocks: Block[], imported: string[], opts: 
       return `${user}@${eff.get('hostname') ?? m[2]}:${port}`;
     })
     .join(',');
+}
+
+/** The ProxyJump chain from `alias` if it comes back to a host already on it (OpenSSH would loop), else undefined. */
+function jumpLoop(blocks: Block[], alias: string): string[] | undefined {
+  const path = [alias];
+  let current = alias;
+  for (;;) {
+    const jump = effective(blocks, current).get('proxyjump');
+    if (jump === undefined || jump.toLowerCase() === 'none') return undefined;
+    const first = /^(?:[^@]+@)?([^:,]+)/.exec(jump.split(',')[0].trim())?.[1];
+    if (!first) return undefined;
+    if (path.includes(first)) return [...path, first];
+    path.push(first);
+    current = first;
+  }
 }
 
 function effective(blocks: Block[], alias: string): Map<string, string> {

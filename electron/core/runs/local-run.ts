@@ -1,46 +1,61 @@
-// The built-in `local` cluster: N ranks on this machine, no SSH. The agent runs as a child
-// process exactly as it would run on a remote host.
+// The built-in `local` cluster: N ranks on this machine, no SSH. Its one host is this machine
+// with workdir `<dataDir>/local`; the host commands run as child processes exactly as they would
+// run over SSH, so a local run outlives the CLI or `cohort serve` that started it too.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TrainConfig } from '../../../trainer/protocol';
 import { locateTrainerBundle } from '../trainer-bundle';
-import { spawnLocalAgent } from './agent-channel';
 import { freePort } from './free-port';
+import { localHostLink, type HostLink } from './host-link';
 import type { RunPlan } from './run-controller';
 
 export interface LocalRunOptions {
   runId: string;
   ranks: number;
   config: TrainConfig;
-  /** Working directory of the local agent (run folders, checkpoints). */
+  /** Working directory of the local host (run records, checkpoints). */
   workdir: string;
   env?: Record<string, string>;
   masterPort?: number;
 }
 
+export const LOCAL_HOST = 'local';
+
+export function localLink(workdir: string): HostLink {
+  mkdirSync(workdir, { recursive: true, mode: 0o700 });
+  return localHostLink({ host: LOCAL_HOST, nodePath: process.execPath, trainerEntry: locateTrainerBundle().entry, workdir });
+}
+
 export async function planLocalRun(o: LocalRunOptions): Promise<RunPlan> {
-  const bundle = locateTrainerBundle();
-  mkdirSync(o.workdir, { recursive: true });
   const masterPort = o.masterPort ?? (await freePort());
   return {
     runId: o.runId,
-    worldSize: o.ranks,
-    masterAddr: '127.0.0.1',
-    masterPort,
-    config: o.config,
+    record: [{ host: LOCAL_HOST, workdir: o.workdir, entry: locateTrainerBundle().entry }],
     hosts: [
       {
-        host: 'local',
-        ranks: Array.from({ length: o.ranks }, (_, i) => ({ rank: i, localRank: i })),
-        env: o.env ?? {},
-        open: async () => spawnLocalAgent({ host: 'local', nodePath: process.execPath, trainerEntry: bundle.entry, workdir: o.workdir, runId: o.runId }),
+        host: LOCAL_HOST,
+        link: localLink(o.workdir),
+        spec: {
+          runId: o.runId,
+          host: LOCAL_HOST,
+          worldSize: o.ranks,
+          masterAddr: '127.0.0.1',
+          masterPort,
+          ranks: Array.from({ length: o.ranks }, (_, i) => ({ rank: i, localRank: i })),
+          config: o.config,
+          env: o.env ?? {},
+          heartbeatTimeoutMs: 0,
+          role: 'leader',
+        },
       },
     ],
-    // Locally the agent also sees EOF the moment we die; heartbeats cover hung parents.
-    heartbeatTimeoutMs: 30_000,
   };
 }
 
+/** The plan of a local run started elsewhere (to attach to it or stop it). */
+export function attachLocalPlan(runId: string, workdir: string): RunPlan {
+  return { runId, hosts: [{ host: LOCAL_HOST, link: localLink(workdir) }] };
+}
 
 export function localWorkdir(dataDir: string): string {
   return join(dataDir, 'local');

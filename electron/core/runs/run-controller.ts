@@ -1,61 +1,83 @@
-// Runs one training job across its hosts: hands each host agent its LaunchSpec, keeps the
-// agents alive with heartbeats, merges their event streams, and decides the run's outcome.
-//   - the first `error` from any host fails the run and cancels every other host at once
-//   - cancel() asks every agent to stop, waits a grace period, then forces the channels closed
-//   - an agent that exits without rank 0's `done` fails the run, naming the host
-// The same controller serves `cohort run --local`, SSH clusters, `cohort serve` and Electron.
+// One training run across its hosts, as a reader and commander of the hosts' record (issue 12):
+//   - start(): `run-start` on every host (the leader, host of rank 0, first), each host's agent
+//     runs detached from us; then attach()
+//   - attach(): `run-follow` on every host from a byte offset, merging the hosts' events. A dropped
+//     link is re-followed from the last offset with backoff (no event twice, none missed); a host
+//     silent for lostAfterMs makes the run `lost` (in the local cache), never `running` forever
+//   - cancel(): `run-stop` on the leader (it stops the followers), then on the followers as a
+//     fallback; {force} (a second Ctrl-C) stops following at once instead of waiting
+//   - the outcome comes from the leader's state record (run-status) once its record is drained
+// Dropping the controller (dispose, or the client dying) never stops the run: that is cancel().
+// The same controller serves `cohort run`, `cohort attach`, SSH clusters, `local`, `cohort serve`
+// and Electron; how a command reaches a host is the HostLink seam (host-link.ts).
 import {
-  AGENT_CANCEL,
-  AGENT_HEARTBEAT,
   EventLineDecoder,
+  decodeRunState,
+  isTerminalRunState,
   makeEvent,
-  type AgentRank,
   type CohortEvent,
   type ErrorEvent,
   type LaunchSpec,
+  type RunStartReply,
   type RunStatus,
-  type TrainConfig,
+  type RunStatusLine,
 } from '../../../trainer/protocol';
-import type { AgentChannel } from './agent-channel';
+import type { HostRecordRef } from '../../common';
+import { runHostCommand, type HostCommand, type HostLink } from './host-link';
 
 export interface HostLaunch {
   host: string;
-  ranks: AgentRank[];
-  env: Record<string, string>;
-  /** Opens the channel to this host's agent (spawns it locally or execs it over SSH). */
-  open: () => Promise<AgentChannel>;
+  link: HostLink;
+  /** This host's LaunchSpec (absent when attaching to a run started elsewhere). */
+  spec?: LaunchSpec;
 }
 
 export interface RunPlan {
   runId: string;
-  worldSize: number;
-  masterAddr: string;
-  masterPort: number;
-  config: TrainConfig;
+  /** hosts[0] is the leader (rank 0's host). */
   hosts: HostLaunch[];
-  heartbeatIntervalMs?: number;
-  heartbeatTimeoutMs?: number;
-  /** How long cancel waits for agents to stop their ranks before closing channels by force. */
-  cancelGraceMs?: number;
+  /** Where each host keeps the record (kept in the local history so any client can attach later). */
+  record?: HostRecordRef[];
+  /** No contact with the leader for this long: the run is `lost` (default 60 s). */
+  lostAfterMs?: number;
+  /** How long run-stop waits for the run to end (default 10 s). */
+  stopWaitMs?: number;
 }
 
+export type RunOutcome = RunStatus | 'lost';
+
 export interface RunResult {
-  status: RunStatus;
+  status: RunOutcome;
   /** The first error (the root cause), if the run failed. */
   error?: ErrorEvent;
   done?: Extract<CohortEvent, { type: 'done' }>;
   lastStep: number;
+  /** The leader's state record, when it could be read. */
+  state?: RunStatusLine;
 }
+
+interface Follow {
+  host: HostLaunch;
+  offset: number;
+  cmd?: HostCommand;
+  ended: boolean;
+  lastContact: number;
+}
+
+const BACKOFF_MS = [250, 500, 1000, 2000, 4000];
 
 export class RunController {
   private listeners = new Set<(e: CohortEvent) => void>();
-  private channels: AgentChannel[] = [];
-  private status: RunStatus | 'running' = 'running';
+  private follows: Follow[] = [];
   private firstError: ErrorEvent | undefined;
   private doneEvent: Extract<CohortEvent, { type: 'done' }> | undefined;
   private lastStep = 0;
-  private heartbeat: NodeJS.Timeout | undefined;
-  private cancelTimer: NodeJS.Timeout | undefined;
+  private stopping: 'no' | 'stop' | 'force' = 'no';
+  /** The stop commands in flight: the result waits for them (bounded), so a caller's leftover
+   *  check never finds Cohort's own `run-stop` still running on a follower. */
+  private stopsInFlight: Promise<void> | undefined;
+  private finished = false;
+  private disposed = false;
   private readonly startedAt = Date.now();
   readonly result: Promise<RunResult>;
   private resolveResult!: (r: RunResult) => void;
@@ -64,125 +86,218 @@ export class RunController {
     this.result = new Promise((res) => (this.resolveResult = res));
   }
 
+  get runId(): string {
+    return this.plan.runId;
+  }
+
   onEvent(listener: (e: CohortEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
-  /** Opens every host's agent and starts the run. Resolves when all agents have their spec. */
+  /** `run-start` on every host, then attach. A host that refuses fails the run and stops the others. */
   async start(): Promise<void> {
-    const opened = await Promise.allSettled(this.plan.hosts.map((h) => h.open()));
-    opened.forEach((r, i) => {
-      if (r.status === 'fulfilled') this.channels.push(r.value);
-      else {
-        const h = this.plan.hosts[i]!;
-        const err = r.reason as Error & { code?: string };
-        this.fail({ rank: -1, host: h.host, message: err.message, logTail: [], code: err.code ?? 'connect-failed' });
+    const started: HostLaunch[] = [];
+    for (const h of this.plan.hosts) {
+      if (!h.spec) throw new Error(`${h.host}: no launch spec; attach() follows a run started elsewhere`);
+      let r;
+      try {
+        r = await runHostCommand(h.link, ['run-start'], { stdin: JSON.stringify(h.spec) + '\n', timeoutMs: 30_000 });
+      } catch (err) {
+        r = { code: null, stdout: '', stderr: (err as Error).message, errCode: (err as { code?: string }).code };
       }
-    });
-    if (this.status !== 'running') {
-      this.shutdown();
-      void this.waitForExit();
+      const reply = parseLine(r.stdout) as Partial<RunStartReply> & { error?: { code?: string; message?: string } };
+      if (r.code !== 0 || !reply || reply.error) {
+        const code = reply?.error?.code ?? ('errCode' in r && typeof r.errCode === 'string' ? r.errCode : 'run-start-failed');
+        const message = reply?.error?.message ?? `run-start on ${h.host} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`;
+        this.emitError({ rank: -1, host: h.host, message, logTail: [], code });
+        await Promise.all(started.map((s) => this.stopHost(s, 'a host of the run could not start', 5000)));
+        this.finish('failed');
+        return;
+      }
+      started.push(h);
+    }
+    this.attach();
+  }
+
+  /** Follows every host's record from the start (or from given byte offsets). */
+  attach(offsets: Record<string, number> = {}): void {
+    this.follows = this.plan.hosts.map((host) => ({ host, offset: offsets[host.host] ?? 0, ended: false, lastContact: Date.now() }));
+    for (const f of this.follows) void this.follow(f);
+  }
+
+  /** Stops the run on every host (whoever started it). `force`: stop waiting at once. Idempotent. */
+  cancel(reason = 'cancelled by the user', opts: { force?: boolean } = {}): void {
+    if (this.finished) return;
+    if (opts.force) {
+      this.stopping = 'force';
+      this.emit(makeEvent({ type: 'log', level: 'warn', message: `forcing: not waiting for the hosts to confirm the stop of ${this.plan.runId}` }));
+      this.stopsInFlight = this.stopAll(reason, 2000);
+      for (const f of this.follows) f.cmd?.kill();
+      setTimeout(() => this.finish('cancelled'), 2000);
       return;
     }
-    for (const [i, ch] of this.channels.entries()) this.attach(ch, this.plan.hosts[i]!);
-    const interval = this.plan.heartbeatIntervalMs ?? 2000;
-    this.heartbeat = setInterval(() => this.channels.forEach((c) => c.write(AGENT_HEARTBEAT)), interval);
-    this.heartbeat.unref();
-    void this.waitForExit();
+    if (this.stopping !== 'no') return;
+    this.stopping = 'stop';
+    this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
+    this.stopsInFlight = this.stopAll(reason, this.plan.stopWaitMs ?? 10_000);
+    void this.stopsInFlight.then(() => {
+      // A host that could not be reached cannot confirm; do not wait for it beyond the stop.
+      setTimeout(() => this.finish('cancelled'), 3000).unref();
+    });
   }
 
-  /** Stops the run on every host. Idempotent. */
-  cancel(reason = 'cancelled by the user'): void {
-    if (this.status !== 'running') return;
-    this.status = 'cancelled';
-    this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.channels.length} host(s): ${reason}` }));
-    this.shutdown();
+  /** Stops following (the run goes on on its hosts). */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const f of this.follows) f.cmd?.kill();
+    for (const h of this.plan.hosts) h.link.dispose?.();
   }
 
-  private attach(ch: AgentChannel, h: HostLaunch): void {
-    const spec: LaunchSpec = {
-      runId: this.plan.runId,
-      host: h.host,
-      worldSize: this.plan.worldSize,
-      masterAddr: this.plan.masterAddr,
-      masterPort: this.plan.masterPort,
-      ranks: h.ranks,
-      config: this.plan.config,
-      env: h.env,
-      heartbeatTimeoutMs: this.plan.heartbeatTimeoutMs ?? 20_000,
-    };
-    ch.write(JSON.stringify(spec));
-    const decoder = new EventLineDecoder();
-    const stderrTail: string[] = [];
-    ch.onStdout((chunk) => {
-      for (const r of decoder.push(chunk)) {
-        if (r.kind === 'event') this.handle(r.event);
-        else if (r.kind === 'invalid') this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `agent output line ${r.line} is not a valid event (${r.error}): ${r.text.slice(0, 200)}` }));
+  /** run-stop on the leader (it stops its followers), then on each follower as a fallback. */
+  private async stopAll(reason: string, waitMs: number): Promise<void> {
+    const [leader, ...followers] = this.plan.hosts;
+    if (leader) await this.stopHost(leader, reason, waitMs);
+    await Promise.all(followers.map((f) => this.stopHost(f, reason, Math.min(waitMs, 5000))));
+  }
+
+  private async stopHost(h: HostLaunch, reason: string, waitMs: number): Promise<RunStatusLine | undefined> {
+    try {
+      const r = await runHostCommand(h.link, ['run-stop', '--run', this.plan.runId, '--reason', reason, '--wait-ms', String(waitMs)], { timeoutMs: waitMs + 5000 });
+      const line = parseLine(r.stdout);
+      if (r.code === 5) return undefined; // no record on that host: nothing to stop
+      if (!line || !('runId' in line)) {
+        this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: run-stop did not confirm (exit ${r.code}): ${(line ? JSON.stringify(line.error) : r.stderr.trim()).slice(0, 300)}` }));
+        return undefined;
       }
-    });
-    ch.onStderr((chunk) => {
-      for (const line of chunk.split('\n').filter(Boolean)) {
-        stderrTail.push(line);
-        if (stderrTail.length > 30) stderrTail.shift();
-        this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, stream: 'stderr', message: line }));
+      return { ...decodeRunState(line), agentAlive: (line as { agentAlive?: boolean }).agentAlive === true };
+    } catch (err) {
+      this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: could not ask it to stop: ${(err as Error).message}` }));
+      return undefined;
+    }
+  }
+
+  private gaveUp(): boolean {
+    return this.finished || this.disposed || this.stopping === 'force';
+  }
+
+  private async follow(f: Follow): Promise<void> {
+    const lostAfter = this.plan.lostAfterMs ?? 60_000;
+    const isLeader = f.host === this.plan.hosts[0];
+    let attempt = 0;
+    while (!this.gaveUp()) {
+      let code: number | null = null;
+      let stderr = '';
+      try {
+        const cmd = await f.host.link.command(['run-follow', '--run', this.plan.runId, '--offset', String(f.offset)]);
+        f.cmd = cmd;
+        f.lastContact = Date.now();
+        const decoder = new EventLineDecoder();
+        let pending = 0;
+        cmd.onStdout((chunk) => {
+          f.lastContact = Date.now();
+          // Count the bytes of whole lines only: that is the offset a re-follow starts from.
+          const nl = chunk.lastIndexOf(0x0a);
+          if (nl < 0) pending += chunk.length;
+          else {
+            f.offset += pending + nl + 1;
+            pending = chunk.length - nl - 1;
+          }
+          for (const r of decoder.push(chunk.toString('utf8'))) {
+            if (r.kind === 'event') this.handle(r.event);
+            else if (r.kind === 'invalid') this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: record line is not a valid event (${r.error})` }));
+          }
+        });
+        const exit = await cmd.exit;
+        code = exit.code;
+        stderr = cmd.stderr();
+        f.cmd = undefined;
+        if (code === 0) attempt = 0;
+      } catch (err) {
+        stderr = (err as Error).message;
       }
-    });
-    void ch.exited.then((exit) => {
-      if (this.status === 'running' && !this.doneEvent) {
-        const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-        this.fail({ rank: -1, host: h.host, message: `the agent on ${h.host} ${how} before the run finished`, logTail: [...stderrTail], code: 'agent-exited' });
+      if (code === 0 || code === 4 || code === 5) {
+        f.ended = true;
+        if (code === 4) this.emitError({ rank: -1, host: f.host.host, message: `the agent of run ${this.plan.runId} on ${f.host.host} died without recording an end`, logTail: [], code: 'agent-lost' });
+        if (code === 5 && isLeader) this.emitError({ rank: -1, host: f.host.host, message: `${f.host.host} has no record of run ${this.plan.runId}`, logTail: [], code: 'no-such-run' });
+        if (isLeader) await this.leaderEnded();
+        return;
       }
-    });
+      if (this.gaveUp()) return;
+      if (Date.now() - f.lastContact > lostAfter) {
+        this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})` }));
+        if (isLeader) this.finish('lost');
+        return;
+      }
+      await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(attempt++, BACKOFF_MS.length - 1)]));
+    }
+  }
+
+  /** The leader's record is drained: read its state for the outcome, give followers a moment to drain. */
+  private async leaderEnded(): Promise<void> {
+    const leader = this.plan.hosts[0]!;
+    let state: RunStatusLine | undefined;
+    try {
+      const r = await runHostCommand(leader.link, ['run-status', '--run', this.plan.runId], { timeoutMs: 15_000 });
+      const line = parseLine(r.stdout);
+      // A state record has runId (its `error` is the run's); a host command's failure has only `error`.
+      if (line && 'runId' in line) state = { ...decodeRunState(line), agentAlive: (line as { agentAlive?: boolean }).agentAlive === true };
+    } catch {
+      // the outcome then comes from the events
+    }
+    const deadline = Date.now() + 3000;
+    while (this.follows.some((f) => !f.ended) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    for (const f of this.follows) f.cmd?.kill();
+    let status: RunOutcome;
+    if (state && isTerminalRunState(state.state)) status = state.state as RunStatus;
+    else if (this.doneEvent) status = this.doneEvent.status;
+    else status = this.firstError ? 'failed' : 'lost';
+    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
+    this.finish(status, state);
   }
 
   private handle(e: CohortEvent): void {
     if (e.type === 'step') this.lastStep = e.step;
     if (e.type === 'done') this.doneEvent = e;
-    if (e.type === 'error') {
-      this.emit(e);
-      this.fail(e);
-      return;
-    }
+    if (e.type === 'error' && !this.firstError) this.firstError = e;
     this.emit(e);
   }
 
-  private fail(e: Omit<ErrorEvent, 'v' | 'time' | 'type'>): void {
-    const err = 'v' in e ? (e as ErrorEvent) : makeEvent({ type: 'error', ...e });
-    if (!('v' in e)) this.emit(err);
-    if (this.status !== 'running') return;
-    this.firstError = err;
-    this.status = 'failed';
-    this.shutdown();
+  private emitError(e: Omit<ErrorEvent, 'v' | 'time' | 'type'>): void {
+    const err = makeEvent({ type: 'error', ...e });
+    if (!this.firstError) this.firstError = err;
+    this.emit(err);
   }
 
-  private shutdown(): void {
-    for (const c of this.channels) {
-      c.write(AGENT_CANCEL);
-      c.end();
-    }
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    this.cancelTimer = setTimeout(() => this.channels.forEach((c) => c.forceKill()), this.plan.cancelGraceMs ?? 4000);
-    this.cancelTimer.unref();
-  }
-
-  private async waitForExit(): Promise<void> {
-    await Promise.all(this.channels.map((c) => c.exited));
-    if (this.heartbeat) clearInterval(this.heartbeat);
-    if (this.cancelTimer) clearTimeout(this.cancelTimer);
-    if (this.status === 'running') this.status = this.doneEvent?.status ?? 'failed';
-    for (const c of this.channels) c.dispose();
-    const status = this.status as RunStatus;
-    // A run that did not finish still gets a `done` (from the controller) so every consumer sees an end.
-    if (!this.doneEvent || status !== 'ok') {
-      const done = makeEvent({ type: 'done', status, steps: this.lastStep, medianGlobalSamplesPerSec: this.doneEvent?.medianGlobalSamplesPerSec ?? null, paramChecksum: '', durationMs: Date.now() - this.startedAt });
+  private finish(status: RunOutcome, state?: RunStatusLine): void {
+    if (this.finished) return;
+    this.finished = true;
+    for (const f of this.follows) f.cmd?.kill();
+    // Every consumer sees an end: a run that recorded no `done` gets one from the controller.
+    if (!this.doneEvent || (status !== 'lost' && this.doneEvent.status !== status)) {
+      const done = makeEvent({ type: 'done', status: status === 'lost' ? 'failed' : status, steps: this.lastStep, medianGlobalSamplesPerSec: this.doneEvent?.medianGlobalSamplesPerSec ?? null, paramChecksum: this.doneEvent?.paramChecksum ?? '', durationMs: Date.now() - this.startedAt });
       if (!this.doneEvent) this.emit(done);
       this.doneEvent = this.doneEvent ?? done;
     }
-    this.resolveResult({ status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep });
+    const result = { status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) };
+    if (!this.stopsInFlight) return this.resolveResult(result);
+    const bound = new Promise<void>((res) => setTimeout(res, 7000).unref());
+    void Promise.race([this.stopsInFlight, bound]).then(() => this.resolveResult(result));
   }
 
   private emit(e: CohortEvent): void {
     for (const l of this.listeners) l(e);
+  }
+}
+
+function parseLine(stdout: string): Record<string, unknown> | undefined {
+  const line = stdout.trim().split('\n').pop();
+  if (!line) return undefined;
+  try {
+    const v = JSON.parse(line) as unknown;
+    return v && typeof v === 'object' ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_TRAIN_CONFIG } from '../../../trainer/protocol';
-import type { RunMeta } from '../../common';
+import { DEFAULT_TRAIN_CONFIG, type CohortEvent } from '../../../trainer/protocol';
+import type { AppliedConfig, RunMeta } from '../../common';
+import { applyEvent } from './applied-config';
 import { runSummaryCsv as runsToCsv } from './run-csv';
 
 const run = (id: string, tput: number | null, extra: Partial<RunMeta> = {}): RunMeta => ({
@@ -11,13 +12,34 @@ describe('runsToCsv', () => {
   it('writes one row per run with the speedup over the first', () => {
     const lines = runsToCsv([run('a', 100), run('b', 116), run('c', null, { status: 'cancelled' })]).trim().split('\n');
     expect(lines[0]).toContain('medianGlobalSamplesPerSec,speedupVsFirstPct');
-    expect(lines[1]!.endsWith(',100.00,0.0')).toBe(true);
-    expect(lines[2]!.endsWith(',116.00,16.0')).toBe(true);
-    expect(lines[3]!.endsWith(',,')).toBe(true);
+    const at = lines[0]!.split(',').indexOf('medianGlobalSamplesPerSec');
+    const pair = (i: number) => lines[i]!.split(',').slice(at, at + 2).join(',');
+    expect(pair(1)).toBe('100.00,0.0');
+    expect(pair(2)).toBe('116.00,16.0');
+    expect(pair(3)).toBe(',');
   });
   it('quotes commas and neutralises spreadsheet formulas', () => {
     const csv = runsToCsv([run('x', 1, { profile: '=HYPERLINK("evil")' }), run('y', 1, { profile: 'a,b' })]);
     expect(csv).toContain(`"'=HYPERLINK(""evil"")"`);
     expect(csv).toContain('"a,b"');
+  });
+});
+
+describe('applied vs requested in the run record', () => {
+  it('a CPU run with --fp16 is stored with fp16 compute off and fp16 transport on', () => {
+    const asked = { ...DEFAULT_TRAIN_CONFIG, fp16: true, compile: true };
+    const events: CohortEvent[] = [
+      // what the tfjs engine says on a wasm backend (tfjsCapabilities): no fp16 tensors, fp16 exchange by the collectives
+      { type: 'hello', v: 1, time: 1, engine: 'tfjs', backend: 'wasm', device: 'Xeon (wasm SIMD)', worldSize: 2, params: 1, host: 'h', versions: {},
+        capabilities: { fp16: { available: false, detail: 'no float16 tensors' }, compile: { available: true, detail: '' }, fp16Transport: { available: true, detail: '' } } },
+      { type: 'plan', v: 1, time: 2, worldSize: 2, globalBatch: 32, steps: 3, epochs: 0, stepsPerEpoch: 10, data: 'synthetic', ranks: [{ rank: 0, host: 'h', localRank: 0, device: 'Xeon (wasm SIMD)' }, { rank: 1, host: 'h', localRank: 1, device: 'Xeon (wasm SIMD)' }] },
+      { type: 'compile', v: 1, time: 3, name: 'kernel-selection', status: 'ok', durationMs: 5, detail: "kept the defaults (fwd=gemm×53): the tuned plan's trainStep measured 90 ms CPU against 88 ms (1.00×)" },
+    ];
+    let applied: AppliedConfig = { envSwitches: { COHORT_TORCH_EXTRAS: '0' } };
+    for (const e of events) applied = applyEvent(applied, asked, e);
+    expect(applied).toEqual({ envSwitches: { COHORT_TORCH_EXTRAS: '0' }, engine: 'tfjs', backend: 'wasm', device: 'Xeon (wasm SIMD)', devices: ['Xeon (wasm SIMD)'], fp16Compute: false, bf16Compute: false, fp16Transport: true, compile: 'defaults kept' });
+    const [header, row] = runsToCsv([run('r', 10, { config: asked, applied })]).trim().split('\n');
+    const cols = Object.fromEntries(header!.split(',').map((k, i) => [k, row!.split(',')[i]]));
+    expect(cols).toMatchObject({ fp16: 'true', fp16Compute: 'false', fp16Transport: 'true', compile: 'true', compileApplied: 'defaults kept', appliedBackend: 'wasm', envSwitches: 'COHORT_TORCH_EXTRAS=0' });
   });
 });

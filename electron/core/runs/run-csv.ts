@@ -9,6 +9,8 @@ import type { RunMeta } from '../../common';
 const SUMMARY_COLUMNS = [
   'id', 'profile', 'startedAt', 'endedAt', 'status', 'engine', 'backend', 'batchSize', 'imageSize', 'stem', 'worldSize',
   'globalBatch', 'fp16', 'compile', 'data', 'steps', 'medianGlobalSamplesPerSec', 'speedupVsFirstPct',
+  // what ran (RunMeta.applied), next to what was asked above
+  'appliedEngine', 'appliedBackend', 'device', 'gpuFellBack', 'fp16Compute', 'fp16Transport', 'bf16Compute', 'compileApplied', 'envSwitches',
 ] as const;
 
 export function runSummaryCsv(runs: RunMeta[]): string {
@@ -20,9 +22,16 @@ export function runSummaryCsv(runs: RunMeta[]): string {
     return [
       m.id, m.profile, m.startedAt, m.endedAt ?? '', m.status, c.engine, c.backend, c.batchSize, c.imageSize, c.stem, m.worldSize,
       c.batchSize * m.worldSize, c.fp16, c.compile, c.data, m.steps ?? '', tput === null ? '' : tput.toFixed(2), speedup,
+      ...appliedCells(m),
     ];
   });
   return [SUMMARY_COLUMNS.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\n') + '\n';
+}
+
+function appliedCells(m: RunMeta): unknown[] {
+  const a = m.applied ?? {};
+  const env = Object.entries(a.envSwitches ?? {}).map(([k, v]) => `${k}=${v}`).join(' ');
+  return [a.engine ?? '', a.backend ?? '', a.devices?.join(' | ') ?? a.device ?? '', a.gpuFellBack ?? '', a.fp16Compute ?? '', a.fp16Transport ?? '', a.bf16Compute ?? '', a.compile ?? '', env];
 }
 
 function cell(v: unknown): string {

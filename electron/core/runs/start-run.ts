@@ -1,16 +1,20 @@
-// Starting a run, the same way for every client (CLI, `cohort serve`, Electron): resolve the
-// profile's config, plan local or cluster hosts, record history, and hand back the controller.
-import type { TrainConfig } from '../../../trainer/protocol';
+// Starting and attaching to runs, the same way for every client (CLI, `cohort serve`, Electron):
+// resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
+// the hosts' record) in step with what the controller sees.
+import { CohortError, makeEvent, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, resolveRunConfig, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
-import { localWorkdir, planLocalRun } from './local-run';
-import { RunController } from './run-controller';
+import { applyEvent, runSwitches } from './applied-config';
+import { attachLocalPlan, localWorkdir, planLocalRun } from './local-run';
+import { RunController, type RunPlan } from './run-controller';
 import { newRunId, type RunRecorder, type RunStore } from './run-store';
 
 export interface StartedRun {
   runId: string;
   controller: RunController;
   recorder: RunRecorder;
+  /** Every event after it is in the record, with its sequence number there (what re-attach counts on). */
+  onRecorded(listener: (event: CohortEvent, seq: number) => void): () => void;
 }
 
 export async function startRun(o: {
@@ -26,7 +30,7 @@ export async function startRun(o: {
 }): Promise<StartedRun> {
   const runId = o.runId ?? newRunId();
   const config = resolveRunConfig(o.profile, o.overrides);
-  let plan;
+  let plan: RunPlan;
   if (isLocalProfile(o.profile)) {
     plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir) });
   } else {
@@ -37,26 +41,79 @@ export async function startRun(o: {
     id: runId,
     profile: o.profile.name,
     startedAt: new Date().toISOString(),
-    status: 'running',
+    status: 'starting',
     config,
-    hosts: plan.hosts.map((h) => ({ name: h.host, ranks: h.ranks.map((r) => r.rank) })),
-    worldSize: plan.worldSize,
+    hosts: plan.hosts.map((h) => ({ name: h.host, ranks: h.spec?.ranks.map((r) => r.rank) ?? [] })),
+    worldSize: plan.hosts[0]?.spec?.worldSize ?? 0,
     versions: { node: process.versions.node },
     controllerPid: process.pid,
     profileSnapshot: o.profile,
+    ...(plan.record ? { record: plan.record } : {}),
+    // What ran, filled from the run's events (track); switches as the hosts' profile env gives them
+    // (a local run's agent also inherits this process's environment).
+    applied: { envSwitches: runSwitches(Object.assign({}, isLocalProfile(o.profile) ? process.env : {}, ...plan.hosts.map((h) => h.spec?.env ?? {}))) },
   };
   const recorder = o.store.create(meta);
-  const controller = new RunController(plan);
-  controller.onEvent((e) => recorder.record(e));
+  return track(new RunController(plan), recorder, meta);
+}
+
+/**
+ * Follows a run started elsewhere (another CLI, a dashboard that went away) from the beginning of
+ * its hosts' record; the local history's events are rewritten from that record as it streams.
+ */
+export function attachRun(o: { meta: RunMeta; store: RunStore; dataDir: string; cluster?: ClusterOps; profile?: Profile }): StartedRun {
+  const { meta } = o;
+  let plan: RunPlan;
+  if (meta.profile === 'local') plan = attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(o.dataDir));
+  else {
+    if (!o.cluster || !o.profile) throw new CohortError('cluster-unavailable', `run ${meta.id} is on profile ${meta.profile}: attaching needs the SSH layer and that profile`);
+    if (!meta.record?.length) throw new CohortError('run-not-durable', `run ${meta.id} was recorded by an older Cohort without its hosts' record locations; it cannot be attached to`, { hint: 'its hosts still hold its logs under their workdir' });
+    plan = o.cluster.attachPlan(o.profile, meta.id, meta.record);
+  }
+  const recorder = o.store.reopen(meta);
+  const started = track(new RunController(plan), recorder, meta);
+  started.controller.attach();
+  return started;
+}
+
+function track(controller: RunController, recorder: RunRecorder, meta: RunMeta): StartedRun {
+  let applied = meta.applied ?? {};
+  const recorded = new Set<(event: CohortEvent, seq: number) => void>();
+  let running = false;
+  controller.onEvent((e) => {
+    const seq = recorder.record(e);
+    const next = applyEvent(applied, meta.config, e);
+    if (next !== applied) recorder.update({ applied: (applied = next) });
+    if (!running && (e.type === 'step' || e.type === 'plan' || e.type === 'hello')) {
+      running = true;
+      recorder.update({ status: 'running' });
+    }
+    for (const l of recorded) l(e, seq);
+  });
+  // A record that cannot be written (disk full) is said once to the clients, as a warning outside
+  // the record (seq -1: not an index in events.jsonl, so attachers' seq filters leave it out).
+  recorder.onWriteProblem((message) => {
+    const warning = makeEvent({ type: 'log', level: 'warn', message });
+    for (const l of recorded) l(warning, -1);
+  });
   void controller.result.then((result) => {
     recorder.update({
       status: result.status,
       endedAt: new Date().toISOString(),
       medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? null,
       steps: result.lastStep,
+      ...(result.status === 'lost' ? { lastSeenAt: new Date().toISOString() } : {}),
       ...(result.error ? { error: `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}` } : {}),
     });
     recorder.close();
   });
-  return { runId, controller, recorder };
+  return {
+    runId: controller.runId,
+    controller,
+    recorder,
+    onRecorded: (l) => {
+      recorded.add(l);
+      return () => recorded.delete(l);
+    },
+  };
 }

@@ -5,13 +5,33 @@
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
 import { ConfigError, Emitter, type CohortEvent, type Disposable } from '../../../trainer/protocol';
-import { ApiCallError, LOCAL_PROFILE_NAME, type CohortApi, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost, type RunEventMessage, type RunMeta, type StartRunRequest } from '../../common';
-import type { ClusterOps } from '../cluster/cluster-ops';
+import {
+  ApiCallError,
+  LOCAL_PROFILE_NAME,
+  type CohortApi,
+  type ConnectionResult,
+  type DeployProgress,
+  type DeployResult,
+  type HostKeyInfo,
+  type HostProbe,
+  type Profile,
+  type ProfileHost,
+  type RunAttachment,
+  type RunEventMessage,
+  type RunMeta,
+  type RunMetaStatus,
+  type StartRunRequest,
+  type StopRunOptions,
+} from '../../common';
+import type { ClusterOps, LeftoverReport } from '../cluster/cluster-ops';
 import type { CohortPaths } from '../paths';
 import { ProfileStore, importSshConfigFile } from '../profiles';
-import type { RunController } from '../runs/run-controller';
+import type { RunResult } from '../runs/run-controller';
 import { RunStore } from '../runs/run-store';
-import { startRun } from '../runs/start-run';
+import { attachRun, startRun, type StartedRun } from '../runs/start-run';
+import { attachLocalPlan, localWorkdir } from '../runs/local-run';
+import { runHostCommand } from '../runs/host-link';
+import { decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
 import { runSummaryCsv } from '../runs/run-csv';
 
 export interface CohortServiceOptions {
@@ -27,10 +47,10 @@ type Listener<T> = (value: T) => void;
 export class CohortService implements CohortApi, Disposable {
   readonly profiles: ProfileStore;
   readonly runs: RunStore;
-  private readonly active = new Map<string, RunController>();
+  private readonly active = new Map<string, StartedRun>();
   private readonly runEvents = new Emitter<RunEventMessage>();
   private readonly deployEvents = new Emitter<DeployProgress>();
-  private disposed: Promise<void> | undefined;
+  private disposed = false;
 
   constructor(private readonly opts: CohortServiceOptions) {
     this.profiles = new ProfileStore(opts.paths.profilesDir);
@@ -93,7 +113,7 @@ export class CohortService implements CohortApi, Disposable {
     if (this.disposed) throw new ApiCallError({ code: 'disposed', message: 'the service is shutting down' });
     const profile = await this.profiles.get(req.profile, req.ranks === undefined ? {} : { localSlots: req.ranks });
     if (profile.name !== LOCAL_PROFILE_NAME && !this.opts.cluster) this.cluster('run on a cluster profile');
-    let started;
+    let started: StartedRun;
     try {
       started = await startRun({
         profile,
@@ -103,35 +123,107 @@ export class CohortService implements CohortApi, Disposable {
         dataDir: this.opts.paths.dataDir,
         ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}),
         ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}),
+        onDeployProgress: (p) => this.deployEvents.fire(p),
       });
     } catch (err) {
-      if (err instanceof ConfigError) throw new ApiCallError({ code: 'bad-config', message: err.message, hint: `fix ${err.flag} in the Launch form` });
+      if (err instanceof ConfigError) throw new ApiCallError({ code: 'bad-config', message: err.message, hint: `fix ${err.flag} (the CLI flag, or the Launch form field of that name)` });
       throw err;
     }
     const { runId, controller } = started;
-    this.active.set(runId, controller);
-    controller.onEvent((event: CohortEvent) => this.runEvents.fire({ runId, event }));
-    void controller.result.finally(() => this.active.delete(runId));
-    // start() resolves once every agent has its spec; failures arrive as `error` events.
+    this.track(started);
+    // start() resolves once every host has started its agent; failures arrive as `error` events.
     void controller.start().catch((err: unknown) => controller.cancel(`start failed: ${(err as Error).message}`));
     return { runId };
   }
 
-  async stopRun(runId: string): Promise<void> {
-    const c = this.active.get(runId);
-    if (!c) {
-      const meta = this.runs.meta(runId);
-      throw new ApiCallError(
-        meta
-          ? { code: 'run-not-active', message: `run ${runId} is not running in this process (status: ${meta.status})`, hint: meta.status === 'running' && meta.controllerPid ? `it is controlled by process ${meta.controllerPid}; use \`cohort stop\` there` : 'it has already ended' }
-          : { code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' },
-      );
+  async stopRun(runId: string, opts: StopRunOptions = {}): Promise<void> {
+    // A run this process does not follow (started by another CLI or dashboard, which may be gone)
+    // is stopped the same way: through its hosts (run-stop), never by signalling that process.
+    const run = this.active.get(runId) ?? (await this.follow(runId));
+    if (!run) {
+      const meta = this.runs.meta(runId)!;
+      throw new ApiCallError({ code: 'run-not-active', message: `run ${runId} is not running (status: ${meta.status})`, hint: 'it has already ended' });
     }
-    c.cancel('stopped from the dashboard');
-    await c.result;
+    run.controller.cancel(opts.force ? 'stopped (forced)' : 'stopped by the user', opts);
+    await run.controller.result;
   }
 
+  async attachRun(runId: string): Promise<RunAttachment> {
+    // Following a run again starts from the beginning of its hosts' record, so the backfill is
+    // empty then and every event arrives live with seq from 0.
+    const run = this.active.get(runId) ?? (await this.follow(runId));
+    const meta = this.meta(runId);
+    // The record is written synchronously as each event arrives, and this read is synchronous, so
+    // every event of the run is either in `events` or comes later with seq >= nextSeq.
+    const events = this.runs.events(runId);
+    return { meta: this.runs.meta(runId) ?? meta, events, nextSeq: events.length, live: !!run };
+  }
+
+  /** Starts following a run this process does not control; undefined when it has ended. */
+  private async follow(runId: string): Promise<StartedRun | undefined> {
+    const meta = this.meta(runId);
+    if (meta.status === 'ok' || meta.status === 'failed' || meta.status === 'cancelled') return undefined;
+    // No run-status first (one command fewer before the first event): the follow itself finds out,
+    // and replays the record once even when the run has ended, so the local history is complete.
+    const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
+    const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
+    this.track(started);
+    return started;
+  }
+
+  /** The hosts' word on a run's state (run-status on its leader), written into the local history. */
+  private async refresh(meta: RunMeta): Promise<RunMeta | undefined> {
+    try {
+      const plan = meta.profile === LOCAL_PROFILE_NAME ? attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(this.opts.paths.dataDir)) : meta.record?.length && this.opts.cluster ? this.opts.cluster.attachPlan(await this.profiles.get(meta.profile), meta.id, meta.record) : undefined;
+      const leader = plan?.hosts[0];
+      if (!leader) return undefined;
+      const r = await runHostCommand(leader.link, ['run-status', '--run', meta.id], { timeoutMs: 5000 });
+      if (r.code === 5) return this.runs.patch(meta.id, { status: 'lost', error: `${leader.host} has no record of this run` });
+      const line = r.stdout.trim().split('\n').pop();
+      if (r.code !== 0 || !line) return undefined; // unreachable: keep what the cache says
+      const parsed = JSON.parse(line) as { agentAlive?: boolean };
+      const st = decodeRunState(parsed);
+      const status: RunMetaStatus = isTerminalRunState(st.state) ? st.state : parsed.agentAlive === false ? 'lost' : st.state;
+      return this.runs.patch(meta.id, { status, ...(st.lastStep !== undefined ? { steps: st.lastStep } : {}), lastSeenAt: new Date(st.updatedAt).toISOString(), ...(st.endedAt ? { endedAt: new Date(st.endedAt).toISOString() } : {}), ...(st.error ? { error: `${st.error.rank >= 0 ? `rank ${st.error.rank} on ` : ''}${st.error.host}: ${st.error.message}` } : {}) });
+    } catch {
+      return undefined;
+    }
+  }
+
+  private meta(runId: string): RunMeta {
+    const meta = this.runs.meta(runId);
+    if (!meta) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list, or `cohort runs list`' });
+    return meta;
+  }
+
+  private track(started: StartedRun): void {
+    const { runId, controller } = started;
+    this.active.set(runId, started);
+    started.onRecorded((event: CohortEvent, seq) => this.runEvents.fire({ runId, seq, event }));
+    void controller.result.finally(() => {
+      this.active.delete(runId);
+      controller.dispose();
+    });
+  }
+
+  /** The outcome of a run this service controls (for the CLI's exit code); undefined if it is not active here. */
+  runResult(runId: string): Promise<RunResult> | undefined {
+    return this.active.get(runId)?.controller.result;
+  }
+
+  /** After a cluster run: each host checked for processes of the run (should be none), each within timeoutMs. */
+  async leftovers(runId: string, opts: { timeoutMs?: number } = {}): Promise<LeftoverReport[]> {
+    const meta = this.runs.meta(runId);
+    if (!meta || meta.profile === LOCAL_PROFILE_NAME) return [];
+    return this.cluster('check hosts for leftovers').leftovers(await this.profiles.get(meta.profile), runId, opts);
+  }
+
+  /** The local history, with runs it thinks are still going refreshed from their hosts. */
   async listRuns(): Promise<RunMeta[]> {
+    const all = this.runs.list();
+    const open = all.filter((m) => !['ok', 'failed', 'cancelled'].includes(m.status) && !this.active.has(m.id));
+    if (!open.length) return all;
+    await Promise.all(open.map((m) => this.refresh(m)));
     return this.runs.list();
   }
 
@@ -165,19 +257,16 @@ export class CohortService implements CohortApi, Disposable {
     return [...this.active.keys()];
   }
 
-  /** Cancels every active run and waits for them to end. Idempotent: every call gets the same promise. */
-  dispose(): Promise<void> {
-    this.disposed ??= (async () => {
-      const pending = [...this.active.values()].map((c) => {
-        c.cancel('the dashboard is shutting down');
-        return c.result;
-      });
-      await Promise.allSettled(pending);
-      this.runEvents.dispose();
-      this.deployEvents.dispose();
-      this.opts.cluster?.dispose();
-    })();
-    return this.disposed;
+  /** Stops following every run (they go on on their hosts: a client going away never stops a run). Idempotent. */
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const { controller } of this.active.values()) controller.dispose();
+    this.active.clear();
+    // Emitter.fire isolates subscribers: one broken subscriber (a closed socket) does not stop the others or the run.
+    this.runEvents.dispose();
+    this.deployEvents.dispose();
+    this.opts.cluster?.dispose();
   }
 
   private cluster(what: string): ClusterOps {

@@ -3,8 +3,9 @@
 // authentication; every failure comes back as an SshError naming the host and what failed.
 import type { Duplex } from 'node:stream';
 import ssh2, { type AuthHandlerMiddleware, type AuthenticationType, type Client, type ClientChannel, type ParsedKey } from 'ssh2';
-import { KeyRing } from './keys';
-import { addKnownHost, checkHostKey, fingerprintSha256, keyTypeOf, knownHostsName, readKnownHosts } from './known-hosts';
+import { access } from 'node:fs/promises';
+import { KeyRing, agentPublicBlobs, inspectIdentity, type IdentityInfo } from './keys';
+import { addKnownHost, checkHostKey, fingerprintSha256, keyTypeOf, knownHostsName, knownKeyTypes, preferredHostKeyAlgorithms, readKnownHosts } from './known-hosts';
 import { SshError, classifySshError, describeHost } from './ssh-error';
 
 export interface SshEndpoint {
@@ -13,7 +14,7 @@ export interface SshEndpoint {
   address: string;
   port: number;
   user: string;
-  /** Private key path; without it only ssh-agent is tried. */
+  /** Private key path; without it ssh-agent and the default identities are tried (as OpenSSH does). */
   identityFile?: string;
 }
 
@@ -35,6 +36,8 @@ export interface SshConnectOptions {
   hashKnownHosts?: boolean;
   /** ssh-agent socket (the composition root passes SSH_AUTH_SOCK); undefined = no agent. */
   agentSocket?: string;
+  /** Tried when an endpoint has no identityFile, in order, skipping missing ones (sshOptionsFromEnv: ~/.ssh/id_ed25519, id_ecdsa, id_rsa). */
+  defaultIdentityFiles?: string[];
   /** Decrypted-key cache and passphrase prompt; default: a KeyRing that cannot prompt. */
   keys?: KeyRing;
   /** TCP connect + handshake + authentication budget per hop. Default 10 s. */
@@ -72,19 +75,10 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
   const keys = opts.keys ?? new KeyRing();
   if (opts.signal?.aborted) throw aborted(endpoint, who);
 
-  const attempts: AuthAttempt[] = [];
-  if (endpoint.identityFile) {
-    const key: ParsedKey = await keys.load(endpoint.identityFile, endpoint.name);
-    attempts.push({ label: `publickey (${endpoint.identityFile})`, method: 'publickey', build: (username) => ({ type: 'publickey', username, key }) });
-  }
-  if (opts.agentSocket) {
-    const agent = opts.agentSocket;
-    attempts.push({ label: `agent (${agent})`, method: 'publickey', build: (username) => ({ type: 'agent', username, agent }) });
-  }
-  if (attempts.length === 0) {
-    throw new SshError('ssh-auth', endpoint.name, `${who}: no authentication method to try`, 'give the host an identityFile in the profile, or start ssh-agent and set SSH_AUTH_SOCK');
-  }
+  const { attempts, notes } = await authAttempts(endpoint, opts, keys, who);
 
+  // Ask for the key type known_hosts already vouches for (OpenSSH's order_hostkeyalgs).
+  const hostKeyAlgorithms = preferredHostKeyAlgorithms(knownKeyTypes(await readKnownHosts(opts.knownHostsPath), knownHostsName(endpoint.address, endpoint.port)));
   const client = new ssh2.Client();
   const state = { connected: false, ready: false, hostKeyError: undefined as SshError | undefined, agentError: undefined as unknown, lastError: undefined as unknown };
   const tried: string[] = [];
@@ -163,7 +157,7 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
         return;
       }
       if (state.hostKeyError) return fail(state.hostKeyError);
-      if (err.level === 'client-authentication') return fail(authError(endpoint, who, tried, serverMethods, state.agentError));
+      if (err.level === 'client-authentication') return fail(authError(endpoint, who, tried, serverMethods, state.agentError, notes));
       fail(classifySshError(err, { host: endpoint, connected: state.connected, ready: false, timeoutMs, ...(via ? { via } : {}) }));
     });
     client.on('close', () => {
@@ -179,6 +173,7 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
         ...(sock ? { sock } : {}),
         hostVerifier,
         authHandler,
+        ...(hostKeyAlgorithms ? { algorithms: { serverHostKey: hostKeyAlgorithms } } : {}),
         readyTimeout: timeoutMs,
         keepaliveInterval: opts.keepaliveIntervalMs ?? 5_000,
         keepaliveCountMax: opts.keepaliveCountMax ?? 3,
@@ -206,18 +201,17 @@ async function verifyHostKey(endpoint: SshEndpoint, key: Buffer, opts: SshConnec
       throw new SshError(
         'ssh-host-key-changed',
         endpoint.name,
-        `${who}: HOST KEY CHANGED for ${name}: ${opts.knownHostsPath} line ${check.line} has ${check.keyType} ${check.knownFingerprint}, but the server presented ${keyType} ${fingerprint}. ` +
+        `${who}: REMOTE HOST IDENTIFICATION HAS CHANGED for ${name}: ${opts.knownHostsPath} line ${check.line} has ${check.keyType} ${check.knownFingerprint}, but the server presented ${keyType} ${fingerprint}. ` +
           'Someone could be intercepting the connection, or the host was reinstalled',
         `If you trust the new key, remove line ${check.line} (ssh-keygen -R ${shellWord(name)} -f ${shellWord(opts.knownHostsPath)}) and connect again with --accept-new-host-key`,
         { details: { ...details, line: check.line, knownFingerprint: check.knownFingerprint } },
       );
     case 'unknown': {
       if (!opts.acceptNewHostKey) {
-        const others = check.otherKeyTypes.length ? ` (known_hosts has other key types for it: ${check.otherKeyTypes.map((o) => `${o.keyType} on line ${o.line}`).join(', ')})` : '';
         throw new SshError(
           'ssh-host-key-unknown',
           endpoint.name,
-          `${who}: unknown host key for ${name}: ${keyType} ${fingerprint}${others}`,
+          `${who}: unknown host key for ${name}: ${keyType} ${fingerprint}`,
           `Verify the fingerprint (on the host: ssh-keygen -lf /etc/ssh/ssh_host_${keyType.replace(/^ssh-/, '')}_key.pub), then connect with --accept-new-host-key to record it in ${opts.knownHostsPath}`,
           { details },
         );
@@ -229,15 +223,76 @@ async function verifyHostKey(endpoint: SshEndpoint, key: Buffer, opts: SshConnec
   }
 }
 
-function authError(endpoint: SshEndpoint, who: string, tried: string[], serverMethods: string[], agentError: unknown): SshError {
+/**
+ * What to offer the server, in OpenSSH's order: ssh-agent first, then the identity file (or, with
+ * none set, the default identities that exist). An encrypted key the agent holds is left to the
+ * agent (no passphrase asked); one that cannot be decrypted without a prompt is skipped when
+ * something else can still be tried, and said in `notes`.
+ */
+async function authAttempts(endpoint: SshEndpoint, opts: SshConnectOptions, keys: KeyRing, who: string): Promise<{ attempts: AuthAttempt[]; notes: string[] }> {
+  const attempts: AuthAttempt[] = [];
+  const notes: string[] = [];
+  const agent = opts.agentSocket;
+  if (agent) attempts.push({ label: `agent (${agent})`, method: 'publickey', build: (username) => ({ type: 'agent', username, agent }) });
+  const explicit = endpoint.identityFile !== undefined;
+  const files = endpoint.identityFile !== undefined ? [endpoint.identityFile] : (opts.defaultIdentityFiles ?? []);
+  let agentBlobs: Buffer[] | undefined;
+  for (const path of files) {
+    if (!explicit && !(await access(path).then(() => true, () => false))) continue; // OpenSSH skips missing defaults quietly
+    let info: IdentityInfo;
+    try {
+      info = await inspectIdentity(path, endpoint.name);
+    } catch (err) {
+      if (explicit) throw err;
+      notes.push(`skipped ${path}: ${(err as Error).message.replace(`${endpoint.name}: `, '')}`);
+      continue;
+    }
+    if (info.encrypted) {
+      const blob = info.publicBlob;
+      if (agent && blob) {
+        agentBlobs ??= await agentPublicBlobs(agent);
+        if (agentBlobs.some((b) => b.equals(blob))) {
+          notes.push(`${path} is encrypted; ssh-agent holds it`);
+          continue;
+        }
+      }
+      if (!keys.canPrompt && (agent || !explicit)) {
+        notes.push(`skipped ${path}: encrypted, no terminal to ask its passphrase on, and ssh-agent does not hold it (ssh-add ${path})`);
+        continue;
+      }
+    }
+    let key: ParsedKey;
+    try {
+      key = await keys.load(path, endpoint.name);
+    } catch (err) {
+      if (explicit && !agent) throw err;
+      notes.push(`skipped ${path}: ${(err as Error).message.replace(`${endpoint.name}: `, '')}`);
+      continue;
+    }
+    attempts.push({ label: `publickey (${path})`, method: 'publickey', build: (username) => ({ type: 'publickey', username, key }) });
+  }
+  if (attempts.length === 0) {
+    const looked = explicit ? '' : `; no identityFile set and no default identity usable (${files.length ? files.join(', ') : 'none configured'})`;
+    throw new SshError(
+      'ssh-auth',
+      endpoint.name,
+      `${who}: no authentication method to try${looked}${notes.length ? `; ${notes.join('; ')}` : ''}`,
+      'give the host an identityFile in the profile, or start ssh-agent and set SSH_AUTH_SOCK',
+      { details: { notes } },
+    );
+  }
+  return { attempts, notes };
+}
+
+function authError(endpoint: SshEndpoint, who: string, tried: string[], serverMethods: string[], agentError: unknown, notes: string[]): SshError {
   const triedText = tried.length ? `tried ${tried.join(', ')}` : 'no method could be tried';
-  const agentNote = agentError ? `; ssh-agent failed: ${(agentError as Error).message}` : '';
+  const agentNote = (agentError ? `; ssh-agent failed: ${(agentError as Error).message}` : '') + (notes.length ? `; ${notes.join('; ')}` : '');
   return new SshError(
     'ssh-auth',
     endpoint.name,
     `${who}: authentication failed for user "${endpoint.user}": ${triedText}${agentNote}; the server accepts: ${serverMethods.join(', ') || 'nothing'}`,
     `Check the user name and that the matching public key is in ~${endpoint.user}/.ssh/authorized_keys on the host`,
-    { details: { tried, serverMethods } },
+    { details: { tried, serverMethods, ...(notes.length ? { notes } : {}) } },
   );
 }
 

@@ -2,6 +2,7 @@
 // A hop naming another host of the same profile uses that host's address, user, port and key
 // (and its own ProxyJump, as OpenSSH does when the jump alias has one); other hops are literal
 // `[user@]host[:port]` and borrow the target's user and key.
+import { join } from 'node:path';
 import { expandHome, resolvePaths, type Env } from '../paths';
 import { parseProxyJump, type Profile, type ProfileHost } from '../../common';
 import type { SshConnectOptions, SshEndpoint } from './connect';
@@ -62,8 +63,15 @@ export function resolveTarget(profile: Pick<Profile, 'name' | 'hosts'>, hostName
   return { endpoint: endpointOf(host, ctx), jump: chainOf(host, []) };
 }
 
-/** Connect options the composition root derives from the environment (known_hosts, agent). */
-export function sshOptionsFromEnv(env: Env): Pick<SshConnectOptions, 'knownHostsPath' | 'agentSocket'> {
+/** OpenSSH's default identities, tried in this order when a host has no identityFile. */
+export const DEFAULT_IDENTITY_NAMES = ['id_ed25519', 'id_ecdsa', 'id_rsa'];
+
+/** Connect options the composition root derives from the environment (known_hosts, agent, default identities). */
+export function sshOptionsFromEnv(env: Env): Pick<SshConnectOptions, 'knownHostsPath' | 'agentSocket' | 'defaultIdentityFiles'> {
   const paths = resolvePaths(env);
-  return { knownHostsPath: paths.knownHostsPath, ...(env.SSH_AUTH_SOCK ? { agentSocket: env.SSH_AUTH_SOCK } : {}) };
+  return {
+    knownHostsPath: paths.knownHostsPath,
+    defaultIdentityFiles: DEFAULT_IDENTITY_NAMES.map((n) => join(paths.home, '.ssh', n)),
+    ...(env.SSH_AUTH_SOCK ? { agentSocket: env.SSH_AUTH_SOCK } : {}),
+  };
 }

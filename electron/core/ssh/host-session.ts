@@ -49,7 +49,13 @@ export interface RunResult extends ExitStatus {
 }
 
 export interface ExecOptions {
-  /** Exported before the command runs (as `export K='v';` in the remote shell: sshd's AcceptEnv usually drops SSH env requests). */
+  /**
+   * Exported before the command runs. The values travel over the channel's stdin (read by a short
+   * shell prelude, `export "$line"`, never evaluated), not on the command line: a command line is
+   * visible to every user of the host in `ps`, and env often holds secrets (API keys). sshd's
+   * AcceptEnv usually drops SSH env requests, so those are no option either. The caller's own stdin
+   * follows the env lines unchanged.
+   */
   env?: Record<string, string>;
   signal?: AbortSignal;
 }
@@ -133,14 +139,22 @@ export class HostSession implements Disposable {
 
   /** Starts `command` in the user's login shell on the host. */
   exec(command: string, opts: ExecOptions = {}): Promise<RemoteProcess> {
-    const full = envPrefix(opts.env) + command;
+    let env: string;
+    try {
+      env = envLines(this.name, opts.env);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    const full = env ? ENV_PRELUDE + command : command;
     return this.track<RemoteProcess>(opts.signal, (resolve, reject) => {
       this.target.client.exec(full, (err, ch) => {
         if (err) {
           reject(new SshError('ssh-channel', this.name, `${describeHost(this.endpoint)}: cannot start a command: ${err.message}`, 'sshd may limit sessions (MaxSessions)', { cause: err }));
           return;
         }
-        resolve(this.wrapChannel(ch));
+        const proc = this.wrapChannel(ch);
+        if (env) proc.stdin.write(env);
+        resolve(proc);
       });
     });
   }
@@ -367,14 +381,27 @@ export class HostSession implements Disposable {
   }
 }
 
-function envPrefix(env: Record<string, string> | undefined): string {
+/**
+ * Reads `NAME=value` lines from stdin up to an empty line and exports each one. `export "$l"` takes
+ * the value literally (no expansion, no evaluation), and `read` consumes a pipe one byte at a time,
+ * so the command after the prelude gets the rest of stdin untouched.
+ */
+const ENV_PRELUDE = 'while IFS= read -r __cohort_env && [ -n "$__cohort_env" ]; do export "$__cohort_env" || exit 97; done; unset __cohort_env; ';
+
+/** The env as prelude input (`NAME=value` lines and an empty line), or '' when there is none. */
+export function envLines(host: string, env: Record<string, string> | undefined): string {
   if (!env) return '';
-  return Object.entries(env)
-    .map(([k, v]) => {
-      if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new SshError('ssh-channel', '', `invalid environment variable name ${JSON.stringify(k)}`, '');
-      return `export ${k}=${shQuote(v)}; `;
-    })
-    .join('');
+  const entries = Object.entries(env);
+  if (!entries.length) return '';
+  return (
+    entries
+      .map(([k, v]) => {
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw new SshError('ssh-channel', host, `${host}: invalid environment variable name ${JSON.stringify(k)}`, 'use letters, digits and _ (not first a digit) in the host\'s env names');
+        if (/[\n\r\0]/.test(v)) throw new SshError('ssh-channel', host, `${host}: the value of environment variable ${k} contains a line break or NUL`, `put ${k}'s value on one line in the profile's env for ${host}`);
+        return `${k}=${v}\n`;
+      })
+      .join('') + '\n'
+  );
 }
 
 export async function sha256File(path: string): Promise<string> {

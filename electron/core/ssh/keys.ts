@@ -2,9 +2,95 @@
 // (the CLI prompts on a TTY, the GUI shows a dialog); passphrases and decrypted keys are never
 // written anywhere. A KeyRing caches decrypted keys for the process so ten hosts sharing one key
 // prompt once, and serialises prompts for the same file.
-import { readFile } from 'node:fs/promises';
 import ssh2, { type ParsedKey } from 'ssh2';
+import { BoundedReadError, formatBytes, readBounded } from '../fs/read-bounded';
 import { SshError } from './ssh-error';
+
+/** Private key files are a few KiB (an RSA-16384 key is ~12 KiB); past this it is not a key. */
+export const IDENTITY_MAX_BYTES = 64 * 1024;
+
+/** What an identity file holds, read once with size and type checks, before any passphrase. */
+export interface IdentityInfo {
+  path: string;
+  data: Buffer;
+  encrypted: boolean;
+  /** The public key blob when it can be known without decrypting (OpenSSH format, or a `.pub` beside it). */
+  publicBlob?: Buffer;
+}
+
+/**
+ * Reads an identity file: a regular file under IDENTITY_MAX_BYTES (a FIFO, /dev/zero or a directory
+ * is refused at once), not a public key, and parseable as a private key (encrypted or not).
+ */
+export async function inspectIdentity(path: string, host: string): Promise<IdentityInfo> {
+  let data: Buffer;
+  try {
+    data = await readBounded(path, IDENTITY_MAX_BYTES);
+  } catch (err) {
+    const e = err as BoundedReadError;
+    const why = err instanceof BoundedReadError ? (e.problem === 'too-large' ? `${e.message}; a private key is a few KiB (limit ${formatBytes(IDENTITY_MAX_BYTES)})` : e.message) : String(err);
+    throw new SshError('ssh-key', host, `${host}: cannot read identity file ${path}: ${why}`, 'point identityFile in the profile at your private key file (e.g. ~/.ssh/id_ed25519)', { cause: err });
+  }
+  if (isPublicKeyText(data)) {
+    const priv = path.endsWith('.pub') ? path.slice(0, -4) : undefined;
+    throw new SshError('ssh-key', host, `${host}: ${path} is a public key, not a private key`, `this is a public key; point identityFile at the private key${priv ? ` (${priv})` : ''}`);
+  }
+  const parsed = parse(data, undefined);
+  if (!(parsed instanceof Error)) return { path, data, encrypted: false, publicBlob: parsed.getPublicSSH() };
+  if (!/encrypted/i.test(parsed.message)) {
+    throw new SshError('ssh-key', host, `${host}: ${path} is not a usable private key (${parsed.message})`, 'point identityFile at the private key (e.g. ~/.ssh/id_ed25519)', { cause: parsed });
+  }
+  const publicBlob = openSshPublicBlob(data) ?? (await publicBlobBeside(path));
+  return { path, data, encrypted: true, ...(publicBlob ? { publicBlob } : {}) };
+}
+
+function isPublicKeyText(data: Buffer): boolean {
+  const head = data.subarray(0, 200).toString('latin1').trimStart();
+  return /^(ssh-|ecdsa-sha2-|sk-)[\w@.-]+ [A-Za-z0-9+/]+=*(\s|$)/.test(head);
+}
+
+/** The first public key of an `openssh-key-v1` file; it is stored unencrypted (PROTOCOL.key). */
+export function openSshPublicBlob(data: Buffer): Buffer | undefined {
+  const m = /-----BEGIN OPENSSH PRIVATE KEY-----([\s\S]*?)-----END OPENSSH PRIVATE KEY-----/.exec(data.toString('latin1'));
+  if (!m) return undefined;
+  const raw = Buffer.from(m[1].replace(/\s+/g, ''), 'base64');
+  const magic = 'openssh-key-v1\0';
+  if (raw.subarray(0, magic.length).toString('latin1') !== magic) return undefined;
+  let off = magic.length;
+  const str = (): Buffer | undefined => {
+    if (off + 4 > raw.length) return undefined;
+    const len = raw.readUInt32BE(off);
+    if (off + 4 + len > raw.length) return undefined;
+    const v = raw.subarray(off + 4, off + 4 + len);
+    off += 4 + len;
+    return v;
+  };
+  for (let i = 0; i < 3; i++) if (!str()) return undefined; // cipher, kdf, kdf options
+  if (off + 4 > raw.length || raw.readUInt32BE(off) < 1) return undefined;
+  off += 4;
+  return str();
+}
+
+async function publicBlobBeside(path: string): Promise<Buffer | undefined> {
+  try {
+    const text = (await readBounded(`${path}.pub`, IDENTITY_MAX_BYTES)).toString('utf8').trim();
+    const b64 = text.split(/\s+/)[1];
+    return b64 ? Buffer.from(b64, 'base64') : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Public key blobs ssh-agent at `socket` holds (empty when it cannot be asked). */
+export function agentPublicBlobs(socket: string): Promise<Buffer[]> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve([]), 3_000);
+    new ssh2.OpenSSHAgent(socket).getIdentities((err, keys) => {
+      clearTimeout(timer);
+      resolve(err || !keys ? [] : keys.flatMap((k) => ('getPublicSSH' in k ? [k.getPublicSSH()] : [])));
+    });
+  });
+}
 
 export interface PassphraseRequest {
   keyPath: string;
@@ -37,18 +123,14 @@ export class KeyRing {
     return p;
   }
 
+  /** Can this ring ask for a passphrase at all (a TTY, a dashboard dialog)? */
+  get canPrompt(): boolean {
+    return this.passphrase !== undefined;
+  }
+
   private async decrypt(path: string, host: string): Promise<ParsedKey> {
-    let data: Buffer;
-    try {
-      data = await readFile(path);
-    } catch (err) {
-      const code = (err as { code?: unknown }).code;
-      throw new SshError('ssh-key', host, `${host}: cannot read identity file ${path} (${String(code ?? err)})`, 'check identityFile in the profile', { cause: err });
-    }
+    const { data } = await inspectIdentity(path, host);
     let parsed = parse(data, undefined);
-    if (parsed instanceof Error && !/encrypted/i.test(parsed.message)) {
-      throw new SshError('ssh-key', host, `${host}: ${path} is not a usable private key (${parsed.message})`, 'point identityFile at the private key, not the .pub file', { cause: parsed });
-    }
     for (let attempt = 1; parsed instanceof Error; attempt++) {
       if (attempt > this.maxAttempts) {
         throw new SshError('ssh-key-passphrase', host, `${host}: wrong passphrase for ${path} (${this.maxAttempts} attempts)`, 'check the passphrase, or load the key into ssh-agent (ssh-add) and omit identityFile');
@@ -58,8 +140,8 @@ export class KeyRing {
         throw new SshError(
           'ssh-key-passphrase',
           host,
-          `${host}: ${path} is encrypted and no passphrase was given`,
-          'run on a terminal to be prompted, or add the key to ssh-agent (ssh-add) and omit identityFile',
+          `${host}: ${path} is encrypted and no passphrase was given${this.passphrase ? '' : ' (no terminal to ask on)'}`,
+          `add the key to ssh-agent (ssh-add ${path}), which is tried first, or run on a terminal to be prompted`,
         );
       }
       parsed = parse(data, pass);

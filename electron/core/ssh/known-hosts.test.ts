@@ -1,5 +1,5 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { execFile, execFileSync } from 'node:child_process';
+import { lstat, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,3 +76,38 @@ describe('known_hosts', () => {
     expect(execFileSync('ssh-keygen', ['-F', '[10.9.0.2]:2222', '-f', file], { encoding: 'utf8' })).toContain('ssh-ed25519');
   });
 });
+
+describe('known_hosts writes', () => {
+  it('append through a symlinked known_hosts: the link stays a link, its target gets the line', async () => {
+    const target = join(dir, 'real_known_hosts');
+    const link = join(dir, 'linked_known_hosts');
+    await writeFile(target, `${knownHostsName('10.0.0.9', 22)} ${pubB}\n`, { mode: 0o600 });
+    await symlink(target, link);
+    expect(await addKnownHost(link, knownHostsName('10.0.0.1', 2222), keyA)).toBe(2);
+    expect((await lstat(link)).isSymbolicLink()).toBe(true);
+    expect(await readFile(target, 'utf8')).toBe(`10.0.0.9 ${pubB}\n[10.0.0.1]:2222 ${pubA.split(' ').slice(0, 2).join(' ')}\n`);
+  });
+
+  it('two processes accepting keys at once never lose a line (many trials)', async () => {
+    const tsx = join(import.meta.dirname, '..', '..', '..', 'node_modules', 'tsx', 'dist', 'cli.mjs');
+    const child = join(import.meta.dirname, '..', '..', '..', 'test', 'ssh', 'fixtures', 'add-known-hosts.ts');
+    const trials = 6;
+    const perProcess = 15;
+    for (let t = 0; t < trials; t++) {
+      const file = join(dir, `kh-race-${t}`);
+      const startAt = String(Date.now() + 2500);
+      await Promise.all(
+        ['p', 'q'].map(
+          (prefix) =>
+            new Promise<void>((resolve, reject) =>
+              execFile(process.execPath, [tsx, child, file, prefix, String(perProcess), startAt], (err, _o, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve())),
+            ),
+        ),
+      );
+      const names = parseKnownHosts(await readFile(file, 'utf8')).map((e) => e.hosts);
+      expect(names.sort()).toEqual(['p', 'q'].flatMap((x) => Array.from({ length: perProcess }, (_, i) => `${x}-${i}`)).sort());
+      expect((await readdir(dir)).filter((f) => f.endsWith('.lock'))).toEqual([]);
+    }
+  }, 120_000);
+});
+

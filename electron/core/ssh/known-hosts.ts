@@ -3,8 +3,10 @@
 // `!negation`, `[host]:port` names for non-22 ports and the @revoked marker. @cert-authority lines
 // are skipped (we do not do host certificates). Format: sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT".
 import { createHash, createHmac, randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
-import { writeFileAtomic, withFileLock } from '../../../trainer/util/atomic-write';
+import { appendFile, mkdir, open, readFile, realpath, rm, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { ServerHostKeyAlgorithm } from 'ssh2';
+import { withFileLock } from '../../../trainer/util/atomic-write';
 
 export interface KnownHostEntry {
   /** 1-based line number in the file (what `ssh-keygen -R` and users count by). */
@@ -19,7 +21,8 @@ export interface KnownHostEntry {
 
 export type HostKeyCheck =
   | { status: 'known'; line: number }
-  | { status: 'unknown'; otherKeyTypes: { keyType: string; line: number }[] }
+  | { status: 'unknown' }
+  /** `keyType` is the type of the known key on `line` (it may differ from the presented key's). */
   | { status: 'changed'; line: number; keyType: string; knownFingerprint: string }
   | { status: 'revoked'; line: number };
 
@@ -94,11 +97,33 @@ export function checkHostKey(entries: KnownHostEntry[], name: string, keyBlob: U
   const live = matching.filter((e) => !e.marker);
   const same = live.find((e) => e.key === keyB64);
   if (same) return { status: 'known', line: same.line };
-  const sameType = live.find((e) => e.keyType === keyType);
-  if (sameType) {
-    return { status: 'changed', line: sameType.line, keyType, knownFingerprint: fingerprintSha256(Buffer.from(sameType.key, 'base64')) };
+  // OpenSSH: any key already known for this host (of any type) that is not the presented one means
+  // the identity changed. A key of another type is not "new": accepting it would let a man in the
+  // middle through by simply offering a type the client has not seen (accept-new refuses it too).
+  const known = live.find((e) => e.keyType === keyType) ?? live[0];
+  if (known) {
+    return { status: 'changed', line: known.line, keyType: known.keyType, knownFingerprint: fingerprintSha256(Buffer.from(known.key, 'base64')) };
   }
-  return { status: 'unknown', otherKeyTypes: live.map((e) => ({ keyType: e.keyType, line: e.line })) };
+  return { status: 'unknown' };
+}
+
+/** Host key types with a live (not @revoked) known_hosts entry for `name`, in file order. */
+export function knownKeyTypes(entries: KnownHostEntry[], name: string): string[] {
+  return [...new Set(entries.filter((e) => !e.marker && hostFieldMatches(e.hosts, name)).map((e) => e.keyType))];
+}
+
+/** The server host key algorithms a client offers by default, strongest first (ssh2's default set). */
+const DEFAULT_HOST_KEY_ALGORITHMS: ServerHostKeyAlgorithm[] = ['ssh-ed25519', 'ecdsa-sha2-nistp256', 'ecdsa-sha2-nistp384', 'ecdsa-sha2-nistp521', 'rsa-sha2-512', 'rsa-sha2-256', 'ssh-rsa'];
+
+/**
+ * The host key algorithms to offer, the ones matching keys already known for the host first
+ * (OpenSSH's order_hostkeyalgs): a host with an RSA key on record is asked for its RSA key rather
+ * than an ed25519 one we would have to refuse as "changed". Undefined when nothing is known.
+ */
+export function preferredHostKeyAlgorithms(knownTypes: string[]): ServerHostKeyAlgorithm[] | undefined {
+  const first = DEFAULT_HOST_KEY_ALGORITHMS.filter((alg) => knownTypes.includes(alg === 'rsa-sha2-512' || alg === 'rsa-sha2-256' ? 'ssh-rsa' : alg));
+  if (first.length === 0) return undefined;
+  return [...first, ...DEFAULT_HOST_KEY_ALGORITHMS.filter((a) => !first.includes(a))];
 }
 
 export async function readKnownHosts(path: string): Promise<KnownHostEntry[]> {
@@ -116,25 +141,68 @@ export function hashHostName(name: string, salt: Buffer = randomBytes(20)): stri
 }
 
 /**
- * Records an accepted host key (OpenSSH's accept-new): rewrites the file atomically with the new
- * line appended, under an in-process lock so parallel connects do not lose each other's lines.
- * Returns the new line's number.
+ * Records an accepted host key (OpenSSH's accept-new) the way ssh does: one line appended to the
+ * file, so a symlinked known_hosts stays a symlink (its target gets the line) and the inode, mode
+ * and owner are kept. Writers in this process and in other processes are serialised by a lock file
+ * beside the target (`<file>.lock`, O_EXCL); under the lock the file is re-read, so a key another
+ * process recorded meanwhile is not added twice and no process's line is lost. Returns the line number.
  */
 export async function addKnownHost(path: string, name: string, keyBlob: Uint8Array, opts: { hash?: boolean } = {}): Promise<number> {
-  return withFileLock(path, async () => {
-    let text = '';
+  const target = await resolveTarget(path);
+  await mkdir(dirname(target), { recursive: true, mode: 0o700 });
+  return withFileLock(target, () =>
+    withLockFile(target, async () => {
+      let text = '';
+      try {
+        text = await readFile(target, 'utf8');
+      } catch (err) {
+        if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
+      }
+      // Another connection may have recorded the same key meanwhile.
+      const existing = checkHostKey(parseKnownHosts(text), name, keyBlob);
+      if (existing.status === 'known') return existing.line;
+      const hostField = opts.hash ? hashHostName(name) : name;
+      const line = `${text !== '' && !text.endsWith('\n') ? '\n' : ''}${hostField} ${keyTypeOf(keyBlob)} ${Buffer.from(keyBlob).toString('base64')}\n`;
+      await appendFile(target, line, { mode: 0o600 }); // one write(2) with O_APPEND
+      return (text + line).split('\n').length - 1;
+    }),
+  );
+}
+
+/** The file a (possibly symlinked, possibly not yet existing) path writes to. */
+async function resolveTarget(path: string): Promise<string> {
+  try {
+    return await realpath(path);
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ENOENT') return path; // not there yet: appendFile creates it (through a dangling link, at its target)
+    throw err;
+  }
+}
+
+const LOCK_STALE_MS = 10_000;
+const LOCK_WAIT_MS = 15_000;
+
+/** Runs `fn` holding `<target>.lock` (created O_EXCL; a lock older than 10 s is taken as stale). */
+async function withLockFile<T>(target: string, fn: () => Promise<T>): Promise<T> {
+  const lock = `${target}.lock`;
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (let delay = 5; ; delay = Math.min(delay * 2, 100)) {
     try {
-      text = await readFile(path, 'utf8');
+      const fh = await open(lock, 'wx', 0o600);
+      await fh.writeFile(String(process.pid));
+      await fh.close();
+      break;
     } catch (err) {
-      if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
+      if ((err as { code?: unknown }).code !== 'EEXIST') throw err;
+      const age = await stat(lock).then((st) => Date.now() - st.mtimeMs, () => 0);
+      if (age > LOCK_STALE_MS) await rm(lock, { force: true });
+      else if (Date.now() > deadline) throw new Error(`${lock} has been held for ${Math.round(age / 1000)} s by another process; remove it if no ssh/cohort is writing ${target}`);
+      else await new Promise((r) => setTimeout(r, delay + Math.random() * delay));
     }
-    // Another connection may have recorded the same key meanwhile.
-    const existing = checkHostKey(parseKnownHosts(text), name, keyBlob);
-    if (existing.status === 'known') return existing.line;
-    if (text !== '' && !text.endsWith('\n')) text += '\n';
-    const hostField = opts.hash ? hashHostName(name) : name;
-    text += `${hostField} ${keyTypeOf(keyBlob)} ${Buffer.from(keyBlob).toString('base64')}\n`;
-    await writeFileAtomic(path, text, { mode: 0o600 });
-    return text.split('\n').length - 1;
-  });
+  }
+  try {
+    return await fn();
+  } finally {
+    await rm(lock, { force: true });
+  }
 }

@@ -2,7 +2,7 @@
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
 import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, StepEvent } from '../../../trainer/protocol';
-import type { RunMeta } from '../../../electron/common';
+import type { CohortApi, RunEventMessage, RunMeta } from '../../../electron/common';
 import { SeriesBuffer } from '../lib/series-buffer';
 
 export type Phase = 'idle' | 'starting' | 'warmup' | 'training' | 'ok' | 'failed' | 'cancelled';
@@ -23,12 +23,17 @@ export const STEP_SERIES = ['throughput', 'loss', 'stepTimeMs'] as const;
 export type StepSeries = (typeof STEP_SERIES)[number];
 /** The column of a step series in metrics.steps. */
 export const stepColumn = (s: StepSeries): number => STEP_SERIES.indexOf(s);
-/** memory.buffer (x = seconds since run start) holds, per rank, used bytes then total bytes (NaN when unknown). */
+/** memory.buffer (x = step) holds, per rank, used bytes then device total bytes (NaN when unknown). */
 export const memoryColumn = (rank: number, which: 'used' | 'total'): number => 2 * rank + (which === 'total' ? 1 : 0);
 const memoryColumns = (ranks: number): number => 2 * ranks;
 
-export const metrics = { steps: new SeriesBuffer(STEP_SERIES.length) };
-export const memory = { buffer: new SeriesBuffer(2), ranks: 0, t0: 0, hasTotal: false };
+/** x = step; series: STEP_SERIES. `ranks`: x = step, one series per rank: compute ms/step. */
+export const metrics = { steps: new SeriesBuffer(STEP_SERIES.length), ranks: new SeriesBuffer(0) };
+/** x = step (the last reported, 0 before training); series per rank: used bytes, device total (GPU, else host RAM; NaN when unknown). */
+export const memory = { buffer: new SeriesBuffer(2), ranks: 0, hasTotal: false, step: 0 };
+
+/** Where the phases lie on the step axis (for the charts' bands): warm-up ends at `warmupEnd`. */
+export const phases = $state({ warmupEnd: 0, compiled: false });
 
 export const live = $state({
   runId: '' as string,
@@ -38,7 +43,7 @@ export const live = $state({
   plan: null as PlanEvent | null,
   lastStep: null as StepEvent | null,
   /** Compile / warm-up entries in order (their own phase, never counted in throughput). */
-  prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string }[],
+  prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string; index?: number; total?: number }[],
   error: null as ErrorEvent | null,
   logs: [] as LogLine[],
   median: null as number | null,
@@ -62,10 +67,13 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   live.median = null;
   live.memoryRanks = [];
   metrics.steps = new SeriesBuffer(STEP_SERIES.length);
+  metrics.ranks = new SeriesBuffer(0);
   memory.ranks = 0;
   memory.buffer = new SeriesBuffer(2);
-  memory.t0 = 0;
+  memory.step = 0;
   memory.hasTotal = false;
+  phases.warmupEnd = 0;
+  phases.compiled = false;
   live.tick++;
 }
 
@@ -113,18 +121,30 @@ export function applyEvent(e: CohortEvent): void {
       ensureMemoryRanks(e.worldSize);
       if (live.phase === 'starting') live.phase = 'warmup';
       break;
-    case 'compile':
-      live.prep.push({ kind: 'compile', label: e.name, status: e.status, durationMs: e.durationMs, detail: e.detail });
+    case 'compile': {
+      // Progress reports ('running') update one entry in place; the final report replaces it.
+      const entry = { kind: 'compile' as const, label: e.name, status: e.status, durationMs: e.durationMs, detail: e.status === 'running' ? (e.stage ?? e.detail) : e.detail, ...(e.index !== undefined ? { index: e.index } : {}), ...(e.total !== undefined ? { total: e.total } : {}) };
+      const at = live.prep.findIndex((p) => p.kind === 'compile' && p.label === e.name && p.status === 'running');
+      if (at >= 0) live.prep[at] = entry;
+      else live.prep.push(entry);
+      if (e.status !== 'running') phases.compiled = true;
       break;
+    }
     case 'warmup':
       live.prep.push({ kind: 'warmup', label: `${e.steps} warm-up step(s)`, status: 'ok', durationMs: e.durationMs, detail: e.detail });
+      phases.warmupEnd = e.steps;
       break;
     case 'step': {
       if (live.phase === 'starting' || live.phase === 'warmup') live.phase = 'training';
       pendingStep = e;
       const row: Record<StepSeries, number> = { throughput: e.globalSamplesPerSec, loss: e.loss ?? NaN, stepTimeMs: e.stepTimeMs };
       metrics.steps.push(e.step, ...STEP_SERIES.map((s) => row[s]));
-      recordMemory(e.time, e.memory);
+      if (e.rankComputeMs?.length) {
+        if (metrics.ranks.seriesCount !== Math.min(e.rankComputeMs.length, MAX_RANKS)) metrics.ranks = new SeriesBuffer(Math.min(e.rankComputeMs.length, MAX_RANKS));
+        metrics.ranks.push(e.step, ...e.rankComputeMs.slice(0, MAX_RANKS));
+      }
+      memory.step = e.step;
+      recordMemory(e.memory);
       scheduleFlush();
       return;
     }
@@ -145,23 +165,24 @@ export function applyEvent(e: CohortEvent): void {
   live.tick++;
 }
 
-function recordMemory(time: number, mem: StepEvent['memory']): void {
+function recordMemory(mem: StepEvent['memory']): void {
   if (!mem.length) return;
   ensureMemoryRanks(Math.max(...mem.map((m) => m.rank)) + 1);
-  if (!memory.t0) memory.t0 = time;
   const ys: number[] = new Array(memoryColumns(memory.ranks)).fill(NaN);
   const rows: typeof live.memoryRanks = [];
   for (const m of mem) {
     if (m.rank >= memory.ranks) continue;
-    const gpu = m.gpuUsedBytes !== undefined;
-    const used = gpu ? m.gpuUsedBytes! : m.rssBytes;
-    const total = gpu ? (m.gpuTotalBytes ?? null) : null;
+    // The rank's own process on its GPU when the engine could read it; else the whole device (labelled so); else RSS of the host's RAM.
+    const own = m.gpuProcessBytes !== undefined;
+    const gpu = own || m.gpuUsedBytes !== undefined;
+    const used = own ? m.gpuProcessBytes! : gpu ? m.gpuUsedBytes! : m.rssBytes;
+    const total = (gpu ? m.gpuTotalBytes : m.hostTotalBytes) ?? null;
     ys[memoryColumn(m.rank, 'used')] = used;
     ys[memoryColumn(m.rank, 'total')] = total ?? NaN;
     if (total !== null) memory.hasTotal = true;
-    rows.push({ rank: m.rank, host: m.host, used, total, kind: gpu ? 'GPU' : 'RSS' });
+    rows.push({ rank: m.rank, host: m.host, used, total, kind: own ? 'GPU (this rank)' : gpu ? 'GPU device' : 'RSS' });
   }
-  memory.buffer.push((time - memory.t0) / 1000, ...ys);
+  memory.buffer.push(memory.step, ...ys);
   pendingMemory = rows.sort((a, b) => a.rank - b.rank);
 }
 
@@ -171,7 +192,53 @@ export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
   for (const e of events) applyEvent(e);
   flushLive();
   if (live.phase === 'starting' || live.phase === 'warmup' || live.phase === 'training') {
-    live.phase = meta.status === 'running' ? live.phase : meta.status;
+    const s = meta.status;
+    if (s === 'ok' || s === 'failed' || s === 'cancelled') live.phase = s;
+    else if (s === 'lost') live.phase = 'failed';
   }
   if (live.median === null) live.median = meta.medianGlobalSamplesPerSec ?? null;
 }
+
+// ---- re-attach (issue 12): a reload, a run opened from History, a second client --------------
+// The run's record so far (attachRun) fills the charts, then live messages continue from its
+// nextSeq: messages that arrive while the record loads wait, those already in it are dropped, so no
+// step is shown twice and none is missing.
+let nextSeq = -1;
+let waiting: RunEventMessage[] = [];
+
+/** Every run message (from onRunEvent) goes through here. */
+export function onRunMessage(m: RunEventMessage): void {
+  if (m.runId !== live.runId || live.source !== 'live') return;
+  if (nextSeq < 0) waiting.push(m);
+  else if (m.seq >= nextSeq) {
+    nextSeq = m.seq + 1;
+    applyEvent(m.event);
+  }
+}
+
+/** Shows a run live from wherever it is: its record, then its live events. */
+export async function attachLive(api: Pick<CohortApi, 'attachRun'>, runId: string): Promise<RunMeta> {
+  resetLive(runId, 'live');
+  nextSeq = -1;
+  waiting = [];
+  try {
+    const a = await api.attachRun(runId);
+    if (live.runId !== runId) return a.meta; // another run was opened meanwhile
+    for (const e of a.events) applyEvent(e);
+    nextSeq = a.nextSeq;
+    for (const m of waiting.splice(0)) onRunMessage(m);
+    flushLive();
+    if (!a.live) {
+      const st = a.meta.status;
+      if (st === 'ok' || st === 'failed' || st === 'cancelled') live.phase = st;
+      else if (st === 'lost') live.phase = 'failed';
+    }
+    return a.meta;
+  } catch (err) {
+    nextSeq = 0;
+    throw err;
+  }
+}
+
+/** Runs the history thinks are still going (the ones a fresh page re-attaches to). */
+export const isOpenStatus = (s: RunMeta['status']): boolean => s === 'queued' || s === 'starting' || s === 'running' || s === 'restarting';

@@ -14,14 +14,20 @@ import { pathToFileURL } from 'node:url';
 import type { Capability } from '../../protocol/events';
 import { gemmInfo } from './kernels/gemm-kernels';
 import type { BackendChoice } from '../../protocol/train-config';
+import { tensorflowDevice, readHostGpuFacts, type HostGpuFacts, type TensorflowBackendFacts } from './gpu-truth';
 
 export interface BackendInfo {
   name: 'tensorflow' | 'wasm' | 'cpu';
   device: string;
+  /** True only when the binding itself says it runs on a GPU (tfjs-node-gpu's isUsingGpuDevice). */
   gpu: boolean;
   /** Why this backend, e.g. "auto: @tensorflow/tfjs-node-gpu not installed; wasm SIMD available". */
   reason: string;
   versions: Record<string, string>;
+  /** Set when a GPU was asked for (tfjs-node-gpu loaded, or --require-gpu) and the rank runs on the CPU: why, and what the host needs. */
+  gpuWarning?: string;
+  /** The GPU used, when `gpu` and nvidia-smi could name it. */
+  gpuDevice?: { index: number; uuid: string; name: string };
 }
 
 export interface InitBackendOptions {
@@ -30,12 +36,30 @@ export interface InitBackendOptions {
   log?: (m: string) => void;
   /** Where to look for tfjs-node(-gpu) besides normal resolution (default: $COHORT_RUNTIME_DIR). */
   runtimeDir?: string;
+  /** --require-gpu: refuse to start (GpuRequiredError) unless the backend really runs on a GPU. */
+  requireGpu?: boolean;
+  /** What the host offers (nvidia-smi, CUDA libraries); default: read them (gpu-truth.ts). Tests pass fixtures. */
+  hostGpuFacts?: () => Promise<HostGpuFacts>;
+  /** CUDA_VISIBLE_DEVICES / CUDA_DEVICE_ORDER of this rank (default: process.env). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export class BackendUnavailableError extends CohortError {
   constructor(message: string, hint: string, options?: { cause?: unknown }) {
     super('backend-unavailable', `${message}. ${hint}`, { hint, ...options });
     this.name = 'BackendUnavailableError';
+  }
+}
+
+/** --require-gpu (or the profile's requireGpu) and the rank would run on the CPU. */
+export class GpuRequiredError extends CohortError {
+  declare readonly hint: string;
+  constructor(
+    readonly detail: string,
+    hint: string,
+  ) {
+    super('gpu-required', `--require-gpu: this rank would run on the CPU (${detail}). ${hint}`, { hint });
+    this.name = 'GpuRequiredError';
   }
 }
 
@@ -70,7 +94,7 @@ interface Attempt {
   info?: BackendInfo;
 }
 
-async function tryTensorflow(runtimeDir: string | undefined, log: (m: string) => void): Promise<Attempt> {
+async function tryTensorflow(runtimeDir: string | undefined, log: (m: string) => void, facts: () => Promise<HostGpuFacts>, env: NodeJS.ProcessEnv): Promise<Attempt> {
   const notes: string[] = [];
   for (const pkg of NODE_PACKAGES) {
     const resolved = resolvePackage(pkg, runtimeDir);
@@ -83,21 +107,34 @@ async function tryTensorflow(runtimeDir: string | undefined, log: (m: string) =>
       const mod: unknown = await import(pathToFileURL(resolved).href);
       if (!(await tf.setBackend('tensorflow'))) throw new Error(`${pkg} loaded but the 'tensorflow' backend did not initialise`);
       await tf.ready();
-      const gpu = pkg === '@tensorflow/tfjs-node-gpu';
       const versions: Record<string, string> = { 'tfjs-core': tf.version_core, node: process.versions.node };
       const v = (mod as { version?: Record<string, unknown> }).version;
       if (v && typeof v === 'object') for (const [k, val] of Object.entries(v)) if (typeof val === 'string') versions[k] = val;
-      log(`tfjs backend: tensorflow via ${pkg} (${resolved})`);
+      // Ask the binding, not the package name: libtensorflow loads without CUDA and then runs on the CPU.
+      const observed = readTensorflowBackend(pkg);
+      if (observed.libtensorflow) versions['libtensorflow'] = observed.libtensorflow;
+      const truth = tensorflowDevice(observed, observed.isGPUPackage ? await facts() : undefined, env, cpuModel());
+      log(`tfjs backend: tensorflow via ${pkg} (${resolved}); device: ${truth.device}${truth.gpuWarning ? ` — ${truth.gpuWarning}` : ''}`);
       return {
         ok: true,
-        note: `${pkg} loaded`,
-        info: { name: 'tensorflow', gpu, device: gpu ? 'CUDA GPU via libtensorflow (tfjs-node-gpu)' : `${cpuModel()} via libtensorflow (tfjs-node)`, reason: '', versions },
+        note: `${pkg} loaded (${truth.note})`,
+        info: { name: 'tensorflow', gpu: truth.gpu, device: truth.device, reason: '', versions, ...(truth.gpuWarning ? { gpuWarning: truth.gpuWarning } : {}), ...(truth.gpuDevice ? { gpuDevice: truth.gpuDevice } : {}) },
       };
     } catch (e) {
       notes.push(`${pkg} failed to load: ${e instanceof Error ? e.message : String(e)}`);
     }
   }
   return { ok: false, note: notes.join('; ') };
+}
+
+/** What the registered 'tensorflow' backend says about itself (tfjs-node's NodeJSKernelBackend fields, checked at run time). */
+function readTensorflowBackend(pkg: string): TensorflowBackendFacts {
+  const be = tf.backend() as unknown as { isGPUPackage?: unknown; isUsingGpuDevice?: unknown; binding?: { TF_Version?: unknown } };
+  return {
+    isGPUPackage: typeof be.isGPUPackage === 'boolean' ? be.isGPUPackage : pkg === '@tensorflow/tfjs-node-gpu',
+    ...(typeof be.isUsingGpuDevice === 'boolean' ? { isUsingGpuDevice: be.isUsingGpuDevice } : {}),
+    ...(typeof be.binding?.TF_Version === 'string' ? { libtensorflow: be.binding.TF_Version } : {}),
+  };
 }
 
 async function tryWasm(wasmDir: string | undefined, log: (m: string) => void): Promise<Attempt> {
@@ -134,12 +171,27 @@ async function tryCpu(log: (m: string) => void): Promise<Attempt> {
 }
 
 export async function initBackend(choice: BackendChoice, opts: InitBackendOptions = {}): Promise<BackendInfo> {
+  const info = await pickBackend(choice, opts);
+  if (opts.requireGpu && !info.gpu) {
+    throw new GpuRequiredError(
+      info.gpuWarning ?? `backend ${info.name} on ${info.device}`,
+      info.name === 'tensorflow'
+        ? 'Give the host what its libtensorflow needs (see the detail), or run without --require-gpu (profile: requireGpu)'
+        : 'Install @tensorflow/tfjs-node-gpu on the host (cohort provision --gpu) with the CUDA/cuDNN it needs, use --engine torch with a CUDA PyTorch, or run without --require-gpu',
+    );
+  }
+  return info;
+}
+
+async function pickBackend(choice: BackendChoice, opts: InitBackendOptions): Promise<BackendInfo> {
   const log = opts.log ?? (() => undefined);
+  const facts = opts.hostGpuFacts ?? readHostGpuFacts;
+  const env = opts.env ?? process.env;
   const runtimeDir = opts.runtimeDir ?? process.env['COHORT_RUNTIME_DIR'];
   const install = runtimeDir ? `npm install --prefix ${runtimeDir} @tensorflow/tfjs-node` : 'npm install @tensorflow/tfjs-node (or -gpu with CUDA) on the host, or set COHORT_RUNTIME_DIR to a directory whose node_modules has it';
   switch (choice) {
     case 'tensorflow': {
-      const a = await tryTensorflow(runtimeDir, log);
+      const a = await tryTensorflow(runtimeDir, log, facts, env);
       if (!a.ok || !a.info) throw new BackendUnavailableError(`--backend tensorflow: unavailable on this host (${a.note})`, `Install it (${install}), or use --backend wasm / auto`);
       return { ...a.info, reason: `--backend tensorflow: ${a.note}` };
     }
@@ -155,7 +207,7 @@ export async function initBackend(choice: BackendChoice, opts: InitBackendOption
     }
     case 'auto': {
       const notes: string[] = [];
-      for (const attempt of [() => tryTensorflow(runtimeDir, log), () => tryWasm(opts.wasmDir, log), () => tryCpu(log)]) {
+      for (const attempt of [() => tryTensorflow(runtimeDir, log, facts, env), () => tryWasm(opts.wasmDir, log), () => tryCpu(log)]) {
         const a = await attempt();
         notes.push(a.note);
         if (a.ok && a.info) return { ...a.info, reason: `auto: ${notes.join('; ')}` };

@@ -14,7 +14,7 @@ import { median } from '../../util/stats';
 export interface CompileReport {
   /** Wall time the compile took. */
   durationMs: number;
-  /** Median trainStep time before/after, as this process's CPU time (= wall time on an idle core; robust to neighbours). */
+  /** Median trainStep time before/after: this process's CPU time on the one-thread backends (wasm, cpu), wall time with the device synchronised elsewhere (see compileClock). */
   baselineStepMs: number;
   compiledStepMs: number;
   speedup: number;
@@ -33,15 +33,32 @@ function isInternals(m: TfjsResNet): m is TfjsResNetInternals {
   return typeof (m as Partial<TfjsResNetInternals>).setImpl === 'function' && (m as Partial<TfjsResNetInternals>).spec !== undefined;
 }
 
-/** Median CPU ms of a step under each plan, the plans taking turns step by step (this VM drifts). */
-function timePlans(model: TfjsResNet, sample: CompileSample, grad: Float32Array, reps: number, plans: Record<string, ConvImpl>[]): number[] {
+export interface CompileClock {
+  now: () => number;
+  /** How the report names the time: "CPU" or "wall". */
+  unit: 'CPU' | 'wall';
+}
+
+/**
+ * How candidates are timed on a backend. wasm and cpu run a rank's kernels on its one thread, so
+ * process CPU time is kernel time and ignores the neighbours. libtensorflow (tfjs-node, -gpu) runs
+ * kernels on its own thread pool or asynchronously on a GPU: process CPU time there counts every
+ * pool thread (or none of the GPU's work), so it is wall time, each timed region ending in a
+ * download of its result (dataSync / the step's gradients), which waits for the device.
+ */
+export function compileClock(backend: string): CompileClock {
+  return backend === 'wasm' || backend === 'cpu' ? { now: cpuMs, unit: 'CPU' } : { now: () => performance.now(), unit: 'wall' };
+}
+
+/** Median ms of a step under each plan, the plans taking turns step by step (this VM drifts). trainStep's gradients are read back, so the device is synchronised. */
+function timePlans(model: TfjsResNet, sample: CompileSample, grad: Float32Array, reps: number, plans: Record<string, ConvImpl>[], clock: CompileClock): number[] {
   const ts = plans.map(() => [] as number[]);
   for (let i = 0; i <= reps; i++) {
     plans.forEach((plan, j) => {
       applyCompilePlan(model, plan);
-      const t0 = cpuMs();
+      const t0 = clock.now();
       model.trainStep(sample.images, sample.labels, sample.batch, grad);
-      if (i > 0) ts[j]!.push(cpuMs() - t0); // the first round warms up each plan's kernels
+      if (i > 0) ts[j]!.push(clock.now() - t0); // the first round warms up each plan's kernels
     });
   }
   return ts.map((t) => median(t));
@@ -62,16 +79,16 @@ export function cpuMs(): number {
  * weights and activations are new tensors every step: XNNPACK caches its packed filter per tensor,
  * so reusing one filter made tf.conv2d look up to 2.5× faster than it is in the step.
  */
-function timeKernels<T extends tf.Tensor[]>(fs: ((...inputs: T) => tf.Tensor)[], fresh: () => T, reps: number): number[] {
+function timeKernels<T extends tf.Tensor[]>(fs: ((...inputs: T) => tf.Tensor)[], fresh: () => T, reps: number, clock: CompileClock): number[] {
   const best = fs.map(() => Infinity);
   for (let i = 0; i <= reps; i++) {
     fs.forEach((f, j) => {
       const inputs = fresh();
-      const t0 = cpuMs();
+      const t0 = clock.now();
       tf.tidy(() => {
-        f(...inputs).dataSync();
+        f(...inputs).dataSync(); // the download waits for the device: the kernel is done when the clock stops
       });
-      const dt = cpuMs() - t0;
+      const dt = clock.now() - t0;
       tf.dispose(inputs);
       if (i > 0) best[j] = Math.min(best[j]!, dt);
     });
@@ -88,10 +105,18 @@ export function applyCompilePlan(model: TfjsResNet, plan: Record<string, ConvImp
   for (const [conv, impl] of Object.entries(plan)) model.setImpl(conv, impl);
 }
 
-export async function compileTrainStep(model: TfjsResNet, sample: CompileSample, opts: { reps?: number; log?: (m: string) => void } = {}): Promise<CompileReport> {
+/** Where a compile is: stage `index` (1-based) of `total`. */
+export interface CompileProgress {
+  stage: string;
+  index: number;
+  total: number;
+}
+
+export async function compileTrainStep(model: TfjsResNet, sample: CompileSample, opts: { reps?: number; log?: (m: string) => void; onProgress?: (p: CompileProgress) => void } = {}): Promise<CompileReport> {
   if (!isInternals(model)) throw new Error('compileTrainStep: the model was not made by createResNet50');
   const reps = opts.reps ?? 3;
   const log = opts.log ?? (() => undefined);
+  const clock = compileClock(tf.getBackend());
   const t0 = performance.now();
   const grad = new Float32Array(model.paramCount);
 
@@ -100,11 +125,14 @@ export async function compileTrainStep(model: TfjsResNet, sample: CompileSample,
   const n = sample.batch;
   const chosen = new Map<string, { impl: ConvImpl; note: string }>();
   const plan: Record<string, ConvImpl> = {};
+  // Stages: each distinct conv geometry timed, then the whole step timed with and without the plan.
+  const total = new Set(units.map((u, i) => geoKey(u.geo) + (i === 0 ? ' (no dx)' : ''))).size + 1;
   for (const [i, u] of units.entries()) {
     const g = u.geo;
     const key = geoKey(g) + (i === 0 ? ' (no dx)' : '');
     let pick = chosen.get(key);
     if (!pick) {
+      opts.onProgress?.({ stage: `conv ${key}`, index: chosen.size + 1, total });
       const c = candidates(g);
       const w = model.param(`${u.conv}.weight`) as tf.Tensor4D;
       const x = tf.randomNormal([n, g.inSize, g.inSize, g.cin], 0, 1, 'float32', 1) as tf.Tensor4D;
@@ -112,7 +140,7 @@ export async function compileTrainStep(model: TfjsResNet, sample: CompileSample,
       // Fresh copies (new tensors, same values) for every timed call, see timeKernels.
       const fresh = (): [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D] => [tf.add(x, 0), tf.add(w, 0), tf.add(dy, 0)];
       const fastest = <T extends string>(names: readonly T[], run: (impl: T, x: tf.Tensor4D, w: tf.Tensor4D, dy: tf.Tensor4D) => tf.Tensor): { best: T; times: string } => {
-        const ms = timeKernels(names.map((name) => (xi: tf.Tensor4D, wi: tf.Tensor4D, dyi: tf.Tensor4D) => run(name, xi, wi, dyi)), fresh, reps);
+        const ms = timeKernels(names.map((name) => (xi: tf.Tensor4D, wi: tf.Tensor4D, dyi: tf.Tensor4D) => run(name, xi, wi, dyi)), fresh, reps, clock);
         const best = names[ms.indexOf(Math.min(...ms))] as T; // the first of equals, as before
         return { best, times: names.map((name, j) => `${name} ${ms[j]!.toFixed(1)}`).join(', ') };
       };
@@ -132,7 +160,9 @@ export async function compileTrainStep(model: TfjsResNet, sample: CompileSample,
 
   // Kernels that win alone can lose inside the step (caches, memory traffic between layers): the
   // tuned plan is kept only if the whole step is faster than with the defaults, the two timed in turns.
-  const [tunedMs, baselineStepMs] = timePlans(model, sample, grad, reps, [plan, defaults]);
+  opts.onProgress?.({ stage: 'whole step, tuned vs default kernels', index: total, total });
+  await new Promise((r) => setImmediate(r));
+  const [tunedMs, baselineStepMs] = timePlans(model, sample, grad, reps, [plan, defaults], clock);
   const keepTuned = tunedMs <= baselineStepMs;
   applyCompilePlan(model, keepTuned ? plan : defaults);
   if (!keepTuned) Object.assign(plan, defaults);
@@ -145,7 +175,7 @@ export async function compileTrainStep(model: TfjsResNet, sample: CompileSample,
   const durationMs = performance.now() - t0;
   const speedup = baselineStepMs / compiledStepMs;
   const gemm = wasmBackend() ? `; ${gemmInfo().detail}` : '';
-  const detail = `autotuned conv kernels per layer: ${chosen.size} distinct geometries timed over ${units.length} conv layers (batch ${n}, ${model.spec.imageSize}²); ${keepTuned ? `chosen ${summary}; trainStep ${baselineStepMs.toFixed(0)} → ${compiledStepMs.toFixed(0)} ms CPU (${speedup.toFixed(2)}×)` : `kept the defaults (${summary}): the tuned plan's trainStep measured ${tunedMs.toFixed(0)} ms CPU against ${baselineStepMs.toFixed(0)} ms (1.00×)`}${gemm}`;
+  const detail = `autotuned conv kernels per layer: ${chosen.size} distinct geometries timed over ${units.length} conv layers (batch ${n}, ${model.spec.imageSize}²); ${keepTuned ? `chosen ${summary}; trainStep ${baselineStepMs.toFixed(0)} → ${compiledStepMs.toFixed(0)} ms ${clock.unit} (${speedup.toFixed(2)}×)` : `kept the defaults (${summary}): the tuned plan's trainStep measured ${tunedMs.toFixed(0)} ms ${clock.unit} against ${baselineStepMs.toFixed(0)} ms (1.00×)`}${gemm}`;
   log(`compile: ${detail}`);
   return { durationMs, baselineStepMs, compiledStepMs, speedup, detail, plan };
 }

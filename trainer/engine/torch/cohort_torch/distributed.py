@@ -72,6 +72,7 @@ def init_groups(backend, rank, world, master):
 def setup(gpu_memory):
     """Reads the rendezvous environment, joins the job, starts the watchdog, learns the peers."""
     die_with_parent()
+    exit_when_stdin_closes()
     rank, world = RANK, int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     master = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500"))
@@ -127,6 +128,23 @@ def watchdog(group, stop, gpu):
                  f"{PEER_TIMEOUT_S:g} s): {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}", "peer-lost")
         if flag[0] > 0:
             return
+
+
+def exit_when_stdin_closes():
+    """The lifeline: when the agent runs this rank with COHORT_LIFELINE=1, stdin is a pipe from the agent;
+    EOF means the agent is gone (whatever killed it), so exit at once: a rank never outlives its agent."""
+    if os.environ.get("COHORT_LIFELINE") != "1":
+        return
+
+    def watch():
+        try:
+            while os.read(0, 4096):
+                pass
+        except OSError:
+            pass
+        os._exit(137)
+
+    threading.Thread(target=watch, name="cohort-lifeline", daemon=True).start()
 
 
 def die_with_parent():

@@ -1,0 +1,173 @@
+// The one table of `cohort` commands: name, summary, usage, options (with defaults), examples and
+// handler. `--help` at every level, unknown command / flag errors and the --help test all read it;
+// a new command is one entry here (and its handler).
+import type { CommandSpec, OptionSpec } from './command-spec';
+import { deployCommand, probeCommand, provisionCommand } from './commands/cluster';
+import { profilesAdd, profilesExport, profilesImport, profilesImportSshConfig, profilesList, profilesRm, profilesShow } from './commands/profiles';
+import { attachCommand } from './commands/attach';
+import { runCommand } from './commands/run';
+import { runsCommand, stopCommand } from './commands/runs';
+import { serveCommand } from './commands/serve';
+import { trainFlagOptions, trainFlagUsage } from './train-flags';
+
+const json: OptionSpec = { type: 'boolean', help: 'machine-readable JSON on stdout' };
+const acceptNewHostKey: OptionSpec = { type: 'boolean', help: 'trust a host key seen for the first time and add it to known_hosts (a changed key is still refused)' };
+const force: OptionSpec = { type: 'boolean', help: 'overwrite a profile of the same name' };
+const hostFields: Record<string, OptionSpec> = {
+  slots: { type: 'string', arg: 'N', help: 'ranks per host', default: '1' },
+  gpus: { type: 'string', arg: 'LIST', help: 'GPU indices per host, e.g. 0,1 (one rank per GPU)' },
+  'identity-file': { type: 'string', arg: 'KEY', help: 'private key file (else ssh-agent)' },
+  'proxy-jump': { type: 'string', arg: 'HOST', help: 'reach the hosts through this jump host, as ssh -J' },
+  workdir: { type: 'string', arg: 'DIR', help: 'working directory on each host', default: '~/.cohort' },
+};
+
+/** `run`'s training flags: parsed from train-flags.ts (the run-config table), listed by runTrainingHelp. */
+function trainingOptions(): Record<string, OptionSpec> {
+  return Object.fromEntries(Object.entries(trainFlagOptions()).map(([name, o]) => [name, { type: o.type, help: '', listed: false }]));
+}
+
+export const COMMANDS: CommandSpec[] = [
+  {
+    name: 'run',
+    summary: 'train ResNet-50 data-parallel, on this machine (--local) or on a profile\'s hosts',
+    usage: ['--local [--ranks N] [training options] [--json] [--detach]', '--profile NAME [training options] [--accept-new-host-key] [--json] [--detach]'],
+    maxPositionals: 0,
+    options: {
+      local: { type: 'boolean', help: 'run on this machine (no SSH)' },
+      profile: { type: 'string', arg: 'NAME', help: 'run on the hosts of this saved profile ("local" = --local)' },
+      ranks: { type: 'string', arg: 'N', help: 'ranks with --local', default: '1' },
+      json: { type: 'boolean', help: 'events only, one JSON object per line on stdout; always ends with a `done` event' },
+      verbose: { type: 'boolean', help: "every rank's log lines (else rank 0's)" },
+      detach: { type: 'boolean', help: 'start the run and return at once, printing its id; "cohort attach RUN" follows it, "cohort stop RUN" stops it' },
+      'accept-new-host-key': acceptNewHostKey,
+      ...trainingOptions(),
+    },
+    more: () => `training options (a profile's defaults apply under them; exactly one of --steps/--epochs is > 0):\n${trainFlagUsage()}`,
+    examples: [
+      'cohort run --local --ranks 2 --steps 50 --image-size 32 --stem cifar',
+      'cohort run --profile lab --batch-size 32 --epochs 1 --data cifar100:~/data/cifar-100-binary',
+      'cohort run --local --steps 20 --json | jq -c \'select(.type=="step")\'',
+    ],
+    runArgs: runCommand,
+  },
+  {
+    name: 'profiles',
+    summary: 'saved cluster profiles (hosts, users, keys): list, show, add, rm, import, export, import-ssh-config',
+    usage: ['COMMAND [options]'],
+    examples: ['cohort profiles add lab alice@10.0.0.5 alice@10.0.0.6 --slots 2', 'cohort profiles list'],
+    subcommands: [
+      { name: 'profiles list', summary: 'the saved profiles (and the built-in "local")', usage: ['[--json]'], maxPositionals: 0, options: { json }, examples: ['cohort profiles list --json'], run: profilesList },
+      { name: 'profiles show', summary: 'one profile as JSON', usage: ['NAME'], maxPositionals: 1, examples: ['cohort profiles show lab'], run: profilesShow },
+      {
+        name: 'profiles add',
+        summary: 'save a profile from SSH targets',
+        usage: ['NAME [USER@]ADDRESS[:PORT]... [options]'],
+        options: { ...hostFields, 'master-addr': { type: 'string', arg: 'ADDR', help: "rank 0's address as the other hosts reach it", default: "the first host's address" }, force },
+        examples: ['cohort profiles add lab alice@10.0.0.5 alice@10.0.0.6:2222 --slots 2 --identity-file ~/.ssh/id_ed25519'],
+        run: profilesAdd,
+      },
+      { name: 'profiles rm', summary: 'delete a profile', usage: ['NAME'], maxPositionals: 1, examples: ['cohort profiles rm lab'], run: profilesRm },
+      {
+        name: 'profiles import',
+        summary: 'save a profile from a JSON file (as written by export)',
+        usage: ['FILE [--name NEW] [--force]'],
+        maxPositionals: 1,
+        options: { name: { type: 'string', arg: 'NEW', help: 'save it under this name' }, force },
+        examples: ['cohort profiles import lab.json --name lab2'],
+        run: profilesImport,
+      },
+      {
+        name: 'profiles export',
+        summary: 'a profile as JSON (stdout, or a file)',
+        usage: ['NAME [--out FILE]'],
+        maxPositionals: 1,
+        options: { out: { type: 'string', arg: 'FILE', help: 'write to FILE instead of stdout' } },
+        examples: ['cohort profiles export lab --out lab.json'],
+        run: profilesExport,
+      },
+      {
+        name: 'profiles import-ssh-config',
+        summary: 'save a profile from the hosts in ~/.ssh/config',
+        usage: ['NAME [--hosts ALIAS,...] [options]'],
+        maxPositionals: 1,
+        options: { hosts: { type: 'string', arg: 'ALIAS,...', help: 'only these Host aliases', default: 'every concrete Host' }, ...hostFields, force },
+        examples: ['cohort profiles import-ssh-config lab --hosts gpu1,gpu2 --slots 4'],
+        run: profilesImportSshConfig,
+      },
+    ],
+  },
+  {
+    name: 'probe',
+    summary: 'what each host offers: OS, cores, memory, Node, GPUs, TensorFlow bindings, PyTorch ("local" = this machine)',
+    usage: ['PROFILE [--json] [--accept-new-host-key]'],
+    maxPositionals: 1,
+    options: { json, 'accept-new-host-key': acceptNewHostKey },
+    examples: ['cohort probe local', 'cohort probe lab --json'],
+    run: probeCommand,
+  },
+  {
+    name: 'deploy',
+    summary: 'upload the trainer bundle to every host (skipped where a verified copy of the same bundle is already there)',
+    usage: ['PROFILE [--force] [--json] [--accept-new-host-key]'],
+    maxPositionals: 1,
+    options: { json, 'accept-new-host-key': acceptNewHostKey, force: { type: 'boolean', help: 'upload the bundle again even when the host has a verified copy' } },
+    examples: ['cohort deploy lab', 'cohort deploy lab --force'],
+    run: deployCommand,
+  },
+  {
+    name: 'provision',
+    summary: "install @tensorflow/tfjs-node(-gpu) into each host's workdir (needs the hosts' network)",
+    usage: ['PROFILE [--cpu] [--accept-new-host-key]'],
+    maxPositionals: 1,
+    options: { cpu: { type: 'boolean', help: 'install tfjs-node even where GPUs were found' }, 'accept-new-host-key': acceptNewHostKey },
+    examples: ['cohort provision lab'],
+    run: provisionCommand,
+  },
+  {
+    name: 'runs',
+    summary: 'run history: list, show, export',
+    usage: ['COMMAND [options]'],
+    examples: ['cohort runs list', 'cohort runs export 2026 --format summary'],
+    subcommands: [
+      { name: 'runs list', summary: 'every recorded run, newest first', usage: ['[--json]'], maxPositionals: 0, options: { json }, examples: ['cohort runs list | head -5'], runArgs: (a, io) => runsCommand(['list', ...a], io) },
+      { name: 'runs show', summary: "one run's summary (RUN: its id or a unique prefix)", usage: ['RUN [--json]'], maxPositionals: 1, options: { json: { type: 'boolean', help: 'the run record and every event as JSON' } }, examples: ['cohort runs show 20261123-0912'], runArgs: (a, io) => runsCommand(['show', ...a], io) },
+      {
+        name: 'runs export',
+        summary: 'runs as CSV (one row per step), a summary CSV (one row per run, with speedups) or raw JSON lines',
+        usage: ['RUN... [--format csv|summary|jsonl]'],
+        options: { format: { type: 'string', arg: 'csv|summary|jsonl', help: 'what to write', default: 'csv' } },
+        examples: ['cohort runs export RUN1 RUN2 --format summary > compare.csv'],
+        runArgs: (a, io) => runsCommand(['export', ...a], io),
+      },
+    ],
+  },
+  {
+    name: 'attach',
+    summary: "follow a run from any terminal, from the start of its record; exits with the run's exit code (Ctrl-C detaches)",
+    usage: ['RUN [--json] [--verbose]'],
+    maxPositionals: 1,
+    options: { json: { type: 'boolean', help: 'events only, one JSON object per line' }, verbose: { type: 'boolean', help: "every rank's log lines" } },
+    examples: ['cohort attach 20261123-0912'],
+    runArgs: attachCommand,
+  },
+  {
+    name: 'stop',
+    summary: 'stop a run on every host, from any terminal',
+    usage: ['RUN'],
+    maxPositionals: 1,
+    examples: ['cohort stop 20261123-0912'],
+    runArgs: stopCommand,
+  },
+  {
+    name: 'serve',
+    summary: 'the dashboard in a browser: loopback, with a per-launch token in the printed URL',
+    usage: ['[--port N] [--host ADDR]'],
+    maxPositionals: 0,
+    options: {
+      port: { type: 'string', arg: 'N', help: 'listen on port N', default: 'a free port' },
+      host: { type: 'string', arg: 'ADDR', help: 'listen on ADDR; a non-loopback address exposes the dashboard to your network, protected only by the token', default: '127.0.0.1' },
+    },
+    examples: ['cohort serve', 'cohort serve --host 0.0.0.0 --port 8080'],
+    run: (p, io) => serveCommand(p, io),
+  },
+];

@@ -1,0 +1,57 @@
+// `cohort attach RUN [--json]`: follows a run from any terminal, whichever client started it, from
+// the beginning of its hosts' record (no event missed, none twice), and exits with the run's exit
+// code. On a finished run it prints the record and exits. Ctrl-C detaches; the run goes on.
+import { EXIT, UsageError } from '../exit-codes';
+import { humanPrinter, jsonPrinter } from '../event-printer';
+import type { CliIo } from '../io';
+import { makeService } from '../service';
+import { parseCommandLine } from '../train-flags';
+import { exitCodeOf } from './run';
+import type { RunEventMessage } from '../../common';
+import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
+
+export const ATTACH_USAGE = `usage: cohort attach RUN [--json] [--verbose]
+  streams the run's events from the start of its record and exits with its exit code
+  (0 ok, 1 failed, 3 lost/connection, 130 cancelled); Ctrl-C detaches, the run goes on`;
+
+export async function attachCommand(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, verbose: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+  if (values.help) {
+    io.stdout.write(ATTACH_USAGE + '\n');
+    return EXIT.ok;
+  }
+  const id = positionals[0];
+  if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${ATTACH_USAGE}`);
+  const service = makeService(io);
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
+  const runId = service.runs.meta(id)?.id ?? service.runs.list().find((m) => m.id.startsWith(id))?.id;
+  if (!runId) throw new UsageError(`no run "${id}" in ${service.runs.runsDir}; "cohort runs list" shows the recorded runs`);
+  const live: RunEventMessage[] = [];
+  let nextSeq = -1;
+  const off = service.onRunEvent((m) => {
+    if (m.runId !== runId) return;
+    if (nextSeq < 0) live.push(m);
+    else if (m.seq >= nextSeq) printer.event(m.event);
+  });
+  const detach = () => {
+    io.stderr.write(`\ndetached from run ${runId}; it goes on (cohort stop ${runId} stops it)\n`);
+    process.exit(EXIT.ok);
+  };
+  const signals = onProcessSignals(['SIGINT', 'SIGTERM', 'SIGHUP'], detach);
+  try {
+    const a = await service.attachRun(runId);
+    for (const e of a.events) printer.event(e);
+    nextSeq = a.nextSeq;
+    for (const m of live.splice(0)) if (m.seq >= nextSeq) printer.event(m.event);
+    const result = service.runResult(runId);
+    if (!a.live || !result) {
+      if (!values.json) io.stderr.write(`run ${runId}: ${a.meta.status}${a.meta.error ? ` (${a.meta.error})` : ''}\n`);
+      return a.meta.status === 'ok' ? EXIT.ok : a.meta.status === 'cancelled' ? EXIT.cancelled : a.meta.status === 'lost' ? EXIT.connection : EXIT.trainingFailed;
+    }
+    return exitCodeOf(await result);
+  } finally {
+    signals.dispose();
+    off();
+    await service.dispose();
+  }
+}

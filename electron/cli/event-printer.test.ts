@@ -1,0 +1,76 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { makeEvent, type CohortEvent } from '../../trainer/protocol';
+import { formatDuration, humanPrinter } from './event-printer';
+import { colorEnabled, styleFor } from './style';
+
+function sink(tty: boolean) {
+  const s = new PassThrough() as PassThrough & { isTTY?: boolean; columns?: number };
+  if (tty) Object.assign(s, { isTTY: true, columns: 200 });
+  let text = '';
+  s.on('data', (c: Buffer) => (text += c.toString()));
+  return { s, text: () => text };
+}
+
+const plan = makeEvent({ type: 'plan', worldSize: 2, ranks: [{ rank: 0, host: 'local', localRank: 0 }], globalBatch: 8, steps: 500, epochs: 0, stepsPerEpoch: 1000, data: 'synthetic' }) as CohortEvent;
+const step = (n: number, time: number) => makeEvent({ type: 'step', step: n, epoch: 0, loss: 2, globalSamplesPerSec: 30, stepTimeMs: 100, worldSize: 2, lr: 1e-3, memory: [] }, time) as CohortEvent;
+const compiling = (i: number) => makeEvent({ type: 'compile', name: 'kernel-selection', status: 'running', durationMs: i * 1000, detail: '', stage: `conv ${i}`, index: i, total: 24 }) as CohortEvent;
+
+describe('humanPrinter progress', () => {
+  it('without a TTY: plain timestamped lines, the step line with its total, an ETA from the measured rate', async () => {
+    const out = sink(false);
+    const err = sink(false);
+    let t = 1_000_000;
+    const p = humanPrinter(out.s, err.s, { now: () => t });
+    p.status!('connecting to 2 host(s) of lab');
+    p.event(plan);
+    p.event(compiling(3));
+    p.event(compiling(4)); // same phase within 5 s: not repeated
+    t += 6000;
+    p.event(compiling(9));
+    p.event(step(100, t));
+    t += 10_000;
+    p.event(step(200, t)); // 100 steps in 10 s → 300 left ≈ 30 s
+    p.close!();
+    await new Promise((r) => setImmediate(r));
+    expect(out.text()).toContain('Epoch: 0, Step: 200/500, Loss: 2.0000, Throughputs: 30.0 samples/s\n');
+    expect(err.text()).toContain('[0:00] connecting to 2 host(s) of lab\n');
+    expect(err.text()).toContain('compile kernel-selection: conv 3 (3 of 24), 3 s so far');
+    expect(err.text()).not.toContain('conv 4 (4 of 24)');
+    expect(err.text()).toContain('[0:06] compile kernel-selection: conv 9 (9 of 24)');
+    expect(err.text()).toMatch(/\[0:16\] training: Step 200\/500, 30\.0 samples\/s, ETA 0:30\n/);
+    expect(err.text()).not.toMatch(/\r|\x1b/);
+  });
+
+  it('on a TTY: one status line rewritten in place, cleared before other output and at the end', async () => {
+    const out = sink(true);
+    const err = sink(true);
+    const p = humanPrinter(out.s, err.s, { now: () => 0 });
+    p.status!('connecting');
+    p.event(plan);
+    p.close!();
+    await new Promise((r) => setImmediate(r));
+    expect(err.text()).toMatch(/^\r\x1b\[2Kconnecting · 0:00\r\x1b\[2Kplan: 2 rank/);
+    expect(err.text().endsWith('\r\x1b[2K')).toBe(true);
+  });
+
+  it('formats durations', () => {
+    expect(formatDuration(0)).toBe('0:00');
+    expect(formatDuration(61_000)).toBe('1:01');
+    expect(formatDuration(3_726_000)).toBe('1:02:06');
+  });
+});
+
+describe('colour', () => {
+  const tty = { isTTY: true } as unknown as NodeJS.WritableStream;
+  const pipe = {} as NodeJS.WritableStream;
+  it('only on a TTY, never with NO_COLOR or TERM=dumb', () => {
+    expect(colorEnabled(tty, {})).toBe(true);
+    expect(colorEnabled(pipe, {})).toBe(false);
+    expect(colorEnabled(tty, { NO_COLOR: '1' })).toBe(false);
+    expect(colorEnabled(tty, { TERM: 'dumb' })).toBe(false);
+    expect(colorEnabled(tty, { NO_COLOR: '' })).toBe(true); // no-color.org: set and non-empty
+    expect(styleFor(tty, { NO_COLOR: 'x' }).red('e')).toBe('e');
+    expect(styleFor(tty, {}).red('e')).toBe('\x1b[31me\x1b[39m');
+  });
+});

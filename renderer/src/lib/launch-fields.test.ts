@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest';
+import { resolveRunConfig } from '../../../electron/common';
+import { LAUNCH_ROWS, TRAIN_ROWS } from '../../../trainer/protocol';
+import { LAUNCH_FIELDS, engineNote, initialLaunchValues, launchOverrides } from './launch-fields';
+
+describe('Launch form fields, derived from the run-configuration table', () => {
+  it('has one field per row the table marks for the form, in table order, with the row\'s flag and bounds', () => {
+    expect(LAUNCH_FIELDS.map((f) => f.key)).toEqual(TRAIN_ROWS.filter((r) => r.gui).map((r) => r.key));
+    for (const f of LAUNCH_FIELDS) {
+      const r = LAUNCH_ROWS.find((x) => x.key === f.key)!;
+      expect(f.flag).toBe(r.flag);
+      expect(f.testId).toBe(`launch-${r.flag.slice(2)}`);
+      expect(f.label).toBe(r.gui.label);
+      if (r.kind === 'int' || r.kind === 'float') expect([f.widget, f.min, f.max]).toEqual(['number', r.min, r.max]);
+      if (r.kind === 'enum') expect([f.widget, f.options]).toEqual(['select', r.values]);
+      if (r.kind === 'bool') expect(f.widget).toBe('checkbox');
+    }
+  });
+
+  it('starts from valid values and sends only the shown fields, numbers as numbers', () => {
+    const values = initialLaunchValues();
+    values.batchSize = '4'; // what a cleared-and-typed input may hold
+    const o = launchOverrides(values);
+    expect(Object.keys(o)).toEqual(LAUNCH_FIELDS.map((f) => f.key));
+    expect(o.batchSize).toBe(4);
+    // Hidden settings come from the profile's defaults, resolved as core resolves them.
+    expect(resolveRunConfig({ defaults: { lr: 0.05 } }, o)).toMatchObject({ lr: 0.05, batchSize: 4, stem: 'cifar' });
+  });
+
+  it('labels fp16 by what it does on the chosen engine (never "AMP" on tfjs)', () => {
+    const fp16 = LAUNCH_FIELDS.find((f) => f.key === 'fp16')!;
+    expect(engineNote(fp16, 'tfjs')).toMatch(/^tfjs: fp16 gradient exchange \(half the bytes\); compute stays fp32/);
+    expect(engineNote(fp16, 'tfjs')).not.toMatch(/AMP|autocast/);
+    expect(engineNote(fp16, 'torch')).toBe('torch: autocast fp16 + GradScaler on CUDA');
+    expect(engineNote(fp16, 'auto')).toMatch(/^tfjs: .* · torch: autocast/);
+    expect(engineNote(LAUNCH_FIELDS.find((f) => f.key === 'batchSize')!, 'tfjs')).toBe('');
+  });
+});

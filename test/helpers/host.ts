@@ -1,0 +1,104 @@
+// Runs the built trainer bundle's host commands (run-start, run-follow, run-stop, run-status) the way
+// core does on a host: a child process with cwd = a workdir, the LaunchSpec on stdin.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeEvent, decodeRunState, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../../trainer/protocol';
+import { ROOT } from './cli';
+
+export const BUNDLE = join(ROOT, 'resources', 'trainer', 'cohort-trainer.mjs');
+
+export interface HostCmdResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
+
+export function hostCmd(workdir: string, args: string[], opts: { stdin?: string; onStdout?: (chunk: string) => void } = {}): Promise<HostCmdResult> {
+  const t0 = Date.now();
+  const child = spawn(process.execPath, [BUNDLE, ...args], { cwd: workdir, stdio: ['pipe', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c;
+    opts.onStdout?.(c);
+  });
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  if (opts.stdin !== undefined) child.stdin.end(opts.stdin);
+  else child.stdin.end();
+  return new Promise((res) => child.on('close', (code) => res({ code, stdout, stderr, ms: Date.now() - t0 })));
+}
+
+export const tempWorkdir = (): string => mkdtempSync(join(tmpdir(), 'cohort-host-'));
+export const removeDir = (d: string) => rmSync(d, { recursive: true, force: true });
+
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((res) => s.listen(0, '127.0.0.1', res));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((res) => s.close(() => res()));
+  return port;
+}
+
+export const tinyConfig = { stem: 'cifar', imageSize: 8, batchSize: 4, classes: 10, warmupSteps: 0, logSteps: 1 };
+
+export function spec(p: Partial<Omit<LaunchSpec, 'config'>> & Pick<LaunchSpec, 'runId' | 'host' | 'ranks' | 'worldSize' | 'masterPort'> & { config: Record<string, unknown> }): string {
+  return JSON.stringify({ masterAddr: '127.0.0.1', env: {}, heartbeatTimeoutMs: 0, role: 'leader', ...p, config: { ...tinyConfig, ...p.config } });
+}
+
+export function readStateOf(workdir: string, runId: string): RunStateRecord | undefined {
+  const path = join(workdir, 'runs', runId, 'state.json');
+  return existsSync(path) ? decodeRunState(JSON.parse(readFileSync(path, 'utf8'))) : undefined;
+}
+
+export function eventsOf(workdir: string, runId: string): CohortEvent[] {
+  const path = join(workdir, 'runs', runId, 'events.jsonl');
+  if (!existsSync(path)) return [];
+  return readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => decodeEvent(JSON.parse(l)));
+}
+
+export async function waitUntil<T>(what: string, fn: () => T | undefined | false, timeoutMs = 90_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface Proc {
+  pid: number;
+  ppid: number;
+  args: string;
+}
+
+/** Every process whose command line names the run id (agents and ranks of that run). */
+export function processesOf(runId: string): Proc[] {
+  const out = execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' });
+  return out
+    .split('\n')
+    .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => !!m)
+    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3]! }))
+    .filter((p) => p.args.split(/\s+/).includes(runId) && /cohort-trainer\.mjs|cohort_run=/.test(p.args));
+}
+
+export const ranksOf = (runId: string) => processesOf(runId).filter((p) => / rank --run /.test(p.args));
+
+/** Kills what a failed test left behind (by pid, only processes naming the test's run ids). */
+export function killLeftovers(runIds: string[]): void {
+  for (const id of runIds) for (const p of processesOf(id)) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}

@@ -1,0 +1,134 @@
+// Slot leases + queue and restarts from the last checkpoint (issue 12 host side), through the real
+// host commands of the built bundle on one temp workdir.
+import { writeFileSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { DoneEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
+import { eventsOf, freePort, hostCmd, killLeftovers, processesOf, ranksOf, readStateOf, removeDir, spec, tempWorkdir, waitUntil } from '../helpers/host';
+
+const dirs: string[] = [];
+const ids: string[] = [];
+afterAll(() => {
+  killLeftovers(ids);
+  dirs.forEach(removeDir);
+});
+const workdir = () => {
+  const d = tempWorkdir();
+  dirs.push(d);
+  return d;
+};
+const runId = (name: string) => {
+  const id = `${name}-${process.pid}-${Date.now().toString(36)}`;
+  ids.push(id);
+  return id;
+};
+const twoRanks = [
+  { rank: 0, localRank: 0 },
+  { rank: 1, localRank: 1 },
+];
+const terminal = (wd: string, id: string) => {
+  const s = readStateOf(wd, id);
+  return s && ['ok', 'failed', 'cancelled'].includes(s.state) ? s : undefined;
+};
+async function start(wd: string, id: string, config: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  const r = await hostCmd(wd, ['run-start'], { stdin: spec({ runId: id, host: 'h1', worldSize: 2, ranks: twoRanks, masterPort: await freePort(), config, ...extra }) });
+  expect(r.code, r.stdout).toBe(0);
+  return JSON.parse(r.stdout) as { agentPid: number; state: string };
+}
+
+describe('slot leases', () => {
+  it('a second run on busy slots is queued behind the first, starts when it ends, never both at once; queue:false refuses', async () => {
+    const wd = workdir();
+    const a = runId('lease-a');
+    const b = runId('lease-b');
+    const c = runId('lease-c');
+    await start(wd, a, { steps: 6 });
+    await waitUntil('run A running', () => readStateOf(wd, a)?.state === 'running');
+    await start(wd, b, { steps: 3 });
+    const q = await waitUntil('run B queued', () => (readStateOf(wd, b)?.state === 'queued' ? readStateOf(wd, b) : undefined), 10_000);
+    expect(q.queuedBehind).toBe(a);
+    expect(eventsOf(wd, b).some((e) => e.type === 'log' && e.message.includes(`queued behind ${a}`))).toBe(true);
+    await start(wd, c, { steps: 3 }, { queue: false });
+    const refused = await waitUntil('run C refused', () => terminal(wd, c), 10_000);
+    expect(refused).toMatchObject({ state: 'failed', error: { code: 'slots-busy' } });
+    expect(refused.error!.message).toContain(a);
+    let overlap = 0;
+    let bRanSeen = false;
+    await waitUntil(
+      'run B to finish',
+      () => {
+        const ra = ranksOf(a).length;
+        const rb = ranksOf(b).length;
+        if (ra > 0 && rb > 0) overlap++;
+        if (rb > 0) bRanSeen = true;
+        return terminal(wd, b);
+      },
+      120_000,
+      30,
+    );
+    expect(overlap).toBe(0);
+    expect(bRanSeen).toBe(true);
+    expect(terminal(wd, a)?.state).toBe('ok');
+    expect(terminal(wd, b)?.state).toBe('ok');
+    const hello = eventsOf(wd, b).find((e) => e.type === 'hello')!;
+    expect(hello.time).toBeGreaterThanOrEqual(readStateOf(wd, a)!.endedAt!);
+  });
+
+  it('a stale lease (its agent dead, or another boot) is reclaimed', async () => {
+    const wd = workdir();
+    mkdirSync(join(wd, 'leases'), { recursive: true });
+    writeFileSync(join(wd, 'leases', 'slot-0.json'), JSON.stringify({ runId: 'gone', pid: 2 ** 22 + 7, bootId: 'x', slot: 0, at: 0 }));
+    writeFileSync(join(wd, 'leases', 'slot-1.json'), JSON.stringify({ runId: 'other-boot', pid: process.pid, bootId: 'not-this-boot', slot: 1, at: 0 }));
+    const id = runId('stale');
+    await start(wd, id, { steps: 1 });
+    expect((await waitUntil('the run to end', () => terminal(wd, id))).state).toBe('ok');
+  });
+});
+
+describe('restarts from the last checkpoint', () => {
+  const config = { steps: 10, checkpointEvery: 3, seed: 7 };
+
+  it('--max-restarts 1: kill -9 of a rank after a checkpoint → restart event, ok, the same paramChecksum as an uninterrupted run', async () => {
+    const wd = workdir();
+    const ref = runId('ref');
+    await start(wd, ref, config);
+    const refDone = await waitUntil('the reference run', () => terminal(wd, ref));
+    expect(refDone.state).toBe('ok');
+    const refSum = (eventsOf(wd, ref).find((e) => e.type === 'done') as DoneEvent).paramChecksum;
+
+    const id = runId('restart');
+    await start(wd, id, config, { maxRestarts: 1 });
+    await waitUntil('a checkpoint', () => eventsOf(wd, id).some((e) => e.type === 'checkpoint' && e.action === 'saved'));
+    const rank1 = ranksOf(id).sort((x, y) => x.pid - y.pid)[1]!; // started second: rank 1
+    const killedAt = Date.now();
+    process.kill(rank1.pid, 'SIGKILL');
+    const end = await waitUntil('the run to end', () => terminal(wd, id), 120_000);
+    expect(end).toMatchObject({ state: 'ok', restarts: 1 });
+    const ev = eventsOf(wd, id);
+    const restart = ev.find((e): e is RestartEvent => e.type === 'restart')!;
+    expect(restart).toMatchObject({ attempt: 1, host: 'h1' });
+    expect(restart.resumeStep).toBeGreaterThanOrEqual(3);
+    expect(ev.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep)).toBe(true);
+    const firstAfter = ev.slice(ev.indexOf(restart)).find((e): e is StepEvent => e.type === 'step')!;
+    expect(firstAfter.step).toBe(restart.resumeStep + 1);
+    console.log(`restart: kill → restart event ${restart.time - killedAt} ms, kill → first step after resume ${firstAfter.time - killedAt} ms`);
+    const done = ev.find((e): e is DoneEvent => e.type === 'done')!;
+    expect(done.paramChecksum).toBe(refSum);
+    await waitUntil('no process left', () => processesOf(id).length === 0, 10_000);
+  }, 300_000); // two whole runs one after the other (reference + restarted) on a shared 2-core box
+
+  it('--max-restarts 0: the same kill fails the run, naming the rank', async () => {
+    const wd = workdir();
+    const id = runId('norestart');
+    await start(wd, id, { ...config, steps: 100000 });
+    await waitUntil('a checkpoint', () => eventsOf(wd, id).some((e) => e.type === 'checkpoint'));
+    const rank1 = ranksOf(id).sort((x, y) => x.pid - y.pid)[1]!;
+    const t0 = Date.now();
+    process.kill(rank1.pid, 'SIGKILL');
+    const end = await waitUntil('the run to fail', () => terminal(wd, id), 30_000);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(end).toMatchObject({ state: 'failed', restarts: 0, error: { host: 'h1', code: 'rank-exited' } });
+    expect(eventsOf(wd, id).some((e) => e.type === 'restart')).toBe(false);
+    await waitUntil('no process left', () => processesOf(id).length === 0, 10_000);
+  });
+});

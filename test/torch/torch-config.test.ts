@@ -1,0 +1,75 @@
+// The torch engine's run configuration comes from the one table (TRAIN_CONFIG_TABLE): the build
+// writes train-config.json beside the bundled script, and Python's DEFAULTS, types and flags must
+// agree with the table row by row. Without the JSON the engine refuses to start, saying why.
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_TRAIN_CONFIG, TRAIN_ROWS, decodeEvent, torchEngineConfigJson } from '../../trainer/protocol';
+import { ENGINE_SCRIPT, PYTHON, torchUnavailableReason } from './engine-process';
+
+const skipReason = torchUnavailableReason();
+if (skipReason) console.warn(`torch config tests skipped: ${skipReason}`);
+
+/** Imports the engine module (no training: main() is not called) and reports its config view on the event stream. */
+const PROBE = `
+import json, os, sys
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+from cohort_torch import events, config, defaults
+m = config
+events._event_out.write(json.dumps({
+    "defaults": defaults.DEFAULTS,
+    "types": {k: type(v).__name__ for k, v in defaults.DEFAULTS.items()},
+    "flags": {k: "--" + m.kebab(k) for k in defaults.DEFAULTS},
+    "loaded": m.load_config([]),
+    "epochsAlone": m.load_config(["--epochs", "2"]),
+}) + "\\n")
+`;
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe.skipIf(!!skipReason)('torch engine config: the table is the source', () => {
+  it('train-config.json in the bundle is the table', () => {
+    const written = JSON.parse(readFileSync(join(ENGINE_SCRIPT, '..', 'train-config.json'), 'utf8')) as unknown;
+    expect(written).toEqual(torchEngineConfigJson());
+  });
+
+  it("Python's DEFAULTS, value types and flag names agree with every row", () => {
+    const r = spawnSync(PYTHON, ['-c', PROBE, ENGINE_SCRIPT], { encoding: 'utf8', timeout: 120_000, env: { ...process.env, COHORT_TRAIN_CONFIG: '' } });
+    expect(r.status, r.stderr).toBe(0);
+    const view = JSON.parse(r.stdout.trim().split('\n').pop()!) as {
+      defaults: Record<string, unknown>;
+      types: Record<string, string>;
+      flags: Record<string, string>;
+      loaded: Record<string, unknown>;
+      epochsAlone: Record<string, unknown>;
+    };
+    expect(view.defaults).toEqual(DEFAULT_TRAIN_CONFIG);
+    expect(view.loaded).toEqual(DEFAULT_TRAIN_CONFIG);
+    const pyType = { int: 'int', float: 'float', bool: 'bool', enum: 'str', string: 'str' } as const;
+    for (const row of TRAIN_ROWS) {
+      expect(view.types[row.key], row.key).toBe(pyType[row.kind]);
+      expect(view.flags[row.key], row.key).toBe(row.flag);
+    }
+    // The budget rule means the same on both sides: --epochs alone replaces the step budget.
+    expect(view.epochsAlone).toMatchObject({ epochs: 2, steps: 0 });
+  });
+
+  it('refuses to start without train-config.json, naming the file and the fix', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-torch-nocfg-'));
+    dirs.push(dir);
+    const script = join(dir, 'torch_engine.py');
+    cpSync(join(ENGINE_SCRIPT, '..'), dir, { recursive: true });
+    rmSync(join(dir, 'train-config.json'));
+    const r = spawnSync(PYTHON, [script, '--steps', '1'], { encoding: 'utf8', timeout: 120_000 });
+    expect(r.status).toBe(1);
+    const events = r.stdout.trim().split('\n').filter(Boolean).map((l) => decodeEvent(JSON.parse(l)));
+    const err = events.find((e) => e.type === 'error');
+    expect(err).toMatchObject({ type: 'error', code: 'config' });
+    expect(err && 'message' in err ? err.message : '').toMatch(/train-config\.json.*npm run build/);
+  });
+});

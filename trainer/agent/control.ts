@@ -1,0 +1,129 @@
+// The control channel between the agents of one run: JSON lines over TCP, followers connect to the
+// leader (the host of rank 0) and authenticate with the run's token. Both ends send a beat every
+// second; silence for the timeout or a closed socket means the other agent is gone.
+import { timingSafeEqual } from 'node:crypto';
+import type { Socket } from 'node:net';
+import { createInterface } from 'node:readline';
+import { decodeEvent, type ErrorEvent } from '../protocol';
+
+export type ControlMsg =
+  | { t: 'hello'; token: string; host: string; ranks: number }
+  | { t: 'queued'; behind: string }
+  | { t: 'ready' }
+  | { t: 'beat' }
+  /** follower → leader: an error event of one of its ranks (or its own), for the leader's record. */
+  | { t: 'error'; event: ErrorEvent }
+  /** follower → leader: all its ranks of `attempt` have exited. */
+  | { t: 'exited'; attempt: number; ok: boolean }
+  /** leader → follower: start the ranks (again, from the last checkpoint when `resume`). */
+  | { t: 'go'; attempt: number; resume: boolean }
+  /** leader → follower: stop the ranks of `attempt` for a restart, then answer `exited`. */
+  | { t: 'halt'; attempt: number }
+  /** leader → follower: the run is over (stop the ranks if any still run). */
+  | { t: 'end'; state: 'ok' | 'failed' | 'cancelled'; reason: string };
+
+const MAX_LINE = 1 << 20;
+export const BEAT_MS = 1000;
+
+function decodeControl(line: string): ControlMsg | undefined {
+  let o: unknown;
+  try {
+    o = JSON.parse(line);
+  } catch {
+    return undefined;
+  }
+  if (typeof o !== 'object' || o === null) return undefined;
+  const m = o as Record<string, unknown>;
+  const n = (k: string) => (typeof m[k] === 'number' ? (m[k] as number) : NaN);
+  const s = (k: string) => (typeof m[k] === 'string' ? (m[k] as string) : '');
+  switch (m.t) {
+    case 'hello':
+      return { t: 'hello', token: s('token'), host: s('host'), ranks: n('ranks') };
+    case 'queued':
+      return { t: 'queued', behind: s('behind') };
+    case 'ready':
+    case 'beat':
+      return { t: m.t };
+    case 'error': {
+      try {
+        const e = decodeEvent(m.event);
+        return e.type === 'error' ? { t: 'error', event: e } : undefined;
+      } catch {
+        return undefined;
+      }
+    }
+    case 'exited':
+      return { t: 'exited', attempt: n('attempt'), ok: m.ok === true };
+    case 'go':
+      return { t: 'go', attempt: n('attempt'), resume: m.resume === true };
+    case 'halt':
+      return { t: 'halt', attempt: n('attempt') };
+    case 'end': {
+      const st = s('state');
+      return st === 'ok' || st === 'failed' || st === 'cancelled' ? { t: 'end', state: st, reason: s('reason') } : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+export function tokenMatches(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+/** One end of the channel. `onClose` fires once, with why (closed, silent, bad message). */
+export class ControlLink {
+  private lastHeard = Date.now();
+  private closed = false;
+  private readonly timers: NodeJS.Timeout[] = [];
+  private onMsg: (m: ControlMsg) => void = () => {};
+  private onEnd: (why: string) => void = () => {};
+
+  constructor(
+    private readonly sock: Socket,
+    timeoutMs: number,
+  ) {
+    sock.setNoDelay(true);
+    const lines = createInterface({ input: sock, crlfDelay: Infinity });
+    lines.on('line', (line) => {
+      if (line.length > MAX_LINE) return this.close('sent an oversized control message');
+      const m = decodeControl(line);
+      if (!m) return this.close('sent a malformed control message');
+      this.lastHeard = Date.now();
+      if (m.t !== 'beat') this.onMsg(m);
+    });
+    sock.on('error', () => {}); // 'close' follows
+    sock.on('close', () => this.close('connection closed'));
+    this.timers.push(setInterval(() => this.send({ t: 'beat' }), BEAT_MS));
+    this.timers.push(
+      setInterval(() => {
+        if (Date.now() - this.lastHeard > timeoutMs) this.close(`no heartbeat for ${Math.round(timeoutMs / 1000)} s`);
+      }, Math.min(1000, timeoutMs)),
+    );
+  }
+
+  on(onMsg: (m: ControlMsg) => void, onClose: (why: string) => void): void {
+    this.onMsg = onMsg;
+    this.onEnd = onClose;
+  }
+
+  send(m: ControlMsg): void {
+    if (!this.closed && this.sock.writable) this.sock.write(JSON.stringify(m) + '\n');
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  close(why = 'closed'): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.sock.end();
+    this.sock.destroySoon?.();
+    setTimeout(() => this.sock.destroy(), 200).unref();
+    this.onEnd(why);
+  }
+}

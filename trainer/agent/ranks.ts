@@ -1,0 +1,195 @@
+// This host's ranks of one run: started each in its own process group with a lifeline (stdin, a
+// pipe from the agent: when the agent dies, whatever kills it, the kernel closes the pipe and the
+// rank exits), their output turned into events, stopped together. Shared by the stdin-driven
+// `agent` and the detached `agent-run` of durable runs.
+import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import {
+  CACHE_DIR_ENV,
+  CONFIG_ENV,
+  EventLineDecoder,
+  HOST_ENV,
+  RENDEZVOUS_ENV,
+  RUN_DIR_ENV,
+  makeEvent,
+  type AgentRank,
+  type CohortEvent,
+  type EventPayload,
+  type LaunchSpec,
+} from '../protocol';
+import { relaxedSimdNodeFlags } from '../util/wasm-asm';
+import { LIFELINE_ENV } from '../train/lifeline';
+import { LogTail } from '../train/emit';
+import type { EngineChoice } from './engine-choice';
+
+export const KILL_GRACE_MS = 2000;
+
+/** Where a rank's output goes: complete events (relayed ones keep their own time) and raw lines. */
+export interface RankSink {
+  event(e: CohortEvent): void;
+  /** Every output line of a rank, for its log file (optional). */
+  line?(rank: number, stream: 'stdout' | 'stderr', text: string): void;
+}
+
+export const emitTo =
+  (sink: RankSink) =>
+  (payload: EventPayload): void =>
+    sink.event(makeEvent(payload) as CohortEvent);
+
+export interface RankProc {
+  spec: AgentRank;
+  child: ChildProcess;
+  tail: LogTail;
+  /** The rank reported its own error event (the agent does not add a second one). */
+  reportedError: boolean;
+  exited: boolean;
+  /** The code of the rank's own error event, if it sent one (peer-lost marks a consequence, not a cause). */
+  errorCode?: string;
+}
+
+export interface RankExit {
+  proc: RankProc;
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** Starts `spec.ranks`; `onExit` runs for each rank's exit; `done` settles when all have exited. */
+export class RankGroup {
+  readonly procs: RankProc[];
+  readonly done: Promise<void>;
+  private hardKill: NodeJS.Timeout | undefined;
+
+  /** `rankEnv`: per-rank GPU environment from gpu-assignment.ts (same order as spec.ranks). */
+  constructor(spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink, onExit: (e: RankExit) => void, rankEnv: Record<string, string>[] = []) {
+    // gloo picks its interface from the host name, which often resolves to 127.0.x.1: point it at
+    // the interface that actually reaches the master (users can still set GLOO_SOCKET_IFNAME in env).
+    const torchEnv: Record<string, string> = {};
+    if (engine.name === 'torch' && !spec.env.GLOO_SOCKET_IFNAME && !process.env.GLOO_SOCKET_IFNAME) {
+      const dev = routeInterface(spec.masterAddr);
+      if (dev) torchEnv.GLOO_SOCKET_IFNAME = dev;
+    }
+    const withEnv = { ...spec, env: { ...torchEnv, ...spec.env } };
+    this.procs = spec.ranks.map((r, i) => startRank(r, { ...withEnv, env: { ...withEnv.env, ...rankEnv[i] } }, engine, trainerEntry, runDir, sink));
+    let resolve: () => void = () => {};
+    this.done = new Promise<void>((res) => (resolve = res));
+    if (this.procs.length === 0) resolve();
+    for (const p of this.procs) {
+      p.child.on('exit', (code, signal) => {
+        p.exited = true;
+        onExit({ proc: p, code, signal });
+        if (this.procs.every((q) => q.exited)) {
+          if (this.hardKill) clearTimeout(this.hardKill);
+          resolve();
+        }
+      });
+    }
+  }
+
+  get running(): boolean {
+    return this.procs.some((p) => !p.exited);
+  }
+
+  /** SIGTERM to every live rank's group, SIGKILL after the grace period. Idempotent. */
+  kill(): void {
+    for (const p of this.procs) if (!p.exited) signalGroup(p.child, 'SIGTERM');
+    if (this.hardKill || !this.running) return;
+    this.hardKill = setTimeout(() => {
+      for (const p of this.procs) if (!p.exited) signalGroup(p.child, 'SIGKILL');
+    }, KILL_GRACE_MS);
+    this.hardKill.unref();
+  }
+}
+
+function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink): RankProc {
+  const threads = Math.max(1, Math.floor(cpus().length / spec.ranks.length));
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ...spec.env,
+    [RENDEZVOUS_ENV.masterAddr]: spec.masterAddr,
+    [RENDEZVOUS_ENV.masterPort]: String(spec.masterPort),
+    [RENDEZVOUS_ENV.rank]: String(r.rank),
+    [RENDEZVOUS_ENV.worldSize]: String(spec.worldSize),
+    [RENDEZVOUS_ENV.localRank]: String(r.localRank),
+    [CONFIG_ENV]: JSON.stringify(spec.config),
+    [HOST_ENV]: spec.host,
+    [RUN_DIR_ENV]: runDir,
+    [CACHE_DIR_ENV]: join(runDir, '..', '..', 'cache'),
+    [LIFELINE_ENV]: '1',
+    COHORT_ENGINE_REASON: engine.reason,
+    COHORT_THREADS: spec.env.COHORT_THREADS ?? String(threads),
+  };
+  // The run id in every rank's arguments lets `cohort` find leftovers of a run with ps (python: -X accepts any key).
+  // tfjs ranks get relaxed SIMD (FMA in the wasm GEMM kernels) where this Node has it behind a flag (Node 20).
+  const [cmd, ...args] =
+    engine.name === 'torch' ? [engine.python!, '-X', `cohort_run=${spec.runId}`, engine.script!] : [process.execPath, ...relaxedSimdNodeFlags(), trainerEntry, 'rank', '--run', spec.runId];
+  // detached: the rank leads its own process group, so killing the group also ends anything it spawned.
+  // stdin is the lifeline: the agent never writes to it and never closes it; its death closes it.
+  const child = spawn(cmd!, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
+  child.stdin!.on('error', () => {}); // EPIPE once the rank is gone: nothing to do
+  const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false };
+  const decoder = new EventLineDecoder();
+  const host = spec.host;
+  const emit = emitTo(sink);
+  // Event lines can be large (a done event); plain log lines are cut at MAX_LOG_LINE_BYTES, and a
+  // newline-free stream never grows the agent (bounded-lines.ts; readline buffers without bound).
+  boundedLines(child.stdout!, MAX_EVENT_LINE_BYTES, (raw) => {
+    const res = decoder.decodeLine(raw);
+    const line = capLogLine(raw);
+    sink.line?.(r.rank, 'stdout', line);
+    if (res?.kind === 'event') {
+      const e = res.event;
+      if (e.type === 'error') {
+        p.reportedError = true;
+        if (e.code) p.errorCode = e.code;
+        sink.event({ ...e, logTail: e.logTail.length ? e.logTail : p.tail.get() });
+      } else if (r.rank === 0 || e.type === 'log') sink.event(e);
+      return;
+    }
+    if (res === undefined) return;
+    p.tail.add(line);
+    emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stdout', message: line });
+  });
+  boundedLines(child.stderr!, MAX_LOG_LINE_BYTES, (line) => {
+    sink.line?.(r.rank, 'stderr', line);
+    p.tail.add(line);
+    emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stderr', message: line });
+  });
+  child.on('error', (err) => {
+    p.tail.add(String(err));
+    emit({ type: 'error', rank: r.rank, host, message: `could not start rank ${r.rank} on ${host}: ${err.message}`, logTail: [], code: 'spawn-failed' });
+    p.reportedError = true;
+  });
+  return p;
+}
+
+/** The network interface the kernel would use to reach `addr` (Linux `ip route get`), if known. */
+function routeInterface(addr: string): string | undefined {
+  try {
+    const out = execFileSync('ip', ['-o', 'route', 'get', addr], { encoding: 'utf8', timeout: 3000, stdio: ['ignore', 'pipe', 'ignore'] });
+    return /\bdev (\S+)/.exec(out)?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, sig);
+  } catch {
+    try {
+      child.kill(sig);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** A rank's event lines may be this long (a `done` or `plan` event); log lines are cut sooner. */
+const MAX_EVENT_LINE_BYTES = 4 * 1024 * 1024;
+
+function capLogLine(line: string): string {
+  return line.length <= MAX_LOG_LINE_BYTES ? line : `${line.slice(0, MAX_LOG_LINE_BYTES)}… [${line.length - MAX_LOG_LINE_BYTES} characters cut]`;
+}

@@ -1,0 +1,424 @@
+// The detached agent of a durable run (`agent-run --run ID`, started by run-start): one per host per
+// run, alive exactly as long as the run on this host. It reads the spec from the run dir, writes
+// the host record (events.jsonl, state.json, logs), claims the slots, and on the leader (the host
+// of rank 0) owns the run: it waits for every follower agent to hold its slots, says go, detects a
+// failing rank or a lost host with no client attached, blames the root cause (a rank's own exit,
+// not a peer that lost it), and restarts from the last checkpoint while restarts are left.
+import { readFileSync } from 'node:fs';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
+import { decodeLaunchSpec, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
+import { listCheckpoints } from '../train/checkpoint';
+import { chooseEngine, type EngineChoice } from './engine-choice';
+import { ControlLink, tokenMatches, type ControlMsg } from './control';
+import { claimSlots, releaseSlots } from './leases';
+import { RankGroup, emitTo, type RankExit, type RankSink } from './ranks';
+import { RunRecordWriter, recordPaths, runDirOf } from './run-record';
+
+export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
+/** How long the leader waits after a consequence-type failure (a peer lost) for the root cause to arrive. */
+const BLAME_GRACE_MS = 1500;
+const QUEUE_POLL_MS = 500;
+const CONNECT_TIMEOUT_MS = 30_000;
+/** Codes that describe a consequence of another rank's failure, never the cause. */
+const CONSEQUENCE = new Set(['peer-lost']);
+
+interface Failure {
+  error: ErrorEvent;
+  consequence: boolean;
+}
+
+export interface AgentRunOpts {
+  trainerEntry: string;
+  enginesDir: string;
+  workdir: string;
+  runId: string;
+}
+
+export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
+  const dir = runDirOf(opts.workdir, opts.runId);
+  const spec = decodeLaunchSpec(JSON.parse(readFileSync(recordPaths(dir).spec, 'utf8')));
+  const agent = new HostAgent(spec, dir, opts);
+  return agent.run();
+}
+
+class HostAgent {
+  private readonly role: 'leader' | 'follower';
+  private readonly record: RunRecordWriter;
+  private readonly emit: ReturnType<typeof emitTo>;
+  private readonly sink: RankSink;
+  private readonly slots: number[];
+  private readonly timeoutMs: number;
+  private engine: EngineChoice | undefined;
+  private group: RankGroup | undefined;
+  private attempt = 0;
+  private leasesHeld = false;
+  private ended = false;
+  private finish: (code: number) => void = () => {};
+  private readonly finished: Promise<number>;
+  // leader
+  private server: Server | undefined;
+  private readonly followers = new Map<string, { link: ControlLink; ranks: number; ready: boolean; exited: number }>();
+  private failures: Failure[] = [];
+  private failing = false;
+  private ownRanksOk = false;
+  // follower
+  private leader: ControlLink | undefined;
+
+  constructor(
+    private readonly spec: LaunchSpec,
+    private readonly dir: string,
+    private readonly opts: AgentRunOpts,
+  ) {
+    this.role = spec.role ?? 'leader';
+    this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role: this.role, state: 'starting', agentPid: process.pid });
+    this.sink = {
+      event: (e) => this.onEvent(e),
+      line: (rank, _stream, text) => this.record.rankLine(rank, text),
+    };
+    this.emit = emitTo({ event: (e) => this.record.event(e) });
+    this.slots = spec.slots ?? spec.ranks.map((r) => r.gpu ?? r.localRank);
+    this.timeoutMs = spec.heartbeatTimeoutMs > 0 ? spec.heartbeatTimeoutMs : 20_000;
+    this.finished = new Promise((res) => (this.finish = res));
+  }
+
+  async run(): Promise<number> {
+    const beat = setInterval(() => this.record.touch(), 2000);
+    for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => this.cancel(`agent received ${sig}`));
+    try {
+      this.engine = await chooseEngine(this.spec.config.engine, { enginesDir: this.opts.enginesDir });
+    } catch (err) {
+      this.fail({ host: this.spec.host, rank: -1, message: (err as Error).message, code: 'engine-unavailable' });
+    }
+    if (!this.ended) {
+      this.log('info', `agent on ${this.spec.host} (${this.role}): ${this.spec.ranks.length} rank(s), engine ${this.engine!.name} (${this.engine!.reason})`);
+      if (this.role === 'follower') this.connectToLeader();
+      else this.listen();
+      void this.claim();
+    }
+    const code = await this.finished;
+    clearInterval(beat);
+    if (this.leasesHeld) releaseSlots(this.opts.workdir, this.spec.runId, this.slots);
+    this.server?.close();
+    this.record.close();
+    return code;
+  }
+
+  // ---- record ----------------------------------------------------------------------------
+
+  private log(level: 'info' | 'warn', message: string): void {
+    this.emit({ type: 'log', level, host: this.spec.host, message });
+  }
+
+  private onEvent(e: CohortEvent): void {
+    if (e.type !== 'error') return this.record.event(e);
+    // A rank's error: the leader decides the root cause before writing (failure()); a follower relays it.
+    if (this.role === 'follower') {
+      this.record.event(e);
+      this.leader?.send({ t: 'error', event: e });
+    } else this.failure(e);
+  }
+
+  private setState(state: HostRunState, patch: { error?: RunStateError; queuedBehind?: string } = {}): void {
+    const terminal = state === 'ok' || state === 'failed' || state === 'cancelled';
+    this.record.update({ state, ...patch, ...(terminal ? { endedAt: Date.now() } : {}) });
+  }
+
+  private end(state: 'ok' | 'failed' | 'cancelled', error?: RunStateError): void {
+    if (this.ended) return;
+    this.ended = true;
+    const done = () => {
+      this.setState(state, error ? { error } : {});
+      this.finish(state === 'ok' ? AGENT_RUN_EXIT.ok : state === 'failed' ? AGENT_RUN_EXIT.failed : AGENT_RUN_EXIT.cancelled);
+    };
+    for (const f of this.followers.values()) f.link.send({ t: 'end', state, reason: error?.message ?? state });
+    this.group?.kill();
+    void (this.group?.done ?? Promise.resolve()).then(() => {
+      // let the followers' `end` leave the socket before the process exits
+      for (const f of this.followers.values()) f.link.close('run ended');
+      this.leader?.close('run ended');
+      done();
+    });
+  }
+
+  private fail(error: RunStateError & { logTail?: string[] }): void {
+    this.record.event({ v: 1, time: Date.now(), type: 'error', rank: error.rank, host: error.host, message: error.message, logTail: error.logTail ?? [], ...(error.code ? { code: error.code } : {}) });
+    const { logTail: _t, ...e } = error;
+    if (this.role === 'follower') this.leader?.send({ t: 'error', event: { v: 1, time: Date.now(), type: 'error', rank: e.rank, host: e.host, message: e.message, logTail: [], ...(e.code ? { code: e.code } : {}) } });
+    this.end('failed', e);
+  }
+
+  cancel(why: string): void {
+    if (this.ended) return;
+    this.log('info', `agent on ${this.spec.host}: stopping the run (${why})`);
+    this.end('cancelled', { host: this.spec.host, rank: -1, message: why, code: 'cancelled' });
+  }
+
+  // ---- slots -----------------------------------------------------------------------------
+
+  private async claim(): Promise<void> {
+    let said = '';
+    for (;;) {
+      if (this.ended) return;
+      const r = claimSlots(this.opts.workdir, this.spec.runId, this.slots);
+      if (r.ok) break;
+      if (this.spec.queue === false) {
+        return this.fail({ host: this.spec.host, rank: -1, message: `slot ${r.slot} on ${this.spec.host} is busy with run ${r.busyBy} (queue off)`, code: 'slots-busy' });
+      }
+      if (said !== r.busyBy) {
+        said = r.busyBy;
+        this.setState('queued', { queuedBehind: r.busyBy });
+        this.log('info', `queued behind ${r.busyBy}: slot ${r.slot} on ${this.spec.host} is busy`);
+        this.leader?.send({ t: 'queued', behind: r.busyBy });
+      }
+      await new Promise((res) => setTimeout(res, QUEUE_POLL_MS));
+    }
+    this.leasesHeld = true;
+    if (said) this.record.update({ state: 'starting', queuedBehind: undefined });
+    if (this.role === 'follower') this.leader?.send({ t: 'ready' });
+    else this.maybeGo();
+  }
+
+  // ---- ranks -----------------------------------------------------------------------------
+
+  private startRanks(attempt: number, resume: boolean): void {
+    this.attempt = attempt;
+    const config = { ...this.spec.config, ...(resume ? { resume: true } : {}), ...this.checkpointing() };
+    const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, this.sink, (x) => this.onRankExit(group, x));
+    this.group = group;
+    this.setState('running');
+    void group.done.then(() => this.onRanksDone(group, attempt));
+  }
+
+  /** With restarts on and no interval asked for, checkpoint every ~10% of the run (said once). */
+  private checkpointing(): { checkpointEvery?: number } {
+    if ((this.spec.maxRestarts ?? 0) === 0 || this.spec.config.checkpointEvery > 0) return {};
+    const every = Math.max(1, Math.round((this.spec.config.steps > 0 ? this.spec.config.steps : 1000) / 10));
+    if (this.attempt <= 1 && this.role === 'leader') this.log('info', `restarts are on and no --checkpoint-every was given: checkpointing every ${every} steps`);
+    return { checkpointEvery: every };
+  }
+
+  private onRankExit(group: RankGroup, { proc: p, code, signal }: RankExit): void {
+    if (code === 0 || group !== this.group || this.ended) return;
+    if (!p.reportedError || this.role === 'leader') {
+      // The rank's own exit is the truth about it (issue 14 item 6): its code or signal and its log tail.
+      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      const error: ErrorEvent = {
+        v: 1,
+        time: Date.now(),
+        type: 'error',
+        rank: p.spec.rank,
+        host: this.spec.host,
+        message: `rank ${p.spec.rank} on ${this.spec.host} ${how}`,
+        logTail: p.tail.get(),
+        code: p.reportedError && p.errorCode ? p.errorCode : 'rank-exited',
+      };
+      if (!p.reportedError) this.onEvent(error);
+      else if (this.role === 'leader') this.failure(error, true);
+    }
+    group.kill(); // one failing rank stops this host's others (peers elsewhere see their sockets close)
+  }
+
+  private onRanksDone(group: RankGroup, attempt: number): void {
+    if (group !== this.group || this.ended) return;
+    const ok = group.procs.every((p) => p.child.exitCode === 0);
+    if (this.role === 'follower') {
+      this.leader?.send({ t: 'exited', attempt, ok });
+      if (!ok && !this.leader) this.end('failed', { host: this.spec.host, rank: -1, message: 'ranks failed', code: 'rank-exited' });
+      return;
+    }
+    if (ok && !this.failing) {
+      this.ownRanksOk = true;
+      this.maybeOk();
+    } else this.maybeRestart();
+  }
+
+  // ---- leader ----------------------------------------------------------------------------
+
+  private get expectedFollowerRanks(): number {
+    return this.spec.worldSize - this.spec.ranks.length;
+  }
+
+  private listen(): void {
+    if (this.expectedFollowerRanks === 0) return;
+    const c = this.spec.control;
+    if (!c) return this.fail({ host: this.spec.host, rank: -1, message: `the spec has ${this.expectedFollowerRanks} rank(s) on other hosts but no control endpoint`, code: 'bad-spec' });
+    this.server = createServer((sock) => this.onFollower(sock));
+    this.server.on('error', (err) => this.fail({ host: this.spec.host, rank: -1, message: `control channel on ${c.addr}:${c.port}: ${err.message}`, code: 'control-listen' }));
+    this.server.listen(c.port, c.addr);
+    const deadline = setTimeout(() => {
+      const have = [...this.followers.values()].reduce((n, f) => n + f.ranks, 0);
+      if (have < this.expectedFollowerRanks && !this.ended) {
+        this.fail({ host: this.spec.host, rank: -1, message: `only ${have} of ${this.expectedFollowerRanks} rank(s) on other hosts connected within ${CONNECT_TIMEOUT_MS / 1000} s`, code: 'followers-missing' });
+      }
+    }, CONNECT_TIMEOUT_MS * 2);
+    deadline.unref();
+  }
+
+  private onFollower(sock: Socket): void {
+    const link = new ControlLink(sock, this.timeoutMs);
+    let host = '';
+    link.on(
+      (m) => {
+        if (!host) {
+          if (m.t !== 'hello' || !tokenMatches(m.token, this.spec.control!.token) || !m.host || this.followers.has(m.host)) return link.close('refused');
+          host = m.host;
+          this.followers.set(host, { link, ranks: m.ranks, ready: false, exited: -1 });
+          return;
+        }
+        this.onFollowerMsg(host, m);
+      },
+      (why) => {
+        const f = this.followers.get(host);
+        if (!host || !f || f.link !== link || this.ended) return;
+        // A follower whose ranks all finished ok and said so may hang up; anything else is a lost host.
+        if (f.exited === this.attempt && this.ownRanksOk) return;
+        const message = why === 'connection closed' ? `connection to ${host}'s agent closed` : `${host}: ${why}`;
+        this.failure({ v: 1, time: Date.now(), type: 'error', rank: -1, host, message, logTail: [], code: 'host-lost' }, false, true);
+      },
+    );
+  }
+
+  private onFollowerMsg(host: string, m: ControlMsg): void {
+    const f = this.followers.get(host)!;
+    switch (m.t) {
+      case 'queued':
+        if (this.record.current.state !== 'queued') this.setState('queued', { queuedBehind: m.behind });
+        this.log('info', `queued behind ${m.behind} on ${host}`);
+        return;
+      case 'ready':
+        f.ready = true;
+        return this.maybeGo();
+      case 'error':
+        return this.failure(m.event);
+      case 'exited':
+        f.exited = m.attempt;
+        if (m.attempt === this.attempt) {
+          if (m.ok) this.maybeOk();
+          else this.maybeRestart();
+        }
+        return;
+      default:
+        return;
+    }
+  }
+
+  private maybeGo(): void {
+    if (this.ended || !this.leasesHeld || this.attempt > 0) return;
+    const fs = [...this.followers.values()];
+    if (fs.reduce((n, f) => n + f.ranks, 0) < this.expectedFollowerRanks || !fs.every((f) => f.ready)) return;
+    if (this.record.current.queuedBehind) this.record.update({ queuedBehind: undefined });
+    for (const f of fs) f.link.send({ t: 'go', attempt: 1, resume: false });
+    this.startRanks(1, false);
+  }
+
+  private maybeOk(): void {
+    if (!this.ownRanksOk || this.failing) return;
+    if ([...this.followers.values()].every((f) => f.exited === this.attempt)) this.end('ok');
+  }
+
+  /** A rank or host failed: collect it, and after the blame grace decide (restart or fail). */
+  private failure(e: ErrorEvent, fromExit = false, hostLost = false): void {
+    if (this.ended) return;
+    const consequence = CONSEQUENCE.has(e.code ?? '');
+    if (!fromExit || !this.failures.some((f) => f.error.host === e.host && f.error.rank === e.rank)) {
+      // a rank that reported its own error and then exited: keep the report, not a second line
+      this.failures.push({ error: e, consequence });
+    }
+    if (this.failing) return;
+    this.failing = true;
+    this.group?.kill();
+    for (const f of this.followers.values()) if (!hostLost || f !== this.followers.get(e.host)) f.link.send({ t: 'halt', attempt: this.attempt });
+    setTimeout(() => this.decide(), consequence ? BLAME_GRACE_MS : 200);
+  }
+
+  private decide(): void {
+    if (this.ended) return;
+    const root = this.failures.find((f) => !f.consequence) ?? this.failures[0]!;
+    // The record gets the root cause first, then what followed from it.
+    for (const f of [root, ...this.failures.filter((x) => x !== root)]) this.record.event(f.error);
+    const error: RunStateError = { host: root.error.host, rank: root.error.rank, message: root.error.message, ...(root.error.code ? { code: root.error.code } : {}) };
+    const hostLost = root.error.code === 'host-lost' || [...this.followers.values()].some((f) => f.link.isClosed);
+    if (this.record.current.restarts < (this.spec.maxRestarts ?? 0) && !hostLost) {
+      this.setState('restarting', { error });
+      this.pendingRestart = root.error;
+      this.maybeRestart();
+    } else {
+      this.end('failed', error);
+    }
+  }
+
+  private pendingRestart: ErrorEvent | undefined;
+
+  /** Restart once this host's ranks and every follower's have exited. */
+  private maybeRestart(): void {
+    const cause = this.pendingRestart;
+    if (!cause || this.ended || this.group?.running) return;
+    if (![...this.followers.values()].every((f) => f.exited === this.attempt)) return;
+    this.pendingRestart = undefined;
+    const restarts = this.record.current.restarts + 1;
+    const ckptDir = this.spec.config.checkpointDir || join(this.dir, 'checkpoints');
+    const resumeStep = listCheckpoints(ckptDir).at(-1)?.step ?? 0;
+    this.record.update({ restarts });
+    this.emit({ type: 'restart', attempt: restarts, host: cause.host, rank: cause.rank, reason: cause.message, resumeStep });
+    this.failures = [];
+    this.failing = false;
+    this.ownRanksOk = false;
+    const attempt = this.attempt + 1;
+    for (const f of this.followers.values()) f.link.send({ t: 'go', attempt, resume: true });
+    this.startRanks(attempt, true);
+  }
+
+  // ---- follower --------------------------------------------------------------------------
+
+  private connectToLeader(): void {
+    const c = this.spec.control;
+    if (!c) return this.fail({ host: this.spec.host, rank: -1, message: 'a follower needs the leader\'s control endpoint (spec.control)', code: 'bad-spec' });
+    const started = Date.now();
+    const attempt = () => {
+      if (this.ended) return;
+      const sock = createConnection({ host: c.addr, port: c.port });
+      sock.once('error', (err) => {
+        if (this.leader) return;
+        if (Date.now() - started > CONNECT_TIMEOUT_MS) {
+          return this.fail({ host: this.spec.host, rank: -1, message: `could not reach the leader's agent at ${c.addr}:${c.port}: ${err.message}`, code: 'leader-unreachable' });
+        }
+        setTimeout(attempt, 250);
+      });
+      sock.once('connect', () => {
+        const link = new ControlLink(sock, this.timeoutMs);
+        this.leader = link;
+        link.on(
+          (m) => this.onLeaderMsg(m),
+          (why) => {
+            if (this.ended) return;
+            this.fail({ host: this.spec.host, rank: -1, message: `lost the leader's agent (${why}); stopping this host's ranks`, code: 'leader-lost' });
+          },
+        );
+        link.send({ t: 'hello', token: c.token, host: this.spec.host, ranks: this.spec.ranks.length });
+        if (this.leasesHeld) link.send({ t: 'ready' });
+        else if (this.record.current.queuedBehind) link.send({ t: 'queued', behind: this.record.current.queuedBehind });
+      });
+    };
+    attempt();
+  }
+
+  private onLeaderMsg(m: ControlMsg): void {
+    switch (m.t) {
+      case 'go':
+        if (m.attempt > 1) this.record.update({ restarts: m.attempt - 1 });
+        return this.startRanks(m.attempt, m.resume);
+      case 'halt':
+        if (m.attempt !== this.attempt) return;
+        this.setState('restarting');
+        if (this.group?.running) this.group.kill();
+        else this.leader?.send({ t: 'exited', attempt: this.attempt, ok: false });
+        return;
+      case 'end':
+        if (m.state === 'ok') return this.end('ok');
+        return this.end(m.state, { host: this.spec.host, rank: -1, message: `the leader ended the run: ${m.reason}`, code: m.state });
+      default:
+        return;
+    }
+  }
+}

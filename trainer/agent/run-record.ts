@@ -1,0 +1,123 @@
+// The on-host record of a durable run, `<workdir>/runs/<runId>/`: events.jsonl (whole lines, one
+// write each, so a reader at any offset sees whole lines; 0600), state.json (atomic replace),
+// spec.json (0600: it holds the host env), logs/rank-N.log, agent.log. Written only by the run's
+// agent; read by run-follow / run-status / run-stop.
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { decodeRunState, encodeEvent, type CohortEvent, type RunStateRecord } from '../protocol';
+import { writeFileAtomicSync } from '../util/atomic-write';
+
+/** Run ids become directory names: refuse anything that could leave `runs/`. */
+export const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+export function checkRunId(id: string): string {
+  if (!RUN_ID_RE.test(id) || id.includes('..')) throw new Error(`bad run id ${JSON.stringify(id)}: use letters, digits, '.', '_' and '-' (no '..', at most 128 characters)`);
+  return id;
+}
+
+export function runDirOf(workdir: string, runId: string): string {
+  return join(workdir, 'runs', checkRunId(runId));
+}
+
+export const recordPaths = (dir: string) => ({
+  dir,
+  spec: join(dir, 'spec.json'),
+  state: join(dir, 'state.json'),
+  events: join(dir, 'events.jsonl'),
+  agentLog: join(dir, 'agent.log'),
+  logs: join(dir, 'logs'),
+});
+
+export function readState(dir: string): RunStateRecord | undefined {
+  const path = join(dir, 'state.json');
+  if (!existsSync(path)) return undefined;
+  return decodeRunState(JSON.parse(readFileSync(path, 'utf8')));
+}
+
+/** True when `pid` is a live process whose command line names `runId` (guards against pid reuse). */
+export function agentAlive(pid: number, runId: string): boolean {
+  if (!(pid > 0)) return false;
+  try {
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+    return cmdline.includes(runId);
+  } catch {
+    return false;
+  }
+}
+
+/** The writer side, owned by the run's agent. */
+export class RunRecordWriter {
+  readonly paths: ReturnType<typeof recordPaths>;
+  private readonly eventsFd: number;
+  private readonly rankLogs = new Map<number, number>();
+  private state: RunStateRecord;
+  private lastStateWrite = 0;
+
+  constructor(dir: string, init: Omit<RunStateRecord, 'v' | 'updatedAt' | 'startedAt' | 'restarts'>) {
+    this.paths = recordPaths(dir);
+    mkdirSync(this.paths.logs, { recursive: true, mode: 0o700 });
+    this.eventsFd = openSync(this.paths.events, 'a', 0o600);
+    const now = Date.now();
+    this.state = { v: 1, ...init, startedAt: now, updatedAt: now, restarts: 0 };
+    this.flushState();
+  }
+
+  get current(): Readonly<RunStateRecord> {
+    return this.state;
+  }
+
+  /** One write per whole line (O_APPEND): readers at any offset see whole lines. */
+  event(e: CohortEvent): void {
+    try {
+      writeAll(this.eventsFd, Buffer.from(encodeEvent(e) + '\n'));
+    } catch (err) {
+      // A full disk must not kill a healthy run: training goes on, agent.log says what was lost.
+      process.stderr.write(`run record: could not append a ${e.type} event: ${(err as Error).message}\n`);
+    }
+    if (e.type === 'step' && e.step !== this.state.lastStep) {
+      this.state.lastStep = e.step;
+      // step events can be many per second: the state file follows at most every second.
+      if (Date.now() - this.lastStateWrite > 1000) this.flushState();
+    }
+  }
+
+  rankLine(rank: number, text: string): void {
+    let fd = this.rankLogs.get(rank);
+    if (fd === undefined) {
+      fd = openSync(join(this.paths.logs, `rank-${rank}.log`), 'a', 0o600);
+      this.rankLogs.set(rank, fd);
+    }
+    try {
+      writeAll(fd, Buffer.from(`${text}\n`));
+    } catch {
+      // disk full: the line also went to events.jsonl as a log event, if there was room
+    }
+  }
+
+  update(patch: Partial<Omit<RunStateRecord, 'v' | 'runId' | 'host' | 'role'>>): void {
+    this.state = { ...this.state, ...patch };
+    this.flushState();
+  }
+
+  /** Refreshes updatedAt (the liveness beat readers use). */
+  touch(): void {
+    this.flushState();
+  }
+
+  private flushState(): void {
+    this.state.updatedAt = Date.now();
+    this.lastStateWrite = this.state.updatedAt;
+    writeFileAtomicSync(this.paths.state, JSON.stringify(this.state) + '\n', { mode: 0o600 });
+  }
+
+  close(): void {
+    for (const fd of this.rankLogs.values()) closeSync(fd);
+    this.rankLogs.clear();
+    closeSync(this.eventsFd);
+  }
+}
+
+function writeAll(fd: number, buf: Buffer): void {
+  let off = 0;
+  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+}

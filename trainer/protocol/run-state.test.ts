@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { decodeEvent, makeEvent } from './events';
+import { decodeLaunchSpec } from './launch';
+import { decodeRunState, isTerminalRunState } from './run-state';
+
+const baseSpec = { runId: 'r', host: 'h1', worldSize: 2, masterAddr: '127.0.0.1', masterPort: 29500, ranks: [{ rank: 0, localRank: 0 }], config: {}, heartbeatTimeoutMs: 0 };
+
+describe('durable run protocol', () => {
+  it('round-trips a restart event and names a bad field', () => {
+    const e = makeEvent({ type: 'restart', attempt: 1, host: 'h2', rank: 1, reason: 'rank 1 on h2 was killed by SIGKILL', resumeStep: 6 });
+    expect(decodeEvent(JSON.parse(JSON.stringify(e)))).toEqual(e);
+    expect(() => decodeEvent({ ...e, attempt: 0 })).toThrow(/attempt/);
+  });
+
+  it('decodes the durable LaunchSpec fields with defaults, and refuses a weak control token', () => {
+    const s = decodeLaunchSpec(baseSpec);
+    expect(s).toMatchObject({ maxRestarts: 0, queue: true });
+    expect(s.role).toBeUndefined();
+    const full = decodeLaunchSpec({ ...baseSpec, role: 'follower', control: { addr: '10.0.0.1', port: 4000, token: 'a'.repeat(32) }, maxRestarts: 2, queue: false, slots: [0, 3] });
+    expect(full).toMatchObject({ role: 'follower', control: { port: 4000 }, maxRestarts: 2, queue: false, slots: [0, 3] });
+    expect(() => decodeLaunchSpec({ ...baseSpec, control: { addr: 'x', port: 1, token: 'short' } })).toThrow(/launch\.control\.token/);
+    expect(() => decodeLaunchSpec({ ...baseSpec, role: 'boss' })).toThrow(/role/);
+    expect(() => decodeLaunchSpec({ ...baseSpec, slots: [-1] })).toThrow(/slots/);
+  });
+
+  it('decodes a state record, its error, and knows the terminal states', () => {
+    const rec = { v: 1, runId: 'r', host: 'h1', role: 'leader', state: 'failed', agentPid: 12, startedAt: 1, updatedAt: 2, restarts: 1, error: { host: 'h2', rank: 1, message: 'm', code: 'rank-exited' }, endedAt: 3 };
+    expect(decodeRunState(rec)).toEqual(rec);
+    expect(() => decodeRunState({ ...rec, state: 'lost' })).toThrow(/state/);
+    expect(isTerminalRunState('failed')).toBe(true);
+    expect(isTerminalRunState('queued')).toBe(false);
+  });
+});

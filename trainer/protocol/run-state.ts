@@ -1,0 +1,80 @@
+// The on-host record of a durable run (`<workdir>/runs/<runId>/state.json`) and what the host
+// commands print (run-start, run-stop, run-status). Written by the host agent, read by clients.
+import { num, obj, oneOf, optNum, optStr, str, type Obj } from './validate';
+
+export const HOST_RUN_STATES = ['queued', 'starting', 'running', 'restarting', 'ok', 'failed', 'cancelled'] as const;
+export type HostRunState = (typeof HOST_RUN_STATES)[number];
+export const TERMINAL_RUN_STATES: readonly HostRunState[] = ['ok', 'failed', 'cancelled'];
+export const isTerminalRunState = (s: HostRunState): boolean => TERMINAL_RUN_STATES.includes(s);
+
+export interface RunStateError {
+  host: string;
+  /** -1 when the failure is not a rank's (a host lost, a bad spec, busy slots). */
+  rank: number;
+  message: string;
+  code?: string;
+}
+
+export interface RunStateRecord {
+  v: 1;
+  runId: string;
+  host: string;
+  role: 'leader' | 'follower';
+  state: HostRunState;
+  agentPid: number;
+  startedAt: number;
+  /** Refreshed at least every 2 s while the agent lives. */
+  updatedAt: number;
+  lastStep?: number;
+  /** The run holding the slots this one waits for (state `queued`). */
+  queuedBehind?: string;
+  restarts: number;
+  error?: RunStateError;
+  endedAt?: number;
+}
+
+/** run-status adds the liveness check: false when a non-terminal record's agent is gone. */
+export type RunStatusLine = RunStateRecord & { agentAlive: boolean };
+
+export function decodeRunState(value: unknown): RunStateRecord {
+  const o = obj(value, 'state');
+  const p = 'state';
+  const r: RunStateRecord = {
+    v: 1,
+    runId: str(o, 'runId', p, { nonEmpty: true }),
+    host: str(o, 'host', p),
+    role: oneOf(o, 'role', p, ['leader', 'follower'] as const),
+    state: oneOf(o, 'state', p, HOST_RUN_STATES),
+    agentPid: num(o, 'agentPid', p, { int: true, min: 0 }),
+    startedAt: num(o, 'startedAt', p, { min: 0 }),
+    updatedAt: num(o, 'updatedAt', p, { min: 0 }),
+    restarts: num(o, 'restarts', p, { int: true, min: 0 }),
+  };
+  const lastStep = optNum(o, 'lastStep', p, { int: true, min: 0 });
+  if (lastStep !== undefined) r.lastStep = lastStep;
+  const behind = optStr(o, 'queuedBehind', p);
+  if (behind !== undefined) r.queuedBehind = behind;
+  const endedAt = optNum(o, 'endedAt', p, { min: 0 });
+  if (endedAt !== undefined) r.endedAt = endedAt;
+  if (o.error !== undefined) {
+    const e: Obj = obj(o.error, 'state.error');
+    const code = optStr(e, 'code', 'state.error');
+    r.error = { host: str(e, 'host', 'state.error'), rank: num(e, 'rank', 'state.error', { int: true, min: -1 }), message: str(e, 'message', 'state.error'), ...(code === undefined ? {} : { code }) };
+  }
+  return r;
+}
+
+/** Exit codes of the host commands (besides 0 = ok). */
+export const HOST_CMD_EXIT = { failed: 1, badSpec: 2, usage: 3, agentLost: 4, noSuchRun: 5 } as const;
+
+/** What run-start prints on success (one JSON line). */
+export interface RunStartReply {
+  runId: string;
+  host: string;
+  agentPid: number;
+  state: HostRunState;
+}
+/** What a host command prints when it fails (one JSON line). */
+export interface HostCmdError {
+  error: { code: string; message: string };
+}
