@@ -6,5 +6,9 @@ import { makeCluster } from './commands/cluster';
 import type { CliIo } from './io';
 
 export function makeService(io: CliIo): CohortService {
-  return new CohortService({ paths: resolvePaths(io.env), cluster: makeCluster(io) });
+  return new CohortService({
+    paths: resolvePaths(io.env),
+    cluster: makeCluster(io),
+    onSkippedRecord: (file, reason) => io.stderr.write(`warning: skipped ${file}: ${reason}\n`),
+  });
 }

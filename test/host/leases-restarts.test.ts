@@ -47,7 +47,8 @@ describe('slot leases', () => {
     await start(wd, b, { steps: 3 });
     const q = await waitUntil('run B queued', () => (readStateOf(wd, b)?.state === 'queued' ? readStateOf(wd, b) : undefined), 10_000);
     expect(q.queuedBehind).toBe(a);
-    expect(eventsOf(wd, b).some((e) => e.type === 'log' && e.message.includes(`queued behind ${a}`))).toBe(true);
+    // The record is two files (state.json, events.jsonl) written one after the other: the log line may land a moment after the state.
+    await waitUntil('run B\'s queued log line', () => eventsOf(wd, b).some((e) => e.type === 'log' && e.message.includes(`queued behind ${a}`)), 5_000);
     await start(wd, c, { steps: 3 }, { queue: false });
     const refused = await waitUntil('run C refused', () => terminal(wd, c), 10_000);
     expect(refused).toMatchObject({ state: 'failed', error: { code: 'slots-busy' } });

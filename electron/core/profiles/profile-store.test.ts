@@ -78,7 +78,7 @@ describe('ProfileStore', () => {
       script,
       `import { ProfileStore } from ${JSON.stringify(storeUrl)};
 const store = new ProfileStore(${JSON.stringify(profilesDir)});
-const big = { ...${JSON.stringify(lab)}, lastProbe: 'x'.repeat(4 << 20) };
+const big = { ...${JSON.stringify(lab)}, lastProbe: 'x'.repeat(900 << 10) }; // large enough to be torn by a kill, under the store's 1 MiB profile limit
 process.stdout.write('ready\\n');
 for (let i = 0; ; i++) await store.put({ ...big, hosts: [{ ...big.hosts[0], slots: (i % 7) + 1 }] });
 `,

@@ -12,7 +12,7 @@ afterEach(() => dir && rmSync(dir, { recursive: true, force: true }));
 it('writes run records private to the user (issue 14 item 7: the profile snapshot may carry secrets)', () => {
   dir = mkdtempSync(join(tmpdir(), 'run-store-'));
   const store = new RunStore(join(dir, 'runs'));
-  const meta = { id: 'r1', profile: 'p', startedAt: new Date().toISOString(), status: 'running', hosts: [], worldSize: 1, versions: {}, profileSnapshot: { hosts: [{ env: { API_KEY: 'secret' } }] } } as unknown as RunMeta;
+  const meta = { id: 'r1', profile: 'p', startedAt: new Date().toISOString(), status: 'running', config: {}, hosts: [], worldSize: 1, versions: {}, profileSnapshot: { hosts: [{ env: { API_KEY: 'secret' } }] } } as unknown as RunMeta;
   const rec = store.create(meta);
   rec.record(makeEvent({ type: 'log', level: 'info', host: 'h1', rank: 0, message: 'hi' }));
   rec.update({ status: 'ok' });

@@ -40,6 +40,8 @@ export interface CohortServiceOptions {
   cluster?: ClusterOps;
   /** Local user name (default remote user for ~/.ssh/config import). */
   localUser?: string;
+  /** Told about a run folder the history skips (damaged or incomplete meta.json): file and reason. */
+  onSkippedRecord?: (file: string, reason: string) => void;
 }
 
 type Listener<T> = (value: T) => void;
@@ -220,7 +222,8 @@ export class CohortService implements CohortApi, Disposable {
 
   /** The local history, with runs it thinks are still going refreshed from their hosts. */
   async listRuns(): Promise<RunMeta[]> {
-    const all = this.runs.list();
+    const onSkip = this.opts.onSkippedRecord;
+    const all = this.runs.list(onSkip ? { onSkip } : {});
     const open = all.filter((m) => !['ok', 'failed', 'cancelled'].includes(m.status) && !this.active.has(m.id));
     if (!open.length) return all;
     await Promise.all(open.map((m) => this.refresh(m)));
