@@ -8,6 +8,7 @@
 // dependency to audit and nothing that prints or exits behind our back (scripts rely on exit codes).
 import { parseArgs } from 'node:util';
 import { UsageError } from './exit-codes';
+import { joinNegativeValues } from './train-flags';
 import type { CliIo } from './io';
 import { styleFor } from './style';
 
@@ -160,14 +161,7 @@ export function findCommand(table: readonly CommandSpec[], argv: readonly string
 export function parseFor(cmd: CommandSpec, args: string[]): Parsed {
   const options = optionsOf(cmd);
   const specs = Object.fromEntries(Object.entries(options).map(([k, o]) => [k, { type: o.type, ...(o.short ? { short: o.short } : {}) }]));
-  // `--lr -1` would read "-1" as an option: join a string flag with a negative-number value.
-  const joined: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const name = a.startsWith('--') ? a.slice(2) : undefined;
-    if (name && options[name]?.type === 'string' && /^-\d/.test(args[i + 1] ?? '')) joined.push(`${a}=${args[++i]}`);
-    else joined.push(a);
-  }
+  const joined = joinNegativeValues(args, (name) => options[name]?.type === 'string');
   let parsed: { values: Record<string, unknown>; positionals: string[] };
   try {
     parsed = parseArgs({ args: joined, options: specs, allowPositionals: true, strict: true });

@@ -50,17 +50,22 @@ function defaultOf(r: TrainRow): string {
 }
 
 export function parseCommandLine<T extends Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>>(args: string[], options: T, allowPositionals = true) {
-  // `--lr -1` would read "-1" as an option: join a string flag with a negative-number value.
-  const joined: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i]!;
-    const name = a.startsWith('--') ? a.slice(2) : undefined;
-    if (name && options[name]?.type === 'string' && /^-\d/.test(args[i + 1] ?? '')) joined.push(`${a}=${args[++i]}`);
-    else joined.push(a);
-  }
+  const joined = joinNegativeValues(args, (name) => options[name]?.type === 'string');
   try {
     return parseArgs({ args: joined, options, allowPositionals, strict: true });
   } catch (err) {
     throw new UsageError((err as Error).message.replace(/^TypeError \[[A-Z_]+\]: /, ''));
   }
+}
+
+/** `--lr -1` would read "-1" as an option: joins a string flag with a negative-number value. */
+export function joinNegativeValues(args: string[], takesValue: (name: string) => boolean): string[] {
+  const joined: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    const name = a.startsWith('--') ? a.slice(2) : undefined;
+    if (name && takesValue(name) && /^-\d/.test(args[i + 1] ?? '')) joined.push(`${a}=${args[++i]}`);
+    else joined.push(a);
+  }
+  return joined;
 }

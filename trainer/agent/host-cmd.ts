@@ -1,6 +1,6 @@
 // Shared bits of the host commands (run-start, run-follow, run-stop, run-status): flags, the one
 // JSON reply line, and the workdir.
-import { writeSync } from 'node:fs';
+import { writeStdoutLine } from '../train/emit';
 import { CohortError, HOST_CMD_EXIT } from '../protocol';
 
 export class HostCmdFailure extends CohortError {
@@ -37,15 +37,7 @@ export function intFlag(flags: Record<string, string>, name: string, dflt: numbe
 
 /** Writes one JSON line to stdout, synchronously (the process may exit right after). */
 export function replyLine(value: unknown): void {
-  const buf = Buffer.from(JSON.stringify(value) + '\n');
-  let off = 0;
-  while (off < buf.length) {
-    try {
-      off += writeSync(1, buf, off);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return;
-    }
-  }
+  writeStdoutLine(JSON.stringify(value));
 }
 
 /** Runs a host command: a HostCmdFailure becomes the `{"error":..}` line and its exit code. */

@@ -12,10 +12,11 @@ export function stdoutEmitter(): Emit {
 
 /** Writes a complete event (e.g. one relayed from a rank, keeping its own timestamp). */
 export function writeEvent(e: CohortEvent): void {
-  writeLine(encodeEvent(e));
+  writeStdoutLine(encodeEvent(e));
 }
 
-function writeLine(text: string): void {
+/** Writes one line to stdout synchronously (the process may exit right after); a closed pipe drops it. */
+export function writeStdoutLine(text: string): void {
   const buf = Buffer.from(text + '\n');
   let off = 0;
   while (off < buf.length) {
