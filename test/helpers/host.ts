@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeEvent, decodeRunState, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../../trainer/protocol';
+import { afterAll } from 'vitest';
 import { ROOT } from './cli';
 
 export const BUNDLE = join(ROOT, 'resources', 'trainer', 'cohort-trainer.mjs');
@@ -101,4 +102,29 @@ export function killLeftovers(runIds: string[]): void {
       // gone
     }
   }
+}
+
+/**
+ * Temp workdirs and run ids for one test file, all cleaned up after it (leftover processes of those
+ * runs killed, the workdirs removed): `workdir()` makes one, `runId(name)` names a run uniquely.
+ */
+export function hostTestScope(): { workdir: () => string; runId: (name: string) => string } {
+  const dirs: string[] = [];
+  const ids: string[] = [];
+  afterAll(() => {
+    killLeftovers(ids);
+    dirs.forEach(removeDir);
+  });
+  return {
+    workdir: () => {
+      const d = tempWorkdir();
+      dirs.push(d);
+      return d;
+    },
+    runId: (name) => {
+      const id = `${name}-${process.pid}-${Date.now().toString(36)}`;
+      ids.push(id);
+      return id;
+    },
+  };
 }

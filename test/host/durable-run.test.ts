@@ -3,26 +3,11 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { decodeRunState } from '../../trainer/protocol';
-import { BUNDLE, eventsOf, freePort, hostCmd, killLeftovers, processesOf, ranksOf, readStateOf, removeDir, spec, tempWorkdir, waitUntil } from '../helpers/host';
+import { BUNDLE, eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
 
-const dirs: string[] = [];
-const ids: string[] = [];
-const workdir = () => {
-  const d = tempWorkdir();
-  dirs.push(d);
-  return d;
-};
-const runId = (name: string) => {
-  const id = `${name}-${process.pid}-${Date.now().toString(36)}`;
-  ids.push(id);
-  return id;
-};
-afterAll(() => {
-  killLeftovers(ids);
-  dirs.forEach(removeDir);
-});
+const { workdir, runId } = hostTestScope();
 const twoRanks = [
   { rank: 0, localRank: 0 },
   { rank: 1, localRank: 1 },

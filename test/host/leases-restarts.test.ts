@@ -2,26 +2,11 @@
 // host commands of the built bundle on one temp workdir.
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DoneEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
-import { eventsOf, freePort, hostCmd, killLeftovers, processesOf, ranksOf, readStateOf, removeDir, spec, tempWorkdir, waitUntil } from '../helpers/host';
+import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
 
-const dirs: string[] = [];
-const ids: string[] = [];
-afterAll(() => {
-  killLeftovers(ids);
-  dirs.forEach(removeDir);
-});
-const workdir = () => {
-  const d = tempWorkdir();
-  dirs.push(d);
-  return d;
-};
-const runId = (name: string) => {
-  const id = `${name}-${process.pid}-${Date.now().toString(36)}`;
-  ids.push(id);
-  return id;
-};
+const { workdir, runId } = hostTestScope();
 const twoRanks = [
   { rank: 0, localRank: 0 },
   { rank: 1, localRank: 1 },

@@ -3,22 +3,15 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ErrorEvent } from '../../trainer/protocol';
-import { eventsOf, freePort, hostCmd, killLeftovers, processesOf, ranksOf, readStateOf, removeDir, spec, tempWorkdir, waitUntil } from '../helpers/host';
+import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
 
-const dirs: string[] = [];
-const ids: string[] = [];
-afterAll(() => {
-  killLeftovers(ids);
-  dirs.forEach(removeDir);
-});
+const { workdir, runId } = hostTestScope();
 
 async function startTwoHosts(name: string, config: Record<string, unknown>, extra: Record<string, unknown> = {}) {
-  const id = `${name}-${process.pid}-${Date.now().toString(36)}`;
-  ids.push(id);
-  const [w1, w2] = [tempWorkdir(), tempWorkdir()];
-  dirs.push(w1, w2);
+  const id = runId(name);
+  const [w1, w2] = [workdir(), workdir()];
   const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
   const masterPort = await freePort();
   const common = { runId: id, worldSize: 2, masterPort, control, config, ...extra };
