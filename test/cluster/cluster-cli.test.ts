@@ -177,8 +177,12 @@ describe.skipIf(SSHD_MISSING)('cohort run --profile over SSH', () => {
     expect(Date.now() - t0).toBeLessThan(15_000);
     expect(exit.code).toBe(1);
     const errors = of(r.events, 'error') as ErrorEvent[];
-    expect(errors[0]).toMatchObject({ rank: 2, host: cluster.hosts[2]!.name });
+    expect(errors[0], JSON.stringify(errors)).toMatchObject({ rank: 2, host: cluster.hosts[2]!.name });
     expect(errors[0]!.message).toMatch(/killed by SIGKILL/);
+    // each error told once (the leader's record, not also each follower's), and none for ranks Cohort stopped itself
+    const keys = errors.map((e) => `${e.host}|${e.rank}|${e.message}`);
+    expect(new Set(keys).size, keys.join('\n')).toBe(keys.length);
+    expect(errors.filter((e) => /SIGTERM/.test(e.message))).toEqual([]);
     expect(r.stderr).toMatch(/nothing left running/);
     expect(await trainerProcesses()).toEqual([]);
   });

@@ -47,6 +47,8 @@ export interface RankProc {
   exited: boolean;
   /** The code of the rank's own error event, if it sent one (peer-lost marks a consequence, not a cause). */
   errorCode?: string;
+  /** The signals this agent sent the rank (kill()): an exit by one of them is ours, not a failure. */
+  sent: Set<NodeJS.Signals>;
 }
 
 export interface RankExit {
@@ -93,10 +95,10 @@ export class RankGroup {
 
   /** SIGTERM to every live rank's group, SIGKILL after the grace period. Idempotent. */
   kill(): void {
-    for (const p of this.procs) if (!p.exited) signalGroup(p.child, 'SIGTERM');
+    for (const p of this.procs) if (!p.exited) signalGroup(p, 'SIGTERM');
     if (this.hardKill || !this.running) return;
     this.hardKill = setTimeout(() => {
-      for (const p of this.procs) if (!p.exited) signalGroup(p.child, 'SIGKILL');
+      for (const p of this.procs) if (!p.exited) signalGroup(p, 'SIGKILL');
     }, KILL_GRACE_MS);
     this.hardKill.unref();
   }
@@ -128,7 +130,7 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
   // stdin is the lifeline: the agent never writes to it and never closes it; its death closes it.
   const child = spawn(cmd!, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   child.stdin!.on('error', () => {}); // EPIPE once the rank is gone: nothing to do
-  const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false };
+  const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false, sent: new Set() };
   const decoder = new EventLineDecoder();
   const host = spec.host;
   const emit = emitTo(sink);
@@ -174,8 +176,10 @@ function routeInterface(addr: string): string | undefined {
   }
 }
 
-function signalGroup(child: ChildProcess, sig: NodeJS.Signals): void {
+function signalGroup(p: RankProc, sig: NodeJS.Signals): void {
+  const child = p.child;
   if (child.pid === undefined) return;
+  p.sent.add(sig);
   try {
     process.kill(-child.pid, sig);
   } catch {

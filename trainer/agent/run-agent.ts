@@ -200,6 +200,9 @@ class HostAgent {
 
   private onRankExit(group: RankGroup, { proc: p, code, signal }: RankExit): void {
     if (code === 0 || group !== this.group || this.ended) return;
+    // A rank killed by the signal this agent sent it (another rank failed, or a halt) is a consequence:
+    // the failure that made us stop it is the story. A SIGKILL we did not send is a failure.
+    if (signal && p.sent.has(signal) && !p.reportedError) return;
     if (!p.reportedError || this.role === 'leader') {
       // The rank's own exit is the truth about it (issue 14 item 6): its code or signal and its log tail.
       const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;

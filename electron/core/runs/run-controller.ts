@@ -6,7 +6,9 @@
 //     silent for lostAfterMs makes the run `lost` (in the local cache), never `running` forever
 //   - cancel(): `run-stop` on the leader (it stops the followers), then on the followers as a
 //     fallback; {force} (a second Ctrl-C) stops following at once instead of waiting
-//   - the outcome comes from the leader's state record (run-status) once its record is drained
+//   - the outcome comes from the leader's state record (run-status) once its record is drained;
+//     errors too: the leader records every rank's error root cause first, so a follower's own copy
+//     is told only when the leader's record never had it
 // Dropping the controller (dispose, or the client dying) never stops the run: that is cancel().
 // The same controller serves `cohort run`, `cohort attach`, SSH clusters, `local`, `cohort serve`
 // and Electron; how a command reaches a host is the HostLink seam (host-link.ts).
@@ -70,6 +72,10 @@ export class RunController {
   private listeners = new Set<(e: CohortEvent) => void>();
   private follows: Follow[] = [];
   private firstError: ErrorEvent | undefined;
+  /** Errors in a follower's own record: the leader records them too, root cause first, so they are
+   *  told only if the leader's record never did (leader lost, agent died). */
+  private followerErrors: ErrorEvent[] = [];
+  private readonly errorsTold = new Set<string>();
   private doneEvent: Extract<CohortEvent, { type: 'done' }> | undefined;
   private lastStep = 0;
   private stopping: 'no' | 'stop' | 'force' = 'no';
@@ -205,7 +211,8 @@ export class RunController {
             pending = chunk.length - nl - 1;
           }
           for (const r of decoder.push(chunk.toString('utf8'))) {
-            if (r.kind === 'event') this.handle(r.event);
+            if (r.kind === 'event' && r.event.type === 'error' && !isLeader) this.followerErrors.push(r.event);
+            else if (r.kind === 'event') this.handle(r.event);
             else if (r.kind === 'invalid') this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: record line is not a valid event (${r.error})` }));
           }
         });
@@ -260,13 +267,18 @@ export class RunController {
   private handle(e: CohortEvent): void {
     if (e.type === 'step') this.lastStep = e.step;
     if (e.type === 'done') this.doneEvent = e;
-    if (e.type === 'error' && !this.firstError) this.firstError = e;
+    if (e.type === 'error') this.noteError(e);
     this.emit(e);
+  }
+
+  private noteError(e: ErrorEvent): void {
+    if (!this.firstError) this.firstError = e;
+    this.errorsTold.add(errorKey(e));
   }
 
   private emitError(e: Omit<ErrorEvent, 'v' | 'time' | 'type'>): void {
     const err = makeEvent({ type: 'error', ...e });
-    if (!this.firstError) this.firstError = err;
+    this.noteError(err);
     this.emit(err);
   }
 
@@ -274,6 +286,7 @@ export class RunController {
     if (this.finished) return;
     this.finished = true;
     for (const f of this.follows) f.cmd?.kill();
+    for (const e of this.followerErrors) if (!this.errorsTold.has(errorKey(e))) this.handle(e);
     // Every consumer sees an end: a run that recorded no `done` gets one from the controller.
     if (!this.doneEvent || (status !== 'lost' && this.doneEvent.status !== status)) {
       const done = makeEvent({ type: 'done', status: status === 'lost' ? 'failed' : status, steps: this.lastStep, medianGlobalSamplesPerSec: this.doneEvent?.medianGlobalSamplesPerSec ?? null, paramChecksum: this.doneEvent?.paramChecksum ?? '', durationMs: Date.now() - this.startedAt });
@@ -289,6 +302,10 @@ export class RunController {
   private emit(e: CohortEvent): void {
     for (const l of this.listeners) l(e);
   }
+}
+
+function errorKey(e: ErrorEvent): string {
+  return `${e.host}|${e.rank}|${e.message}`;
 }
 
 function parseLine(stdout: string): Record<string, unknown> | undefined {
