@@ -3,7 +3,7 @@
 // `cohort serve` (WebSocket) are two transports of the same contract. Two verbs, as VS Code's IPC:
 // methods return Promises, `onXxx` subscriptions return a disposer.
 import { CohortError, Emitter, toErrorInfo, type CohortEvent, type Disposable, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
-import type { Profile, ProfileHost } from './profile';
+import { decodeProfile, type Profile, type ProfileHost } from './profile';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
 // ---- shapes that cross the boundary --------------------------------------------------------
@@ -154,10 +154,25 @@ export interface RunAttachment {
   live: boolean;
 }
 
+/** Core asking the user for an encrypted key's passphrase (issue 14 item 5). Sent with open: true
+ *  when asked, and again with open: false once answered (by any client), cancelled or timed out. */
+export interface PassphraseRequestMessage {
+  id: string;
+  host: string;
+  keyPath: string;
+  /** 1 for the first request, 2+ after a wrong passphrase. */
+  attempt: number;
+  open: boolean;
+}
+
 export interface StopRunOptions {
   /** Skip the grace period (a second Ctrl-C): close every host's channel at once. */
   force?: boolean;
 }
+
+/** A saved profile by name, or a profile as a form holds it right now (unsaved: validated and used
+ *  for that one call, never stored). */
+export type ProfileRef = string | Profile;
 
 export interface CohortApi {
   listProfiles(): Promise<Profile[]>;
@@ -165,7 +180,9 @@ export interface CohortApi {
   saveProfile(profile: unknown, previousName?: string): Promise<Profile>;
   deleteProfile(name: string): Promise<void>;
   importSshConfig(): Promise<{ hosts: ProfileHost[]; skipped: { what: string; reason: string }[] }>;
-  testConnection(profile: string, host: string): Promise<ConnectionResult>;
+  /** Connects to one host of a saved profile or of an unsaved form's profile (a fresh connection
+   *  each time, so it tests exactly these values) and runs `true` there. */
+  testConnection(profile: ProfileRef, host: string): Promise<ConnectionResult>;
   /** Records a host key the user confirmed (the fingerprint must match what the host presents). */
   trustHostKey(key: HostKeyInfo): Promise<void>;
   probe(profile: string): Promise<HostProbe[]>;
@@ -179,14 +196,18 @@ export interface CohortApi {
   listRuns(): Promise<RunMeta[]>;
   getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }>;
   exportRunsCsv(runIds: string[]): Promise<string>;
+  /** Answers an open passphrase request: the passphrase, or null to cancel. The passphrase is used
+   *  to decrypt the key in memory, never stored or logged. */
+  answerPassphrase(id: string, passphrase: string | null): Promise<void>;
   onRunEvent(listener: (m: RunEventMessage) => void): () => void;
   onDeployProgress(listener: (p: DeployProgress) => void): () => void;
+  onPassphraseRequest(listener: (r: PassphraseRequestMessage) => void): () => void;
 }
 
 export type ApiMethod = Exclude<keyof CohortApi, `on${string}`>;
 export type ApiEvent = Extract<keyof CohortApi, `on${string}`>;
 
-export const API_EVENTS = ['onRunEvent', 'onDeployProgress'] as const satisfies readonly ApiEvent[];
+export const API_EVENTS = ['onRunEvent', 'onDeployProgress', 'onPassphraseRequest'] as const satisfies readonly ApiEvent[];
 // Every onXxx member must be listed: the transports derive their push wiring from this list.
 const _everyEventListed: [Exclude<ApiEvent, (typeof API_EVENTS)[number]>] extends [never] ? true : never = true;
 void _everyEventListed;
@@ -235,7 +256,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
   saveProfile: (a) => [a[0], a[1] === undefined ? undefined : name(a[1], 'previousName')],
   deleteProfile: (a) => [name(a[0], 'name')],
   importSshConfig: () => [],
-  testConnection: (a) => [name(a[0], 'profile'), name(a[1], 'host')],
+  testConnection: (a) => [typeof a[0] === 'string' ? name(a[0], 'profile') : decodeProfile(a[0]), name(a[1], 'host')],
   trustHostKey: (a) => {
     const o = obj(a[0], 'key');
     return [
@@ -273,6 +294,11 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
   listRuns: () => [],
   getRun: (a) => [name(a[0], 'runId')],
   exportRunsCsv: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
+  answerPassphrase: (a) => {
+    // The value is never echoed into an error message.
+    if (a[1] !== null && (typeof a[1] !== 'string' || a[1].length > 4096)) throw new DecodeError('passphrase', 'expected a string of at most 4096 characters, or null to cancel');
+    return [name(a[0], 'id'), a[1]];
+  },
 };
 
 export const API_METHODS = Object.keys(API_ARGS) as ApiMethod[];
