@@ -133,6 +133,10 @@ export interface StartRunRequest {
   ranks?: number;
   config: Partial<TrainConfig>;
   acceptNewHostKeys?: boolean;
+  /** Restarts from the last checkpoint after a rank or host failure (default 0). */
+  maxRestarts?: number;
+  /** Busy GPU slots: wait behind the run holding them (true, default) or fail at once (false). */
+  queue?: boolean;
 }
 
 export interface RunEventMessage {
@@ -276,12 +280,16 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     const o: Obj = obj(a[0], 'request');
     const ranks = optNum(o, 'ranks', 'request', { int: true, min: 1, max: 64 });
     const accept = optBool(o, 'acceptNewHostKeys', 'request');
+    const maxRestarts = optNum(o, 'maxRestarts', 'request', { int: true, min: 0, max: 100 });
+    const queue = optBool(o, 'queue', 'request');
     return [
       {
         profile: str(o, 'profile', 'request', { nonEmpty: true }),
         config: obj(o.config ?? {}, 'request.config') as Partial<TrainConfig>,
         ...(ranks === undefined ? {} : { ranks }),
         ...(accept === undefined ? {} : { acceptNewHostKeys: accept }),
+        ...(maxRestarts === undefined ? {} : { maxRestarts }),
+        ...(queue === undefined ? {} : { queue }),
       },
     ];
   },

@@ -31,6 +31,7 @@ export const EVENT_TYPES = [
   'log',
   'error',
   'restart',
+  'queued',
   'done',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -213,6 +214,15 @@ export interface RestartEvent extends EventBase {
   resumeStep: number;
 }
 
+/** The run waits for GPU slots another run holds (it starts when they free); said once per holder. */
+export interface QueuedEvent extends EventBase {
+  type: 'queued';
+  /** The host whose slot is busy. */
+  host: string;
+  /** The run holding it. */
+  behind: string;
+}
+
 export type RunStatus = 'ok' | 'failed' | 'cancelled';
 /** Where one rank's step time went: medians over the measured (post-warm-up) steps, in ms. */
 export interface RankPhases {
@@ -252,6 +262,7 @@ export type CohortEvent =
   | LogEvent
   | ErrorEvent
   | RestartEvent
+  | QueuedEvent
   | DoneEvent;
 
 type Payload<E> = E extends CohortEvent ? Omit<E, 'v' | 'time'> : never;
@@ -402,6 +413,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     reason: str(o, 'reason', p),
     resumeStep: num(o, 'resumeStep', p, { int: true, min: 0 }),
   }),
+  queued: (o) => ({ type: 'queued', host: str(o, 'host', p), behind: str(o, 'behind', p) }),
   done: (o) => ({
     type: 'done',
     status: oneOf(o, 'status', p, ['ok', 'failed', 'cancelled'] as const),

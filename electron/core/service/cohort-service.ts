@@ -132,6 +132,8 @@ export class CohortService implements CohortApi, Disposable {
         dataDir: this.opts.paths.dataDir,
         ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}),
         ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}),
+        ...(req.maxRestarts !== undefined ? { maxRestarts: req.maxRestarts } : {}),
+        ...(req.queue !== undefined ? { queue: req.queue } : {}),
         onDeployProgress: (p) => this.deployEvents.fire(p),
       });
     } catch (err) {

@@ -5,4 +5,7 @@ import { initialLaunchValues } from '../lib/launch-fields';
 export const launchForm = $state({
   values: initialLaunchValues(),
   ranks: 2,
+  /** Run lifetime (not training settings): restarts from the last checkpoint, and queueing on busy slots. */
+  maxRestarts: 0,
+  queue: true,
 });

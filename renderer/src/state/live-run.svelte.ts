@@ -1,11 +1,28 @@
 // The run shown in "Live run": fed by onRunEvent (a running job) or by a history record's events.
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
-import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, StepEvent } from '../../../trainer/protocol';
+import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, RestartEvent, StepEvent } from '../../../trainer/protocol';
 import type { CohortApi, RunEventMessage, RunMeta } from '../../../electron/common';
 import { SeriesBuffer } from '../lib/series-buffer';
 
-export type Phase = 'idle' | 'starting' | 'warmup' | 'training' | 'ok' | 'failed' | 'cancelled';
+export type Phase = 'idle' | 'queued' | 'starting' | 'warmup' | 'training' | 'restarting' | 'ok' | 'failed' | 'cancelled';
+
+/** Phases in which the run is still going (Stop applies). */
+export const isRunningPhase = (p: Phase): boolean => p === 'queued' || p === 'starting' || p === 'warmup' || p === 'training' || p === 'restarting';
+
+/** One restart of the run (the `restart` event) and where it sits on the step axis. */
+export interface RestartMark {
+  attempt: number;
+  host: string;
+  rank: number;
+  reason: string;
+  /** Training resumed from this step (the charts' points after it were redone). */
+  resumeStep: number;
+  /** The last step reported before the failure. */
+  failedAtStep: number;
+  /** The end of the warm-up steps after the restart (absolute step), once reported. */
+  warmupEnd?: number;
+}
 
 export interface LogLine {
   time: number;
@@ -32,8 +49,14 @@ export const metrics = { steps: new SeriesBuffer(STEP_SERIES.length), ranks: new
 /** x = step (the last reported, 0 before training); series per rank: used bytes, device total (GPU, else host RAM; NaN when unknown). */
 export const memory = { buffer: new SeriesBuffer(2), ranks: 0, hasTotal: false, step: 0 };
 
-/** Where the phases lie on the step axis (for the charts' bands): warm-up ends at `warmupEnd`. */
-export const phases = $state({ warmupEnd: 0, compiled: false });
+/** Where the phases lie on the step axis (for the charts' bands): warm-up ends at `warmupEnd`;
+ *  each restart resumes at its step and warms up again. */
+export const phases = $state({ warmupEnd: 0, compiled: false, restarts: [] as RestartMark[] });
+
+/** Seconds since the run's first event, by step (the charts' time axis). */
+export const stepTimes = { bySteps: new Map<number, number>(), start: NaN };
+/** Where a step sits on the time axis (NaN when its time is unknown). */
+export const secondsAtStep = (step: number): number => stepTimes.bySteps.get(step) ?? (step === 0 ? 0 : NaN);
 
 export const live = $state({
   runId: '' as string,
@@ -42,6 +65,8 @@ export const live = $state({
   hello: null as HelloEvent | null,
   plan: null as PlanEvent | null,
   lastStep: null as StepEvent | null,
+  /** The run waits for GPU slots (the `queued` event): which run holds them, on which host. */
+  queued: null as { behind: string; host: string } | null,
   /** Compile / warm-up entries in order (their own phase, never counted in throughput). */
   prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string; index?: number; total?: number }[],
   error: null as ErrorEvent | null,
@@ -74,6 +99,10 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   memory.hasTotal = false;
   phases.warmupEnd = 0;
   phases.compiled = false;
+  phases.restarts = [];
+  live.queued = null;
+  stepTimes.bySteps = new Map();
+  stepTimes.start = NaN;
   live.tick++;
 }
 
@@ -111,15 +140,25 @@ export function flushLive(): void {
 }
 
 export function applyEvent(e: CohortEvent): void {
+  if (Number.isNaN(stepTimes.start)) stepTimes.start = e.time;
   switch (e.type) {
+    case 'queued':
+      live.queued = { behind: e.behind, host: e.host };
+      if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'queued';
+      break;
     case 'hello':
       live.hello = e;
-      if (live.phase === 'starting') live.phase = 'warmup';
+      live.queued = null;
+      if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'warmup';
       break;
     case 'plan':
       live.plan = e;
+      live.queued = null;
       ensureMemoryRanks(e.worldSize);
-      if (live.phase === 'starting') live.phase = 'warmup';
+      if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'warmup';
+      break;
+    case 'restart':
+      restart(e);
       break;
     case 'compile': {
       // Progress reports ('running') update one entry in place; the final report replaces it.
@@ -130,12 +169,17 @@ export function applyEvent(e: CohortEvent): void {
       if (e.status !== 'running') phases.compiled = true;
       break;
     }
-    case 'warmup':
-      live.prep.push({ kind: 'warmup', label: `${e.steps} warm-up step(s)`, status: 'ok', durationMs: e.durationMs, detail: e.detail });
-      phases.warmupEnd = e.steps;
+    case 'warmup': {
+      const r = phases.restarts.at(-1);
+      live.prep.push({ kind: 'warmup', label: `${e.steps} warm-up step(s)${r ? ` after restart ${r.attempt}` : ''}`, status: 'ok', durationMs: e.durationMs, detail: e.detail });
+      // After a restart the warm-up counts from the step resumed from.
+      if (r) r.warmupEnd = r.resumeStep + e.steps;
+      else phases.warmupEnd = e.steps;
       break;
+    }
     case 'step': {
-      if (live.phase === 'starting' || live.phase === 'warmup') live.phase = 'training';
+      if (live.phase === 'starting' || live.phase === 'queued' || live.phase === 'warmup' || live.phase === 'restarting') live.phase = 'training';
+      stepTimes.bySteps.set(e.step, (e.time - stepTimes.start) / 1000);
       pendingStep = e;
       const row: Record<StepSeries, number> = { throughput: e.globalSamplesPerSec, loss: e.loss ?? NaN, stepTimeMs: e.stepTimeMs };
       metrics.steps.push(e.step, ...STEP_SERIES.map((s) => row[s]));
@@ -165,6 +209,17 @@ export function applyEvent(e: CohortEvent): void {
   live.tick++;
 }
 
+/** Every rank restarts from the last checkpoint: the steps after it are redone, so their points go. */
+function restart(e: RestartEvent): void {
+  const failedAtStep = pendingStep?.step ?? live.lastStep?.step ?? e.resumeStep;
+  phases.restarts.push({ attempt: e.attempt, host: e.host, rank: e.rank, reason: e.reason, resumeStep: e.resumeStep, failedAtStep });
+  live.phase = 'restarting';
+  // The failure was handled (it is listed with the restart); a later one shows its own banner.
+  live.error = null;
+  for (const b of [metrics.steps, metrics.ranks, memory.buffer]) b.dropAfter(e.resumeStep);
+  pushLog({ time: e.time, rank: e.rank >= 0 ? e.rank : undefined, host: e.host, level: 'warn', text: `restart ${e.attempt}: ${e.reason}; resuming from step ${e.resumeStep}` });
+}
+
 function recordMemory(mem: StepEvent['memory']): void {
   if (!mem.length) return;
   ensureMemoryRanks(Math.max(...mem.map((m) => m.rank)) + 1);
@@ -191,7 +246,7 @@ export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
   resetLive(meta.id, 'history');
   for (const e of events) applyEvent(e);
   flushLive();
-  if (live.phase === 'starting' || live.phase === 'warmup' || live.phase === 'training') {
+  if (isRunningPhase(live.phase)) {
     const s = meta.status;
     if (s === 'ok' || s === 'failed' || s === 'cancelled') live.phase = s;
     else if (s === 'lost') live.phase = 'failed';
