@@ -5,13 +5,15 @@
 // - an encrypted key with no ssh-agent: the dashboard asks for the passphrase in a dialog (a wrong
 //   one is asked again), connects, and the passphrase appears in no file or log of the server.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
-import { CHROMIUM, CHROMIUM_ARGS, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, screenshotsAllSizes, startServe, type ServeProcess } from './serve-process';
+
+const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 const PASSPHRASE = 'correct horse 7 battery';
 
@@ -36,6 +38,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SSHD_MISSING)('host setup in the dash
 
   beforeAll(async () => {
     ensureRendererBuilt();
+    mkdirSync(ARTIFACTS, { recursive: true });
     hosts = await startHosts(1);
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-hostsetup-'));
     encKey = join(dir, 'enc_ed25519');
@@ -83,6 +86,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SSHD_MISSING)('host setup in the dash
     const addressError = page.locator('label', { has: page.getByTestId('host-0-address') }).getByTestId('error-h0.address');
     await expect.poll(() => addressError.count()).toBe(1);
     expect(await page.locator('.field-error').filter({ hasText: '65535' }).count()).toBe(1);
+    await screenshotsAllSizes(page, ARTIFACTS, 'profile-form-errors');
   });
 
   it('Test connection works on an unsaved form, with the values typed', async () => {
@@ -94,6 +98,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SSHD_MISSING)('host setup in the dash
     // Nothing was saved by testing.
     expect(await page.getByTestId('profile-unsaved-lab').count()).toBe(0);
     expect(existsSync(join(serve.dataDir, '..', 'config', 'profiles', 'unsaved-lab.json'))).toBe(false);
+    await screenshotsAllSizes(page, ARTIFACTS, 'profile-test-unsaved');
 
     // The test uses the form as it is now, not a cached connection: a wrong port fails.
     await page.getByTestId('host-0-port').fill('1');
@@ -110,6 +115,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SSHD_MISSING)('host setup in the dash
     const prompt = page.getByTestId('passphrase-prompt');
     await prompt.waitFor({ timeout: 30_000 });
     expect(await prompt.textContent()).toContain(encKey);
+    await screenshotsAllSizes(page, ARTIFACTS, 'passphrase-dialog');
     await page.getByTestId('passphrase-input').fill('not the passphrase');
     await page.getByTestId('passphrase-submit').click();
     await expect.poll(() => page.getByTestId('passphrase-wrong').count(), { timeout: 15_000 }).toBe(1);

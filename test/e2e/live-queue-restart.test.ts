@@ -3,14 +3,14 @@
 // with SIGKILL after a checkpoint (max restarts 1) shows as a restart: the Restarts row, a marker
 // on every chart at the step resumed from, the run finishing ok. Also the time x axis (issue 15).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { killLeftovers, ranksOf } from '../helpers/host';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, screenshotsAllSizes, startServe, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
@@ -70,7 +70,7 @@ describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live vi
     const b = await launch({ ranks: 2, steps: 14, maxRestarts: 1 });
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 30_000 }).toBe('queued');
     expect(await page.getByTestId('queued-behind').textContent()).toContain(`queued behind ${a}`);
-    writeFileSync(join(ARTIFACTS, 'live-queued.png'), await page.screenshot());
+    await screenshotsAllSizes(page, ARTIFACTS, 'live-queued');
 
     // A ends (stopped from the CLI): B starts on the freed slots.
     const stop = spawnSync(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), 'stop', a], { env: { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home') }, encoding: 'utf8', timeout: 60_000 });
@@ -92,7 +92,10 @@ describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live vi
     // The redone steps are not drawn twice: the chart holds each logged step once.
     const steps = events(b).filter((e) => e.type === 'step').map((e) => (e.type === 'step' ? e.step : 0));
     await expect.poll(() => page.getByTestId('chart-throughput').getAttribute('data-points')).toBe(String(new Set(steps).size));
-    writeFileSync(join(ARTIFACTS, 'live-restart.png'), await page.screenshot({ fullPage: true }));
+    // A CPU run: the GPU utilisation panel says so instead of drawing zeros.
+    expect(await page.getByTestId('chart-gpu-util').getAttribute('data-state')).toBe('no-gpu');
+    expect(await page.locator('[data-testid=chart-gpu-util] canvas').count()).toBe(0);
+    await screenshotsAllSizes(page, ARTIFACTS, 'live-restart', { fullPage: true });
 
     // The time axis: same points, x in seconds since the run began.
     await page.getByTestId('x-time').click();
@@ -102,7 +105,8 @@ describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live vi
     await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
     const [x] = await page.locator('[data-testid=chart-throughput] .u-legend .u-value').allTextContents();
     expect(x).toMatch(/^\d+\.\d$/);
-    writeFileSync(join(ARTIFACTS, 'live-restart-time-axis.png'), await page.screenshot({ fullPage: true }));
+    await page.mouse.move(0, 0);
+    await screenshotsAllSizes(page, ARTIFACTS, 'live-restart-time-axis', { fullPage: true });
     await page.getByTestId('x-step').click();
   }, 600_000);
 });

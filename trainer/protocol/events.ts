@@ -136,6 +136,8 @@ export interface RankMemory {
   gpuUuid?: string;
   /** The host's physical memory (what RSS is measured against when there is no GPU). */
   hostTotalBytes?: number;
+  /** The rank's GPU's utilisation, 0-100 (nvidia-smi utilization.gpu); absent without a GPU or when it cannot be read. */
+  gpuUtilPercent?: number;
 }
 
 export interface StepEvent extends EventBase {
@@ -291,6 +293,8 @@ function rankMemory(v: unknown, path: string): RankMemory {
     const x = optNum(o, k, path, { min: 0 });
     if (x !== undefined) m[k] = x;
   }
+  const util = optNum(o, 'gpuUtilPercent', path, { min: 0, max: 100 });
+  if (util !== undefined) m.gpuUtilPercent = util;
   const uuid = optStr(o, 'gpuUuid', path);
   if (uuid !== undefined) m.gpuUuid = uuid;
   return m;

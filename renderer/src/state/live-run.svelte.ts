@@ -49,6 +49,9 @@ export const metrics = { steps: new SeriesBuffer(STEP_SERIES.length), ranks: new
 /** x = step (the last reported, 0 before training); series per rank: used bytes, device total (GPU, else host RAM; NaN when unknown). */
 export const memory = { buffer: new SeriesBuffer(2), ranks: 0, hasTotal: false, step: 0 };
 
+/** x = step; one series per rank: its GPU's utilisation in % (NaN when that rank reported none). */
+export const gpuUtil = { buffer: new SeriesBuffer(1) };
+
 /** Where the phases lie on the step axis (for the charts' bands): warm-up ends at `warmupEnd`;
  *  each restart resumes at its step and warms up again. */
 export const phases = $state({ warmupEnd: 0, compiled: false, restarts: [] as RestartMark[] });
@@ -75,6 +78,10 @@ export const live = $state({
   /** Bumps whenever buffers changed (charts also check buffer versions). */
   tick: 0,
   memoryRanks: [] as { rank: number; host: string; used: number; total: number | null; kind: string }[],
+  /** Some rank reported its GPU's utilisation (else the chart says why there is none). */
+  gpuUtilSeen: false,
+  /** Some rank reported GPU memory (a GPU exists even when its utilisation is not reported). */
+  gpuSeen: false,
 });
 
 export function resetLive(runId: string, source: 'live' | 'history'): void {
@@ -95,6 +102,9 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   metrics.ranks = new SeriesBuffer(0);
   memory.ranks = 0;
   memory.buffer = new SeriesBuffer(2);
+  gpuUtil.buffer = new SeriesBuffer(1);
+  live.gpuUtilSeen = false;
+  live.gpuSeen = false;
   memory.step = 0;
   memory.hasTotal = false;
   phases.warmupEnd = 0;
@@ -110,6 +120,7 @@ function ensureMemoryRanks(n: number): void {
   if (n <= memory.ranks) return;
   memory.ranks = Math.min(n, MAX_RANKS);
   memory.buffer = new SeriesBuffer(memoryColumns(memory.ranks)); // history before this point is dropped: rank count is fixed per run
+  gpuUtil.buffer = new SeriesBuffer(memory.ranks);
 }
 
 function pushLog(line: LogLine): void {
@@ -216,7 +227,7 @@ function restart(e: RestartEvent): void {
   live.phase = 'restarting';
   // The failure was handled (it is listed with the restart); a later one shows its own banner.
   live.error = null;
-  for (const b of [metrics.steps, metrics.ranks, memory.buffer]) b.dropAfter(e.resumeStep);
+  for (const b of [metrics.steps, metrics.ranks, memory.buffer, gpuUtil.buffer]) b.dropAfter(e.resumeStep);
   pushLog({ time: e.time, rank: e.rank >= 0 ? e.rank : undefined, host: e.host, level: 'warn', text: `restart ${e.attempt}: ${e.reason}; resuming from step ${e.resumeStep}` });
 }
 
@@ -224,6 +235,7 @@ function recordMemory(mem: StepEvent['memory']): void {
   if (!mem.length) return;
   ensureMemoryRanks(Math.max(...mem.map((m) => m.rank)) + 1);
   const ys: number[] = new Array(memoryColumns(memory.ranks)).fill(NaN);
+  const util: number[] = new Array(memory.ranks).fill(NaN);
   const rows: typeof live.memoryRanks = [];
   for (const m of mem) {
     if (m.rank >= memory.ranks) continue;
@@ -235,9 +247,15 @@ function recordMemory(mem: StepEvent['memory']): void {
     ys[memoryColumn(m.rank, 'used')] = used;
     ys[memoryColumn(m.rank, 'total')] = total ?? NaN;
     if (total !== null) memory.hasTotal = true;
+    if (gpu || m.gpuUuid !== undefined) live.gpuSeen ||= true;
+    if (m.gpuUtilPercent !== undefined) {
+      util[m.rank] = m.gpuUtilPercent;
+      live.gpuUtilSeen ||= true;
+    }
     rows.push({ rank: m.rank, host: m.host, used, total, kind: own ? 'GPU (this rank)' : gpu ? 'GPU device' : 'RSS' });
   }
   memory.buffer.push(memory.step, ...ys);
+  gpuUtil.buffer.push(memory.step, ...util);
   pendingMemory = rows.sort((a, b) => a.rank - b.rank);
 }
 
