@@ -18,8 +18,10 @@ import {
   type ProfileHost,
   type RunAttachment,
   type RunEventMessage,
+  type RunExportFormat,
   type RunMeta,
   type RunMetaStatus,
+  type RunSeries,
   type StartRunRequest,
   type StopRunOptions,
 } from '../../common';
@@ -32,7 +34,7 @@ import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { attachLocalPlan, localWorkdir } from '../runs/local-run';
 import { runHostCommand } from '../runs/host-link';
 import { decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
-import { runSummaryCsv } from '../runs/run-csv';
+import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
 
 export interface CohortServiceOptions {
   paths: CohortPaths;
@@ -236,13 +238,24 @@ export class CohortService implements CohortApi, Disposable {
     return { meta, events: this.runs.events(runId) };
   }
 
-  async exportRunsCsv(runIds: string[]): Promise<string> {
-    const metas = runIds.map((id) => {
-      const m = this.runs.meta(id);
-      if (!m) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${id}`, hint: 'refresh the history list' });
-      return m;
+  async renameRun(runId: string, name: string): Promise<RunMeta> {
+    const m = this.runs.rename(runId, name);
+    if (!m) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' });
+    return m;
+  }
+
+  async getRunSeries(runIds: string[]): Promise<RunSeries[]> {
+    return runIds.map((id) => {
+      const s = this.runs.series(id);
+      if (!s) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${id}`, hint: 'refresh the history list' });
+      return s;
     });
-    return runSummaryCsv(metas);
+  }
+
+  async exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string> {
+    const metas = runIds.map((id) => this.meta(id));
+    if (baseline !== undefined && !runIds.includes(baseline)) throw new ApiCallError({ code: 'bad-argument', message: `the baseline ${baseline} is not one of the exported runs`, hint: 'choose the baseline among the runs you export' });
+    return format === 'json' ? runSummaryJson(metas, baseline) : runSummaryCsv(metas, baseline);
   }
 
   // ---- events ------------------------------------------------------------------------------------
