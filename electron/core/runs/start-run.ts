@@ -135,7 +135,7 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
 function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profile; config: TrainConfig; startedAt: string; ranks: number | undefined }, err: unknown): void {
   const e = err as { message?: unknown; code?: unknown; hint?: unknown; host?: unknown };
   const message = String(e.message ?? err);
-  const hint = typeof e.hint === 'string' && e.hint && !message.includes(e.hint) ? ` (hint: ${e.hint})` : '';
+  const hint = typeof e.hint === 'string' && e.hint && !message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (hint: ${e.hint})` : '';
   const local = isLocalProfile(o.profile);
   let rank = 0;
   const hosts = local ? [{ name: 'local', ranks: Array.from({ length: o.ranks ?? 1 }, () => rank++) }] : o.profile.hosts.map((h) => ({ name: h.name, address: h.address, ranks: Array.from({ length: h.slots }, () => rank++) }));
