@@ -69,7 +69,6 @@ export function runDurationMs(m: { startedAt: string; endedAt?: string; status: 
 export function checkRunName(name: string): { ok: true; name: string } | { ok: false; reason: string } {
   const n = name.trim();
   if (n.length > RUN_NAME_MAX) return { ok: false, reason: `a run name is at most ${RUN_NAME_MAX} characters (this one has ${n.length})` };
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(n)) return { ok: false, reason: 'a run name cannot hold line breaks, tabs or other control characters' };
   return { ok: true, name: n };
 }
