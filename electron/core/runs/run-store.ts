@@ -301,9 +301,9 @@ export class RunStore {
       // An ended run's file must hold every window its meta counts (a crash between the two writes).
       if (s && (!ended || s.windows === meta.throughput?.windows)) return s;
     }
-    const acc = seriesFromEvents(id, this.events(id));
-    const s = acc.toSeries();
-    if (ended) this.migrate(meta, s);
+    const s = seriesFromEvents(id, this.events(id)).toSeries();
+    // Written back once (a run that measured nothing and says so already has nothing to write).
+    if (ended && (s.windows > 0 || meta.throughput?.windows !== 0)) this.migrate(meta, s);
     return s;
   }
 
