@@ -142,7 +142,7 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     await expect.poll(async () => (await page.locator('[data-testid=compare-chart-throughput] .u-legend .u-value').allTextContents()).slice(1).every((v) => /^\d/.test(v))).toBe(true);
     await page.mouse.move(0, 0);
 
-    const diff = await page.locator('[data-testid=config-diff] tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll("td"), (td) => td.textContent!.trim())));
+    const diff = await page.locator('[data-testid=config-diff] tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent!.trim())));
     expect(diff).toEqual([
       ['global batch', '2', '4'],
       ['batchSize', '2', '4'],
