@@ -228,8 +228,31 @@ export class CohortService implements CohortApi, Disposable {
     const all = this.runs.list(onSkip ? { onSkip } : {});
     const open = all.filter((m) => !['ok', 'failed', 'cancelled'].includes(m.status) && !this.active.has(m.id));
     if (!open.length) return all;
-    await Promise.all(open.map((m) => this.refresh(m)));
+    await Promise.all(
+      open.map(async (m) => {
+        const now = await this.refresh(m);
+        if (now && ['ok', 'failed', 'cancelled'].includes(now.status)) await this.replayEnded(m);
+      }),
+    );
     return this.runs.list();
+  }
+
+  /**
+   * A run that ended while no client followed it (started with --detach, its client killed): its
+   * hosts' record is replayed once into the history, so it has what it measured (median, spread,
+   * curves), not only its end state. Bounded; a replay cut short is done again on the next list
+   * (the cache then still says the run is open).
+   */
+  private async replayEnded(meta: RunMeta, timeoutMs = 15_000): Promise<void> {
+    if (this.active.has(meta.id) || this.disposed) return;
+    try {
+      const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
+      const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
+      this.track(started);
+      await Promise.race([started.controller.result, new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);
+    } catch {
+      // the hosts' state (refresh) stands
+    }
   }
 
   async getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }> {
