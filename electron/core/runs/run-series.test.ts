@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { makeEvent, type CohortEvent } from '../../../trainer/protocol';
 import { spreadOf } from '../../common';
-import { SeriesAccumulator, decodeSeries, encodeSeries } from './run-series';
+import { SeriesAccumulator, decodeSeries, encodeSeries, seriesFromRecordText } from './run-series';
 
 const step = (n: number, rate: number, loss: number | null = 1): CohortEvent =>
   makeEvent({ type: 'step', step: n, epoch: 0, loss, globalSamplesPerSec: rate, stepTimeMs: 10, worldSize: 1, lr: 0.001, memory: [] });
@@ -55,4 +55,14 @@ describe('SeriesAccumulator', () => {
 it('spreadOf: numpy-style quartiles; no windows gives nulls', () => {
   expect(spreadOf([4, 1, 3, 2])).toEqual({ windows: 4, median: 2.5, min: 1, q1: 1.75, q3: 3.25, max: 4 });
   expect(spreadOf([])).toEqual({ windows: 0, median: null, min: null, q1: null, q3: null, max: null });
+});
+
+it('seriesFromRecordText reads only step lines, skips a torn last line, and matches the full decoder', () => {
+  const events = [step(1, 10), makeEvent({ type: 'log', level: 'info', message: 'a "step" in a log line' }), step(2, 20, null), step(3, 30)];
+  const text = events.map((e) => JSON.stringify(e)).join('\n') + '\n' + JSON.stringify(step(4, 40)).slice(0, 30);
+  const fromText = seriesFromRecordText('r', text).toSeries();
+  const acc = new SeriesAccumulator('r');
+  for (const e of events) acc.add(e);
+  expect(fromText).toEqual(acc.toSeries());
+  expect(fromText.loss).toEqual([1, null, 1]);
 });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
 import { CohortError, EventLineDecoder, type CohortEvent } from '../../../trainer/protocol';
 import { checkRunName, type RunMeta, type RunSeries, type ThroughputSpread } from '../../common';
-import { SeriesAccumulator, decodeSeries, encodeSeries, seriesFromEvents } from './run-series';
+import { SeriesAccumulator, decodeSeries, encodeSeries, seriesFromRecordText } from './run-series';
 
 export type { RunMeta };
 
@@ -301,14 +301,19 @@ export class RunStore {
       // An ended run's file must hold every window its meta counts (a crash between the two writes).
       if (s && (!ended || s.windows === meta.throughput?.windows)) return s;
     }
-    const s = seriesFromEvents(id, this.events(id)).toSeries();
+    const s = this.seriesFromRecord(id);
     // Written back once (a run that measured nothing and says so already has nothing to write).
     if (ended && (s.windows > 0 || meta.throughput?.windows !== 0)) this.migrate(meta, s);
     return s;
   }
 
   /** An ended run's measurements from its events, written into the record (series.json, meta.json). */
-  private migrate(meta: RunMeta, s: RunSeries = seriesFromEvents(meta.id, this.events(meta.id)).toSeries()): RunMeta {
+  private seriesFromRecord(id: string): RunSeries {
+    const p = join(this.runsDir, id, 'events.jsonl');
+    return seriesFromRecordText(id, existsSync(p) ? readFileSync(p, 'utf8') : '').toSeries();
+  }
+
+  private migrate(meta: RunMeta, s: RunSeries = this.seriesFromRecord(meta.id)): RunMeta {
     const patch: Partial<RunMeta> = {
       throughput: s.throughput,
       // A run that ended without the trainer's `done` (cancelled, failed) keeps what it measured.
