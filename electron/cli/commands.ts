@@ -39,6 +39,8 @@ export const COMMANDS: CommandSpec[] = [
       json: { type: 'boolean', help: 'events only, one JSON object per line on stdout; always ends with a `done` event' },
       verbose: { type: 'boolean', help: "every rank's log lines (else rank 0's)" },
       detach: { type: 'boolean', help: 'start the run and return at once, printing its id; "cohort attach RUN" follows it, "cohort stop RUN" stops it' },
+      'max-restarts': { type: 'string', arg: 'N', help: 'after a rank or host failure, restart every rank from the last checkpoint, at most N times', default: '0' },
+      'no-queue': { type: 'boolean', help: 'fail at once (slots-busy) when the GPU slots are busy with another run, instead of waiting behind it' },
       'accept-new-host-key': acceptNewHostKey,
       ...trainingOptions(),
     },

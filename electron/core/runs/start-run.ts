@@ -27,6 +27,10 @@ export async function startRun(o: {
   acceptNewHostKeys?: boolean;
   onDeployProgress?: (p: DeployProgress) => void;
   runId?: string;
+  /** Restarts from the last checkpoint after a rank or host failure (default 0). */
+  maxRestarts?: number;
+  /** Busy slots: wait (default) or fail at once with slots-busy. */
+  queue?: boolean;
 }): Promise<StartedRun> {
   const runId = o.runId ?? newRunId();
   const config = resolveRunConfig(o.profile, o.overrides); // bad input: refused, not a run
@@ -42,6 +46,10 @@ export async function startRun(o: {
   } catch (err) {
     recordFailedLaunch(o.store, { runId, profile: o.profile, config, startedAt, ranks: o.ranks }, err);
     throw err;
+  }
+  // The run's lifetime settings travel in every host's LaunchSpec, local and cluster alike.
+  for (const h of plan.hosts) {
+    if (h.spec) h.spec = { ...h.spec, ...(o.maxRestarts !== undefined ? { maxRestarts: o.maxRestarts } : {}), ...(o.queue !== undefined ? { queue: o.queue } : {}) };
   }
   const meta: RunMeta = {
     id: runId,

@@ -16,6 +16,8 @@ import {
   type HostProbe,
   type Profile,
   type ProfileHost,
+  type PassphraseRequestMessage,
+  type ProfileRef,
   type RunAttachment,
   type RunEventMessage,
   type RunExportFormat,
@@ -35,6 +37,7 @@ import { attachLocalPlan, localWorkdir } from '../runs/local-run';
 import { runHostCommand } from '../runs/host-link';
 import { decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
 import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
+import type { PassphrasePrompts } from './passphrase-prompts';
 
 export interface CohortServiceOptions {
   paths: CohortPaths;
@@ -44,6 +47,9 @@ export interface CohortServiceOptions {
   localUser?: string;
   /** Told about a run folder the history skips (damaged or incomplete meta.json): file and reason. */
   onSkippedRecord?: (file: string, reason: string) => void;
+  /** Passphrase requests for encrypted keys, answered by the dashboard (the cluster's KeyRing asks
+   *  through `passphrases.ask`). Absent: answerPassphrase is refused, no request is ever pushed. */
+  passphrases?: PassphrasePrompts;
 }
 
 type Listener<T> = (value: T) => void;
@@ -90,9 +96,10 @@ export class CohortService implements CohortApi, Disposable {
 
   // ---- cluster (SSH) ------------------------------------------------------------------------------
 
-  async testConnection(profile: string, host: string): Promise<ConnectionResult> {
+  async testConnection(profile: ProfileRef, host: string): Promise<ConnectionResult> {
     const cluster = this.cluster('test a connection');
-    return cluster.testConnection(await this.profiles.get(profile), host);
+    // An unsaved form's profile arrives decoded (API_ARGS); it is used for this call only.
+    return cluster.testConnection(typeof profile === 'string' ? await this.profiles.get(profile) : profile, host);
   }
 
   async trustHostKey(key: HostKeyInfo): Promise<void> {
@@ -127,6 +134,8 @@ export class CohortService implements CohortApi, Disposable {
         dataDir: this.opts.paths.dataDir,
         ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}),
         ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}),
+        ...(req.maxRestarts !== undefined ? { maxRestarts: req.maxRestarts } : {}),
+        ...(req.queue !== undefined ? { queue: req.queue } : {}),
         onDeployProgress: (p) => this.deployEvents.fire(p),
       });
     } catch (err) {
@@ -291,6 +300,15 @@ export class CohortService implements CohortApi, Disposable {
     return this.deployEvents.event(listener);
   }
 
+  onPassphraseRequest(listener: Listener<PassphraseRequestMessage>): () => void {
+    return this.opts.passphrases ? this.opts.passphrases.onRequest(listener) : () => undefined;
+  }
+
+  async answerPassphrase(id: string, passphrase: string | null): Promise<void> {
+    if (!this.opts.passphrases) throw new ApiCallError({ code: 'no-passphrase-prompts', message: 'this Cohort process does not ask for passphrases', hint: 'load the key into ssh-agent (ssh-add KEY)' });
+    this.opts.passphrases.answer(id, passphrase);
+  }
+
   /** Runs still controlled by this service. */
   activeRuns(): string[] {
     return [...this.active.keys()];
@@ -305,6 +323,7 @@ export class CohortService implements CohortApi, Disposable {
     // Emitter.fire isolates subscribers: one broken subscriber (a closed socket) does not stop the others or the run.
     this.runEvents.dispose();
     this.deployEvents.dispose();
+    this.opts.passphrases?.dispose();
     this.opts.cluster?.dispose();
   }
 

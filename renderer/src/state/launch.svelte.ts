@@ -12,6 +12,9 @@ import { profileByName, profiles } from './profiles.svelte';
 export const launchForm = $state({
   values: initialLaunchValues(),
   ranks: 2,
+  /** Run lifetime (not training settings): restarts from the last checkpoint, and queueing on busy slots. */
+  maxRestarts: 0,
+  queue: true,
   /** Settings of the run being run again that the form does not show (sent with the form's). */
   extra: {} as Partial<TrainConfig>,
   /** The run the form was filled from ('' when none). */
