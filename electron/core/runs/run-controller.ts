@@ -101,8 +101,12 @@ export class RunController {
     return () => this.listeners.delete(listener);
   }
 
-  /** `run-start` on every host, then attach. A host that refuses fails the run and stops the others. */
-  async start(): Promise<void> {
+  /**
+   * `run-start` on every host, then attach. A host that refuses fails the run and stops the others.
+   * Resolves true once every host's agent runs (detached: the run no longer needs this process),
+   * false when the start failed (the run's result says why).
+   */
+  async start(): Promise<boolean> {
     const started: HostLaunch[] = [];
     for (const h of this.plan.hosts) {
       if (!h.spec) throw new Error(`${h.host}: no launch spec; attach() follows a run started elsewhere`);
@@ -119,11 +123,12 @@ export class RunController {
         this.emitError({ rank: -1, host: h.host, message, logTail: [], code });
         await Promise.all(started.map((s) => this.stopHost(s, 'a host of the run could not start', 5000)));
         this.finish('failed');
-        return;
+        return false;
       }
       started.push(h);
     }
     this.attach();
+    return true;
   }
 
   /** Follows every host's record from the start (or from given byte offsets). */

@@ -50,6 +50,7 @@ export class CohortService implements CohortApi, Disposable {
   readonly profiles: ProfileStore;
   readonly runs: RunStore;
   private readonly active = new Map<string, StartedRun>();
+  private readonly starting = new Map<string, Promise<boolean>>();
   private readonly runEvents = new Emitter<RunEventMessage>();
   private readonly deployEvents = new Emitter<DeployProgress>();
   private disposed = false;
@@ -134,8 +135,22 @@ export class CohortService implements CohortApi, Disposable {
     const { runId, controller } = started;
     this.track(started);
     // start() resolves once every host has started its agent; failures arrive as `error` events.
-    void controller.start().catch((err: unknown) => controller.cancel(`start failed: ${(err as Error).message}`));
+    const starting = controller.start().catch((err: unknown) => {
+      controller.cancel(`start failed: ${(err as Error).message}`);
+      return false;
+    });
+    this.starting.set(runId, starting);
+    void controller.result.finally(() => this.starting.delete(runId));
     return { runId };
+  }
+
+  /**
+   * Whether a run this service started has its agent running on every host (true), or failed to
+   * start (false). A client that detaches (`cohort run --detach`) waits for this before it goes
+   * away: the run then needs no client. Undefined for a run not being started here.
+   */
+  started(runId: string): Promise<boolean> | undefined {
+    return this.starting.get(runId);
   }
 
   async stopRun(runId: string, opts: StopRunOptions = {}): Promise<void> {
