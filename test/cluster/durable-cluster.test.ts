@@ -8,12 +8,12 @@
 //     on, the attached CLI reconnects and continues with no gap and no duplicate
 //   - a host dead mid-run (link down, sshd and every process killed, workdir kept): the run ends
 //     failed naming that host, nothing is left on the surviving hosts; with the leader dead, the
-//     attached client says lost (COHORT_LOST_AFTER_MS shortens the 60 s default for the test)
+//     attached client says lost naming it (COHORT_LOST_AFTER_MS shortens the 60 s default here)
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CohortEvent, ErrorEvent, StepEvent } from '../../trainer/protocol';
+import { EventLineDecoder, type CohortEvent, type ErrorEvent, type StepEvent } from '../../trainer/protocol';
 import { harnessMode, leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli, type CliRun } from '../helpers/cli';
 
@@ -56,8 +56,8 @@ async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 12
   }
 }
 
-async function startDetached(extraEnv: NodeJS.ProcessEnv = {}): Promise<string> {
-  const r = cli(['run', '--profile', 'trio', '--steps', '100000', ...tiny, '--detach', '--json'], { json: true, env: extraEnv });
+async function startDetached(profile = 'trio'): Promise<string> {
+  const r = cli(['run', '--profile', profile, '--steps', '100000', ...tiny, '--detach', '--json'], { json: true });
   const exit = await r.exit;
   expect(exit.code, r.stderr).toBe(0);
   const runId = (JSON.parse(r.stdout.split('\n')[0]!) as { runId?: string }).runId!;
@@ -85,11 +85,14 @@ beforeAll(async () => {
   const knownHosts = join(dir, 'known_hosts');
   copyFileSync(cluster.knownHostsPath, knownHosts);
   env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
-  const file = join(dir, 'trio.json');
   const hosts = cluster.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }));
-  writeFileSync(file, JSON.stringify({ name: 'trio', hosts }));
-  const imported = cli(['profiles', 'import', file]);
-  expect((await imported.exit).code, imported.stderr).toBe(0);
+  // trio: h1 leads; pair: h2 leads, h1 follows (for the leader-dies case, after h3 is gone)
+  for (const [name, list] of [['trio', hosts], ['pair', [hosts[1]!, hosts[0]!]]] as const) {
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify({ name, hosts: list }));
+    const imported = cli(['profiles', 'import', file]);
+    expect((await imported.exit).code, imported.stderr).toBe(0);
+  }
   const deployed = cli(['deploy', 'trio']);
   expect((await deployed.exit).code, deployed.stderr).toBe(0);
 }, 300_000);
@@ -134,6 +137,11 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
     expect(seen).toEqual(recordSteps(0, runId));
     for (const s of stepsOf(doomed.events)) expect(seen).toContain(s);
     expect(await historyStatus(runId)).toBe('cancelled');
+    // the local history (kept by one of the attach and stop processes): whole lines, each step once
+    const d = new EventLineDecoder();
+    const history = [...d.push(readFileSync(join(dir, 'data', 'runs', runId, 'events.jsonl'), 'utf8')), ...d.end()];
+    expect(history.filter((x) => x.kind !== 'event'), 'damaged lines in the history').toEqual([]);
+    expect(stepsOf(history.flatMap((x) => (x.kind === 'event' ? [x.event] : [])))).toEqual(recordSteps(0, runId));
   }, 420_000);
 
   it('the client path cut for 20 s: training goes on on the hosts; the attached CLI reconnects and continues with no gap and no duplicate', async () => {
@@ -199,5 +207,35 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
     }
     // the dead host's workdir keeps its record (state running: its agent was killed, not stopped)
     expect(existsSync(join(victim.workdir, 'runs', runId, 'events.jsonl'))).toBe(true);
+  }, 420_000);
+
+  it('the leader host dies mid-run: the attached client ends lost naming it (never running forever); the follower stops its ranks by itself', async () => {
+    const runId = await startDetached('pair');
+    // 8 s instead of the product's 60 s, so the test waits less (COHORT_LOST_AFTER_MS is read by the CLI)
+    const attach = cli(['attach', runId, '--json'], { json: true, env: { COHORT_LOST_AFTER_MS: '8000' } });
+    await attach.waitFor((e) => e.type === 'step' && e.step >= 2, 180_000);
+    const leader = cluster.hosts[1]!;
+    await cluster.setLink(1, false);
+    const t0 = Date.now();
+    try {
+      const procs = await cluster.processes(1);
+      for (const pid of [leader.sshdPid, ...procs.map((p) => p.pid)]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone already */
+        }
+      }
+      const exit = await attach.exit;
+      process.stderr.write(`leader killed -> attached client ended (lost) in ${Date.now() - t0} ms\n`);
+      expect(exit.code, attach.stderr).toBe(3);
+      const errors = attach.events.filter((e): e is ErrorEvent => e.type === 'error');
+      expect(errors[0], JSON.stringify(errors)).toMatchObject({ host: leader.name, code: 'host-unreachable' }); // the cause first, then what the follower saw
+      expect(await historyStatus(runId)).toBe('lost');
+      // h1's agent loses its leader (no beat for 20 s) and stops its rank: nothing left on it
+      await until('the follower h1 to stop its rank', async () => (await trainerProcesses([0])).length === 0, 90_000);
+    } finally {
+      await cluster.setLink(1, true);
+    }
   }, 420_000);
 });

@@ -238,8 +238,12 @@ export class RunController {
       }
       if (this.gaveUp()) return;
       if (Date.now() - f.lastContact > lostAfter) {
-        this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})` }));
-        if (isLeader) this.finish('lost');
+        const message = `${f.host.host}: unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})`;
+        // The leader holds the run's outcome: without it the run is `lost`, and the error names it.
+        if (isLeader) {
+          this.emitError({ rank: -1, host: f.host.host, message: `${message}; it leads run ${this.plan.runId}, whose outcome it holds: the run is lost from here (cohort attach ${this.plan.runId} asks again once it answers)`, logTail: [], code: 'host-unreachable' });
+          this.finish('lost');
+        } else this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message }));
         return;
       }
       await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(attempt++, BACKOFF_MS.length - 1)]));
