@@ -4,12 +4,10 @@
 //   node cohort-trainer.mjs run-stop --run ID [--reason TEXT] [--wait-ms N]
 //   node cohort-trainer.mjs run-status [--run ID]
 //   node cohort-trainer.mjs agent-run --run ID  the detached agent itself (started by run-start)
-//   node cohort-trainer.mjs agent               stdin-driven agent (LaunchSpec, heartbeats on stdin)
 //   node cohort-trainer.mjs rank                one data-parallel rank (started by an agent)
 // The host commands run with cwd = the host's workdir, or COHORT_WORKDIR set.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runAgent } from './agent/agent';
 import { hostCommand, parseFlags } from './agent/host-cmd';
 import { runDetachedAgent } from './agent/run-agent';
 import { runFollow } from './agent/run-follow';
@@ -27,8 +25,6 @@ const enginesDir = join(here, 'engines');
 
 async function main(): Promise<number> {
   switch (cmd) {
-    case 'agent':
-      return runAgent({ trainerEntry: entry, enginesDir, workdir });
     case 'agent-run':
       return runDetachedAgent({ trainerEntry: entry, enginesDir, workdir, runId: parseFlags(rest, ['run'], 'agent-run').run ?? '' });
     case 'run-start':
@@ -44,7 +40,7 @@ async function main(): Promise<number> {
       holdLifeline(process.env);
       return runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs run-start|run-follow|run-stop|run-status|agent-run|agent|rank\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-follow|run-stop|run-status|agent-run|rank\n');
       return 2;
   }
 }

@@ -1,13 +1,15 @@
 // The cost of the host-side run record (events.jsonl, state.json, rank logs) on step time, side by
-// side: the same 2-rank run through the stdin-driven `agent` (events only on a pipe, no record) and
-// through `run-start` (detached agent writing the record), in alternating turns. Plus the record's
-// own cost per event, timed in isolation, as a share of the step (the noise-free bound).
+// side: the same 2 ranks started bare by this script (rank 0's events read from its stdout: no
+// agent, no record) and through `run-start` (the detached agent, writing the record), in
+// alternating turns. The difference bounds the agent's and the record's cost together. Plus the
+// record's own cost per event, timed in isolation, as a share of the step (the noise-free bound).
 //   npx tsx test/bench/host-record.ts [--rounds 2] [--steps 12] [--image-size 16]
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventLineDecoder, decodeEvent, makeEvent, type CohortEvent, type StepEvent } from '../../trainer/protocol';
+import { CACHE_DIR_ENV, CONFIG_ENV, EventLineDecoder, HOST_ENV, RENDEZVOUS_ENV, RUN_DIR_ENV, decodeEvent, decodeLaunchSpec, makeEvent, type CohortEvent, type StepEvent } from '../../trainer/protocol';
+import { relaxedSimdNodeFlags } from '../../trainer/util/wasm-asm';
 import { RunRecordWriter } from '../../trainer/agent/run-record';
 import { BUNDLE, freePort, hostCmd, readStateOf, spec, waitUntil } from '../helpers/host';
 import { countOption, machine, median, writeResults } from './bench-util';
@@ -23,15 +25,40 @@ const ranks = [
 
 const stepMs = (events: CohortEvent[]) => median(events.filter((e): e is StepEvent => e.type === 'step' && e.step > 2).map((e) => e.stepTimeMs));
 
+/** The ranks alone, started as the agent starts them (same environment, same threads), no agent and no record. */
 async function withoutRecord(i: number): Promise<number> {
   const wd = mkdtempSync(join(tmpdir(), 'cohort-bench-rec-'));
+  const id = `norec-${i}-${process.pid}`;
   try {
-    const child = spawn(process.execPath, [BUNDLE, 'agent'], { cwd: wd, stdio: ['pipe', 'pipe', 'ignore'] });
-    child.stdin.write(spec({ runId: `norec-${i}-${process.pid}`, host: 'h1', worldSize: 2, ranks, masterPort: await freePort(), config }) + '\n');
-    const d = new EventLineDecoder();
+    const port = await freePort();
+    // the config exactly as the agent passes it on (decoded from the same spec, defaults filled)
+    const launch = decodeLaunchSpec(JSON.parse(spec({ runId: id, host: 'h1', worldSize: 2, ranks, masterPort: port, config })));
+    const runDir = join(wd, 'runs', id);
     const events: CohortEvent[] = [];
-    child.stdout.setEncoding('utf8').on('data', (c: string) => d.push(c).forEach((x) => x.kind === 'event' && events.push(x.event)));
-    await new Promise((res) => child.on('close', res));
+    const exits = ranks.map((r) => {
+      const env = {
+        ...process.env,
+        [RENDEZVOUS_ENV.masterAddr]: '127.0.0.1',
+        [RENDEZVOUS_ENV.masterPort]: String(port),
+        [RENDEZVOUS_ENV.rank]: String(r.rank),
+        [RENDEZVOUS_ENV.worldSize]: String(ranks.length),
+        [RENDEZVOUS_ENV.localRank]: String(r.localRank),
+        [CONFIG_ENV]: JSON.stringify(launch.config),
+        [HOST_ENV]: 'h1',
+        [RUN_DIR_ENV]: runDir,
+        [CACHE_DIR_ENV]: join(wd, 'cache'),
+        COHORT_THREADS: String(Math.max(1, Math.floor(cpus().length / ranks.length))),
+      };
+      // detached as the agent starts them: each rank its own session, so its own scheduler
+      // autogroup (on a shared machine a rank in this script's session got ~half the CPU)
+      const child = spawn(process.execPath, [...relaxedSimdNodeFlags(), BUNDLE, 'rank', '--run', id], { cwd: wd, env, stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+      const d = new EventLineDecoder();
+      child.stdout.setEncoding('utf8').on('data', (c: string) => {
+        if (r.rank === 0) d.push(c).forEach((x) => x.kind === 'event' && events.push(x.event));
+      });
+      return new Promise((res) => child.on('close', res));
+    });
+    await Promise.all(exits);
     return stepMs(events);
   } finally {
     rmSync(wd, { recursive: true, force: true });
@@ -97,9 +124,9 @@ const md = [
   '',
   '| | ms/step (median) |',
   '|---|---|',
-  `| stdin agent, no record | ${without.toFixed(1)} |`,
-  `| run-start, on-host record | ${withRec.toFixed(1)} |`,
-  `| difference | ${(((withRec - without) / without) * 100).toFixed(1)} % (run-to-run noise on this machine is larger) |`,
+  `| ranks alone (no agent, no record) | ${without.toFixed(1)} |`,
+  `| run-start: detached agent + on-host record | ${withRec.toFixed(1)} |`,
+  `| difference | ${(((withRec - without) / without) * 100).toFixed(1)} % (per round: ${rows.map((r) => `${(((r.withMs - r.withoutMs) / r.withoutMs) * 100).toFixed(0)} %`).join(', ')}: the machine's noise) |`,
   '',
   `Record writes timed alone: ${cost.stepEventUs.toFixed(1)} µs per step event, ${cost.logLineUs.toFixed(1)} µs per log line (event + rank log); ` +
     `≈ ${perStepUs.toFixed(0)} µs per step = ${((perStepUs / 1000 / without) * 100).toFixed(3)} % of a ${without.toFixed(0)} ms step (in the agent, not the ranks).`,

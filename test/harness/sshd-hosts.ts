@@ -88,6 +88,14 @@ export interface SshdCluster {
   sshdLog(host: number | SshdHost): Promise<string>;
   /** Takes the host's network link down/up (netns mode): connections stall, keepalives fail. */
   setLink(host: number | SshdHost, up: boolean): Promise<void>;
+  /**
+   * Cuts (up=false) or restores the path between this process (the client, in the root namespace)
+   * and every host, leaving host-to-host traffic alone (netns mode): packets are dropped both ways,
+   * as on a dead Wi-Fi link. Client to hosts: a blackhole qdisc on the bridge's own interface (what
+   * the bridge forwards between hosts never passes it); hosts to client: each host's eth0 sends
+   * packets for the bridge address into a blackhole class. Idempotent.
+   */
+  setClientPath(up: boolean): Promise<void>;
   /** Kills everything, removes namespaces and links, deletes the directory. Idempotent. */
   dispose(): Promise<void>;
 }
@@ -143,6 +151,8 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
     if (privateSet.has(0)) throw new Error('host 0 is the jump host and cannot be private');
     const addresses: string[] = [];
     let unusedAddress: string | undefined;
+    let clientAddress: string | undefined;
+    let bridgeName: string | undefined;
     const namespaces: (string | undefined)[] = [];
     const ports: number[] = [];
 
@@ -151,6 +161,8 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
       reg.subnetLocks.push(...locks);
       save();
       const bridge = `cbr-${sid}`;
+      bridgeName = bridge;
+      clientAddress = `10.77.${x}.254`;
       reg.links.push(bridge);
       save();
       await ip('link', 'add', bridge, 'type', 'bridge');
@@ -309,6 +321,25 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
         const host = hostOf(h);
         if (!host.namespace) throw new Error('setLink needs netns mode');
         await ip('-n', host.namespace, 'link', 'set', host.isPrivate ? `cy-${sid}-${host.index}` : 'eth0', up ? 'up' : 'down');
+      },
+      setClientPath: async (up) => {
+        if (!bridgeName || !clientAddress) throw new Error('setClientPath needs netns mode');
+        const tc = (...args: string[]) => execFileP('tc', args, { encoding: 'utf8' });
+        const onHosts = hosts.filter((h) => h.namespace && !h.isPrivate);
+        if (up) {
+          await tc('qdisc', 'del', 'dev', bridgeName, 'root').catch(() => undefined);
+          for (const h of onHosts) await ip('netns', 'exec', h.namespace!, 'tc', 'qdisc', 'del', 'dev', 'eth0', 'root').catch(() => undefined);
+          return;
+        }
+        await tc('qdisc', 'replace', 'dev', bridgeName, 'root', 'blackhole');
+        for (const h of onHosts) {
+          const t = (...args: string[]) => ip('netns', 'exec', h.namespace!, 'tc', ...args);
+          await t('qdisc', 'replace', 'dev', 'eth0', 'root', 'handle', '1:', 'htb', 'default', '10', 'r2q', '100000');
+          await t('class', 'replace', 'dev', 'eth0', 'parent', '1:', 'classid', '1:10', 'htb', 'rate', '100gbit');
+          await t('class', 'replace', 'dev', 'eth0', 'parent', '1:', 'classid', '1:20', 'htb', 'rate', '100gbit');
+          await t('qdisc', 'replace', 'dev', 'eth0', 'parent', '1:20', 'handle', '20:', 'blackhole');
+          await t('filter', 'replace', 'dev', 'eth0', 'parent', '1:', 'protocol', 'ip', 'prio', '1', 'u32', 'match', 'ip', 'dst', `${clientAddress}/32`, 'flowid', '1:20');
+        }
       },
       dispose: async () => {
         if (disposed) return;

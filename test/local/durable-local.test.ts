@@ -6,7 +6,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CohortEvent, StepEvent } from '../../trainer/protocol';
+import { EventLineDecoder, type CohortEvent, type StepEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
 
 const dirs: string[] = [];
@@ -110,5 +110,35 @@ describe('durable local runs', () => {
     const stop = runCli(['stop', runId], { env });
     expect((await stop.exit).code, stop.stderr).toBe(0);
     expect(processesOf(runId)).toEqual([]);
+  });
+
+  it('two attachers of one run in two processes both get the whole stream; the local history is written by one of them, whole and once', async () => {
+    const data = tempDataDir();
+    dirs.push(data);
+    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
+    const r = runCli(['run', '--local', '--steps', '100000', ...tiny, '--detach', '--json'], { env, json: true });
+    expect((await r.exit).code, r.stderr).toBe(0);
+    const runId = (JSON.parse(r.stdout.split('\n')[0]!) as { runId: string }).runId;
+    runIds.push(runId);
+    await until('the detached run to step', () => hostSteps(data, runId).length >= 2);
+    const a = runCli(['attach', runId, '--json'], { env, json: true });
+    await a.waitFor((e) => e.type === 'step');
+    const b = runCli(['attach', runId, '--json'], { env, json: true });
+    const mid = Math.max(...hostSteps(data, runId));
+    await Promise.all([a, b].map((x) => x.waitFor((e) => e.type === 'step' && e.step > mid + 2, 60_000)));
+    const stop = runCli(['stop', runId], { env });
+    expect((await stop.exit).code, stop.stderr).toBe(0);
+    expect((await a.exit).code, a.stderr).toBe(130);
+    expect((await b.exit).code, b.stderr).toBe(130);
+    const record = hostSteps(data, runId);
+    expect(steps(a.events)).toEqual(record);
+    expect(steps(b.events)).toEqual(record);
+    // the history's copy: every line a whole event, each step once, the same steps as the hosts' record
+    const text = readFileSync(join(data, 'runs', runId, 'events.jsonl'), 'utf8');
+    const d = new EventLineDecoder();
+    const decoded = [...d.push(text), ...d.end()];
+    expect(decoded.filter((x) => x.kind !== 'event'), 'damaged lines in the history').toEqual([]);
+    expect(steps(decoded.flatMap((x) => (x.kind === 'event' ? [x.event] : [])))).toEqual(record);
+    expect((JSON.parse(readFileSync(join(data, 'runs', runId, 'meta.json'), 'utf8')) as { status: string }).status).toBe('cancelled');
   });
 });

@@ -117,6 +117,11 @@ export class ControlLink {
     return this.closed;
   }
 
+  /** How long since the other agent last sent anything (it beats every BEAT_MS). */
+  get silentForMs(): number {
+    return Date.now() - this.lastHeard;
+  }
+
   close(why = 'closed'): void {
     if (this.closed) return;
     this.closed = true;

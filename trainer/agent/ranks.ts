@@ -1,7 +1,7 @@
 // This host's ranks of one run: started each in its own process group with a lifeline (stdin, a
 // pipe from the agent: when the agent dies, whatever kills it, the kernel closes the pipe and the
-// rank exits), their output turned into events, stopped together. Shared by the stdin-driven
-// `agent` and the detached `agent-run` of durable runs.
+// rank exits), their output turned into events, stopped together. Used by the detached
+// `agent-run` of durable runs (run-agent.ts).
 import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cpus } from 'node:os';

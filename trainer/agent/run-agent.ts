@@ -19,6 +19,8 @@ export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
 /** How long the leader waits after a consequence-type failure (a peer lost) for the root cause to arrive. */
 const BLAME_GRACE_MS = 1500;
 const QUEUE_POLL_MS = 500;
+/** A follower agent silent this long (it beats every second) is taken for lost when a peer-lost needs a cause. */
+const SILENT_FOLLOWER_MS = 5000;
 const CONNECT_TIMEOUT_MS = 30_000;
 /** Codes that describe a consequence of another rank's failure, never the cause. */
 const CONSEQUENCE = new Set(['peer-lost']);
@@ -339,7 +341,7 @@ class HostAgent {
 
   private decide(): void {
     if (this.ended) return;
-    const root = this.failures.find((f) => !f.consequence) ?? this.failures[0]!;
+    const root = this.failures.find((f) => !f.consequence) ?? this.silentFollower() ?? this.failures[0]!;
     // The record gets the root cause first, then what followed from it.
     for (const f of [root, ...this.failures.filter((x) => x !== root)]) this.record.event(f.error);
     const error: RunStateError = { host: root.error.host, rank: root.error.rank, message: root.error.message, ...(root.error.code ? { code: root.error.code } : {}) };
@@ -351,6 +353,21 @@ class HostAgent {
     } else {
       this.end('failed', error);
     }
+  }
+
+  /**
+   * Only consequences (a rank saw a peer vanish) and no root cause: a follower whose agent has gone
+   * silent is it. A dead host (power, kernel, cable) sends nothing, not even the FIN that makes its
+   * control link close, and its ring sockets time out before the control link's own timeout does.
+   */
+  private silentFollower(): Failure | undefined {
+    const silent = [...this.followers.entries()].find(([, f]) => f.link.isClosed || f.link.silentForMs > SILENT_FOLLOWER_MS);
+    if (!silent) return undefined;
+    const [host, f] = silent;
+    const why = f.link.isClosed ? 'its control connection closed' : `its agent has sent nothing for ${Math.round(f.link.silentForMs / 1000)} s`;
+    const root: Failure = { error: { v: 1, time: Date.now(), type: 'error', rank: -1, host, message: `host ${host} lost: ${why} (host down or unreachable); its ranks' peers lost them`, logTail: [], code: 'host-lost' }, consequence: false };
+    this.failures.unshift(root);
+    return root;
   }
 
   private pendingRestart: ErrorEvent | undefined;

@@ -21,9 +21,9 @@ export interface LaunchSpec {
   config: TrainConfig;
   /** Extra environment for every rank (the profile host's `env`). */
   env: Record<string, string>;
-  /** The agent kills its ranks if no heartbeat line arrives on stdin for this long; 0 = rely on EOF only. */
+  /** The agents of a multi-host run take each other for lost after this long without a beat on their control link; 0 = the default (20 s). */
   heartbeatTimeoutMs: number;
-  // ---- durable runs (`run-start`; absent for the stdin-driven `agent`) ----
+  // ---- durable runs (`run-start`) ----
   /** "leader": the host of rank 0, holds the run's record and state; "follower": every other host. */
   role?: 'leader' | 'follower';
   /** The leader's control endpoint; followers connect to it. Absent on a single-host run. */
@@ -73,10 +73,6 @@ function decodeControl(value: unknown): ControlEndpoint {
   if (token.length < 16) throw new DecodeError('launch.control.token', 'must be a random secret of at least 16 characters');
   return { addr: str(c, 'addr', 'launch.control', { nonEmpty: true }), port: num(c, 'port', 'launch.control', { int: true, min: 1, max: 65535 }), token };
 }
-
-/** Lines core writes to an agent's stdin after the spec. */
-export const AGENT_HEARTBEAT = 'heartbeat';
-export const AGENT_CANCEL = 'cancel';
 
 /** Environment variable names of the rendezvous (torch.distributed's). */
 export const RENDEZVOUS_ENV = {

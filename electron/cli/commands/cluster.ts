@@ -13,11 +13,21 @@ import type { Parsed } from '../command-spec';
 import { ttyPassphraseProvider } from '../tty-prompt';
 
 export function makeCluster(io: CliIo): SshCluster {
+  const lostAfterMs = lostAfterFromEnv(io.env.COHORT_LOST_AFTER_MS);
   return new SshCluster({
     env: io.env,
+    ...(lostAfterMs ? { lostAfterMs } : {}),
     keys: new KeyRing(ttyPassphraseProvider()),
     onHostKeyAdded: (e) => io.stderr.write(`Permanently added ${e.knownHostsName} (${e.keyType} ${e.fingerprint}) to ${e.path} (line ${e.line})\n`),
   });
+}
+
+/** COHORT_LOST_AFTER_MS: how long a run's leader host may be silent before the run is `lost` (default 60000). */
+function lostAfterFromEnv(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const v = Number(raw);
+  if (!Number.isInteger(v) || v < 1000) throw new UsageError(`COHORT_LOST_AFTER_MS=${JSON.stringify(raw)}: give whole milliseconds, at least 1000 (unset it for the default, 60000)`);
+  return v;
 }
 
 export async function loadProfile(io: CliIo, name: string | undefined, command: string): Promise<Profile> {

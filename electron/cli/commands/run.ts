@@ -64,8 +64,10 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   // Subscribe before starting: every event of this run is printed once, in record order.
   let runId: string | undefined;
   const early: RunEventMessage[] = [];
+  // --detach holds the run's events back: they are told only if the start fails.
+  let holding = !!values.detach;
   const offEvents = service.onRunEvent((m) => {
-    if (runId === undefined) early.push(m);
+    if (runId === undefined || holding) early.push(m);
     else if (m.runId === runId) printer.event(m.event);
   });
   const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));
@@ -91,15 +93,21 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       }
       throw err;
     }
+    const resultOf = service.runResult(runId);
     if (values.detach) {
-      // The run lives on its hosts; this process only started it.
-      if (values.json) io.stdout.write(JSON.stringify({ ...makeEvent({ type: 'log', level: 'info', message: `run ${runId} started (detached)` }), runId }) + '\n');
+      // The run lives on its hosts; this process only starts it, and goes away once every host's
+      // agent runs (going earlier would close the SSH sessions under the hosts' run-start).
+      if (values.json) io.stdout.write(JSON.stringify({ ...makeEvent({ type: 'log', level: 'info', message: `run ${runId} starting (detached)` }), runId }) + '\n');
       else io.stdout.write(`${runId}\n`);
-      if (!values.json) io.stderr.write(`run ${runId} started; follow it with "cohort attach ${runId}", stop it with "cohort stop ${runId}"\n`);
-      return EXIT.ok;
+      if (await (service.started(runId) ?? Promise.resolve(false))) {
+        if (!values.json) io.stderr.write(`run ${runId} started; follow it with "cohort attach ${runId}", stop it with "cohort stop ${runId}"\n`);
+        return EXIT.ok;
+      }
+      // It did not start: told like a foreground run that failed (its error, then done).
+      holding = false;
     }
     for (const m of early.splice(0)) if (m.runId === runId) printer.event(m.event);
-    const result = await service.runResult(runId);
+    const result = await resultOf;
     if (!result) throw new Error(`run ${runId} ended before it could be followed`);
     if (!local) await reportLeftovers(service, runId, io);
     if (!values.json) io.stderr.write(`run ${runId} recorded in ${join(service.runs.runsDir, runId)}\n`);

@@ -23,6 +23,8 @@ export interface SshClusterOptions {
   /** Hosts contacted at once (connect, probe, deploy). */
   concurrency?: number;
   connectTimeoutMs?: number;
+  /** A run whose leader host is silent this long is `lost` (RunPlan.lostAfterMs; default 60 s). */
+  lostAfterMs?: number;
   onHostKeyAdded?: SshConnectOptions['onHostKeyAdded'];
   bundle?: () => TrainerBundle;
 }
@@ -169,7 +171,7 @@ export class SshCluster implements ClusterOps {
         ...(profile.hosts.length > 1 ? { control: { addr: masterAddr, port: controlPort, token } } : {}),
       },
     }));
-    return { runId: req.runId, hosts, record };
+    return { runId: req.runId, hosts, record, ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
   }
 
   /** Where each host keeps a run's record: its workdir and the deployed bundle's entry. */
@@ -179,7 +181,7 @@ export class SshCluster implements ClusterOps {
 
   /** The plan of a run started elsewhere (attach, stop), from the record locations kept in its history. */
   attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan {
-    return { runId, hosts: record.map((r) => ({ host: r.host, link: this.hostLink(profile, r) })) };
+    return { runId, hosts: record.map((r) => ({ host: r.host, link: this.hostLink(profile, r) })), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
   }
 
   /** Host commands over SSH exec: `node <entry> <cmd>` in the host's workdir, the host's env over the channel. */

@@ -101,8 +101,12 @@ export class RunController {
     return () => this.listeners.delete(listener);
   }
 
-  /** `run-start` on every host, then attach. A host that refuses fails the run and stops the others. */
-  async start(): Promise<void> {
+  /**
+   * `run-start` on every host, then attach. A host that refuses fails the run and stops the others.
+   * Resolves true once every host's agent runs (detached: the run no longer needs this process),
+   * false when the start failed (the run's result says why).
+   */
+  async start(): Promise<boolean> {
     const started: HostLaunch[] = [];
     for (const h of this.plan.hosts) {
       if (!h.spec) throw new Error(`${h.host}: no launch spec; attach() follows a run started elsewhere`);
@@ -119,11 +123,12 @@ export class RunController {
         this.emitError({ rank: -1, host: h.host, message, logTail: [], code });
         await Promise.all(started.map((s) => this.stopHost(s, 'a host of the run could not start', 5000)));
         this.finish('failed');
-        return;
+        return false;
       }
       started.push(h);
     }
     this.attach();
+    return true;
   }
 
   /** Follows every host's record from the start (or from given byte offsets). */
@@ -233,8 +238,12 @@ export class RunController {
       }
       if (this.gaveUp()) return;
       if (Date.now() - f.lastContact > lostAfter) {
-        this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})` }));
-        if (isLeader) this.finish('lost');
+        const message = `${f.host.host}: unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})`;
+        // The leader holds the run's outcome: without it the run is `lost`, and the error names it.
+        if (isLeader) {
+          this.emitError({ rank: -1, host: f.host.host, message: `${message}; it leads run ${this.plan.runId}, whose outcome it holds: the run is lost from here (cohort attach ${this.plan.runId} asks again once it answers)`, logTail: [], code: 'host-unreachable' });
+          this.finish('lost');
+        } else this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message }));
         return;
       }
       await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(attempt++, BACKOFF_MS.length - 1)]));

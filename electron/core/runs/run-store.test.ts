@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +21,58 @@ it('writes run records private to the user (issue 14 item 7: the profile snapsho
   const mode = (p: string) => statSync(join(dir!, 'runs', 'r1', p)).mode & 0o777;
   expect({ dir: mode(''), logs: mode('logs'), meta: mode('meta.json'), events: mode('events.jsonl'), log: mode('logs/h1-0.log') }).toEqual({ dir: 0o700, logs: 0o700, meta: 0o600, events: 0o600, log: 0o600 });
   expect(store.meta('r1')?.status).toBe('ok');
+});
+
+const metaOf = (id: string) => ({ id, profile: 'p', startedAt: new Date().toISOString(), status: 'running', config: {}, hosts: [], worldSize: 1, versions: {} }) as unknown as RunMeta;
+const step = (n: number) => makeEvent({ type: 'step', step: n, epoch: 0, loss: 1, globalSamplesPerSec: 1, stepTimeMs: 1, worldSize: 1, lr: 0.1, memory: [] } as Parameters<typeof makeEvent>[0]);
+const stepsIn = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { step: number }).step);
+/** A pid that is certainly not running: a process that has exited. */
+const deadPid = () => spawnSync(process.execPath, ['-e', '0']).pid!;
+
+it('one writer per run: a second follower of the same run keeps a private copy; the history is written whole, once', () => {
+  dir = mkdtempSync(join(tmpdir(), 'run-store-'));
+  const store = new RunStore(join(dir, 'runs'));
+  const first = store.reopen(metaOf('r2'));
+  const second = store.reopen(metaOf('r2'));
+  expect([first.keepsHistory, second.keepsHistory]).toEqual([true, false]);
+  for (let n = 1; n <= 5; n++) {
+    expect(first.record(step(n))).toBe(n - 1);
+    expect(second.record(step(n))).toBe(n - 1);
+  }
+  second.update({ status: 'running' });
+  expect(second.events().map((e) => (e as { step: number }).step)).toEqual([1, 2, 3, 4, 5]);
+  first.update({ status: 'cancelled' });
+  first.close();
+  second.update({ status: 'ok' }); // a reader's view never reaches the history
+  second.close();
+  const runDir = join(dir, 'runs', 'r2');
+  expect(stepsIn(join(runDir, 'events.jsonl'))).toEqual([1, 2, 3, 4, 5]);
+  expect(store.meta('r2')?.status).toBe('cancelled');
+  expect(readdirSync(runDir).filter((f) => /lock|reader/.test(f))).toEqual([]); // the lock released, the reader's copy removed
+});
+
+it("a dead writer's lock is reclaimed; a reader whose writer died before the end takes the history over", () => {
+  dir = mkdtempSync(join(tmpdir(), 'run-store-'));
+  const store = new RunStore(join(dir, 'runs'));
+  const runDir = join(dir, 'runs', 'r3');
+  mkdirSync(runDir, { recursive: true });
+  writeFileSync(join(runDir, 'writer.lock'), `${deadPid()}\n`);
+  const rec = store.reopen(metaOf('r3'));
+  expect(rec.keepsHistory).toBe(true); // reclaimed from a killed holder
+  rec.close();
+
+  const writer = store.reopen(metaOf('r3'));
+  const reader = store.reopen(metaOf('r3'));
+  writer.record(step(1));
+  reader.record(step(1));
+  reader.record(step(2));
+  // the writer's process dies without closing: its lock names a dead pid
+  writeFileSync(join(runDir, 'writer.lock'), `${deadPid()}\n`);
+  reader.update({ status: 'ok' });
+  reader.close();
+  expect(stepsIn(join(runDir, 'events.jsonl'))).toEqual([1, 2]);
+  expect(store.meta('r3')?.status).toBe('ok');
+  writer.close();
 });
 
 const stepEvent = (n: number, rate: number) => makeEvent({ type: 'step', step: n, epoch: 0, loss: 2, globalSamplesPerSec: rate, stepTimeMs: 10, worldSize: 1, lr: 0.001, memory: [] });

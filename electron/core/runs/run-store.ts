@@ -6,7 +6,15 @@
 // run, its name: a file of its own, so a rename never races the recorder's meta.json writes). `cohort runs` and the dashboard's
 // History read it back. Records are private to the user (folders 0700, files 0600, like profiles):
 // meta.json carries the profile snapshot, whose hosts' env may hold secrets.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeSync } from 'node:fs';
+//
+// One writer per run: several clients may follow one run at once (two `cohort attach`, a `cohort
+// stop`, a dashboard), each re-reading the hosts' record from the start. The first takes
+// `writer.lock` (O_EXCL: pid and the process's start time; a dead holder's lock is reclaimed) and
+// keeps the history; the others keep their stream in a private file beside it
+// (`events.reader-<pid>.jsonl`, removed at close), so no two processes ever write the history's
+// events.jsonl or meta.json. A reader whose writer died before the end takes over at close: its
+// whole copy replaces events.jsonl by rename.
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
 import { CohortError, EventLineDecoder, type CohortEvent } from '../../../trainer/protocol';
@@ -66,6 +74,10 @@ const RETRY_MS = 500;
  */
 export class RunRecorder {
   readonly dir: string;
+  /** Whether this recorder keeps the run's history (holds writer.lock); false: a private copy only. */
+  private writer: boolean;
+  /** The events file this recorder writes: the history's events.jsonl, or a reader's own copy. */
+  private eventsFile: string;
   private eventsFd: number;
   private logFds = new Map<string, number>();
   private closed = false;
@@ -90,8 +102,26 @@ export class RunRecorder {
     this.dir = join(runsDir, checkRunId(meta.id));
     this.series = new SeriesAccumulator(meta.id);
     mkdirSync(join(this.dir, 'logs'), { recursive: true, mode: 0o700 });
-    this.writeMeta();
-    this.eventsFd = openSync(join(this.dir, 'events.jsonl'), opts.rewrite ? 'w' : 'a', 0o600);
+    this.writer = takeWriterLock(this.dir);
+    if (this.writer) {
+      this.writeMeta();
+      this.eventsFile = join(this.dir, 'events.jsonl');
+      this.eventsFd = openSync(this.eventsFile, opts.rewrite ? 'w' : 'a', 0o600);
+    } else {
+      removeDeadReaderCopies(this.dir);
+      this.eventsFile = join(this.dir, `events.reader-${process.pid}.jsonl`);
+      this.eventsFd = openSync(this.eventsFile, 'w', 0o600);
+    }
+  }
+
+  /** True when this recorder keeps the run's history; false when another process does (this one keeps a private copy). */
+  get keepsHistory(): boolean {
+    return this.writer;
+  }
+
+  /** Every event this recorder has written, in order (its seq is the index). */
+  events(): CohortEvent[] {
+    return decodeEventsFile(this.eventsFile);
   }
 
   /** Told (once per episode) when the record cannot be written and when it has caught up. Returns a disposer. */
@@ -121,13 +151,13 @@ export class RunRecorder {
   }
 
   log(host: string, rank: number | undefined, line: string): void {
-    if (this.closed) return;
+    if (this.closed || !this.writer) return;
     this.write(join('logs', `${safe(host)}-${rank === undefined ? 'agent' : rank}.log`), line.endsWith('\n') ? line : line + '\n');
   }
 
   update(patch: Partial<RunMeta>): void {
     this.meta = { ...this.meta, ...patch };
-    this.metaDirty = true;
+    this.metaDirty = this.writer;
     this.flush(true);
   }
 
@@ -141,12 +171,29 @@ export class RunRecorder {
     }
     closeSync(this.eventsFd);
     for (const fd of this.logFds.values()) closeSync(fd);
+    if (this.writer) return releaseWriterLock(this.dir);
+    // A reader: if the history's writer went away before the end (the history never got an end),
+    // this whole copy becomes the history.
+    try {
+      if (this.backlogBytes === 0 && !historyEnded(this.dir) && takeWriterLock(this.dir)) {
+        try {
+          renameSync(this.eventsFile, join(this.dir, 'events.jsonl'));
+          this.writeSeries(true);
+          this.writeMeta();
+        } finally {
+          releaseWriterLock(this.dir);
+        }
+      }
+    } catch (err) {
+      this.tell(`could not take over the run record in ${this.dir}: ${(err as Error).message}`);
+    }
+    rmQuiet(this.eventsFile);
   }
 
-  /** series.json, atomically. A failure is not the run's problem: the reader rebuilds it from events.jsonl. */
-  private writeSeries(): void {
+  /** series.json, atomically (the history's writer only, or a reader taking over: `force`). A failure is not the run's problem: the reader rebuilds it from events.jsonl. */
+  private writeSeries(force = false): void {
     this.seriesWrittenAt = Date.now();
-    if (!this.series.windows) return;
+    if (!this.series.windows || (!this.writer && !force)) return;
     try {
       writeFileAtomicSync(join(this.dir, SERIES_FILE), encodeSeries(this.series.toSeries()), { mode: 0o600 });
     } catch {
@@ -250,10 +297,13 @@ export class RunStore {
     return new RunRecorder(this.runsDir, meta, { rewrite: true });
   }
 
-  /** Patches a run's meta.json (a refresh from the hosts' state); no-op for an unknown run. */
-  patch(id: string, patch: Partial<RunMeta>): RunMeta | undefined {
+  /** Patches a run's meta.json; no-op for an unknown run. */
+  patch(id: string, patch: Partial<RunMeta>, opts: { unlessFollowed?: boolean } = {}): RunMeta | undefined {
     const m = this.meta(id);
     if (!m) return undefined;
+    // unlessFollowed (a refresh from the hosts): a client following the run keeps its history and
+    // knows better; leave the meta to that one.
+    if (opts.unlessFollowed && writerLockHeld(join(this.runsDir, id))) return m;
     const { name: _name, ...next } = { ...m, ...patch }; // the name stays in user.json
     writeFileAtomicSync(join(this.runsDir, id, 'meta.json'), JSON.stringify(next, null, 2) + '\n', { mode: 0o600 });
     return this.meta(id);
@@ -365,10 +415,7 @@ export class RunStore {
   }
 
   events(id: string): CohortEvent[] {
-    const p = join(this.runsDir, checkRunId(id), 'events.jsonl');
-    if (!existsSync(p)) return [];
-    const d = new EventLineDecoder();
-    return [...d.push(readFileSync(p, 'utf8')), ...d.end()].flatMap((r) => (r.kind === 'event' ? [r.event] : []));
+    return decodeEventsFile(join(this.runsDir, checkRunId(id), 'events.jsonl'));
   }
 
   logPath(id: string, host: string, rank: number): string {
@@ -378,4 +425,106 @@ export class RunStore {
 
 function safe(s: string): string {
   return s.replace(/[^A-Za-z0-9._-]/g, '_');
+}
+
+function decodeEventsFile(p: string): CohortEvent[] {
+  if (!existsSync(p)) return [];
+  const d = new EventLineDecoder();
+  return [...d.push(readFileSync(p, 'utf8')), ...d.end()].flatMap((r) => (r.kind === 'event' ? [r.event] : []));
+}
+
+// ---- the one-writer lock ---------------------------------------------------------------------
+
+const LOCK = 'writer.lock';
+
+/** This process's identity in a lock: pid and start time (so a reused pid is not taken for the holder). */
+function holderId(pid: number): string | undefined {
+  try {
+    // /proc/<pid>/stat field 22 (starttime); fields after the last ')' are fixed.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return `${pid} ${stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]}`;
+  } catch {
+    // no /proc (macOS): the pid alone, alive or not
+    try {
+      process.kill(pid, 0);
+      return `${pid}`;
+    } catch (err) {
+      return (err as { code?: string }).code === 'EPERM' ? `${pid}` : undefined;
+    }
+  }
+}
+
+function holderAlive(line: string): boolean {
+  const pid = Number(line.split(' ')[0]);
+  if (!(pid > 0)) return false;
+  const now = holderId(pid);
+  return now !== undefined && (now === line || !line.includes(' ') || !now.includes(' '));
+}
+
+/** Takes the run's writer lock; false when a live process holds it (this one included). */
+function takeWriterLock(dir: string): boolean {
+  const file = join(dir, LOCK);
+  const me = holderId(process.pid) ?? `${process.pid}`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync(file, me + '\n', { flag: 'wx', mode: 0o600 });
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code !== 'EEXIST') throw err;
+    }
+    let held = '';
+    try {
+      held = readFileSync(file, 'utf8').trim();
+    } catch {
+      continue; // released meanwhile: try again
+    }
+    // A lock being written right now reads empty: its writer is alive.
+    if (held === '' || holderAlive(held)) return false;
+    rmQuiet(file); // its holder is gone (killed): reclaim
+  }
+  return false;
+}
+
+/** Whether a live process (this one included) keeps this run's history. */
+function writerLockHeld(dir: string): boolean {
+  try {
+    const held = readFileSync(join(dir, LOCK), 'utf8').trim();
+    return held === '' || holderAlive(held);
+  } catch {
+    return false;
+  }
+}
+
+function releaseWriterLock(dir: string): void {
+  const file = join(dir, LOCK);
+  try {
+    if (readFileSync(file, 'utf8').trim() === (holderId(process.pid) ?? `${process.pid}`)) unlinkSync(file);
+  } catch {
+    // not there: nothing to release
+  }
+}
+
+function historyEnded(dir: string): boolean {
+  try {
+    const status = (JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')) as { status?: unknown }).status;
+    return status === 'ok' || status === 'failed' || status === 'cancelled';
+  } catch {
+    return false;
+  }
+}
+
+/** Private copies left by readers that were killed. */
+function removeDeadReaderCopies(dir: string): void {
+  for (const f of readdirSync(dir)) {
+    const m = /^events\.reader-(\d+)\.jsonl$/.exec(f);
+    if (m && Number(m[1]) !== process.pid && holderId(Number(m[1])) === undefined) rmQuiet(join(dir, f));
+  }
+}
+
+function rmQuiet(file: string): void {
+  try {
+    unlinkSync(file);
+  } catch {
+    // gone already
+  }
 }

@@ -58,6 +58,7 @@ export class CohortService implements CohortApi, Disposable {
   readonly profiles: ProfileStore;
   readonly runs: RunStore;
   private readonly active = new Map<string, StartedRun>();
+  private readonly starting = new Map<string, Promise<boolean>>();
   private readonly runEvents = new Emitter<RunEventMessage>();
   private readonly deployEvents = new Emitter<DeployProgress>();
   private disposed = false;
@@ -145,8 +146,22 @@ export class CohortService implements CohortApi, Disposable {
     const { runId, controller } = started;
     this.track(started);
     // start() resolves once every host has started its agent; failures arrive as `error` events.
-    void controller.start().catch((err: unknown) => controller.cancel(`start failed: ${(err as Error).message}`));
+    const starting = controller.start().catch((err: unknown) => {
+      controller.cancel(`start failed: ${(err as Error).message}`);
+      return false;
+    });
+    this.starting.set(runId, starting);
+    void controller.result.finally(() => this.starting.delete(runId));
     return { runId };
+  }
+
+  /**
+   * Whether a run this service started has its agent running on every host (true), or failed to
+   * start (false). A client that detaches (`cohort run --detach`) waits for this before it goes
+   * away: the run then needs no client. Undefined for a run not being started here.
+   */
+  started(runId: string): Promise<boolean> | undefined {
+    return this.starting.get(runId);
   }
 
   async stopRun(runId: string, opts: StopRunOptions = {}): Promise<void> {
@@ -167,8 +182,9 @@ export class CohortService implements CohortApi, Disposable {
     const run = this.active.get(runId) ?? (await this.follow(runId));
     const meta = this.meta(runId);
     // The record is written synchronously as each event arrives, and this read is synchronous, so
-    // every event of the run is either in `events` or comes later with seq >= nextSeq.
-    const events = this.runs.events(runId);
+    // every event of the run is either in `events` or comes later with seq >= nextSeq. A run this
+    // process follows is read from its own recorder (the history's writer may be another process).
+    const events = run ? run.recorder.events() : this.runs.events(runId);
     return { meta: this.runs.meta(runId) ?? meta, events, nextSeq: events.length, live: !!run };
   }
 
@@ -191,13 +207,13 @@ export class CohortService implements CohortApi, Disposable {
       const leader = plan?.hosts[0];
       if (!leader) return undefined;
       const r = await runHostCommand(leader.link, ['run-status', '--run', meta.id], { timeoutMs: 5000 });
-      if (r.code === 5) return this.runs.patch(meta.id, { status: 'lost', error: `${leader.host} has no record of this run` });
+      if (r.code === 5) return this.runs.patch(meta.id, { status: 'lost', error: `${leader.host} has no record of this run` }, { unlessFollowed: true });
       const line = r.stdout.trim().split('\n').pop();
       if (r.code !== 0 || !line) return undefined; // unreachable: keep what the cache says
       const parsed = JSON.parse(line) as { agentAlive?: boolean };
       const st = decodeRunState(parsed);
       const status: RunMetaStatus = isTerminalRunState(st.state) ? st.state : parsed.agentAlive === false ? 'lost' : st.state;
-      return this.runs.patch(meta.id, { status, ...(st.lastStep !== undefined ? { steps: st.lastStep } : {}), lastSeenAt: new Date(st.updatedAt).toISOString(), ...(st.endedAt ? { endedAt: new Date(st.endedAt).toISOString() } : {}), ...(st.error ? { error: `${st.error.rank >= 0 ? `rank ${st.error.rank} on ` : ''}${st.error.host}: ${st.error.message}` } : {}) });
+      return this.runs.patch(meta.id, { status, ...(st.lastStep !== undefined ? { steps: st.lastStep } : {}), lastSeenAt: new Date(st.updatedAt).toISOString(), ...(st.endedAt ? { endedAt: new Date(st.endedAt).toISOString() } : {}), ...(st.error ? { error: `${st.error.rank >= 0 ? `rank ${st.error.rank} on ` : ''}${st.error.host}: ${st.error.message}` } : {}) }, { unlessFollowed: true });
     } catch {
       return undefined;
     }
@@ -318,7 +334,10 @@ export class CohortService implements CohortApi, Disposable {
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    for (const { controller } of this.active.values()) controller.dispose();
+    for (const { controller, recorder } of this.active.values()) {
+      controller.dispose();
+      recorder.close(); // lets another client keep the history (its writer lock is released)
+    }
     this.active.clear();
     // Emitter.fire isolates subscribers: one broken subscriber (a closed socket) does not stop the others or the run.
     this.runEvents.dispose();

@@ -1,0 +1,241 @@
+// Issue 12's proofs on a 3-host cluster of real OpenSSH hosts (network namespaces), through the
+// real `cohort` CLI, each client a separate process:
+//   - `run --detach`, then an attached client SIGKILLed: the run trains on in the hosts' record;
+//     `cohort attach` from a new process streams every step once, in order, the same steps as the
+//     leader's record; `cohort stop` from a third process leaves 0 trainer processes on every host
+//     and the history says cancelled
+//   - the client's path to every host cut for 20 s (hosts still reach each other): training goes
+//     on, the attached CLI reconnects and continues with no gap and no duplicate
+//   - a host dead mid-run (link down, sshd and every process killed, workdir kept): the run ends
+//     failed naming that host, nothing is left on the surviving hosts; with the leader dead, the
+//     attached client says lost naming it (COHORT_LOST_AFTER_MS shortens the 60 s default here)
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EventLineDecoder, type CohortEvent, type ErrorEvent, type StepEvent } from '../../trainer/protocol';
+import { harnessMode, leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { runCli, type CliRun } from '../helpers/cli';
+
+const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
+
+let cluster: SshdCluster;
+let dir = '';
+let env: NodeJS.ProcessEnv;
+const clients: CliRun[] = [];
+
+const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const stepsOf = (events: CohortEvent[]) => events.filter((e): e is StepEvent => e.type === 'step').map((e) => e.step);
+
+function cli(args: string[], opts: { json?: boolean; env?: NodeJS.ProcessEnv } = {}): CliRun {
+  const r = runCli(args, { env: { ...env, ...opts.env }, json: !!opts.json });
+  clients.push(r);
+  return r;
+}
+
+/** The step numbers in a host's own record of the run (the hosts share this machine's filesystem). */
+function recordSteps(host: number, runId: string): number[] {
+  const p = join(cluster.hosts[host]!.workdir, 'runs', runId, 'events.jsonl');
+  if (!existsSync(p)) return [];
+  return readFileSync(p, 'utf8')
+    .split('\n')
+    .filter((l) => l.includes('"type":"step"'))
+    .map((l) => (JSON.parse(l) as StepEvent).step);
+}
+
+async function trainerProcesses(hosts = [0, 1, 2]): Promise<string[]> {
+  const all = await Promise.all(hosts.map(async (i) => (await cluster.processes(i)).map((p) => `${cluster.hosts[i]!.name}: ${p.pid} ${p.cmd}`)));
+  return all.flat().filter((p) => /cohort-trainer\.mjs|cohort_run=/.test(p));
+}
+
+async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 120_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+async function startDetached(profile = 'trio'): Promise<string> {
+  const r = cli(['run', '--profile', profile, '--steps', '100000', ...tiny, '--detach', '--json'], { json: true });
+  const exit = await r.exit;
+  expect(exit.code, r.stderr).toBe(0);
+  const runId = (JSON.parse(r.stdout.split('\n')[0]!) as { runId?: string }).runId!;
+  expect(runId).toMatch(/^\d{8}-\d{6}-/);
+  return runId;
+}
+
+async function historyStatus(runId: string): Promise<string | undefined> {
+  const r = cli(['runs', 'list', '--json']);
+  await r.exit;
+  return (JSON.parse(r.stdout) as { id: string; status: string }[]).find((m) => m.id === runId)?.status;
+}
+
+/** What an attached client streamed: every step once, in order, with no gap. */
+function expectContiguous(seen: number[]): void {
+  expect(seen.length).toBeGreaterThan(0);
+  expect(new Set(seen).size, `duplicated steps in ${seen.join(',')}`).toBe(seen.length);
+  expect(seen, 'a gap in the streamed steps').toEqual(Array.from({ length: seen.length }, (_, i) => seen[0]! + i));
+}
+
+beforeAll(async () => {
+  if (!NETNS) return;
+  cluster = await startHosts(3);
+  dir = mkdtempSync(join(tmpdir(), 'cohort-durable-cluster-'));
+  const knownHosts = join(dir, 'known_hosts');
+  copyFileSync(cluster.knownHostsPath, knownHosts);
+  env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
+  const hosts = cluster.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }));
+  // trio: h1 leads; pair: h2 leads, h1 follows (for the leader-dies case, after h3 is gone)
+  for (const [name, list] of [['trio', hosts], ['pair', [hosts[1]!, hosts[0]!]]] as const) {
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify({ name, hosts: list }));
+    const imported = cli(['profiles', 'import', file]);
+    expect((await imported.exit).code, imported.stderr).toBe(0);
+  }
+  const deployed = cli(['deploy', 'trio']);
+  expect((await deployed.exit).code, deployed.stderr).toBe(0);
+}, 300_000);
+
+afterAll(async () => {
+  for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+  const id = cluster?.id;
+  await cluster?.setClientPath(true).catch(() => undefined);
+  await cluster?.dispose();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
+});
+
+describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
+  it('detach; a SIGKILLed client; attach from a new process streams every step once; stop from a third process leaves 0 processes and history cancelled', async () => {
+    const runId = await startDetached();
+    // A client attached, then killed: the run does not notice.
+    const doomed = cli(['attach', runId, '--json'], { json: true });
+    await doomed.waitFor((e) => e.type === 'step', 180_000);
+    doomed.child.kill('SIGKILL');
+    await doomed.exit;
+    const atKill = Math.max(0, ...recordSteps(0, runId));
+    await until('the leader record to advance with no client', () => Math.max(0, ...recordSteps(0, runId)) >= atKill + 3);
+    // every host still runs its agent and its rank
+    for (const i of [0, 1, 2]) expect((await trainerProcesses([i])).length, `host ${i + 1}`).toBeGreaterThanOrEqual(2);
+
+    const before = Math.max(...recordSteps(0, runId));
+    const attach = cli(['attach', runId, '--json'], { json: true });
+    await attach.waitFor((e) => e.type === 'step' && e.step > before + 2, 120_000);
+
+    const stop = cli(['stop', runId]);
+    const stopExit = await stop.exit;
+    expect(stopExit.code, stop.stderr).toBe(0);
+    expect(stop.stdout).toMatch(/cancelled/);
+    for (const h of cluster.hosts) expect(stop.stderr).toContain(`${h.name}: nothing left running`);
+    expect((await attach.exit).code, attach.stderr).toBe(130);
+    expect(await trainerProcesses()).toEqual([]);
+
+    const seen = stepsOf(attach.events);
+    expectContiguous(seen);
+    // attach replays the whole record then follows it live: exactly the leader's steps
+    expect(seen).toEqual(recordSteps(0, runId));
+    for (const s of stepsOf(doomed.events)) expect(seen).toContain(s);
+    expect(await historyStatus(runId)).toBe('cancelled');
+    // the local history (kept by one of the attach and stop processes): whole lines, each step once
+    const d = new EventLineDecoder();
+    const history = [...d.push(readFileSync(join(dir, 'data', 'runs', runId, 'events.jsonl'), 'utf8')), ...d.end()];
+    expect(history.filter((x) => x.kind !== 'event'), 'damaged lines in the history').toEqual([]);
+    expect(stepsOf(history.flatMap((x) => (x.kind === 'event' ? [x.event] : [])))).toEqual(recordSteps(0, runId));
+  }, 420_000);
+
+  it('the client path cut for 20 s: training goes on on the hosts; the attached CLI reconnects and continues with no gap and no duplicate', async () => {
+    const runId = await startDetached();
+    const attach = cli(['attach', runId, '--json'], { json: true });
+    await attach.waitFor((e) => e.type === 'step' && e.step >= 2, 180_000);
+    const cutAt = Math.max(...recordSteps(0, runId));
+    await cluster.setClientPath(false);
+    let resumedAt = 0;
+    try {
+      // what was in flight arrives within 2 s; after that nothing reaches the client
+      await new Promise((r) => setTimeout(r, 2_000));
+      const seenEarlyInCut = stepsOf(attach.events).length;
+      await new Promise((r) => setTimeout(r, 18_000));
+      resumedAt = Math.max(...recordSteps(0, runId));
+      expect(stepsOf(attach.events).length, 'events reached the client through the cut').toBe(seenEarlyInCut);
+      // the hosts trained on without their client (rank 0 needs every host's gradients for a step)
+      expect(resumedAt).toBeGreaterThan(cutAt + 2);
+      expect(Math.max(0, ...stepsOf(attach.events))).toBeLessThan(resumedAt);
+    } finally {
+      await cluster.setClientPath(true);
+    }
+    expect(attach.child.exitCode).toBeNull(); // the attached client waited through the cut
+    await attach.waitFor((e) => e.type === 'step' && e.step > resumedAt + 1, 120_000);
+
+    const stop = cli(['stop', runId]);
+    expect((await stop.exit).code, stop.stderr).toBe(0);
+    expect((await attach.exit).code, attach.stderr).toBe(130);
+    const seen = stepsOf(attach.events);
+    expectContiguous(seen);
+    expect(seen).toEqual(recordSteps(0, runId));
+    expect(await trainerProcesses()).toEqual([]);
+    expect(await historyStatus(runId)).toBe('cancelled');
+  }, 420_000);
+
+  it('a follower host dies mid-run (link down, sshd and all its processes killed): the run fails naming it; nothing is left on the others', async () => {
+    const runId = await startDetached();
+    const attach = cli(['attach', runId, '--json'], { json: true });
+    await attach.waitFor((e) => e.type === 'step' && e.step >= 2, 180_000);
+    const victim = cluster.hosts[2]!;
+    await cluster.setLink(2, false);
+    const t0 = Date.now();
+    try {
+      const procs = await cluster.processes(2);
+      for (const pid of [victim.sshdPid, ...procs.map((p) => p.pid)]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone already */
+        }
+      }
+      const exit = await attach.exit;
+      const ms = Date.now() - t0;
+      process.stderr.write(`host killed -> attached client ended (failed) in ${ms} ms\n`);
+      expect(exit.code, attach.stderr).toBe(1);
+      const errors = attach.events.filter((e): e is ErrorEvent => e.type === 'error');
+      expect(errors[0], JSON.stringify(errors)).toMatchObject({ host: victim.name });
+      expect(errors[0]!.code).toBe('host-lost');
+      expect(await trainerProcesses([0, 1])).toEqual([]);
+      expect(await historyStatus(runId)).toBe('failed');
+    } finally {
+      await cluster.setLink(2, true);
+    }
+    // the dead host's workdir keeps its record (state running: its agent was killed, not stopped)
+    expect(existsSync(join(victim.workdir, 'runs', runId, 'events.jsonl'))).toBe(true);
+  }, 420_000);
+
+  it('the leader host dies mid-run: the attached client ends lost naming it (never running forever); the follower stops its ranks by itself', async () => {
+    const runId = await startDetached('pair');
+    // 8 s instead of the product's 60 s, so the test waits less (COHORT_LOST_AFTER_MS is read by the CLI)
+    const attach = cli(['attach', runId, '--json'], { json: true, env: { COHORT_LOST_AFTER_MS: '8000' } });
+    await attach.waitFor((e) => e.type === 'step' && e.step >= 2, 180_000);
+    const leader = cluster.hosts[1]!;
+    await cluster.setLink(1, false);
+    const t0 = Date.now();
+    try {
+      const procs = await cluster.processes(1);
+      for (const pid of [leader.sshdPid, ...procs.map((p) => p.pid)]) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone already */
+        }
+      }
+      const exit = await attach.exit;
+      process.stderr.write(`leader killed -> attached client ended (lost) in ${Date.now() - t0} ms\n`);
+      expect(exit.code, attach.stderr).toBe(3);
+      const errors = attach.events.filter((e): e is ErrorEvent => e.type === 'error');
+      expect(errors[0], JSON.stringify(errors)).toMatchObject({ host: leader.name, code: 'host-unreachable' }); // the cause first, then what the follower saw
+      expect(await historyStatus(runId)).toBe('lost');
+      // h1's agent loses its leader (no beat for 20 s) and stops its rank: nothing left on it
+      await until('the follower h1 to stop its rank', async () => (await trainerProcesses([0])).length === 0, 90_000);
+    } finally {
+      await cluster.setLink(1, true);
+    }
+  }, 420_000);
+});
