@@ -169,8 +169,8 @@ export async function startSlurmCluster(opts: SlurmClusterOptions = {}): Promise
     const deadline = Date.now() + 30_000;
     for (;;) {
       const r = await login$('sinfo -h -N -o "%N %t"');
-      const states = r.stdout.trim().split('\n').filter(Boolean);
-      if (states.length === n && states.every((l) => l.endsWith(' idle'))) break;
+      const states = new Set(r.stdout.trim().split('\n').filter(Boolean)); // a node in two partitions is listed twice
+      if (states.size === n && [...states].every((l) => l.endsWith(' idle'))) break;
       if (!pidAlive(ctld) || Date.now() > deadline) {
         throw new Error(`the Slurm test cluster did not come up (sinfo: ${r.stdout.trim() || r.stderr.trim()}):\n${readSafe(join(dir, 'slurmctld.log')).slice(-2000)}`);
       }
