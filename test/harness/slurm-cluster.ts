@@ -158,7 +158,7 @@ export async function startSlurmCluster(opts: SlurmClusterOptions = {}): Promise
     const env = { ...process.env, SLURM_CONF: confPath };
     const login$ = async (command: string): Promise<CommandResult> => {
       try {
-        const r = await execFileP('ip', ['netns', 'exec', login.namespace!, 'sh', '-c', command], { encoding: 'utf8', env });
+        const r = await execFileP('ip', ['netns', 'exec', login.namespace!, 'sh', '-c', command], { encoding: 'utf8', env, cwd: sharedDir }); // sbatch writes slurm-N.out in its cwd
         return { code: 0, stdout: r.stdout, stderr: r.stderr };
       } catch (err) {
         const e = err as { code?: unknown; stdout?: string; stderr?: string };

@@ -92,6 +92,26 @@ describe.skipIf(SLURM_MISSING)('Slurm runs through the login node', () => {
     expect((await c.login$(`scontrol show jobs -o | grep -c JobId= || true`)).stdout.trim()).toBe(before);
   }, 120_000);
 
+  it('refuses a workdir the compute nodes cannot see, before submitting; probe says so', async () => {
+    // A tmpfs mounted only in the login node's mount namespace (its sshd's): files written there
+    // through SSH exist on the login node and nowhere else, like a login node's local disk.
+    const priv = join(c.sharedDir, 'login-only');
+    await c.ssh.exec(c.login, `mkdir -p ${priv}`);
+    const mnt = await c.ssh.exec(c.login, `nsenter -t ${c.login.sshdPid} -m mount -t tmpfs tmpfs ${priv} && nsenter -t ${c.login.sshdPid} -m touch ${priv}/login-mark && test ! -e ${priv}/login-mark && echo private`);
+    expect(mnt.stdout.trim(), mnt.stderr).toBe('private');
+    expect((await importProfile('private', { partition: 'debug', nodes: 1 }, join(priv, 'work'))).code).toBe(0);
+    const cohortJobs = async () => (await c.login$(`scontrol show jobs -o`)).stdout.split('\n').filter((l) => /JobName=cohort-/.test(l)).length;
+    const before = await cohortJobs();
+    const r = await cli(['run', '--profile', 'private', '--steps', '1', ...tiny]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/the workdir \S+login-only\/work of login is not visible from the compute nodes of partition debug/);
+    expect(r.stderr).toMatch(/on a filesystem the compute nodes mount/);
+    expect(await cohortJobs()).toBe(before); // no batch job was submitted (the check's own srun is named "sh")
+    const probe = JSON.parse((await cli(['probe', 'private', '--json'])).stdout) as { slurm?: { workdirShared: string; workdirNote?: string } }[];
+    expect(probe[0]?.slurm?.workdirShared).toBe('no');
+    expect(probe[0]?.slurm?.workdirNote).toMatch(/cannot read .*login-only\/work\/\.cohort-shared-/);
+  }, 120_000);
+
   it('waits as queued with Slurm\'s reason while the partition is full, starts when the nodes free, and stop = scancel with nothing left', async () => {
     const blocker = (await c.login$(`sbatch --parsable --exclusive -N2 -p debug --wrap 'sleep 300'`)).stdout.trim();
     expect(blocker).toMatch(/^\d+$/);

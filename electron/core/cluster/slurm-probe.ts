@@ -75,13 +75,20 @@ export async function probeSlurm(shell: LoginShell, o: { workdir: string; partit
     workdirShared: 'unchecked',
   };
   if (!o.srun) return { ...probe, workdirNote: 'not checked (no srun asked for)' };
-  // A marker written here, read by a 1-node srun: the workdir is on a filesystem the compute nodes see.
-  const marker = `${o.workdir.replace(/\/+$/, '')}/.cohort-shared-${Date.now().toString(36)}`;
-  const part = o.partition ? `-p ${shellQuote(o.partition)}` : '';
-  const r = await shell.run(`mkdir -p ${shellQuote(o.workdir)} && echo ok > ${shellQuote(marker)} && timeout 60 srun -N1 -n1 ${part} --immediate=30 --time=1 sh -c ${shellQuote(`cat ${shellQuote(marker)} 2>&1; command -v node >/dev/null && node --version || echo no-node`)} 2>&1; rc=$?; rm -f ${shellQuote(marker)}; echo "srun-exit=$rc"`, { timeoutMs: 75_000 });
+  return { ...probe, ...(await workdirSeenByComputeNode(shell, o.workdir, o.partition)) };
+}
+
+/**
+ * Whether a compute node sees the workdir: a marker written here, read by a 1-node srun that
+ * starts only if the partition has room now (--immediate); otherwise `unchecked`, said so.
+ */
+export async function workdirSeenByComputeNode(shell: LoginShell, workdir: string, partition?: string): Promise<Pick<SlurmProbe, 'workdirShared' | 'workdirNote' | 'computeNode'>> {
+  const marker = `${workdir.replace(/\/+$/, '')}/.cohort-shared-${Date.now().toString(36)}`;
+  const part = partition ? `-p ${shellQuote(partition)}` : '';
+  const r = await shell.run(`mkdir -p ${shellQuote(workdir)} && echo ok > ${shellQuote(marker)} && timeout 60 srun -N1 -n1 ${part} --immediate=5 --time=1 sh -c ${shellQuote(`cat ${shellQuote(marker)} 2>&1; command -v node >/dev/null && node --version || echo no-node`)} 2>&1; rc=$?; rm -f ${shellQuote(marker)}; echo "srun-exit=$rc"`, { timeoutMs: 75_000 });
   const lines = r.stdout.trim().split('\n');
   const rc = Number(/srun-exit=(\d+)/.exec(r.stdout)?.[1] ?? -1);
-  if (rc === 0 && lines[0] === 'ok') return { ...probe, workdirShared: 'yes', computeNode: lines[1] === 'no-node' ? 'no node on the PATH of the compute nodes' : `node ${lines[1] ?? '?'}` };
-  if (rc === 0) return { ...probe, workdirShared: 'no', workdirNote: `a compute node cannot read ${marker} (${lines[0]}): the workdir must be on a filesystem the compute nodes see (e.g. /scratch, or a home directory on a shared filesystem)` };
-  return { ...probe, workdirNote: `not checked: the test srun did not run (${lines.slice(-3, -1).join(' | ').slice(0, 300)})` };
+  if (rc === 0 && lines[0] === 'ok') return { workdirShared: 'yes', computeNode: lines[1] === 'no-node' ? 'no node on the PATH of the compute nodes' : `node ${lines[1] ?? '?'}` };
+  if (rc === 0) return { workdirShared: 'no', workdirNote: `a compute node cannot read ${marker} (${lines[0]}): the workdir must be on a filesystem the compute nodes see (e.g. /scratch, or a home directory on a shared filesystem)` };
+  return { workdirShared: 'unchecked', workdirNote: `not checked: the test srun did not run (${lines.slice(-3, -1).join(' | ').slice(0, 300)})` };
 }

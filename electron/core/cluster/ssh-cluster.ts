@@ -17,7 +17,7 @@ import { deployBundle, type DeployTarget } from './deploy';
 import { parseProbe, probeScript, shellQuote } from './probe';
 import { probeLocal } from './probe-local';
 import { SlurmJob, type LoginShell } from './slurm-job';
-import { checkSlurmRequest, probeSlurm } from './slurm-probe';
+import { checkSlurmRequest, probeSlurm, workdirSeenByComputeNode } from './slurm-probe';
 
 export interface SshClusterOptions {
   env: Env;
@@ -184,7 +184,8 @@ export class SshCluster implements ClusterOps {
     if (!d.ok) throw new CohortError(d.error?.code ?? 'deploy-failed', `${d.host}: ${d.error?.message}`, d.error?.hint ? { hint: d.error.hint } : {});
     const record = this.recordOf(profile, [d.remoteDir]);
     const shell = this.loginShell(profile);
-    await checkSlurmRequest(shell, profile.name, sched);
+    const part = await checkSlurmRequest(shell, profile.name, sched);
+    await this.checkWorkdirShared(shell, profile, record[0]!.workdir, part.name);
     const submit: SlurmSubmit = {
       runId: req.runId,
       nodes: sched.nodes,
@@ -198,6 +199,29 @@ export class SshCluster implements ClusterOps {
       token: randomBytes(24).toString('hex'),
     };
     return { runId: req.runId, hosts: [], record, scheduler: this.slurmJob(profile, req.runId, record[0]!, submit) };
+  }
+
+  /** Workdirs a compute node was seen to read (per profile): checked once per SshCluster. */
+  private readonly sharedWorkdirs = new Set<string>();
+
+  /** Refuses a workdir the compute nodes cannot see, before anything is submitted (one short srun, when the partition has room now). */
+  private async checkWorkdirShared(shell: LoginShell, profile: Profile, workdir: string, partition: string): Promise<void> {
+    const key = `${profile.name}|${workdir}|${partition}`;
+    if (this.sharedWorkdirs.has(key)) return;
+    // A workdir once seen from this partition's nodes stays seen: the login node keeps that note.
+    const note = `${workdir.replace(/\/+$/, '')}/.cohort-workdir-shared`;
+    if ((await shell.run(`grep -qxF ${shellQuote(partition)} ${shellQuote(note)}`)).code === 0) return void this.sharedWorkdirs.add(key);
+    const seen = await workdirSeenByComputeNode(shell, workdir, partition);
+    if (seen.workdirShared === 'yes') {
+      this.sharedWorkdirs.add(key);
+      await shell.run(`echo ${shellQuote(partition)} >> ${shellQuote(note)}`);
+    }
+    if (seen.workdirShared === 'no') {
+      throw new CohortError('slurm-workdir-not-shared', `profile ${profile.name}: the workdir ${workdir} of ${profile.hosts[0]!.name} is not visible from the compute nodes of partition ${partition}`, {
+        hint: `set ${profile.hosts[0]!.name}'s workdir to a directory on a filesystem the compute nodes mount (e.g. /scratch/$USER/cohort or a shared home); cohort probe ${profile.name} checks it`,
+      });
+    }
+    // 'unchecked' (the partition has no room for the test srun now): submit; agents that cannot read the spec fail the run with this hint.
   }
 
   private slurmJob(profile: Profile, runId: string, ref: HostRecordRef, submit?: SlurmSubmit): SlurmJob {
