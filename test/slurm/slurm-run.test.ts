@@ -2,7 +2,8 @@
 // network namespaces, a login node with sshd): one sbatch job whose srun starts one agent per node,
 // followed through the login node. Same weights as a local run of the same world size; a run
 // submitted while the partition is full waits as `queued` with Slurm's reason; stop = scancel and
-// nothing left on any node; bad input refused before anything is submitted.
+// nothing left on any node (another client attached meanwhile); bad input refused before anything
+// is submitted.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -123,11 +124,16 @@ describe.skipIf(SLURM_MISSING)('Slurm runs through the login node', () => {
     await c.login$(`scancel ${blocker}`);
     await run.waitFor((e) => e.type === 'step' && e.step >= 2, 120_000);
     expect((await nodeTrainerProcesses()).length).toBeGreaterThan(0);
+    // Another client attaches (the job is found by its name through the login node) and sees the steps.
+    const att = runCli(['attach', runId.id, '--json'], { env, json: true });
+    await att.waitFor((e) => e.type === 'step', 60_000);
     const stop = await cli(['stop', runId.id]);
     expect(stop.code, stop.stderr).toBe(0);
     const exit = await run.exit;
     expect(exit.code).toBe(130);
     expect(of(run.events, 'done')[0]).toMatchObject({ status: 'cancelled' });
+    expect((await att.exit).code).toBe(130);
+    expect(of(att.events, 'done')[0]).toMatchObject({ status: 'cancelled' });
     expect((await c.login$(`squeue -h -o %i`)).stdout.trim()).toBe('');
     expect(await nodeTrainerProcesses()).toEqual([]);
     const hist = (JSON.parse((await cli(['runs', 'list', '--json'])).stdout) as { id: string; status: string }[]).find((r) => r.id === runId.id);
