@@ -69,7 +69,7 @@ export type Scheduler = SlurmScheduler;
 const SBATCH_OWNED: Record<string, string> = {
   '--nodes': 'nodes', '-N': 'nodes', '--ntasks-per-node': 'tasksPerNode', '--ntasks': 'tasksPerNode', '-n': 'tasksPerNode',
   '--partition': 'partition', '-p': 'partition', '--time': 'timeLimit', '-t': 'timeLimit', '--account': 'account', '-A': 'account',
-  '--gpus-per-node': 'gpusPerNode', '--job-name': '', '-J': '', '--output': '', '-o': '', '--error': '', '-e': '', '--chdir': '', '-D': '', '--wrap': '',
+  '--gpus-per-node': 'gpusPerNode', '--job-name': '', '-J': '', '--output': '', '-o': '', '--error': '', '-e': '', '--chdir': '', '-D': '', '--wrap': '', '--requeue': '', '--no-requeue': '', '--parsable': '',
 };
 const TIME_RE = /^(?:\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2}|UNLIMITED|INFINITE)$/;
 const SLURM_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;

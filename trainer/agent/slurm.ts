@@ -54,6 +54,8 @@ export async function slurmSubmit(opts: { trainerEntry: string; workdir: string 
     `--output=${dir}/job.out`,
     `--nodes=${req.nodes}`,
     `--ntasks-per-node=${req.tasksPerNode}`,
+    // A requeued job would start again over this run's records; restarts are the run's business (unfinished for Slurm).
+    '--no-requeue',
     ...(req.gpusPerNode ? [`--gpus-per-node=${req.gpusPerNode}`] : []),
     ...req.sbatchArgs,
     `${dir}/job.sh`,

@@ -9,7 +9,7 @@
 // The run's events, state and logs are then followed like any host's, through HostLinks whose
 // commands run on the login node against each node's record directory.
 // UNFINISHED: restarts (--max-restarts, or a job Slurm requeues) are not resumed: a requeued job's
-// agents would find the old records; runs are submitted with maxRestarts 0 (--no-requeue is not forced).
+// agents would find the old records; runs are submitted with maxRestarts 0 and --no-requeue.
 import { CohortError, slurmJobName, slurmNodeWorkdir, type SlurmSubmit } from '../../../trainer/protocol';
 import { runHostCommand, type HostLink } from '../runs/host-link';
 import type { HostLaunch, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from '../runs/run-controller';
