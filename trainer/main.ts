@@ -4,6 +4,8 @@
 //   node cohort-trainer.mjs run-stop --run ID [--reason TEXT] [--wait-ms N]
 //   node cohort-trainer.mjs run-status [--run ID]
 //   node cohort-trainer.mjs agent-run --run ID  the detached agent itself (started by run-start)
+//   node cohort-trainer.mjs slurm-submit        Slurm run: SlurmSubmit line on stdin → sbatch (login node)
+//   node cohort-trainer.mjs agent-slurm --run ID   one node's agent inside the job's srun
 //   node cohort-trainer.mjs rank                one data-parallel rank (started by an agent)
 // The host commands run with cwd = the host's workdir, or COHORT_WORKDIR set.
 import { dirname, join } from 'node:path';
@@ -14,6 +16,7 @@ import { runFollow } from './agent/run-follow';
 import { runStart } from './agent/run-start';
 import { runStatus } from './agent/run-status';
 import { runStop } from './agent/run-stop';
+import { slurmNodeAgent, slurmSubmit } from './agent/slurm';
 import { holdLifeline } from './train/lifeline';
 import { runRank } from './train/rank';
 
@@ -27,6 +30,10 @@ async function main(): Promise<number> {
   switch (cmd) {
     case 'agent-run':
       return runDetachedAgent({ trainerEntry: entry, enginesDir, workdir, runId: parseFlags(rest, ['run'], 'agent-run').run ?? '' });
+    case 'slurm-submit':
+      return hostCommand(() => slurmSubmit({ trainerEntry: entry, workdir }));
+    case 'agent-slurm':
+      return slurmNodeAgent({ trainerEntry: entry, enginesDir, workdir, argv: rest });
     case 'run-start':
       return hostCommand(() => runStart({ trainerEntry: entry, workdir, execArgv: process.execArgv }));
     case 'run-follow':
@@ -40,7 +47,7 @@ async function main(): Promise<number> {
       holdLifeline(process.env);
       return runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs run-start|run-follow|run-stop|run-status|agent-run|rank\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-follow|run-stop|run-status|slurm-submit|agent-run|agent-slurm|rank\n');
       return 2;
   }
 }

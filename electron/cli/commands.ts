@@ -3,7 +3,7 @@
 // a new command is one entry here (and its handler).
 import type { CommandSpec, OptionSpec } from './command-spec';
 import { deployCommand, probeCommand, provisionCommand } from './commands/cluster';
-import { profilesAdd, profilesExport, profilesImport, profilesImportSshConfig, profilesList, profilesRm, profilesShow } from './commands/profiles';
+import { profilesAdd, profilesAddSlurm, profilesExport, profilesImport, profilesImportSshConfig, profilesList, profilesRm, profilesShow } from './commands/profiles';
 import { attachCommand } from './commands/attach';
 import { runCommand } from './commands/run';
 import { runsCommand, stopCommand } from './commands/runs';
@@ -67,6 +67,27 @@ export const COMMANDS: CommandSpec[] = [
         options: { ...hostFields, 'master-addr': { type: 'string', arg: 'ADDR', help: "rank 0's address as the other hosts reach it", default: "the first host's address" }, force },
         examples: ['cohort profiles add lab alice@10.0.0.5 alice@10.0.0.6:2222 --slots 2 --identity-file ~/.ssh/id_ed25519'],
         run: profilesAdd,
+      },
+      {
+        name: 'profiles add-slurm',
+        summary: 'save a Slurm profile: runs go through sbatch on the cluster, reached through its login node',
+        usage: ['NAME [USER@]LOGIN[:PORT] [--partition P] [--nodes N] [--tasks-per-node T] [options]'],
+        maxPositionals: 2,
+        options: {
+          partition: { type: 'string', arg: 'P', help: 'sbatch --partition', default: "the cluster's default partition" },
+          nodes: { type: 'string', arg: 'N', help: 'compute nodes (one Cohort agent each)', default: '1' },
+          'tasks-per-node': { type: 'string', arg: 'T', help: 'ranks per node (one per GPU)', default: '1' },
+          'gpus-per-node': { type: 'string', arg: 'G', help: 'sbatch --gpus-per-node' },
+          time: { type: 'string', arg: 'LIMIT', help: "sbatch --time, Slurm's format (e.g. 02:00:00)", default: "the partition's default" },
+          account: { type: 'string', arg: 'ACCOUNT', help: 'sbatch --account' },
+          'extra-args': { type: 'string', arg: "'ARGS'", help: 'more sbatch options, space-separated, written with = since they start with a dash: --extra-args="--constraint=a100 --qos=high"' },
+          'identity-file': hostFields['identity-file']!,
+          'proxy-jump': { type: 'string', arg: 'HOST', help: 'reach the login node through this jump host, as ssh -J' },
+          workdir: { type: 'string', arg: 'DIR', help: 'working directory on a filesystem the compute nodes see (probe checks)', default: '~/.cohort' },
+          force,
+        },
+        examples: ['cohort profiles add-slurm hpc me@login.example.org --partition gpu --nodes 2 --tasks-per-node 4 --gpus-per-node 4 --time 02:00:00 --workdir /scratch/me/cohort'],
+        run: profilesAddSlurm,
       },
       { name: 'profiles rm', summary: 'delete a profile', usage: ['NAME'], maxPositionals: 1, examples: ['cohort profiles rm lab'], run: profilesRm },
       {

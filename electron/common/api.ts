@@ -18,8 +18,25 @@ export interface GpuInfo {
 }
 
 /** What `probe` found on one host. */
+/** A Slurm cluster as its login node describes it (probe of a scheduler profile). */
+export interface SlurmProbe {
+  version: string;
+  partitions: { name: string; isDefault: boolean; avail: string; nodes: number; idleNodes: number; timeLimit: string; gres: string }[];
+  nodes: { name: string; state: string; cpus: number; memMiB: number; gres: string }[];
+  /** The user's accounts (sacctmgr), when the cluster has accounting. */
+  accounts?: string[];
+  accountsNote?: string;
+  /** Whether a compute node saw a file written to the workdir here (a 1-node srun). */
+  workdirShared: 'yes' | 'no' | 'unchecked';
+  workdirNote?: string;
+  /** Node on a compute node, as that srun saw it. */
+  computeNode?: string;
+}
+
 export interface HostProbe {
   host: string;
+  /** The profile's scheduler as seen from this (login) host. */
+  slurm?: SlurmProbe;
   ok: boolean;
   error?: ApiErrorInfo;
   probedAt: string;

@@ -65,3 +65,31 @@ describe('profile schema', () => {
     expect(() => decodeProfile(p, { allowLocal: true })).not.toThrow();
   });
 });
+
+describe('Slurm profiles (scheduler)', () => {
+  const login = { name: 'login', address: 'login.example.org', user: 'me', identityFile: '~/.ssh/id_ed25519', workdir: '/scratch/me/cohort' };
+  const issue = { name: 'hpc', scheduler: { kind: 'slurm', partition: 'gpu', nodes: 2, tasksPerNode: 4, gpusPerNode: 4, timeLimit: '02:00:00', account: 'proj1', extraArgs: ['--constraint=a100'] }, hosts: [login] };
+
+  it('accepts the issue example; world size = nodes × tasksPerNode', () => {
+    const p = decodeProfile(issue);
+    expect(p.scheduler).toEqual(issue.scheduler);
+    expect(p.hosts).toEqual([{ ...login, port: 22, slots: 1, env: {} }]);
+    expect(profileWorldSize(p)).toBe(8);
+    expect(decodeProfile({ name: 'min', scheduler: { kind: 'slurm' }, hosts: [login] }).scheduler).toEqual({ kind: 'slurm', nodes: 1, tasksPerNode: 1, extraArgs: [] });
+  });
+
+  it('names the field and the fix', () => {
+    const s = (patch: Record<string, unknown>) => ({ ...issue, scheduler: { ...issue.scheduler, ...patch } });
+    expect(() => decodeProfile(s({ kind: 'pbs' }))).toThrow('profile "hpc": scheduler.kind: unsupported scheduler "pbs"; the one supported is "slurm"');
+    expect(() => decodeProfile(s({ nodes: 0 }))).toThrow('profile "hpc": scheduler.nodes: must be ≥ 1, got 0');
+    expect(() => decodeProfile(s({ timeLimit: '2h' }))).toThrow(/scheduler\.timeLimit: expected Slurm's time format .* got "2h"/);
+    expect(() => decodeProfile(s({ partition: 'gpu queue' }))).toThrow(/scheduler\.partition: expected a partition name \(sinfo -s lists them\)/);
+    expect(() => decodeProfile(s({ extraArgs: ['--nodes=4'] }))).toThrow('profile "hpc": scheduler.extraArgs[0]: --nodes is set from scheduler.nodes; set that field instead');
+    expect(() => decodeProfile(s({ extraArgs: ['--output=x'] }))).toThrow(/extraArgs\[0\]: --output is set by Cohort for every run; remove it/);
+    expect(() => decodeProfile(s({ extraArgs: ['constraint'] }))).toThrow(/extraArgs\[0\]: expected an sbatch option such as "--constraint=a100"/);
+    expect(() => decodeProfile(s({ queue: 'x' }))).toThrow(/scheduler\.queue: unknown field/);
+    expect(() => decodeProfile({ ...issue, hosts: [login, { ...login, name: 'login2' }] })).toThrow(/hosts: a Slurm profile has exactly one host, the login node \(got 2\)/);
+    expect(() => decodeProfile({ ...issue, hosts: [{ ...login, slots: 4 }] })).toThrow(/hosts\[0\] \(login\)\.slots: the login node runs no ranks; give ranks per node as scheduler\.tasksPerNode/);
+    expect(() => decodeProfile({ ...issue, masterAddr: '10.0.0.1' })).toThrow(/masterAddr: a Slurm run takes its rendezvous from the allocation/);
+  });
+});

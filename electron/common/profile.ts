@@ -39,10 +39,47 @@ export interface ProfileHost {
   env: Record<string, string>;
 }
 
+/**
+ * A batch scheduler that places the run's agents instead of a host list (issue 16). The profile's
+ * one host is the login node (reached over SSH as any host); the compute nodes come from the
+ * allocation. Rendezvous comes from the allocation too (first node = master), so a scheduler
+ * profile has no masterAddr / masterPort.
+ */
+export interface SlurmScheduler {
+  kind: 'slurm';
+  /** `sbatch --partition`; absent: the cluster's default partition. */
+  partition?: string;
+  /** `--nodes`: one Cohort agent per node. */
+  nodes: number;
+  /** `--ntasks-per-node`: ranks per node (one per GPU on GPU partitions). */
+  tasksPerNode: number;
+  /** `--gpus-per-node`; absent: no GPUs asked for. */
+  gpusPerNode?: number;
+  /** `--time` in Slurm's format (minutes, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS); absent: the partition's default. */
+  timeLimit?: string;
+  /** `--account`; absent: the user's default account. */
+  account?: string;
+  /** More sbatch options, passed as given (each one `--name` or `--name=value`). */
+  extraArgs: string[];
+}
+
+export type Scheduler = SlurmScheduler;
+
+/** sbatch options Cohort sets itself (from the scheduler fields or the run): refused in extraArgs, naming the field to use. */
+const SBATCH_OWNED: Record<string, string> = {
+  '--nodes': 'nodes', '-N': 'nodes', '--ntasks-per-node': 'tasksPerNode', '--ntasks': 'tasksPerNode', '-n': 'tasksPerNode',
+  '--partition': 'partition', '-p': 'partition', '--time': 'timeLimit', '-t': 'timeLimit', '--account': 'account', '-A': 'account',
+  '--gpus-per-node': 'gpusPerNode', '--job-name': '', '-J': '', '--output': '', '-o': '', '--error': '', '-e': '', '--chdir': '', '-D': '', '--wrap': '', '--requeue': '', '--no-requeue': '', '--parsable': '',
+};
+const TIME_RE = /^(?:\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2}|UNLIMITED|INFINITE)$/;
+const SLURM_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
 export interface Profile {
   v: typeof PROFILE_VERSION;
   name: string;
   hosts: ProfileHost[];
+  /** Set: a Slurm cluster reached through its login node (`hosts` is exactly that node). */
+  scheduler?: Scheduler;
   /** Address ranks use to reach rank 0; default: the first host's address. */
   masterAddr?: string;
   masterPort?: number;
@@ -125,7 +162,7 @@ export function decodeProfile(input: unknown, opts: { allowLocal?: boolean } = {
   if (o.v !== undefined && o.v !== PROFILE_VERSION) {
     throw new ProfileError(name, 'v', `unsupported profile version ${describe(o.v)} (this Cohort reads version ${PROFILE_VERSION})`);
   }
-  const known = new Set(['v', 'name', 'hosts', 'masterAddr', 'masterPort', 'defaults', 'lastProbe']);
+  const known = new Set(['v', 'name', 'hosts', 'scheduler', 'masterAddr', 'masterPort', 'defaults', 'lastProbe']);
   for (const key of Object.keys(o)) if (!known.has(key)) throw new ProfileError(name, key, `unknown field (expected one of ${[...known].join(', ')})`);
 
   const rawHosts = at(() => arr(o, 'hosts', '', (v) => v));
@@ -150,11 +187,20 @@ export function decodeProfile(input: unknown, opts: { allowLocal?: boolean } = {
   if (masterAddr !== undefined && masterAddr.trim() === '') throw new ProfileError(name, 'masterAddr', 'must not be empty (omit it to use the first host)');
   const masterPort = at(() => optNum(o, 'masterPort', '', { int: true, min: 1, max: 65535 }));
   const defaults = o.defaults === undefined ? undefined : decodeRunDefaults(name, o.defaults);
+  const scheduler = o.scheduler === undefined ? undefined : decodeScheduler(name, o.scheduler, at);
+  if (scheduler) {
+    if (hosts.length !== 1) throw new ProfileError(name, 'hosts', `a Slurm profile has exactly one host, the login node (got ${hosts.length}); the compute nodes come from the allocation (scheduler.nodes)`);
+    if (hosts[0]!.slots !== 1 || hosts[0]!.gpus) throw new ProfileError(name, `hosts[0] (${hosts[0]!.name}).slots`, 'the login node runs no ranks; give ranks per node as scheduler.tasksPerNode and GPUs as scheduler.gpusPerNode', hosts[0]!.name);
+    for (const f of ['masterAddr', 'masterPort'] as const) {
+      if (o[f] !== undefined) throw new ProfileError(name, f, 'a Slurm run takes its rendezvous from the allocation (first node = master); remove it');
+    }
+  }
 
   return {
     v: PROFILE_VERSION,
     name,
     hosts,
+    ...(scheduler === undefined ? {} : { scheduler }),
     ...(masterAddr === undefined ? {} : { masterAddr }),
     ...(masterPort === undefined ? {} : { masterPort }),
     ...(defaults === undefined ? {} : { defaults }),
@@ -217,6 +263,46 @@ function decodeHost(raw: unknown, i: number, at: <T>(read: () => T, host?: strin
   };
 }
 
+function decodeScheduler(profile: string, raw: unknown, at: <T>(read: () => T) => T): Scheduler {
+  const o = at(() => obj(raw, 'scheduler'));
+  const p = 'scheduler';
+  const fail = (field: string, problem: string): never => {
+    throw new ProfileError(profile, `${p}.${field}`, problem);
+  };
+  const kind = o.kind;
+  if (kind !== 'slurm') fail('kind', `unsupported scheduler ${describe(kind)}; the one supported is "slurm"`);
+  const known = new Set(['kind', 'partition', 'nodes', 'tasksPerNode', 'gpusPerNode', 'timeLimit', 'account', 'extraArgs']);
+  for (const key of Object.keys(o)) if (!known.has(key)) fail(key, `unknown field (expected one of ${[...known].join(', ')})`);
+  const partition = at(() => optStr(o, 'partition', p));
+  if (partition !== undefined && !SLURM_NAME_RE.test(partition)) fail('partition', `expected a partition name (sinfo -s lists them), got ${describe(partition)}`);
+  const nodes = at(() => optNum(o, 'nodes', p, { int: true, min: 1, max: 4096 })) ?? 1;
+  const tasksPerNode = at(() => optNum(o, 'tasksPerNode', p, { int: true, min: 1, max: 1024 })) ?? 1;
+  const gpusPerNode = at(() => optNum(o, 'gpusPerNode', p, { int: true, min: 0, max: 64 }));
+  const timeLimit = at(() => optStr(o, 'timeLimit', p));
+  if (timeLimit !== undefined && !TIME_RE.test(timeLimit)) fail('timeLimit', `expected Slurm's time format (minutes, HH:MM:SS or D-HH:MM:SS, e.g. "02:00:00"), got ${describe(timeLimit)}`);
+  const account = at(() => optStr(o, 'account', p));
+  if (account !== undefined && !SLURM_NAME_RE.test(account)) fail('account', `expected an account name (sacctmgr show assoc user=$USER lists yours), got ${describe(account)}`);
+  const extraArgs = o.extraArgs === undefined ? [] : at(() => arr(o, 'extraArgs', p, (v, path) => {
+    if (typeof v !== 'string' || !/^--?[A-Za-z]/.test(v) || /[\0\n]/.test(v)) throw new DecodeError(path, `expected an sbatch option such as "--constraint=a100", got ${describe(v)}`);
+    return v;
+  }));
+  extraArgs.forEach((a, i) => {
+    const flag = /^(--?[A-Za-z][A-Za-z-]*)/.exec(a)![1]!;
+    const owner = SBATCH_OWNED[flag];
+    if (owner !== undefined) fail(`extraArgs[${i}]`, owner ? `${flag} is set from scheduler.${owner}; set that field instead` : `${flag} is set by Cohort for every run; remove it`);
+  });
+  return {
+    kind: 'slurm',
+    ...(partition === undefined ? {} : { partition }),
+    nodes,
+    tasksPerNode,
+    ...(gpusPerNode === undefined ? {} : { gpusPerNode }),
+    ...(timeLimit === undefined ? {} : { timeLimit }),
+    ...(account === undefined ? {} : { account }),
+    extraArgs,
+  };
+}
+
 const FIELD_OF_FLAG = new Map<string, keyof TrainConfig>(Object.entries(FLAG_OF).map(([k, flag]) => [flag, k as keyof TrainConfig]));
 
 /** Validates run defaults without filling them in: the partial must be a valid start for a run. */
@@ -259,6 +345,7 @@ export function isLocalProfile(p: Pick<Profile, 'name'>): boolean {
 }
 
 /** Total ranks a profile starts (the world size). */
-export function profileWorldSize(p: Pick<Profile, 'hosts'>): number {
+export function profileWorldSize(p: Pick<Profile, 'hosts' | 'scheduler'>): number {
+  if (p.scheduler) return p.scheduler.nodes * p.scheduler.tasksPerNode;
   return p.hosts.reduce((n, h) => n + h.slots, 0);
 }

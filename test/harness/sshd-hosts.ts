@@ -28,6 +28,8 @@ export interface StartHostsOptions {
   sshdConfig?: string[];
   /** known_hosts content: 'trusted' (every host's key, the default) or 'empty'. */
   knownHosts?: 'trusted' | 'empty';
+  /** Extra environment for every session (sshd SetEnv), e.g. SLURM_CONF on a Slurm login node. */
+  sessionEnv?: Record<string, string>;
   signal?: AbortSignal;
 }
 
@@ -259,7 +261,7 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
           // whatever a test started on this host, even after it re-parents. Its own HOME keeps the
           // hosts apart and skips the machine's ~/.bashrc (here: pyenv init, ~0.4 s per command).
           // sshd takes only the first SetEnv line, so both go on one.
-          `SetEnv ${MARKER_VAR}=${id}/${name} HOME=${home}`,
+          `SetEnv ${MARKER_VAR}=${id}/${name} HOME=${home}${Object.entries(opts.sessionEnv ?? {}).map(([k, v]) => ` ${k}=${v}`).join('')}`,
           'Subsystem sftp internal-sftp',
           ...(opts.sshdConfig ?? []),
         ].join('\n') + '\n',

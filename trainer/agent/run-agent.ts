@@ -35,6 +35,8 @@ export interface AgentRunOpts {
   enginesDir: string;
   workdir: string;
   runId: string;
+  /** Set when this agent runs on a node other than the one that serves its record (a Slurm node). */
+  agentNode?: string;
 }
 
 export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
@@ -73,7 +75,7 @@ class HostAgent {
     private readonly opts: AgentRunOpts,
   ) {
     this.role = spec.role ?? 'leader';
-    this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role: this.role, state: 'starting', agentPid: process.pid });
+    this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role: this.role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}) });
     this.sink = {
       event: (e) => this.onEvent(e),
       line: (rank, _stream, text) => this.record.rankLine(rank, text),

@@ -4,7 +4,7 @@
 import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { HOST_CMD_EXIT, isTerminalRunState } from '../protocol';
 import { HostCmdFailure, intFlag, parseFlags, sleep } from './host-cmd';
-import { agentAlive, readState, recordPaths, runDirOf } from './run-record';
+import { readState, recordAgentAlive, recordPaths, runDirOf } from './run-record';
 
 const POLL_MS = 150;
 const CHUNK = 1 << 20;
@@ -48,7 +48,7 @@ export async function runFollow(argv: readonly string[], workdir: string): Promi
       await drain();
       return 0;
     }
-    if (st && !agentAlive(st.agentPid, flags.run)) {
+    if (st && !recordAgentAlive(st)) {
       // one more look: the agent may have written its terminal state just before exiting
       const again = readState(dir);
       await drain();

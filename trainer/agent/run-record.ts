@@ -45,6 +45,15 @@ export function agentAlive(pid: number, runId: string): boolean {
   }
 }
 
+/** A record whose agent is on another node (agentNode) is alive while its 2-s beat is this fresh. */
+export const REMOTE_AGENT_STALE_MS = 15_000;
+
+/** Is the record's agent alive? By pid on this machine, by the updatedAt beat for an agent on another node. */
+export function recordAgentAlive(st: RunStateRecord): boolean {
+  if (st.agentNode !== undefined) return Date.now() - st.updatedAt < REMOTE_AGENT_STALE_MS;
+  return agentAlive(st.agentPid, st.runId);
+}
+
 /** The writer side, owned by the run's agent. */
 export class RunRecordWriter {
   readonly paths: ReturnType<typeof recordPaths>;

@@ -4,7 +4,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { HOST_CMD_EXIT, type RunStatusLine } from '../protocol';
 import { HostCmdFailure, parseFlags, replyLine } from './host-cmd';
-import { RUN_ID_RE, agentAlive, readState, runDirOf } from './run-record';
+import { RUN_ID_RE, readState, recordAgentAlive, runDirOf } from './run-record';
 
 export async function runStatus(argv: readonly string[], workdir: string): Promise<number> {
   const flags = parseFlags(argv, ['run'], 'run-status');
@@ -21,7 +21,7 @@ export async function runStatus(argv: readonly string[], workdir: string): Promi
     }
     if (!st) continue;
     found++;
-    const line: RunStatusLine = { ...st, agentAlive: agentAlive(st.agentPid, id) };
+    const line: RunStatusLine = { ...st, agentAlive: recordAgentAlive(st) };
     replyLine(line);
   }
   if (flags.run && !found) throw new HostCmdFailure('no-such-run', `run-status: no run ${flags.run} under ${workdir}/runs`, HOST_CMD_EXIT.noSuchRun);

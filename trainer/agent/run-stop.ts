@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { HOST_CMD_EXIT, isTerminalRunState, type RunStatusLine } from '../protocol';
 import { HostCmdFailure, intFlag, parseFlags, replyLine, sleep } from './host-cmd';
-import { agentAlive, readState, runDirOf } from './run-record';
+import { agentAlive, readState, recordAgentAlive, runDirOf } from './run-record';
 
 export async function runStop(argv: readonly string[], workdir: string): Promise<number> {
   const flags = parseFlags(argv, ['run', 'reason', 'wait-ms'], 'run-stop');
@@ -13,6 +13,9 @@ export async function runStop(argv: readonly string[], workdir: string): Promise
   const dir = runDirOf(workdir, flags.run);
   const st = existsSync(dir) ? readState(dir) : undefined;
   if (!st) throw new HostCmdFailure('no-such-run', `run-stop: no run ${flags.run} under ${workdir}/runs`, HOST_CMD_EXIT.noSuchRun);
+  if (!isTerminalRunState(st.state) && st.agentNode !== undefined) {
+    throw new HostCmdFailure('remote-agent', `run-stop: the agent of ${flags.run} runs on node ${st.agentNode}, not here; stop its Slurm job (scancel, which cohort stop uses)`);
+  }
   if (!isTerminalRunState(st.state) && agentAlive(st.agentPid, flags.run)) {
     try {
       process.kill(st.agentPid, 'SIGTERM');
@@ -23,7 +26,7 @@ export async function runStop(argv: readonly string[], workdir: string): Promise
   const deadline = Date.now() + waitMs;
   for (;;) {
     const now = readState(dir)!;
-    const alive = agentAlive(now.agentPid, flags.run);
+    const alive = recordAgentAlive(now);
     if (isTerminalRunState(now.state) || !alive || Date.now() > deadline) {
       const line: RunStatusLine = { ...now, agentAlive: alive };
       replyLine(line);

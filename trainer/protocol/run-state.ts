@@ -22,6 +22,12 @@ export interface RunStateRecord {
   role: 'leader' | 'follower';
   state: HostRunState;
   agentPid: number;
+  /**
+   * Set when the agent runs on another machine than the one serving this record (a Slurm compute
+   * node writing to the shared workdir, read through the login node): its pid means nothing there,
+   * so readers judge liveness by the updatedAt beat (recordAgentAlive).
+   */
+  agentNode?: string;
   startedAt: number;
   /** Refreshed at least every 2 s while the agent lives. */
   updatedAt: number;
@@ -52,6 +58,8 @@ export function decodeRunState(value: unknown): RunStateRecord {
   };
   const lastStep = optNum(o, 'lastStep', p, { int: true, min: 0 });
   if (lastStep !== undefined) r.lastStep = lastStep;
+  const agentNode = optStr(o, 'agentNode', p);
+  if (agentNode !== undefined) r.agentNode = agentNode;
   const behind = optStr(o, 'queuedBehind', p);
   if (behind !== undefined) r.queuedBehind = behind;
   const endedAt = optNum(o, 'endedAt', p, { min: 0 });

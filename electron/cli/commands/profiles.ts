@@ -27,7 +27,12 @@ export async function profilesList({ values }: Parsed, io: CliIo): Promise<numbe
   const listing = await store(io).list();
   if (values.json) io.stdout.write(JSON.stringify(listing, null, 2) + '\n');
   else {
-    for (const p of listing.profiles) io.stdout.write(`${p.name.padEnd(20)} ${String(profileWorldSize(p)).padStart(3)} rank(s)  ${p.hosts.map((h) => `${h.name}(${h.user ? h.user + '@' : ''}${h.address}:${h.port}×${h.slots})`).join(' ')}\n`);
+    for (const p of listing.profiles) {
+      const where = p.scheduler
+        ? `slurm ${p.scheduler.nodes} node(s) × ${p.scheduler.tasksPerNode}${p.scheduler.partition ? ` partition ${p.scheduler.partition}` : ''} via ${p.hosts.map((h) => `${h.user ? h.user + '@' : ''}${h.address}:${h.port}`).join(' ')}`
+        : p.hosts.map((h) => `${h.name}(${h.user ? h.user + '@' : ''}${h.address}:${h.port}×${h.slots})`).join(' ');
+      io.stdout.write(`${p.name.padEnd(20)} ${String(profileWorldSize(p)).padStart(3)} rank(s)  ${where}\n`);
+    }
     for (const bad of listing.invalid) io.stderr.write(`invalid profile file ${bad.file}: ${bad.error}\n`);
   }
   return EXIT.ok;
@@ -51,6 +56,35 @@ export async function profilesAdd({ values, positionals }: Parsed, io: CliIo): P
   const s = store(io);
   const p = await s.put({ name, hosts, ...(values['master-addr'] ? { masterAddr: String(values['master-addr']) } : {}) }, { overwrite: !!values.force });
   io.stdout.write(`saved profile ${p.name} (${profileWorldSize(p)} rank(s)) in ${s.fileOf(p.name)}\n`);
+  return EXIT.ok;
+}
+
+export async function profilesAddSlurm({ values, positionals }: Parsed, io: CliIo): Promise<number> {
+  const name = need(positionals[0], 'NAME', 'add-slurm');
+  const target = need(positionals[1], 'LOGIN', 'add-slurm');
+  const m = /^(?:([^@]+)@)?(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(target);
+  if (!m) throw new UsageError(`profiles add-slurm: the login node ${JSON.stringify(target)} is not [USER@]ADDRESS[:PORT]`);
+  const address = m[2]!.replace(/^\[|\]$/g, '');
+  const num = (flag: string): number | undefined => {
+    const v = values[flag];
+    if (v === undefined) return undefined;
+    if (!/^\d+$/.test(String(v))) throw new UsageError(`profiles add-slurm: --${flag} must be a whole number, got ${JSON.stringify(v)}`);
+    return Number(v);
+  };
+  const scheduler = {
+    kind: 'slurm',
+    ...(values.partition !== undefined ? { partition: String(values.partition) } : {}),
+    nodes: num('nodes') ?? 1,
+    tasksPerNode: num('tasks-per-node') ?? 1,
+    ...(values['gpus-per-node'] !== undefined ? { gpusPerNode: num('gpus-per-node') } : {}),
+    ...(values.time !== undefined ? { timeLimit: String(values.time) } : {}),
+    ...(values.account !== undefined ? { account: String(values.account) } : {}),
+    extraArgs: values['extra-args'] !== undefined ? String(values['extra-args']).split(/\s+/).filter(Boolean) : [],
+  };
+  const host = { name: 'login', address, port: m[3] ? Number(m[3]) : 22, ...(m[1] ? { user: m[1] } : {}), slots: 1, workdir: DEFAULT_WORKDIR, env: {}, ...hostDefaults(values) };
+  const s = store(io);
+  const p = await s.put({ name, hosts: [host], scheduler }, { overwrite: !!values.force });
+  io.stdout.write(`saved Slurm profile ${p.name} (${p.scheduler!.nodes} node(s) × ${p.scheduler!.tasksPerNode} rank(s)${p.scheduler!.partition ? ` on partition ${p.scheduler!.partition}` : ''}, login ${address}) in ${s.fileOf(p.name)}\n`);
   return EXIT.ok;
 }
 

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import { CohortError, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, slurmJobName, slurmNodeWorkdir, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
@@ -16,6 +16,8 @@ import type { ClusterOps, LeftoverReport } from './cluster-ops';
 import { deployBundle, type DeployTarget } from './deploy';
 import { parseProbe, probeScript, shellQuote } from './probe';
 import { probeLocal } from './probe-local';
+import { SlurmJob, type LoginShell } from './slurm-job';
+import { checkSlurmRequest, probeSlurm, workdirSeenByComputeNode } from './slurm-probe';
 
 export interface SshClusterOptions {
   env: Env;
@@ -111,7 +113,13 @@ export class SshCluster implements ClusterOps {
         try {
           const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
           const r = await s.run(probeScript(h.workdir), { ...opts, env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env });
-          return parseProbe(h.name, r.stdout);
+          const probe = parseProbe(h.name, r.stdout);
+          if (!profile.scheduler) return probe;
+          try {
+            return { ...probe, slurm: await probeSlurm(this.loginShell(profile), { workdir: h.workdir, ...(profile.scheduler.partition ? { partition: profile.scheduler.partition } : {}), srun: true }) };
+          } catch (err) {
+            return { ...probe, ok: false, error: toApiError(err) };
+          }
         } catch (err) {
           return { host: h.name, ok: false, probedAt: new Date().toISOString(), gpus: [], tfjsNodeGpu: false, tfjsNode: false, error: toApiError(err) };
         }
@@ -137,6 +145,7 @@ export class SshCluster implements ClusterOps {
   }
 
   async planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal }): Promise<RunPlan> {
+    if (profile.scheduler) return this.planSlurmRun(profile, req);
     const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
     const failed = deployed.filter((d) => !d.ok);
     if (failed.length) {
@@ -174,6 +183,83 @@ export class SshCluster implements ClusterOps {
     return { runId: req.runId, hosts, record, ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
   }
 
+  /**
+   * A Slurm run (issue 16): deploy once to the shared workdir over the login node, refuse what
+   * Slurm would refuse or never start (unknown partition, more nodes than it has) before
+   * submitting, and hand the controller a SlurmJob that submits, waits in the queue and yields
+   * the allocation's nodes, each followed through the login node.
+   */
+  private async planSlurmRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal }): Promise<RunPlan> {
+    const sched = profile.scheduler!;
+    const login = profile.hosts[0]!;
+    const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
+    const d = deployed[0]!;
+    if (!d.ok) throw new CohortError(d.error?.code ?? 'deploy-failed', `${d.host}: ${d.error?.message}`, d.error?.hint ? { hint: d.error.hint } : {});
+    const record = this.recordOf(profile, [d.remoteDir]);
+    const shell = this.loginShell(profile);
+    const part = await checkSlurmRequest(shell, profile.name, sched);
+    await this.checkWorkdirShared(shell, profile, record[0]!.workdir, part.name);
+    const submit: SlurmSubmit = {
+      runId: req.runId,
+      nodes: sched.nodes,
+      tasksPerNode: sched.tasksPerNode,
+      ...(sched.gpusPerNode ? { gpusPerNode: sched.gpusPerNode } : {}),
+      sbatchArgs: [...(sched.partition ? [`--partition=${sched.partition}`] : []), ...(sched.timeLimit ? [`--time=${sched.timeLimit}`] : []), ...(sched.account ? [`--account=${sched.account}`] : []), ...sched.extraArgs],
+      config: req.config,
+      env: login.python ? { COHORT_PYTHON: login.python, ...login.env } : login.env,
+      // UNFINISHED: --max-restarts is not wired from the client for any cluster run yet; Slurm runs start with none.
+      maxRestarts: 0,
+      token: randomBytes(24).toString('hex'),
+    };
+    return { runId: req.runId, hosts: [], record, scheduler: this.slurmJob(profile, req.runId, record[0]!, submit) };
+  }
+
+  /** Workdirs a compute node was seen to read (per profile): checked once per SshCluster. */
+  private readonly sharedWorkdirs = new Set<string>();
+
+  /** Refuses a workdir the compute nodes cannot see, before anything is submitted (one short srun, when the partition has room now). */
+  private async checkWorkdirShared(shell: LoginShell, profile: Profile, workdir: string, partition: string): Promise<void> {
+    const key = `${profile.name}|${workdir}|${partition}`;
+    if (this.sharedWorkdirs.has(key)) return;
+    // A workdir once seen from this partition's nodes stays seen: the login node keeps that note.
+    const note = `${workdir.replace(/\/+$/, '')}/.cohort-workdir-shared`;
+    if ((await shell.run(`grep -qxF ${shellQuote(partition)} ${shellQuote(note)}`)).code === 0) return void this.sharedWorkdirs.add(key);
+    const seen = await workdirSeenByComputeNode(shell, workdir, partition);
+    if (seen.workdirShared === 'yes') {
+      this.sharedWorkdirs.add(key);
+      await shell.run(`echo ${shellQuote(partition)} >> ${shellQuote(note)}`);
+    }
+    if (seen.workdirShared === 'no') {
+      throw new CohortError('slurm-workdir-not-shared', `profile ${profile.name}: the workdir ${workdir} of ${profile.hosts[0]!.name} is not visible from the compute nodes of partition ${partition}`, {
+        hint: `set ${profile.hosts[0]!.name}'s workdir to a directory on a filesystem the compute nodes mount (e.g. /scratch/$USER/cohort or a shared home); cohort probe ${profile.name} checks it`,
+      });
+    }
+    // 'unchecked' (the partition has no room for the test srun now): submit; agents that cannot read the spec fail the run with this hint.
+  }
+
+  private slurmJob(profile: Profile, runId: string, ref: HostRecordRef, submit?: SlurmSubmit): SlurmJob {
+    const login = profile.hosts[0]!.name;
+    return new SlurmJob({
+      runId,
+      workdir: ref.workdir,
+      login: this.loginShell(profile),
+      loginLink: this.hostLink(profile, ref),
+      nodeLink: (node, i) => this.hostLink(profile, { host: node, workdir: slurmNodeWorkdir(ref.workdir, runId, i), entry: ref.entry }, login),
+      ...(submit ? { submit } : {}),
+    });
+  }
+
+  /** Shell commands on a Slurm profile's login node, with its profile env. */
+  private loginShell(profile: Profile): LoginShell {
+    const h = profile.hosts[0]!;
+    return {
+      run: async (command, opts = {}) => {
+        const s = await this.session(profile, h.name);
+        return s.run(command, { env: h.env, signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000) });
+      },
+    };
+  }
+
   /** Where each host keeps a run's record: its workdir and the deployed bundle's entry. */
   private recordOf(profile: Profile, remoteDirs: string[]): HostRecordRef[] {
     return profile.hosts.map((h, i) => ({ host: h.name, workdir: posix.dirname(posix.dirname(remoteDirs[i]!)), entry: posix.join(remoteDirs[i]!, 'cohort-trainer.mjs') }));
@@ -181,17 +267,18 @@ export class SshCluster implements ClusterOps {
 
   /** The plan of a run started elsewhere (attach, stop), from the record locations kept in its history. */
   attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan {
+    if (profile.scheduler) return { runId, hosts: [], record, scheduler: this.slurmJob(profile, runId, record[0]!), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
     return { runId, hosts: record.map((r) => ({ host: r.host, link: this.hostLink(profile, r) })), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
   }
 
   /** Host commands over SSH exec: `node <entry> <cmd>` in the host's workdir, the host's env over the channel. */
-  private hostLink(profile: Profile, r: HostRecordRef): HostLink {
-    const h = profile.hosts.find((x) => x.name === r.host);
+  private hostLink(profile: Profile, r: HostRecordRef, via = r.host): HostLink {
+    const h = profile.hosts.find((x) => x.name === via);
     const env = { ...(h?.env ?? {}), COHORT_WORKDIR: r.workdir, COHORT_RUNTIME_DIR: posix.join(r.workdir, 'runtime') };
     return {
       host: r.host,
       command: async (args, opts = {}) => {
-        const s = await this.session(profile, r.host, { signal: AbortSignal.timeout(this.o.connectTimeoutMs ?? 15_000) });
+        const s = await this.session(profile, via, { signal: AbortSignal.timeout(this.o.connectTimeoutMs ?? 15_000) });
         const proc = await s.exec(`cd ${shellQuote(r.workdir)} && exec node ${shellQuote(r.entry)} ${args.map(shellQuote).join(' ')}`, { env });
         let err = '';
         proc.stderr.setEncoding('utf8');
@@ -213,6 +300,17 @@ export class SshCluster implements ClusterOps {
   }
 
   async leftovers(profile: Profile, runId: string, opts: { timeoutMs?: number } = {}): Promise<LeftoverReport[]> {
+    if (profile.scheduler) {
+      // Slurm's proctrack ends every process of a job's steps with the job: the check is that the job is gone.
+      try {
+        const shell = this.loginShell(profile);
+        const r = await shell.run(`squeue -h --name=${shellQuote(slurmJobName(runId))} -o '%i %T %N'`, { timeoutMs: opts.timeoutMs ?? 5000 });
+        if (r.code !== 0) throw new Error(`squeue failed (exit ${r.code}): ${r.stderr.trim()}`);
+        return [{ host: `slurm job of ${runId}`, processes: r.stdout.split('\n').filter((l) => l.trim()).map((l) => `still in squeue: ${l}`) }];
+      } catch (err) {
+        return [{ host: profile.hosts[0]!.name, processes: [], error: toApiError(err) }];
+      }
+    }
     // Each host is checked on its own, with its own time limit: one unreachable host neither
     // hides the others' results nor holds the answer beyond timeoutMs.
     return Promise.all(

@@ -34,10 +34,43 @@ export interface HostLaunch {
   spec?: LaunchSpec;
 }
 
+/** Where a scheduled run waits: the scheduler's pending reason and its place in the queue. */
+export interface SchedulerQueueState {
+  jobId: string;
+  reason: string;
+  position?: number;
+  partition?: string;
+}
+
+/** The scheduler's final word on a job (Slurm: JobState, Reason, NodeList). */
+export interface SlurmJobEnd {
+  jobId: string;
+  state: string;
+  reason: string;
+  nodes: string;
+}
+
+/**
+ * A run placed by a batch scheduler (Slurm, cluster/slurm-job.ts): the controller submits it, waits
+ * while it is queued, then follows the hosts the allocation gave it like any others. Stop is the
+ * scheduler's (scancel), and its account of the end (time limit, node failure) names the reason.
+ */
+export interface ScheduledJob {
+  readonly id: string | undefined;
+  submit(): Promise<string>;
+  /** Resolves with the allocation's hosts (leader first) once every node's agent has its record. */
+  waitRunning(onQueued: (q: SchedulerQueueState) => void, signal: AbortSignal): Promise<HostLaunch[]>;
+  /** Cancels the job; resolves once it has left the queue (bounded). */
+  cancel(): Promise<void>;
+  ended(): Promise<SlurmJobEnd | undefined>;
+}
+
 export interface RunPlan {
   runId: string;
-  /** hosts[0] is the leader (rank 0's host). */
+  /** hosts[0] is the leader (rank 0's host). Empty for a scheduled run until its job runs. */
   hosts: HostLaunch[];
+  /** Set: the run is a batch job; hosts come from its allocation. */
+  scheduler?: ScheduledJob;
   /** Where each host keeps the record (kept in the local history so any client can attach later). */
   record?: HostRecordRef[];
   /** No contact with the leader for this long: the run is `lost` (default 60 s). */
@@ -101,12 +134,64 @@ export class RunController {
     return () => this.listeners.delete(listener);
   }
 
+  private queueListeners = new Set<(q: SchedulerQueueState | undefined) => void>();
+  /** A scheduled run's queue state: called while it waits, then once with undefined when it starts. */
+  onQueue(listener: (q: SchedulerQueueState | undefined) => void): () => void {
+    this.queueListeners.add(listener);
+    return () => this.queueListeners.delete(listener);
+  }
+
+  private readonly waitAbort = new AbortController();
+
+  /** The scheduler accepts the job (sbatch): from then on it is detached by nature. False when refused. */
+  private async submitScheduled(): Promise<boolean> {
+    const job = this.plan.scheduler!;
+    try {
+      const id = await job.submit();
+      this.emit(makeEvent({ type: 'log', level: 'info', message: `submitted Slurm job ${id} (run ${this.plan.runId})` }));
+      return true;
+    } catch (err) {
+      this.schedulerFailed(err);
+      return false;
+    }
+  }
+
+  /** Waits while the scheduler's job is queued (telling why and where), then follows its nodes. */
+  private async followScheduled(offsets: Record<string, number> = {}): Promise<void> {
+    const job = this.plan.scheduler!;
+    try {
+      const hosts = await job.waitRunning((q) => {
+        this.emit(makeEvent({ type: 'log', level: 'info', message: `queued: Slurm job ${q.jobId} is pending (${q.reason})${q.position ? `, position ${q.position} in partition ${q.partition ?? ''}`.trimEnd() : ''}` }));
+        for (const l of this.queueListeners) l(q);
+      }, this.waitAbort.signal);
+      if (this.finished || this.stopping !== 'no') return;
+      for (const l of this.queueListeners) l(undefined);
+      this.plan.hosts = hosts;
+      this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${job.id} runs on ${hosts.map((h) => h.host).join(', ')}` }));
+      this.attach(offsets);
+    } catch (err) {
+      this.schedulerFailed(err);
+    }
+  }
+
+  private schedulerFailed(err: unknown): void {
+    if (this.stopping !== 'no' || this.finished) return this.finish('cancelled');
+    const e = err as { code?: string; message: string; hint?: string };
+    this.emitError({ rank: -1, host: this.plan.hosts[0]?.host ?? 'slurm', message: e.message, logTail: [], code: e.code ?? 'slurm-failed' });
+    this.finish('failed');
+  }
+
   /**
    * `run-start` on every host, then attach. A host that refuses fails the run and stops the others.
    * Resolves true once every host's agent runs (detached: the run no longer needs this process),
    * false when the start failed (the run's result says why).
    */
   async start(): Promise<boolean> {
+    if (this.plan.scheduler) {
+      if (!(await this.submitScheduled())) return false;
+      void this.followScheduled();
+      return true;
+    }
     const started: HostLaunch[] = [];
     for (const h of this.plan.hosts) {
       if (!h.spec) throw new Error(`${h.host}: no launch spec; attach() follows a run started elsewhere`);
@@ -133,6 +218,10 @@ export class RunController {
 
   /** Follows every host's record from the start (or from given byte offsets). */
   attach(offsets: Record<string, number> = {}): void {
+    if (this.plan.scheduler && this.plan.hosts.length === 0) {
+      void this.followScheduled(offsets);
+      return;
+    }
     this.follows = this.plan.hosts.map((host) => ({ host, offset: offsets[host.host] ?? 0, ended: false, lastContact: Date.now() }));
     for (const f of this.follows) void this.follow(f);
   }
@@ -153,6 +242,8 @@ export class RunController {
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
     this.stopsInFlight = this.stopAll(reason, this.plan.stopWaitMs ?? 10_000);
     void this.stopsInFlight.then(() => {
+      // Still queued: nothing to follow, the job is gone.
+      if (this.plan.scheduler && this.follows.length === 0) return this.finish('cancelled');
       // A host that could not be reached cannot confirm; do not wait for it beyond the stop.
       setTimeout(() => this.finish('cancelled'), 3000).unref();
     });
@@ -168,6 +259,16 @@ export class RunController {
 
   /** run-stop on the leader (it stops its followers), then on each follower as a fallback. */
   private async stopAll(reason: string, waitMs: number): Promise<void> {
+    if (this.plan.scheduler) {
+      // The scheduler stops every node's agent (SIGTERM: each records the end), then nothing of the job is left.
+      this.waitAbort.abort();
+      try {
+        await this.plan.scheduler.cancel();
+      } catch (err) {
+        this.emit(makeEvent({ type: 'log', level: 'warn', message: `could not cancel Slurm job ${this.plan.scheduler.id ?? ''}: ${(err as Error).message}` }));
+      }
+      return;
+    }
     const [leader, ...followers] = this.plan.hosts;
     if (leader) await this.stopHost(leader, reason, waitMs);
     await Promise.all(followers.map((f) => this.stopHost(f, reason, Math.min(waitMs, 5000))));
@@ -269,8 +370,25 @@ export class RunController {
     if (state && isTerminalRunState(state.state)) status = state.state as RunStatus;
     else if (this.doneEvent) status = this.doneEvent.status;
     else status = this.firstError ? 'failed' : 'lost';
+    if (this.plan.scheduler && status !== 'ok') status = await this.schedulerVerdict(status);
     if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
     this.finish(status, state);
+  }
+
+  /**
+   * A scheduled run that did not end ok: the scheduler's account wins where it says more. A job
+   * the scheduler ended (time limit, node failure, preemption) is `failed` with its reason even
+   * though its agents only saw a SIGTERM; a cancel we asked for stays `cancelled`.
+   */
+  private async schedulerVerdict(status: RunOutcome): Promise<RunOutcome> {
+    const end = await this.plan.scheduler!.ended().catch(() => undefined);
+    if (!end || this.stopping !== 'no') return status;
+    const why: Record<string, string> = { TIMEOUT: 'it reached its time limit', NODE_FAIL: `node ${end.nodes} failed`, PREEMPTED: 'it was preempted', OUT_OF_MEMORY: 'it ran out of memory', BOOT_FAIL: 'a node failed to boot', DEADLINE: 'it reached its deadline' };
+    const said = why[end.state];
+    if (!said) return status;
+    const message = `Slurm ended job ${end.jobId}: ${said} (JobState=${end.state}, Reason=${end.reason})`;
+    this.emitError({ rank: -1, host: end.state === 'NODE_FAIL' ? end.nodes : (this.plan.hosts[0]?.host ?? 'slurm'), message, logTail: [], code: `slurm-${end.state.toLowerCase().replace(/_/g, '-')}` });
+    return 'failed';
   }
 
   private handle(e: CohortEvent): void {

@@ -2,7 +2,7 @@
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees.
 import { CohortError, makeEvent, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, resolveRunConfig, spreadOf, type DeployProgress, type Profile, type RunMeta } from '../../common';
+import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent, runSwitches } from './applied-config';
 import { attachLocalPlan, localWorkdir, planLocalRun } from './local-run';
@@ -58,7 +58,7 @@ export async function startRun(o: {
     status: 'starting',
     config,
     hosts: plan.hosts.map((h) => ({ name: h.host, ranks: h.spec?.ranks.map((r) => r.rank) ?? [] })),
-    worldSize: plan.hosts[0]?.spec?.worldSize ?? 0,
+    worldSize: plan.scheduler ? profileWorldSize(o.profile) : (plan.hosts[0]?.spec?.worldSize ?? 0),
     versions: { node: process.versions.node },
     controllerPid: process.pid,
     profileSnapshot: o.profile,
@@ -94,6 +94,10 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
   let applied = meta.applied ?? {};
   const recorded = new Set<(event: CohortEvent, seq: number) => void>();
   let running = false;
+  // A scheduled run waits in the scheduler's queue first: `queued`, then `starting` when its job runs.
+  controller.onQueue((q) => {
+    if (!running) recorder.update({ status: q ? 'queued' : 'starting' });
+  });
   controller.onEvent((e) => {
     const seq = recorder.record(e);
     const next = applyEvent(applied, meta.config, e);

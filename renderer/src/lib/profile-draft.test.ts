@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkDraft, emptyHost, fieldKey, type ProfileDraft } from './profile-draft';
+import { decodeProfile } from '../../../electron/common';
+import { checkDraft, draftFrom, draftToInput, emptyHost, fieldKey, type ProfileDraft } from './profile-draft';
 
 const draft = (hosts: Partial<ReturnType<typeof emptyHost>>[], name = 'lab'): ProfileDraft => ({ name, masterAddr: '', rest: {}, hosts: hosts.map((h, i) => ({ ...emptyHost(i), ...h })) });
 
@@ -24,5 +25,16 @@ describe('profile form validation', () => {
     const c = checkDraft(draft([{ address: '10.0.0.5' }]));
     expect(c.errors).toEqual({});
     expect(c.profile?.hosts[0]?.address).toBe('10.0.0.5');
+  });
+});
+
+describe('profile draft', () => {
+  it('keeps a Slurm profile\'s scheduler through an edit (the form has no scheduler fields yet)', () => {
+    const p = decodeProfile({ name: 'hpc', scheduler: { kind: 'slurm', partition: 'gpu', nodes: 2, tasksPerNode: 4 }, hosts: [{ name: 'login', address: 'login.example.org', workdir: '/scratch/me' }] });
+    const d = draftFrom(p);
+    d.hosts[0]!.user = 'me';
+    const edited = decodeProfile(draftToInput(d));
+    expect(edited.scheduler).toEqual(p.scheduler);
+    expect(edited.hosts[0]!.user).toBe('me');
   });
 });

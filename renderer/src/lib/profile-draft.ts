@@ -20,8 +20,8 @@ export interface ProfileDraft {
   name: string;
   hosts: HostDraft[];
   masterAddr: string;
-  /** Fields not edited here (defaults, lastProbe) are carried over unchanged. */
-  rest: Pick<Profile, 'defaults' | 'lastProbe'>;
+  /** Fields not edited here (defaults, lastProbe, a Slurm scheduler: no form for it yet) are carried over unchanged. */
+  rest: Pick<Profile, 'defaults' | 'lastProbe' | 'scheduler'>;
 }
 
 export function emptyHost(i: number): HostDraft {
@@ -32,7 +32,7 @@ export function draftFrom(p: Profile): ProfileDraft {
   return {
     name: p.name,
     masterAddr: p.masterAddr ?? '',
-    rest: { ...(p.defaults ? { defaults: p.defaults } : {}), ...(p.lastProbe !== undefined ? { lastProbe: p.lastProbe } : {}) },
+    rest: { ...(p.defaults ? { defaults: p.defaults } : {}), ...(p.lastProbe !== undefined ? { lastProbe: p.lastProbe } : {}), ...(p.scheduler ? { scheduler: p.scheduler } : {}) },
     hosts: p.hosts.map((h) => ({
       name: h.name,
       address: h.address,

@@ -1,0 +1,168 @@
+// Slurm placement of a durable run (issue 16). Two commands of the deployed bundle:
+//   `slurm-submit` (on the login node): SlurmSubmit on stdin → spec.json (0600) and the batch
+//     script in W/slurm/<runId>/, then `sbatch` (argv, no shell); prints {"runId","jobId"}.
+//   `agent-slurm --run ID` (on every compute node, one task per node started by the script's
+//     `srun`): derives this node's LaunchSpec from the request and SLURM_* (node 0 = leader and
+//     rendezvous master; it publishes its address and two free ports in rendezvous.json on the
+//     shared workdir), then runs the same durable agent as on an SSH host, in the foreground of
+//     the job step, so Slurm tracks it: scancel or the time limit signals it (SIGTERM → it stops its
+//     ranks and records the end), and nothing of the run outlives the job.
+// Layout: trainer/protocol/slurm-job.ts.
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { promisify } from 'node:util';
+import { HOST_CMD_EXIT, decodeLaunchSpec, decodeSlurmRendezvous, decodeSlurmSubmit, slurmJobName, slurmNodeWorkdir, slurmRunDir, type SlurmRendezvous, type SlurmSubmit, type SlurmSubmitReply } from '../protocol';
+import { writeFileAtomicSync } from '../util/atomic-write';
+import { HostCmdFailure, parseFlags, replyLine, sleep } from './host-cmd';
+import { checkRunId, recordPaths, runDirOf } from './run-record';
+import { runDetachedAgent } from './run-agent';
+
+const execFileP = promisify(execFile);
+const RENDEZVOUS_WAIT_MS = 120_000;
+
+const sq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+export async function slurmSubmit(opts: { trainerEntry: string; workdir: string }): Promise<number> {
+  const line = await firstLine();
+  let req: SlurmSubmit;
+  try {
+    if (line === undefined) throw new Error('no request line on stdin');
+    req = decodeSlurmSubmit(JSON.parse(line));
+    checkRunId(req.runId);
+  } catch (err) {
+    throw new HostCmdFailure('bad-spec', `slurm-submit: bad request: ${(err as Error).message}`, HOST_CMD_EXIT.badSpec);
+  }
+  const dir = slurmRunDir(opts.workdir, req.runId);
+  if (existsSync(`${dir}/job.json`)) throw new HostCmdFailure('run-exists', `slurm-submit: run ${req.runId} was already submitted (${dir}/job.json); start it under a new run id`);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileAtomicSync(`${dir}/spec.json`, JSON.stringify(req) + '\n', { mode: 0o600 });
+  // The login node's node binary and bundle paths: the compute nodes see the same shared files.
+  const script = [
+    '#!/bin/sh',
+    `# Cohort run ${req.runId}: one agent per node; each writes its record under ${dir}/node-<i>/`,
+    `export COHORT_WORKDIR=${sq(opts.workdir)}`,
+    `exec srun --ntasks="$SLURM_JOB_NUM_NODES" --ntasks-per-node=1 \${SLURM_CPUS_ON_NODE:+--cpus-per-task=$SLURM_CPUS_ON_NODE} --kill-on-bad-exit=1 ${sq(process.execPath)} ${sq(opts.trainerEntry)} agent-slurm --run ${sq(req.runId)}`,
+    '',
+  ].join('\n');
+  writeFileAtomicSync(`${dir}/job.sh`, script, { mode: 0o700 });
+  const args = [
+    '--parsable',
+    `--job-name=${slurmJobName(req.runId)}`,
+    `--chdir=${opts.workdir}`,
+    `--output=${dir}/job.out`,
+    `--nodes=${req.nodes}`,
+    `--ntasks-per-node=${req.tasksPerNode}`,
+    // A requeued job would start again over this run's records; restarts are the run's business (unfinished for Slurm).
+    '--no-requeue',
+    ...(req.gpusPerNode ? [`--gpus-per-node=${req.gpusPerNode}`] : []),
+    ...req.sbatchArgs,
+    `${dir}/job.sh`,
+  ];
+  let out: string;
+  try {
+    out = (await execFileP('sbatch', args, { encoding: 'utf8', timeout: 60_000 })).stdout;
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    throw new HostCmdFailure('sbatch-refused', `sbatch refused the job: ${(e.stderr ?? e.message).trim().replace(/^sbatch: error: /gm, '')}`);
+  }
+  const jobId = /^(\d+)/.exec(out.trim())?.[1];
+  if (!jobId) throw new HostCmdFailure('sbatch-refused', `sbatch printed no job id: ${out.trim().slice(0, 200)}`);
+  writeFileAtomicSync(`${dir}/job.json`, JSON.stringify({ jobId, submittedAt: Date.now() }) + '\n', { mode: 0o600 });
+  const reply: SlurmSubmitReply = { runId: req.runId, jobId };
+  replyLine(reply);
+  return 0;
+}
+
+export async function slurmNodeAgent(opts: { trainerEntry: string; enginesDir: string; workdir: string; argv: readonly string[] }): Promise<number> {
+  const runId = checkRunId(parseFlags(opts.argv, ['run'], 'agent-slurm').run ?? '');
+  const env = process.env;
+  const nodeIndex = Number(env.SLURM_NODEID);
+  const nodes = Number(env.SLURM_JOB_NUM_NODES ?? env.SLURM_NNODES);
+  const node = env.SLURMD_NODENAME;
+  const jobId = env.SLURM_JOB_ID;
+  if (!Number.isInteger(nodeIndex) || !Number.isInteger(nodes) || !node || !jobId) {
+    process.stderr.write('agent-slurm: runs only inside a Slurm job step (SLURM_NODEID, SLURM_JOB_NUM_NODES, SLURMD_NODENAME, SLURM_JOB_ID)\n');
+    return 2;
+  }
+  const dir = slurmRunDir(opts.workdir, runId);
+  const req = decodeSlurmSubmit(JSON.parse(readFileSync(`${dir}/spec.json`, 'utf8')));
+  const rdv = nodeIndex === 0 ? await publishRendezvous(dir, jobId, node) : await awaitRendezvous(dir, jobId);
+  const tpn = req.tasksPerNode;
+  const spec = decodeLaunchSpec({
+    runId,
+    host: node,
+    worldSize: nodes * tpn,
+    masterAddr: rdv.masterAddr,
+    masterPort: rdv.masterPort,
+    ranks: Array.from({ length: tpn }, (_, r) => ({ rank: nodeIndex * tpn + r, localRank: r, ...(req.gpusPerNode ? { gpu: r % req.gpusPerNode } : {}) })),
+    config: req.config,
+    env: req.env,
+    heartbeatTimeoutMs: 0,
+    role: nodeIndex === 0 ? 'leader' : 'follower',
+    ...(nodes > 1 ? { control: { addr: rdv.masterAddr, port: rdv.controlPort, token: req.token } } : {}),
+    maxRestarts: req.maxRestarts,
+    // Slurm placed the job: the node is ours for its lifetime, so a busy slot is a fault, not a queue.
+    queue: false,
+  });
+  const workdir = slurmNodeWorkdir(opts.workdir, runId, nodeIndex);
+  const paths = recordPaths(runDirOf(workdir, runId));
+  mkdirSync(paths.logs, { recursive: true, mode: 0o700 });
+  writeFileAtomicSync(paths.spec, JSON.stringify(spec) + '\n', { mode: 0o600 });
+  return runDetachedAgent({ trainerEntry: opts.trainerEntry, enginesDir: opts.enginesDir, workdir, runId, agentNode: node });
+}
+
+async function publishRendezvous(dir: string, jobId: string, node: string): Promise<SlurmRendezvous> {
+  const rdv: SlurmRendezvous = { jobId, masterAddr: await nodeAddress(node), masterPort: await freePort(), controlPort: await freePort() };
+  writeFileAtomicSync(`${dir}/rendezvous.json`, JSON.stringify(rdv) + '\n', { mode: 0o600 });
+  return rdv;
+}
+
+async function awaitRendezvous(dir: string, jobId: string): Promise<SlurmRendezvous> {
+  const deadline = Date.now() + RENDEZVOUS_WAIT_MS;
+  for (;;) {
+    try {
+      const rdv = decodeSlurmRendezvous(JSON.parse(readFileSync(`${dir}/rendezvous.json`, 'utf8')));
+      if (rdv.jobId === jobId) return rdv; // an older job's file (a resubmission) is not ours
+    } catch {
+      // not written yet
+    }
+    if (Date.now() > deadline) throw new Error(`agent-slurm: node 0 of job ${jobId} published no rendezvous in ${dir} within ${RENDEZVOUS_WAIT_MS / 1000} s (is the workdir shared with every node?)`);
+    await sleep(100);
+  }
+}
+
+/** The address other nodes reach this node at: Slurm's NodeAddr for it (its host name on most clusters). */
+async function nodeAddress(node: string): Promise<string> {
+  try {
+    const out = (await execFileP('scontrol', ['show', 'node', node, '-o'], { encoding: 'utf8', timeout: 15_000 })).stdout;
+    const addr = /(?:^|\s)NodeAddr=(\S+)/.exec(out)?.[1];
+    if (addr) return addr;
+  } catch {
+    // fall through to the name itself
+  }
+  return node;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, () => {
+      const a = s.address();
+      const port = typeof a === 'object' && a ? a.port : 0;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function firstLine(): Promise<string | undefined> {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const l of rl) {
+    rl.close();
+    process.stdin.pause();
+    return l;
+  }
+  return undefined;
+}

@@ -1,0 +1,69 @@
+// The Slurm placement of a durable run (issue 16): what the client hands `slurm-submit` on the
+// login node, and where the job keeps things in the shared workdir W:
+//   W/slurm/<runId>/spec.json        this request (0600: the env may hold secrets)
+//   W/slurm/<runId>/job.sh, job.out  the batch script and Slurm's output of it
+//   W/slurm/<runId>/rendezvous.json  written by node 0 of the allocation (master address and ports)
+//   W/slurm/<runId>/node-<i>/runs/<runId>/   node i's run record (as any host's: events, state, logs)
+// Each node's agent derives its LaunchSpec from the request and SLURM_* (first node = leader/master).
+import { decodeTrainConfig, type TrainConfig } from './train-config';
+import { arr, num, obj, optNum, str, strRecord } from './validate';
+
+export interface SlurmSubmit {
+  runId: string;
+  nodes: number;
+  tasksPerNode: number;
+  gpusPerNode?: number;
+  /** sbatch options besides the ones Cohort sets (partition, time, account, extraArgs: validated by the profile). */
+  sbatchArgs: string[];
+  config: TrainConfig;
+  /** Extra environment for every rank (the login host's profile env). */
+  env: Record<string, string>;
+  maxRestarts: number;
+  /** The control channel's per-run secret (followers present it to the leader). */
+  token: string;
+}
+
+export interface SlurmSubmitReply {
+  runId: string;
+  jobId: string;
+}
+
+export interface SlurmRendezvous {
+  jobId: string;
+  masterAddr: string;
+  masterPort: number;
+  controlPort: number;
+}
+
+export const slurmJobName = (runId: string): string => `cohort-${runId}`;
+export const slurmRunDir = (workdir: string, runId: string): string => `${workdir.replace(/\/+$/, '')}/slurm/${runId}`;
+export const slurmNodeWorkdir = (workdir: string, runId: string, node: number): string => `${slurmRunDir(workdir, runId)}/node-${node}`;
+
+export function decodeSlurmSubmit(value: unknown): SlurmSubmit {
+  const o = obj(value, 'slurm');
+  const gpusPerNode = optNum(o, 'gpusPerNode', 'slurm', { int: true, min: 0 });
+  return {
+    runId: str(o, 'runId', 'slurm', { nonEmpty: true }),
+    nodes: num(o, 'nodes', 'slurm', { int: true, min: 1 }),
+    tasksPerNode: num(o, 'tasksPerNode', 'slurm', { int: true, min: 1 }),
+    ...(gpusPerNode === undefined ? {} : { gpusPerNode }),
+    sbatchArgs: arr(o, 'sbatchArgs', 'slurm', (v, p) => {
+      if (typeof v !== 'string' || !v.startsWith('-')) throw new Error(`${p}: expected an sbatch option`);
+      return v;
+    }),
+    config: decodeTrainConfig(o.config),
+    env: o.env === undefined ? {} : strRecord(o, 'env', 'slurm'),
+    maxRestarts: optNum(o, 'maxRestarts', 'slurm', { int: true, min: 0 }) ?? 0,
+    token: str(o, 'token', 'slurm', { nonEmpty: true }),
+  };
+}
+
+export function decodeSlurmRendezvous(value: unknown): SlurmRendezvous {
+  const o = obj(value, 'rendezvous');
+  return {
+    jobId: str(o, 'jobId', 'rendezvous', { nonEmpty: true }),
+    masterAddr: str(o, 'masterAddr', 'rendezvous', { nonEmpty: true }),
+    masterPort: num(o, 'masterPort', 'rendezvous', { int: true, min: 1, max: 65535 }),
+    controlPort: num(o, 'controlPort', 'rendezvous', { int: true, min: 1, max: 65535 }),
+  };
+}
