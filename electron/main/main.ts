@@ -102,9 +102,10 @@ app.on('window-all-closed', () => {
 let quitting = false;
 app.on('before-quit', (e) => {
   if (quitting || !service) return;
-  // Cancel active runs (no orphans on any host) before the process exits.
+  // Stop following runs (they go on on their hosts; cancelling is the user's Stop) before exiting.
   e.preventDefault();
   quitting = true;
   wiring?.dispose();
-  void service.dispose().finally(() => app.quit());
+  service.dispose();
+  app.quit();
 });

@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { makeEvent, type Disposable } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
-import { localProfile, resolveRunConfig, type RunEventMessage } from '../../common';
+import { followRun, localProfile, resolveRunConfig } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
@@ -57,13 +57,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
   const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
-  // Subscribe before starting: every event of this run is printed once, in record order.
   let runId: string | undefined;
-  const early: RunEventMessage[] = [];
-  const offEvents = service.onRunEvent((m) => {
-    if (runId === undefined) early.push(m);
-    else if (m.runId === runId) printer.event(m.event);
-  });
+  let offEvents = () => undefined as void;
   const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));
   const signals = new CtrlC(io, (force) => {
     if (runId === undefined) return false;
@@ -94,7 +89,9 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       if (!values.json) io.stderr.write(`run ${runId} started; follow it with "cohort attach ${runId}", stop it with "cohort stop ${runId}"\n`);
       return EXIT.ok;
     }
-    for (const m of early.splice(0)) if (m.runId === runId) printer.event(m.event);
+    // This run's events only, each printed once in record order (what it recorded before we
+    // subscribed comes from attachRun's backfill).
+    offEvents = (await followRun(service, runId, (e) => printer.event(e))).dispose;
     const result = await service.runResult(runId);
     if (!result) throw new Error(`run ${runId} ended before it could be followed`);
     if (!local) await reportLeftovers(service, runId, io);
@@ -109,7 +106,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     signals.dispose();
     offEvents();
     offDeploy();
-    await service.dispose();
+    service.dispose();
   }
 }
 

@@ -53,7 +53,7 @@ export async function serveCommand(
     try {
       await server.listen();
     } catch (err) {
-      await service.dispose();
+      service.dispose();
       throw err;
     }
     if (!isLoopback(host)) {
@@ -71,7 +71,7 @@ export async function serveCommand(
   }
   io.stderr.write('cohort serve: stopping (cancelling active runs)\n');
   await server.dispose();
-  await service.dispose();
+  service.dispose();
   return EXIT.ok;
 }
 

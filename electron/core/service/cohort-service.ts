@@ -4,7 +4,7 @@
 // `cluster-unavailable` so the dashboard can say so instead of hanging.
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
-import { ConfigError, Emitter, type CohortEvent, type Disposable } from '../../../trainer/protocol';
+import { ConfigError, DisposableBase, Emitter, KeyedEmitter, type CohortEvent } from '../../../trainer/protocol';
 import {
   ApiCallError,
   LOCAL_PROFILE_NAME,
@@ -46,15 +46,16 @@ export interface CohortServiceOptions {
 
 type Listener<T> = (value: T) => void;
 
-export class CohortService implements CohortApi, Disposable {
+export class CohortService extends DisposableBase implements CohortApi {
   readonly profiles: ProfileStore;
   readonly runs: RunStore;
   private readonly active = new Map<string, StartedRun>();
-  private readonly runEvents = new Emitter<RunEventMessage>();
-  private readonly deployEvents = new Emitter<DeployProgress>();
-  private disposed = false;
+  /** Each run's live events, by run id: a subscriber hears only the run it follows. */
+  private readonly runEvents = this.register(new KeyedEmitter<string, RunEventMessage>());
+  private readonly deployEvents = this.register(new Emitter<DeployProgress>());
 
   constructor(private readonly opts: CohortServiceOptions) {
+    super();
     this.profiles = new ProfileStore(opts.paths.profilesDir);
     this.runs = new RunStore(join(opts.paths.dataDir, 'runs'));
   }
@@ -112,7 +113,7 @@ export class CohortService implements CohortApi, Disposable {
   // ---- runs ------------------------------------------------------------------------------------
 
   async startRun(req: StartRunRequest): Promise<{ runId: string }> {
-    if (this.disposed) throw new ApiCallError({ code: 'disposed', message: 'the service is shutting down' });
+    if (this.isDisposed) throw new ApiCallError({ code: 'disposed', message: 'the service is shutting down' });
     const profile = await this.profiles.get(req.profile, req.ranks === undefined ? {} : { localSlots: req.ranks });
     if (profile.name !== LOCAL_PROFILE_NAME && !this.opts.cluster) this.cluster('run on a cluster profile');
     let started: StartedRun;
@@ -201,7 +202,7 @@ export class CohortService implements CohortApi, Disposable {
   private track(started: StartedRun): void {
     const { runId, controller } = started;
     this.active.set(runId, started);
-    started.onRecorded((event: CohortEvent, seq) => this.runEvents.fire({ runId, seq, event }));
+    started.onRecorded((event: CohortEvent, seq) => this.runEvents.fire(runId, { runId, seq, event }));
     void controller.result.finally(() => {
       this.active.delete(runId);
       controller.dispose();
@@ -247,8 +248,8 @@ export class CohortService implements CohortApi, Disposable {
 
   // ---- events ------------------------------------------------------------------------------------
 
-  onRunEvent(listener: Listener<RunEventMessage>): () => void {
-    return this.runEvents.event(listener);
+  onRunEvent(runId: string, listener: Listener<RunEventMessage>): () => void {
+    return this.runEvents.event(runId, listener);
   }
 
   onDeployProgress(listener: Listener<DeployProgress>): () => void {
@@ -261,14 +262,11 @@ export class CohortService implements CohortApi, Disposable {
   }
 
   /** Stops following every run (they go on on their hosts: a client going away never stops a run). Idempotent. */
-  async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
+  override dispose(): void {
+    if (this.isDisposed) return;
+    super.dispose(); // the event sources
     for (const { controller } of this.active.values()) controller.dispose();
     this.active.clear();
-    // Emitter.fire isolates subscribers: one broken subscriber (a closed socket) does not stop the others or the run.
-    this.runEvents.dispose();
-    this.deployEvents.dispose();
     this.opts.cluster?.dispose();
   }
 
