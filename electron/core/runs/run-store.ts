@@ -6,7 +6,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
-import { CohortError, EventLineDecoder, type CohortEvent } from '../../../trainer/protocol';
+import { CohortError, DisposableBase, Emitter, EventLineDecoder, type CohortEvent } from '../../../trainer/protocol';
 import type { RunMeta } from '../../common';
 
 export type { RunMeta };
@@ -54,11 +54,10 @@ const RETRY_MS = 500;
  * once to onWriteProblem listeners, and every later record() retries (at most every 0.5 s) so the
  * files catch up, in order, when space returns. close() makes a last attempt and reports what is lost.
  */
-export class RunRecorder {
+export class RunRecorder extends DisposableBase {
   readonly dir: string;
   private eventsFd: number;
   private logFds = new Map<string, number>();
-  private closed = false;
   private count = 0;
   /** Lines not yet on disk, in order, with the file they belong to. */
   private backlog: { file: string; text: string }[] = [];
@@ -67,7 +66,7 @@ export class RunRecorder {
   private metaDirty = false;
   private failing: string | undefined;
   private lastTry = 0;
-  private readonly problemListeners = new Set<(message: string) => void>();
+  private readonly problems = new Emitter<string>();
 
   /** `rewrite`: start the cache's events over (an attach replays the hosts' record from the start). */
   constructor(
@@ -75,6 +74,7 @@ export class RunRecorder {
     private meta: RunMeta,
     opts: { rewrite?: boolean } = {},
   ) {
+    super();
     this.dir = join(runsDir, checkRunId(meta.id));
     mkdirSync(join(this.dir, 'logs'), { recursive: true, mode: 0o700 });
     this.writeMeta();
@@ -83,9 +83,9 @@ export class RunRecorder {
 
   /** Told (once per episode) when the record cannot be written and when it has caught up. Returns a disposer. */
   onWriteProblem(listener: (message: string) => void): () => void {
-    this.problemListeners.add(listener);
+    const off = this.problems.event(listener);
     if (this.failing) listener(this.failing);
-    return () => this.problemListeners.delete(listener);
+    return off;
   }
 
   /** The current write problem, if the record is behind. */
@@ -95,14 +95,14 @@ export class RunRecorder {
 
   /** Appends one event; returns its sequence number (its index in events.jsonl), -1 once closed. */
   record(e: CohortEvent): number {
-    if (this.closed) return -1;
+    if (this.isDisposed) return -1;
     this.write('events.jsonl', JSON.stringify(e) + '\n');
     if (e.type === 'log') this.log(e.host ?? 'unknown', e.rank, e.message);
     return this.count++;
   }
 
   log(host: string, rank: number | undefined, line: string): void {
-    if (this.closed) return;
+    if (this.isDisposed) return;
     this.write(join('logs', `${safe(host)}-${rank === undefined ? 'agent' : rank}.log`), line.endsWith('\n') ? line : line + '\n');
   }
 
@@ -112,15 +112,21 @@ export class RunRecorder {
     this.flush(true);
   }
 
+  /** Closes the record files (a last flush first; what is still unwritten is reported). Idempotent. */
   close(): void {
-    if (this.closed) return;
+    this.dispose();
+  }
+
+  override dispose(): void {
+    if (this.isDisposed) return;
     this.flush(true);
-    this.closed = true;
+    super.dispose();
     if (this.backlogBytes > 0 || this.metaDirty || this.droppedBytes > 0) {
       this.tell(`the run record in ${this.dir} is incomplete: ${this.backlogBytes + this.droppedBytes} bytes of events/logs${this.metaDirty ? ' and the final meta.json' : ''} could not be written (${this.failing ?? 'write failed'})`);
     }
     closeSync(this.eventsFd);
     for (const fd of this.logFds.values()) closeSync(fd);
+    this.problems.dispose();
   }
 
   private writeMeta(): void {
@@ -166,7 +172,7 @@ export class RunRecorder {
 
   /** Retries the backlog (throttled unless `now`), then meta.json. */
   private flush(now: boolean): void {
-    if (this.closed || (this.backlog.length === 0 && !this.metaDirty)) return;
+    if (this.isDisposed || (this.backlog.length === 0 && !this.metaDirty)) return;
     if (!now && this.failing && Date.now() - this.lastTry < RETRY_MS) return;
     this.lastTry = Date.now();
     while (this.backlog.length > 0) {
@@ -202,7 +208,7 @@ export class RunRecorder {
   }
 
   private tell(message: string): void {
-    for (const l of this.problemListeners) l(message);
+    this.problems.fire(message);
   }
 }
 
