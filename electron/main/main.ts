@@ -87,7 +87,7 @@ void app.whenReady().then(() => {
   session.defaultSession.setPermissionRequestHandler((_wc, _perm, cb) => cb(false));
   // No remote content: only the app's own files load.
   session.defaultSession.webRequest.onBeforeRequest((details, cb) => cb({ cancel: !/^(file|devtools|data|blob):/.test(details.url) }));
-  service = new CohortService({ paths: resolvePaths(process.env), cluster: new SshCluster({ env: process.env }) });
+  service = new CohortService({ paths: resolvePaths(process.env), env: process.env, cluster: new SshCluster({ env: process.env }) });
   Menu.setApplicationMenu(menu());
   createWindow();
   app.on('activate', () => {

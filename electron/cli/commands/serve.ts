@@ -47,7 +47,7 @@ export async function serveCommand(
   if (opts.signal) handlers.add(onAbort(opts.signal, onStop));
   // Keys by path or ssh-agent; an encrypted key without the agent fails with a clear error (the
   // browser has no passphrase prompt yet).
-  const service = new CohortService({ paths: resolvePaths(io.env), cluster: new SshCluster({ env: io.env }) });
+  const service = new CohortService({ paths: resolvePaths(io.env), env: io.env, cluster: new SshCluster({ env: io.env }) });
   const server = new WebServer({ api: service, staticDir, host, port });
   try {
     try {

@@ -40,6 +40,8 @@ export interface CohortServiceOptions {
   cluster?: ClusterOps;
   /** Local user name (default remote user for ~/.ssh/config import). */
   localUser?: string;
+  /** The environment `${VAR}` in ~/.ssh/config values expands from (the composition root's). */
+  env?: Record<string, string | undefined>;
   /** Told about a run folder the history skips (damaged or incomplete meta.json): file and reason. */
   onSkippedRecord?: (file: string, reason: string) => void;
 }
@@ -82,7 +84,7 @@ export class CohortService extends DisposableBase implements CohortApi {
 
   async importSshConfig(): Promise<{ hosts: ProfileHost[]; skipped: { what: string; reason: string }[] }> {
     const path = this.opts.paths.sshConfigPath;
-    const r = await importSshConfigFile(path, { home: this.opts.paths.home, localUser: this.opts.localUser ?? safeUser() });
+    const r = await importSshConfigFile(path, { home: this.opts.paths.home, localUser: this.opts.localUser ?? safeUser(), ...(this.opts.env ? { env: this.opts.env } : {}) });
     if (!r) return { hosts: [], skipped: [{ what: path, reason: 'file not found' }] };
     return { hosts: r.hosts, skipped: r.skipped };
   }
