@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { DisposableStore, decodeLaunchSpec, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
+import { DisposableStore, SlowRankWatch, decodeLaunchSpec, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
 import { listCheckpoints } from '../train/checkpoint';
 import { chooseEngine, type EngineChoice } from './engine-choice';
 import { ControlLink, tokenMatches, type ControlMsg } from './control';
@@ -65,6 +65,7 @@ class HostAgent {
   private ownRanksOk = false;
   // follower
   private leader: ControlLink | undefined;
+  private readonly slowRanks = new SlowRankWatch();
 
   constructor(
     private readonly spec: LaunchSpec,
@@ -114,6 +115,12 @@ class HostAgent {
   }
 
   private onEvent(e: CohortEvent): void {
+    if (e.type === 'step') {
+      this.record.event(e);
+      // Rank 0's step carries every rank's compute time: a persistently slow one is named once.
+      for (const r of this.slowRanks.observe(e)) this.emit(slowRankEvent(r));
+      return;
+    }
     if (e.type !== 'error') return this.record.event(e);
     // A rank's error: the leader decides the root cause before writing (failure()); a follower relays it.
     if (this.role === 'follower') {

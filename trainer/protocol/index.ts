@@ -8,3 +8,4 @@ export { DecodeError } from './validate';
 export * from './lifecycle';
 export * from './errors';
 export * from './run-state';
+export * from './slow-rank';

@@ -46,6 +46,8 @@ export const live = $state({
   /** Compile / warm-up entries in order (their own phase, never counted in throughput). */
   prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string; index?: number; total?: number }[],
   error: null as ErrorEvent | null,
+  /** Slow-host warnings of this run (a `log` with code 'slow-rank': one per slow rank). */
+  slowRanks: [] as { rank: number | undefined; host: string | undefined; text: string }[],
   logs: [] as LogLine[],
   median: null as number | null,
   /** Bumps whenever buffers changed (charts also check buffer versions). */
@@ -64,6 +66,7 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   live.lastStep = null;
   live.prep = [];
   live.error = null;
+  live.slowRanks = [];
   live.logs = [];
   live.median = null;
   live.memoryRanks = [];
@@ -151,6 +154,7 @@ export function applyEvent(e: CohortEvent): void {
     }
     case 'log':
       pushLog({ time: e.time, rank: e.rank, host: e.host, level: e.level, text: e.message });
+      if (e.code === 'slow-rank') live.slowRanks = [...live.slowRanks, { rank: e.rank, host: e.host, text: e.message }];
       break;
     case 'error':
       if (!live.error) live.error = e;
