@@ -4,6 +4,7 @@
 // methods return Promises, `onXxx` subscriptions return a disposer.
 import { CohortError, toErrorInfo, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import type { Profile, ProfileHost } from './profile';
+import type { RunSeries, ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
 // ---- shapes that cross the boundary --------------------------------------------------------
@@ -86,6 +87,8 @@ export type RunMetaStatus = RunStatus | 'queued' | 'starting' | 'running' | 'res
 /** The run history record (meta.json of a run). */
 export interface RunMeta {
   id: string;
+  /** The user's name for the run (History: editable; kept in user.json beside meta.json). */
+  name?: string;
   profile: string;
   startedAt: string;
   endedAt?: string;
@@ -98,9 +101,15 @@ export interface RunMeta {
   hosts: { name: string; address?: string; ranks: number[] }[];
   worldSize: number;
   versions: Record<string, string>;
+  /** The trainer's median over the run's windows; for a cancelled or failed run, the median of the windows it measured. */
   medianGlobalSamplesPerSec?: number | null;
+  /** The spread over every measured window (runs recorded before it existed get it on first read). */
+  throughput?: ThroughputSpread;
+  /** The last step reported (a cancelled or failed run: how far it got). */
   steps?: number;
   error?: string;
+  /** The error's code (e.g. ssh-auth-failed for a launch a host refused). */
+  errorCode?: string;
   /** The process that started the run (informational: stopping goes through the hosts, never a signal to it). */
   controllerPid?: number;
   profileSnapshot?: unknown;
@@ -126,6 +135,8 @@ export interface AppliedConfig {
   /** Environment switches that change the run (COHORT_TORCH_EXTRAS, TF_*, CUDA_*, NCCL_*, …), as the hosts had them. */
   envSwitches?: Record<string, string>;
 }
+
+export type RunExportFormat = 'csv' | 'json';
 
 export interface StartRunRequest {
   profile: string;
@@ -179,7 +190,13 @@ export interface CohortApi {
   attachRun(runId: string): Promise<RunAttachment>;
   listRuns(): Promise<RunMeta[]>;
   getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }>;
-  exportRunsCsv(runIds: string[]): Promise<string>;
+  /** Names a run ('' clears the name); returns the run as the history now has it. */
+  renameRun(runId: string, name: string): Promise<RunMeta>;
+  /** Each run's curves (throughput, loss, step time per window), bounded, for Compare. */
+  getRunSeries(runIds: string[]): Promise<RunSeries[]>;
+  /** The runs as CSV (one row per run) or JSON, cancelled and failed runs with what they measured;
+   *  speedups against `baseline` (default: the first run). */
+  exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string>;
   /** One run's live events (messages of other runs never reach this listener, nor the client). */
   onRunEvent(runId: string, listener: (m: RunEventMessage) => void): () => void;
   onDeployProgress(listener: (p: DeployProgress) => void): () => void;
@@ -282,7 +299,15 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
   attachRun: (a) => [name(a[0], 'runId')],
   listRuns: () => [],
   getRun: (a) => [name(a[0], 'runId')],
-  exportRunsCsv: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
+  renameRun: (a) => {
+    if (typeof a[1] !== 'string') throw new DecodeError('name', "expected a string ('' clears the name)");
+    return [name(a[0], 'runId'), a[1]];
+  },
+  getRunSeries: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
+  exportRuns: (a) => {
+    if (a[1] !== 'csv' && a[1] !== 'json') throw new DecodeError('format', `expected "csv" or "json", got ${JSON.stringify(a[1])}`);
+    return [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p)), a[1], a[2] === undefined ? undefined : name(a[2], 'baseline')];
+  },
 };
 
 export const API_METHODS = Object.keys(API_ARGS) as ApiMethod[];

@@ -18,8 +18,10 @@ import {
   type ProfileHost,
   type RunAttachment,
   type RunEventMessage,
+  type RunExportFormat,
   type RunMeta,
   type RunMetaStatus,
+  type RunSeries,
   type StartRunRequest,
   type StopRunOptions,
 } from '../../common';
@@ -32,7 +34,7 @@ import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { attachLocalPlan, localWorkdir } from '../runs/local-run';
 import { runHostCommand } from '../runs/host-link';
 import { decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
-import { runSummaryCsv } from '../runs/run-csv';
+import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
 
 export interface CohortServiceOptions {
   paths: CohortPaths;
@@ -229,8 +231,31 @@ export class CohortService extends DisposableBase implements CohortApi {
     const all = this.runs.list(onSkip ? { onSkip } : {});
     const open = all.filter((m) => !['ok', 'failed', 'cancelled'].includes(m.status) && !this.active.has(m.id));
     if (!open.length) return all;
-    await Promise.all(open.map((m) => this.refresh(m)));
+    await Promise.all(
+      open.map(async (m) => {
+        const now = await this.refresh(m);
+        if (now && ['ok', 'failed', 'cancelled'].includes(now.status)) await this.replayEnded(m);
+      }),
+    );
     return this.runs.list();
+  }
+
+  /**
+   * A run that ended while no client followed it (started with --detach, its client killed): its
+   * hosts' record is replayed once into the history, so it has what it measured (median, spread,
+   * curves), not only its end state. Bounded; a replay cut short is done again on the next list
+   * (the cache then still says the run is open).
+   */
+  private async replayEnded(meta: RunMeta, timeoutMs = 15_000): Promise<void> {
+    if (this.active.has(meta.id) || this.isDisposed) return;
+    try {
+      const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
+      const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
+      this.track(started);
+      await Promise.race([started.controller.result, new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);
+    } catch {
+      // the hosts' state (refresh) stands
+    }
   }
 
   async getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }> {
@@ -239,13 +264,24 @@ export class CohortService extends DisposableBase implements CohortApi {
     return { meta, events: this.runs.events(runId) };
   }
 
-  async exportRunsCsv(runIds: string[]): Promise<string> {
-    const metas = runIds.map((id) => {
-      const m = this.runs.meta(id);
-      if (!m) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${id}`, hint: 'refresh the history list' });
-      return m;
+  async renameRun(runId: string, name: string): Promise<RunMeta> {
+    const m = this.runs.rename(runId, name);
+    if (!m) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' });
+    return m;
+  }
+
+  async getRunSeries(runIds: string[]): Promise<RunSeries[]> {
+    return runIds.map((id) => {
+      const s = this.runs.series(id);
+      if (!s) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${id}`, hint: 'refresh the history list' });
+      return s;
     });
-    return runSummaryCsv(metas);
+  }
+
+  async exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string> {
+    const metas = runIds.map((id) => this.meta(id));
+    if (baseline !== undefined && !runIds.includes(baseline)) throw new ApiCallError({ code: 'bad-argument', message: `the baseline ${baseline} is not one of the exported runs`, hint: 'choose the baseline among the runs you export' });
+    return format === 'json' ? runSummaryJson(metas, baseline) : runSummaryCsv(metas, baseline);
   }
 
   // ---- events ------------------------------------------------------------------------------------
