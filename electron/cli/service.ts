@@ -8,6 +8,7 @@ import type { CliIo } from './io';
 export function makeService(io: CliIo): CohortService {
   return new CohortService({
     paths: resolvePaths(io.env),
+    env: io.env,
     cluster: makeCluster(io),
     onSkippedRecord: (file, reason) => io.stderr.write(`warning: skipped ${file}: ${reason}\n`),
   });

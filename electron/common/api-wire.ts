@@ -1,8 +1,12 @@
 // The Api's wire messages, shared by every transport (Electron IPC, `cohort serve`'s WebSocket)
 // and both ends (core's dispatcher decodes calls, the renderer's clients decode replies/pushes):
-//   call   {id, method, args}           reply  {id, result} | {id, error: ApiErrorInfo}
-//   push   {event: 'onRunEvent' | 'onDeployProgress', payload}
-import { API_EVENTS, type ApiErrorInfo, type ApiEvent } from './api';
+//   call     {id, method, args}           reply  {id, result} | {id, error: ApiErrorInfo}
+//   listen   {listen: n, event, args}     push   {listen: n, payload}   (refused: {listen: n, error})
+//   unlisten {unlisten: n}
+// A client subscribes to what it shows (onRunEvent takes a run id), so the server pushes each
+// connection only the events of the runs it follows, never every run's to be filtered.
+import { DisposableStore, type Disposable } from '../../trainer/protocol';
+import { API_EVENTS, type ApiErrorInfo, type ApiEvent, type CohortApi } from './api';
 
 export type CallId = number | string;
 export interface CallMessage {
@@ -27,33 +31,121 @@ export function decodeCallMessage(raw: unknown): { ok: true; call: CallMessage }
   return { ok: true, call: { id, method: o.method, args } };
 }
 
+/** A push for the client's subscription `listen`. */
 export interface PushMessage {
-  event: ApiEvent;
+  listen: number;
   payload: unknown;
 }
 
 export type Reply = { id: CallId | null; result: unknown } | { id: CallId | null; error: ApiErrorInfo };
 
-export type Incoming = { kind: 'reply'; reply: Reply } | { kind: 'push'; push: PushMessage } | { kind: 'invalid'; why: string };
+export type Incoming = { kind: 'reply'; reply: Reply } | { kind: 'push'; push: PushMessage } | { kind: 'refused'; listen: number; error: ApiErrorInfo } | { kind: 'invalid'; why: string };
 
 /** Validates a message from the server before anything reads it. */
 export function decodeIncoming(raw: unknown): Incoming {
   if (typeof raw !== 'object' || raw === null) return { kind: 'invalid', why: 'not an object' };
   const o = raw as Record<string, unknown>;
-  if ((API_EVENTS as readonly unknown[]).includes(o.event)) return { kind: 'push', push: { event: o.event as ApiEvent, payload: o.payload } };
+  if (isListenId(o.listen)) {
+    if ('error' in o) return { kind: 'refused', listen: o.listen, error: decodeErrorInfo(o.error) ?? { code: 'error', message: 'subscription refused' } };
+    return { kind: 'push', push: { listen: o.listen, payload: o.payload } };
+  }
   const id = typeof o.id === 'number' || typeof o.id === 'string' ? o.id : o.id === null ? null : undefined;
   if (id === undefined) return { kind: 'invalid', why: 'no id' };
   if ('error' in o) {
-    const e = o.error as Record<string, unknown> | null;
-    if (typeof e !== 'object' || e === null || typeof e.message !== 'string') return { kind: 'invalid', why: 'malformed error' };
-    return {
-      kind: 'reply',
-      reply: { id, error: { ...(typeof e.name === 'string' && e.name ? { name: e.name } : {}), code: typeof e.code === 'string' ? e.code : 'error', message: e.message, ...(typeof e.hint === 'string' ? { hint: e.hint } : {}) } },
-    };
+    const error = decodeErrorInfo(o.error);
+    return error ? { kind: 'reply', reply: { id, error } } : { kind: 'invalid', why: 'malformed error' };
   }
   if ('result' in o) return { kind: 'reply', reply: { id, result: o.result } };
   return { kind: 'invalid', why: 'neither result nor error' };
 }
 
-/** Electron IPC's two channels: every call goes over `call` (invoke), every push over `event`. */
-export const IPC_CHANNELS = { call: 'cohort:call', event: 'cohort:event' } as const;
+function decodeErrorInfo(raw: unknown): ApiErrorInfo | undefined {
+  const e = raw as Record<string, unknown> | null;
+  if (typeof e !== 'object' || e === null || typeof e.message !== 'string') return undefined;
+  return { ...(typeof e.name === 'string' && e.name ? { name: e.name } : {}), code: typeof e.code === 'string' ? e.code : 'error', message: e.message, ...(typeof e.hint === 'string' ? { hint: e.hint } : {}) };
+}
+
+const isListenId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+
+/** Checks a client's listen/unlisten request (the server decodes the event's own args after). */
+export function decodeListenRequest(raw: unknown): ListenRequest | undefined {
+  if (typeof raw !== 'object' || raw === null) return undefined;
+  const o = raw as Record<string, unknown>;
+  if (isListenId(o.unlisten)) return { unlisten: o.unlisten };
+  if (!isListenId(o.listen)) return undefined;
+  // An unknown event or bad args still decode here: the server refuses them by id, with a reason.
+  return { listen: o.listen, event: o.event as ApiEvent, args: Array.isArray(o.args) ? o.args : [] };
+}
+
+/** True when a client message is a listen/unlisten request rather than a call. */
+export function isListenRequest(raw: unknown): boolean {
+  return typeof raw === 'object' && raw !== null && ('listen' in raw || 'unlisten' in raw);
+}
+
+/** Electron IPC's channels: calls over `call` (invoke), subscriptions over `listen` (send), pushes over `event`. */
+export const IPC_CHANNELS = { call: 'cohort:call', listen: 'cohort:listen', event: 'cohort:event' } as const;
+
+
+/** What a client asks its server for: start (`listen`) or stop (`unlisten`) one subscription. */
+export type ListenRequest = { listen: number; event: ApiEvent; args: unknown[] } | { unlisten: number };
+
+/**
+ * The client end of subscriptions (the WebSocket client, the preload): each onXxx call becomes one
+ * numbered subscription on the server (`send` carries the request), whose pushes come back through
+ * `deliver`. After a reconnect, `resubscribe` asks again for every live subscription.
+ */
+export class ApiListeners implements Disposable {
+  private readonly subs = new Map<number, { event: ApiEvent; args: unknown[]; listener: (payload: unknown) => void }>();
+  private nextId = 1;
+  private readonly life = new DisposableStore();
+  /** The onXxx members, ready to spread into a CohortApi. */
+  readonly members: Pick<CohortApi, ApiEvent>;
+
+  constructor(private readonly send: (req: ListenRequest) => void) {
+    this.members = Object.fromEntries(API_EVENTS.map((event) => [event, (...argsThenListener: unknown[]) => this.listen(event, argsThenListener)])) as unknown as Pick<CohortApi, ApiEvent>;
+  }
+
+  private listen(event: ApiEvent, argsThenListener: unknown[]): () => void {
+    const listener = argsThenListener[argsThenListener.length - 1];
+    if (typeof listener !== 'function') throw new TypeError(`${event} needs a listener function`);
+    if (this.life.isDisposed) return () => undefined;
+    const id = this.nextId++;
+    const args = argsThenListener.slice(0, -1);
+    this.subs.set(id, { event, args, listener: listener as (p: unknown) => void });
+    this.send({ listen: id, event, args });
+    return () => {
+      if (this.subs.delete(id) && !this.life.isDisposed) this.send({ unlisten: id });
+    };
+  }
+
+  /** A push for subscription `id` (unknown ids: a late push after unsubscribing, dropped). */
+  deliver(id: number, payload: unknown): void {
+    const s = this.subs.get(id);
+    if (!s) return;
+    try {
+      s.listener(payload);
+    } catch {
+      // One broken subscriber must not stop the transport.
+    }
+  }
+
+  /** The server refused subscription `id` (bad arguments): it is dropped. */
+  refused(id: number): void {
+    this.subs.delete(id);
+  }
+
+  /** Asks the server again for every live subscription (a new connection has none). */
+  resubscribe(): void {
+    for (const [id, s] of this.subs) this.send({ listen: id, event: s.event, args: s.args });
+  }
+
+  /** Live subscriptions (tests). */
+  get size(): number {
+    return this.subs.size;
+  }
+
+  dispose(): void {
+    this.life.dispose();
+    this.subs.clear();
+  }
+}

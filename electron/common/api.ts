@@ -2,7 +2,7 @@
 // here and implemented once in core (electron/core/service); Electron IPC (preload + main) and
 // `cohort serve` (WebSocket) are two transports of the same contract. Two verbs, as VS Code's IPC:
 // methods return Promises, `onXxx` subscriptions return a disposer.
-import { CohortError, Emitter, toErrorInfo, type CohortEvent, type Disposable, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
+import { CohortError, toErrorInfo, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
 import type { RunSeries, ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
@@ -223,7 +223,8 @@ export interface CohortApi {
   /** Stops the run on every host, whichever client started it; resolves when it has ended. */
   stopRun(runId: string, opts?: StopRunOptions): Promise<void>;
   /** The run's record so far plus where its live events continue: subscribe with onRunEvent
-   *  first, then attach, and keep messages with seq >= nextSeq (a reload or a second client). */
+   *  first, then attach, and keep messages with seq >= nextSeq (a reload or a second client);
+   *  `followRun` does exactly that. */
   attachRun(runId: string): Promise<RunAttachment>;
   listRuns(): Promise<RunMeta[]>;
   getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }>;
@@ -237,7 +238,8 @@ export interface CohortApi {
   /** The runs as CSV (one row per run) or JSON, cancelled and failed runs with what they measured;
    *  speedups against `baseline` (default: the first run). */
   exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string>;
-  onRunEvent(listener: (m: RunEventMessage) => void): () => void;
+  /** One run's live events (messages of other runs never reach this listener, nor the client). */
+  onRunEvent(runId: string, listener: (m: RunEventMessage) => void): () => void;
   onDeployProgress(listener: (p: DeployProgress) => void): () => void;
   onPassphraseRequest(listener: (r: PassphraseRequestMessage) => void): () => void;
 }
@@ -245,39 +247,48 @@ export interface CohortApi {
 export type ApiMethod = Exclude<keyof CohortApi, `on${string}`>;
 export type ApiEvent = Extract<keyof CohortApi, `on${string}`>;
 
-export const API_EVENTS = ['onRunEvent', 'onDeployProgress', 'onPassphraseRequest'] as const satisfies readonly ApiEvent[];
-// Every onXxx member must be listed: the transports derive their push wiring from this list.
-const _everyEventListed: [Exclude<ApiEvent, (typeof API_EVENTS)[number]>] extends [never] ? true : never = true;
-void _everyEventListed;
-
-/** The payload a push event carries (RunEventMessage for onRunEvent, …). */
-export type ApiEventPayload<E extends ApiEvent> = Parameters<Parameters<CohortApi[E]>[0]>[0];
-type AnySubscribe = (listener: (payload: unknown) => void) => () => void;
+/** The arguments an onXxx subscription takes before its listener (onRunEvent: [runId]). */
+export type ApiEventArgs<E extends ApiEvent> = Parameters<CohortApi[E]> extends [...infer A, unknown] ? A : never;
 
 /**
- * Subscribes to every push event of `api` (the list is API_EVENTS) and hands each to `push` with
- * its event name: how a transport (IPC, WebSocket) forwards pushes. Returns one disposer.
+ * Decoders of each subscription's arguments (the listener excluded), as API_ARGS for methods: a
+ * transport validates what a client asks to listen to before core sees it. The keys are the Api's
+ * push events (a missing onXxx fails the compiler).
  */
-export function forwardApiEvents(api: Pick<CohortApi, ApiEvent>, push: (event: ApiEvent, payload: unknown) => void): () => void {
-  const offs = API_EVENTS.map((e) => (api[e] as AnySubscribe)((payload) => push(e, payload)));
-  return () => offs.splice(0).forEach((off) => off());
+export const API_EVENT_ARGS: { [E in ApiEvent]: (args: unknown[]) => ApiEventArgs<E> } = {
+  onRunEvent: (a) => [name(a[0], 'runId')],
+  onDeployProgress: () => [],
+  onPassphraseRequest: () => [],
+};
+export const API_EVENTS = Object.keys(API_EVENT_ARGS) as ApiEvent[];
+
+export function isApiEvent(e: unknown): e is ApiEvent {
+  return typeof e === 'string' && (API_EVENTS as string[]).includes(e);
 }
 
 /**
- * The receiving end: one Emitter per push event, and the Api's onXxx members that subscribe to
- * them (the WebSocket client feeds it from the wire, the IPC client from the preload bridge).
+ * Follows one run the one way every client does: subscribes to its events first, then attaches,
+ * and hands `onEvent` each event once in record order — the record so far, then the live ones
+ * (seq >= nextSeq); none twice, none missed. `dispose` unsubscribes.
  */
-export class ApiEventHub implements Disposable {
-  private readonly emitters = new Map<ApiEvent, Emitter<unknown>>(API_EVENTS.map((e) => [e, new Emitter<unknown>()]));
-  /** The onXxx members, ready to spread into a CohortApi. */
-  readonly members = Object.fromEntries(API_EVENTS.map((e) => [e, this.emitters.get(e)!.event])) as unknown as Pick<CohortApi, ApiEvent>;
-
-  fire(event: ApiEvent, payload: unknown): void {
-    this.emitters.get(event)?.fire(payload);
-  }
-
-  dispose(): void {
-    for (const e of this.emitters.values()) e.dispose();
+export async function followRun(api: Pick<CohortApi, 'onRunEvent' | 'attachRun'>, runId: string, onEvent: (e: CohortEvent) => void): Promise<{ attachment: RunAttachment; dispose: () => void }> {
+  let nextSeq = -1;
+  const early: RunEventMessage[] = [];
+  const take = (m: RunEventMessage) => {
+    if (m.seq < nextSeq) return;
+    nextSeq = m.seq + 1;
+    onEvent(m.event);
+  };
+  const off = api.onRunEvent(runId, (m) => (nextSeq < 0 ? early.push(m) : take(m)));
+  try {
+    const attachment = await api.attachRun(runId);
+    for (const e of attachment.events) onEvent(e);
+    nextSeq = attachment.nextSeq;
+    for (const m of early.splice(0)) take(m);
+    return { attachment, dispose: off };
+  } catch (err) {
+    off();
+    throw err;
   }
 }
 

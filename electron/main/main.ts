@@ -90,7 +90,7 @@ void app.whenReady().then(() => {
   // No remote content: only the app's own files load.
   session.defaultSession.webRequest.onBeforeRequest((details, cb) => cb({ cancel: !/^(file|devtools|data|blob):/.test(details.url) }));
   const passphrases = new PassphrasePrompts();
-  service = new CohortService({ paths: resolvePaths(process.env), cluster: new SshCluster({ env: process.env, keys: new KeyRing(passphrases.ask) }), passphrases });
+  service = new CohortService({ paths: resolvePaths(process.env), env: process.env, cluster: new SshCluster({ env: process.env, keys: new KeyRing(passphrases.ask) }), passphrases });
   Menu.setApplicationMenu(menu());
   createWindow();
   app.on('activate', () => {
@@ -105,9 +105,10 @@ app.on('window-all-closed', () => {
 let quitting = false;
 app.on('before-quit', (e) => {
   if (quitting || !service) return;
-  // Cancel active runs (no orphans on any host) before the process exits.
+  // Stop following runs (they go on on their hosts; cancelling is the user's Stop) before exiting.
   e.preventDefault();
   quitting = true;
   wiring?.dispose();
-  void service.dispose().finally(() => app.quit());
+  service.dispose();
+  app.quit();
 });

@@ -2,19 +2,16 @@
 // Methods go over the one invoke channel; failures reject with plain ApiErrorInfo objects (Error
 // subclasses lose their fields crossing contextBridge); onXxx subscriptions return a disposer.
 import { contextBridge, ipcRenderer, type IpcRendererEvent } from 'electron';
-import { API_EVENTS, API_METHODS, IPC_CHANNELS, type ApiErrorInfo } from '../common';
+import { API_EVENTS, API_METHODS, ApiListeners, IPC_CHANNELS, decodeIncoming, type ApiErrorInfo } from '../common';
 
 const CALL_CHANNEL = IPC_CHANNELS.call;
-const EVENT_CHANNEL = IPC_CHANNELS.event;
 
-type Listener = (payload: unknown) => void;
-const listeners: Record<string, Set<Listener>> = Object.fromEntries(API_EVENTS.map((e) => [e, new Set<Listener>()]));
-
-ipcRenderer.on(EVENT_CHANNEL, (_e: IpcRendererEvent, msg: unknown) => {
-  if (typeof msg !== 'object' || msg === null) return;
-  const { event, payload } = msg as { event?: unknown; payload?: unknown };
-  if (typeof event !== 'string' || !listeners[event]) return;
-  for (const l of listeners[event]!) l(payload);
+// Subscriptions: each onXxx call asks main for exactly that (one run's events), pushes come back by id.
+const listens = new ApiListeners((req) => ipcRenderer.send(IPC_CHANNELS.listen, req));
+ipcRenderer.on(IPC_CHANNELS.event, (_e: IpcRendererEvent, msg: unknown) => {
+  const m = decodeIncoming(msg);
+  if (m.kind === 'push') listens.deliver(m.push.listen, m.push.payload);
+  else if (m.kind === 'refused') listens.refused(m.listen);
 });
 
 const api: Record<string, unknown> = {};
@@ -25,12 +22,6 @@ for (const method of API_METHODS) {
     return reply?.result;
   };
 }
-for (const event of API_EVENTS) {
-  api[event] = (listener: Listener) => {
-    if (typeof listener !== 'function') throw new TypeError(`${event} needs a function`);
-    listeners[event]!.add(listener);
-    return () => listeners[event]!.delete(listener);
-  };
-}
+for (const event of API_EVENTS) api[event] = listens.members[event];
 
 contextBridge.exposeInMainWorld('cohort', api);

@@ -44,7 +44,7 @@ describe('WebServer (cohort serve)', () => {
   afterAll(async () => {
     await server.dispose();
     await server.dispose(); // idempotent
-    await service.dispose();
+    service.dispose();
     rmSync(dir, { recursive: true, force: true });
   });
 

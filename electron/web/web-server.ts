@@ -12,9 +12,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, sep } from 'node:path';
 import { WebSocketServer, type WebSocket } from 'ws';
-import { CohortError, DisposableStore, toDisposable, type Disposable } from '../../trainer/protocol';
-import { CSP, forwardApiEvents, type CohortApi } from '../common';
-import { handleCallMessage } from '../core/service/dispatch';
+import { CohortError, DisposableStore, type Disposable } from '../../trainer/protocol';
+import { CSP, decodeListenRequest, isListenRequest, type CohortApi } from '../common';
+import { ListenTable, handleCallMessage } from '../core/service/dispatch';
 
 export interface WebServerOptions {
   api: CohortApi;
@@ -218,13 +218,8 @@ export class WebServer implements Disposable {
     createReadStream(file).pipe(res);
   }
 
-  private async runCall(text: string): Promise<unknown> {
-    let raw: unknown;
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      return { id: null, error: { code: 'bad-message', message: 'expected a JSON text message {id, method, args}' } };
-    }
+  private async runCall(raw: unknown): Promise<unknown> {
+    if (raw === BAD_JSON) return { id: null, error: { code: 'bad-message', message: 'expected a JSON text message {id, method, args}' } };
     try {
       return (await handleCallMessage(this.opts.api, raw)) ?? { id: null, error: { code: 'bad-message', message: 'the call has no id' } };
     } catch (err) {
@@ -238,7 +233,8 @@ export class WebServer implements Disposable {
       if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(msg));
     };
     const subs = new DisposableStore();
-    subs.add(toDisposable(forwardApiEvents(this.opts.api, (event, payload) => send({ event, payload }))));
+    // What this connection listens to (the runs its dashboard follows), and nothing else.
+    const listens = subs.add(new ListenTable(this.opts.api, send));
     // Calls wait here (raw text, parsed when they start) and run within the limits.
     const queue: string[] = [];
     let running = 0;
@@ -252,10 +248,17 @@ export class WebServer implements Disposable {
           this.waiting.add(pump);
           return;
         }
-        const text = queue.shift() as string;
+        const raw = parseJson(queue.shift() as string);
+        if (isListenRequest(raw)) {
+          // Handled in arrival order, so a listen sent before a call (attachRun) is in place first.
+          const req = decodeListenRequest(raw);
+          if (req) listens.handle(req);
+          else send({ id: null, error: { code: 'bad-message', message: 'expected {listen: n, event, args} or {unlisten: n} with n a positive integer' } });
+          continue;
+        }
         running++;
         this.inFlight++;
-        void this.runCall(text).then((reply) => {
+        void this.runCall(raw).then((reply) => {
           running--;
           this.inFlight--;
           if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(reply), () => pump());
@@ -291,6 +294,15 @@ export class WebServer implements Disposable {
       this.sockets.delete(ws);
     });
     ws.on('error', () => ws.terminate());
+  }
+}
+
+const BAD_JSON: unique symbol = Symbol('bad JSON');
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return BAD_JSON;
   }
 }
 

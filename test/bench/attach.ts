@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { resolvePaths } from '../../electron/core/paths';
 import { SshCluster } from '../../electron/core/cluster/ssh-cluster';
 import { CohortService } from '../../electron/core/service/cohort-service';
+import { followRun } from '../../electron/common';
 import { EventLineDecoder, type StepEvent } from '../../trainer/protocol';
 import { chromium } from 'playwright-core';
 import { harnessMode, startHosts } from '../harness/sshd-hosts';
@@ -106,18 +107,10 @@ async function serviceAttach(runId: string): Promise<{ completeMs: number; first
       if (completeMs < 0 && maxStep >= before) completeMs = performance.now() - t0;
       if (firstLiveMs < 0 && step > before) firstLiveMs = performance.now() - t0;
     };
-    // Like the renderer: subscribe, attach, take the backfill, then the live messages from nextSeq.
-    let nextSeq = -1;
-    const early: { seq: number; step: number }[] = [];
-    const off = service.onRunEvent((m) => {
-      if (m.runId !== runId || m.event.type !== 'step') return;
-      if (nextSeq < 0) early.push({ seq: m.seq, step: m.event.step });
-      else if (m.seq >= nextSeq) seen(m.event.step);
+    // Like the renderer: subscribe to this run, attach, take the backfill, then the live messages from nextSeq.
+    const { dispose: off } = await followRun(service, runId, (e) => {
+      if (e.type === 'step') seen(e.step);
     });
-    const a = await service.attachRun(runId);
-    for (const e of a.events) if (e.type === 'step') seen(e.step);
-    nextSeq = a.nextSeq;
-    for (const m of early) if (m.seq >= nextSeq) seen(m.step);
     await until('the re-attached client to see a live step', () => firstLiveMs >= 0 && completeMs >= 0);
     // A page reload against this service, which now follows the run: attachRun again.
     const t1 = performance.now();

@@ -22,7 +22,14 @@ const service = new CohortService({ paths: resolvePaths({ COHORT_CONFIG_DIR: joi
 const listeners = new Set<(m: RunEventMessage) => void>();
 const methods = Object.fromEntries(API_METHODS.map((m) => [m, (...a: unknown[]) => (service[m] as (...x: unknown[]) => Promise<unknown>).apply(service, a)]));
 // The real service, except that runs are synthetic: startRun returns a fixed id and events come from here.
-const api = { ...methods, startRun: async () => ({ runId: RUN }), onRunEvent: (l: (m: RunEventMessage) => void) => (listeners.add(l), () => listeners.delete(l)), onDeployProgress: service.onDeployProgress.bind(service) } as unknown as CohortApi;
+const api = {
+  ...methods,
+  startRun: async () => ({ runId: RUN }),
+  // The dashboard follows the run it started: subscribe (this run only), then attach (no record yet).
+  attachRun: async () => ({ meta: { id: RUN, status: 'running' }, events: [], nextSeq: step, live: true }),
+  onRunEvent: (_runId: string, l: (m: RunEventMessage) => void) => (listeners.add(l), () => listeners.delete(l)),
+  onDeployProgress: service.onDeployProgress.bind(service),
+} as unknown as CohortApi;
 
 let step = 0;
 function stepEvent(): StepEvent {
@@ -142,7 +149,7 @@ Preloading 100k events took ${(preloadMs / 1000).toFixed(1)} s. Metric buffers a
 } finally {
   await ctx.close();
   await server.dispose();
-  await service.dispose();
+  service.dispose();
   rmSync(profileDir, { recursive: true, force: true });
   rmSync(dir, { recursive: true, force: true });
 }

@@ -4,7 +4,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
-import { decodeEvent, type ErrorEvent } from '../protocol';
+import { DisposableBase, decodeEvent, toDisposable, type ErrorEvent } from '../protocol';
 
 export type ControlMsg =
   | { t: 'hello'; token: string; host: string; ranks: number }
@@ -74,10 +74,8 @@ export function tokenMatches(given: string, expected: string): boolean {
 }
 
 /** One end of the channel. `onClose` fires once, with why (closed, silent, bad message). */
-export class ControlLink {
+export class ControlLink extends DisposableBase {
   private lastHeard = Date.now();
-  private closed = false;
-  private readonly timers: NodeJS.Timeout[] = [];
   private onMsg: (m: ControlMsg) => void = () => {};
   private onEnd: (why: string) => void = () => {};
 
@@ -85,6 +83,7 @@ export class ControlLink {
     private readonly sock: Socket,
     timeoutMs: number,
   ) {
+    super();
     sock.setNoDelay(true);
     const lines = createInterface({ input: sock, crlfDelay: Infinity });
     lines.on('line', (line) => {
@@ -96,12 +95,11 @@ export class ControlLink {
     });
     sock.on('error', () => {}); // 'close' follows
     sock.on('close', () => this.close('connection closed'));
-    this.timers.push(setInterval(() => this.send({ t: 'beat' }), BEAT_MS));
-    this.timers.push(
-      setInterval(() => {
-        if (Date.now() - this.lastHeard > timeoutMs) this.close(`no heartbeat for ${Math.round(timeoutMs / 1000)} s`);
-      }, Math.min(1000, timeoutMs)),
-    );
+    const beat = setInterval(() => this.send({ t: 'beat' }), BEAT_MS);
+    const watch = setInterval(() => {
+      if (Date.now() - this.lastHeard > timeoutMs) this.close(`no heartbeat for ${Math.round(timeoutMs / 1000)} s`);
+    }, Math.min(1000, timeoutMs));
+    this.register(toDisposable(() => (clearInterval(beat), clearInterval(watch))));
   }
 
   on(onMsg: (m: ControlMsg) => void, onClose: (why: string) => void): void {
@@ -110,11 +108,11 @@ export class ControlLink {
   }
 
   send(m: ControlMsg): void {
-    if (!this.closed && this.sock.writable) this.sock.write(JSON.stringify(m) + '\n');
+    if (!this.isDisposed && this.sock.writable) this.sock.write(JSON.stringify(m) + '\n');
   }
 
   get isClosed(): boolean {
-    return this.closed;
+    return this.isDisposed;
   }
 
   /** How long since the other agent last sent anything (it beats every BEAT_MS). */
@@ -122,10 +120,15 @@ export class ControlLink {
     return Date.now() - this.lastHeard;
   }
 
+
+  override dispose(): void {
+    this.close();
+  }
+
+  /** Closes the link (idempotent); `onClose` hears why once. */
   close(why = 'closed'): void {
-    if (this.closed) return;
-    this.closed = true;
-    for (const t of this.timers) clearInterval(t);
+    if (this.isDisposed) return;
+    super.dispose(); // the beat and the silence watch
     this.sock.end();
     this.sock.destroySoon?.();
     setTimeout(() => this.sock.destroy(), 200).unref();

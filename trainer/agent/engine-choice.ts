@@ -11,7 +11,7 @@ import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import type { Engine } from '../protocol';
+import { CohortError, type Engine } from '../protocol';
 
 export interface EngineChoice {
   name: 'tfjs' | 'torch';
@@ -134,11 +134,11 @@ export async function chooseEngine(engine: Engine, opts: { enginesDir: string; w
   const torch = existsSync(script) ? await findTorch(env, opts.workdir) : undefined;
   const pinned = env.COHORT_PYTHON ? ` (COHORT_PYTHON / the profile's python: ${env.COHORT_PYTHON})` : '';
   if (engine === 'torch') {
-    if (!existsSync(script)) throw new Error(`--engine torch: the engine script ${script} is missing from the deployed bundle; redeploy (cohort deploy)`);
+    if (!existsSync(script)) throw new CohortError('engine-unavailable', `--engine torch: the engine script ${script} is missing from the deployed bundle`, { hint: 'redeploy: cohort deploy --force' });
     if (!torch) {
-      throw new Error(
-        `--engine torch: no Python with PyTorch found on this host${pinned} (tried ${pythonCandidates(env, opts.workdir).join(', ')}); install PyTorch (a CUDA build on GPU hosts, e.g. in a venv under the workdir), or set the host's python in the profile`,
-      );
+      throw new CohortError('engine-unavailable', `--engine torch: no Python with PyTorch found on this host${pinned} (tried ${pythonCandidates(env, opts.workdir).join(', ')})`, {
+        hint: "install PyTorch (a CUDA build on GPU hosts, e.g. in a venv under the workdir), or set the host's python in the profile",
+      });
     }
     return { name: 'torch', reason: `--engine torch${pinned}; python: ${torch.explanation}`, python: torch.python, script, cuda: torch.cuda };
   }

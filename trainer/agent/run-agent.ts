@@ -7,13 +7,14 @@
 import { readFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { decodeLaunchSpec, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
+import { DisposableStore, SlowRankWatch, decodeLaunchSpec, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
 import { listCheckpoints } from '../train/checkpoint';
 import { chooseEngine, type EngineChoice } from './engine-choice';
 import { ControlLink, tokenMatches, type ControlMsg } from './control';
 import { claimSlots, releaseSlots } from './leases';
 import { RankGroup, emitTo, type RankExit, type RankSink } from './ranks';
 import { RunRecordWriter, recordPaths, runDirOf } from './run-record';
+import { onProcessSignals } from '../util/node-lifecycle';
 
 export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
 /** How long the leader waits after a consequence-type failure (a peer lost) for the root cause to arrive. */
@@ -68,6 +69,7 @@ class HostAgent {
   private ownRanksOk = false;
   // follower
   private leader: ControlLink | undefined;
+  private readonly slowRanks = new SlowRankWatch();
 
   constructor(
     private readonly spec: LaunchSpec,
@@ -87,8 +89,10 @@ class HostAgent {
   }
 
   async run(): Promise<number> {
+    const life = new DisposableStore();
     const beat = setInterval(() => this.record.touch(), 2000);
-    for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => this.cancel(`agent received ${sig}`));
+    life.addFn(() => clearInterval(beat));
+    life.add(onProcessSignals(['SIGTERM', 'SIGINT', 'SIGHUP'], (sig) => this.cancel(`agent received ${sig}`)));
     try {
       this.engine = await chooseEngine(this.spec.config.engine, { enginesDir: this.opts.enginesDir });
     } catch (err) {
@@ -101,10 +105,10 @@ class HostAgent {
       void this.claim();
     }
     const code = await this.finished;
-    clearInterval(beat);
     if (this.leasesHeld) releaseSlots(this.opts.workdir, this.spec.runId, this.slots);
     this.server?.close();
     this.record.close();
+    life.dispose(); // the beat and the signal handlers, once the record is closed
     return code;
   }
 
@@ -115,6 +119,12 @@ class HostAgent {
   }
 
   private onEvent(e: CohortEvent): void {
+    if (e.type === 'step') {
+      this.record.event(e);
+      // Rank 0's step carries every rank's compute time: a persistently slow one is named once.
+      for (const r of this.slowRanks.observe(e)) this.emit(slowRankEvent(r));
+      return;
+    }
     if (e.type !== 'error') return this.record.event(e);
     // A rank's error: the leader decides the root cause before writing (failure()); a follower relays it.
     if (this.role === 'follower') {

@@ -1,18 +1,18 @@
 // worldSize 1: nothing travels, so every op is local. Kept as a real backend so the rank loop has
 // one code path for 1 and N ranks.
+import { DisposableBase } from '../protocol/lifecycle';
 import type { AllreduceOptions, Collective, OpOptions, ShardedUpdateOptions } from './collective';
 import { abortedError, CollectiveError, type PeerLostError } from './errors';
 
-export class LoopbackCollective implements Collective {
+export class LoopbackCollective extends DisposableBase implements Collective {
   readonly rank = 0;
   readonly worldSize = 1;
   readonly backend = 'loopback' as const;
   readonly bytesSent = 0;
   readonly transport = 'none';
-  private disposed = false;
 
   private check(what: string, signal: AbortSignal | undefined, root?: number): void {
-    if (this.disposed) throw new CollectiveError('disposed', `${what} called on a disposed collective`);
+    if (this.isDisposed) throw new CollectiveError('disposed', `${what} called on a disposed collective`);
     if (signal?.aborted) throw abortedError(what, signal);
     if (root !== undefined && root !== 0) throw new CollectiveError('bad-argument', `${what}: root ${root} is out of range for world size 1`);
   }
@@ -52,7 +52,4 @@ export class LoopbackCollective implements Collective {
     // Nothing travels: nothing to reduce.
   }
 
-  dispose(): void {
-    this.disposed = true;
-  }
 }

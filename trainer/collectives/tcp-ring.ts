@@ -2,6 +2,7 @@
 // rank-0 star of control connections. Operations run strictly in call order (one queue), which is
 // what lets every rank derive the same sequence numbers without negotiating them.
 import type { Socket } from 'node:net';
+import { DisposableBase, Emitter } from '../protocol/lifecycle';
 import type { AllreduceOptions, Collective, OpOptions, ShardedUpdateOptions } from './collective';
 import type { ControlChannel } from './control-channel';
 import type { ControlMessage, PeerInfo } from './control-frames';
@@ -32,7 +33,7 @@ interface Collect {
   values: Map<number, unknown>;
 }
 
-export class TcpRingCollective implements Collective {
+export class TcpRingCollective extends DisposableBase implements Collective {
   readonly backend = 'tcp-ring' as const;
   readonly rank: number;
   readonly worldSize: number;
@@ -49,8 +50,7 @@ export class TcpRingCollective implements Collective {
   private readonly leftRanks = new Set<number>();
   /** A ring socket that delivered a Bye frame may close quietly; any other close is a loss. */
   private readonly byeOn = { left: false, right: false };
-  private disposed = false;
-  private readonly listeners = new Set<(err: PeerLostError) => void>();
+  private readonly failures = this.register(new Emitter<PeerLostError>());
   private currentReject: ((e: Error) => void) | undefined;
   private ctlSeq = 0;
   private readonly waiters = new Map<string, Waiter>();
@@ -98,6 +98,7 @@ export class TcpRingCollective implements Collective {
     rightLeftover: Buffer,
     private readonly peerTimeoutMs: number,
   ) {
+    super();
     this.rank = env.rank;
     this.worldSize = env.worldSize;
     this.transport = transport;
@@ -212,17 +213,16 @@ export class TcpRingCollective implements Collective {
   }
 
   onFailure(listener: (err: PeerLostError) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.failures.event(listener);
   }
 
   registerMemory(home: ReduceHome): void {
     this.engine.registerMemory(home);
   }
 
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
+  override dispose(): void {
+    if (this.isDisposed) return;
+    super.dispose();
     clearInterval(this.heartbeat);
     const cause = this.failure instanceof PeerLostError ? this.failure : undefined;
     const idle = this.engine.idle;
@@ -346,7 +346,7 @@ export class TcpRingCollective implements Collective {
    * now, the wait can never end; otherwise the op in flight can finish and only later ops fail.
    */
   private leaving(rank: number, via: 'control' | 'left' | 'right' | 'relay'): void {
-    if (this.disposed || this.failure || this.leftRanks.has(rank)) return;
+    if (this.isDisposed || this.failure || this.leftRanks.has(rank)) return;
     this.leftRanks.add(rank);
     const err = new PeerLostError(rank, this.peers[rank]?.host ?? 'unknown host', 'it left the run (its collective was disposed)', { observedBy: this.rank });
     this.gone ??= err;
@@ -359,7 +359,7 @@ export class TcpRingCollective implements Collective {
   }
 
   private departed(rank: number, reason: string, host?: string, force = false): void {
-    if (this.disposed || this.failure || (this.leftRanks.has(rank) && !force)) return;
+    if (this.isDisposed || this.failure || (this.leftRanks.has(rank) && !force)) return;
     const err = new PeerLostError(rank, host ?? this.peers[rank]?.host ?? 'unknown host', reason, { observedBy: this.rank });
     this.setFailure(err, true);
     // Ranks that are not neighbours of the lost one learn it through rank 0.
@@ -373,7 +373,7 @@ export class TcpRingCollective implements Collective {
    * through rank 0, and cut the ring so neighbours blocked on our stream fail at once.
    */
   private abandon(reason: string): void {
-    if (this.disposed) return;
+    if (this.isDisposed) return;
     const notice: ControlMessage = { t: 'lost', rank: this.rank, host: this.peers[this.rank]?.host ?? 'unknown host', reason, graceful: false };
     for (const ch of this.control.values()) ch.send(notice);
     this.left.end();
@@ -388,14 +388,7 @@ export class TcpRingCollective implements Collective {
     for (const w of this.waiters.values()) w.reject(err);
     this.waiters.clear();
     if (err.code === 'protocol' || err.code === 'aborted') this.abandon(err.message);
-    if (fire && err instanceof PeerLostError) {
-      for (const l of this.listeners) {
-        try {
-          l(err);
-        } catch {
-          // A listener's bug must not stop the others from hearing about the failure.
-        }
-      }
-    }
+    // Emitter.fire: a listener's bug does not stop the others from hearing about the failure.
+    if (fire && err instanceof PeerLostError) this.failures.fire(err);
   }
 }

@@ -188,6 +188,8 @@ export interface LogEvent extends EventBase {
   rank?: number;
   host?: string;
   stream?: 'stdout' | 'stderr';
+  /** A warning's kind, for clients that show it specially ('slow-rank'). */
+  code?: string;
 }
 
 export interface ErrorEvent extends EventBase {
@@ -399,6 +401,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     ...opt('rank', optNum(o, 'rank', p, { int: true, min: 0 })),
     ...opt('host', optStr(o, 'host', p)),
     ...opt('stream', o.stream === undefined ? undefined : oneOf(o, 'stream', p, ['stdout', 'stderr'] as const)),
+    ...opt('code', optStr(o, 'code', p)),
   }),
   error: (o) => ({
     type: 'error',

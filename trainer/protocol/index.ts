@@ -9,3 +9,4 @@ export * from './lifecycle';
 export * from './errors';
 export * from './run-state';
 export * from './slurm-job';
+export * from './slow-rank';

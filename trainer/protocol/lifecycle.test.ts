@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { DisposableBase, DisposableStore, Emitter, disposeAll, toDisposable } from './lifecycle';
+import { DisposableBase, DisposableStore, Emitter, KeyedEmitter, disposeAll, toDisposable } from './lifecycle';
 
 const realWarn = DisposableStore.warn;
 afterEach(() => {
@@ -115,5 +115,31 @@ describe('Emitter', () => {
     e.event((v) => got.push(v));
     e.fire(3);
     expect(got).toEqual([1]);
+  });
+});
+
+describe('KeyedEmitter', () => {
+  it('fires a key to that key’s listeners only, and forgets a key with no listeners left', () => {
+    const em = new KeyedEmitter<string, number>();
+    const a: number[] = [];
+    const b: number[] = [];
+    const offA = em.event('a', (v) => a.push(v));
+    em.event('b', (v) => b.push(v));
+    em.fire('a', 1);
+    em.fire('b', 2);
+    em.fire('c', 3);
+    expect(a).toEqual([1]);
+    expect(b).toEqual([2]);
+    offA();
+    offA();
+    expect(em.size('a')).toBe(0);
+    em.fire('a', 4);
+    expect(a).toEqual([1]);
+    em.dispose();
+    em.fire('b', 5);
+    expect(b).toEqual([2]);
+    em.event('b', (v) => b.push(v));
+    em.fire('b', 6);
+    expect(b).toEqual([2]);
   });
 });

@@ -158,3 +158,44 @@ export class Emitter<T> implements Disposable {
     this.listeners.clear();
   }
 }
+
+/**
+ * Emitters by key (a run id): `event(key, listener)` hears only `fire(key, …)`, so a client that
+ * follows one run is never handed another run's events to filter. A key's Emitter is dropped when
+ * its last listener unsubscribes.
+ */
+export class KeyedEmitter<K, T> implements Disposable {
+  private readonly emitters = new Map<K, Emitter<T>>();
+  private disposed = false;
+
+  /** Subscribes to `key`; the returned function unsubscribes (idempotent). */
+  event(key: K, listener: (value: T) => void): Unsubscribe {
+    if (this.disposed) return () => undefined;
+    let em = this.emitters.get(key);
+    if (!em) this.emitters.set(key, (em = new Emitter<T>()));
+    const off = em.event(listener);
+    const owner = em;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      off();
+      if (owner.size === 0 && this.emitters.get(key) === owner) this.emitters.delete(key);
+    };
+  }
+
+  /** Listeners of `key` (0 when none). */
+  size(key: K): number {
+    return this.emitters.get(key)?.size ?? 0;
+  }
+
+  fire(key: K, value: T): void {
+    this.emitters.get(key)?.fire(value);
+  }
+
+  dispose(): void {
+    this.disposed = true;
+    for (const em of this.emitters.values()) em.dispose();
+    this.emitters.clear();
+  }
+}

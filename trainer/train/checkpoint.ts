@@ -4,6 +4,7 @@
 // user can read with `head -1`, then bytes.
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { CohortError } from '../protocol/errors';
 import { writeFileAtomicSync } from '../util/atomic-write';
 
 const MAGIC = 'cohort-checkpoint';
@@ -74,14 +75,14 @@ export function loadCheckpoint(path: string): CheckpointData {
   try {
     header = JSON.parse(bytes.subarray(0, nl).toString()) as Header;
   } catch {
-    throw new Error(`${path} is not a Cohort checkpoint (unreadable header)`);
+    throw new CohortError('bad-checkpoint', `${path} is not a Cohort checkpoint (unreadable header)`, { hint: 'point --checkpoint-dir at a folder of Cohort checkpoints, or delete this file' });
   }
-  if (header.magic !== MAGIC || header.version !== FORMAT_VERSION) throw new Error(`${path} is not a Cohort checkpoint of format ${FORMAT_VERSION}`);
+  if (header.magic !== MAGIC || header.version !== FORMAT_VERSION) throw new CohortError('bad-checkpoint', `${path} is not a Cohort checkpoint of format ${FORMAT_VERSION}`, { hint: 'it was written by another Cohort version or is another file; move it out of --checkpoint-dir' });
   const sections: Record<string, Float32Array> = {};
   let off = nl + 1;
   for (const s of header.sections) {
     const end = off + s.length * 4;
-    if (end > bytes.length) throw new Error(`${path} is truncated in section "${s.name}"; delete it to resume from the previous checkpoint`);
+    if (end > bytes.length) throw new CohortError('bad-checkpoint', `${path} is truncated in section "${s.name}"`, { hint: 'delete it to resume from the previous checkpoint' });
     sections[s.name] = new Float32Array(bytes.buffer.slice(bytes.byteOffset + off, bytes.byteOffset + end));
     off = end;
   }

@@ -3,7 +3,7 @@
 // bytes on it (by pid and UUID), the whole device's used bytes and its total. nvidia-smi is queried
 // in the background and never blocks a step; see nvidia-smi.ts for how the device is resolved.
 import { totalmem } from 'node:os';
-import type { RankMemory } from '../protocol';
+import { DisposableBase, type RankMemory } from '../protocol';
 import { APPS_QUERY, GPU_QUERY, parseComputeApps, parseGpuRows, parseMigList, processGpuBytes, queryNvidiaSmi, resolveCudaDevice, type ResolvedGpu } from '../util/nvidia-smi';
 
 export interface GpuSample {
@@ -30,10 +30,9 @@ export function nvidiaSmiReader(env: { CUDA_VISIBLE_DEVICES?: string; CUDA_DEVIC
   };
 }
 
-export class MemorySampler {
+export class MemorySampler extends DisposableBase {
   private gpu: GpuSample | undefined;
   private querying = false;
-  private disposed = false;
   private peakTensor = 0;
   /** Why there is no GPU figure, once (for the log). */
   gpuNote: string | undefined;
@@ -44,6 +43,7 @@ export class MemorySampler {
     private readonly tensorBytes: () => number,
     private readonly readGpu: GpuReader | undefined,
   ) {
+    super();
     this.refreshGpu();
   }
 
@@ -76,7 +76,7 @@ export class MemorySampler {
   }
 
   private refreshGpu(): void {
-    if (!this.readGpu || this.querying || this.disposed) return;
+    if (!this.readGpu || this.querying || this.isDisposed) return;
     this.querying = true;
     this.readGpu().then(
       (r) => {
@@ -94,9 +94,5 @@ export class MemorySampler {
   /** Waits for the query in flight (tests, and the first sample after start-up). */
   async settle(): Promise<void> {
     while (this.querying) await new Promise((r) => setTimeout(r, 5));
-  }
-
-  dispose(): void {
-    this.disposed = true;
   }
 }

@@ -6,7 +6,7 @@ import { allocBatch, fillBatch, type Dataset } from '../data/dataset';
 import { DistributedSampler } from '../data/sampler';
 import { syntheticDataset } from '../data/synthetic';
 import type { TfjsResNet } from '../engine/tfjs';
-import { parseDataSource, type TrainConfig } from '../protocol';
+import { CohortError, parseDataSource, type TrainConfig } from '../protocol';
 
 export interface RankData {
   train: Dataset;
@@ -17,7 +17,7 @@ export interface RankData {
 export function openData(config: TrainConfig): RankData {
   const src = parseDataSource(config.data);
   if (src.kind === 'synthetic') return { train: syntheticDataset({ imageSize: config.imageSize, classes: config.classes, seed: config.seed }), augment: false };
-  if (config.classes !== 100) throw new Error(`--classes ${config.classes}: CIFAR-100 has 100 classes; drop --classes or pass --classes 100`);
+  if (config.classes !== 100) throw new CohortError('bad-config', `--classes ${config.classes}: CIFAR-100 has 100 classes`, { hint: 'drop --classes or pass --classes 100' });
   return {
     train: loadCifar100(src.dir, 'train', { imageSize: config.imageSize, seed: config.seed }),
     test: loadCifar100(src.dir, 'test', { imageSize: config.imageSize, seed: config.seed }),

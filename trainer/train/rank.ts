@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { connectCollective, rendezvousEnvFromProcess, type Collective, type RendezvousEnv } from '../collectives';
 import { applyCompilePlan, compileTrainStep, createResNet50, initBackend, initialParamsParallel, resnet50Spec, tfjsCapabilities, type BackendInfo, type CompileReport, type TfjsResNet } from '../engine/tfjs';
-import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, decodeTrainConfig, toErrorInfo, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
+import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, CohortError, decodeTrainConfig, toErrorInfo, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer, type Optimizer } from '../optim/optimizer';
 import { exchangeAndUpdate, gatherOptimizerState } from './exchange';
 import { PhaseTimes } from './phase-times';
@@ -121,7 +121,7 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   const trainSampler = new DistributedSampler(data.train.size, rdv.rank, rdv.worldSize, { seed: config.seed, shuffle: true });
   const stepsPerEpoch = trainSampler.stepsPerEpoch(config.batchSize);
   if (stepsPerEpoch < 1) {
-    throw new Error(`--batch-size ${config.batchSize} × ${rdv.worldSize} ranks is larger than the dataset (${data.train.size} samples)`);
+    throw new CohortError('bad-config', `--batch-size ${config.batchSize} × ${rdv.worldSize} ranks is larger than the dataset (${data.train.size} samples)`, { hint: 'use a smaller --batch-size or fewer ranks' });
   }
   const totalSteps = config.steps > 0 ? config.steps : config.epochs * stepsPerEpoch;
   const model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, seed: config.seed, freezeBn: config.freezeBn, init: 'zeros' });

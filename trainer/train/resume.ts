@@ -3,7 +3,7 @@
 import type { Collective } from '../collectives';
 import type { TfjsResNet } from '../engine/tfjs';
 import type { createOptimizer } from '../optim/optimizer';
-import type { TrainConfig } from '../protocol';
+import { CohortError, type TrainConfig } from '../protocol';
 import { loadLatestCheckpoint } from './checkpoint';
 import type { Emit } from './emit';
 
@@ -18,13 +18,13 @@ export async function resume(
   emit: Emit,
   log: (s: string) => void,
 ): Promise<number> {
-  if (!dir) throw new Error('--resume needs --checkpoint-dir DIR');
+  if (!dir) throw new CohortError('bad-config', '--resume needs --checkpoint-dir DIR', { hint: 'add --checkpoint-dir DIR (where the earlier run wrote its checkpoints), or drop --resume' });
   // Rank 0 reads the checkpoint (it may be the only host that has it) and broadcasts it.
   const header = new Float32Array(3); // [found, step, optimizer t] (exact in float32 up to 2^24)
   const ck = isMaster ? loadLatestCheckpoint(dir) : undefined;
   if (ck) {
     if (ck.meta.paramCount !== m.paramCount || ck.meta.optimizer !== config.optimizer) {
-      throw new Error(`--resume: ${ck.path} is for ${ck.meta.paramCount} params / ${ck.meta.optimizer}, this run has ${m.paramCount} / ${config.optimizer}`);
+      throw new CohortError('checkpoint-mismatch', `--resume: ${ck.path} is for ${ck.meta.paramCount} params / ${ck.meta.optimizer}, this run has ${m.paramCount} / ${config.optimizer}`, { hint: 'resume with the model and optimizer of the run that wrote it, or use another --checkpoint-dir' });
     }
     header[0] = 1;
     header[1] = ck.step;

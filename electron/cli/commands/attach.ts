@@ -7,7 +7,7 @@ import type { CliIo } from '../io';
 import { makeService } from '../service';
 import { parseCommandLine } from '../train-flags';
 import { exitCodeOf } from './run';
-import type { RunEventMessage } from '../../common';
+import { followRun } from '../../common';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
 
 export const ATTACH_USAGE = `usage: cohort attach RUN [--json] [--verbose]
@@ -26,23 +26,16 @@ export async function attachCommand(args: string[], io: CliIo): Promise<number> 
   const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
   const runId = service.runs.meta(id)?.id ?? service.runs.list().find((m) => m.id.startsWith(id))?.id;
   if (!runId) throw new UsageError(`no run "${id}" in ${service.runs.runsDir}; "cohort runs list" shows the recorded runs`);
-  const live: RunEventMessage[] = [];
-  let nextSeq = -1;
-  const off = service.onRunEvent((m) => {
-    if (m.runId !== runId) return;
-    if (nextSeq < 0) live.push(m);
-    else if (m.seq >= nextSeq) printer.event(m.event);
-  });
+  let off = () => undefined as void;
   const detach = () => {
     io.stderr.write(`\ndetached from run ${runId}; it goes on (cohort stop ${runId} stops it)\n`);
     process.exit(EXIT.ok);
   };
   const signals = onProcessSignals(['SIGINT', 'SIGTERM', 'SIGHUP'], detach);
   try {
-    const a = await service.attachRun(runId);
-    for (const e of a.events) printer.event(e);
-    nextSeq = a.nextSeq;
-    for (const m of live.splice(0)) if (m.seq >= nextSeq) printer.event(m.event);
+    const f = await followRun(service, runId, (e) => printer.event(e));
+    off = f.dispose;
+    const a = f.attachment;
     const result = service.runResult(runId);
     if (!a.live || !result) {
       if (!values.json) io.stderr.write(`run ${runId}: ${a.meta.status}${a.meta.error ? ` (${a.meta.error})` : ''}\n`);
@@ -52,6 +45,6 @@ export async function attachCommand(args: string[], io: CliIo): Promise<number> 
   } finally {
     signals.dispose();
     off();
-    await service.dispose();
+    service.dispose();
   }
 }

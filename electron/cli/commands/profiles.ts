@@ -119,6 +119,7 @@ export async function profilesImportSshConfig({ values, positionals }: Parsed, i
   const imported = await importSshConfigFile(paths.sshConfigPath, {
     home: paths.home,
     localUser: userInfo().username,
+    env: io.env,
     ...(values.hosts ? { only: String(values.hosts).split(',').filter(Boolean) } : {}),
   });
   if (!imported) throw new UsageError(`${paths.sshConfigPath} does not exist; nothing to import`);

@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { makeEvent, type Disposable } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
-import { localProfile, resolveRunConfig, type RunEventMessage } from '../../common';
+import { followRun, localProfile, resolveRunConfig } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
@@ -61,15 +61,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
   const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
-  // Subscribe before starting: every event of this run is printed once, in record order.
   let runId: string | undefined;
-  const early: RunEventMessage[] = [];
-  // --detach holds the run's events back: they are told only if the start fails.
-  let holding = !!values.detach;
-  const offEvents = service.onRunEvent((m) => {
-    if (runId === undefined || holding) early.push(m);
-    else if (m.runId === runId) printer.event(m.event);
-  });
+  let offEvents = () => undefined as void;
   const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));
   const signals = new CtrlC(io, (force) => {
     if (runId === undefined) return false;
@@ -93,7 +86,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
       }
       throw err;
     }
-    const resultOf = service.runResult(runId);
+    const resultOf = service.runResult(runId); // asked at once: a run that fails to start ends quickly
     if (values.detach) {
       // The run lives on its hosts; this process only starts it, and goes away once every host's
       // agent runs (going earlier would close the SSH sessions under the hosts' run-start).
@@ -103,10 +96,11 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
         if (!values.json) io.stderr.write(`run ${runId} started; follow it with "cohort attach ${runId}", stop it with "cohort stop ${runId}"\n`);
         return EXIT.ok;
       }
-      // It did not start: told like a foreground run that failed (its error, then done).
-      holding = false;
+      // It did not start: told like a foreground run that failed (its error, then done), below.
     }
-    for (const m of early.splice(0)) if (m.runId === runId) printer.event(m.event);
+    // This run's events only, each printed once in record order (what it recorded before we
+    // subscribed comes from attachRun's backfill).
+    offEvents = (await followRun(service, runId, (e) => printer.event(e))).dispose;
     const result = await resultOf;
     if (!result) throw new Error(`run ${runId} ended before it could be followed`);
     if (!local) await reportLeftovers(service, runId, io);
@@ -121,7 +115,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     signals.dispose();
     offEvents();
     offDeploy();
-    await service.dispose();
+    service.dispose();
   }
 }
 

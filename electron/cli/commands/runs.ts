@@ -120,7 +120,7 @@ export async function stopCommand(args: string[], io: CliIo): Promise<number> {
     io.stdout.write(`run ${meta.id}: ${store.meta(meta.id)?.status ?? 'unknown'}\n`);
     return EXIT.ok;
   } finally {
-    await service.dispose();
+    service.dispose();
   }
 }
 

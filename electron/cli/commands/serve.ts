@@ -50,13 +50,13 @@ export async function serveCommand(
   // Keys by path or ssh-agent (tried first); an encrypted key the agent does not hold is unlocked
   // with a passphrase the dashboard asks for (never stored).
   const passphrases = new PassphrasePrompts();
-  const service = new CohortService({ paths: resolvePaths(io.env), cluster: new SshCluster({ env: io.env, keys: new KeyRing(passphrases.ask) }), passphrases });
+  const service = new CohortService({ paths: resolvePaths(io.env), env: io.env, cluster: new SshCluster({ env: io.env, keys: new KeyRing(passphrases.ask) }), passphrases });
   const server = new WebServer({ api: service, staticDir, host, port });
   try {
     try {
       await server.listen();
     } catch (err) {
-      await service.dispose();
+      service.dispose();
       throw err;
     }
     if (!isLoopback(host)) {
@@ -74,7 +74,7 @@ export async function serveCommand(
   }
   io.stderr.write('cohort serve: stopping (cancelling active runs)\n');
   await server.dispose();
-  await service.dispose();
+  service.dispose();
   return EXIT.ok;
 }
 

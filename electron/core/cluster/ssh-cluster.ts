@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import { CohortError, slurmJobName, slurmNodeWorkdir, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, DisposableBase, slurmJobName, slurmNodeWorkdir, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
@@ -31,18 +31,19 @@ export interface SshClusterOptions {
   bundle?: () => TrainerBundle;
 }
 
-export class SshCluster implements ClusterOps {
+export class SshCluster extends DisposableBase implements ClusterOps {
   private readonly sessions = new Map<string, Promise<HostSession>>();
   private readonly limit: Limiter;
-  private disposed = false;
 
   constructor(private readonly o: SshClusterOptions) {
+    super();
     this.limit = createLimiter(o.concurrency ?? 16);
   }
 
   /** One session per profile host, reused by every operation of this cluster object. */
   session(profile: Profile, host: string, opts: { acceptNewHostKey?: boolean; signal?: AbortSignal } = {}): Promise<HostSession> {
-    if (isLocalProfile(profile)) throw new Error('the local profile has no SSH hosts');
+    if (isLocalProfile(profile)) throw new CohortError('local-profile', 'the local profile has no SSH hosts', { hint: 'run on this machine with --local, or name a cluster profile' });
+    if (this.isDisposed) return Promise.reject(new CohortError('disposed', `cannot connect to ${host}: the cluster connection is shutting down`, { fatal: false }));
     const key = `${profile.name}/${host}`;
     const existing = this.sessions.get(key);
     if (existing) return existing.then((s) => (s.closed ? this.reconnect(key, profile, host, opts) : s));
@@ -338,9 +339,9 @@ export class SshCluster implements ClusterOps {
     }
   }
 
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
+  override dispose(): void {
+    if (this.isDisposed) return;
+    super.dispose();
     for (const p of this.sessions.values()) void p.then((s) => s.dispose(), () => undefined);
     this.sessions.clear();
   }

@@ -4,17 +4,26 @@
 // long (checked with fstat, and again while reading, so a file that grows cannot fill the heap).
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { CohortError } from '../../../trainer/protocol';
 
 export type BoundedReadProblem = 'not-found' | 'not-a-file' | 'too-large' | 'io';
 
-export class BoundedReadError extends Error {
+/** Each problem's error code and what to do about it. */
+const PROBLEM: Record<BoundedReadProblem, { code: string; hint: string }> = {
+  'not-found': { code: 'file-not-found', hint: 'check the path (a typo, or the file was moved)' },
+  'not-a-file': { code: 'not-a-regular-file', hint: 'point at a regular file, not a directory, pipe or device' },
+  'too-large': { code: 'file-too-large', hint: 'point at the right file; this one is far larger than such a file can be' },
+  io: { code: 'file-unreadable', hint: 'check the file\'s permissions and the disk' },
+};
+
+export class BoundedReadError extends CohortError {
   constructor(
     readonly problem: BoundedReadProblem,
     readonly path: string,
     message: string,
-    options?: { cause?: unknown },
+    options: { cause?: unknown } = {},
   ) {
-    super(message, options);
+    super(PROBLEM[problem].code, message, { hint: PROBLEM[problem].hint, ...options });
     this.name = 'BoundedReadError';
   }
 }

@@ -3,6 +3,9 @@ import { decodeProfile } from '../../common';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { importSshConfig, profileFromSshConfig } from './ssh-config';
 
 const CONFIG = `
@@ -17,7 +20,7 @@ Host gw
     User admin
 
 Host gpu-a gpu-b
-    HostName %n.internal
+    HostName %h.internal
     ProxyJump gw
 
 Host box-c
@@ -98,5 +101,69 @@ Host b
     expect(r.skipped).toContainEqual({ what: 'a', reason: 'ProxyJump loop: a -> b -> a' });
     expect(r.skipped).toContainEqual({ what: 'b', reason: 'ProxyJump loop: b -> a -> b' });
   });
-});
 
+  it('expands User and IdentityFile tokens and ${VAR} once, as OpenSSH does (User: %u %n %h %p %d %i %L %l %j %k; IdentityFile also %r %C)', () => {
+    const cfg = `
+Host lab-*
+    User \${TEAM}-%u
+Host lab-1
+    HostName %h.cluster.example
+    Port 2201
+    IdentityFile ~/.ssh/id_%r@%h:%p_%n_%L_%i
+Host lab-2
+    User svc-%n
+    IdentityFile \${KEYS}/%r-%C
+    ProxyJump jumper
+Host jumper
+    HostName %h.gw.example
+    User %u-jump
+`;
+    const opts = { home: '/home/me', localUser: 'me', uid: 1234, localHost: 'ws7.corp.example', env: { TEAM: 'vision', KEYS: '/keys' }, only: ['lab-1', 'lab-2'] };
+    const r = importSshConfig(cfg, opts);
+    expect(r.skipped).toEqual([expect.objectContaining({ what: expect.stringMatching(/^Host lab-\*/) })]);
+    const [one, two] = r.hosts;
+    expect(one).toMatchObject({ name: 'lab-1', address: 'lab-1.cluster.example', port: 2201, user: 'vision-me', identityFile: '/home/me/.ssh/id_vision-me@lab-1.cluster.example:2201_lab-1_ws7_1234' });
+    // %C: sha1 of %l%h%p%r (ssh_config(5)); first value wins, so lab-2's User is the lab-* one.
+    const c = createHash('sha1').update('ws7.corp.example' + 'lab-2' + '22' + 'vision-me').digest('hex');
+    expect(two).toMatchObject({ name: 'lab-2', address: 'lab-2', user: 'vision-me', identityFile: `/keys/vision-me-${c}` });
+    // A jump host that is not imported: its own HostName and User tokens are expanded too.
+    expect(two!.proxyJump).toBe('me-jump@jumper.gw.example:22');
+  });
+
+  it('skips a host whose value OpenSSH would refuse, naming the keyword and the token or variable', () => {
+    const cfg = `
+Host r
+    User %r
+Host x
+    IdentityFile ~/.ssh/%T
+Host e
+    User \${NOPE}
+Host ok
+    User 100%%
+`;
+    const r = importSshConfig(cfg, { home: '/home/me', localUser: 'me', env: {} });
+    expect(r.hosts.map((h) => [h.name, h.user])).toEqual([['ok', '100%']]);
+    expect(r.skipped).toContainEqual({ what: 'r', reason: expect.stringMatching(/^User %r: %r is not a token User accepts/) });
+    expect(r.skipped).toContainEqual({ what: 'x', reason: expect.stringMatching(/^IdentityFile ~\/\.ssh\/%T: %T is not a token IdentityFile accepts/) });
+    expect(r.skipped).toContainEqual({ what: 'e', reason: expect.stringMatching(/the environment variable NOPE is not set/) });
+  });
+
+  it('agrees with the real ssh -G on which HostName tokens exist (%h yes, %n no)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-sshg-'));
+    try {
+      const cfg = 'Host good\n    HostName %h.example.org\nHost bad\n    HostName %n.example.org\n';
+      const file = join(dir, 'config');
+      writeFileSync(file, cfg);
+      const ssh = (alias: string) => spawnSync('ssh', ['-G', '-F', file, alias], { encoding: 'utf8' });
+      const good = ssh('good');
+      expect(good.status).toBe(0);
+      expect(good.stdout).toMatch(/^hostname good\.example\.org$/m);
+      expect(ssh('bad').status).not.toBe(0); // "unknown key %n"
+      const r = importSshConfig(cfg, { home: '/home/me', localUser: 'me' });
+      expect(r.hosts.map((h) => [h.name, h.address])).toEqual([['good', 'good.example.org']]);
+      expect(r.skipped).toContainEqual({ what: 'bad', reason: expect.stringMatching(/^HostName %n\.example\.org: %n is not a token HostName accepts/) });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -3,6 +3,13 @@
 // whose patterns match the alias (so `Host *` defaults given first apply, later ones fill gaps).
 // Wildcard-only aliases are skipped (they are defaults, not hosts); `Match` blocks and `Include`
 // are not evaluated and are reported as skipped.
+// %-tokens and ${VAR} are expanded once, per keyword as ssh_config(5)'s TOKENS section allows
+// (HostName: %h; User: %d %h %i %j %k %L %l %n %p %u and ${VAR}, as current OpenSSH does —
+// Debian bookworm's 9.2 still takes User literally; IdentityFile: those plus %C %r and ${VAR}). A
+// token or variable OpenSSH would refuse skips the host, saying which, instead of importing a
+// value that is wrong.
+import { createHash } from 'node:crypto';
+import { hostname as localHostname } from 'node:os';
 import { readFile } from 'node:fs/promises';
 import { DEFAULT_WORKDIR, ProfileError, decodeProfile, type Profile, type ProfileHost } from '../../common';
 import { CohortError } from '../../../trainer/protocol';
@@ -29,6 +36,12 @@ export interface SshConfigImportOptions {
   localUser: string;
   /** Import only these aliases (default: every concrete alias). */
   only?: string[];
+  /** For `${VAR}` in User and IdentityFile (the caller's environment; absent: such a value is skipped). */
+  env?: Record<string, string | undefined>;
+  /** `%i` (default: this process's uid). */
+  uid?: number;
+  /** `%l` (default: os.hostname()); `%L` is its first label. */
+  localHost?: string;
 }
 
 const KEYS = new Set(['hostname', 'user', 'port', 'identityfile', 'proxyjump', 'proxycommand']);
@@ -93,9 +106,6 @@ export function importSshConfig(text: string, opts: SshConfigImportOptions): Ssh
       skipped.push({ what: alias, reason: `ProxyJump loop: ${loop.join(' -> ')}` });
       continue;
     }
-    // OpenSSH expands HostName's tokens once, %h being the alias typed on the command line.
-    const address = expandTokens(eff.get('hostname') ?? alias, { home: opts.home, localUser: opts.localUser, host: alias, user: eff.get('user') ?? opts.localUser, port: Number(eff.get('port') ?? 22), alias });
-    const user = eff.get('user') ?? opts.localUser;
     const portText = eff.get('port');
     const port = portText === undefined ? 22 : Number(portText);
     if (!Number.isInteger(port) || port < 1 || port > 65535) {
@@ -106,16 +116,34 @@ export function importSshConfig(text: string, opts: SshConfigImportOptions): Ssh
       skipped.push({ what: alias, reason: 'the alias cannot be a Cohort host name (letters, digits, ".", "_", "-")' });
       continue;
     }
-    const tokens = (s: string) => expandTokens(s, { home: opts.home, localUser: opts.localUser, host: address, user, port, alias });
-    const identity = eff.get('identityfile');
     const jump = eff.get('proxyjump');
+    const identity = eff.get('identityfile');
+    let address: string;
+    let user: string;
+    let identityFile: string | undefined;
+    let proxyJump: string | undefined;
+    try {
+      // In OpenSSH's order: HostName (%h = the alias typed), then User (%h = the address), then
+      // IdentityFile (%r = that user). Each value is expanded once.
+      const t: TokenValues = { ...localTokens(opts), host: alias, alias, port, jump: jump === undefined || jump.toLowerCase() === 'none' ? '' : jump };
+      address = expand('HostName', eff.get('hostname') ?? alias, HOSTNAME_TOKENS, t, undefined);
+      t.host = address;
+      user = expand('User', eff.get('user') ?? opts.localUser, USER_TOKENS, t, opts.env);
+      t.user = user;
+      identityFile = identity === undefined || identity.toLowerCase() === 'none' ? undefined : expandHome(expand('IdentityFile', identity, PATH_TOKENS, t, opts.env), opts.home);
+      proxyJump = jump === undefined || jump.toLowerCase() === 'none' ? undefined : resolveJumps(jump, blocks, wanted, opts);
+    } catch (err) {
+      if (!(err instanceof TokenError)) throw err;
+      skipped.push({ what: alias, reason: err.message });
+      continue;
+    }
     hosts.push({
       name: alias,
       address,
       port,
       user,
-      ...(identity === undefined || identity.toLowerCase() === 'none' ? {} : { identityFile: expandHome(tokens(identity), opts.home) }),
-      ...(jump === undefined || jump.toLowerCase() === 'none' ? {} : { proxyJump: resolveJumps(jump, blocks, wanted, opts) }),
+      ...(identityFile === undefined ? {} : { identityFile }),
+      ...(proxyJump === undefined ? {} : { proxyJump }),
       slots: 1,
       workdir: DEFAULT_WORKDIR,
       env: {},
@@ -133,9 +161,11 @@ function resolveJumps(value: string, blocks: Block[], imported: string[], opts: 
       if (!m || imported.includes(m[2])) return hop.trim();
       const eff = effective(blocks, m[2]);
       if (!eff.size) return hop.trim();
-      const user = m[1] ?? eff.get('user') ?? opts.localUser;
       const port = m[3] ?? eff.get('port') ?? '22';
-      return `${user}@${eff.get('hostname') ?? m[2]}:${port}`;
+      const t: TokenValues = { ...localTokens(opts), host: m[2], alias: m[2], port: Number(port), jump: '' };
+      t.host = expand('HostName', eff.get('hostname') ?? m[2], HOSTNAME_TOKENS, t, undefined);
+      const user = m[1] ?? expand('User', eff.get('user') ?? opts.localUser, USER_TOKENS, t, opts.env);
+      return `${user}@${t.host}:${port}`;
     })
     .join(',');
 }
@@ -188,18 +218,70 @@ function splitArgs(s: string): string[] {
   return out;
 }
 
-function expandTokens(s: string, t: { home: string; localUser: string; host: string; user: string; port: number; alias: string }): string {
-  return s.replace(/%([%dhnpru])/g, (_, c: string) => {
-    switch (c) {
-      case 'd': return t.home;
-      case 'h': return t.host;
-      case 'n': return t.alias;
-      case 'p': return String(t.port);
-      case 'r': return t.user;
-      case 'u': return t.localUser;
-      default: return '%';
-    }
+// ssh_config(5) TOKENS: which tokens each keyword accepts.
+const HOSTNAME_TOKENS = 'h';
+const USER_TOKENS = 'dhijkLlnpu';
+const PATH_TOKENS = 'CdhijkLlnpru';
+
+interface TokenValues {
+  home: string;
+  localUser: string;
+  uid: number;
+  localHost: string;
+  /** %h: the alias while HostName is expanded, the address after. */
+  host: string;
+  alias: string;
+  port: number;
+  /** %r, once User is known. */
+  user?: string;
+  /** %j: the ProxyJump value ('' without one). */
+  jump: string;
+}
+
+/** A value OpenSSH would refuse to expand (the host is skipped with this reason). */
+class TokenError extends CohortError {
+  constructor(message: string) {
+    super('ssh-config-token', message, { hint: 'fix the value in the ssh config, or add the host by hand' });
+    this.name = 'TokenError';
+  }
+}
+
+function localTokens(opts: SshConfigImportOptions): Pick<TokenValues, 'home' | 'localUser' | 'uid' | 'localHost'> {
+  return { home: opts.home, localUser: opts.localUser, uid: opts.uid ?? process.getuid?.() ?? 0, localHost: opts.localHost ?? localHostname() };
+}
+
+/** One keyword's value with its %-tokens (those in `allowed`) and, where `env` is given, ${VAR}s expanded. */
+function expand(keyword: string, value: string, allowed: string, t: TokenValues, env: Record<string, string | undefined> | undefined): string {
+  const withTokens = value.replace(/%(.?)/g, (_, c: string) => {
+    if (c === '%') return '%';
+    if (!c || !allowed.includes(c)) throw new TokenError(`${keyword} ${value}: %${c} is not a token ${keyword} accepts (ssh_config(5) TOKENS: ${[...allowed].map((x) => '%' + x).join(' ')}); OpenSSH refuses it too`);
+    return tokenValue(c, t);
   });
+  if (!withTokens.includes('${')) return withTokens;
+  if (!env) throw new TokenError(`${keyword} ${value}: environment variables cannot be expanded here`);
+  return withTokens.replace(/\$\{([^}]*)\}/g, (_, name: string) => {
+    const v = env[name];
+    if (v === undefined) throw new TokenError(`${keyword} ${value}: the environment variable ${name} is not set (OpenSSH ignores such a setting with an error)`);
+    return v;
+  });
+}
+
+function tokenValue(c: string, t: TokenValues): string {
+  switch (c) {
+    case 'd': return t.home;
+    case 'h': return t.host;
+    case 'i': return String(t.uid);
+    case 'j': return t.jump;
+    case 'k': return t.alias; // no HostKeyAlias on import: the alias given
+    case 'L': return t.localHost.split('.')[0];
+    case 'l': return t.localHost;
+    case 'n': return t.alias;
+    case 'p': return String(t.port);
+    case 'r': return t.user ?? '';
+    case 'u': return t.localUser;
+    case 'C': return createHash('sha1').update(`${t.localHost}${t.host}${t.port}${t.user ?? ''}`).digest('hex');
+    default: return '';
+  }
 }
 
 /**

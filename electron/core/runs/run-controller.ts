@@ -13,6 +13,8 @@
 // The same controller serves `cohort run`, `cohort attach`, SSH clusters, `local`, `cohort serve`
 // and Electron; how a command reaches a host is the HostLink seam (host-link.ts).
 import {
+  DisposableBase,
+  Emitter,
   EventLineDecoder,
   decodeRunState,
   isTerminalRunState,
@@ -101,8 +103,8 @@ interface Follow {
 
 const BACKOFF_MS = [250, 500, 1000, 2000, 4000];
 
-export class RunController {
-  private listeners = new Set<(e: CohortEvent) => void>();
+export class RunController extends DisposableBase {
+  private readonly events = this.register(new Emitter<CohortEvent>());
   private follows: Follow[] = [];
   private firstError: ErrorEvent | undefined;
   /** Errors in a follower's own record: the leader records them too, root cause first, so they are
@@ -116,12 +118,12 @@ export class RunController {
    *  check never finds Cohort's own `run-stop` still running on a follower. */
   private stopsInFlight: Promise<void> | undefined;
   private finished = false;
-  private disposed = false;
   private readonly startedAt = Date.now();
   readonly result: Promise<RunResult>;
   private resolveResult!: (r: RunResult) => void;
 
   constructor(private readonly plan: RunPlan) {
+    super();
     this.result = new Promise((res) => (this.resolveResult = res));
   }
 
@@ -130,8 +132,7 @@ export class RunController {
   }
 
   onEvent(listener: (e: CohortEvent) => void): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.events.event(listener);
   }
 
   private queueListeners = new Set<(q: SchedulerQueueState | undefined) => void>();
@@ -250,9 +251,9 @@ export class RunController {
   }
 
   /** Stops following (the run goes on on its hosts). */
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
+  override dispose(): void {
+    if (this.isDisposed) return;
+    super.dispose();
     for (const f of this.follows) f.cmd?.kill();
     for (const h of this.plan.hosts) h.link.dispose?.();
   }
@@ -291,7 +292,7 @@ export class RunController {
   }
 
   private gaveUp(): boolean {
-    return this.finished || this.disposed || this.stopping === 'force';
+    return this.finished || this.isDisposed || this.stopping === 'force';
   }
 
   private async follow(f: Follow): Promise<void> {
@@ -427,7 +428,7 @@ export class RunController {
   }
 
   private emit(e: CohortEvent): void {
-    for (const l of this.listeners) l(e);
+    this.events.fire(e);
   }
 }
 

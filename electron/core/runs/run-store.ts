@@ -17,7 +17,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
-import { CohortError, EventLineDecoder, type CohortEvent } from '../../../trainer/protocol';
+import { CohortError, DisposableBase, Emitter, EventLineDecoder, type CohortEvent } from '../../../trainer/protocol';
 import { checkRunName, type RunMeta, type RunSeries, type ThroughputSpread } from '../../common';
 import { SeriesAccumulator, decodeSeries, encodeSeries, seriesFromRecordText } from './run-series';
 
@@ -72,7 +72,7 @@ const RETRY_MS = 500;
  * once to onWriteProblem listeners, and every later record() retries (at most every 0.5 s) so the
  * files catch up, in order, when space returns. close() makes a last attempt and reports what is lost.
  */
-export class RunRecorder {
+export class RunRecorder extends DisposableBase {
   readonly dir: string;
   /** Whether this recorder keeps the run's history (holds writer.lock); false: a private copy only. */
   private writer: boolean;
@@ -80,7 +80,6 @@ export class RunRecorder {
   private eventsFile: string;
   private eventsFd: number;
   private logFds = new Map<string, number>();
-  private closed = false;
   private count = 0;
   /** Lines not yet on disk, in order, with the file they belong to. */
   private backlog: { file: string; text: string }[] = [];
@@ -89,7 +88,7 @@ export class RunRecorder {
   private metaDirty = false;
   private failing: string | undefined;
   private lastTry = 0;
-  private readonly problemListeners = new Set<(message: string) => void>();
+  private readonly problems = new Emitter<string>();
   private readonly series: SeriesAccumulator;
   private seriesWrittenAt = 0;
 
@@ -99,6 +98,7 @@ export class RunRecorder {
     private meta: RunMeta,
     opts: { rewrite?: boolean } = {},
   ) {
+    super();
     this.dir = join(runsDir, checkRunId(meta.id));
     this.series = new SeriesAccumulator(meta.id);
     mkdirSync(join(this.dir, 'logs'), { recursive: true, mode: 0o700 });
@@ -126,9 +126,9 @@ export class RunRecorder {
 
   /** Told (once per episode) when the record cannot be written and when it has caught up. Returns a disposer. */
   onWriteProblem(listener: (message: string) => void): () => void {
-    this.problemListeners.add(listener);
+    const off = this.problems.event(listener);
     if (this.failing) listener(this.failing);
-    return () => this.problemListeners.delete(listener);
+    return off;
   }
 
   /** The current write problem, if the record is behind. */
@@ -138,7 +138,7 @@ export class RunRecorder {
 
   /** Appends one event; returns its sequence number (its index in events.jsonl), -1 once closed. */
   record(e: CohortEvent): number {
-    if (this.closed) return -1;
+    if (this.isDisposed) return -1;
     this.write('events.jsonl', JSON.stringify(e) + '\n');
     if (e.type === 'log') this.log(e.host ?? 'unknown', e.rank, e.message);
     if (this.series.add(e) && Date.now() - this.seriesWrittenAt >= SERIES_WRITE_MS) this.writeSeries();
@@ -151,7 +151,7 @@ export class RunRecorder {
   }
 
   log(host: string, rank: number | undefined, line: string): void {
-    if (this.closed || !this.writer) return;
+    if (this.isDisposed || !this.writer) return;
     this.write(join('logs', `${safe(host)}-${rank === undefined ? 'agent' : rank}.log`), line.endsWith('\n') ? line : line + '\n');
   }
 
@@ -161,19 +161,29 @@ export class RunRecorder {
     this.flush(true);
   }
 
+  /** Closes the record files (a last flush first; what is still unwritten is reported). Idempotent. */
   close(): void {
-    if (this.closed) return;
+    this.dispose();
+  }
+
+  override dispose(): void {
+    if (this.isDisposed) return;
     this.writeSeries();
     this.flush(true);
-    this.closed = true;
+    super.dispose();
     if (this.backlogBytes > 0 || this.metaDirty || this.droppedBytes > 0) {
       this.tell(`the run record in ${this.dir} is incomplete: ${this.backlogBytes + this.droppedBytes} bytes of events/logs${this.metaDirty ? ' and the final meta.json' : ''} could not be written (${this.failing ?? 'write failed'})`);
     }
     closeSync(this.eventsFd);
     for (const fd of this.logFds.values()) closeSync(fd);
-    if (this.writer) return releaseWriterLock(this.dir);
-    // A reader: if the history's writer went away before the end (the history never got an end),
-    // this whole copy becomes the history.
+    if (this.writer) releaseWriterLock(this.dir);
+    else this.takeOverIfWriterLeft();
+    this.problems.dispose();
+  }
+
+  /** A reader: if the history's writer went away before the end (the history never got an end),
+   *  this whole copy becomes the history. */
+  private takeOverIfWriterLeft(): void {
     try {
       if (this.backlogBytes === 0 && !historyEnded(this.dir) && takeWriterLock(this.dir)) {
         try {
@@ -245,7 +255,7 @@ export class RunRecorder {
 
   /** Retries the backlog (throttled unless `now`), then meta.json. */
   private flush(now: boolean): void {
-    if (this.closed || (this.backlog.length === 0 && !this.metaDirty)) return;
+    if (this.isDisposed || (this.backlog.length === 0 && !this.metaDirty)) return;
     if (!now && this.failing && Date.now() - this.lastTry < RETRY_MS) return;
     this.lastTry = Date.now();
     while (this.backlog.length > 0) {
@@ -281,7 +291,7 @@ export class RunRecorder {
   }
 
   private tell(message: string): void {
-    for (const l of this.problemListeners) l(message);
+    this.problems.fire(message);
   }
 }
 

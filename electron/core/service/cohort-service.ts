@@ -4,7 +4,7 @@
 // `cluster-unavailable` so the dashboard can say so instead of hanging.
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
-import { ConfigError, Emitter, type CohortEvent, type Disposable } from '../../../trainer/protocol';
+import { ConfigError, DisposableBase, Emitter, KeyedEmitter, type CohortEvent } from '../../../trainer/protocol';
 import {
   ApiCallError,
   LOCAL_PROFILE_NAME,
@@ -45,6 +45,8 @@ export interface CohortServiceOptions {
   cluster?: ClusterOps;
   /** Local user name (default remote user for ~/.ssh/config import). */
   localUser?: string;
+  /** The environment `${VAR}` in ~/.ssh/config values expands from (the composition root's). */
+  env?: Record<string, string | undefined>;
   /** Told about a run folder the history skips (damaged or incomplete meta.json): file and reason. */
   onSkippedRecord?: (file: string, reason: string) => void;
   /** Passphrase requests for encrypted keys, answered by the dashboard (the cluster's KeyRing asks
@@ -54,16 +56,17 @@ export interface CohortServiceOptions {
 
 type Listener<T> = (value: T) => void;
 
-export class CohortService implements CohortApi, Disposable {
+export class CohortService extends DisposableBase implements CohortApi {
   readonly profiles: ProfileStore;
   readonly runs: RunStore;
   private readonly active = new Map<string, StartedRun>();
   private readonly starting = new Map<string, Promise<boolean>>();
-  private readonly runEvents = new Emitter<RunEventMessage>();
-  private readonly deployEvents = new Emitter<DeployProgress>();
-  private disposed = false;
+  /** Each run's live events, by run id: a subscriber hears only the run it follows. */
+  private readonly runEvents = this.register(new KeyedEmitter<string, RunEventMessage>());
+  private readonly deployEvents = this.register(new Emitter<DeployProgress>());
 
   constructor(private readonly opts: CohortServiceOptions) {
+    super();
     this.profiles = new ProfileStore(opts.paths.profilesDir);
     this.runs = new RunStore(join(opts.paths.dataDir, 'runs'));
   }
@@ -90,7 +93,7 @@ export class CohortService implements CohortApi, Disposable {
 
   async importSshConfig(): Promise<{ hosts: ProfileHost[]; skipped: { what: string; reason: string }[] }> {
     const path = this.opts.paths.sshConfigPath;
-    const r = await importSshConfigFile(path, { home: this.opts.paths.home, localUser: this.opts.localUser ?? safeUser() });
+    const r = await importSshConfigFile(path, { home: this.opts.paths.home, localUser: this.opts.localUser ?? safeUser(), ...(this.opts.env ? { env: this.opts.env } : {}) });
     if (!r) return { hosts: [], skipped: [{ what: path, reason: 'file not found' }] };
     return { hosts: r.hosts, skipped: r.skipped };
   }
@@ -122,7 +125,7 @@ export class CohortService implements CohortApi, Disposable {
   // ---- runs ------------------------------------------------------------------------------------
 
   async startRun(req: StartRunRequest): Promise<{ runId: string }> {
-    if (this.disposed) throw new ApiCallError({ code: 'disposed', message: 'the service is shutting down' });
+    if (this.isDisposed) throw new ApiCallError({ code: 'disposed', message: 'the service is shutting down' });
     const profile = await this.profiles.get(req.profile, req.ranks === undefined ? {} : { localSlots: req.ranks });
     if (profile.name !== LOCAL_PROFILE_NAME && !this.opts.cluster) this.cluster('run on a cluster profile');
     let started: StartedRun;
@@ -228,7 +231,7 @@ export class CohortService implements CohortApi, Disposable {
   private track(started: StartedRun): void {
     const { runId, controller } = started;
     this.active.set(runId, started);
-    started.onRecorded((event: CohortEvent, seq) => this.runEvents.fire({ runId, seq, event }));
+    started.onRecorded((event: CohortEvent, seq) => this.runEvents.fire(runId, { runId, seq, event }));
     void controller.result.finally(() => {
       this.active.delete(runId);
       controller.dispose();
@@ -269,7 +272,7 @@ export class CohortService implements CohortApi, Disposable {
    * (the cache then still says the run is open).
    */
   private async replayEnded(meta: RunMeta, timeoutMs = 15_000): Promise<void> {
-    if (this.active.has(meta.id) || this.disposed) return;
+    if (this.active.has(meta.id) || this.isDisposed) return;
     try {
       const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
       const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
@@ -308,8 +311,8 @@ export class CohortService implements CohortApi, Disposable {
 
   // ---- events ------------------------------------------------------------------------------------
 
-  onRunEvent(listener: Listener<RunEventMessage>): () => void {
-    return this.runEvents.event(listener);
+  onRunEvent(runId: string, listener: Listener<RunEventMessage>): () => void {
+    return this.runEvents.event(runId, listener);
   }
 
   onDeployProgress(listener: Listener<DeployProgress>): () => void {
@@ -331,17 +334,14 @@ export class CohortService implements CohortApi, Disposable {
   }
 
   /** Stops following every run (they go on on their hosts: a client going away never stops a run). Idempotent. */
-  async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
+  override dispose(): void {
+    if (this.isDisposed) return;
+    super.dispose(); // the event sources: no subscriber hears anything after this
     for (const { controller, recorder } of this.active.values()) {
       controller.dispose();
       recorder.close(); // lets another client keep the history (its writer lock is released)
     }
     this.active.clear();
-    // Emitter.fire isolates subscribers: one broken subscriber (a closed socket) does not stop the others or the run.
-    this.runEvents.dispose();
-    this.deployEvents.dispose();
     this.opts.passphrases?.dispose();
     this.opts.cluster?.dispose();
   }

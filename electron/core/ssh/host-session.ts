@@ -8,7 +8,7 @@ import { stat } from 'node:fs/promises';
 import { posix } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { ClientChannel, SFTPWrapper } from 'ssh2';
-import type { Disposable } from '../../../trainer/protocol';
+import { DisposableBase, Emitter } from '../../../trainer/protocol';
 import { connectChain, type ConnectedClient, type HostKeyInfo, type SshConnectOptions, type SshEndpoint } from './connect';
 import { SshError, classifySshError, describeHost } from './ssh-error';
 
@@ -89,13 +89,12 @@ export function shQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
-export class HostSession implements Disposable {
+export class HostSession extends DisposableBase {
   private readonly pending = new Set<(err: SshError) => void>();
-  private readonly closeListeners = new Set<(err: SshError | undefined) => void>();
+  private readonly closeEvents = new Emitter<SshError | undefined>();
   private readonly channels = new Set<ClientChannel>();
   private sftpP: Promise<SFTPWrapper> | undefined;
   private closedWith: SshError | undefined;
-  private disposed = false;
 
   /** Connects (through opts.jump hops if any), verifying every host key. */
   static async connect(endpoint: SshEndpoint, opts: HostSessionOptions): Promise<HostSession> {
@@ -103,6 +102,7 @@ export class HostSession implements Disposable {
   }
 
   private constructor(private readonly chain: ConnectedClient[]) {
+    super();
     // Any hop closing takes the target's transport with it; listen on all so the error names the hop that died.
     for (const c of chain) {
       c.client.on('close', () => this.onConnectionClosed(c));
@@ -128,13 +128,12 @@ export class HostSession implements Disposable {
     return this.chain.slice(0, -1).map((c) => c.endpoint.name);
   }
   get closed(): boolean {
-    return this.disposed || this.closedWith !== undefined;
+    return this.isDisposed || this.closedWith !== undefined;
   }
 
   /** Called once when the connection ends (err undefined after dispose()). Returns a disposer. */
   onClose(listener: (err: SshError | undefined) => void): () => void {
-    this.closeListeners.add(listener);
-    return () => this.closeListeners.delete(listener);
+    return this.closeEvents.event(listener);
   }
 
   /** Starts `command` in the user's login shell on the host. */
@@ -270,9 +269,9 @@ export class HostSession implements Disposable {
   }
 
   /** Closes every channel and the connection (and its jump hosts). Idempotent. */
-  dispose(): void {
-    if (this.disposed) return;
-    this.disposed = true;
+  override dispose(): void {
+    if (this.isDisposed) return;
+    super.dispose();
     const err = new SshError('ssh-disconnected', this.name, `${this.name}: the session was closed`, '', { fatal: false });
     this.rejectPending(err);
     for (const ch of this.channels) ch.close();
@@ -323,7 +322,7 @@ export class HostSession implements Disposable {
 
   /** A promise that is rejected when the connection drops or `signal` aborts, whatever else happens. */
   private track<T>(signal: AbortSignal | undefined, executor: (resolve: (v: T) => void, reject: (e: unknown) => void) => void): Promise<T> {
-    if (this.closedWith || this.disposed) {
+    if (this.closedWith || this.isDisposed) {
       return Promise.reject(this.closedWith ?? new SshError('ssh-disconnected', this.name, `${this.name}: the session was closed`, 'connect again'));
     }
     if (signal?.aborted) return Promise.reject(new SshError('ssh-aborted', this.name, `${this.name}: cancelled`, '', { fatal: false }));
@@ -356,7 +355,7 @@ export class HostSession implements Disposable {
   }
 
   private onConnectionClosed(c: ConnectedClient): void {
-    if (this.closedWith || this.disposed) return;
+    if (this.closedWith || this.isDisposed) return;
     const last = c.lastError();
     const base = classifySshError(last ?? new Error('the server closed the connection'), { host: c.endpoint, connected: true, ready: true, timeoutMs: 0 });
     this.closedWith =
@@ -374,10 +373,10 @@ export class HostSession implements Disposable {
     for (const reject of all) reject(err);
   }
 
+  /** Once: every close listener hears it, then they are dropped. */
   private fireClose(err: SshError | undefined): void {
-    const listeners = [...this.closeListeners];
-    this.closeListeners.clear();
-    for (const l of listeners) l(err);
+    this.closeEvents.fire(err);
+    this.closeEvents.dispose();
   }
 }
 

@@ -22,6 +22,6 @@ export function createIpcApi(bridge: CohortApi): CohortApi {
     ]),
   ) as unknown as Omit<CohortApi, ApiEvent>;
   // The preload's onXxx members already return disposers; pass them through, one per API_EVENTS entry.
-  const events = Object.fromEntries(API_EVENTS.map((e) => [e, (l: never) => (bridge[e] as (l: never) => () => void)(l)])) as unknown as Pick<CohortApi, ApiEvent>;
+  const events = Object.fromEntries(API_EVENTS.map((e) => [e, (...a: unknown[]) => (bridge[e] as (...a: unknown[]) => () => void)(...a)])) as unknown as Pick<CohortApi, ApiEvent>;
   return { ...methods, ...events };
 }

@@ -1,8 +1,9 @@
-// The Api over `cohort serve`'s WebSocket. Calls are matched to replies by id; pushes fan out to
-// onXxx subscribers. A dropped connection fails every pending call (as ssh2 drains its callbacks)
-// and reconnects with backoff, so the dashboard survives a server restart.
-import { Emitter, type Disposable } from '../../../trainer/protocol';
-import { API_METHODS, ApiCallError, ApiEventHub, decodeIncoming, type ApiEvent, type ApiMethod, type CallId, type CallMessage, type CohortApi } from '../../../electron/common';
+// The Api over `cohort serve`'s WebSocket. Calls are matched to replies by id; each onXxx call is
+// one subscription on the server (onRunEvent: that run's events only), its pushes matched by id. A
+// dropped connection fails every pending call (as ssh2 drains its callbacks) and reconnects with
+// backoff, asking again for every live subscription, so the dashboard survives a server restart.
+import { DisposableStore, Emitter, toDisposable, type Disposable } from '../../../trainer/protocol';
+import { API_METHODS, ApiCallError, ApiListeners, decodeIncoming, type ApiEvent, type ApiMethod, type CallId, type CallMessage, type CohortApi } from '../../../electron/common';
 
 export interface WsApi extends CohortApi, Disposable {
   /** 'open' | 'connecting' | 'closed'; listeners hear every change. */
@@ -15,13 +16,20 @@ export type ConnectionState = 'connecting' | 'open' | 'closed';
 export function createWsApi(url: string): WsApi {
   let ws: WebSocket | undefined;
   let nextId = 1;
-  let disposed = false;
   let backoff = 250;
   let opened: Promise<WebSocket> | undefined;
   const pending = new Map<CallId, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   let reconnectTimer: ReturnType<typeof setTimeout> | undefined;
-  const events = new ApiEventHub();
-  const connection = new Emitter<ConnectionState>();
+  const life = new DisposableStore();
+  // Subscriptions made while disconnected are asked for once the socket opens (resubscribe).
+  const events = life.add(new ApiListeners((req) => ws?.send(JSON.stringify(req))));
+  const connection = life.add(new Emitter<ConnectionState>());
+  life.add(
+    toDisposable(() => {
+      if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
+      ws?.close();
+    }),
+  );
   const setState = (s: ConnectionState) => connection.fire(s);
 
   function connect(): Promise<WebSocket> {
@@ -31,6 +39,7 @@ export function createWsApi(url: string): WsApi {
       sock.onopen = () => {
         ws = sock;
         backoff = 250;
+        events.resubscribe();
         setState('open');
         resolve(sock);
       };
@@ -43,10 +52,10 @@ export function createWsApi(url: string): WsApi {
         pending.clear();
         setState('closed');
         if (!wasOpen) reject(new ApiCallError({ code: 'disconnected', message: `cannot connect to ${url.replace(/token=[^&]+/, 'token=…')}`, hint: 'is `cohort serve` running? Open the URL it printed.' }));
-        if (!disposed) {
+        if (!life.isDisposed) {
           reconnectTimer = setTimeout(() => {
             reconnectTimer = undefined;
-            if (!disposed) void connect().catch(() => undefined);
+            if (!life.isDisposed) void connect().catch(() => undefined);
           }, backoff);
           backoff = Math.min(backoff * 2, 5000);
         }
@@ -64,7 +73,9 @@ export function createWsApi(url: string): WsApi {
     }
     const m = decodeIncoming(raw);
     if (m.kind === 'push') {
-      events.fire(m.push.event, m.push.payload);
+      events.deliver(m.push.listen, m.push.payload);
+    } else if (m.kind === 'refused') {
+      events.refused(m.listen);
     } else if (m.kind === 'reply' && m.reply.id !== null) {
       const p = pending.get(m.reply.id);
       if (!p) return;
@@ -93,14 +104,7 @@ export function createWsApi(url: string): WsApi {
     ...methods,
     ...events.members,
     onConnection: connection.event,
-    dispose() {
-      if (disposed) return;
-      disposed = true;
-      if (reconnectTimer !== undefined) clearTimeout(reconnectTimer);
-      ws?.close();
-      events.dispose();
-      connection.dispose();
-    },
+    dispose: () => life.dispose(),
   };
 }
 

@@ -1,8 +1,9 @@
-// The run shown in "Live run": fed by onRunEvent (a running job) or by a history record's events.
+// The run shown in "Live run": fed by its own onRunEvent subscription (a running job) or by a history record's events.
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
 import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, RestartEvent, StepEvent } from '../../../trainer/protocol';
-import type { CohortApi, RunEventMessage, RunMeta } from '../../../electron/common';
+import { followRun, type CohortApi, type RunMeta } from '../../../electron/common';
+import { reloadHistory } from './history.svelte';
 import { SeriesBuffer } from '../lib/series-buffer';
 
 export type Phase = 'idle' | 'queued' | 'starting' | 'warmup' | 'training' | 'restarting' | 'ok' | 'failed' | 'cancelled';
@@ -73,6 +74,8 @@ export const live = $state({
   /** Compile / warm-up entries in order (their own phase, never counted in throughput). */
   prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string; index?: number; total?: number }[],
   error: null as ErrorEvent | null,
+  /** Slow-host warnings of this run (a `log` with code 'slow-rank': one per slow rank). */
+  slowRanks: [] as { rank: number | undefined; host: string | undefined; text: string }[],
   logs: [] as LogLine[],
   median: null as number | null,
   /** Bumps whenever buffers changed (charts also check buffer versions). */
@@ -95,6 +98,7 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   live.lastStep = null;
   live.prep = [];
   live.error = null;
+  live.slowRanks = [];
   live.logs = [];
   live.median = null;
   live.memoryRanks = [];
@@ -205,6 +209,7 @@ export function applyEvent(e: CohortEvent): void {
     }
     case 'log':
       pushLog({ time: e.time, rank: e.rank, host: e.host, level: e.level, text: e.message });
+      if (e.code === 'slow-rank') live.slowRanks = [...live.slowRanks, { rank: e.rank, host: e.host, text: e.message }];
       break;
     case 'error':
       if (!live.error) live.error = e;
@@ -261,6 +266,7 @@ function recordMemory(mem: StepEvent['memory']): void {
 
 /** Shows a finished run from history (same view, same buffers). */
 export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
+  unfollow();
   resetLive(meta.id, 'history');
   for (const e of events) applyEvent(e);
   flushLive();
@@ -273,44 +279,40 @@ export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
 }
 
 // ---- re-attach (issue 12): a reload, a run opened from History, a second client --------------
-// The run's record so far (attachRun) fills the charts, then live messages continue from its
-// nextSeq: messages that arrive while the record loads wait, those already in it are dropped, so no
-// step is shown twice and none is missing.
-let nextSeq = -1;
-let waiting: RunEventMessage[] = [];
+// followRun subscribes to this run's events only (the server sends no other run's), then attaches:
+// the record so far fills the charts and live events continue from its nextSeq, so no step is
+// shown twice and none is missing. Showing another run drops the subscription.
+let following: { runId: string; dispose: () => void } | undefined;
 
-/** Every run message (from onRunEvent) goes through here. */
-export function onRunMessage(m: RunEventMessage): void {
-  if (m.runId !== live.runId || live.source !== 'live') return;
-  if (nextSeq < 0) waiting.push(m);
-  else if (m.seq >= nextSeq) {
-    nextSeq = m.seq + 1;
-    applyEvent(m.event);
-  }
+function unfollow(): void {
+  following?.dispose();
+  following = undefined;
 }
 
 /** Shows a run live from wherever it is: its record, then its live events. */
-export async function attachLive(api: Pick<CohortApi, 'attachRun'>, runId: string): Promise<RunMeta> {
+export async function attachLive(api: Pick<CohortApi, 'attachRun' | 'onRunEvent'>, runId: string): Promise<RunMeta> {
+  unfollow();
   resetLive(runId, 'live');
-  nextSeq = -1;
-  waiting = [];
-  try {
-    const a = await api.attachRun(runId);
-    if (live.runId !== runId) return a.meta; // another run was opened meanwhile
-    for (const e of a.events) applyEvent(e);
-    nextSeq = a.nextSeq;
-    for (const m of waiting.splice(0)) onRunMessage(m);
-    flushLive();
-    if (!a.live) {
-      const st = a.meta.status;
-      if (st === 'ok' || st === 'failed' || st === 'cancelled') live.phase = st;
-      else if (st === 'lost') live.phase = 'failed';
-    }
-    return a.meta;
-  } catch (err) {
-    nextSeq = 0;
-    throw err;
+  const mine = () => live.runId === runId && live.source === 'live';
+  const f = await followRun(api, runId, (e) => {
+    if (!mine()) return;
+    applyEvent(e);
+    if (e.type === 'done') void reloadHistory();
+  });
+  if (!mine()) {
+    f.dispose(); // another run was opened meanwhile
+    return f.attachment.meta;
   }
+  following = { runId, dispose: f.dispose };
+  flushLive();
+  const a = f.attachment;
+  if (!a.live) {
+    unfollow();
+    const st = a.meta.status;
+    if (st === 'ok' || st === 'failed' || st === 'cancelled') live.phase = st;
+    else if (st === 'lost') live.phase = 'failed';
+  }
+  return a.meta;
 }
 
 /** Runs the history thinks are still going (the ones a fresh page re-attaches to). */

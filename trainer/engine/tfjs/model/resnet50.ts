@@ -3,6 +3,8 @@
 // eval. The backend must be initialised first (initBackend in backend.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import type { Stem } from '../../../protocol/train-config';
+import { CohortError } from '../../../protocol/errors';
+import { toDisposable } from '../../../protocol/lifecycle';
 import { BN_MOMENTUM } from './batch-norm';
 import { defaultImpl, type ConvImpl } from '../conv/conv-kernels';
 import { streamRng } from '../../../data/rng';
@@ -103,10 +105,15 @@ export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
   const ones = new Map<number, tf.Tensor2D>();
   const impls = new Map<string, ConvImpl>();
   for (const u of allUnits(spec)) impls.set(u.conv, defaultImpl(u.geo));
-  let disposed = false;
+  const life = toDisposable(() => {
+    for (const m of [params, runMean, runVar, ones] as Map<unknown, tf.Tensor>[]) {
+      for (const t of m.values()) t.dispose();
+      m.clear();
+    }
+  });
 
   const alive = (): void => {
-    if (disposed) throw new Error('ResNet-50 model used after dispose()');
+    if (life.isDisposed) throw new CohortError('model-disposed', 'ResNet-50 model used after dispose()', { hint: 'internal: a step ran after the rank tore its model down' });
   };
   const state: StepState = {
     spec,
@@ -264,14 +271,7 @@ export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
         return forward(state, x, 'eval', new Map()).logits.dataSync() as Float32Array;
       });
     },
-    dispose() {
-      if (disposed) return;
-      disposed = true;
-      for (const m of [params, runMean, runVar, ones] as Map<unknown, tf.Tensor>[]) {
-        for (const t of m.values()) t.dispose();
-        m.clear();
-      }
-    },
+    dispose: () => life.dispose(),
   };
   return model;
 }
