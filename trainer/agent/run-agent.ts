@@ -9,7 +9,9 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { join } from 'node:path';
 import { decodeLaunchSpec, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
 import { listCheckpoints } from '../train/checkpoint';
+import { readGpuRows } from '../util/nvidia-smi';
 import { chooseEngine, type EngineChoice } from './engine-choice';
+import { gpuPreflight } from './gpu-preflight';
 import { ControlLink, tokenMatches, type ControlMsg } from './control';
 import { claimSlots, releaseSlots } from './leases';
 import { RankGroup, emitTo, type RankExit, type RankSink } from './ranks';
@@ -50,6 +52,8 @@ class HostAgent {
   private readonly slots: number[];
   private readonly timeoutMs: number;
   private engine: EngineChoice | undefined;
+  /** Per-rank GPU environment decided before launch (gpu-preflight.ts). */
+  private rankEnv: Record<string, string>[] = [];
   private group: RankGroup | undefined;
   private attempt = 0;
   private leasesHeld = false;
@@ -86,12 +90,20 @@ class HostAgent {
     const beat = setInterval(() => this.record.touch(), 2000);
     for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => this.cancel(`agent received ${sig}`));
     try {
-      this.engine = await chooseEngine(this.spec.config.engine, { enginesDir: this.opts.enginesDir });
+      // The profile host's env (its python: COHORT_PYTHON) and the workdir's venvs count in the choice.
+      this.engine = await chooseEngine(this.spec.config.engine, { enginesDir: this.opts.enginesDir, workdir: this.opts.workdir, env: { ...process.env, ...this.spec.env } });
     } catch (err) {
       this.fail({ host: this.spec.host, rank: -1, message: (err as Error).message, code: 'engine-unavailable' });
     }
     if (!this.ended) {
       this.log('info', `agent on ${this.spec.host} (${this.role}): ${this.spec.ranks.length} rank(s), engine ${this.engine!.name} (${this.engine!.reason})`);
+      const pre = gpuPreflight({ host: this.spec.host, engine: this.engine!, config: this.spec.config, ranks: this.spec.ranks, smi: await readGpuRows(), inherited: { ...process.env, ...this.spec.env } });
+      if (pre.ok) {
+        this.rankEnv = pre.env;
+        for (const n of pre.notes) this.log('info', `agent on ${this.spec.host}: ${n}`);
+      } else this.fail({ host: this.spec.host, rank: -1, message: pre.message, code: pre.code, hint: pre.hint });
+    }
+    if (!this.ended) {
       if (this.role === 'follower') this.connectToLeader();
       else this.listen();
       void this.claim();
@@ -141,9 +153,9 @@ class HostAgent {
     });
   }
 
-  private fail(error: RunStateError & { logTail?: string[] }): void {
-    this.record.event({ v: 1, time: Date.now(), type: 'error', rank: error.rank, host: error.host, message: error.message, logTail: error.logTail ?? [], ...(error.code ? { code: error.code } : {}) });
-    const { logTail: _t, ...e } = error;
+  private fail(error: RunStateError & { logTail?: string[]; hint?: string }): void {
+    this.record.event({ v: 1, time: Date.now(), type: 'error', rank: error.rank, host: error.host, message: error.message, logTail: error.logTail ?? [], ...(error.code ? { code: error.code } : {}), ...(error.hint ? { hint: error.hint } : {}) });
+    const { logTail: _t, hint: _h, ...e } = error;
     if (this.role === 'follower') this.leader?.send({ t: 'error', event: { v: 1, time: Date.now(), type: 'error', rank: e.rank, host: e.host, message: e.message, logTail: [], ...(e.code ? { code: e.code } : {}) } });
     this.end('failed', e);
   }
@@ -184,7 +196,7 @@ class HostAgent {
   private startRanks(attempt: number, resume: boolean): void {
     this.attempt = attempt;
     const config = { ...this.spec.config, ...(resume ? { resume: true } : {}), ...this.checkpointing() };
-    const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, this.sink, (x) => this.onRankExit(group, x));
+    const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, this.sink, (x) => this.onRankExit(group, x), this.rankEnv);
     this.group = group;
     this.setState('running');
     void group.done.then(() => this.onRanksDone(group, attempt));
