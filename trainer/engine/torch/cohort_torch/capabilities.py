@@ -80,9 +80,9 @@ def torchvision_version():
         return "absent"
 
 
-def device_name(device, threads):
+def device_name(device, threads, gpu=None):
     if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
+        return (gpu.describe() if gpu else None) or torch.cuda.get_device_name(device)
     try:
         with open("/proc/cpuinfo") as f:
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
