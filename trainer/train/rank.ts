@@ -164,7 +164,8 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   await collective.broadcast(optimizer.params, 0);
   model.setParams(optimizer.params);
 
-  const ranks = await collective.gather({ rank: rdv.rank, host, localRank: rdv.localRank, gpu: env.CUDA_VISIBLE_DEVICES, device: backend.device, gpuUuid: backend.gpuDevice?.uuid, onCpu: !!backend.gpuWarning }, 0);
+  // What each rank really runs on (the binding's answer, resolved to nvidia-smi's GPU), not what it was given.
+  const ranks = await collective.gather({ rank: rdv.rank, host, localRank: rdv.localRank, gpu: backend.gpuDevice ? String(backend.gpuDevice.index) : undefined, device: backend.device, gpuUuid: backend.gpuDevice?.uuid, onCpu: !!backend.gpuWarning }, 0);
   emit({
     type: 'plan',
     worldSize: rdv.worldSize,
