@@ -75,7 +75,8 @@ for rung in RUNGS:
           f"tensorBytes {t}, peakTensorBytes {pk}, reservedBytes {rs}")
     check(f"{rung}: this process's bytes on its GPU (nvidia-smi, by pid and UUID) sit between its allocator and the device",
           isinstance(proc, (int, float)) and isinstance(used, (int, float)) and t <= proc <= used <= (tot or 0) and m.get("gpuUuid") == r0.get("gpuUuid"),
-          f"gpuProcessBytes {proc}, gpuUsedBytes {used}, gpuTotalBytes {tot}, gpuUuid {m.get('gpuUuid')}")
+          f"gpuProcessBytes {proc}, gpuUsedBytes {used}, gpuTotalBytes {tot}, gpuUuid {m.get('gpuUuid')}"
+          + ("" if proc is not None else " (absent: nvidia-smi listed no process with the rank's pid; in a container without the host's PID namespace it cannot)"))
     try:
         ref = json.load(open(os.path.join(out, f"ref-{rung}.json")))
     except (OSError, ValueError):

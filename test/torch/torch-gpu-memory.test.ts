@@ -73,6 +73,7 @@ for c in cases:
 rows, migs = parse_gpu_uuids(${JSON.stringify(MIG_Q)}), parse_mig_parents(${JSON.stringify(MIG_L)})
 out.append(identify("c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f", rows, migs, "0", 0, True))
 out.append(identify("0d1f2e3c-4b5a-6978-8796-a5b4c3d2e1f0", rows, migs, "0", 0, True))
+out.append(identify("0d1f2e3c-4b5a-6978-8796-a5b4c3d2e1f0", [], {}, "0", 0, True))
 print(json.dumps(out))`) as unknown[];
     const ts = cases.map((c) => {
       const r = resolveCudaDevice({ ...(c.visible === null ? {} : { CUDA_VISIBLE_DEVICES: c.visible }), ...(c.pci ? { CUDA_DEVICE_ORDER: 'PCI_BUS_ID' } : {}) }, c.ordinal, parseGpuRows(c.q.replace(/\n(?=.)|\n$/g, ', 1, 2\n')), parseMigList(c.l));
@@ -83,6 +84,8 @@ print(json.dumps(out))`) as unknown[];
     // torch's UUID beats CUDA_VISIBLE_DEVICES=0: a MIG instance is named by its own UUID with its parent's index; a GPU by its row.
     expect(got[cases.length]).toEqual({ uuid: 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f', index: 0, name: 'NVIDIA A100-SXM4-40GB', how: 'torch device UUID (MIG)', parentUuid: 'GPU-e91edf3b-b297-37c1-a2a7-7601c98a3f71' });
     expect(got[cases.length + 1]).toMatchObject({ uuid: 'GPU-0d1f2e3c-4b5a-6978-8796-a5b4c3d2e1f0', index: 1, how: 'torch device UUID' });
+    // no nvidia-smi: CUDA's UUID still names the GPU; no index is made up
+    expect(got[cases.length + 2]).toEqual({ uuid: 'GPU-0d1f2e3c-4b5a-6978-8796-a5b4c3d2e1f0', index: null, name: '', how: 'torch device UUID (nvidia-smi not available)' });
   });
 
   it('counts only this process’s bytes on its own GPU; [N/A] (MIG) is unknown, not 0', () => {

@@ -121,7 +121,11 @@ def identify(torch_uuid, rows, migs, visible, ordinal, pci_order):
             if parent:
                 return as_id(parent, "torch device UUID (MIG)", u, parent["uuid"])
     got, why = resolve_visible(visible, ordinal, rows, pci_order, migs)
-    return got or {"uuid": None, "index": None, "name": "", "how": why}
+    if got:
+        return got
+    if torch_uuid and not rows:  # no nvidia-smi: CUDA's own UUID is still the truth, without an index
+        return {"uuid": "GPU-" + torch_uuid, "index": None, "name": "", "how": "torch device UUID (nvidia-smi not available)"}
+    return {"uuid": None, "index": None, "name": "", "how": why}
 
 
 def torch_uuid(device):
