@@ -29,6 +29,7 @@ describe('cohort run --local', () => {
     const hello = of(r.events, 'hello')[0] as HelloEvent;
     expect(hello).toMatchObject({ engine: 'tfjs', worldSize: 2 });
     expect(hello.capabilities.fp16!.available).toBe(false);
+    expect(hello.capabilities.peakMemory!.detail).toMatch(/every tensor allocation counted, not sampled.*wasm heap/);
     expect(of(r.events, 'warmup')).toHaveLength(1);
     const steps = of(r.events, 'step') as StepEvent[];
     expect(steps.map((s) => s.step)).toEqual([2, 4, 6]);

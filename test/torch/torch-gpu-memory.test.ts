@@ -124,6 +124,8 @@ print(json.dumps(memory_entries(rows, 4, peers)))`);
     const plan = r.events.find(ofType('plan'))!;
     expect(plan.ranks).toEqual([{ rank: 0, host: 'localhost', localRank: 0, device: 'cpu', gpuFellBack: true }]);
     const hello = r.events.find(ofType('hello'))!;
+    expect(hello.capabilities.peakMemory).toMatchObject({ available: false });
+    expect(hello.capabilities.peakMemory!.detail).toMatch(/CPU torch keeps no allocator statistics/);
     expect(hello.deviceWarning).toMatch(/rank\(s\) 0 on localhost run on the CPU although nvidia-smi lists GPUs there: .*no CUDA device/);
     const step = r.events.find(ofType('step'))!;
     expect(step.memory[0]).toMatchObject({ rank: 0, host: 'localhost' });
