@@ -54,6 +54,8 @@ class HostAgent {
   private engine: EngineChoice | undefined;
   /** Per-rank GPU environment decided before launch (gpu-preflight.ts). */
   private rankEnv: Record<string, string>[] = [];
+  /** A follower's pre-launch refusal, told to the leader as soon as it is connected (the run ends now, not at the leader's connect timeout). */
+  private refusal: (RunStateError & { hint?: string }) | undefined;
   private group: RankGroup | undefined;
   private attempt = 0;
   private leasesHeld = false;
@@ -101,12 +103,16 @@ class HostAgent {
       if (pre.ok) {
         this.rankEnv = pre.env;
         for (const n of pre.notes) this.log('info', `agent on ${this.spec.host}: ${n}`);
-      } else this.fail({ host: this.spec.host, rank: -1, message: pre.message, code: pre.code, hint: pre.hint });
+      } else {
+        const refusal = { host: this.spec.host, rank: -1, message: pre.message, code: pre.code, hint: pre.hint };
+        if (this.role === 'follower' && this.spec.control) this.refusal = refusal;
+        else this.fail(refusal);
+      }
     }
     if (!this.ended) {
       if (this.role === 'follower') this.connectToLeader();
       else this.listen();
-      void this.claim();
+      if (!this.refusal) void this.claim();
     }
     const code = await this.finished;
     clearInterval(beat);
@@ -145,8 +151,9 @@ class HostAgent {
     };
     for (const f of this.followers.values()) f.link.send({ t: 'end', state, reason: error?.message ?? state });
     this.group?.kill();
-    void (this.group?.done ?? Promise.resolve()).then(() => {
-      // let the followers' `end` leave the socket before the process exits
+    const links = [...(this.leader ? [this.leader] : []), ...[...this.followers.values()].map((f) => f.link)];
+    void (this.group?.done ?? Promise.resolve()).then(() => Promise.all(links.map((l) => l.flushed()))).then(() => {
+      // the last messages (the leader's `end`, a follower's error) have left the socket before the process exits
       for (const f of this.followers.values()) f.link.close('run ended');
       this.leader?.close('run ended');
       done();
@@ -396,7 +403,7 @@ class HostAgent {
       sock.once('error', (err) => {
         if (this.leader) return;
         if (Date.now() - started > CONNECT_TIMEOUT_MS) {
-          return this.fail({ host: this.spec.host, rank: -1, message: `could not reach the leader's agent at ${c.addr}:${c.port}: ${err.message}`, code: 'leader-unreachable' });
+          return this.fail(this.refusal ?? { host: this.spec.host, rank: -1, message: `could not reach the leader's agent at ${c.addr}:${c.port}: ${err.message}`, code: 'leader-unreachable' });
         }
         setTimeout(attempt, 250);
       });
@@ -411,6 +418,7 @@ class HostAgent {
           },
         );
         link.send({ t: 'hello', token: c.token, host: this.spec.host, ranks: this.spec.ranks.length });
+        if (this.refusal) return this.fail(this.refusal);
         if (this.leasesHeld) link.send({ t: 'ready' });
         else if (this.record.current.queuedBehind) link.send({ t: 'queued', behind: this.record.current.queuedBehind });
       });
