@@ -3,7 +3,8 @@
 // `cohort serve` (WebSocket) are two transports of the same contract. Two verbs, as VS Code's IPC:
 // methods return Promises, `onXxx` subscriptions return a disposer.
 import { CohortError, Emitter, toErrorInfo, type CohortEvent, type Disposable, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
-import type { Profile, ProfileHost } from './profile';
+import { decodeProfile, type Profile, type ProfileHost } from './profile';
+import type { RunSeries, ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
 // ---- shapes that cross the boundary --------------------------------------------------------
@@ -88,6 +89,8 @@ export type RunMetaStatus = RunStatus | 'queued' | 'starting' | 'running' | 'res
 /** The run history record (meta.json of a run). */
 export interface RunMeta {
   id: string;
+  /** The user's name for the run (History: editable; kept in user.json beside meta.json). */
+  name?: string;
   profile: string;
   startedAt: string;
   endedAt?: string;
@@ -100,9 +103,15 @@ export interface RunMeta {
   hosts: { name: string; address?: string; ranks: number[] }[];
   worldSize: number;
   versions: Record<string, string>;
+  /** The trainer's median over the run's windows; for a cancelled or failed run, the median of the windows it measured. */
   medianGlobalSamplesPerSec?: number | null;
+  /** The spread over every measured window (runs recorded before it existed get it on first read). */
+  throughput?: ThroughputSpread;
+  /** The last step reported (a cancelled or failed run: how far it got). */
   steps?: number;
   error?: string;
+  /** The error's code (e.g. ssh-auth-failed for a launch a host refused). */
+  errorCode?: string;
   /** The process that started the run (informational: stopping goes through the hosts, never a signal to it). */
   controllerPid?: number;
   profileSnapshot?: unknown;
@@ -129,12 +138,18 @@ export interface AppliedConfig {
   envSwitches?: Record<string, string>;
 }
 
+export type RunExportFormat = 'csv' | 'json';
+
 export interface StartRunRequest {
   profile: string;
   /** For the `local` profile: how many ranks (default 1). Cluster profiles use their slots. */
   ranks?: number;
   config: Partial<TrainConfig>;
   acceptNewHostKeys?: boolean;
+  /** Restarts from the last checkpoint after a rank or host failure (default 0). */
+  maxRestarts?: number;
+  /** Busy GPU slots: wait behind the run holding them (true, default) or fail at once (false). */
+  queue?: boolean;
 }
 
 export interface RunEventMessage {
@@ -156,10 +171,25 @@ export interface RunAttachment {
   live: boolean;
 }
 
+/** Core asking the user for an encrypted key's passphrase (issue 14 item 5). Sent with open: true
+ *  when asked, and again with open: false once answered (by any client), cancelled or timed out. */
+export interface PassphraseRequestMessage {
+  id: string;
+  host: string;
+  keyPath: string;
+  /** 1 for the first request, 2+ after a wrong passphrase. */
+  attempt: number;
+  open: boolean;
+}
+
 export interface StopRunOptions {
   /** Skip the grace period (a second Ctrl-C): close every host's channel at once. */
   force?: boolean;
 }
+
+/** A saved profile by name, or a profile as a form holds it right now (unsaved: validated and used
+ *  for that one call, never stored). */
+export type ProfileRef = string | Profile;
 
 export interface CohortApi {
   listProfiles(): Promise<Profile[]>;
@@ -167,7 +197,9 @@ export interface CohortApi {
   saveProfile(profile: unknown, previousName?: string): Promise<Profile>;
   deleteProfile(name: string): Promise<void>;
   importSshConfig(): Promise<{ hosts: ProfileHost[]; skipped: { what: string; reason: string }[] }>;
-  testConnection(profile: string, host: string): Promise<ConnectionResult>;
+  /** Connects to one host of a saved profile or of an unsaved form's profile (a fresh connection
+   *  each time, so it tests exactly these values) and runs `true` there. */
+  testConnection(profile: ProfileRef, host: string): Promise<ConnectionResult>;
   /** Records a host key the user confirmed (the fingerprint must match what the host presents). */
   trustHostKey(key: HostKeyInfo): Promise<void>;
   probe(profile: string): Promise<HostProbe[]>;
@@ -180,15 +212,25 @@ export interface CohortApi {
   attachRun(runId: string): Promise<RunAttachment>;
   listRuns(): Promise<RunMeta[]>;
   getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }>;
-  exportRunsCsv(runIds: string[]): Promise<string>;
+  /** Answers an open passphrase request: the passphrase, or null to cancel. The passphrase is used
+   *  to decrypt the key in memory, never stored or logged. */
+  answerPassphrase(id: string, passphrase: string | null): Promise<void>;
+  /** Names a run ('' clears the name); returns the run as the history now has it. */
+  renameRun(runId: string, name: string): Promise<RunMeta>;
+  /** Each run's curves (throughput, loss, step time per window), bounded, for Compare. */
+  getRunSeries(runIds: string[]): Promise<RunSeries[]>;
+  /** The runs as CSV (one row per run) or JSON, cancelled and failed runs with what they measured;
+   *  speedups against `baseline` (default: the first run). */
+  exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string>;
   onRunEvent(listener: (m: RunEventMessage) => void): () => void;
   onDeployProgress(listener: (p: DeployProgress) => void): () => void;
+  onPassphraseRequest(listener: (r: PassphraseRequestMessage) => void): () => void;
 }
 
 export type ApiMethod = Exclude<keyof CohortApi, `on${string}`>;
 export type ApiEvent = Extract<keyof CohortApi, `on${string}`>;
 
-export const API_EVENTS = ['onRunEvent', 'onDeployProgress'] as const satisfies readonly ApiEvent[];
+export const API_EVENTS = ['onRunEvent', 'onDeployProgress', 'onPassphraseRequest'] as const satisfies readonly ApiEvent[];
 // Every onXxx member must be listed: the transports derive their push wiring from this list.
 const _everyEventListed: [Exclude<ApiEvent, (typeof API_EVENTS)[number]>] extends [never] ? true : never = true;
 void _everyEventListed;
@@ -237,7 +279,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
   saveProfile: (a) => [a[0], a[1] === undefined ? undefined : name(a[1], 'previousName')],
   deleteProfile: (a) => [name(a[0], 'name')],
   importSshConfig: () => [],
-  testConnection: (a) => [name(a[0], 'profile'), name(a[1], 'host')],
+  testConnection: (a) => [typeof a[0] === 'string' ? name(a[0], 'profile') : decodeProfile(a[0]), name(a[1], 'host')],
   trustHostKey: (a) => {
     const o = obj(a[0], 'key');
     return [
@@ -257,12 +299,16 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     const o: Obj = obj(a[0], 'request');
     const ranks = optNum(o, 'ranks', 'request', { int: true, min: 1, max: 64 });
     const accept = optBool(o, 'acceptNewHostKeys', 'request');
+    const maxRestarts = optNum(o, 'maxRestarts', 'request', { int: true, min: 0, max: 100 });
+    const queue = optBool(o, 'queue', 'request');
     return [
       {
         profile: str(o, 'profile', 'request', { nonEmpty: true }),
         config: obj(o.config ?? {}, 'request.config') as Partial<TrainConfig>,
         ...(ranks === undefined ? {} : { ranks }),
         ...(accept === undefined ? {} : { acceptNewHostKeys: accept }),
+        ...(maxRestarts === undefined ? {} : { maxRestarts }),
+        ...(queue === undefined ? {} : { queue }),
       },
     ];
   },
@@ -274,7 +320,20 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
   attachRun: (a) => [name(a[0], 'runId')],
   listRuns: () => [],
   getRun: (a) => [name(a[0], 'runId')],
-  exportRunsCsv: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
+  answerPassphrase: (a) => {
+    // The value is never echoed into an error message.
+    if (a[1] !== null && (typeof a[1] !== 'string' || a[1].length > 4096)) throw new DecodeError('passphrase', 'expected a string of at most 4096 characters, or null to cancel');
+    return [name(a[0], 'id'), a[1]];
+  },
+  renameRun: (a) => {
+    if (typeof a[1] !== 'string') throw new DecodeError('name', "expected a string ('' clears the name)");
+    return [name(a[0], 'runId'), a[1]];
+  },
+  getRunSeries: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
+  exportRuns: (a) => {
+    if (a[1] !== 'csv' && a[1] !== 'json') throw new DecodeError('format', `expected "csv" or "json", got ${JSON.stringify(a[1])}`);
+    return [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p)), a[1], a[2] === undefined ? undefined : name(a[2], 'baseline')];
+  },
 };
 
 export const API_METHODS = Object.keys(API_ARGS) as ApiMethod[];

@@ -5,4 +5,5 @@
 export * from './api';
 export * from './api-wire';
 export * from './profile';
+export * from './run-history';
 export * from './csp';

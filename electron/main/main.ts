@@ -8,6 +8,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { SshCluster } from '../core/cluster/ssh-cluster';
 import { resolvePaths } from '../core/paths';
 import { CohortService } from '../core/service/cohort-service';
+import { PassphrasePrompts } from '../core/service/passphrase-prompts';
+import { KeyRing } from '../core/ssh';
 import { wireIpc, type IpcWiring } from './ipc';
 import { CSP, isAppUrl, isExternalLink } from './security';
 
@@ -87,7 +89,8 @@ void app.whenReady().then(() => {
   session.defaultSession.setPermissionRequestHandler((_wc, _perm, cb) => cb(false));
   // No remote content: only the app's own files load.
   session.defaultSession.webRequest.onBeforeRequest((details, cb) => cb({ cancel: !/^(file|devtools|data|blob):/.test(details.url) }));
-  service = new CohortService({ paths: resolvePaths(process.env), cluster: new SshCluster({ env: process.env }) });
+  const passphrases = new PassphrasePrompts();
+  service = new CohortService({ paths: resolvePaths(process.env), cluster: new SshCluster({ env: process.env, keys: new KeyRing(passphrases.ask) }), passphrases });
   Menu.setApplicationMenu(menu());
   createWindow();
   app.on('activate', () => {

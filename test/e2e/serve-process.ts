@@ -110,3 +110,33 @@ export async function startServe(args: string[] = [], opts: { timeoutMs?: number
   const u = new URL(url);
   return { url, origin: u.origin, token: u.searchParams.get('token') ?? '', child, stdout: () => out, stderr: () => err, dataDir: join(dir, 'data'), dispose };
 }
+
+/** The window sizes and themes every view is checked at (issue 15): 1024×700 and 1920×1080, light and dark. */
+export const SHOT_SIZES = [
+  [1024, 700],
+  [1920, 1080],
+] as const;
+
+/**
+ * Screenshots of what `page` shows now at each SHOT_SIZES size in both themes, as
+ * `<dir>/<name>-<w>x<h>-<theme>.png`. The theme is set on the document (as the app's toggle does),
+ * so this works with a modal dialog open. Leaves the page at 1280×800 in its previous theme.
+ */
+export async function screenshotsAllSizes(page: import('playwright-core').Page, dir: string, name: string, opts: { fullPage?: boolean } = {}): Promise<string[]> {
+  const { writeFileSync } = await import('node:fs');
+  const before = await page.evaluate(() => document.documentElement.dataset.theme ?? 'light');
+  const files: string[] = [];
+  for (const theme of ['light', 'dark'] as const) {
+    await page.evaluate((t) => (document.documentElement.dataset.theme = t), theme);
+    for (const [w, h] of SHOT_SIZES) {
+      await page.setViewportSize({ width: w, height: h });
+      await page.waitForTimeout(250); // charts resize and redraw on the next frames
+      const file = join(dir, `${name}-${w}x${h}-${theme}.png`);
+      writeFileSync(file, await page.screenshot({ fullPage: opts.fullPage ?? false }));
+      files.push(file);
+    }
+  }
+  await page.evaluate((t) => (document.documentElement.dataset.theme = t), before);
+  await page.setViewportSize({ width: 1280, height: 800 });
+  return files;
+}

@@ -28,7 +28,7 @@ function tool(name: string, body: string): string {
 tool(
   'nvidia-smi',
   `case "$*" in
-  *--query-gpu=index,uuid,name,pci.bus_id,memory.used,memory.total*) echo "0, ${V100}, Tesla V100-SXM2-16GB, 00000000:3B:00.0, 310, 16384"; if [ -n "$SECOND_GPU" ]; then echo "1, ${V100_2}, Tesla V100-SXM2-16GB, 00000000:86:00.0, 310, 16384"; fi;;
+  *--query-gpu=index,uuid,name,pci.bus_id,memory.used,memory.total*) echo "0, ${V100}, Tesla V100-SXM2-16GB, 00000000:3B:00.0, 310, 16384, 0"; if [ -n "$SECOND_GPU" ]; then echo "1, ${V100_2}, Tesla V100-SXM2-16GB, 00000000:86:00.0, 310, 16384, 0"; fi;;
   *--query-gpu=uuid,compute_cap*) echo "${V100}, 7.0"; if [ -n "$SECOND_GPU" ]; then echo "${V100_2}, 7.0"; fi;;
   -L) echo "GPU 0: Tesla V100-SXM2-16GB (UUID: ${V100})"; if [ -n "$SECOND_GPU" ]; then echo "GPU 1: Tesla V100-SXM2-16GB (UUID: ${V100_2})"; fi;;
   *) exit 2;;

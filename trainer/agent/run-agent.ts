@@ -188,6 +188,7 @@ class HostAgent {
         said = r.busyBy;
         this.setState('queued', { queuedBehind: r.busyBy });
         this.log('info', `queued behind ${r.busyBy}: slot ${r.slot} on ${this.spec.host} is busy`);
+        if (this.role === 'leader') this.emit({ type: 'queued', host: this.spec.host, behind: r.busyBy });
         this.leader?.send({ t: 'queued', behind: r.busyBy });
       }
       await new Promise((res) => setTimeout(res, QUEUE_POLL_MS));
@@ -307,6 +308,7 @@ class HostAgent {
       case 'queued':
         if (this.record.current.state !== 'queued') this.setState('queued', { queuedBehind: m.behind });
         this.log('info', `queued behind ${m.behind} on ${host}`);
+        this.emit({ type: 'queued', host, behind: m.behind });
         return;
       case 'ready':
         f.ready = true;

@@ -31,6 +31,7 @@ export const EVENT_TYPES = [
   'log',
   'error',
   'restart',
+  'queued',
   'done',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -141,6 +142,8 @@ export interface RankMemory {
   gpuUuid?: string;
   /** The host's physical memory (what RSS is measured against when there is no GPU). */
   hostTotalBytes?: number;
+  /** The rank's GPU's utilisation, 0-100 (nvidia-smi utilization.gpu); absent without a GPU or when it cannot be read. */
+  gpuUtilPercent?: number;
 }
 
 export interface StepEvent extends EventBase {
@@ -219,6 +222,15 @@ export interface RestartEvent extends EventBase {
   resumeStep: number;
 }
 
+/** The run waits for GPU slots another run holds (it starts when they free); said once per holder. */
+export interface QueuedEvent extends EventBase {
+  type: 'queued';
+  /** The host whose slot is busy. */
+  host: string;
+  /** The run holding it. */
+  behind: string;
+}
+
 export type RunStatus = 'ok' | 'failed' | 'cancelled';
 /** Where one rank's step time went: medians over the measured (post-warm-up) steps, in ms. */
 export interface RankPhases {
@@ -258,6 +270,7 @@ export type CohortEvent =
   | LogEvent
   | ErrorEvent
   | RestartEvent
+  | QueuedEvent
   | DoneEvent;
 
 type Payload<E> = E extends CohortEvent ? Omit<E, 'v' | 'time'> : never;
@@ -286,6 +299,8 @@ function rankMemory(v: unknown, path: string): RankMemory {
     const x = optNum(o, k, path, { min: 0 });
     if (x !== undefined) m[k] = x;
   }
+  const util = optNum(o, 'gpuUtilPercent', path, { min: 0, max: 100 });
+  if (util !== undefined) m.gpuUtilPercent = util;
   const uuid = optStr(o, 'gpuUuid', path);
   if (uuid !== undefined) m.gpuUuid = uuid;
   return m;
@@ -408,6 +423,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     reason: str(o, 'reason', p),
     resumeStep: num(o, 'resumeStep', p, { int: true, min: 0 }),
   }),
+  queued: (o) => ({ type: 'queued', host: str(o, 'host', p), behind: str(o, 'behind', p) }),
   done: (o) => ({
     type: 'done',
     status: oneOf(o, 'status', p, ['ok', 'failed', 'cancelled'] as const),

@@ -57,6 +57,7 @@ export class MemorySampler {
     const g = this.gpu;
     const total = g?.device.mig ? undefined : g?.device.gpu.totalBytes; // a MIG slice's size is not the device's
     const used = g?.device.mig ? undefined : g?.device.gpu.usedBytes;
+    const util = g?.device.mig ? undefined : g?.device.gpu.utilPercent; // nvidia-smi reports no utilisation per MIG slice
     return {
       rank: this.rank,
       host: this.host,
@@ -68,6 +69,7 @@ export class MemorySampler {
       ...(g?.processBytes !== undefined ? { gpuProcessBytes: g.processBytes } : {}),
       ...(used !== undefined && Number.isFinite(used) ? { gpuUsedBytes: used } : {}),
       ...(total !== undefined && Number.isFinite(total) ? { gpuTotalBytes: total } : {}),
+      ...(util !== undefined ? { gpuUtilPercent: util } : {}),
     };
   }
 

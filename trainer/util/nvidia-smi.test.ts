@@ -118,3 +118,31 @@ describe('MemorySampler', () => {
     s.dispose();
   });
 });
+
+describe('GPU utilisation', () => {
+  // --query-gpu with utilization.gpu last; a MIG-enabled GPU (and some vGPUs) says [N/A].
+  const ROWS = `0, GPU-a1000000-1234-5678-9abc-def012345678, NVIDIA A100-SXM4-80GB, 00000000:07:00.0, 4000, 81920, 87
+1, GPU-a1000001-1234-5678-9abc-def012345678, NVIDIA A100-SXM4-80GB, 00000000:17:00.0, 4000, 81920, [N/A]
+`;
+  it('reads utilization.gpu when reported and leaves it out when it is not (never a made-up 0)', () => {
+    const rows = parseGpuRows(ROWS);
+    expect(rows.map((r) => r.utilPercent)).toEqual([87, undefined]);
+    expect(parseGpuRows(MIXED).every((r) => r.utilPercent === undefined)).toBe(true);
+  });
+
+  it('travels in the rank memory of a step, for the GPU the rank uses', async () => {
+    const gpus = parseGpuRows(ROWS);
+    const on = (ordinal: string): GpuReader => () => {
+      const r = resolveCudaDevice({ CUDA_VISIBLE_DEVICES: ordinal, CUDA_DEVICE_ORDER: 'PCI_BUS_ID' }, 0, gpus);
+      return Promise.resolve(r.ok ? { device: r.device } : { note: r.reason });
+    };
+    const busy = new MemorySampler(0, 'h', () => 0, on('0'));
+    const unknown = new MemorySampler(1, 'h', () => 0, on('1'));
+    await Promise.all([busy.settle(), unknown.settle()]);
+    expect(busy.sample().gpuUtilPercent).toBe(87);
+    expect('gpuUtilPercent' in unknown.sample()).toBe(false);
+    expect('gpuUtilPercent' in new MemorySampler(2, 'h', () => 0, undefined).sample()).toBe(false);
+    busy.dispose();
+    unknown.dispose();
+  });
+});

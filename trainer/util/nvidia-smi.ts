@@ -23,6 +23,8 @@ export interface GpuRow {
   totalBytes: number;
   /** nvidia-smi's compute_cap, e.g. "8.0" (absent: the driver predates the field, R510). */
   computeCap?: string;
+  /** utilization.gpu: percent of the last sample period a kernel ran (absent when nvidia-smi says [N/A]). */
+  utilPercent?: number;
 }
 
 export interface MigRow {
@@ -40,7 +42,7 @@ export interface ComputeApp {
 }
 
 /** The --query-gpu fields parseGpuRows expects, in order. */
-export const GPU_QUERY = 'index,uuid,name,pci.bus_id,memory.used,memory.total';
+export const GPU_QUERY = 'index,uuid,name,pci.bus_id,memory.used,memory.total,utilization.gpu';
 export const APPS_QUERY = 'pid,used_memory,gpu_uuid';
 /** Asked separately: a driver that does not know compute_cap (before R510) fails the whole query. */
 export const CC_QUERY = 'uuid,compute_cap';
@@ -54,7 +56,8 @@ export function parseGpuRows(csv: string): GpuRow[] {
     if (f.length < 6) continue;
     const index = Number(f[0]);
     if (!Number.isInteger(index)) continue;
-    rows.push({ index, uuid: f[1]!, name: f[2]!, pciBusId: f[3]!, usedBytes: mibBytes(f[4]!), totalBytes: mibBytes(f[5]!) });
+    const util = f[6] !== undefined && /^\d+(\.\d+)?$/.test(f[6]) ? Number(f[6]) : undefined;
+    rows.push({ index, uuid: f[1]!, name: f[2]!, pciBusId: f[3]!, usedBytes: mibBytes(f[4]!), totalBytes: mibBytes(f[5]!), ...(util !== undefined && util <= 100 ? { utilPercent: util } : {}) });
   }
   return rows;
 }

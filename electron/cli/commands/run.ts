@@ -33,6 +33,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     detach: { type: 'boolean' },
     verbose: { type: 'boolean' },
     'accept-new-host-key': { type: 'boolean' },
+    'max-restarts': { type: 'string' },
+    'no-queue': { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
@@ -48,6 +50,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   if (values.ranks !== undefined && !local) throw new UsageError('--ranks applies to --local; a cluster profile runs one rank per slot (edit the hosts\' slots)');
   const ranks = values.ranks === undefined ? 1 : Number(values.ranks);
   if (!Number.isInteger(ranks) || ranks < 1 || ranks > 64) throw new UsageError(`--ranks: expected a whole number from 1 to 64, got ${JSON.stringify(values.ranks)}`);
+  const maxRestarts = values['max-restarts'] === undefined ? 0 : Number(values['max-restarts']);
+  if (!Number.isInteger(maxRestarts) || maxRestarts < 0 || maxRestarts > 100) throw new UsageError(`--max-restarts: expected a whole number from 0 to 100, got ${JSON.stringify(values['max-restarts'])}`);
   const profile = local ? localProfile(ranks) : await loadProfile(io, values.profile, RUN_USAGE);
   const overrides = trainOverridesFromFlags(values); // profile defaults go under them in core (startRun)
   // Validate at the edge, before any status line or connection: the same resolution core applies
@@ -75,7 +79,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   try {
     printer.status?.(local ? `starting ${ranks} local rank(s)` : `connecting to ${profile.hosts.length} host(s) of ${profile.name}`);
     try {
-      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}) }));
+      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}), maxRestarts, ...(values['no-queue'] ? { queue: false } : {}) }));
     } catch (err) {
       // --json promises a stream that always ends with `done`: a failure before the run exists (a
       // refused connection, a failed deploy) is an `error` event, then `done`, then the exit code.

@@ -1,8 +1,8 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { join } from 'node:path';
-import type { RunMeta } from '../../common';
+import { runDurationMs, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
-import { runStepsCsv, runSummaryCsv } from '../../core/runs/run-csv';
+import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
 import { RunIdError, RunStore, isValidRunId } from '../../core/runs/run-store';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
@@ -11,7 +11,8 @@ import { makeService } from '../service';
 
 export const RUNS_USAGE = `usage: cohort runs list [--json]
        cohort runs show RUN [--json]
-       cohort runs export RUN... [--format csv|summary|jsonl]   (csv: one row per step; summary: one row per run with speedups)
+       cohort runs rename RUN NAME
+       cohort runs export RUN... [--format csv|summary|json|jsonl] [--baseline RUN]   (csv: one row per step; summary, json: one row per run with speedups)
        cohort stop RUN`;
 
 function storeOf(io: CliIo): RunStore {
@@ -28,7 +29,7 @@ function requireRun(store: RunStore, id: string | undefined): RunMeta {
 
 export async function runsCommand(args: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = args;
-  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' } });
+  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' }, baseline: { type: 'string' } });
   const store = storeOf(io);
   switch (sub) {
     case 'list': {
@@ -38,13 +39,19 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       if (values.json) io.stdout.write(JSON.stringify(runs, null, 2) + '\n');
       else if (!runs.length) io.stdout.write(`no runs recorded yet in ${store.runsDir}\n`);
       else {
-        io.stdout.write(pad(['RUN', 'PROFILE', 'STATUS', 'RANKS', 'IMG/S', 'STEPS', 'CONFIG', 'STARTED']) + '\n');
-        for (const m of runs) io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), m.medianGlobalSamplesPerSec ? m.medianGlobalSamplesPerSec.toFixed(1) : '-', String(m.steps ?? '-'), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19)]) + '\n');
+        io.stdout.write(pad(['RUN', 'PROFILE', 'STATUS', 'RANKS', 'IMG/S', 'STEPS', 'TIME', 'CONFIG', 'STARTED', 'NAME']) + '\n');
+        for (const m of runs) {
+          const median = runMedian(m);
+          const dur = runDurationMs(m);
+          io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), median ? median.toFixed(1) : '-', String(m.steps ?? '-'), dur === null ? '-' : fmtDuration(dur), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19), m.name ?? '']) + '\n');
+        }
       }
       return EXIT.ok;
     }
     case 'show': {
-      const meta = requireRun(store, positionals[0]);
+      let meta = requireRun(store, positionals[0]);
+      store.series(meta.id); // an ended run recorded before the spread existed gets it now
+      meta = store.meta(meta.id) ?? meta;
       const events = store.events(meta.id);
       if (values.json) {
         io.stdout.write(JSON.stringify({ meta, events }, null, 2) + '\n');
@@ -53,24 +60,38 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       const steps = events.filter((e) => e.type === 'step');
       io.stdout.write(
         [
+          ...(meta.name ? [`name: ${meta.name}`] : []),
           `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]`).join(' ')}`,
           `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
           `config: ${configSummary(meta)}`,
-          `median throughput: ${meta.medianGlobalSamplesPerSec ? meta.medianGlobalSamplesPerSec.toFixed(1) + ' samples/s' : '-'}; ${steps.length} step reports`,
+          `median throughput: ${spreadLine(meta)}; ${steps.length} step reports`,
           ...(meta.error ? [`error: ${meta.error}`] : []),
           `folder: ${join(store.runsDir, meta.id)}`,
         ].join('\n') + '\n',
       );
       return EXIT.ok;
     }
+    case 'rename': {
+      const meta = requireRun(store, positionals[0]);
+      if (positionals.length !== 2) throw new UsageError(`give the run and its new name (quote a name with spaces; "" clears it)\n${RUNS_USAGE}`);
+      const named = store.rename(meta.id, positionals[1]!);
+      io.stdout.write(named?.name ? `run ${meta.id} is now named ${JSON.stringify(named.name)}\n` : `run ${meta.id} has no name now\n`);
+      return EXIT.ok;
+    }
     case 'export': {
       if (!positionals.length) throw new UsageError(`name at least one run\n${RUNS_USAGE}`);
+      // Ended runs get their measurements from their events once (old records): list() migrates them.
+      store.list();
       const metas = positionals.map((id) => requireRun(store, id));
       const format = (values.format as string | undefined) ?? 'csv';
+      const baseline = values.baseline === undefined ? undefined : requireRun(store, values.baseline as string).id;
+      if (baseline !== undefined && !metas.some((m) => m.id === baseline)) throw new UsageError(`--baseline ${baseline} is not one of the exported runs; name it among the RUNs too`);
+      if (baseline !== undefined && format !== 'summary' && format !== 'json') throw new UsageError('--baseline applies to --format summary and json (the per-run tables)');
       if (format === 'csv') io.stdout.write(runStepsCsv(metas.map((meta) => ({ meta, events: store.events(meta.id) }))));
-      else if (format === 'summary') io.stdout.write(runSummaryCsv(metas));
+      else if (format === 'summary') io.stdout.write(runSummaryCsv(metas, baseline));
+      else if (format === 'json') io.stdout.write(runSummaryJson(metas, baseline));
       else if (format === 'jsonl') for (const m of metas) for (const e of store.events(m.id)) io.stdout.write(JSON.stringify(e) + '\n');
-      else throw new UsageError(`--format: expected csv, summary or jsonl, got ${JSON.stringify(format)}`);
+      else throw new UsageError(`--format: expected csv, summary, json or jsonl, got ${JSON.stringify(format)}`);
       return EXIT.ok;
     }
     default:
@@ -108,7 +129,23 @@ function configSummary(m: RunMeta): string {
   return `${c.engine} bs${c.batchSize} ${c.imageSize}px ${c.stem}${c.compile ? ' compile' : ''}${c.fp16 ? ' fp16' : ''}${c.bf16 ? ' bf16' : ''} ${c.data}`;
 }
 
+/** Median with the spread over the run's windows: `116.2 samples/s (IQR 112.0–118.4, min–max 98.1–121.0, 40 windows)`. */
+function spreadLine(m: RunMeta): string {
+  const median = runMedian(m);
+  if (median === null) return '-';
+  const t = m.throughput;
+  const r = (v: number | null) => (v === null ? '?' : v.toFixed(1));
+  return `${median.toFixed(1)} samples/s${t && t.windows ? ` (IQR ${r(t.q1)}–${r(t.q3)}, min–max ${r(t.min)}–${r(t.max)}, ${t.windows} window${t.windows === 1 ? '' : 's'})` : ''}`;
+}
+
+export function fmtDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
 function pad(cols: string[]): string {
-  const widths = [22, 12, 10, 6, 8, 6, 34, 19];
+  const widths = [22, 12, 10, 6, 8, 6, 7, 34, 19];
   return cols.map((c, i) => c.padEnd(widths[i] ?? 0)).join(' ').trimEnd();
 }

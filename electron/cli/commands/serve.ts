@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { resolvePaths } from '../../core/paths';
 import { CohortService } from '../../core/service/cohort-service';
+import { PassphrasePrompts } from '../../core/service/passphrase-prompts';
+import { KeyRing } from '../../core/ssh';
 import { WebServer, isLoopback } from '../../web/web-server';
 import { CohortError, DisposableStore } from '../../../trainer/protocol';
 import { onAbort, onProcessSignals } from '../../../trainer/util/node-lifecycle';
@@ -45,9 +47,10 @@ export async function serveCommand(
   const stopped = new Promise<void>((resolve) => (onStop = resolve));
   handlers.add(onProcessSignals(['SIGINT', 'SIGTERM'], onStop));
   if (opts.signal) handlers.add(onAbort(opts.signal, onStop));
-  // Keys by path or ssh-agent; an encrypted key without the agent fails with a clear error (the
-  // browser has no passphrase prompt yet).
-  const service = new CohortService({ paths: resolvePaths(io.env), cluster: new SshCluster({ env: io.env }) });
+  // Keys by path or ssh-agent (tried first); an encrypted key the agent does not hold is unlocked
+  // with a passphrase the dashboard asks for (never stored).
+  const passphrases = new PassphrasePrompts();
+  const service = new CohortService({ paths: resolvePaths(io.env), cluster: new SshCluster({ env: io.env, keys: new KeyRing(passphrases.ask) }), passphrases });
   const server = new WebServer({ api: service, staticDir, host, port });
   try {
     try {

@@ -46,9 +46,17 @@ export class SshCluster implements ClusterOps {
   }
 
   private reconnect(key: string, profile: Profile, host: string, opts: { acceptNewHostKey?: boolean; signal?: AbortSignal }): Promise<HostSession> {
+    const p = this.connect(profile, host, opts);
+    this.sessions.set(key, p);
+    p.catch(() => this.sessions.delete(key));
+    return p;
+  }
+
+  /** A new session to one host of `profile` (not cached). */
+  private connect(profile: Profile, host: string, opts: { acceptNewHostKey?: boolean; signal?: AbortSignal }): Promise<HostSession> {
     const paths = resolvePaths(this.o.env);
     const target = resolveTarget(profile, host, { localUser: this.o.env.USER || userInfo().username, home: paths.home });
-    const p = this.limit(() =>
+    return this.limit(() =>
       HostSession.connect(target.endpoint, {
         ...sshOptionsFromEnv(this.o.env),
         keys: this.o.keys ?? new KeyRing(),
@@ -59,15 +67,16 @@ export class SshCluster implements ClusterOps {
         ...(opts.signal ? { signal: opts.signal } : {}),
       }),
     );
-    this.sessions.set(key, p);
-    p.catch(() => this.sessions.delete(key));
-    return p;
   }
 
   async testConnection(profile: Profile, host: string, opts: { signal?: AbortSignal } = {}): Promise<ConnectionResult> {
     const t0 = Date.now();
+    // A fresh connection, closed afterwards: the profile may be an unsaved form's, or edited since a
+    // cached session was made, and the test must try exactly the values given.
+    let s: HostSession | undefined;
     try {
-      const s = await this.session(profile, host, opts);
+      if (isLocalProfile(profile)) throw new CohortError('local-no-ssh', 'the local profile runs on this machine without SSH: there is no connection to test', { hint: 'probe it from the Hosts view instead' });
+      s = await this.connect(profile, host, opts);
       const r = await s.run('true', opts);
       if (r.code !== 0) throw new Error(`${host}: running a command failed (exit ${r.code}): ${r.stderr.trim()}`);
       return { ok: true, host, latencyMs: Date.now() - t0 };
@@ -80,6 +89,8 @@ export class SshCluster implements ClusterOps {
           ? { host, address: h.address, port: h.port, keyType: d.keyType ?? '', fingerprint: d.fingerprint, ...(d.knownFingerprint ? { knownFingerprint: d.knownFingerprint } : {}) }
           : undefined;
       return { ok: false, host, error: toApiError(e), ...(hostKey ? { hostKey } : {}) };
+    } finally {
+      s?.dispose();
     }
   }
 

@@ -6,7 +6,9 @@ import type { CohortEvent, TrainConfig } from '../../../trainer/protocol';
 import type { AppliedConfig } from '../../common';
 
 /** Environment variables that change what a run computes or how fast (names or prefixes ending in _). */
-const SWITCHES = ['COHORT_TORCH_', 'COHORT_THREADS', 'COHORT_PYTHON', 'TF_', 'CUDA_', 'NCCL_', 'TORCH_', 'PYTORCH_', 'CUBLAS_', 'CUDNN_', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'XLA_'];
+// TensorFlow's own TF_ variables only: Terraform's (TF_CLI_CONFIG_FILE, TF_VAR_*, TF_LOG …) share the
+// prefix and change nothing here, yet showed up as a "difference" between runs.
+const SWITCHES = ['COHORT_TORCH_', 'COHORT_THREADS', 'COHORT_PYTHON', 'TF_CPP_', 'TF_FORCE_', 'TF_ENABLE_', 'TF_GPU_', 'TF_XLA_', 'TF_CUDNN_', 'TF_NUM_', 'TF_DETERMINISTIC_OPS', 'TF_USE_', 'TF_INTRA_OP_', 'TF_INTER_OP_', 'CUDA_', 'NCCL_', 'TORCH_', 'PYTORCH_', 'CUBLAS_', 'CUDNN_', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'XLA_'];
 
 export function runSwitches(env: Record<string, string | undefined>): Record<string, string> {
   const out: Record<string, string> = {};

@@ -2,21 +2,34 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAIN_CONFIG, type CohortEvent } from '../../../trainer/protocol';
 import type { AppliedConfig, RunMeta } from '../../common';
 import { applyEvent } from './applied-config';
-import { runSummaryCsv as runsToCsv } from './run-csv';
+import { runSummaryCsv as runsToCsv, runSummaryJson } from './run-csv';
 
 const run = (id: string, tput: number | null, extra: Partial<RunMeta> = {}): RunMeta => ({
   id, profile: 'local', startedAt: '2026-01-01T00:00:00Z', status: 'ok', config: DEFAULT_TRAIN_CONFIG, hosts: [], worldSize: 2, versions: {}, medianGlobalSamplesPerSec: tput, ...extra,
 });
 
 describe('runsToCsv', () => {
-  it('writes one row per run with the speedup over the first', () => {
-    const lines = runsToCsv([run('a', 100), run('b', 116), run('c', null, { status: 'cancelled' })]).trim().split('\n');
-    expect(lines[0]).toContain('medianGlobalSamplesPerSec,speedupVsFirstPct');
-    const at = lines[0]!.split(',').indexOf('medianGlobalSamplesPerSec');
-    const pair = (i: number) => lines[i]!.split(',').slice(at, at + 2).join(',');
-    expect(pair(1)).toBe('100.00,0.0');
-    expect(pair(2)).toBe('116.00,16.0');
-    expect(pair(3)).toBe(',');
+  const table = (csv: string) => {
+    const [header, ...rows] = csv.trim().split('\n');
+    return rows.map((r) => Object.fromEntries(header!.split(',').map((k, i) => [k, r.split(',')[i]])));
+  };
+  it('writes one row per run with the speedup over the first, cancelled runs with what they measured', () => {
+    const spread = { windows: 4, median: 90, min: 80, q1: 85, q3: 95, max: 99 };
+    const rows = table(runsToCsv([run('a', 100), run('b', 116, { name: 'fp16' }), run('c', null, { status: 'cancelled', throughput: spread, steps: 40, endedAt: '2026-01-01T00:01:30Z' })]));
+    expect(rows.map((r) => [r.id, r.name, r.medianGlobalSamplesPerSec, r.baseline, r.speedupVsBaselinePct])).toEqual([
+      ['a', '', '100.00', 'a', '0.0'],
+      ['b', 'fp16', '116.00', 'a', '16.0'],
+      ['c', '', '90.00', 'a', '-10.0'],
+    ]);
+    expect(rows[2]).toMatchObject({ status: 'cancelled', steps: '40', durationSec: '90.0', windows: '4', minSamplesPerSec: '80.00', q1SamplesPerSec: '85.00', q3SamplesPerSec: '95.00', maxSamplesPerSec: '99.00' });
+  });
+  it('speedups against an explicitly chosen baseline; JSON leaves out the profile snapshot (secrets)', () => {
+    const runs = [run('a', 100), run('b', 125, { profileSnapshot: { hosts: [{ env: { TOKEN: 's3cret' } }] } })];
+    expect(table(runsToCsv(runs, 'b')).map((r) => r.speedupVsBaselinePct)).toEqual(['-20.0', '0.0']);
+    const j = runSummaryJson(runs, 'b');
+    expect(j).not.toContain('s3cret');
+    expect(JSON.parse(j)).toMatchObject({ baseline: 'b', runs: [{ id: 'a', speedupVsBaselinePct: -20 }, { id: 'b', speedupVsBaselinePct: 0 }] });
+    expect(() => runsToCsv(runs, 'zzz')).toThrow(/baseline zzz/);
   });
   it('quotes commas and neutralises spreadsheet formulas', () => {
     const csv = runsToCsv([run('x', 1, { profile: '=HYPERLINK("evil")' }), run('y', 1, { profile: 'a,b' })]);

@@ -1,31 +1,58 @@
-// Run history as CSV, the two ways people compare runs in a spreadsheet:
-//  - runSummaryCsv: one row per run with its speedup over the first (the seeds' comparison
-//    tables; the dashboard's "Export CSV");
+// Run history as CSV and JSON, the ways people compare runs in a spreadsheet or a script:
+//  - runSummaryCsv / runSummaryJson: one row (object) per run with its speedup over an explicitly
+//    chosen baseline (the seeds' comparison tables; the dashboard's Export, `runs export --format
+//    summary|json`). Cancelled and failed runs are rows too, with what they measured;
 //  - runStepsCsv: one row per `step` event of each run (curves; `cohort runs export`).
 import type { CohortEvent } from '../../../trainer/protocol';
-import type { RunMeta } from '../../common';
+import { runDurationMs, runMedian, type RunMeta } from '../../common';
 
 
 const SUMMARY_COLUMNS = [
-  'id', 'profile', 'startedAt', 'endedAt', 'status', 'engine', 'backend', 'batchSize', 'imageSize', 'stem', 'worldSize',
-  'globalBatch', 'fp16', 'compile', 'data', 'steps', 'medianGlobalSamplesPerSec', 'speedupVsFirstPct',
+  'id', 'name', 'profile', 'startedAt', 'endedAt', 'durationSec', 'status', 'error', 'engine', 'backend', 'batchSize', 'imageSize', 'stem', 'worldSize',
+  'globalBatch', 'fp16', 'compile', 'data', 'steps', 'medianGlobalSamplesPerSec', 'baseline', 'speedupVsBaselinePct',
+  // the spread over the run's windows (noise next to the speedup)
+  'windows', 'minSamplesPerSec', 'q1SamplesPerSec', 'q3SamplesPerSec', 'maxSamplesPerSec',
   // what ran (RunMeta.applied), next to what was asked above
   'appliedEngine', 'appliedBackend', 'device', 'gpuFellBack', 'fp16Compute', 'fp16Transport', 'bf16Compute', 'compileApplied', 'envSwitches',
 ] as const;
 
-export function runSummaryCsv(runs: RunMeta[]): string {
-  const base = runs[0]?.medianGlobalSamplesPerSec ?? null;
-  const rows = runs.map((m) => {
-    const tput = m.medianGlobalSamplesPerSec ?? null;
-    const speedup = base && tput !== null ? ((tput / base - 1) * 100).toFixed(1) : '';
+/** The baseline run (by id; default the first) and each run's speedup over it, in percent (null when either has no throughput). */
+export function speedups(runs: RunMeta[], baselineId?: string): { baseline: RunMeta | undefined; pct: (number | null)[] } {
+  const baseline = baselineId === undefined ? runs[0] : runs.find((r) => r.id === baselineId);
+  if (baselineId !== undefined && !baseline) throw new Error(`the baseline ${baselineId} is not among the exported runs`);
+  const base = baseline ? runMedian(baseline) : null;
+  return { baseline, pct: runs.map((m) => { const t = runMedian(m); return base && t !== null ? (t / base - 1) * 100 : null; }) };
+}
+
+export function runSummaryCsv(runs: RunMeta[], baselineId?: string): string {
+  const { baseline, pct } = speedups(runs, baselineId);
+  const fixed = (v: number | null | undefined, d = 2) => (v === null || v === undefined ? '' : v.toFixed(d));
+  const rows = runs.map((m, i) => {
     const c = m.config;
+    const t = m.throughput;
+    const dur = runDurationMs(m);
     return [
-      m.id, m.profile, m.startedAt, m.endedAt ?? '', m.status, c.engine, c.backend, c.batchSize, c.imageSize, c.stem, m.worldSize,
-      c.batchSize * m.worldSize, c.fp16, c.compile, c.data, m.steps ?? '', tput === null ? '' : tput.toFixed(2), speedup,
+      m.id, m.name ?? '', m.profile, m.startedAt, m.endedAt ?? '', dur === null ? '' : (dur / 1000).toFixed(1), m.status, m.error ?? '', c.engine, c.backend, c.batchSize, c.imageSize, c.stem, m.worldSize,
+      c.batchSize * m.worldSize, c.fp16, c.compile, c.data, m.steps ?? '', fixed(runMedian(m)), baseline?.id ?? '', fixed(pct[i], 1),
+      t?.windows ?? '', fixed(t?.min), fixed(t?.q1), fixed(t?.q3), fixed(t?.max),
       ...appliedCells(m),
     ];
   });
   return [SUMMARY_COLUMNS.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\n') + '\n';
+}
+
+/**
+ * The same runs as JSON: each run's record without its profile snapshot (whose hosts' env may hold
+ * secrets) and host record locations, plus duration and speedup over the baseline.
+ */
+export function runSummaryJson(runs: RunMeta[], baselineId?: string): string {
+  const { baseline, pct } = speedups(runs, baselineId);
+  const out = runs.map((m, i) => {
+    const { profileSnapshot: _p, record: _r, controllerPid: _c, ...rest } = m;
+    const dur = runDurationMs(m);
+    return { ...rest, medianGlobalSamplesPerSec: runMedian(m), durationSec: dur === null ? null : dur / 1000, speedupVsBaselinePct: pct[i] == null ? null : Math.round(pct[i]! * 100) / 100 };
+  });
+  return JSON.stringify({ baseline: baseline?.id ?? null, runs: out }, null, 2) + '\n';
 }
 
 function appliedCells(m: RunMeta): unknown[] {

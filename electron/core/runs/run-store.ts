@@ -1,13 +1,17 @@
 // Run history under <data>/runs/<runId>/: meta.json (written atomically at start and at the
 // end), events.jsonl (every event, appended as it arrives, so a crash loses at most the last
-// one) and logs/<host>-<rank>.log (every rank's output). `cohort runs` and the dashboard's
+// one), logs/<host>-<rank>.log (every rank's output), series.json (the run's curves, bounded,
+// rewritten atomically at most every 2 s and at the end; rebuilt from events.jsonl when missing or
+// stale, which is how records from before it get theirs) and user.json (what the user says of the
+// run, its name: a file of its own, so a rename never races the recorder's meta.json writes). `cohort runs` and the dashboard's
 // History read it back. Records are private to the user (folders 0700, files 0600, like profiles):
 // meta.json carries the profile snapshot, whose hosts' env may hold secrets.
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
 import { CohortError, EventLineDecoder, type CohortEvent } from '../../../trainer/protocol';
-import type { RunMeta } from '../../common';
+import { checkRunName, type RunMeta, type RunSeries, type ThroughputSpread } from '../../common';
+import { SeriesAccumulator, decodeSeries, encodeSeries, seriesFromRecordText } from './run-series';
 
 export type { RunMeta };
 
@@ -44,6 +48,12 @@ export function newRunId(now = new Date()): string {
   return `${stamp}-${Math.random().toString(36).slice(2, 6)}`;
 }
 
+const SERIES_FILE = 'series.json';
+const USER_FILE = 'user.json';
+/** series.json is rewritten at most this often while a run goes (and at its end). */
+const SERIES_WRITE_MS = 2000;
+const TERMINAL = new Set(['ok', 'failed', 'cancelled']);
+
 /** Bytes of run record held in memory while the disk refuses writes; past this the newest are dropped (counted). */
 export const RECORD_BACKLOG_MAX_BYTES = 16 * 1024 * 1024;
 const RETRY_MS = 500;
@@ -68,6 +78,8 @@ export class RunRecorder {
   private failing: string | undefined;
   private lastTry = 0;
   private readonly problemListeners = new Set<(message: string) => void>();
+  private readonly series: SeriesAccumulator;
+  private seriesWrittenAt = 0;
 
   /** `rewrite`: start the cache's events over (an attach replays the hosts' record from the start). */
   constructor(
@@ -76,6 +88,7 @@ export class RunRecorder {
     opts: { rewrite?: boolean } = {},
   ) {
     this.dir = join(runsDir, checkRunId(meta.id));
+    this.series = new SeriesAccumulator(meta.id);
     mkdirSync(join(this.dir, 'logs'), { recursive: true, mode: 0o700 });
     this.writeMeta();
     this.eventsFd = openSync(join(this.dir, 'events.jsonl'), opts.rewrite ? 'w' : 'a', 0o600);
@@ -98,7 +111,13 @@ export class RunRecorder {
     if (this.closed) return -1;
     this.write('events.jsonl', JSON.stringify(e) + '\n');
     if (e.type === 'log') this.log(e.host ?? 'unknown', e.rank, e.message);
+    if (this.series.add(e) && Date.now() - this.seriesWrittenAt >= SERIES_WRITE_MS) this.writeSeries();
     return this.count++;
+  }
+
+  /** What the run measured so far: the spread of its windows' throughput. */
+  measured(): ThroughputSpread {
+    return this.series.spread();
   }
 
   log(host: string, rank: number | undefined, line: string): void {
@@ -114,6 +133,7 @@ export class RunRecorder {
 
   close(): void {
     if (this.closed) return;
+    this.writeSeries();
     this.flush(true);
     this.closed = true;
     if (this.backlogBytes > 0 || this.metaDirty || this.droppedBytes > 0) {
@@ -123,8 +143,20 @@ export class RunRecorder {
     for (const fd of this.logFds.values()) closeSync(fd);
   }
 
+  /** series.json, atomically. A failure is not the run's problem: the reader rebuilds it from events.jsonl. */
+  private writeSeries(): void {
+    this.seriesWrittenAt = Date.now();
+    if (!this.series.windows) return;
+    try {
+      writeFileAtomicSync(join(this.dir, SERIES_FILE), encodeSeries(this.series.toSeries()), { mode: 0o600 });
+    } catch {
+      // rebuilt on read (RunStore.series)
+    }
+  }
+
   private writeMeta(): void {
-    writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(this.meta, null, 2) + '\n', { mode: 0o600 });
+    const { name: _name, ...meta } = this.meta; // the name lives in user.json
+    writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(meta, null, 2) + '\n', { mode: 0o600 });
   }
 
   private write(file: string, text: string): void {
@@ -222,14 +254,15 @@ export class RunStore {
   patch(id: string, patch: Partial<RunMeta>): RunMeta | undefined {
     const m = this.meta(id);
     if (!m) return undefined;
-    const next = { ...m, ...patch };
+    const { name: _name, ...next } = { ...m, ...patch }; // the name stays in user.json
     writeFileAtomicSync(join(this.runsDir, id, 'meta.json'), JSON.stringify(next, null, 2) + '\n', { mode: 0o600 });
-    return next;
+    return this.meta(id);
   }
 
   /**
    * Every readable run, newest first. A folder whose meta.json is missing, incomplete or not JSON
    * is skipped and reported to `onSkip` (file and reason): one damaged run never hides the others.
+   * An ended run recorded before the throughput spread existed gets it now (from its events).
    */
   list(opts: { onSkip?: (file: string, reason: string) => void } = {}): RunMeta[] {
     if (!existsSync(this.runsDir)) return [];
@@ -237,10 +270,62 @@ export class RunStore {
     for (const id of readdirSync(this.runsDir)) {
       if (!isValidRunId(id)) continue; // not a run folder (temporary files, foreign names)
       const r = this.read(id);
-      if (r.meta) out.push(r.meta);
+      if (r.meta) out.push(!r.meta.throughput && TERMINAL.has(r.meta.status) ? this.migrate(r.meta) : r.meta);
       else if (r.problem) opts.onSkip?.(join(this.runsDir, id, 'meta.json'), r.problem);
     }
     return out.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
+  }
+
+  /** Names a run (user.json, atomically; '' removes the name). Undefined for an unknown run. */
+  rename(id: string, name: string): RunMeta | undefined {
+    const m = this.meta(id);
+    if (!m) return undefined;
+    const checked = checkRunName(name);
+    if (!checked.ok) throw new CohortError('bad-run-name', `cannot name run ${id}: ${checked.reason}`, { hint: 'give a shorter name on one line' });
+    writeFileAtomicSync(join(this.runsDir, id, USER_FILE), JSON.stringify(checked.name ? { name: checked.name } : {}) + '\n', { mode: 0o600 });
+    return this.meta(id);
+  }
+
+  /**
+   * The run's curves: series.json when it is whole and current, else rebuilt from events.jsonl (and,
+   * for an ended run, written back with the spread in meta.json, so it is done once). Undefined for
+   * an unknown run.
+   */
+  series(id: string): RunSeries | undefined {
+    const meta = this.meta(id);
+    if (!meta) return undefined;
+    const p = join(this.runsDir, id, SERIES_FILE);
+    const ended = TERMINAL.has(meta.status);
+    if (existsSync(p)) {
+      const s = decodeSeries(readFileSync(p, 'utf8'), id);
+      // An ended run's file must hold every window its meta counts (a crash between the two writes).
+      if (s && (!ended || s.windows === meta.throughput?.windows)) return s;
+    }
+    const s = this.seriesFromRecord(id);
+    // Written back once (a run that measured nothing and says so already has nothing to write).
+    if (ended && (s.windows > 0 || meta.throughput?.windows !== 0)) this.migrate(meta, s);
+    return s;
+  }
+
+  /** An ended run's measurements from its events, written into the record (series.json, meta.json). */
+  private seriesFromRecord(id: string): RunSeries {
+    const p = join(this.runsDir, id, 'events.jsonl');
+    return seriesFromRecordText(id, existsSync(p) ? readFileSync(p, 'utf8') : '').toSeries();
+  }
+
+  private migrate(meta: RunMeta, s: RunSeries = this.seriesFromRecord(meta.id)): RunMeta {
+    const patch: Partial<RunMeta> = {
+      throughput: s.throughput,
+      // A run that ended without the trainer's `done` (cancelled, failed) keeps what it measured.
+      ...(meta.medianGlobalSamplesPerSec == null && s.throughput.median !== null ? { medianGlobalSamplesPerSec: s.throughput.median } : {}),
+      ...(meta.steps === undefined && s.step.length ? { steps: s.step[s.step.length - 1]! } : {}),
+    };
+    try {
+      if (s.windows) writeFileAtomicSync(join(this.runsDir, meta.id, SERIES_FILE), encodeSeries(s), { mode: 0o600 });
+      return this.patch(meta.id, patch) ?? { ...meta, ...patch };
+    } catch {
+      return { ...meta, ...patch }; // a read-only history still shows them
+    }
   }
 
   /** The run's record, undefined when there is none or it is damaged; a RunIdError for a malformed id. */
@@ -263,7 +348,20 @@ export class RunStore {
       if (typeof m[k] !== type || m[k] === null) return { problem: `field "${k}" is missing or not a${type === 'object' ? 'n' : ''} ${type} (an incomplete record)` };
     }
     if (m.id !== id) return { problem: `it names run "${String(m.id)}" but lies in folder ${id}` };
-    return { meta: raw as RunMeta };
+    // The name is user.json's alone (a meta.json written from a read-back copy may carry an old one).
+    const { name: _stale, ...rest } = raw as RunMeta;
+    const name = this.userName(id);
+    return { meta: name ? { ...rest, name } : rest };
+  }
+
+  /** The name in user.json, if any (a damaged file is as none: the name is the user's, not the run's record). */
+  private userName(id: string): string | undefined {
+    try {
+      const u = JSON.parse(readFileSync(join(this.runsDir, id, USER_FILE), 'utf8')) as { name?: unknown };
+      return typeof u.name === 'string' && u.name ? u.name : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   events(id: string): CohortEvent[] {

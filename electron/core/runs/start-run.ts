@@ -2,7 +2,7 @@
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees.
 import { CohortError, makeEvent, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, resolveRunConfig, type DeployProgress, type Profile, type RunMeta } from '../../common';
+import { isLocalProfile, resolveRunConfig, spreadOf, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent, runSwitches } from './applied-config';
 import { attachLocalPlan, localWorkdir, planLocalRun } from './local-run';
@@ -27,20 +27,34 @@ export async function startRun(o: {
   acceptNewHostKeys?: boolean;
   onDeployProgress?: (p: DeployProgress) => void;
   runId?: string;
+  /** Restarts from the last checkpoint after a rank or host failure (default 0). */
+  maxRestarts?: number;
+  /** Busy slots: wait (default) or fail at once with slots-busy. */
+  queue?: boolean;
 }): Promise<StartedRun> {
   const runId = o.runId ?? newRunId();
-  const config = resolveRunConfig(o.profile, o.overrides);
+  const config = resolveRunConfig(o.profile, o.overrides); // bad input: refused, not a run
+  const startedAt = new Date().toISOString();
   let plan: RunPlan;
-  if (isLocalProfile(o.profile)) {
-    plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir) });
-  } else {
-    if (!o.cluster) throw new Error('cluster runs need the SSH layer (ClusterOps), which this client did not provide');
-    plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(o.onDeployProgress ? { onProgress: o.onDeployProgress } : {}) });
+  try {
+    if (isLocalProfile(o.profile)) {
+      plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir) });
+    } else {
+      if (!o.cluster) throw new Error('cluster runs need the SSH layer (ClusterOps), which this client did not provide');
+      plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(o.onDeployProgress ? { onProgress: o.onDeployProgress } : {}) });
+    }
+  } catch (err) {
+    recordFailedLaunch(o.store, { runId, profile: o.profile, config, startedAt, ranks: o.ranks }, err);
+    throw err;
+  }
+  // The run's lifetime settings travel in every host's LaunchSpec, local and cluster alike.
+  for (const h of plan.hosts) {
+    if (h.spec) h.spec = { ...h.spec, ...(o.maxRestarts !== undefined ? { maxRestarts: o.maxRestarts } : {}), ...(o.queue !== undefined ? { queue: o.queue } : {}) };
   }
   const meta: RunMeta = {
     id: runId,
     profile: o.profile.name,
-    startedAt: new Date().toISOString(),
+    startedAt,
     status: 'starting',
     config,
     hosts: plan.hosts.map((h) => ({ name: h.host, ranks: h.spec?.ranks.map((r) => r.rank) ?? [] })),
@@ -97,13 +111,16 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
     for (const l of recorded) l(warning, -1);
   });
   void controller.result.then((result) => {
+    const throughput = recorder.measured();
     recorder.update({
       status: result.status,
       endedAt: new Date().toISOString(),
-      medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? null,
+      // The trainer's figure when it finished; a cancelled or failed run keeps the median of the windows it measured.
+      medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? throughput.median,
+      throughput,
       steps: result.lastStep,
       ...(result.status === 'lost' ? { lastSeenAt: new Date().toISOString() } : {}),
-      ...(result.error ? { error: `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}` } : {}),
+      ...(result.error ? { error: `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}`, ...(result.error.code ? { errorCode: result.error.code } : {}) } : {}),
     });
     recorder.close();
   });
@@ -116,4 +133,40 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
       return () => recorded.delete(l);
     },
   };
+}
+
+/**
+ * A launch that failed before any host ran it (a host refused the connection or the key, a deploy
+ * failed) is history too: a `failed` record with the error's code and hint, the profile's hosts and
+ * the configuration asked for, so it can be found, compared and run again.
+ */
+function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profile; config: TrainConfig; startedAt: string; ranks: number | undefined }, err: unknown): void {
+  const e = err as { message?: unknown; code?: unknown; hint?: unknown; host?: unknown };
+  const message = String(e.message ?? err);
+  const hint = typeof e.hint === 'string' && e.hint && !message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (hint: ${e.hint})` : '';
+  const local = isLocalProfile(o.profile);
+  let rank = 0;
+  const hosts = local ? [{ name: 'local', ranks: Array.from({ length: o.ranks ?? 1 }, () => rank++) }] : o.profile.hosts.map((h) => ({ name: h.name, address: h.address, ranks: Array.from({ length: h.slots }, () => rank++) }));
+  try {
+    const rec = store.create({
+      id: o.runId,
+      profile: o.profile.name,
+      startedAt: o.startedAt,
+      endedAt: new Date().toISOString(),
+      status: 'failed',
+      config: o.config,
+      hosts,
+      worldSize: rank,
+      versions: { node: process.versions.node },
+      profileSnapshot: o.profile,
+      steps: 0,
+      medianGlobalSamplesPerSec: null,
+      throughput: spreadOf([]),
+      error: `launch failed${typeof e.host === 'string' ? ` on ${e.host}` : ''}: ${message}${hint}`,
+      ...(typeof e.code === 'string' ? { errorCode: e.code } : {}),
+    });
+    rec.close();
+  } catch {
+    // the history is a record, never a reason to hide the launch's own error
+  }
 }

@@ -16,10 +16,14 @@ import {
   type HostProbe,
   type Profile,
   type ProfileHost,
+  type PassphraseRequestMessage,
+  type ProfileRef,
   type RunAttachment,
   type RunEventMessage,
+  type RunExportFormat,
   type RunMeta,
   type RunMetaStatus,
+  type RunSeries,
   type StartRunRequest,
   type StopRunOptions,
 } from '../../common';
@@ -32,7 +36,8 @@ import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { attachLocalPlan, localWorkdir } from '../runs/local-run';
 import { runHostCommand } from '../runs/host-link';
 import { decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
-import { runSummaryCsv } from '../runs/run-csv';
+import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
+import type { PassphrasePrompts } from './passphrase-prompts';
 
 export interface CohortServiceOptions {
   paths: CohortPaths;
@@ -42,6 +47,9 @@ export interface CohortServiceOptions {
   localUser?: string;
   /** Told about a run folder the history skips (damaged or incomplete meta.json): file and reason. */
   onSkippedRecord?: (file: string, reason: string) => void;
+  /** Passphrase requests for encrypted keys, answered by the dashboard (the cluster's KeyRing asks
+   *  through `passphrases.ask`). Absent: answerPassphrase is refused, no request is ever pushed. */
+  passphrases?: PassphrasePrompts;
 }
 
 type Listener<T> = (value: T) => void;
@@ -88,9 +96,10 @@ export class CohortService implements CohortApi, Disposable {
 
   // ---- cluster (SSH) ------------------------------------------------------------------------------
 
-  async testConnection(profile: string, host: string): Promise<ConnectionResult> {
+  async testConnection(profile: ProfileRef, host: string): Promise<ConnectionResult> {
     const cluster = this.cluster('test a connection');
-    return cluster.testConnection(await this.profiles.get(profile), host);
+    // An unsaved form's profile arrives decoded (API_ARGS); it is used for this call only.
+    return cluster.testConnection(typeof profile === 'string' ? await this.profiles.get(profile) : profile, host);
   }
 
   async trustHostKey(key: HostKeyInfo): Promise<void> {
@@ -125,6 +134,8 @@ export class CohortService implements CohortApi, Disposable {
         dataDir: this.opts.paths.dataDir,
         ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}),
         ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}),
+        ...(req.maxRestarts !== undefined ? { maxRestarts: req.maxRestarts } : {}),
+        ...(req.queue !== undefined ? { queue: req.queue } : {}),
         onDeployProgress: (p) => this.deployEvents.fire(p),
       });
     } catch (err) {
@@ -226,8 +237,31 @@ export class CohortService implements CohortApi, Disposable {
     const all = this.runs.list(onSkip ? { onSkip } : {});
     const open = all.filter((m) => !['ok', 'failed', 'cancelled'].includes(m.status) && !this.active.has(m.id));
     if (!open.length) return all;
-    await Promise.all(open.map((m) => this.refresh(m)));
+    await Promise.all(
+      open.map(async (m) => {
+        const now = await this.refresh(m);
+        if (now && ['ok', 'failed', 'cancelled'].includes(now.status)) await this.replayEnded(m);
+      }),
+    );
     return this.runs.list();
+  }
+
+  /**
+   * A run that ended while no client followed it (started with --detach, its client killed): its
+   * hosts' record is replayed once into the history, so it has what it measured (median, spread,
+   * curves), not only its end state. Bounded; a replay cut short is done again on the next list
+   * (the cache then still says the run is open).
+   */
+  private async replayEnded(meta: RunMeta, timeoutMs = 15_000): Promise<void> {
+    if (this.active.has(meta.id) || this.disposed) return;
+    try {
+      const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
+      const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
+      this.track(started);
+      await Promise.race([started.controller.result, new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);
+    } catch {
+      // the hosts' state (refresh) stands
+    }
   }
 
   async getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }> {
@@ -236,13 +270,24 @@ export class CohortService implements CohortApi, Disposable {
     return { meta, events: this.runs.events(runId) };
   }
 
-  async exportRunsCsv(runIds: string[]): Promise<string> {
-    const metas = runIds.map((id) => {
-      const m = this.runs.meta(id);
-      if (!m) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${id}`, hint: 'refresh the history list' });
-      return m;
+  async renameRun(runId: string, name: string): Promise<RunMeta> {
+    const m = this.runs.rename(runId, name);
+    if (!m) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' });
+    return m;
+  }
+
+  async getRunSeries(runIds: string[]): Promise<RunSeries[]> {
+    return runIds.map((id) => {
+      const s = this.runs.series(id);
+      if (!s) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${id}`, hint: 'refresh the history list' });
+      return s;
     });
-    return runSummaryCsv(metas);
+  }
+
+  async exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string> {
+    const metas = runIds.map((id) => this.meta(id));
+    if (baseline !== undefined && !runIds.includes(baseline)) throw new ApiCallError({ code: 'bad-argument', message: `the baseline ${baseline} is not one of the exported runs`, hint: 'choose the baseline among the runs you export' });
+    return format === 'json' ? runSummaryJson(metas, baseline) : runSummaryCsv(metas, baseline);
   }
 
   // ---- events ------------------------------------------------------------------------------------
@@ -253,6 +298,15 @@ export class CohortService implements CohortApi, Disposable {
 
   onDeployProgress(listener: Listener<DeployProgress>): () => void {
     return this.deployEvents.event(listener);
+  }
+
+  onPassphraseRequest(listener: Listener<PassphraseRequestMessage>): () => void {
+    return this.opts.passphrases ? this.opts.passphrases.onRequest(listener) : () => undefined;
+  }
+
+  async answerPassphrase(id: string, passphrase: string | null): Promise<void> {
+    if (!this.opts.passphrases) throw new ApiCallError({ code: 'no-passphrase-prompts', message: 'this Cohort process does not ask for passphrases', hint: 'load the key into ssh-agent (ssh-add KEY)' });
+    this.opts.passphrases.answer(id, passphrase);
   }
 
   /** Runs still controlled by this service. */
@@ -269,6 +323,7 @@ export class CohortService implements CohortApi, Disposable {
     // Emitter.fire isolates subscribers: one broken subscriber (a closed socket) does not stop the others or the run.
     this.runEvents.dispose();
     this.deployEvents.dispose();
+    this.opts.passphrases?.dispose();
     this.opts.cluster?.dispose();
   }
 

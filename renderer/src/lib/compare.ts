@@ -1,34 +1,112 @@
-// Run comparison (the seeds' "16% improvement" tables): the first selected run is the baseline,
-// every other run's median throughput is shown relative to it. Only config fields that differ
-// between the runs are listed, so the table says what changed.
-import type { TrainConfig } from '../../../trainer/protocol';
-import type { RunMeta } from '../../../electron/common';
+// Run comparison, the way the seeds report a change ("after the compilation … a 16% improvement
+// compared to the native Torch"): one explicitly chosen baseline, every other run's median
+// throughput relative to it, with the spread over its windows next to it (so a 3% "speedup" inside
+// the noise reads as noise), and the configuration difference — only the fields that differ, what
+// ran (RunMeta.applied) where the run recorded it — so the table says what changed.
+import { DEFAULT_TRAIN_CONFIG } from '../../../trainer/protocol';
+import { runMedian, type RunMeta, type ThroughputSpread } from '../../../electron/common';
+import { fmtRate } from './format';
+
+export interface CompareRow {
+  run: RunMeta;
+  throughput: number | null;
+  spread: ThroughputSpread | undefined;
+  /** Median relative to the baseline's, in percent; null when either has none. */
+  speedupPct: number | null;
+  /** The interquartile ranges overlap: the difference is within run-to-run noise. */
+  withinNoise: boolean;
+}
+
+export interface DiffRow {
+  key: string;
+  label: string;
+  /** One per run, in the rows' order. */
+  values: string[];
+  /** The value comes from what ran (RunMeta.applied), not from what was asked. */
+  applied: boolean;
+}
 
 export interface Comparison {
   baseline: RunMeta;
-  rows: { run: RunMeta; throughput: number | null; speedupPct: number | null }[];
-  /** Config keys (plus worldSize) whose values differ between the runs. */
-  differing: string[];
+  rows: CompareRow[];
+  /** Only the fields whose values differ between the runs. */
+  diff: DiffRow[];
+  /** The seeds' sentences: "B is 16.2% faster than A (…)", one per run other than the baseline. */
+  summary: string[];
 }
 
-const KEYS: (keyof TrainConfig)[] = ['engine', 'backend', 'batchSize', 'imageSize', 'stem', 'classes', 'steps', 'epochs', 'data', 'fp16', 'bf16', 'compile', 'optimizer', 'lr'];
+/** What a run is called in tables: its name, else its id. */
+export function runLabel(run: RunMeta): string {
+  return run.name || run.id;
+}
 
-export function compareRuns(runs: RunMeta[]): Comparison | null {
-  const baseline = runs[0];
-  if (!baseline || runs.length < 2) return null;
-  const base = baseline.medianGlobalSamplesPerSec ?? null;
-  const rows = runs.map((run) => {
-    const t = run.medianGlobalSamplesPerSec ?? null;
-    return { run, throughput: t, speedupPct: base && t !== null ? (t / base - 1) * 100 : null };
+function overlaps(a: ThroughputSpread | undefined, b: ThroughputSpread | undefined): boolean {
+  if (!a || !b || a.q1 === null || a.q3 === null || b.q1 === null || b.q3 === null) return false;
+  return a.q1 <= b.q3 && b.q1 <= a.q3;
+}
+
+const show = (v: unknown): string => (v === undefined || v === null || v === '' ? '—' : typeof v === 'boolean' ? (v ? 'yes' : 'no') : String(v));
+
+/** Every field compared: where the run was, what was asked (every config key), what ran, its environment switches. */
+function fields(runs: RunMeta[]): { key: string; label: string; applied: boolean; get: (r: RunMeta) => string }[] {
+  const out: { key: string; label: string; applied: boolean; get: (r: RunMeta) => string }[] = [
+    { key: 'profile', label: 'profile', applied: false, get: (r) => r.profile },
+    { key: 'hosts', label: 'hosts', applied: false, get: (r) => r.hosts.map((h) => `${h.name}×${h.ranks.length}`).join(' ') },
+    { key: 'worldSize', label: 'world size', applied: false, get: (r) => String(r.worldSize) },
+    { key: 'globalBatch', label: 'global batch', applied: false, get: (r) => String(r.config.batchSize * r.worldSize) },
+  ];
+  const keys = new Set<string>(Object.keys(DEFAULT_TRAIN_CONFIG));
+  for (const r of runs) for (const k of Object.keys(r.config)) keys.add(k);
+  for (const k of keys) out.push({ key: `config.${k}`, label: k, applied: false, get: (r) => show((r.config as unknown as Record<string, unknown>)[k]) });
+  const applied: [string, string, (r: RunMeta) => unknown][] = [
+    ['engine', 'engine (ran)', (r) => r.applied?.engine],
+    ['backend', 'backend (ran)', (r) => r.applied?.backend],
+    ['device', 'device (ran)', (r) => r.applied?.devices?.join(' | ') ?? r.applied?.device],
+    ['gpuFellBack', 'asked GPU, ran on CPU', (r) => r.applied?.gpuFellBack ?? false],
+    ['fp16Compute', 'fp16 compute (ran)', (r) => r.applied?.fp16Compute],
+    ['fp16Transport', 'fp16 exchange (ran)', (r) => r.applied?.fp16Transport],
+    ['bf16Compute', 'bf16 compute (ran)', (r) => r.applied?.bf16Compute],
+    ['compile', 'compile (ran)', (r) => r.applied?.compile],
+  ];
+  for (const [k, label, get] of applied) out.push({ key: `applied.${k}`, label, applied: true, get: (r) => (r.applied ? show(get(r)) : 'not recorded') });
+  const env = new Set<string>();
+  for (const r of runs) for (const k of Object.keys(r.applied?.envSwitches ?? {})) env.add(k);
+  for (const k of [...env].sort()) out.push({ key: `env.${k}`, label: `env ${k}`, applied: true, get: (r) => r.applied?.envSwitches?.[k] ?? 'unset' });
+  return out;
+}
+
+export function compareRuns(runs: RunMeta[], baselineId?: string): Comparison | null {
+  if (runs.length < 2) return null;
+  const baseline = runs.find((r) => r.id === baselineId) ?? runs[0]!;
+  const base = runMedian(baseline);
+  const rows: CompareRow[] = runs.map((run) => {
+    const t = runMedian(run);
+    return { run, throughput: t, spread: run.throughput, speedupPct: base && t !== null ? (t / base - 1) * 100 : null, withinNoise: run !== baseline && overlaps(run.throughput, baseline.throughput) };
   });
-  const differing: string[] = [];
-  if (new Set(runs.map((r) => r.worldSize)).size > 1) differing.push('worldSize');
-  for (const k of KEYS) if (new Set(runs.map((r) => JSON.stringify(r.config[k]))).size > 1) differing.push(k);
-  return { baseline, rows, differing };
+  const diff: DiffRow[] = [];
+  for (const f of fields(runs)) {
+    const values = runs.map(f.get);
+    if (new Set(values).size > 1) diff.push({ key: f.key, label: f.label, values, applied: f.applied });
+  }
+  const summary = rows.filter((r) => r.run !== baseline).map((r) => summarize(r, baseline, base));
+  return { baseline, rows, diff, summary };
 }
 
-export function configValue(run: RunMeta, key: string): string {
-  if (key === 'worldSize') return String(run.worldSize);
-  const v = (run.config as unknown as Record<string, unknown>)[key];
-  return v === undefined ? '—' : String(v);
+function summarize(r: CompareRow, baseline: RunMeta, base: number | null): string {
+  const who = runLabel(r.run);
+  const than = runLabel(baseline);
+  if (r.speedupPct === null || base === null || r.throughput === null) return `${who}: no throughput measured${r.run.status === 'ok' ? '' : ` (${r.run.status})`}, nothing to compare with ${than}`;
+  const pct = Math.abs(r.speedupPct).toFixed(1);
+  const verdict = Math.abs(r.speedupPct) < 0.05 ? `${who} is as fast as ${than}` : `${who} is ${pct}% ${r.speedupPct > 0 ? 'faster' : 'slower'} than ${than}`;
+  const n = (s: ThroughputSpread | undefined) => (s?.windows ? `, ${s.windows} windows` : '');
+  const detail = ` (median ${fmtRate(r.throughput)} vs ${fmtRate(base)} samples/s${n(r.spread)})`;
+  const noise = r.withinNoise ? ' — within run-to-run noise: the interquartile ranges overlap' : '';
+  const partial = r.run.status === 'ok' ? '' : ` [${r.run.status} after ${r.run.steps ?? 0} steps]`;
+  return verdict + detail + noise + partial;
+}
+
+/** The settings a "Run again" keeps that differ from the defaults, for the Launch form's note. */
+export function nonDefaultSettings(config: Record<string, unknown>, keys: readonly string[]): string[] {
+  const d = DEFAULT_TRAIN_CONFIG as unknown as Record<string, unknown>;
+  return keys.filter((k) => k in config && JSON.stringify(config[k]) !== JSON.stringify(d[k])).map((k) => `${k}=${show(config[k])}`);
 }

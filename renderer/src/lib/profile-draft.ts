@@ -82,18 +82,65 @@ export function draftToInput(d: ProfileDraft): Record<string, unknown> {
 
 export interface DraftCheck {
   profile: Profile | null;
-  /** Form field key ('name', 'h0.port', ...) → message. */
+  /** Form field key ('name', 'masterAddr', 'h0.port', ...) → message: every wrong field, each under its own key. */
   errors: Record<string, string>;
+  /** The first error in full (profile and field named), for a summary line. */
   message: string | null;
 }
 
+/** The form field a ProfileError's path names: `hosts[1] (h.2).port` → 'h1.port', `hosts[0]` → 'h0.name'. */
+export function fieldKey(path: string): string {
+  const host = /^hosts\[(\d+)\]/.exec(path);
+  if (!host) return path.split('.')[0] || 'name';
+  // The host's name sits in the path between parentheses and may itself contain dots: take the last segment.
+  const field = /\.(\w+)(?:\[\d+\])?$/.exec(path.slice(host[0].length));
+  return `h${host[1]}.${field?.[1] ?? 'name'}`;
+}
+
+/** Replaces a field found wrong with a valid stand-in, so decoding again reaches the next error. False if it cannot. */
+function standIn(input: Record<string, unknown>, key: string): boolean {
+  if (key === 'name') return (input.name = 'draft'), true;
+  if (key === 'masterAddr' || key === 'masterPort' || key === 'defaults') return delete input[key];
+  const m = /^h(\d+)\.(\w+)$/.exec(key);
+  const host = m ? (input.hosts as Record<string, unknown>[] | undefined)?.[Number(m[1])] : undefined;
+  if (!m || !host) return false;
+  const good: Record<string, unknown> = { name: `draft-host-${m[1]}`, address: 'draft.invalid', port: 22, slots: 1, workdir: '.cohort', env: {} };
+  if (m[2]! in good) host[m[2]!] = good[m[2]!];
+  else if (m[2]! in host) delete host[m[2]!];
+  else return false;
+  return true;
+}
+
+/**
+ * Validates the form with decodeProfile (the validator core uses). It stops at the first error, so
+ * each field found wrong is replaced by a valid stand-in and the decode repeated: every wrong field
+ * gets its own message.
+ */
 export function checkDraft(d: ProfileDraft): DraftCheck {
+  const input = draftToInput(d);
+  let first: unknown;
   try {
-    return { profile: decodeProfile(draftToInput(d)), errors: {}, message: null };
+    return { profile: decodeProfile(input), errors: {}, message: null };
   } catch (err) {
-    if (!(err instanceof ProfileError)) return { profile: null, errors: {}, message: String(err) };
-    const m = /^hosts\[(\d+)\][^.]*(?:\.(\w+))?/.exec(err.field);
-    const key = m ? `h${m[1]}.${m[2] ?? 'name'}` : err.field || 'name';
-    return { profile: null, errors: { [key]: err.problem }, message: err.message };
+    first = err;
   }
+  if (!(first instanceof ProfileError)) return { profile: null, errors: {}, message: String(first) };
+  const errors: Record<string, string> = {};
+  const work = structuredClone(input);
+  let err: unknown = first;
+  for (let n = 0; n < 64 && err instanceof ProfileError; n++) {
+    const key = fieldKey(err.field);
+    if (key in errors || !standIn(work, key)) {
+      errors[key] ??= err.problem;
+      break;
+    }
+    errors[key] = err.problem;
+    try {
+      decodeProfile(work);
+      err = undefined;
+    } catch (e) {
+      err = e;
+    }
+  }
+  return { profile: null, errors, message: first.message };
 }

@@ -46,6 +46,15 @@ export class SeriesBuffer {
     return this.length ? this.cols[series + 1]![this.length - 1]! : NaN;
   }
 
+  /** Drops the newest points whose x is above `x` (a run restarted from step x redoes the steps after it). */
+  dropAfter(x: number): void {
+    let n = this.length;
+    while (n > 0 && this.cols[0]![n - 1]! > x) n--;
+    if (n === this.length) return;
+    this.length = n;
+    this.version++;
+  }
+
   clear(): void {
     this.length = 0;
     this.version++;

@@ -1,11 +1,28 @@
 // The run shown in "Live run": fed by onRunEvent (a running job) or by a history record's events.
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
-import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, StepEvent } from '../../../trainer/protocol';
+import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, RestartEvent, StepEvent } from '../../../trainer/protocol';
 import type { CohortApi, RunEventMessage, RunMeta } from '../../../electron/common';
 import { SeriesBuffer } from '../lib/series-buffer';
 
-export type Phase = 'idle' | 'starting' | 'warmup' | 'training' | 'ok' | 'failed' | 'cancelled';
+export type Phase = 'idle' | 'queued' | 'starting' | 'warmup' | 'training' | 'restarting' | 'ok' | 'failed' | 'cancelled';
+
+/** Phases in which the run is still going (Stop applies). */
+export const isRunningPhase = (p: Phase): boolean => p === 'queued' || p === 'starting' || p === 'warmup' || p === 'training' || p === 'restarting';
+
+/** One restart of the run (the `restart` event) and where it sits on the step axis. */
+export interface RestartMark {
+  attempt: number;
+  host: string;
+  rank: number;
+  reason: string;
+  /** Training resumed from this step (the charts' points after it were redone). */
+  resumeStep: number;
+  /** The last step reported before the failure. */
+  failedAtStep: number;
+  /** The end of the warm-up steps after the restart (absolute step), once reported. */
+  warmupEnd?: number;
+}
 
 export interface LogLine {
   time: number;
@@ -32,8 +49,17 @@ export const metrics = { steps: new SeriesBuffer(STEP_SERIES.length), ranks: new
 /** x = step (the last reported, 0 before training); series per rank: used bytes, device total (GPU, else host RAM; NaN when unknown). */
 export const memory = { buffer: new SeriesBuffer(2), ranks: 0, hasTotal: false, step: 0 };
 
-/** Where the phases lie on the step axis (for the charts' bands): warm-up ends at `warmupEnd`. */
-export const phases = $state({ warmupEnd: 0, compiled: false });
+/** x = step; one series per rank: its GPU's utilisation in % (NaN when that rank reported none). */
+export const gpuUtil = { buffer: new SeriesBuffer(1) };
+
+/** Where the phases lie on the step axis (for the charts' bands): warm-up ends at `warmupEnd`;
+ *  each restart resumes at its step and warms up again. */
+export const phases = $state({ warmupEnd: 0, compiled: false, restarts: [] as RestartMark[] });
+
+/** Seconds since the run's first event, by step (the charts' time axis). */
+export const stepTimes = { bySteps: new Map<number, number>(), start: NaN };
+/** Where a step sits on the time axis (NaN when its time is unknown). */
+export const secondsAtStep = (step: number): number => stepTimes.bySteps.get(step) ?? (step === 0 ? 0 : NaN);
 
 export const live = $state({
   runId: '' as string,
@@ -42,6 +68,8 @@ export const live = $state({
   hello: null as HelloEvent | null,
   plan: null as PlanEvent | null,
   lastStep: null as StepEvent | null,
+  /** The run waits for GPU slots (the `queued` event): which run holds them, on which host. */
+  queued: null as { behind: string; host: string } | null,
   /** Compile / warm-up entries in order (their own phase, never counted in throughput). */
   prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string; index?: number; total?: number }[],
   error: null as ErrorEvent | null,
@@ -50,6 +78,10 @@ export const live = $state({
   /** Bumps whenever buffers changed (charts also check buffer versions). */
   tick: 0,
   memoryRanks: [] as { rank: number; host: string; used: number; total: number | null; kind: string }[],
+  /** Some rank reported its GPU's utilisation (else the chart says why there is none). */
+  gpuUtilSeen: false,
+  /** Some rank reported GPU memory (a GPU exists even when its utilisation is not reported). */
+  gpuSeen: false,
 });
 
 export function resetLive(runId: string, source: 'live' | 'history'): void {
@@ -70,10 +102,17 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   metrics.ranks = new SeriesBuffer(0);
   memory.ranks = 0;
   memory.buffer = new SeriesBuffer(2);
+  gpuUtil.buffer = new SeriesBuffer(1);
+  live.gpuUtilSeen = false;
+  live.gpuSeen = false;
   memory.step = 0;
   memory.hasTotal = false;
   phases.warmupEnd = 0;
   phases.compiled = false;
+  phases.restarts = [];
+  live.queued = null;
+  stepTimes.bySteps = new Map();
+  stepTimes.start = NaN;
   live.tick++;
 }
 
@@ -81,6 +120,7 @@ function ensureMemoryRanks(n: number): void {
   if (n <= memory.ranks) return;
   memory.ranks = Math.min(n, MAX_RANKS);
   memory.buffer = new SeriesBuffer(memoryColumns(memory.ranks)); // history before this point is dropped: rank count is fixed per run
+  gpuUtil.buffer = new SeriesBuffer(memory.ranks);
 }
 
 function pushLog(line: LogLine): void {
@@ -111,15 +151,25 @@ export function flushLive(): void {
 }
 
 export function applyEvent(e: CohortEvent): void {
+  if (Number.isNaN(stepTimes.start)) stepTimes.start = e.time;
   switch (e.type) {
+    case 'queued':
+      live.queued = { behind: e.behind, host: e.host };
+      if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'queued';
+      break;
     case 'hello':
       live.hello = e;
-      if (live.phase === 'starting') live.phase = 'warmup';
+      live.queued = null;
+      if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'warmup';
       break;
     case 'plan':
       live.plan = e;
+      live.queued = null;
       ensureMemoryRanks(e.worldSize);
-      if (live.phase === 'starting') live.phase = 'warmup';
+      if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'warmup';
+      break;
+    case 'restart':
+      restart(e);
       break;
     case 'compile': {
       // Progress reports ('running') update one entry in place; the final report replaces it.
@@ -130,12 +180,17 @@ export function applyEvent(e: CohortEvent): void {
       if (e.status !== 'running') phases.compiled = true;
       break;
     }
-    case 'warmup':
-      live.prep.push({ kind: 'warmup', label: `${e.steps} warm-up step(s)`, status: 'ok', durationMs: e.durationMs, detail: e.detail });
-      phases.warmupEnd = e.steps;
+    case 'warmup': {
+      const r = phases.restarts.at(-1);
+      live.prep.push({ kind: 'warmup', label: `${e.steps} warm-up step(s)${r ? ` after restart ${r.attempt}` : ''}`, status: 'ok', durationMs: e.durationMs, detail: e.detail });
+      // After a restart the warm-up counts from the step resumed from.
+      if (r) r.warmupEnd = r.resumeStep + e.steps;
+      else phases.warmupEnd = e.steps;
       break;
+    }
     case 'step': {
-      if (live.phase === 'starting' || live.phase === 'warmup') live.phase = 'training';
+      if (live.phase === 'starting' || live.phase === 'queued' || live.phase === 'warmup' || live.phase === 'restarting') live.phase = 'training';
+      stepTimes.bySteps.set(e.step, (e.time - stepTimes.start) / 1000);
       pendingStep = e;
       const row: Record<StepSeries, number> = { throughput: e.globalSamplesPerSec, loss: e.loss ?? NaN, stepTimeMs: e.stepTimeMs };
       metrics.steps.push(e.step, ...STEP_SERIES.map((s) => row[s]));
@@ -165,10 +220,22 @@ export function applyEvent(e: CohortEvent): void {
   live.tick++;
 }
 
+/** Every rank restarts from the last checkpoint: the steps after it are redone, so their points go. */
+function restart(e: RestartEvent): void {
+  const failedAtStep = pendingStep?.step ?? live.lastStep?.step ?? e.resumeStep;
+  phases.restarts.push({ attempt: e.attempt, host: e.host, rank: e.rank, reason: e.reason, resumeStep: e.resumeStep, failedAtStep });
+  live.phase = 'restarting';
+  // The failure was handled (it is listed with the restart); a later one shows its own banner.
+  live.error = null;
+  for (const b of [metrics.steps, metrics.ranks, memory.buffer, gpuUtil.buffer]) b.dropAfter(e.resumeStep);
+  pushLog({ time: e.time, rank: e.rank >= 0 ? e.rank : undefined, host: e.host, level: 'warn', text: `restart ${e.attempt}: ${e.reason}; resuming from step ${e.resumeStep}` });
+}
+
 function recordMemory(mem: StepEvent['memory']): void {
   if (!mem.length) return;
   ensureMemoryRanks(Math.max(...mem.map((m) => m.rank)) + 1);
   const ys: number[] = new Array(memoryColumns(memory.ranks)).fill(NaN);
+  const util: number[] = new Array(memory.ranks).fill(NaN);
   const rows: typeof live.memoryRanks = [];
   for (const m of mem) {
     if (m.rank >= memory.ranks) continue;
@@ -180,9 +247,15 @@ function recordMemory(mem: StepEvent['memory']): void {
     ys[memoryColumn(m.rank, 'used')] = used;
     ys[memoryColumn(m.rank, 'total')] = total ?? NaN;
     if (total !== null) memory.hasTotal = true;
+    if (gpu || m.gpuUuid !== undefined) live.gpuSeen ||= true;
+    if (m.gpuUtilPercent !== undefined) {
+      util[m.rank] = m.gpuUtilPercent;
+      live.gpuUtilSeen ||= true;
+    }
     rows.push({ rank: m.rank, host: m.host, used, total, kind: own ? 'GPU (this rank)' : gpu ? 'GPU device' : 'RSS' });
   }
   memory.buffer.push(memory.step, ...ys);
+  gpuUtil.buffer.push(memory.step, ...util);
   pendingMemory = rows.sort((a, b) => a.rank - b.rank);
 }
 
@@ -191,7 +264,7 @@ export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
   resetLive(meta.id, 'history');
   for (const e of events) applyEvent(e);
   flushLive();
-  if (live.phase === 'starting' || live.phase === 'warmup' || live.phase === 'training') {
+  if (isRunningPhase(live.phase)) {
     const s = meta.status;
     if (s === 'ok' || s === 'failed' || s === 'cancelled') live.phase = s;
     else if (s === 'lost') live.phase = 'failed';

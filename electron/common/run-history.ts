@@ -1,0 +1,79 @@
+// What the run history measures and how runs are told apart, shared by core (which records it), the
+// CLI (list, export) and the dashboard (History, Compare): the spread of a run's throughput over its
+// windows, its bounded curves, its duration and its user-given name. Plain TypeScript.
+
+/**
+ * The spread of a run's global throughput over its measured windows (one window per `step` event;
+ * warm-up and compile steps are never in a window). Quartiles by linear interpolation (numpy's
+ * default), so two runs' noise can be read next to their speedup.
+ */
+export interface ThroughputSpread {
+  /** How many windows were measured (0: none, every other field null). */
+  windows: number;
+  median: number | null;
+  min: number | null;
+  q1: number | null;
+  q3: number | null;
+  max: number | null;
+}
+
+/**
+ * A run's curves as the history keeps them (series.json beside meta.json): one point per window,
+ * at most RUN_SERIES_MAX_POINTS (older runs' curves thinned to every `stride`-th window, the last
+ * window always kept). Columns, not point objects (STYLE.md §11).
+ */
+export interface RunSeries {
+  runId: string;
+  /** Windows measured in all (the columns may hold fewer: see stride). */
+  windows: number;
+  stride: number;
+  step: number[];
+  /** Epoch ms of each window's end. */
+  time: number[];
+  samplesPerSec: number[];
+  loss: (number | null)[];
+  stepTimeMs: number[];
+  /** Over every window, not just the points kept. */
+  throughput: ThroughputSpread;
+}
+
+export const RUN_SERIES_MAX_POINTS = 2048;
+export const RUN_NAME_MAX = 80;
+
+/** Quantile q (0..1) of ascending `sorted`, linearly interpolated. */
+function quantile(sorted: number[], q: number): number {
+  const pos = (sorted.length - 1) * q;
+  const lo = Math.floor(pos);
+  const hi = Math.ceil(pos);
+  return sorted[lo]! + (sorted[hi]! - sorted[lo]!) * (pos - lo);
+}
+
+export function spreadOf(rates: readonly number[]): ThroughputSpread {
+  const s = rates.filter((r) => Number.isFinite(r)).sort((a, b) => a - b);
+  if (!s.length) return { windows: 0, median: null, min: null, q1: null, q3: null, max: null };
+  return { windows: s.length, median: quantile(s, 0.5), min: s[0]!, q1: quantile(s, 0.25), q3: quantile(s, 0.75), max: s[s.length - 1]! };
+}
+
+/** Wall time from start to end (to `now` while it runs); null when the end is unknown. */
+export function runDurationMs(m: { startedAt: string; endedAt?: string; status: string }, now = Date.now()): number | null {
+  const t0 = Date.parse(m.startedAt);
+  const open = !['ok', 'failed', 'cancelled', 'lost'].includes(m.status);
+  const t1 = m.endedAt ? Date.parse(m.endedAt) : open ? now : NaN;
+  return Number.isFinite(t0) && Number.isFinite(t1) ? Math.max(0, t1 - t0) : null;
+}
+
+/**
+ * A run name as the user typed it, trimmed; '' clears it. Refused (with the reason) when too long or
+ * holding control characters (it is shown in tables, CSV cells and terminal columns).
+ */
+export function checkRunName(name: string): { ok: true; name: string } | { ok: false; reason: string } {
+  const n = name.trim();
+  if (n.length > RUN_NAME_MAX) return { ok: false, reason: `a run name is at most ${RUN_NAME_MAX} characters (this one has ${n.length})` };
+  if (/[\u0000-\u001f\u007f]/.test(n)) return { ok: false, reason: 'a run name cannot hold line breaks, tabs or other control characters' };
+  return { ok: true, name: n };
+}
+
+/** The run's median throughput: the trainer's own `done` figure, else the median of the windows it measured (a cancelled or failed run). */
+export function runMedian(m: { medianGlobalSamplesPerSec?: number | null; throughput?: ThroughputSpread }): number | null {
+  return m.medianGlobalSamplesPerSec ?? m.throughput?.median ?? null;
+}

@@ -1,0 +1,112 @@
+// Issue 12 in the dashboard (Chromium against the real `cohort serve`, real local runs): a run
+// asked for on busy slots shows `queued behind RUN`, starts when the slots free, and a rank killed
+// with SIGKILL after a checkpoint (max restarts 1) shows as a restart: the Restarts row, a marker
+// on every chart at the step resumed from, the run finishing ok. Also the time x axis (issue 15).
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
+import { killLeftovers, ranksOf } from '../helpers/host';
+import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, screenshotsAllSizes, startServe, type ServeProcess } from './serve-process';
+
+const ARTIFACTS = join(ROOT, 'test-artifacts');
+
+describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live view', () => {
+  let serve: ServeProcess;
+  let ctx: BrowserContext;
+  let page: Page;
+  let profileDir: string;
+  const runIds: string[] = [];
+
+  beforeAll(async () => {
+    ensureRendererBuilt();
+    mkdirSync(ARTIFACTS, { recursive: true });
+    serve = await startServe();
+    profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-queue-'));
+    ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+    page = await ctx.newPage();
+    page.on('pageerror', (e) => console.error('[page error]', e.message));
+  });
+
+  afterAll(async () => {
+    await ctx?.close();
+    await serve?.dispose();
+    killLeftovers(runIds);
+    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+  });
+
+  const events = (id: string): CohortEvent[] => {
+    const p = join(serve.dataDir, 'runs', id, 'events.jsonl');
+    return existsSync(p) ? readFileSync(p, 'utf8').split('\n').filter(Boolean).map((l) => decodeEvent(JSON.parse(l))) : [];
+  };
+
+  async function launch(o: { ranks: number; steps: number; maxRestarts: number }): Promise<string> {
+    await page.getByTestId('nav-launch').click();
+    await page.getByTestId('launch-profile').selectOption('local');
+    await page.getByTestId('launch-ranks').fill(String(o.ranks));
+    await page.getByTestId('launch-batch-size').fill('2');
+    await page.getByTestId('launch-image-size').fill('8');
+    await page.getByTestId('launch-steps').fill(String(o.steps));
+    await page.getByTestId('launch-warmup-steps').fill('1');
+    await page.getByTestId('launch-log-steps').fill('1');
+    await page.getByTestId('launch-max-restarts').fill(String(o.maxRestarts));
+    const before = await page.getByTestId('run-id').textContent().catch(() => '');
+    await page.getByTestId('launch-start').click();
+    await expect.poll(async () => (await page.getByTestId('run-id').textContent().catch(() => '')) || '', { timeout: 30_000 }).not.toBe(before ?? '');
+    const id = (await page.getByTestId('run-id').textContent())!.trim();
+    runIds.push(id);
+    return id;
+  }
+
+  it('shows a run queued behind the one holding its slots, then its restart after a rank is killed', async () => {
+    await page.goto(serve.url);
+    const a = await launch({ ranks: 1, steps: 5000, maxRestarts: 0 });
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000 }).toBe('training');
+
+    // B needs slots 0 and 1; A holds slot 0.
+    const b = await launch({ ranks: 2, steps: 14, maxRestarts: 1 });
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 30_000 }).toBe('queued');
+    expect(await page.getByTestId('queued-behind').textContent()).toContain(`queued behind ${a}`);
+    await screenshotsAllSizes(page, ARTIFACTS, 'live-queued');
+
+    // A ends (stopped from the CLI): B starts on the freed slots.
+    const stop = spawnSync(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), 'stop', a], { env: { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home') }, encoding: 'utf8', timeout: 60_000 });
+    expect(stop.status, stop.stderr).toBe(0);
+    await expect.poll(() => events(b).some((e) => e.type === 'checkpoint' && e.action === 'saved'), { timeout: 180_000, interval: 100 }).toBe(true);
+    expect(await page.getByTestId('queued-behind').count()).toBe(0);
+
+    // Kill rank 1 after the checkpoint: the run restarts from it and finishes ok.
+    const rank1 = ranksOf(b).sort((x, y) => x.pid - y.pid)[1]!;
+    process.kill(rank1.pid, 'SIGKILL');
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 240_000, interval: 250 }).toBe('ok');
+    const restart = events(b).find((e) => e.type === 'restart');
+    expect(restart?.type).toBe('restart');
+    if (restart?.type !== 'restart') return;
+    expect(await page.getByTestId('restarts').textContent()).toContain(`resumed from step ${restart.resumeStep}`);
+    for (const chart of ['chart-throughput', 'chart-loss', 'chart-memory']) {
+      expect(await page.getByTestId(chart).getAttribute('data-markers')).toBe('↻ restart 1');
+    }
+    // The redone steps are not drawn twice: the chart holds each logged step once.
+    const steps = events(b).filter((e) => e.type === 'step').map((e) => (e.type === 'step' ? e.step : 0));
+    await expect.poll(() => page.getByTestId('chart-throughput').getAttribute('data-points')).toBe(String(new Set(steps).size));
+    // A CPU run: the GPU utilisation panel says so instead of drawing zeros.
+    expect(await page.getByTestId('chart-gpu-util').getAttribute('data-state')).toBe('no-gpu');
+    expect(await page.locator('[data-testid=chart-gpu-util] canvas').count()).toBe(0);
+    await screenshotsAllSizes(page, ARTIFACTS, 'live-restart', { fullPage: true });
+
+    // The time axis: same points, x in seconds since the run began.
+    await page.getByTestId('x-time').click();
+    await expect.poll(() => page.getByTestId('chart-throughput').getAttribute('data-x-axis')).toBe('time (s)');
+    const over = page.locator('[data-testid=chart-throughput] .u-over');
+    const box = (await over.boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
+    const [x] = await page.locator('[data-testid=chart-throughput] .u-legend .u-value').allTextContents();
+    expect(x).toMatch(/^\d+\.\d$/);
+    await page.mouse.move(0, 0);
+    await screenshotsAllSizes(page, ARTIFACTS, 'live-restart-time-axis', { fullPage: true });
+    await page.getByTestId('x-step').click();
+  }, 600_000);
+});
