@@ -88,25 +88,28 @@ print(json.dumps(out))`) as unknown[];
     expect(got[cases.length + 2]).toEqual({ uuid: 'GPU-0d1f2e3c-4b5a-6978-8796-a5b4c3d2e1f0', index: null, name: '', how: 'torch device UUID (nvidia-smi not available)' });
   });
 
-  it('counts only this process’s bytes on its own GPU; [N/A] (MIG) is unknown, not 0', () => {
+  it('counts only this process’s bytes on its own GPU, and its GPU’s utilisation; [N/A] (MIG) is unknown, not 0', () => {
     const got = py(`import json
 from cohort_torch.gpu import process_bytes
 apps = ${JSON.stringify(APPS)}
-print(json.dumps([process_bytes(apps, 4242, "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"), process_bytes(apps, 4343, "GPU-e91edf3b-b297-37c1-a2a7-7601c98a3f71"), process_bytes(apps, 9999, "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"), process_bytes(None, 4242, "GPU-x")]))`);
-    expect(got).toEqual([30000 * 2 ** 20, null, null, null]);
+from cohort_torch.gpu import gpu_util
+util = "GPU-1b2c3d4e-0000-1111-2222-333344445555, 12\\nGPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff, 97\\nGPU-e91edf3b-b297-37c1-a2a7-7601c98a3f71, [N/A]\\n"
+print(json.dumps([process_bytes(apps, 4242, "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"), process_bytes(apps, 4343, "GPU-e91edf3b-b297-37c1-a2a7-7601c98a3f71"), process_bytes(apps, 9999, "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"), process_bytes(None, 4242, "GPU-x"),
+                  gpu_util(util, "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"), gpu_util(util, "GPU-e91edf3b-b297-37c1-a2a7-7601c98a3f71"), gpu_util(None, "GPU-x")]))`);
+    expect(got).toEqual([30000 * 2 ** 20, null, null, null, 97, null, null]);
   });
 
   it('a CUDA rank’s step.memory, as memory_entries builds it, passes the protocol decoder with every field', () => {
     const GiB = 2 ** 30;
     const entries = py(`import json
 from cohort_torch.metrics import memory_entries
-rows = [[0, 0, 0, 0, 900e6, 128 * 2**30, 3 * 2**30, 5 * 2**30, 6 * 2**30, 7 * 2**30, 9 * 2**30, 80 * 2**30],
-        [0, 0, 0, 0, 800e6, 64 * 2**30, 2 * 2**30, 4 * 2**30, 5 * 2**30, -1, -1, -1]]
+rows = [[0, 0, 0, 0, 900e6, 128 * 2**30, 3 * 2**30, 5 * 2**30, 6 * 2**30, 7 * 2**30, 9 * 2**30, 80 * 2**30, 87.0],
+        [0, 0, 0, 0, 800e6, 64 * 2**30, 2 * 2**30, 4 * 2**30, 5 * 2**30, -1, -1, -1, -1]]
 peers = [{"rank": 0, "host": "g1", "localRank": 0, "gpuUuid": "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"}, {"rank": 1, "host": "g2", "localRank": 0}]
 print(json.dumps(memory_entries(rows, 4, peers)))`);
     const step = decodeEvent({ v: 1, type: 'step', time: 1, step: 10, epoch: 0, loss: 1, globalSamplesPerSec: 1, stepTimeMs: 1, worldSize: 2, lr: 0.1, memory: entries }) as StepEvent;
     expect(step.memory).toEqual([
-      { rank: 0, host: 'g1', rssBytes: 900e6, hostTotalBytes: 128 * GiB, tensorBytes: 3 * GiB, peakTensorBytes: 5 * GiB, reservedBytes: 6 * GiB, gpuProcessBytes: 7 * GiB, gpuUsedBytes: 9 * GiB, gpuTotalBytes: 80 * GiB, gpuUuid: 'GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff' },
+      { rank: 0, host: 'g1', rssBytes: 900e6, hostTotalBytes: 128 * GiB, tensorBytes: 3 * GiB, peakTensorBytes: 5 * GiB, reservedBytes: 6 * GiB, gpuProcessBytes: 7 * GiB, gpuUsedBytes: 9 * GiB, gpuTotalBytes: 80 * GiB, gpuUtilPercent: 87, gpuUuid: 'GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff' },
       { rank: 1, host: 'g2', rssBytes: 800e6, hostTotalBytes: 64 * GiB, tensorBytes: 2 * GiB, peakTensorBytes: 4 * GiB, reservedBytes: 5 * GiB },
     ]);
   });

@@ -12,7 +12,8 @@ Memory, per rank (each rank reports its own in step.memory):
 - this process's own bytes on its GPU as the driver counts them (gpuProcessBytes: nvidia-smi
   --query-compute-apps, matched by pid and UUID; includes the CUDA context), refreshed from the
   watchdog thread so a step never waits for a subprocess;
-- the device's used/total (cudaMemGetInfo: every process on it; a MIG slice's own for MIG).
+- the device's used/total (cudaMemGetInfo: every process on it; a MIG slice's own for MIG) and its
+  utilisation (nvidia-smi utilization.gpu, with the process bytes).
 On the CPU torch keeps no allocator statistics: tensorBytes counts the parameters, gradients and
 optimizer state (what lives across steps), and no peak is claimed.
 
@@ -82,6 +83,20 @@ def as_id(row, how, uuid=None, parent=None):
     return out
 
 
+def gpu_util(csv, uuid):
+    """`nvidia-smi --query-gpu=uuid,utilization.gpu --format=csv,noheader,nounits` → that GPU's percent
+    (None for "[N/A]", as under MIG, or when not listed)."""
+    for line in (csv or "").splitlines():
+        f = [s.strip() for s in line.split(",")]
+        if len(f) >= 2 and f[0] == uuid:
+            try:
+                v = float(f[1])
+            except ValueError:
+                return None
+            return v if 0 <= v <= 100 else None
+    return None
+
+
 def resolve_visible(entry_list, ordinal, rows, pci_order, migs=None):
     """The GPU behind CUDA device `ordinal`, from CUDA_VISIBLE_DEVICES (None: every GPU, in PCI order when
     CUDA_DEVICE_ORDER=PCI_BUS_ID). Integers are nvidia-smi's only in PCI order or when every GPU is the same
@@ -140,7 +155,7 @@ class GpuMemory:
     def __init__(self, device):
         self.device, self.pid = device, os.getpid()
         self.id = {"uuid": None, "index": None, "name": "", "how": "cpu"}
-        self.process, self.last, self.note, self.fell_back = None, 0.0, None, False
+        self.process, self.util, self.last, self.note, self.fell_back = None, None, 0.0, None, False
         if device.type != "cuda":
             # On the CPU while the driver lists GPUs: said loudly (plan gpuFellBack, hello deviceWarning).
             self.fell_back = any(line.startswith("GPU ") for line in (smi("-L") or "").splitlines())
@@ -181,7 +196,9 @@ class GpuMemory:
         self.last = time.time()
         apps = smi("--query-compute-apps=pid,used_memory,gpu_uuid", "--format=csv,noheader,nounits")
         # compute-apps names the physical GPU, also for a process on a MIG instance
-        self.process = process_bytes(apps, self.pid, self.id.get("parentUuid") or self.id["uuid"])
+        physical = self.id.get("parentUuid") or self.id["uuid"]
+        self.process = process_bytes(apps, self.pid, physical)
+        self.util = gpu_util(smi("--query-gpu=uuid,utilization.gpu", "--format=csv,noheader,nounits"), physical)
 
     def reset_peak(self):
         """Warm-up is over: the peak from now on is the training loop's."""
@@ -189,13 +206,14 @@ class GpuMemory:
             torch.cuda.reset_peak_memory_stats(self.device)
 
     def row(self, run):
-        """[tensor, peak, reserved, process, device used, device total] for this rank; -1 = not known."""
+        """[tensor, peak, reserved, process, device used, device total, util %] for this rank; -1 = not known."""
         if self.device.type != "cuda":
-            return [cpu_tensor_bytes(run), -1, -1, -1, -1, -1]
+            return [cpu_tensor_bytes(run), -1, -1, -1, -1, -1, -1]
         free, total = torch.cuda.mem_get_info(self.device)
         proc = self.process if self.process is not None else -1
+        util = self.util if self.util is not None else -1
         return [torch.cuda.memory_allocated(self.device), torch.cuda.max_memory_allocated(self.device),
-                torch.cuda.memory_reserved(self.device), proc, total - free, total]
+                torch.cuda.memory_reserved(self.device), proc, total - free, total, util]
 
 
 def cpu_tensor_bytes(run):

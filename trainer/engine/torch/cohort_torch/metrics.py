@@ -24,7 +24,7 @@ def gather(run, row):
     return [o.tolist() for o in out]
 
 
-MEMORY_FIELDS = 8  # rss, host total, tensor, peak, reserved, process-on-GPU, device used, device total
+MEMORY_FIELDS = 9  # rss, host total, tensor, peak, reserved, process-on-GPU, device used, device total, util %
 
 
 def host_total_bytes():
@@ -43,10 +43,12 @@ def memory_entries(rows, first, peers):
     """step.memory from every rank's row (rank order): each rank's own figures, its GPU by UUID."""
     out = []
     for r, row in enumerate(rows):
-        rss, host_total, alloc, peak, reserved, proc, used, total = row[first:first + MEMORY_FIELDS]
+        rss, host_total, alloc, peak, reserved, proc, used, total, util = row[first:first + MEMORY_FIELDS]
         e = {"rank": r, "host": peers[r]["host"], "rssBytes": int(rss), "tensorBytes": int(alloc)}
         e.update({k: int(v) for k, v in (("peakTensorBytes", peak), ("reservedBytes", reserved), ("gpuProcessBytes", proc),
                                          ("gpuUsedBytes", used), ("gpuTotalBytes", total), ("hostTotalBytes", host_total)) if v >= 0})
+        if 0 <= util <= 100:
+            e["gpuUtilPercent"] = util
         if peers[r].get("gpuUuid"):
             e["gpuUuid"] = peers[r]["gpuUuid"]
         out.append(e)
