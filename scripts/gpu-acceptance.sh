@@ -8,7 +8,13 @@
 # Cohort reports it vs torch.cuda.max_memory_allocated; then the tfjs engine on tfjs-node-gpu where
 # it installs (its hello says which device it really used). The table goes to
 # bench/results/gpu-<machine>.md; raw files to $OUT (default: a temp directory, printed).
-# Exit codes: 0 done, 77 no NVIDIA GPU here (skipped), 2 the machine lacks what the run needs.
+# Then the checks of what Cohort reports about the GPU (bench/gpu/checks.py, appended to the table):
+# each rank's device in plan/hello matched to nvidia-smi by UUID; step.memory per rank (allocator
+# figures, this process's own bytes on its GPU, device used/total, peak vs the plain script); --bf16
+# against the GPU's compute capability in the engine, in the agent's pre-launch check (a real
+# `cohort run --local --engine torch --bf16`) and in `cohort probe`; tfjs's device and true peak.
+# Exit codes: 0 done and every check passed, 1 a check failed (see the table), 77 no NVIDIA GPU here
+# (skipped), 2 the machine lacks what the run needs.
 # One rank throughout: two DDP ranks on one GPU are not a valid test.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,6 +46,11 @@ done
 cat "$OUT/machine.txt"
 "$PY" -c 'import sys, torch, torchvision; sys.exit(0 if torch.cuda.is_available() and int(torch.__version__.split(".")[0]) >= 2 else 1)' 2>/dev/null ||
   { echo "gpu-acceptance: $PY needs torch >= 2 with CUDA and torchvision (see $OUT/machine.txt)"; exit 2; }
+# The GPUs by nvidia-smi's index and UUID (compute_cap asked apart: drivers before R510 reject it), and
+# what the ranks were told to use: the checks match each rank's reported device against these.
+nvidia-smi --query-gpu=index,uuid,name,compute_cap --format=csv,noheader,nounits > "$OUT/gpus.csv" 2>/dev/null ||
+  nvidia-smi --query-gpu=index,uuid,name --format=csv,noheader,nounits > "$OUT/gpus.csv"
+echo "$CUDA_VISIBLE_DEVICES" > "$OUT/visible.txt"
 MACHINE=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr -c 'A-Za-z0-9\n' '-' | tr -s '-' | sed 's/-$//' | tr 'A-Z' 'a-z')
 
 # ---- 1+2. the ladder: Cohort's engine and the plain script, rung by rung ----------------------
@@ -61,6 +72,16 @@ rung fp16 0 --fp16 -- --fp16
 rung fp16-channels-last 1 --fp16 -- --fp16 --channels-last
 rung all 1 --fp16 --compile -- --fp16 --channels-last --compile
 
+# ---- 2b. bf16: the engine's own rule, then the agent's pre-launch check through a real Cohort run --------
+echo "bf16: engine --bf16, then cohort run --local --engine torch --bf16, then cohort probe local"
+MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000)) RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 COHORT_HOST=$(hostname) \
+  "$PY" "$ENGINE" "${SHAPE[@]}" --bf16 > "$OUT/engine-bf16.jsonl" 2> "$OUT/engine-bf16.log"
+if command -v node >/dev/null 2>&1 && [ -f "$REPO/dist/cli.mjs" ]; then
+  COHORT_PYTHON=$PY COHORT_DATA_DIR="$OUT/cohort-data" node "$REPO/dist/cli.mjs" run --local --engine torch --bf16 --image-size 64 --batch-size 8 --steps 6 --log-steps 3 --warmup-steps 1 --json > "$OUT/bf16-cli.jsonl" 2> "$OUT/bf16-cli.log"
+  echo $? > "$OUT/bf16-cli.exit"
+  COHORT_PYTHON=$PY COHORT_DATA_DIR="$OUT/cohort-data" node "$REPO/dist/cli.mjs" probe local > "$OUT/probe.txt" 2>&1
+fi
+
 # ---- 3. tfjs on tfjs-node-gpu, where it installs ----------------------------------------------
 if [ "${SKIP_TFJS:-0}" = 1 ]; then echo "skipped (SKIP_TFJS=1)" > "$OUT/tfjs.skipped"
 elif ! command -v node >/dev/null 2>&1 || [ ! -f "$REPO/dist/cli.mjs" ]; then echo "skipped: needs node and a built clone (npm ci && npm run build)" > "$OUT/tfjs.skipped"
@@ -73,5 +94,9 @@ fi
 # ---- 4. the table -----------------------------------------------------------------------------
 mkdir -p "$REPO/bench/results"
 "$PY" "$REPO/bench/gpu/report.py" "$OUT" native compile fp16 fp16-channels-last all > "$REPO/bench/results/gpu-$MACHINE.md"
+echo >> "$REPO/bench/results/gpu-$MACHINE.md"
+"$PY" "$REPO/bench/gpu/checks.py" "$OUT" >> "$REPO/bench/results/gpu-$MACHINE.md"
+CHECKS=$?
 cat "$REPO/bench/results/gpu-$MACHINE.md"
 echo "raw files: $OUT"
+[ "$CHECKS" = 0 ] || { echo "gpu-acceptance: some checks FAILED (see above)"; exit 1; }

@@ -175,6 +175,7 @@ export function humanPrinter(
           break;
         case 'error':
           say(`${s.red('error:')} ${e.rank >= 0 ? `rank ${e.rank} on ${e.host}` : e.host}: ${e.message}\n`);
+          if (e.hint) say(`  hint: ${e.hint}\n`);
           if (e.logTail.length) say(`  last log lines:\n${e.logTail.slice(-10).map((l) => `    ${l}`).join('\n')}\n`);
           break;
         case 'done':

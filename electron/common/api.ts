@@ -15,6 +15,8 @@ export interface GpuInfo {
   memoryBytes: number;
   driver: string;
   cuda: string;
+  /** nvidia-smi's compute_cap, e.g. "8.0" (absent on drivers before R510). bf16 needs ≥ 8.0. */
+  computeCap?: string;
 }
 
 /** What `probe` found on one host. */

@@ -29,6 +29,7 @@ describe('cohort run --local', () => {
     const hello = of(r.events, 'hello')[0] as HelloEvent;
     expect(hello).toMatchObject({ engine: 'tfjs', worldSize: 2 });
     expect(hello.capabilities.fp16!.available).toBe(false);
+    expect(hello.capabilities.peakMemory!.detail).toMatch(/every tensor allocation counted, not sampled.*wasm heap/);
     expect(of(r.events, 'warmup')).toHaveLength(1);
     const steps = of(r.events, 'step') as StepEvent[];
     expect(steps.map((s) => s.step)).toEqual([2, 4, 6]);
@@ -36,6 +37,8 @@ describe('cohort run --local', () => {
       expect(s.globalSamplesPerSec).toBeGreaterThan(0);
       expect(s.memory.map((m) => m.rank).sort()).toEqual([0, 1]);
       expect(s.memory.every((m) => m.rssBytes > 10e6)).toBe(true);
+      // The true peak (every tfjs allocation watched) holds a step's activations, well above what stays between steps.
+      expect(s.memory.every((m) => m.peakTensorBytes! > m.tensorBytes!)).toBe(true);
     }
     // A full window (the first follows warm-up): a 2-rank ring sends 2(n-1)/n = 1 × every gradient, as float32.
     const fp32BytesPerStep = steps[1]!.commBytes! / (steps[1]!.step - steps[0]!.step);

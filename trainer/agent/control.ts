@@ -94,6 +94,9 @@ export class ControlLink extends DisposableBase {
       if (m.t !== 'beat') this.onMsg(m);
     });
     sock.on('error', () => {}); // 'close' follows
+    // readline re-emits its input's errors: without this a peer's reset (ECONNRESET, e.g. a follower that
+    // exits with our beats unread) was an unhandled 'error' that killed this agent.
+    lines.on('error', () => {});
     sock.on('close', () => this.close('connection closed'));
     const beat = setInterval(() => this.send({ t: 'beat' }), BEAT_MS);
     const watch = setInterval(() => {
@@ -109,6 +112,14 @@ export class ControlLink extends DisposableBase {
 
   send(m: ControlMsg): void {
     if (!this.isDisposed && this.sock.writable) this.sock.write(JSON.stringify(m) + '\n');
+  }
+
+  /** Resolves once everything sent so far is handed to the kernel (or the socket is gone): an agent about to exit waits for it. */
+  flushed(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.closed || !this.sock.writable) return resolve();
+      this.sock.write('', () => resolve());
+    });
   }
 
   get isClosed(): boolean {

@@ -9,7 +9,9 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { join } from 'node:path';
 import { DisposableStore, SlowRankWatch, decodeLaunchSpec, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
 import { listCheckpoints } from '../train/checkpoint';
+import { readGpuRows } from '../util/nvidia-smi';
 import { chooseEngine, type EngineChoice } from './engine-choice';
+import { gpuPreflight } from './gpu-preflight';
 import { ControlLink, tokenMatches, type ControlMsg } from './control';
 import { claimSlots, releaseSlots } from './leases';
 import { RankGroup, emitTo, type RankExit, type RankSink } from './ranks';
@@ -55,6 +57,10 @@ class HostAgent {
   private readonly slots: number[];
   private readonly timeoutMs: number;
   private engine: EngineChoice | undefined;
+  /** Per-rank GPU environment decided before launch (gpu-preflight.ts). */
+  private rankEnv: Record<string, string>[] = [];
+  /** A follower's pre-launch refusal, told to the leader as soon as it is connected (the run ends now, not at the leader's connect timeout). */
+  private refusal: (RunStateError & { hint?: string }) | undefined;
   private group: RankGroup | undefined;
   private attempt = 0;
   private leasesHeld = false;
@@ -94,15 +100,27 @@ class HostAgent {
     life.addFn(() => clearInterval(beat));
     life.add(onProcessSignals(['SIGTERM', 'SIGINT', 'SIGHUP'], (sig) => this.cancel(`agent received ${sig}`)));
     try {
-      this.engine = await chooseEngine(this.spec.config.engine, { enginesDir: this.opts.enginesDir });
+      // The profile host's env (its python: COHORT_PYTHON) and the workdir's venvs count in the choice.
+      this.engine = await chooseEngine(this.spec.config.engine, { enginesDir: this.opts.enginesDir, workdir: this.opts.workdir, env: { ...process.env, ...this.spec.env } });
     } catch (err) {
       this.fail({ host: this.spec.host, rank: -1, message: (err as Error).message, code: 'engine-unavailable' });
     }
     if (!this.ended) {
       this.log('info', `agent on ${this.spec.host} (${this.role}): ${this.spec.ranks.length} rank(s), engine ${this.engine!.name} (${this.engine!.reason})`);
+      const pre = gpuPreflight({ host: this.spec.host, engine: this.engine!, config: this.spec.config, ranks: this.spec.ranks, smi: await readGpuRows(), inherited: { ...process.env, ...this.spec.env } });
+      if (pre.ok) {
+        this.rankEnv = pre.env;
+        for (const n of pre.notes) this.log('info', `agent on ${this.spec.host}: ${n}`);
+      } else {
+        const refusal = { host: this.spec.host, rank: -1, message: pre.message, code: pre.code, hint: pre.hint };
+        if (this.role === 'follower' && this.spec.control) this.refusal = refusal;
+        else this.fail(refusal);
+      }
+    }
+    if (!this.ended) {
       if (this.role === 'follower') this.connectToLeader();
       else this.listen();
-      void this.claim();
+      if (!this.refusal) void this.claim();
     }
     const code = await this.finished;
     if (this.leasesHeld) releaseSlots(this.opts.workdir, this.spec.runId, this.slots);
@@ -147,17 +165,18 @@ class HostAgent {
     };
     for (const f of this.followers.values()) f.link.send({ t: 'end', state, reason: error?.message ?? state });
     this.group?.kill();
-    void (this.group?.done ?? Promise.resolve()).then(() => {
-      // let the followers' `end` leave the socket before the process exits
+    const links = [...(this.leader ? [this.leader] : []), ...[...this.followers.values()].map((f) => f.link)];
+    void (this.group?.done ?? Promise.resolve()).then(() => Promise.all(links.map((l) => l.flushed()))).then(() => {
+      // the last messages (the leader's `end`, a follower's error) have left the socket before the process exits
       for (const f of this.followers.values()) f.link.close('run ended');
       this.leader?.close('run ended');
       done();
     });
   }
 
-  private fail(error: RunStateError & { logTail?: string[] }): void {
-    this.record.event({ v: 1, time: Date.now(), type: 'error', rank: error.rank, host: error.host, message: error.message, logTail: error.logTail ?? [], ...(error.code ? { code: error.code } : {}) });
-    const { logTail: _t, ...e } = error;
+  private fail(error: RunStateError & { logTail?: string[]; hint?: string }): void {
+    this.record.event({ v: 1, time: Date.now(), type: 'error', rank: error.rank, host: error.host, message: error.message, logTail: error.logTail ?? [], ...(error.code ? { code: error.code } : {}), ...(error.hint ? { hint: error.hint } : {}) });
+    const { logTail: _t, hint: _h, ...e } = error;
     if (this.role === 'follower') this.leader?.send({ t: 'error', event: { v: 1, time: Date.now(), type: 'error', rank: e.rank, host: e.host, message: e.message, logTail: [], ...(e.code ? { code: e.code } : {}) } });
     this.end('failed', e);
   }
@@ -199,7 +218,7 @@ class HostAgent {
   private startRanks(attempt: number, resume: boolean): void {
     this.attempt = attempt;
     const config = { ...this.spec.config, ...(resume ? { resume: true } : {}), ...this.checkpointing() };
-    const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, this.sink, (x) => this.onRankExit(group, x));
+    const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, this.sink, (x) => this.onRankExit(group, x), this.rankEnv);
     this.group = group;
     this.setState('running');
     void group.done.then(() => this.onRanksDone(group, attempt));
@@ -415,7 +434,7 @@ class HostAgent {
       sock.once('error', (err) => {
         if (this.leader) return;
         if (Date.now() - started > CONNECT_TIMEOUT_MS) {
-          return this.fail({ host: this.spec.host, rank: -1, message: `could not reach the leader's agent at ${c.addr}:${c.port}: ${err.message}`, code: 'leader-unreachable' });
+          return this.fail(this.refusal ?? { host: this.spec.host, rank: -1, message: `could not reach the leader's agent at ${c.addr}:${c.port}: ${err.message}`, code: 'leader-unreachable' });
         }
         setTimeout(attempt, 250);
       });
@@ -430,6 +449,7 @@ class HostAgent {
           },
         );
         link.send({ t: 'hello', token: c.token, host: this.spec.host, ranks: this.spec.ranks.length });
+        if (this.refusal) return this.fail(this.refusal);
         if (this.leasesHeld) link.send({ t: 'ready' });
         else if (this.record.current.queuedBehind) link.send({ t: 'queued', behind: this.record.current.queuedBehind });
       });

@@ -71,7 +71,7 @@ export interface PlanRank {
   rank: number;
   host: string;
   localRank: number;
-  /** GPU index this rank sees as its only device (CUDA_VISIBLE_DEVICES), if any. */
+  /** nvidia-smi's index of the GPU the rank computes on (torch: found by the device's own UUID; tfjs: the one visible device). */
   gpu?: number;
   /** The device the rank really computes on (checked at run time), e.g. "CUDA NVIDIA A100 (GPU 2, GPU-…) via libtensorflow 2.9.1". */
   device?: string;
@@ -125,8 +125,14 @@ export interface RankMemory {
   rssBytes: number;
   /** Bytes held by the framework (tfjs numBytes, torch memory_allocated). */
   tensorBytes?: number;
-  /** Peak framework bytes since warm-up ended (torch max_memory_allocated after reset_peak_memory_stats; tfjs: the largest sampled numBytes). */
+  /**
+   * Peak framework bytes since warm-up ended: torch max_memory_allocated after reset_peak_memory_stats
+   * (this process, CUDA only); tfjs the highest value tf.memory().numBytes took (every allocation
+   * watched, not sampled).
+   */
   peakTensorBytes?: number;
+  /** torch: memory_reserved, what this process's caching allocator holds from the driver (≥ tensorBytes). */
+  reservedBytes?: number;
   /** The whole GPU's used bytes (nvidia-smi memory.used: includes every other process on it). */
   gpuUsedBytes?: number;
   gpuTotalBytes?: number;
@@ -291,7 +297,7 @@ function capability(v: unknown, path: string): Capability {
 function rankMemory(v: unknown, path: string): RankMemory {
   const o = obj(v, path);
   const m: RankMemory = { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), rssBytes: num(o, 'rssBytes', path, { min: 0 }) };
-  for (const k of ['tensorBytes', 'peakTensorBytes', 'gpuUsedBytes', 'gpuTotalBytes', 'gpuProcessBytes', 'hostTotalBytes'] as const) {
+  for (const k of ['tensorBytes', 'peakTensorBytes', 'reservedBytes', 'gpuUsedBytes', 'gpuTotalBytes', 'gpuProcessBytes', 'hostTotalBytes'] as const) {
     const x = optNum(o, k, path, { min: 0 });
     if (x !== undefined) m[k] = x;
   }

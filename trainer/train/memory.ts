@@ -1,4 +1,5 @@
-// Per-rank memory for `step` events: process RSS (and the host's RAM), framework bytes (and their peak since warm-up),
+// Per-rank memory for `step` events: process RSS (and the host's RAM), framework bytes (and their true peak since
+// warm-up when the engine watches it: tfjs's TensorBytesPeak),
 // and, when the rank really runs on a GPU, that GPU's numbers from nvidia-smi: this process's own
 // bytes on it (by pid and UUID), the whole device's used bytes and its total. nvidia-smi is queried
 // in the background and never blocks a step; see nvidia-smi.ts for how the device is resolved.
@@ -42,6 +43,8 @@ export class MemorySampler extends DisposableBase {
     private readonly host: string,
     private readonly tensorBytes: () => number,
     private readonly readGpu: GpuReader | undefined,
+    /** The framework's true peak (tfjs: TensorBytesPeak); without it the peak is the largest sample. */
+    private readonly peak?: { peak(): number; reset(): void },
   ) {
     super();
     this.refreshGpu();
@@ -50,7 +53,7 @@ export class MemorySampler extends DisposableBase {
   sample(): RankMemory {
     this.refreshGpu();
     const tensorBytes = this.tensorBytes();
-    this.peakTensor = Math.max(this.peakTensor, tensorBytes);
+    this.peakTensor = Math.max(this.peakTensor, tensorBytes, this.peak?.peak() ?? 0);
     const g = this.gpu;
     const total = g?.device.mig ? undefined : g?.device.gpu.totalBytes; // a MIG slice's size is not the device's
     const used = g?.device.mig ? undefined : g?.device.gpu.usedBytes;
@@ -72,6 +75,7 @@ export class MemorySampler extends DisposableBase {
 
   /** Warm-up is over: the peak from now on is the training loop's, not the first steps' allocations. */
   resetPeak(): void {
+    this.peak?.reset();
     this.peakTensor = 0;
   }
 

@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { connectCollective, rendezvousEnvFromProcess, type Collective, type RendezvousEnv } from '../collectives';
-import { applyCompilePlan, compileTrainStep, createResNet50, initBackend, initialParamsParallel, resnet50Spec, tfjsCapabilities, type BackendInfo, type CompileReport, type TfjsResNet } from '../engine/tfjs';
+import { TensorBytesPeak, applyCompilePlan, compileTrainStep, createResNet50, initBackend, initialParamsParallel, resnet50Spec, tfjsCapabilities, type BackendInfo, type CompileReport, type TfjsResNet } from '../engine/tfjs';
 import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, CohortError, decodeTrainConfig, toErrorInfo, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer, type Optimizer } from '../optim/optimizer';
 import { exchangeAndUpdate, gatherOptimizerState } from './exchange';
@@ -126,7 +126,10 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   const totalSteps = config.steps > 0 ? config.steps : config.epochs * stepsPerEpoch;
   const model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, seed: config.seed, freezeBn: config.freezeBn, init: 'zeros' });
   owned.push(model);
-  const sampler = new MemorySampler(rdv.rank, host, () => model.tensorBytes(), backend.gpu ? nvidiaSmiReader(env, 0) : undefined); // TensorFlow's GPU:0 is the first visible device
+  const peak = new TensorBytesPeak(); // every allocation counted, not the largest sample
+  owned.push(peak);
+  if (!peak.exact) log('tfjs tensor bytes cannot be watched on this tfjs: peakTensorBytes is the largest sampled value');
+  const sampler = new MemorySampler(rdv.rank, host, () => model.tensorBytes(), backend.gpu ? nvidiaSmiReader(env, 0) : undefined, peak); // TensorFlow's GPU:0 is the first visible device
   owned.push(sampler);
 
   const collective = await connectCollective(rdv, { timeoutMs: Number(env.COHORT_RENDEZVOUS_TIMEOUT_MS ?? 60_000) });
@@ -161,7 +164,8 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   await collective.broadcast(optimizer.params, 0);
   model.setParams(optimizer.params);
 
-  const ranks = await collective.gather({ rank: rdv.rank, host, localRank: rdv.localRank, gpu: env.CUDA_VISIBLE_DEVICES, device: backend.device, gpuUuid: backend.gpuDevice?.uuid, onCpu: !!backend.gpuWarning }, 0);
+  // What each rank really runs on (the binding's answer, resolved to nvidia-smi's GPU), not what it was given.
+  const ranks = await collective.gather({ rank: rdv.rank, host, localRank: rdv.localRank, gpu: backend.gpuDevice ? String(backend.gpuDevice.index) : undefined, device: backend.device, gpuUuid: backend.gpuDevice?.uuid, onCpu: !!backend.gpuWarning }, 0);
   emit({
     type: 'plan',
     worldSize: rdv.worldSize,

@@ -21,6 +21,8 @@ export interface GpuRow {
   pciBusId: string;
   usedBytes: number;
   totalBytes: number;
+  /** nvidia-smi's compute_cap, e.g. "8.0" (absent: the driver predates the field, R510). */
+  computeCap?: string;
   /** utilization.gpu: percent of the last sample period a kernel ran (absent when nvidia-smi says [N/A]). */
   utilPercent?: number;
 }
@@ -42,6 +44,8 @@ export interface ComputeApp {
 /** The --query-gpu fields parseGpuRows expects, in order. */
 export const GPU_QUERY = 'index,uuid,name,pci.bus_id,memory.used,memory.total,utilization.gpu';
 export const APPS_QUERY = 'pid,used_memory,gpu_uuid';
+/** Asked separately: a driver that does not know compute_cap (before R510) fails the whole query. */
+export const CC_QUERY = 'uuid,compute_cap';
 const MIB = 2 ** 20;
 
 /** `nvidia-smi --query-gpu=${GPU_QUERY} --format=csv,noheader,nounits` */
@@ -56,6 +60,16 @@ export function parseGpuRows(csv: string): GpuRow[] {
     rows.push({ index, uuid: f[1]!, name: f[2]!, pciBusId: f[3]!, usedBytes: mibBytes(f[4]!), totalBytes: mibBytes(f[5]!), ...(util !== undefined && util <= 100 ? { utilPercent: util } : {}) });
   }
   return rows;
+}
+
+/** `nvidia-smi --query-gpu=${CC_QUERY} --format=csv,noheader,nounits` merged into `rows` by UUID. */
+export function withComputeCaps(rows: GpuRow[], csv: string | undefined): GpuRow[] {
+  const caps = new Map<string, string>();
+  for (const line of (csv ?? '').split('\n')) {
+    const [uuid, cc] = line.split(',').map((s) => s.trim());
+    if (uuid?.startsWith('GPU-') && cc && /^\d+\.\d+$/.test(cc)) caps.set(uuid, cc);
+  }
+  return rows.map((r) => (caps.has(r.uuid) ? { ...r, computeCap: caps.get(r.uuid)! } : r));
 }
 
 /** `nvidia-smi --query-compute-apps=${APPS_QUERY} --format=csv,noheader,nounits` */
@@ -159,6 +173,6 @@ export function queryNvidiaSmi(args: string[], opts: { timeoutMs?: number; signa
 export async function readGpuRows(signal?: AbortSignal): Promise<{ gpus: GpuRow[]; migs: MigRow[] } | undefined> {
   const csv = await queryNvidiaSmi([`--query-gpu=${GPU_QUERY}`, '--format=csv,noheader,nounits'], { ...(signal ? { signal } : {}) });
   if (csv === undefined) return undefined;
-  const list = (await queryNvidiaSmi(['-L'], { ...(signal ? { signal } : {}) })) ?? '';
-  return { gpus: parseGpuRows(csv), migs: parseMigList(list) };
+  const [list, caps] = await Promise.all([queryNvidiaSmi(['-L'], { ...(signal ? { signal } : {}) }), queryNvidiaSmi([`--query-gpu=${CC_QUERY}`, '--format=csv,noheader,nounits'], { ...(signal ? { signal } : {}) })]);
+  return { gpus: withComputeCaps(parseGpuRows(csv), caps), migs: parseMigList(list ?? '') };
 }

@@ -25,6 +25,36 @@ describe('probe', () => {
     expect(p.torch).toEqual({ version: '2.3.0', cuda: true });
   });
 
+  it('reads compute capability per GPU (asked apart: a pre-R510 driver rejects the field) and says where --bf16 runs natively', () => {
+    // A fake nvidia-smi on PATH stands in for the driver (no GPU here); its answers are the real tool's formats.
+    const root = mkdtempSync(join(tmpdir(), 'cohort-probe-smi-'));
+    try {
+      const smi = (body: string) => {
+        writeFileSync(join(root, 'nvidia-smi'), `#!/bin/sh\n${body}\n`);
+        chmodSync(join(root, 'nvidia-smi'), 0o755);
+        const out = execFileSync('/bin/sh', ['-c', probeScript(join(root, 'wd'))], { encoding: 'utf8', env: { ...process.env, PATH: `${root}:${process.env.PATH}` } });
+        return parseProbe('g1', out);
+      };
+      const mixed = smi(`case "$*" in
+  *index,name,memory.total,driver_version*) printf '0, Tesla V100-SXM2-16GB, 16384, 535.104.05\\n1, NVIDIA A100-SXM4-40GB, 40960, 535.104.05\\n';;
+  *index,compute_cap*) printf '0, 7.0\\n1, 8.0\\n';;
+  *) echo '| NVIDIA-SMI 535.104.05   Driver Version: 535.104.05   CUDA Version: 12.2     |';;
+esac`);
+      expect(mixed.gpus.map((g) => [g.name, g.computeCap])).toEqual([['Tesla V100-SXM2-16GB', '7.0'], ['NVIDIA A100-SXM4-40GB', '8.0']]);
+      expect(probeSummary(mixed)).toMatch(/Tesla V100-SXM2-16GB 16 GiB cc 7\.0, NVIDIA A100-SXM4-40GB 40 GiB cc 8\.0 \(driver 535\.104\.05, CUDA 12\.2; no --bf16 on GPU 0 \(cc 7\.0\): needs compute capability ≥ 8\.0/);
+      const old = smi(`case "$*" in
+  *compute_cap*) echo 'Field "compute_cap" is not a valid field to query.' >&2; exit 2;;
+  *index,name,memory.total,driver_version*) echo '0, Tesla V100-SXM2-16GB, 16384, 470.82.01';;
+  *) echo '| NVIDIA-SMI 470.82.01    Driver Version: 470.82.01    CUDA Version: 11.4     |';;
+esac`);
+      expect(old.gpus).toHaveLength(1);
+      expect(old.gpus[0]!.computeCap).toBeUndefined();
+      expect(probeSummary(old)).toMatch(/bf16 unknown \(driver does not report compute_cap\)/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('reports every Python found (profile, system, venvs under the workdir, conda) and picks a CUDA torch over a CPU torch', () => {
     // Fake interpreters: shell scripts answering the probe's question as a Python would.
     const root = mkdtempSync(join(tmpdir(), 'cohort-probe-py-'));

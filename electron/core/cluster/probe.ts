@@ -2,6 +2,7 @@
 // POSIX shell script run over one SSH exec. Shell, not Node, because a host without Node ≥ 20 must
 // still be described (and told how to fix it). Output is `key=value` lines; parseProbe reads them.
 import type { GpuInfo, HostProbe } from '../../common';
+import { BF16_RULE, bf16Native, parseComputeCapability } from '../../../trainer/util/compute-capability';
 
 export const MIN_NODE_MAJOR = 20;
 
@@ -20,6 +21,8 @@ NODE=$(command -v node 2>/dev/null)
 if [ -n "$NODE" ]; then echo "node=$NODE|$("$NODE" --version 2>/dev/null)"; fi
 if command -v nvidia-smi >/dev/null 2>&1; then
   nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv,noheader,nounits 2>/dev/null | while IFS= read -r l; do echo "gpu=$l"; done
+  # Asked apart: drivers before R510 do not know compute_cap and fail the whole query.
+  nvidia-smi --query-gpu=index,compute_cap --format=csv,noheader,nounits 2>/dev/null | while IFS= read -r l; do echo "gpucc=$l"; done
   echo "cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\\([0-9.]*\\).*/\\1/p' | head -n 1)"
 fi
 for m in tfjs-node-gpu tfjs-node; do
@@ -50,6 +53,7 @@ export function parseProbe(host: string, text: string, probedAt = new Date().toI
   const p: HostProbe = { host, ok: false, probedAt, gpus: [], tfjsNodeGpu: false, tfjsNode: false };
   let cuda = '';
   let complete = false;
+  const caps = new Map<number, string>();
   for (const line of text.split('\n')) {
     const eq = line.indexOf('=');
     if (eq < 0) continue;
@@ -80,6 +84,11 @@ export function parseProbe(host: string, text: string, probedAt = new Date().toI
         if (Number.isFinite(g.index)) p.gpus.push(g);
         break;
       }
+      case 'gpucc': {
+        const [index, cc] = value.split(',').map((s) => s.trim());
+        if (parseComputeCapability(cc)) caps.set(Number(index), cc!);
+        break;
+      }
       case 'cuda':
         cuda = value;
         break;
@@ -99,7 +108,11 @@ export function parseProbe(host: string, text: string, probedAt = new Date().toI
         break;
     }
   }
-  for (const g of p.gpus) g.cuda = cuda;
+  for (const g of p.gpus) {
+    g.cuda = cuda;
+    const cc = caps.get(g.index);
+    if (cc) g.computeCap = cc;
+  }
   // The one the agent would pick (engine-choice.ts's order): the first CUDA torch, else the first torch, else the first Python.
   const pick = p.pythons?.find((x) => x.cuda) ?? p.pythons?.find((x) => x.torch) ?? p.pythons?.[0];
   if (pick) {
@@ -120,9 +133,18 @@ export function shellQuote(s: string): string {
 /** One line per host for `cohort probe` (table form). */
 export function probeSummary(p: HostProbe): string {
   if (p.error && !p.node) return `${p.host}: ${p.error.message}`;
-  const gpu = p.gpus.length ? p.gpus.map((g) => `${g.name} ${(g.memoryBytes / 2 ** 30).toFixed(0)} GiB`).join(', ') + ` (driver ${p.gpus[0]!.driver}, CUDA ${p.gpus[0]!.cuda || '?'})` : 'CPU only';
+  const gpu = p.gpus.length ? p.gpus.map((g) => `${g.name} ${(g.memoryBytes / 2 ** 30).toFixed(0)} GiB${g.computeCap ? ` cc ${g.computeCap}` : ''}`).join(', ') + ` (driver ${p.gpus[0]!.driver}, CUDA ${p.gpus[0]!.cuda || '?'}${bf16Note(p.gpus)})` : 'CPU only';
   const torch = p.torch ? `torch ${p.torch.version}${p.torch.cuda ? '+cuda' : ''} (${p.python?.path})` : 'no torch';
   const more = (p.pythons?.length ?? 0) > 1 ? ` [pythons: ${p.pythons!.map((x) => `${x.path} ${x.torch ? `torch ${x.torch} ${x.cuda ? `CUDA ${x.cudaVersion ?? '?'}` : 'CPU'}` : 'no torch'}`).join('; ')}]` : '';
   const tf = p.tfjsNodeGpu ? 'tfjs-node-gpu' : p.tfjsNode ? 'tfjs-node' : 'tfjs wasm only';
   return `${p.host}: ${p.os ?? '?'} ${p.arch ?? ''}, ${p.cores ?? '?'} cores, ${p.memBytes ? (p.memBytes / 2 ** 30).toFixed(1) + ' GiB' : '?'}, node ${p.node?.version ?? 'missing'}, ${gpu}, ${tf}, ${torch}${more}${p.error ? ` — ${p.error.message}` : ''}`;
+}
+
+/** "; bf16: GPU 0, 1 only" style note: which GPUs compute bf16 natively (the torch engine's and the agent's rule). */
+export function bf16Note(gpus: GpuInfo[]): string {
+  const known = gpus.filter((g) => parseComputeCapability(g.computeCap));
+  if (!known.length) return gpus.length ? '; bf16 unknown (driver does not report compute_cap)' : '';
+  const no = known.filter((g) => !bf16Native(parseComputeCapability(g.computeCap)!));
+  if (!no.length) return known.length === gpus.length ? '; bf16 native' : `; bf16 native on GPU ${known.map((g) => g.index).join(', ')}`;
+  return `; no --bf16 on GPU ${no.map((g) => `${g.index} (cc ${g.computeCap})`).join(', ')}: needs ${BF16_RULE}`;
 }

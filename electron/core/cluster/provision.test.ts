@@ -19,6 +19,17 @@ describe('cohort provision', () => {
     expect(provisionPlan(probe('x86_64', 0)).pkg).toBe(`@tensorflow/tfjs-node@${TFJS_NODE_VERSION}`);
   });
 
+  it('says before installing where --bf16 will be refused (compute capability below 8.0) or cannot be checked', () => {
+    const p = probe('x86_64', 3);
+    p.gpus[0]!.computeCap = '7.0';
+    p.gpus[0]!.name = 'Tesla V100-SXM2-16GB';
+    p.gpus[1]!.computeCap = '8.0';
+    const notes = provisionPlan(p).notes.join('\n');
+    expect(notes).toMatch(/--bf16 is refused on GPU 0 \(Tesla V100-SXM2-16GB, compute capability 7\.0\): it needs compute capability ≥ 8\.0/);
+    expect(notes).toMatch(/does not report compute_cap for GPU 2 /);
+    expect(notes).not.toMatch(/GPU 1\b/);
+  });
+
   it('is not done on a CUDA 12 host where the binding finds no GPU, and says what is missing', () => {
     const out = '\tlibcudart.so.12 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.12\n\tFILE libcudnn.so.9\nCOHORT_GPU_CHECK {"isUsingGpuDevice":false,"libtensorflow":"2.9.1"}\n';
     const v = provisionVerdict('g1', out);

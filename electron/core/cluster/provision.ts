@@ -5,6 +5,7 @@
 // those libraries its loader finds. arm64 has no tfjs-node-gpu build: such hosts are told plainly.
 import type { HostProbe } from '../../common';
 import { cudaSonames, libtensorflowNeeds } from '../../../trainer/util/cuda-libs';
+import { BF16_RULE, bf16Native, parseComputeCapability } from '../../../trainer/util/compute-capability';
 
 /** The pinned tfjs-node(-gpu) release and the libtensorflow it downloads. */
 export const TFJS_NODE_VERSION = '4.22.0';
@@ -25,14 +26,27 @@ export function provisionPlan(p: HostProbe, opts: { cpu?: boolean } = {}): Provi
     return {
       pkg: `@tensorflow/tfjs-node@${TFJS_NODE_VERSION}`,
       gpu: false,
-      notes: [`${p.host} is ${p.arch}: @tensorflow/tfjs-node-gpu has no ${p.arch} build, so the tfjs engine gets the CPU build here; its ${p.gpus.length} GPU(s) are usable with --engine torch and a CUDA PyTorch`],
+      notes: [`${p.host} is ${p.arch}: @tensorflow/tfjs-node-gpu has no ${p.arch} build, so the tfjs engine gets the CPU build here; its ${p.gpus.length} GPU(s) are usable with --engine torch and a CUDA PyTorch`, ...bf16Notes(p)],
     };
   }
   return {
     pkg: `@tensorflow/tfjs-node-gpu@${TFJS_NODE_VERSION}`,
     gpu: true,
-    notes: [`tfjs-node-gpu ${TFJS_NODE_VERSION} runs libtensorflow ${TFJS_LIBTENSORFLOW}, which needs CUDA ${needs.cuda} + cuDNN ${needs.cudnn} (${needs.cudartSoname}, ${needs.cudnnSoname}); the host's driver reports CUDA ${p.gpus[0]?.cuda || '?'}`],
+    notes: [`tfjs-node-gpu ${TFJS_NODE_VERSION} runs libtensorflow ${TFJS_LIBTENSORFLOW}, which needs CUDA ${needs.cuda} + cuDNN ${needs.cudnn} (${needs.cudartSoname}, ${needs.cudnnSoname}); the host's driver reports CUDA ${p.gpus[0]?.cuda || '?'}`, ...bf16Notes(p)],
   };
+}
+
+/** What --bf16 (torch) will do on this host's GPUs: the agent refuses it below compute capability 8.0. */
+export function bf16Notes(p: HostProbe): string[] {
+  const old = p.gpus.filter((g) => {
+    const cc = parseComputeCapability(g.computeCap);
+    return cc && !bf16Native(cc);
+  });
+  const unknown = p.gpus.filter((g) => !parseComputeCapability(g.computeCap));
+  return [
+    ...(old.length ? [`--bf16 is refused on ${old.map((g) => `GPU ${g.index} (${g.name}, compute capability ${g.computeCap})`).join(', ')}: it needs ${BF16_RULE}; use --fp16 there`] : []),
+    ...(unknown.length ? [`the driver does not report compute_cap for GPU ${unknown.map((g) => g.index).join(', ')} (before R510): --bf16 is checked by the engine at run time`] : []),
+  ];
 }
 
 /** Shell run in <workdir>/runtime after the install: the loader's CUDA libraries, then the binding's own answer. */

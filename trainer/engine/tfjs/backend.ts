@@ -232,5 +232,15 @@ export function tfjsCapabilities(info: BackendInfo): Record<string, Capability> 
       : { available: info.name === 'tensorflow', detail: info.name === 'tensorflow' ? 'libtensorflow uses FMA where the CPU has it' : 'fma: unavailable on the pure-JS cpu backend' },
     fp16Transport: { available: true, detail: 'fp16 gradient exchange is done by the collectives (engine-independent); compute stays fp32' },
     channelsLast: { available: true, detail: 'NHWC is tfjs\'s native layout (always on)' },
+    peakMemory: { available: true, detail: peakMemoryDetail(info) },
   };
+}
+
+/** What step.memory's peakTensorBytes (and the GPU figures) measure on this backend. */
+function peakMemoryDetail(info: BackendInfo): string {
+  const peak = 'peakTensorBytes: the highest tf.memory().numBytes since warm-up (every tensor allocation counted, not sampled)';
+  if (info.name === 'wasm') return `${peak}; the wasm heap around it grows to its allocator's high-water mark and never shrinks (part of rssBytes)`;
+  if (info.name === 'tensorflow' && info.gpu) return `${peak}; libtensorflow's GPU allocator holds more: this process's own bytes on its GPU are gpuProcessBytes (nvidia-smi, by pid and UUID)`;
+  if (info.name === 'tensorflow') return `${peak}; libtensorflow's CPU allocator holds more (part of rssBytes)`;
+  return `${peak}; the pure-JS backend keeps tensors in JS arrays (part of rssBytes)`;
 }

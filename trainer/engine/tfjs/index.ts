@@ -6,3 +6,4 @@ export { applyCompilePlan, compileClock, compileTrainStep, cpuMs, type CompilePr
 export { createResNet50, initialParamsParallel, type ResNetOptions, type TfjsResNet } from './model/resnet50';
 export { resnet50Spec, type NetSpec } from './model/resnet50-spec';
 export { gemmInfo } from './kernels/gemm-kernels';
+export { TensorBytesPeak } from './peak-bytes';

@@ -34,7 +34,7 @@ import traceback
 from cohort_torch.events import exit_now, fail, remember  # first: it takes fd 1 before torch loads
 from cohort_torch import checkpoint, distributed, loop, run as runs  # noqa: E402
 from cohort_torch.config import ConfigError, load_config  # noqa: E402
-from cohort_torch.metrics import GpuMemory  # noqa: E402
+from cohort_torch.gpu import GpuMemory  # noqa: E402
 
 
 def main(argv):

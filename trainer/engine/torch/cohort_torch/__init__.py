@@ -7,7 +7,8 @@
     capabilities what this host can do and what is on (hello's capabilities and versions)
     model        ResNet-50 (torchvision's, or the same network built in)
     data         synthetic and CIFAR-100 sources
-    metrics      throughput windows' gathered rows, memory
+    gpu          this rank's GPU as it really is (UUID, nvidia-smi index) and its own memory
+    metrics      throughput windows' gathered rows, memory per rank
     checkpoint   save / find / resume, the weights checksum
     loop         the training loop (steps, throughput windows, epochs, validation)
 """

@@ -61,6 +61,9 @@ def capabilities(cfg, device, world):
     put("nonBlockingCopy", cuda, on("on: .to(device, non_blocking=True)") if cuda else "no host-to-device copy on cpu")
     put("syncBn", cuda and world > 1, ("SyncBatchNorm: " + ("on" if cfg["syncBn"] else "off (--sync-bn)")) if cuda and world > 1
         else ("nothing to synchronise at worldSize 1" if cuda else f"SyncBatchNorm needs CUDA (torch {tv} supports GPU inputs only)"), cfg["syncBn"])
+    put("peakMemory", cuda, "peakTensorBytes: torch.cuda.max_memory_allocated of this process, reset when warm-up ends; reservedBytes: "
+        "memory_reserved; gpuProcessBytes: this process on its GPU (nvidia-smi, by pid and UUID)" if cuda
+        else "CPU torch keeps no allocator statistics: tensorBytes counts parameters, gradients and optimizer state; no peak is reported")
     put("ddp", world > 1, f"DistributedDataParallel over {'nccl' if cuda else 'gloo'}" if world > 1 else "single process: no DDP wrapper")
     return cap
 
@@ -80,9 +83,9 @@ def torchvision_version():
         return "absent"
 
 
-def device_name(device, threads):
+def device_name(device, threads, gpu=None):
     if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
+        return (gpu.describe() if gpu else None) or torch.cuda.get_device_name(device)
     try:
         with open("/proc/cpuinfo") as f:
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))

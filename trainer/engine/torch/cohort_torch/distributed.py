@@ -23,7 +23,7 @@ class Dist:
     why: str              # why this device (hello's reason)
     meta_group: object    # gloo group for metrics, checkpoints, validation totals (None at world 1)
     watch_group: object   # gloo group for the heartbeat (own short timeout; None at world 1)
-    peers: list           # every rank's {rank, host, localRank[, gpu]}
+    peers: list           # every rank's plan entry: {rank, host, localRank[, gpu, gpuUuid, device, gpuFellBack]}
     threads: int
     stop: threading.Event  # set when this rank is done: the watchdog leaves in the same round on every rank
     watcher: threading.Thread = None
@@ -84,7 +84,7 @@ def setup(gpu_memory):
     watcher = threading.Thread(target=watchdog, args=(watch_group, stop, gpu), daemon=True, name="cohort-watchdog")
     watcher.start()
 
-    me = {"rank": rank, "host": HOST, "localRank": local_rank, **({"gpu": gpu.physical_index} if gpu.physical_index is not None else {})}
+    me = {"rank": rank, "host": HOST, "localRank": local_rank, **gpu.plan_fields()}  # what this rank really uses
     peers = [me]
     if world > 1:
         peers = [None] * world

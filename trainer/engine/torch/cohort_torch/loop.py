@@ -83,7 +83,7 @@ class Window:
             mean_loss = sum(r[2] for r in rows) / sum(r[3] for r in rows)
             emit0("step", step=step, epoch=epoch, loss=mean_loss if math.isfinite(mean_loss) else None,
                   globalSamplesPerSec=rate, stepTimeMs=1000 * sum(r[1] / r[3] for r in rows) / run.world,
-                  worldSize=run.world, lr=learning_rate(step - 1, run.cfg, total), memory=memory_entries(rows, 4, run.hosts))
+                  worldSize=run.world, lr=learning_rate(step - 1, run.cfg, total), memory=memory_entries(rows, 4, run.dist.peers))
             log(f"Epoch: {epoch}, Step: {step}, Loss: {mean_loss:.4f}, Throughputs: {rate:.1f} samples/s")
         return rate, t_end
 
@@ -124,6 +124,7 @@ def train(run, start_step):
             ep_n += 1
             if step == warm_end:  # warm-up over: the first window opens now
                 sync(run)
+                run.gpu.reset_peak()  # peakTensorBytes is the training loop's, not warm-up's allocations
                 window = Window(run)
                 emit0("warmup", steps=warm_end - start_step, durationMs=(window.t0 - t_warm) * 1000,
                       detail="first steps (allocation, autotuning, compilation) excluded from throughput")

@@ -1,7 +1,5 @@
 """What the throughput windows report: rows gathered from every rank, memory per rank."""
 import os
-import subprocess
-import time
 
 import torch
 import torch.distributed as dist
@@ -16,33 +14,6 @@ def rss_bytes():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
-class GpuMemory:
-    """Device-wide used/total as nvidia-smi reports it, refreshed from the watchdog thread so a
-    step never waits for a subprocess; torch.cuda.mem_get_info (same numbers) when no nvidia-smi."""
-
-    def __init__(self, device):
-        self.device, self.value, self.last = device, None, 0.0
-        visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",")]
-        index = device.index or 0
-        entry = visible[index] if index < len(visible) else ""
-        # nvidia-smi's id of this rank's GPU: the CUDA_VISIBLE_DEVICES entry it sees as `index`, when numeric.
-        self.physical_index = int(entry) if device.type == "cuda" and entry.isdigit() else None
-        self.smi_id = entry if entry.isdigit() else str(index)
-
-    def refresh(self):
-        if self.device.type != "cuda" or time.time() - self.last < 5:
-            return
-        self.last = time.time()
-        try:
-            out = subprocess.run(["nvidia-smi", "--query-gpu=memory.used,memory.total", "--format=csv,noheader,nounits",
-                                  f"--id={self.smi_id}"], capture_output=True, text=True, timeout=5).stdout
-            used, total = (float(s) * (1 << 20) for s in out.strip().split(","))
-        except (OSError, ValueError, subprocess.SubprocessError):
-            free, total = torch.cuda.mem_get_info(self.device)
-            used = total - free
-        self.value = (used, total)
-
-
 def gather(run, row):
     """all_gather of one float64 row per rank on the gloo group → list of rows (rank order)."""
     t = torch.tensor(row, dtype=torch.float64)
@@ -53,30 +24,32 @@ def gather(run, row):
     return [o.tolist() for o in out]
 
 
-def tensor_bytes(run):
-    if run.device.type == "cuda":
-        return torch.cuda.memory_allocated(run.device), torch.cuda.max_memory_allocated(run.device)
-    # CPU torch keeps no allocator statistics: count the tensors that live across steps.
-    params = list(run.raw_model.parameters())
-    live = params + [p.grad for p in params if p.grad is not None]
-    live += [v for s in run.optimizer.state.values() for v in s.values() if torch.is_tensor(v)]
-    return sum(t.numel() * t.element_size() for t in live), -1
+MEMORY_FIELDS = 9  # rss, host total, tensor, peak, reserved, process-on-GPU, device used, device total, util %
 
 
-MEMORY_FIELDS = 5
+def host_total_bytes():
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return -1
 
 
 def memory_row(run):
-    used, total_gpu = run.gpu.value or (-1, -1)
-    alloc, peak = tensor_bytes(run)
-    return [rss_bytes(), alloc, peak, used, total_gpu]
+    """This rank's memory (gpu.py says what each figure is); -1 = not known."""
+    return [rss_bytes(), host_total_bytes()] + run.gpu.row(run)
 
 
-def memory_entries(rows, first, hosts):
+def memory_entries(rows, first, peers):
+    """step.memory from every rank's row (rank order): each rank's own figures, its GPU by UUID."""
     out = []
     for r, row in enumerate(rows):
-        rss, alloc, peak, used, total_gpu = row[first:first + MEMORY_FIELDS]
-        e = {"rank": r, "host": hosts[r], "rssBytes": int(rss), "tensorBytes": int(alloc)}
-        e.update({k: int(v) for k, v in (("peakTensorBytes", peak), ("gpuUsedBytes", used), ("gpuTotalBytes", total_gpu)) if v >= 0})
+        rss, host_total, alloc, peak, reserved, proc, used, total, util = row[first:first + MEMORY_FIELDS]
+        e = {"rank": r, "host": peers[r]["host"], "rssBytes": int(rss), "tensorBytes": int(alloc)}
+        e.update({k: int(v) for k, v in (("peakTensorBytes", peak), ("reservedBytes", reserved), ("gpuProcessBytes", proc),
+                                         ("gpuUsedBytes", used), ("gpuTotalBytes", total), ("hostTotalBytes", host_total)) if v >= 0})
+        if 0 <= util <= 100:
+            e["gpuUtilPercent"] = util
+        if peers[r].get("gpuUuid"):
+            e["gpuUuid"] = peers[r]["gpuUuid"]
         out.append(e)
     return out

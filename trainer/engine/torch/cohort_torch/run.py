@@ -83,8 +83,12 @@ def announce(run):
               + "".join(f"; --{kebab(f)} unavailable: {cap[f]['detail'].split(' — ')[0]}" for f in asked))
     for f in asked:
         log(f"warning: --{kebab(f)} requested but unavailable: {cap[f]['detail']}")
-    emit0("hello", engine="torch", backend=d.device.type, device=device_name(d.device, d.threads), worldSize=d.world, params=run.params,
-          host=HOST, capabilities=cap, versions=versions(d.device), reason=reason)
+    fell = [p for p in d.peers if p.get("gpuFellBack")]
+    warning = {"deviceWarning": f"rank(s) {', '.join(str(p['rank']) for p in fell)} on {', '.join(sorted({p['host'] for p in fell}))} run on the CPU "
+                                f"although nvidia-smi lists GPUs there: that Python's torch sees no CUDA device (a CPU build of PyTorch, "
+                                f"or CUDA_VISIBLE_DEVICES hides them); rank 0: {d.why}"} if fell else {}
+    emit0("hello", engine="torch", backend=d.device.type, device=device_name(d.device, d.threads, run.gpu), worldSize=d.world, params=run.params,
+          host=HOST, capabilities=cap, versions=versions(d.device), reason=reason, **warning)
     emit0("plan", worldSize=d.world, ranks=d.peers, globalBatch=cfg["batchSize"] * d.world, steps=run.total, epochs=run.epochs,
           stepsPerEpoch=run.data.steps_per_epoch, data=cfg["data"])
     STATE["started"] = True

@@ -1,0 +1,70 @@
+// bench/gpu/checks.py, the acceptance's checks of what Cohort reports about the GPU, run on files in
+// the shapes the acceptance writes. There is no GPU here, so the engine's events below are written
+// by hand in the protocol's shapes (each one passes the protocol's decoder first) and nvidia-smi's
+// rows in its documented `--format=csv,noheader,nounits` form. The point is that the checks pass on
+// a truthful run and FAIL, naming the numbers, when a figure belongs to the wrong GPU or process.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { decodeEvent } from '../../trainer/protocol';
+
+const CHECKS = resolve(import.meta.dirname, '../../bench/gpu/checks.py');
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+const A100 = 'GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff';
+const GiB = 2 ** 30;
+const ev = (o: Record<string, unknown>) => JSON.stringify(decodeEvent({ v: 1, time: 1, ...o }));
+const hello = (bf16: boolean) =>
+  ev({ type: 'hello', engine: 'torch', backend: 'cuda', device: `cuda:0 NVIDIA A100-SXM4-40GB (GPU 1, ${A100})`, worldSize: 1, params: 25_557_032, host: 'g1', capabilities: { fp16: { available: true, detail: '' }, compile: { available: true, detail: '' }, bf16: { available: bf16, detail: '' } }, versions: {} });
+const plan = (uuid = A100) => ev({ type: 'plan', worldSize: 1, ranks: [{ rank: 0, host: 'g1', localRank: 0, device: `cuda:0 NVIDIA A100-SXM4-40GB (GPU 1, ${uuid})`, gpu: 1, gpuUuid: uuid }], globalBatch: 64, steps: 60, epochs: 1, stepsPerEpoch: 781, data: 'synthetic' });
+const step = (over: Record<string, number | string> = {}) =>
+  ev({ type: 'step', step: 60, epoch: 0, loss: 4.1, globalSamplesPerSec: 1200, stepTimeMs: 53, worldSize: 1, lr: 0.001, memory: [{ rank: 0, host: 'g1', rssBytes: 3 * GiB, tensorBytes: 0.4 * GiB, peakTensorBytes: 9 * GiB, reservedBytes: 10 * GiB, gpuProcessBytes: 10.6 * GiB, gpuUsedBytes: 11 * GiB, gpuTotalBytes: 40 * GiB, gpuUuid: A100, hostTotalBytes: 512 * GiB, ...over }] });
+
+function outDir(o: { cc: string; engineStep?: string; enginePlan?: string; bf16Cli: string[]; bf16Exit: number }): string {
+  const d = mkdtempSync(join(tmpdir(), 'cohort-gpu-checks-'));
+  dirs.push(d);
+  writeFileSync(join(d, 'gpus.csv'), `0, GPU-1b2c3d4e-0000-1111-2222-333344445555, Tesla T4, 7.5\n1, ${A100}, NVIDIA A100-SXM4-40GB, ${o.cc}\n`);
+  writeFileSync(join(d, 'visible.txt'), '1\n');
+  for (const rung of ['native', 'compile', 'fp16', 'fp16-channels-last', 'all']) {
+    writeFileSync(join(d, `engine-${rung}.jsonl`), [hello(false), o.enginePlan ?? plan(), o.engineStep ?? step()].join('\n') + '\n');
+    writeFileSync(join(d, `ref-${rung}.json`), JSON.stringify({ imgPerSec: 1250, maxMemoryAllocated: 8.8 * GiB }));
+  }
+  writeFileSync(join(d, 'engine-bf16.jsonl'), hello(o.cc >= '8.0') + '\n');
+  writeFileSync(join(d, 'bf16-cli.jsonl'), o.bf16Cli.join('\n') + '\n');
+  writeFileSync(join(d, 'bf16-cli.exit'), `${o.bf16Exit}\n`);
+  writeFileSync(join(d, 'probe.txt'), `local: Linux 6.1 x86_64, 64 cores, 503.8 GiB, node v20.11.0, Tesla T4 15 GiB cc 7.5, NVIDIA A100-SXM4-40GB 40 GiB cc ${o.cc} (driver 535.104.05, CUDA 12.2)\n`);
+  writeFileSync(join(d, 'tfjs.skipped'), 'skipped (SKIP_TFJS=1)\n');
+  return d;
+}
+
+const run = (d: string) => spawnSync('/usr/bin/python3', [CHECKS, d], { encoding: 'utf8' });
+const done = ev({ type: 'done', status: 'ok', steps: 6, medianGlobalSamplesPerSec: 300, paramChecksum: 'ab', durationMs: 9000 });
+const refused = ev({ type: 'error', rank: -1, host: 'local', message: `--bf16: rank 0 on local would run on GPU 1 (NVIDIA A100-SXM4-40GB, ${A100}), compute capability 7.0; bf16 needs compute capability ≥ 8.0`, logTail: [], code: 'bf16-unsupported' });
+
+describe('bench/gpu/checks.py', () => {
+  it('passes a truthful run on an Ampere GPU (bf16 allowed and run)', () => {
+    const r = run(outDir({ cc: '8.0', bf16Cli: [hello(true), done], bf16Exit: 0 }));
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^# Checks \(GPU under test: NVIDIA A100-SXM4-40GB GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff, index 1\)/);
+    expect(r.stdout).toMatch(/28 passed, 0 failed, 1 skipped/);
+  });
+
+  it('fails when a rank reports another GPU, or a device-wide figure as its own process', () => {
+    const wrong = run(outDir({ cc: '8.0', enginePlan: plan('GPU-1b2c3d4e-0000-1111-2222-333344445555'), bf16Cli: [hello(true), done], bf16Exit: 0 }));
+    expect(wrong.status).toBe(1);
+    expect(wrong.stdout).toMatch(/- FAIL native: plan names the GPU the rank used: .*GPU-1b2c3d4e/);
+    const devicewide = run(outDir({ cc: '8.0', engineStep: step({ gpuProcessBytes: 12 * GiB }), bf16Cli: [hello(true), done], bf16Exit: 0 }));
+    expect(devicewide.stdout).toMatch(/- FAIL native: this process's bytes on its GPU .*gpuProcessBytes 12884901888, gpuUsedBytes 11811160064/);
+  });
+
+  it('on a pre-Ampere GPU, passes only when the agent refused --bf16 before any rank started', () => {
+    const ok = run(outDir({ cc: '7.0', bf16Cli: [refused], bf16Exit: 1 }));
+    expect(ok.stdout).toMatch(/- PASS agent refuses --bf16 on a < 8\.0 GPU/);
+    const ran = run(outDir({ cc: '7.0', bf16Cli: [hello(false), done], bf16Exit: 0 }));
+    expect(ran.status).toBe(1);
+    expect(ran.stdout).toMatch(/- FAIL agent refuses --bf16 on a < 8\.0 GPU before any rank, naming it: exit 0, error null/);
+  });
+});

@@ -1,0 +1,53 @@
+// A follower host's pre-launch refusal ends a 2-host durable run at once, naming that host: the
+// follower tells the leader's agent as soon as it is connected (before: the leader would wait out its
+// 60 s connect timeout and report "followers-missing"). Two real agents on loopback, as in
+// multi-host.test.ts. h1 (leader) has a stand-in CUDA Python (a script answering the agent's torch
+// question; no GPU exists here) and no nvidia-smi, so its --bf16 check is left to the engine; h2's
+// Python is Debian's CPU torch, so --bf16 is refused there. This test also found the leader agent
+// crashing on the follower's connection reset (readline re-emitting ECONNRESET, control.ts).
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, readStateOf, spec, waitUntil } from '../helpers/host';
+
+const { workdir, runId } = hostTestScope();
+
+describe('agents: a follower refuses before launch', () => {
+  it('--engine torch --bf16 refused on h2 (CPU torch) fails the run within seconds, naming h2; no rank started anywhere', async () => {
+    const [w1, w2] = [workdir(), workdir()];
+    const fakeCuda = join(w1, 'fake-cuda-python');
+    writeFileSync(fakeCuda, `#!/bin/sh\ncase "$*" in *torch_engine.py*) echo "engine started" >&2; exit 3;; esac\necho '{"version": "3.11.2", "torch": "2.3.1+cu121", "cuda": true, "cudaVersion": "12.1", "gpus": 1}'\n`);
+    chmodSync(fakeCuda, 0o755);
+    const id = runId('bf16-follower');
+    const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
+    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, config: { engine: 'torch', bf16: true, steps: 2 } };
+    const t0 = Date.now();
+    const [a, b] = await Promise.all([
+      hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }], env: { COHORT_PYTHON: fakeCuda } }) }),
+      hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', ranks: [{ rank: 1, localRank: 0 }], env: { COHORT_PYTHON: '/usr/bin/python3' } }) }),
+    ]);
+    expect(a.code, a.stdout).toBe(0);
+    expect(b.code, b.stdout).toBe(0);
+    const terminal = (wd: string) => {
+      const s = readStateOf(wd, id);
+      return s && ['ok', 'failed', 'cancelled'].includes(s.state) ? s : undefined;
+    };
+    // On a timeout, the agents' own logs say why (a crashed leader prints its stack there).
+    const agentLogs = () => [w1, w2].map((w) => `${w}:\n${existsSync(join(w, 'runs', id, 'agent.log')) ? readFileSync(join(w, 'runs', id, 'agent.log'), 'utf8') : '(no agent.log)'}`).join('\n');
+    const s1 = await waitUntil('the leader to end the run', () => terminal(w1), 30_000).catch((e: Error) => {
+      throw new Error(`${e.message}\n${agentLogs()}`);
+    });
+    const ms = Date.now() - t0;
+    process.stderr.write(`follower refusal → leader failed in ${ms} ms\n`);
+    expect(ms).toBeLessThan(20_000);
+    expect(s1).toMatchObject({ state: 'failed', error: { host: 'h2', rank: -1, code: 'bf16-unsupported' } });
+    expect(s1.error!.message).toMatch(/^--bf16: h2's ranks would run on the CPU/);
+    expect((await waitUntil('the follower to end', () => terminal(w2), 10_000)).state).toBe('failed');
+    // The root cause is the record's first error on the leader, with the hint.
+    const first = eventsOf(w1, id).find((e) => e.type === 'error');
+    expect(first).toMatchObject({ host: 'h2', code: 'bf16-unsupported' });
+    expect(eventsOf(w1, id).some((e) => e.type === 'hello')).toBe(false);
+    await waitUntil('no process left', () => processesOf(id).length === 0, 10_000);
+  }, 90_000);
+});

@@ -1,0 +1,66 @@
+// The agent's pre-launch GPU check through the real CLI, a real durable local run and the real agent:
+// `--engine torch --bf16` on a host whose GPU is compute capability 7.0 is refused before any rank
+// starts, naming the host and the GPU; tfjs ranks on a host with two GPUs get one each. No GPU exists here, so two executables stand in for what
+// the host would have, and only at the thinnest boundary:
+// - a fake `nvidia-smi` on PATH prints what the real one prints on a V100 host, in NVIDIA's
+//   documented `--format=csv,noheader,nounits` and `-L` formats (one branch per query the agent makes);
+// - a fake CUDA Python (COHORT_PYTHON) answers the agent's torch question as a CUDA torch would, and
+//   records every call, so the test sees that it was never asked to train.
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ErrorEvent, LogEvent } from '../../trainer/protocol';
+import { runCli, tempDataDir } from '../helpers/cli';
+
+const root = mkdtempSync(join(tmpdir(), 'cohort-bf16-'));
+const data = tempDataDir();
+afterAll(() => [root, data].forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+const V100 = 'GPU-1b2c3d4e-0000-1111-2222-333344445555';
+const V100_2 = 'GPU-2c3d4e5f-0000-1111-2222-333344445555';
+function tool(name: string, body: string): string {
+  const p = join(root, name);
+  writeFileSync(p, `#!/bin/sh\n${body}\n`);
+  chmodSync(p, 0o755);
+  return p;
+}
+tool(
+  'nvidia-smi',
+  `case "$*" in
+  *--query-gpu=index,uuid,name,pci.bus_id,memory.used,memory.total*) echo "0, ${V100}, Tesla V100-SXM2-16GB, 00000000:3B:00.0, 310, 16384, 0"; if [ -n "$SECOND_GPU" ]; then echo "1, ${V100_2}, Tesla V100-SXM2-16GB, 00000000:86:00.0, 310, 16384, 0"; fi;;
+  *--query-gpu=uuid,compute_cap*) echo "${V100}, 7.0"; if [ -n "$SECOND_GPU" ]; then echo "${V100_2}, 7.0"; fi;;
+  -L) echo "GPU 0: Tesla V100-SXM2-16GB (UUID: ${V100})"; if [ -n "$SECOND_GPU" ]; then echo "GPU 1: Tesla V100-SXM2-16GB (UUID: ${V100_2})"; fi;;
+  *) exit 2;;
+esac`,
+);
+const calls = join(root, 'python-calls');
+const python = tool('python', `case "$*" in *torch_engine.py*) echo "ENGINE $*" >> ${calls};; *) echo "CALL $1" >> ${calls};; esac\necho '{"version": "3.11.2", "torch": "2.3.1+cu121", "cuda": true, "cudaVersion": "12.1", "gpus": 1}'`);
+
+describe('agent pre-launch GPU check (local run)', () => {
+  it('refuses --engine torch --bf16 on a compute capability 7.0 GPU before starting a rank, naming host and GPU', async () => {
+    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), PATH: `${root}:${process.env.PATH}`, COHORT_PYTHON: python };
+    const r = runCli(['run', '--local', '--engine', 'torch', '--bf16', '--steps', '2', '--json'], { env, json: true });
+    const exit = await r.exit;
+    expect(exit.code, r.stderr).not.toBe(0);
+    const err = r.events.find((e): e is ErrorEvent => e.type === 'error');
+    expect(err, r.stdout + r.stderr).toBeDefined();
+    expect(err!.code).toBe('bf16-unsupported');
+    expect(err!.message).toMatch(/^--bf16: rank 0 on \S+ would run on GPU 0 \(Tesla V100-SXM2-16GB, GPU-1b2c3d4e-0000-1111-2222-333344445555\), compute capability 7\.0; bf16 needs compute capability ≥ 8\.0/);
+    expect(err!.hint).toMatch(/--fp16/);
+    expect(r.events.some((e) => e.type === 'hello')).toBe(false);
+    // The Python was asked which torch it has, never to run the engine.
+    const asked = readFileSync(calls, 'utf8').trim().split('\n');
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.filter((a) => a !== 'CALL -c')).toEqual([]);
+  }, 120_000);
+
+  it('gives each tfjs rank its own GPU (one visible device, memory growth, PCI order) in a durable run', async () => {
+    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), PATH: `${root}:${process.env.PATH}`, SECOND_GPU: '1' };
+    const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+    const r = runCli(['run', '--local', '--engine', 'tfjs', '--ranks', '2', '--steps', '2', ...tiny, '--json'], { env, json: true });
+    expect((await r.exit).code, r.stderr).toBe(0);
+    const gpus = r.events.find((e): e is LogEvent => e.type === 'log' && e.message.includes('GPUs:'));
+    expect(gpus?.message).toMatch(/GPUs: tfjs: one visible GPU per rank \(rank 0→0, rank 1→1; of the host's 2\), memory growth on$/);
+  }, 180_000);
+});
