@@ -117,7 +117,7 @@ export class ControlLink extends DisposableBase {
   /** Resolves once everything sent so far is handed to the kernel (or the socket is gone): an agent about to exit waits for it. */
   flushed(): Promise<void> {
     return new Promise((resolve) => {
-      if (this.closed || !this.sock.writable) return resolve();
+      if (this.isDisposed || !this.sock.writable) return resolve();
       this.sock.write('', () => resolve());
     });
   }
@@ -130,7 +130,6 @@ export class ControlLink extends DisposableBase {
   get silentForMs(): number {
     return Date.now() - this.lastHeard;
   }
-
 
   override dispose(): void {
     this.close();
