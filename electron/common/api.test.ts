@@ -5,7 +5,7 @@ import { ApiListeners, decodeIncoming, decodeListenRequest, type ListenRequest }
 
 describe('API_EVENT_ARGS', () => {
   it('lists every push event and decodes its arguments (onRunEvent needs a run id)', () => {
-    expect(API_EVENTS.sort()).toEqual(['onDeployProgress', 'onRunEvent']);
+    expect(API_EVENTS.sort()).toEqual(['onDeployProgress', 'onPassphraseRequest', 'onRunEvent']);
     expect(API_EVENT_ARGS.onRunEvent(['r1'])).toEqual(['r1']);
     expect(() => API_EVENT_ARGS.onRunEvent([])).toThrow(/runId/);
     expect(() => API_EVENT_ARGS.onRunEvent([7])).toThrow(/runId/);

@@ -50,4 +50,21 @@ describe('agents: a follower refuses before launch', () => {
     expect(eventsOf(w1, id).some((e) => e.type === 'hello')).toBe(false);
     await waitUntil('no process left', () => processesOf(id).length === 0, 10_000);
   }, 90_000);
+
+  it('a rank 0 that exits 0 without a done event fails the run (no-done), not ok', async () => {
+    const w = workdir();
+    const quiet = join(w, 'quiet-python');
+    // A stand-in interpreter: answers the agent's torch question, then "runs" the engine by exiting 0 at once.
+    writeFileSync(quiet, `#!/bin/sh\ncase "$*" in *torch_engine.py*) exit 0;; esac\necho '{"version": "3.11.2", "torch": "2.3.1", "cuda": false, "gpus": 0}'\n`);
+    chmodSync(quiet, 0o755);
+    const id = runId('no-done');
+    const r = await hostCmd(w, ['run-start'], { stdin: spec({ runId: id, worldSize: 1, masterPort: await freePort(), host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }], env: { COHORT_PYTHON: quiet }, config: { engine: 'torch', steps: 2 } }) });
+    expect(r.code, r.stdout).toBe(0);
+    const s = await waitUntil('the run to end', () => {
+      const st = readStateOf(w, id);
+      return st && ['ok', 'failed', 'cancelled'].includes(st.state) ? st : undefined;
+    }, 30_000);
+    expect(s).toMatchObject({ state: 'failed', error: { host: 'h1', rank: 0, code: 'no-done' } });
+    await waitUntil('no process left', () => processesOf(id).length === 0, 10_000);
+  }, 60_000);
 });

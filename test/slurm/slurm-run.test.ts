@@ -116,6 +116,10 @@ describe.skipIf(SLURM_MISSING)('Slurm runs through the login node', () => {
   it('waits as queued with Slurm\'s reason while the partition is full, starts when the nodes free, and stop = scancel with nothing left', async () => {
     const blocker = (await c.login$(`sbatch --parsable --exclusive -N2 -p debug --wrap 'sleep 300'`)).stdout.trim();
     expect(blocker).toMatch(/^\d+$/);
+    // The blocker must hold the nodes before ours is submitted (the previous test's job may still be
+    // completing; a pending blocker would stand ahead of ours in the queue).
+    for (let i = 0; i < 120 && (await c.login$(`squeue -h -j ${blocker} -o %T`)).stdout.trim() !== 'RUNNING'; i++) await new Promise((r) => setTimeout(r, 500));
+    expect((await c.login$(`squeue -h -j ${blocker} -o %T`)).stdout.trim()).toBe('RUNNING');
     const run = runCli(['run', '--profile', 'hpc', '--steps', '100000', ...tiny, '--json'], { env, json: true });
     const queued = (await run.waitFor((e) => e.type === 'log' && /^queued: Slurm job \d+ is pending/.test(e.message), 60_000)) as LogEvent;
     expect(queued.message).toMatch(/pending \((Resources|Priority)\), position 1 in partition debug/);

@@ -143,6 +143,7 @@ class HostAgent {
       for (const r of this.slowRanks.observe(e)) this.emit(slowRankEvent(r));
       return;
     }
+    if (e.type === 'done') this.doneAttempt = this.attempt;
     if (e.type !== 'error') return this.record.event(e);
     // A rank's error: the leader decides the root cause before writing (failure()); a follower relays it.
     if (this.role === 'follower') {
@@ -259,6 +260,13 @@ class HostAgent {
   private onRanksDone(group: RankGroup, attempt: number): void {
     if (group !== this.group || this.ended) return;
     const ok = group.procs.every((p) => p.child.exitCode === 0);
+    const rank0 = group.procs.find((p) => p.spec.rank === 0);
+    if (ok && rank0 && this.doneAttempt !== attempt && !this.failing) {
+      // Exit 0 is not success by itself: rank 0 ends every run with a `done` event (both engines).
+      // Without it the engine stopped early (a wrong interpreter, a script that returned): say so.
+      this.failure({ v: 1, time: Date.now(), type: 'error', rank: 0, host: this.spec.host, message: `rank 0 on ${this.spec.host} exited with code 0 without reporting the end of training (no done event)`, logTail: rank0.tail.get(), code: 'no-done', hint: `check rank 0's log on ${this.spec.host}` }, true);
+      return this.maybeRestart();
+    }
     if (this.role === 'follower') {
       this.leader?.send({ t: 'exited', attempt, ok });
       if (!ok && !this.leader) this.end('failed', { host: this.spec.host, rank: -1, message: 'ranks failed', code: 'rank-exited' });
@@ -402,6 +410,8 @@ class HostAgent {
   }
 
   private pendingRestart: ErrorEvent | undefined;
+  /** The attempt in which rank 0 reported its `done` (-1: none yet). */
+  private doneAttempt = -1;
 
   /** Restart once this host's ranks and every follower's have exited. */
   private maybeRestart(): void {

@@ -107,8 +107,9 @@ export async function stopCommand(args: string[], io: CliIo): Promise<number> {
   const service = makeService(io);
   try {
     io.stderr.write(`stopping run ${meta.id} on its host(s)...\n`);
+    let status: string;
     try {
-      await service.stopRun(meta.id);
+      status = (await service.stopAndWait(meta.id)).status;
     } catch (err) {
       if ((err as { code?: string }).code !== 'run-not-active') throw err;
       io.stdout.write(`run ${meta.id} is not running (${store.meta(meta.id)?.status ?? meta.status})\n`);
@@ -117,7 +118,7 @@ export async function stopCommand(args: string[], io: CliIo): Promise<number> {
     if (meta.profile !== 'local') {
       for (const h of await service.leftovers(meta.id, { timeoutMs: 5000 })) io.stderr.write(h.error ? `${h.host}: could not check for leftovers: ${h.error.message}\n` : h.processes.length ? `${h.host}: ${h.processes.length} process(es) of this run still running\n` : `${h.host}: nothing left running\n`);
     }
-    io.stdout.write(`run ${meta.id}: ${store.meta(meta.id)?.status ?? 'unknown'}\n`);
+    io.stdout.write(`run ${meta.id}: ${status}\n`);
     return EXIT.ok;
   } finally {
     service.dispose();

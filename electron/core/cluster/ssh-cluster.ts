@@ -208,7 +208,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       sbatchArgs: [...(sched.partition ? [`--partition=${sched.partition}`] : []), ...(sched.timeLimit ? [`--time=${sched.timeLimit}`] : []), ...(sched.account ? [`--account=${sched.account}`] : []), ...sched.extraArgs],
       config: req.config,
       env: login.python ? { COHORT_PYTHON: login.python, ...login.env } : login.env,
-      // UNFINISHED: --max-restarts is not wired from the client for any cluster run yet; Slurm runs start with none.
+      // UNFINISHED (issue 16): restarts of Slurm runs; startRun refuses --max-restarts for them.
       maxRestarts: 0,
       token: randomBytes(24).toString('hex'),
     };

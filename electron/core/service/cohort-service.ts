@@ -168,6 +168,12 @@ export class CohortService extends DisposableBase implements CohortApi {
   }
 
   async stopRun(runId: string, opts: StopRunOptions = {}): Promise<void> {
+    await this.stopAndWait(runId, opts);
+  }
+
+  /** stopRun, resolving with the run's outcome as this process saw it end (the CLI prints it: the
+   *  local history may be written by another client following the same run, a moment later). */
+  async stopAndWait(runId: string, opts: StopRunOptions = {}): Promise<RunResult> {
     // A run this process does not follow (started by another CLI or dashboard, which may be gone)
     // is stopped the same way: through its hosts (run-stop), never by signalling that process.
     const run = this.active.get(runId) ?? (await this.follow(runId));
@@ -176,7 +182,7 @@ export class CohortService extends DisposableBase implements CohortApi {
       throw new ApiCallError({ code: 'run-not-active', message: `run ${runId} is not running (status: ${meta.status})`, hint: 'it has already ended' });
     }
     run.controller.cancel(opts.force ? 'stopped (forced)' : 'stopped by the user', opts);
-    await run.controller.result;
+    return run.controller.result;
   }
 
   async attachRun(runId: string): Promise<RunAttachment> {
