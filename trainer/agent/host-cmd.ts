@@ -1,5 +1,6 @@
 // Shared bits of the host commands (run-start, run-follow, run-stop, run-status): flags, the one
 // JSON reply line, and the workdir.
+import { createInterface } from 'node:readline';
 import { writeStdoutLine } from '../train/emit';
 import { CohortError, HOST_CMD_EXIT } from '../protocol';
 
@@ -55,3 +56,14 @@ export async function hostCommand(fn: () => Promise<number>): Promise<number> {
 }
 
 export const sleep = (ms: number) => new Promise<void>((res) => setTimeout(res, ms));
+
+/** A host command's request: the first line on stdin (then stdin is let go, so the process can exit). */
+export async function firstStdinLine(): Promise<string | undefined> {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const l of rl) {
+    rl.close();
+    process.stdin.pause();
+    return l;
+  }
+  return undefined;
+}

@@ -4,16 +4,15 @@
 // waits for its first state.json and prints `{"runId","host","agentPid","state"}`.
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { HOST_CMD_EXIT, decodeLaunchSpec, type LaunchSpec, type RunStartReply } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
-import { HostCmdFailure, replyLine, sleep } from './host-cmd';
+import { HostCmdFailure, firstStdinLine, replyLine, sleep } from './host-cmd';
 import { agentAlive, checkRunId, readState, recordPaths, runDirOf } from './run-record';
 
 const START_TIMEOUT_MS = 10_000;
 
 export async function runStart(opts: { trainerEntry: string; workdir: string; execArgv?: string[] }): Promise<number> {
-  const line = await firstLine();
+  const line = await firstStdinLine();
   let spec: LaunchSpec;
   try {
     if (line === undefined) throw new Error('no LaunchSpec line on stdin');
@@ -58,14 +57,4 @@ export async function runStart(opts: { trainerEntry: string; workdir: string; ex
     }
     await sleep(25);
   }
-}
-
-async function firstLine(): Promise<string | undefined> {
-  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  for await (const l of rl) {
-    rl.close();
-    process.stdin.pause();
-    return l;
-  }
-  return undefined;
 }

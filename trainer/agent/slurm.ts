@@ -11,11 +11,10 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
 import { HOST_CMD_EXIT, decodeLaunchSpec, decodeSlurmRendezvous, decodeSlurmSubmit, slurmJobName, slurmNodeWorkdir, slurmRunDir, type SlurmRendezvous, type SlurmSubmit, type SlurmSubmitReply } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
-import { HostCmdFailure, parseFlags, replyLine, sleep } from './host-cmd';
+import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
 import { checkRunId, recordPaths, runDirOf } from './run-record';
 import { runDetachedAgent } from './run-agent';
 
@@ -25,7 +24,7 @@ const RENDEZVOUS_WAIT_MS = 120_000;
 const sq = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
 export async function slurmSubmit(opts: { trainerEntry: string; workdir: string }): Promise<number> {
-  const line = await firstLine();
+  const line = await firstStdinLine();
   let req: SlurmSubmit;
   try {
     if (line === undefined) throw new Error('no request line on stdin');
@@ -155,14 +154,4 @@ function freePort(): Promise<number> {
       s.close(() => resolve(port));
     });
   });
-}
-
-async function firstLine(): Promise<string | undefined> {
-  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
-  for await (const l of rl) {
-    rl.close();
-    process.stdin.pause();
-    return l;
-  }
-  return undefined;
 }
