@@ -88,7 +88,7 @@ export function processesOf(runId: string): Proc[] {
     .map((l) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(l))
     .filter((m): m is RegExpExecArray => !!m)
     .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[3]! }))
-    .filter((p) => p.args.split(/\s+/).includes(runId) && /cohort-trainer\.mjs|cohort_run=/.test(p.args));
+    .filter((p) => (p.args.split(/\s+/).includes(runId) || p.args.includes(`cohort_run=${runId}`)) && /cohort-trainer\.mjs|cohort_run=/.test(p.args));
 }
 
 export const ranksOf = (runId: string) => processesOf(runId).filter((p) => / rank --run /.test(p.args));

@@ -1,5 +1,6 @@
 // Slot leases + queue and restarts from the last checkpoint (issue 12 host side), through the real
 // host commands of the built bundle on one temp workdir.
+import { execFileSync } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -7,6 +8,17 @@ import type { DoneEvent, RestartEvent, StepEvent } from '../../trainer/protocol'
 import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
 
 const { workdir, runId } = hostTestScope();
+/** A Python with torch where the engine's own search looks first; the torch restart test needs one. */
+const hasTorch = ['/usr/bin/python3', 'python3'].some((python) => {
+  try {
+    execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
+    return true;
+  } catch {
+    return false;
+  }
+});
+/** The torch engine's rank processes (python, `-X cohort_run=<id>` in their arguments). */
+const torchRanksOf = (id: string) => processesOf(id).filter((p) => p.args.includes(`cohort_run=${id}`));
 const twoRanks = [
   { rank: 0, localRank: 0 },
   { rank: 1, localRank: 1 },
@@ -102,6 +114,30 @@ describe('restarts from the last checkpoint', () => {
     expect(done.paramChecksum).toBe(refSum);
     await waitUntil('no process left', () => processesOf(id).length === 0, 10_000);
   }, 300_000); // two whole runs one after the other (reference + restarted) on a shared 2-core box
+
+  it.skipIf(!hasTorch)('torch engine: --max-restarts 1, kill -9 of a rank after a checkpoint → restart, ok, the same paramChecksum as an uninterrupted run', async () => {
+    const tconfig = { ...config, engine: 'torch', steps: 8 };
+    const wd = workdir();
+    const ref = runId('torch-ref');
+    await start(wd, ref, tconfig);
+    const refDone = await waitUntil('the torch reference run', () => terminal(wd, ref), 240_000);
+    expect(refDone.state, JSON.stringify(refDone.error)).toBe('ok');
+    const refSum = (eventsOf(wd, ref).find((e) => e.type === 'done') as DoneEvent).paramChecksum;
+
+    const id = runId('torch-restart');
+    await start(wd, id, tconfig, { maxRestarts: 1 });
+    await waitUntil('a checkpoint', () => eventsOf(wd, id).some((e) => e.type === 'checkpoint' && e.action === 'saved'), 240_000);
+    const victim = torchRanksOf(id).sort((x, y) => x.pid - y.pid)[1]!; // started second: rank 1
+    process.kill(victim.pid, 'SIGKILL');
+    const end = await waitUntil('the run to end', () => terminal(wd, id), 240_000);
+    expect(end, JSON.stringify(end.error)).toMatchObject({ state: 'ok', restarts: 1 });
+    const ev = eventsOf(wd, id);
+    const restart = ev.find((e): e is RestartEvent => e.type === 'restart')!;
+    expect(restart.resumeStep).toBeGreaterThanOrEqual(3); // the restart event names the step the engine really resumed from
+    expect(ev.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep), JSON.stringify(ev.filter((e) => e.type === 'checkpoint' || e.type === 'restart'))).toBe(true);
+    expect((ev.find((e): e is DoneEvent => e.type === 'done')!).paramChecksum).toBe(refSum);
+    await waitUntil('no process left', () => processesOf(id).length === 0, 10_000);
+  }, 600_000);
 
   it('--max-restarts 0: the same kill fails the run, naming the rank', async () => {
     const wd = workdir();

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { DisposableStore, SlowRankWatch, decodeLaunchSpec, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
-import { listCheckpoints } from '../train/checkpoint';
+import { newestCheckpointStep } from '../train/checkpoint';
 import { readGpuRows } from '../util/nvidia-smi';
 import { chooseEngine, type EngineChoice } from './engine-choice';
 import { gpuPreflight } from './gpu-preflight';
@@ -421,7 +421,7 @@ class HostAgent {
     this.pendingRestart = undefined;
     const restarts = this.record.current.restarts + 1;
     const ckptDir = this.spec.config.checkpointDir || join(this.dir, 'checkpoints');
-    const resumeStep = listCheckpoints(ckptDir).at(-1)?.step ?? 0;
+    const resumeStep = newestCheckpointStep(ckptDir); // either engine's files
     this.record.update({ restarts });
     this.emit({ type: 'restart', attempt: restarts, host: cause.host, rank: cause.rank, reason: cause.message, resumeStep });
     this.failures = [];

@@ -63,6 +63,19 @@ export function listCheckpoints(dir: string): { step: number; path: string }[] {
     .sort((a, b) => a.step - b.step);
 }
 
+/** The torch engine's checkpoint files (cohort_torch/checkpoint.py writes `torch-step%08d.pt`). */
+const TORCH_CHECKPOINT = /^torch-step(\d+)\.pt$/;
+
+/** The step of the newest checkpoint in `dir` written by either engine (0: none): where a restart resumes. */
+export function newestCheckpointStep(dir: string): number {
+  if (!existsSync(dir)) return 0;
+  const torch = readdirSync(dir)
+    .map((f) => TORCH_CHECKPOINT.exec(f))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => Number(m[1]));
+  return Math.max(0, listCheckpoints(dir).at(-1)?.step ?? 0, ...torch);
+}
+
 export function loadLatestCheckpoint(dir: string): (CheckpointData & { path: string }) | undefined {
   const latest = listCheckpoints(dir).at(-1);
   return latest ? { ...loadCheckpoint(latest.path), path: latest.path } : undefined;
