@@ -24,7 +24,7 @@ import { EventLineDecoder, type StepEvent } from '../../trainer/protocol';
 import { chromium } from 'playwright-core';
 import { harnessMode, startHosts } from '../harness/sshd-hosts';
 import { CHROMIUM, CHROMIUM_ARGS, ensureRendererBuilt, startServe } from '../e2e/serve-process';
-import { ROOT, countOption, machine, median, writeResults } from './bench-util';
+import { ROOT, cohortCli, countOption, machine, median, until, writeResults } from './bench-util';
 
 const trials = countOption('trials', 5);
 const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
@@ -39,16 +39,7 @@ const dir = mkdtempSync(join(tmpdir(), 'cohort-bench-attach-'));
 const env = { ...process.env, COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: cluster.knownHostsPath, SSH_AUTH_SOCK: '' };
 const COHORT = join(ROOT, 'bin', 'cohort.mjs');
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [COHORT, ...args], { env });
-    let out = '';
-    let err = '';
-    p.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    p.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
-    p.on('close', (code) => resolve({ code, stdout: out, stderr: err }));
-  });
-}
+const cli = (args: string[]) => cohortCli(args, env);
 
 /** The last step in the leader's own record (the hosts share this machine's filesystem). */
 function recordedStep(runId: string): number {
@@ -59,13 +50,6 @@ function recordedStep(runId: string): number {
   return last;
 }
 
-async function until(what: string, fn: () => boolean, ms = 180_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 /** `cohort attach RUN --json` in a new process; detached with SIGINT once a live step arrived. */
 async function cliAttach(runId: string): Promise<{ firstEventMs: number; firstLiveMs: number }> {

@@ -82,3 +82,26 @@ export function writeResults(name: string, json: unknown, markdown: string): voi
 export function machine(): Record<string, unknown> {
   return { node: process.versions.node, cpus: (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency, date: new Date().toISOString() };
 }
+
+/** `cohort ARGS` with `env`, its output captured (the cluster benches drive the real CLI). */
+export function cohortCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), ...args], { env });
+    let out = '';
+    let err = '';
+    p.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
+    p.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
+    p.on('close', (code) => resolve({ code, stdout: out, stderr: err }));
+  });
+}
+
+/** Polls `fn` every 50 ms until it returns a value (not false/undefined), or throws after `ms`. */
+export async function until<T>(what: string, fn: () => T | undefined | false, ms = 180_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}

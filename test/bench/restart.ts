@@ -8,12 +8,11 @@
 // with the kill's. Medians over --trials (default 3).
 //   npx tsx test/bench/restart.ts [--trials 3]
 import { mkdtempSync, rmSync, writeFileSync, existsSync, readFileSync } from 'node:fs';
-import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CohortEvent } from '../../trainer/protocol';
 import { harnessMode, startHosts } from '../harness/sshd-hosts';
-import { ROOT, countOption, machine, median, writeResults } from './bench-util';
+import { cohortCli, countOption, machine, median, until, writeResults } from './bench-util';
 
 const trials = countOption('trials', 3);
 const every = 3;
@@ -27,18 +26,8 @@ if ((await harnessMode()) !== 'netns') {
 const cluster = await startHosts(3);
 const dir = mkdtempSync(join(tmpdir(), 'cohort-bench-restart-'));
 const env = { ...process.env, COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: cluster.knownHostsPath, SSH_AUTH_SOCK: '' };
-const COHORT = join(ROOT, 'bin', 'cohort.mjs');
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [COHORT, ...args], { env });
-    let out = '';
-    let err = '';
-    p.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    p.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
-    p.on('close', (code) => resolve({ code, stdout: out, stderr: err }));
-  });
-}
+const cli = (args: string[]) => cohortCli(args, env);
 
 /** The leader's own record (rank 0's host). */
 function record(runId: string): CohortEvent[] {
@@ -50,15 +39,6 @@ function record(runId: string): CohortEvent[] {
     .map((l) => JSON.parse(l) as CohortEvent);
 }
 
-async function until<T>(what: string, fn: () => T | undefined | false, ms = 180_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 let runId = '';
 try {
