@@ -265,7 +265,7 @@ class HostAgent {
       // Exit 0 is not success by itself: rank 0 ends every run with a `done` event (both engines).
       // Without it the engine stopped early (a wrong interpreter, a script that returned): say so.
       this.failure({ v: 1, time: Date.now(), type: 'error', rank: 0, host: this.spec.host, message: `rank 0 on ${this.spec.host} exited with code 0 without reporting the end of training (no done event)`, logTail: rank0.tail.get(), code: 'no-done', hint: `check rank 0's log on ${this.spec.host}` }, true);
-      return this.maybeRestart();
+      return; // failure() decides after its grace (restart or fail), as for any rank failure
     }
     if (this.role === 'follower') {
       this.leader?.send({ t: 'exited', attempt, ok });
