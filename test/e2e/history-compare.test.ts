@@ -262,6 +262,10 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     const lastSec = Math.max(...[ids.a, ids.b].map((id) => (Date.parse(meta(id).endedAt!) - Date.parse(meta(id).startedAt)) / 1000));
     expect(hi).toBeGreaterThan(0);
     expect(hi).toBeLessThanOrEqual(lastSec + 1);
+    // The curves lie inside the plot: the y scale reaches the fastest window of either run (a NaN
+    // where one run has no window once made it 0–1, with both curves off the plot).
+    const fastest = Math.max(...[ids.a, ids.b].map((id) => meta(id).throughput?.max ?? 0));
+    await expect.poll(async () => Number((await chart.getAttribute('data-y-range'))!.split(',')[1])).toBeGreaterThanOrEqual(fastest);
     // Hover values still appear on the time axis.
     const over = page.locator('[data-testid=compare-chart-throughput] .u-over');
     await over.scrollIntoViewIfNeeded();
