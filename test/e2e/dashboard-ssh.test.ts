@@ -2,7 +2,7 @@
 // connection" meeting an unknown host key, the trust prompt showing the SHA256 fingerprint that
 // ssh-keygen computes from the host's key, trusting it, then connecting and probing.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -19,6 +19,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !existsSync('/usr/sbin/sshd'))('dashboa
   let dir: string;
 
   beforeAll(async () => {
+    mkdirSync(join(ROOT, 'test-artifacts'), { recursive: true }); // run alone, no other test has made it
     hosts = await startHosts(1, { knownHosts: 'empty' });
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-ssh-'));
     const kh = join(dir, 'known_hosts');
