@@ -4,36 +4,28 @@
 // is switched with the app's own button (setTheme checks its label). At every size and theme the
 // page must not scroll sideways. The pictures go to test-artifacts/views/ (or $COHORT_SHOTS_DIR),
 // for a person to look at.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, SHOT_SIZES, ensureRendererBuilt, screenshotsAllSizes, startServe, type ServeProcess } from './serve-process';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, SHOT_SIZES, screenshotsAllSizes } from './serve-process';
 
 const SHOTS = process.env.COHORT_SHOTS_DIR ?? join(ROOT, 'test-artifacts', 'views');
 
 describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes', () => {
-  let serve: ServeProcess;
-  let ctx: BrowserContext;
   let page: Page;
-  let profileDir: string;
+  let dash: Dashboard | undefined;
 
   beforeAll(async () => {
-    ensureRendererBuilt();
     mkdirSync(SHOTS, { recursive: true });
-    serve = await startServe();
-    profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-views-'));
-    ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
-    page = await ctx.newPage();
-    page.on('pageerror', (e) => console.error('[page error]', e.message));
-    await page.goto(serve.url);
+    dash = await openDashboard();
+    page = dash.page;
+    await page.goto(dash.serve.url);
   });
 
   afterAll(async () => {
-    await ctx?.close();
-    await serve?.dispose();
-    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+    await dash?.dispose();
   });
 
   /** Screenshots of the view as it is now; at each size the page itself must not scroll sideways. */
