@@ -13,6 +13,17 @@ export interface WorldHost {
 
 export function previewWorld(profile: Profile, localRanks: number): WorldHost[] {
   let next = 0;
+  // A Slurm profile: the nodes come from the allocation (names known only once the job runs),
+  // tasksPerNode ranks each, node 0 the leader; GPU i of a node for local rank i when gpusPerNode is set.
+  const s = profile.scheduler;
+  if (s) {
+    return Array.from({ length: s.nodes }, (_, n) => ({
+      name: `node ${n + 1}`,
+      address: s.partition ? `partition ${s.partition}` : 'default partition',
+      ranks: Array.from({ length: s.tasksPerNode }, () => next++),
+      gpus: s.gpusPerNode ? Array.from({ length: s.tasksPerNode }, (_, i) => i % s.gpusPerNode!) : undefined,
+    }));
+  }
   return profile.hosts.map((h) => {
     const slots = profile.name === 'local' ? localRanks : h.slots;
     const ranks = Array.from({ length: slots }, () => next++);
