@@ -69,7 +69,17 @@ export function capabilityRows(profile: Profile, config: Partial<TrainConfig>): 
       p.tfjsNodeGpu ? { state: 'yes', detail: 'installed' } : { state: backend === 'tensorflow' ? 'no' : 'unknown', detail: 'not installed: wasm backend will be used' },
     );
   }
-  each('GPU', (p) => (p.gpus.length ? { state: 'yes', detail: p.gpus.map((g) => `${g.name} (driver ${g.driver}, CUDA ${g.cuda})`).join('; ') } : { state: 'no', detail: 'no GPU found: CPU only' }));
+  const sched = profile.scheduler;
+  if (sched) {
+    // The probed host is the login node: GPUs are the partition's (gres), not the login node's.
+    each(`GPUs in partition ${sched.partition ?? '(default)'}`, (p) => {
+      const part = p.slurm?.partitions.find((x) => (sched.partition ? x.name === sched.partition : x.isDefault));
+      if (!part) return { state: 'unknown', detail: p.slurm ? `partition ${sched.partition ?? '(default)'} not found` : 'no Slurm description in the probe' };
+      return part.gres ? { state: 'yes', detail: `gres ${part.gres}` } : { state: sched.gpusPerNode ? 'no' : 'unknown', detail: 'no GPUs (gres) in this partition: CPU only' };
+    });
+  } else {
+    each('GPU', (p) => (p.gpus.length ? { state: 'yes', detail: p.gpus.map((g) => `${g.name} (driver ${g.driver}, CUDA ${g.cuda})`).join('; ') } : { state: 'no', detail: 'no GPU found: CPU only' }));
+  }
   if (config.fp16 || config.bf16) {
     each(config.fp16 ? 'fp16 compute' : 'bf16 compute', (p) => {
       if (engine !== 'tfjs' && p.torch?.cuda && p.gpus.length) return { state: 'yes', detail: 'torch AMP on CUDA' };
