@@ -140,4 +140,34 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
     await expect.poll(cohortJobs, { timeout: 30_000, interval: 500 }).toEqual([]);
     await expect.poll(nodeTrainers, { timeout: 30_000, interval: 500 }).toEqual([]);
   }, 300_000);
+
+  it('a probe that fails says why, and a partition the cluster lacks is named with the ones it has', async () => {
+    const probeAfterEdit = async (edit: () => Promise<void>) => {
+      await page.getByTestId('nav-profiles').click();
+      await page.getByTestId('profile-hpc').click();
+      await edit();
+      const saved = page.getByTestId('notice').filter({ hasText: 'Profile "hpc" saved' });
+      await expect.poll(() => saved.count(), { timeout: 10_000 }).toBe(0); // the previous save's notice has gone (4 s)
+      await page.getByTestId('save-profile').click();
+      await saved.waitFor();
+      await page.getByTestId('nav-hosts').click();
+      await page.getByTestId('hosts-profile').selectOption('hpc');
+      await page.getByRole('button', { name: 'Probe' }).click();
+      await expect.poll(() => page.getByRole('button', { name: 'Probe' }).textContent(), { timeout: 120_000 }).toBe('Probe');
+    };
+    // The login node's Slurm commands cannot find the cluster (sinfo then waits, it does not fail):
+    // the probe fails naming the command and where to look (it said only "login: cancelled" before).
+    await probeAfterEdit(() => page.locator('label:has-text("Env") textarea').fill('SLURM_CONF=/nonexistent/slurm.conf'));
+    const failed = page.getByTestId('slurm-probe-error');
+    await failed.waitFor({ timeout: 60_000 });
+    expect(await failed.textContent()).toMatch(/Probe failed: (login: `sinfo[^`]*` did not finish within 30 s on the login node|sinfo failed on the login node \(exit \d+\)).*SLURM_CONF/s);
+    expect(await page.getByTestId('slurm-partitions').count()).toBe(0);
+    // A partition that does not exist: the probe works and says which partitions there are.
+    await probeAfterEdit(async () => {
+      await page.locator('label:has-text("Env") textarea').fill('');
+      await page.getByTestId('slurm-partition').fill('nope');
+    });
+    await page.getByTestId('slurm-partitions').waitFor({ timeout: 30_000 });
+    expect(await page.getByTestId('slurm-partition-missing').textContent()).toContain('Partition nope does not exist on this cluster: set the profile\'s partition to one of debug.');
+  }, 180_000);
 });
