@@ -120,6 +120,11 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
     await expect.poll(() => page.getByTestId('queued-slurm').textContent().catch(() => ''), { timeout: 60_000 }).toMatch(/queued: Slurm reason (Resources|Priority), position 1 in debug \(job \d+\)/);
     expect((await cohortJobs()).map((l) => l.split(' ')[1])).toEqual(['PENDING']);
     await screenshotsAllSizes(page, ARTIFACTS, 'slurm-queued');
+    // A reload re-attaches to the queued run: its record holds the queue state.
+    await page.reload();
+    await page.getByTestId('nav-live').click();
+    await expect.poll(() => page.getByTestId('queued-slurm').textContent().catch(() => ''), { timeout: 30_000 }).toMatch(/queued: Slurm reason (Resources|Priority), position 1 in debug/);
+    expect((await page.getByTestId('run-id').textContent())?.trim()).toBe(a);
 
     // Stop while queued: scancel, the job leaves squeue, the run ends cancelled.
     await page.getByTestId('stop-run').click();
