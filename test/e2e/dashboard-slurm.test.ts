@@ -5,39 +5,31 @@
 // launched while a blocker job holds every node shows "queued: Slurm reason …, position 1". Stop
 // while queued cancels the job (scancel: it leaves squeue); a second run starts when the blocker
 // ends, trains, and is stopped with nothing left on any node.
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SLURM_MISSING, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, screenshotsAllSizes, startServe, type ServeProcess } from './serve-process';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real Slurm cluster', () => {
   let c: SlurmCluster;
   let serve: ServeProcess;
-  let ctx: BrowserContext;
   let page: Page;
-  let dir: string;
+  let dash: Dashboard | undefined;
 
   beforeAll(async () => {
-    ensureRendererBuilt();
     mkdirSync(ARTIFACTS, { recursive: true });
     c = await startSlurmCluster({ nodes: 2 });
-    dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-slurm-'));
-    serve = await startServe([], { env: { COHORT_KNOWN_HOSTS: c.ssh.knownHostsPath, SSH_AUTH_SOCK: '' } });
-    ctx = await chromium.launchPersistentContext(join(dir, 'chromium'), { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
-    page = await ctx.newPage();
-    page.on('pageerror', (e) => console.error('[page error]', e.message));
+    ({ serve, page } = dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: c.ssh.knownHostsPath, SSH_AUTH_SOCK: '' } }));
   }, 120_000);
 
   afterAll(async () => {
-    await ctx?.close();
-    await serve?.dispose();
+    await dash?.dispose();
     await c?.dispose();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   /** Cohort's jobs in squeue (the blocker is named "wrap"). */
