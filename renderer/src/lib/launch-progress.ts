@@ -25,7 +25,7 @@ export const PHASE_TEXT: Record<LaunchHostPhase, string> = {
   check: 'checking the bundle',
   upload: 'deploying',
   verify: 'verifying the upload',
-  cached: 'cached (bundle already there)',
+  cached: 'cached',
   done: 'deployed',
   failed: 'failed',
 };
