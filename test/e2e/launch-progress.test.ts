@@ -6,12 +6,13 @@
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
 import { freePort } from '../helpers/host';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, screenshotsAllSizes, startServe, type ServeProcess } from './serve-process';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
@@ -26,19 +27,20 @@ interface Seen {
 
 describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('launch progress in the dashboard, real sshd hosts', () => {
   let hosts: SshdCluster;
+  let dash: Dashboard;
   let serve: ServeProcess;
-  let ctx: BrowserContext;
   let page: Page;
   let dir: string;
 
   beforeAll(async () => {
-    ensureRendererBuilt();
     mkdirSync(ARTIFACTS, { recursive: true });
     hosts = await startHosts(2);
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-launch-'));
     const kh = join(dir, 'known_hosts');
     copyFileSync(hosts.knownHostsPath, kh);
-    serve = await startServe([], { env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } });
+    dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } });
+    ({ serve, page } = dash);
+    await page.setViewportSize({ width: 1024, height: 700 });
     const env = { COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), COHORT_DATA_DIR: serve.dataDir, HOME: join(serve.dataDir, '..', 'home'), COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' };
     const host = (i: number) => {
       const h = hosts.hosts[i]!;
@@ -52,9 +54,6 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('launch progress in the d
       const r = runCli(['profiles', 'import', file], { env });
       expect((await r.exit).code, r.stderr).toBe(0);
     }
-    ctx = await chromium.launchPersistentContext(join(dir, 'chromium'), { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1024, height: 700 } });
-    page = await ctx.newPage();
-    page.on('pageerror', (e) => console.error('[page error]', e.message));
     // Every distinct state of the launch rows and the starting-ranks line, as the page showed it.
     await page.addInitScript(() => {
       const w = window as unknown as { __seen: unknown[]; __ranks: string[]; __eta: string[] };
@@ -81,8 +80,7 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('launch progress in the d
   });
 
   afterAll(async () => {
-    await ctx?.close();
-    await serve?.dispose();
+    await dash?.dispose();
     await hosts?.dispose();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
