@@ -108,6 +108,7 @@ export function humanPrinter(
     status: (text) => status.set(text),
     close: () => status.close(),
     deploy(p) {
+      if (p.phase === 'connect') return status.set(`connecting to ${p.host}${p.message ? ` (${p.message})` : ''}`, `deploy ${p.host}`);
       if (p.phase === 'upload') {
         const pct = p.totalBytes ? Math.floor((100 * p.bytes) / p.totalBytes) : 0;
         status.set(`deploying to ${p.host}: ${pct}% of ${(p.totalBytes / 2 ** 20).toFixed(1)} MiB`, `deploy ${p.host}`);

@@ -58,12 +58,20 @@ export interface HostProbe {
   pythons?: { path: string; version: string; torch?: string; cuda?: boolean; cudaVersion?: string; gpus?: number }[];
 }
 
+/** One host's connect/deploy progress (onDeployProgress): of an explicit Deploy, or of a cluster
+ *  launch being prepared (`launch` set: startRun has not resolved yet, so the run id comes here). */
 export interface DeployProgress {
   host: string;
-  phase: 'check' | 'upload' | 'verify' | 'cached' | 'done' | 'failed';
+  /** 'connect': opening the SSH session; then check, upload (bytes of totalBytes), verify, and done
+   *  or cached (the bundle was already there); 'failed' with `error`. */
+  phase: 'connect' | 'check' | 'upload' | 'verify' | 'cached' | 'done' | 'failed';
   bytes: number;
   totalBytes: number;
   message?: string;
+  /** With 'failed': what failed, with its code and hint. */
+  error?: ApiErrorInfo;
+  /** Set while a launch (startRun) prepares its hosts: the run's id and profile. */
+  launch?: { runId: string; profile: string };
 }
 
 export interface DeployResult {
@@ -242,6 +250,7 @@ export interface CohortApi {
   exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string>;
   /** One run's live events (messages of other runs never reach this listener, nor the client). */
   onRunEvent(runId: string, listener: (m: RunEventMessage) => void): () => void;
+  /** Connect and deploy progress per host, of an explicit deploy and of a launch being prepared (`launch`). */
   onDeployProgress(listener: (p: DeployProgress) => void): () => void;
   onPassphraseRequest(listener: (r: PassphraseRequestMessage) => void): () => void;
 }

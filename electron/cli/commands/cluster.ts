@@ -111,6 +111,7 @@ function exitForHosts(results: { ok: boolean; error?: { code: string } }[]): num
 export function progressPrinter(io: CliIo): (p: DeployProgress) => void {
   const last = new Map<string, number>();
   return (p) => {
+    if (p.phase === 'connect') return; // the CLI says "connecting to N host(s)" once
     const pct = p.totalBytes ? Math.floor((100 * p.bytes) / p.totalBytes) : 0;
     if (p.phase === 'upload' && (last.get(p.host) ?? -10) + 10 > pct) return; // every 10%
     last.set(p.host, pct);

@@ -133,12 +133,13 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     return Promise.all(
       profile.hosts.map(async (h) => {
         try {
+          opts.onProgress?.({ host: h.name, phase: 'connect', bytes: 0, totalBytes: 0, message: `${h.address}:${h.port}` });
           const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
           await this.requireNode(s, h);
           return await this.limit(() => deployBundle(deployTarget(s), bundle, h.workdir, opts));
         } catch (err) {
           const e = err as SshError;
-          opts.onProgress?.({ host: h.name, phase: 'failed', bytes: 0, totalBytes: 0, message: e.message });
+          opts.onProgress?.({ host: h.name, phase: 'failed', bytes: 0, totalBytes: 0, message: e.message, error: toApiError(e) });
           return { host: h.name, ok: false, cached: false, bytesSent: 0, remoteDir: '', error: toApiError(e) };
         }
       }),

@@ -39,13 +39,15 @@ export async function startRun(o: {
     throw new CohortError('slurm-restarts-unsupported', `profile ${o.profile.name}: --max-restarts is not supported on Slurm profiles yet`, { hint: 'run without --max-restarts (the job is submitted with --no-requeue); resume by hand with --resume from the run\'s checkpoints' });
   }
   const startedAt = new Date().toISOString();
+  // A launch's connect/deploy progress names the run it prepares (the client has no run id until startRun resolves).
+  const onProgress = o.onDeployProgress && ((p: DeployProgress) => o.onDeployProgress!({ ...p, launch: { runId, profile: o.profile.name } }));
   let plan: RunPlan;
   try {
     if (isLocalProfile(o.profile)) {
       plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir) });
     } else {
       if (!o.cluster) throw new Error('cluster runs need the SSH layer (ClusterOps), which this client did not provide');
-      plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(o.onDeployProgress ? { onProgress: o.onDeployProgress } : {}) });
+      plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(onProgress ? { onProgress } : {}) });
     }
   } catch (err) {
     recordFailedLaunch(o.store, { runId, profile: o.profile, config, startedAt, ranks: o.ranks }, err);
