@@ -29,6 +29,7 @@ import {
   type RunStartReply,
   type RunStatus,
   type RunStatusLine,
+  type SchedulerQueue,
 } from '../../../trainer/protocol';
 import type { HostRecordRef } from '../../common';
 import { runHostCommand, type HostCommand, type HostLink } from './host-link';
@@ -40,13 +41,8 @@ export interface HostLaunch {
   spec?: LaunchSpec;
 }
 
-/** Where a scheduled run waits: the scheduler's pending reason and its place in the queue. */
-export interface SchedulerQueueState {
-  jobId: string;
-  reason: string;
-  position?: number;
-  partition?: string;
-}
+/** Where a scheduled run waits: the scheduler's pending reason and its place in the queue (the `queued` event's `slurm`). */
+export type SchedulerQueueState = SchedulerQueue;
 
 /** The scheduler's final word on a job (Slurm: JobState, Reason, NodeList). */
 export interface SlurmJobEnd {
@@ -173,6 +169,7 @@ export class RunController extends DisposableBase {
     try {
       const hosts = await job.waitRunning((q) => {
         this.emit(makeEvent({ type: 'log', level: 'info', message: `queued: Slurm job ${q.jobId} is pending (${q.reason})${q.position ? `, position ${q.position} in partition ${q.partition ?? ''}`.trimEnd() : ''}` }));
+        this.emit(makeEvent({ type: 'queued', host: this.plan.hosts[0]?.host ?? 'slurm', behind: '', slurm: q }));
         for (const l of this.queueListeners) l(q);
       }, this.waitAbort.signal);
       if (this.finished || this.stopping !== 'no') return;

@@ -1,7 +1,7 @@
 // The run shown in "Live run": fed by its own onRunEvent subscription (a running job) or by a history record's events.
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
-import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, RestartEvent, StepEvent } from '../../../trainer/protocol';
+import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, RestartEvent, SchedulerQueue, StepEvent } from '../../../trainer/protocol';
 import { followRun, type CohortApi, type RunMeta } from '../../../electron/common';
 import { reloadHistory } from './history.svelte';
 import { SeriesBuffer } from '../lib/series-buffer';
@@ -69,8 +69,8 @@ export const live = $state({
   hello: null as HelloEvent | null,
   plan: null as PlanEvent | null,
   lastStep: null as StepEvent | null,
-  /** The run waits for GPU slots (the `queued` event): which run holds them, on which host. */
-  queued: null as { behind: string; host: string } | null,
+  /** The run waits (the `queued` event): for GPU slots (which run holds them, on which host) or in Slurm's queue (`slurm`). */
+  queued: null as { behind: string; host: string; slurm?: SchedulerQueue } | null,
   /** Compile / warm-up entries in order (their own phase, never counted in throughput). */
   prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string; index?: number; total?: number }[],
   error: null as ErrorEvent | null,
@@ -158,7 +158,7 @@ export function applyEvent(e: CohortEvent): void {
   if (Number.isNaN(stepTimes.start)) stepTimes.start = e.time;
   switch (e.type) {
     case 'queued':
-      live.queued = { behind: e.behind, host: e.host };
+      live.queued = { behind: e.behind, host: e.host, ...(e.slurm ? { slurm: e.slurm } : {}) };
       if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'queued';
       break;
     case 'hello':
