@@ -1,5 +1,6 @@
 // Entry of the trainer bundle deployed to hosts (resources/trainer/cohort-trainer.mjs):
 //   node cohort-trainer.mjs run-start           durable run: LaunchSpec line on stdin → detached agent
+//   node cohort-trainer.mjs run-rejoin --run ID relaunch a lost follower host's agent (workdir kept)
 //   node cohort-trainer.mjs run-follow --run ID [--offset BYTES]   stream the host's events.jsonl
 //   node cohort-trainer.mjs run-stop --run ID [--reason TEXT] [--wait-ms N]
 //   node cohort-trainer.mjs run-status [--run ID]
@@ -13,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { hostCommand, parseFlags } from './agent/host-cmd';
 import { runDetachedAgent } from './agent/run-agent';
 import { runFollow } from './agent/run-follow';
-import { runStart } from './agent/run-start';
+import { runRejoin, runStart } from './agent/run-start';
 import { runStatus } from './agent/run-status';
 import { runStop } from './agent/run-stop';
 import { slurmNodeAgent, slurmSubmit } from './agent/slurm';
@@ -36,6 +37,8 @@ async function main(): Promise<number> {
       return slurmNodeAgent({ trainerEntry: entry, enginesDir, workdir, argv: rest });
     case 'run-start':
       return hostCommand(() => runStart({ trainerEntry: entry, workdir, execArgv: process.execArgv }));
+    case 'run-rejoin':
+      return hostCommand(() => runRejoin(rest, { trainerEntry: entry, workdir, execArgv: process.execArgv }));
     case 'run-follow':
       return hostCommand(() => runFollow(rest, workdir));
     case 'run-stop':
@@ -47,7 +50,7 @@ async function main(): Promise<number> {
       holdLifeline(process.env);
       return runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs run-start|run-follow|run-stop|run-status|slurm-submit|agent-run|agent-slurm|rank\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|slurm-submit|agent-run|agent-slurm|rank\n');
       return 2;
   }
 }

@@ -86,3 +86,17 @@ describe('humanPrinter errors', () => {
     expect(out.text() + err.text()).toMatch(/error: g1: --bf16: rank 0 on g1 would run on GPU 0 .*compute capability 7\.0\n  hint: run with --fp16 instead\n/);
   });
 });
+
+describe('humanPrinter restart', () => {
+  it('says each restart: who failed, why, the step resumed from, and which lost host the run waits for', async () => {
+    const out = sink(false);
+    const err = sink(false);
+    const p = humanPrinter(out.s, err.s, { now: () => 0 });
+    p.event(makeEvent({ type: 'restart', attempt: 1, host: 'h2', rank: 1, reason: 'rank 1 on h2 was killed by SIGKILL', resumeStep: 6, code: 'rank-exited' }) as CohortEvent);
+    p.event(makeEvent({ type: 'restart', attempt: 2, host: 'h3', rank: -1, reason: 'host h3 lost', resumeStep: 9, code: 'host-lost', waitingFor: ['h3'], waitMs: 180_000 }) as CohortEvent);
+    p.close!();
+    await new Promise((r) => setImmediate(r));
+    expect(err.text()).toContain('restart 1: rank 1 on h2 (rank-exited): rank 1 on h2 was killed by SIGKILL; resuming from step 6\n');
+    expect(err.text()).toContain('restart 2: h3 (host-lost): host h3 lost; resuming from step 9 once h3 is back (waiting up to 180 s; this client relaunches its agent)\n');
+  });
+});

@@ -91,6 +91,11 @@ export interface SshdCluster {
   /** Takes the host's network link down/up (netns mode): connections stall, keepalives fail. */
   setLink(host: number | SshdHost, up: boolean): Promise<void>;
   /**
+   * Starts the host's sshd again after a test killed it (a host back from a crash or a reboot, its
+   * workdir kept): same config, host key and address; resolves once it listens. Updates sshdPid.
+   */
+  restartSshd(host: number | SshdHost): Promise<void>;
+  /**
    * Cuts (up=false) or restores the path between this process (the client, in the root namespace)
    * and every host, leaving host-to-host traffic alone (netns mode): packets are dropped both ways,
    * as on a dead Wi-Fi link. Client to hosts: a blackhole qdisc on the bridge's own interface (what
@@ -324,6 +329,21 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
         if (!host.namespace) throw new Error('setLink needs netns mode');
         await ip('-n', host.namespace, 'link', 'set', host.isPrivate ? `cy-${sid}-${host.index}` : 'eth0', up ? 'up' : 'down');
       },
+      restartSshd: async (h) => {
+        const host = hostOf(h);
+        if (pidRunning(host.sshdPid)) throw new Error(`sshd of ${host.name} still runs (pid ${host.sshdPid}): kill it first`);
+        const logged = (await readFile(host.logPath, 'utf8').catch(() => '')).length;
+        const cmd = host.namespace ? ['ip', 'netns', 'exec', host.namespace, '/usr/sbin/sshd', '-D', '-e', '-f', host.configPath] : ['/usr/sbin/sshd', '-D', '-e', '-f', host.configPath];
+        const log = await open(host.logPath, 'a');
+        const child = spawn(cmd[0]!, cmd.slice(1), { stdio: ['ignore', log.fd, log.fd] });
+        await log.close();
+        child.unref();
+        if (!child.pid) throw new Error(`cannot start sshd for ${host.name} again`);
+        reg.pids.push(child.pid);
+        save();
+        host.sshdPid = child.pid;
+        await waitForListening(host, undefined, logged);
+      },
       setClientPath: async (up) => {
         if (!bridgeName || !clientAddress) throw new Error('setClientPath needs netns mode');
         const tc = (...args: string[]) => execFileP('tc', args, { encoding: 'utf8' });
@@ -374,10 +394,10 @@ async function freePort(address: string): Promise<number> {
   });
 }
 
-async function waitForListening(h: SshdHost, signal?: AbortSignal): Promise<void> {
+async function waitForListening(h: SshdHost, signal?: AbortSignal, fromChar = 0): Promise<void> {
   const deadline = Date.now() + 15_000;
   for (;;) {
-    const log = await readFile(h.logPath, 'utf8').catch(() => '');
+    const log = (await readFile(h.logPath, 'utf8').catch(() => '')).slice(fromChar);
     if (log.includes('Server listening on')) return;
     if (/fatal|error|Bad configuration/i.test(log) || !pidRunning(h.sshdPid)) throw new Error(`sshd for ${h.name} did not start:\n${log}`);
     if (Date.now() > deadline) throw new Error(`sshd for ${h.name} not listening after 15 s:\n${log}`);

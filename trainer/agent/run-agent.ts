@@ -25,6 +25,12 @@ const QUEUE_POLL_MS = 500;
 /** A follower agent silent this long (it beats every second) is taken for lost when a peer-lost needs a cause. */
 const SILENT_FOLLOWER_MS = 5000;
 const CONNECT_TIMEOUT_MS = 30_000;
+/**
+ * How long the leader waits, ranks stopped and slots held, for a lost follower host to come back and
+ * its agent to rejoin (a client following the run relaunches it: the hosts cannot, there is no
+ * daemon) before the run fails `host-lost`. COHORT_HOST_WAIT_MS (the host env) overrides it.
+ */
+export const HOST_WAIT_MS = 180_000;
 /** Codes that describe a consequence of another rank's failure, never the cause. */
 const CONSEQUENCE = new Set(['peer-lost']);
 
@@ -40,12 +46,20 @@ export interface AgentRunOpts {
   runId: string;
   /** Set when this agent runs on a node other than the one that serves its record (a Slurm node). */
   agentNode?: string;
+  /** Leader: how long to wait for a lost follower host's agent to rejoin (default HOST_WAIT_MS). */
+  hostWaitMs?: number;
+}
+
+/** COHORT_HOST_WAIT_MS from the host's env (the profile's host env wins): a whole number of ms, else the default. */
+export function hostWaitMsOf(env: Record<string, string | undefined>): number {
+  const v = env.COHORT_HOST_WAIT_MS;
+  return v !== undefined && /^\d+$/.test(v) ? Number(v) : HOST_WAIT_MS;
 }
 
 export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
   const dir = runDirOf(opts.workdir, opts.runId);
   const spec = decodeLaunchSpec(JSON.parse(readFileSync(recordPaths(dir).spec, 'utf8')));
-  const agent = new HostAgent(spec, dir, opts);
+  const agent = new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? hostWaitMsOf({ ...process.env, ...spec.env }) });
   return agent.run();
 }
 
@@ -73,6 +87,11 @@ class HostAgent {
   private failures: Failure[] = [];
   private failing = false;
   private ownRanksOk = false;
+  /** Lost follower hosts whose agent has not rejoined yet (the restart waits for them). */
+  private readonly awaiting = new Set<string>();
+  private waitTimer: NodeJS.Timeout | undefined;
+  /** The pending restart's event was already told (host-lost: at detection, not at resume). */
+  private restartTold = false;
   // follower
   private leader: ControlLink | undefined;
   private readonly slowRanks = new SlowRankWatch();
@@ -160,6 +179,7 @@ class HostAgent {
   private end(state: 'ok' | 'failed' | 'cancelled', error?: RunStateError): void {
     if (this.ended) return;
     this.ended = true;
+    clearTimeout(this.waitTimer);
     const done = () => {
       this.setState(state, error ? { error } : {});
       this.finish(state === 'ok' ? AGENT_RUN_EXIT.ok : state === 'failed' ? AGENT_RUN_EXIT.failed : AGENT_RUN_EXIT.cancelled);
@@ -306,9 +326,15 @@ class HostAgent {
     link.on(
       (m) => {
         if (!host) {
-          if (m.t !== 'hello' || !tokenMatches(m.token, this.spec.control!.token) || !m.host || this.followers.has(m.host)) return link.close('refused');
+          if (m.t !== 'hello') return link.close('refused');
+          const prior = this.followers.get(m.host);
+          // A host already joined is refused, unless it is a lost one coming back (its old link is closed).
+          const rejoin = prior !== undefined && this.awaiting.has(m.host) && prior.link.isClosed;
+          if (!tokenMatches(m.token, this.spec.control!.token) || !m.host || (prior && !rejoin)) return link.close('refused');
           host = m.host;
-          this.followers.set(host, { link, ranks: m.ranks, ready: false, exited: -1 });
+          // A rejoined agent runs no ranks of the stopped attempt: it counts as exited from it.
+          this.followers.set(host, { link, ranks: m.ranks, ready: false, exited: rejoin ? this.attempt : -1 });
+          if (rejoin) this.log('info', `${host}'s agent rejoined run ${this.spec.runId}`);
           return;
         }
         this.onFollowerMsg(host, m);
@@ -334,6 +360,11 @@ class HostAgent {
         return;
       case 'ready':
         f.ready = true;
+        if (this.awaiting.delete(host)) {
+          // a lost host is back and holds its slots again: restart once every lost host is
+          if (this.awaiting.size === 0) clearTimeout(this.waitTimer);
+          return this.maybeRestart();
+        }
         return this.maybeGo();
       case 'error':
         return this.failure(m.event);
@@ -384,14 +415,62 @@ class HostAgent {
     // The record gets the root cause first, then what followed from it.
     for (const f of [root, ...this.failures.filter((x) => x !== root)]) this.record.event(f.error);
     const error: RunStateError = { host: root.error.host, rank: root.error.rank, message: root.error.message, ...(root.error.code ? { code: root.error.code } : {}) };
-    const hostLost = root.error.code === 'host-lost' || [...this.followers.values()].some((f) => f.link.isClosed);
-    if (this.record.current.restarts < (this.spec.maxRestarts ?? 0) && !hostLost) {
-      this.setState('restarting', { error });
-      this.pendingRestart = root.error;
-      this.maybeRestart();
-    } else {
-      this.end('failed', error);
+    const lost = this.lostFollowers(root.error);
+    if (this.record.current.restarts >= (this.spec.maxRestarts ?? 0)) return this.end('failed', error);
+    this.setState('restarting', { error });
+    this.pendingRestart = root.error;
+    if (lost.length > 0) this.awaitHosts(lost, root.error);
+    this.maybeRestart();
+  }
+
+  /** Followers whose host is gone: named by a host-lost cause, or their control link closed or silent. */
+  private lostFollowers(cause: ErrorEvent): string[] {
+    return [...this.followers.entries()].filter(([host, f]) => (cause.code === 'host-lost' && cause.host === host) || f.link.isClosed || f.link.silentForMs > SILENT_FOLLOWER_MS).map(([host]) => host);
+  }
+
+  /**
+   * A lost host's agent died with it, and no agent can start another on a host (no daemon, no keys
+   * on the hosts). The ranks are stopped and the slots kept; the restart event says which hosts the
+   * run waits for, so a client following the run relaunches their agents (`run-rejoin`). A host not
+   * back within hostWaitMs fails the run with `host-lost`, the last error.
+   */
+  private awaitHosts(hosts: string[], root: ErrorEvent): void {
+    // the story is the lost host, also when a peer's error came first and the host's silence decided it
+    const cause: ErrorEvent = root.code === 'host-lost' ? root : { ...root, host: hosts[0]!, rank: -1, code: 'host-lost', message: `host ${hosts[0]} lost: its agent's control connection closed (${root.message})` };
+    for (const h of hosts) {
+      const f = this.followers.get(h)!;
+      this.awaiting.add(h);
+      f.exited = this.attempt; // its ranks died with the host
+      f.ready = false;
+      f.link.close('host lost'); // a late beat from a half-dead host must not count as back
     }
+    const waitMs = this.opts.hostWaitMs ?? HOST_WAIT_MS;
+    const names = hosts.join(', ');
+    this.tellRestart(cause, { code: 'host-lost', waitingFor: hosts, waitMs });
+    this.log('warn', `waiting up to ${Math.round(waitMs / 1000)} s for ${names} to come back: a client attached to this run (cohort attach ${this.spec.runId}) relaunches its agent`);
+    clearTimeout(this.waitTimer);
+    this.waitTimer = setTimeout(() => {
+      if (this.ended || this.awaiting.size === 0) return;
+      const missing = [...this.awaiting];
+      this.fail({
+        host: missing[0]!,
+        rank: -1,
+        code: 'host-lost',
+        message: `host ${missing.join(', ')} lost and not back within ${Math.round(waitMs / 1000)} s (${cause.message})`,
+        hint: `bring ${missing.join(', ')} back (sshd reachable, workdir kept) and keep a client attached while the run waits (cohort attach ${this.spec.runId}); the host env COHORT_HOST_WAIT_MS sets the wait`,
+      });
+    }, waitMs);
+  }
+
+  /** The `restart` event (the restart is counted when it is told). */
+  private tellRestart(cause: ErrorEvent, extra: { code?: string; waitingFor?: string[]; waitMs?: number } = {}): void {
+    const restarts = this.record.current.restarts + 1;
+    const ckptDir = this.spec.config.checkpointDir || join(this.dir, 'checkpoints');
+    const resumeStep = newestCheckpointStep(ckptDir); // either engine's files
+    this.record.update({ restarts });
+    const code = extra.code ?? cause.code;
+    this.emit({ type: 'restart', attempt: restarts, host: cause.host, rank: cause.rank, reason: cause.message, resumeStep, ...(code ? { code } : {}), ...(extra.waitingFor ? { waitingFor: extra.waitingFor } : {}), ...(extra.waitMs !== undefined ? { waitMs: extra.waitMs } : {}) });
+    this.restartTold = true;
   }
 
   /**
@@ -416,14 +495,11 @@ class HostAgent {
   /** Restart once this host's ranks and every follower's have exited. */
   private maybeRestart(): void {
     const cause = this.pendingRestart;
-    if (!cause || this.ended || this.group?.running) return;
+    if (!cause || this.ended || this.group?.running || this.awaiting.size > 0) return;
     if (![...this.followers.values()].every((f) => f.exited === this.attempt)) return;
     this.pendingRestart = undefined;
-    const restarts = this.record.current.restarts + 1;
-    const ckptDir = this.spec.config.checkpointDir || join(this.dir, 'checkpoints');
-    const resumeStep = newestCheckpointStep(ckptDir); // either engine's files
-    this.record.update({ restarts });
-    this.emit({ type: 'restart', attempt: restarts, host: cause.host, rank: cause.rank, reason: cause.message, resumeStep });
+    if (!this.restartTold) this.tellRestart(cause);
+    this.restartTold = false;
     this.failures = [];
     this.failing = false;
     this.ownRanksOk = false;

@@ -2,14 +2,21 @@
 // host env may hold secrets, so it never goes on a command line), starts the run's agent detached
 // (own session, stdio to agent.log: a closed SSH channel or a dead client does not touch it),
 // waits for its first state.json and prints `{"runId","host","agentPid","state"}`.
+// `run-rejoin --run ID`: the same for a follower host that was lost (sshd and every process killed,
+// machine rebooted) with its workdir kept: a client relaunches the agent from the spec.json already
+// there, and the agent rejoins the leader, which waits for it (run-agent.ts awaitHosts).
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync } from 'node:fs';
-import { HOST_CMD_EXIT, decodeLaunchSpec, type LaunchSpec, type RunStartReply } from '../protocol';
+import { join } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { HOST_CMD_EXIT, decodeLaunchSpec, isTerminalRunState, type LaunchSpec, type RunStartReply } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
-import { HostCmdFailure, firstStdinLine, replyLine, sleep } from './host-cmd';
+import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
 import { agentAlive, checkRunId, readState, recordPaths, runDirOf } from './run-record';
 
+
 const START_TIMEOUT_MS = 10_000;
+/** A rejoin lock older than this was left by a run-rejoin that died: it is taken over. */
+const REJOIN_LOCK_STALE_MS = START_TIMEOUT_MS + 5000;
 
 export async function runStart(opts: { trainerEntry: string; workdir: string; execArgv?: string[] }): Promise<number> {
   const line = await firstStdinLine();
@@ -30,6 +37,51 @@ export async function runStart(opts: { trainerEntry: string; workdir: string; ex
   }
   mkdirSync(paths.logs, { recursive: true, mode: 0o700 });
   writeFileAtomicSync(paths.spec, JSON.stringify(spec) + '\n', { mode: 0o600 });
+  return startAgent(opts, spec);
+}
+
+export async function runRejoin(argv: readonly string[], opts: { trainerEntry: string; workdir: string; execArgv?: string[] }): Promise<number> {
+  const runId = parseFlags(argv, ['run'], 'run-rejoin').run;
+  if (!runId) throw new HostCmdFailure('usage', 'run-rejoin: --run ID is required', HOST_CMD_EXIT.usage);
+  const dir = runDirOf(opts.workdir, runId);
+  const paths = recordPaths(dir);
+  if (!existsSync(paths.spec)) throw new HostCmdFailure('no-such-run', `run-rejoin: no run ${runId} under ${opts.workdir}/runs (the workdir was not kept): start the run again`, HOST_CMD_EXIT.noSuchRun);
+  const spec = decodeLaunchSpec(JSON.parse(readFileSync(paths.spec, 'utf8')));
+  if (spec.role !== 'follower') throw new HostCmdFailure('not-follower', `run-rejoin: ${spec.host} leads run ${runId}; only a follower host's agent rejoins (its leader holds the run)`);
+  const prior = readState(dir);
+  if (prior && isTerminalRunState(prior.state)) throw new HostCmdFailure('run-ended', `run-rejoin: run ${runId} already ended on ${spec.host} (${prior.state})`);
+  const lock = join(dir, 'rejoin.lock');
+  const already = (): RunStartReply | undefined => {
+    const st = readState(dir);
+    return st && agentAlive(st.agentPid, runId) ? { runId, host: spec.host, agentPid: st.agentPid, state: st.state } : undefined;
+  };
+  // Two clients may relaunch at once: one lock per run dir, and a live agent is the answer for both.
+  let fd: number | undefined;
+  try {
+    fd = openSync(lock, 'wx', 0o600);
+  } catch {
+    const age = Date.now() - (existsSync(lock) ? statSync(lock).mtimeMs : 0);
+    if (age < REJOIN_LOCK_STALE_MS) throw new HostCmdFailure('rejoin-busy', `run-rejoin: another client is relaunching the agent of ${runId} on ${spec.host}; ask again in a few seconds`);
+    rmSync(lock, { force: true });
+    fd = openSync(lock, 'wx', 0o600);
+  }
+  closeSync(fd);
+  try {
+    const live = already();
+    if (live) {
+      replyLine(live);
+      return 0;
+    }
+    return await startAgent(opts, spec);
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
+/** Starts the run's agent detached and waits for the state record it writes (its own pid in it). */
+async function startAgent(opts: { trainerEntry: string; workdir: string; execArgv?: string[] }, spec: LaunchSpec): Promise<number> {
+  const dir = runDirOf(opts.workdir, spec.runId);
+  const paths = recordPaths(dir);
   const log = openSync(paths.agentLog, 'a', 0o600);
   // detached = setsid: the agent leads a new session, so the exec channel's hangup never reaches it.
   const child = spawn(process.execPath, [...(opts.execArgv ?? []), opts.trainerEntry, 'agent-run', '--run', spec.runId], {
@@ -45,7 +97,7 @@ export async function runStart(opts: { trainerEntry: string; workdir: string; ex
   const deadline = Date.now() + START_TIMEOUT_MS;
   for (;;) {
     const st = existsSync(paths.state) ? readState(dir) : undefined;
-    if (st) {
+    if (st && st.agentPid === child.pid) {
       const reply: RunStartReply = { runId: spec.runId, host: spec.host, agentPid: st.agentPid, state: st.state };
       replyLine(reply);
       return 0;

@@ -222,6 +222,16 @@ export interface RestartEvent extends EventBase {
   reason: string;
   /** The step training resumes from (0 when no checkpoint was written yet). */
   resumeStep: number;
+  /** The failure's code (`rank-exited`, `host-lost`, ...), when known. */
+  code?: string;
+  /**
+   * Hosts lost with their agent (code `host-lost`): the ranks resume only once each of them is back
+   * and its agent rejoined. The hosts cannot relaunch a lost host's agent (no daemon): a client
+   * following the run does (`run-start --rejoin`), within `waitMs`, or the run fails `host-lost`.
+   */
+  waitingFor?: string[];
+  /** How long the leader waits for the hosts in `waitingFor` to rejoin. */
+  waitMs?: number;
 }
 
 /**
@@ -447,6 +457,9 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     rank: num(o, 'rank', p, { int: true, min: -1 }),
     reason: str(o, 'reason', p),
     resumeStep: num(o, 'resumeStep', p, { int: true, min: 0 }),
+    ...opt('code', optStr(o, 'code', p)),
+    ...opt('waitingFor', o.waitingFor === undefined ? undefined : strArr(o, 'waitingFor', p)),
+    ...opt('waitMs', optNum(o, 'waitMs', p, { int: true, min: 0 })),
   }),
   queued: (o) => ({
     type: 'queued',

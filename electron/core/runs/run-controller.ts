@@ -6,6 +6,10 @@
 //     silent for lostAfterMs makes the run `lost` (in the local cache), never `running` forever
 //   - cancel(): `run-stop` on the leader (it stops the followers), then on the followers as a
 //     fallback; {force} (a second Ctrl-C) stops following at once instead of waiting
+//   - a follower host lost mid-run: the leader stops the ranks and waits for it (a `restart` event
+//     with `waitingFor`); this client keeps trying to reach that host (bounded backoff) and
+//     relaunches its agent there (`run-rejoin`, from the spec kept in its workdir); the leader then
+//     restarts every rank from the last checkpoint. Any client following the run does this
 //   - the outcome comes from the leader's state record (run-status) once its record is drained;
 //     errors too: the leader records every rank's error root cause first, so a follower's own copy
 //     is told only when the leader's record never had it
@@ -98,6 +102,10 @@ interface Follow {
 }
 
 const BACKOFF_MS = [250, 500, 1000, 2000, 4000];
+/** Between tries to reach a lost host and relaunch its agent. */
+const RELAUNCH_BACKOFF_MS = [1000, 1000, 2000, 2000, 4000];
+/** The leader's wait when its restart event does not say (run-agent HOST_WAIT_MS). */
+const DEFAULT_HOST_WAIT_MS = 180_000;
 
 export class RunController extends DisposableBase {
   private readonly events = this.register(new Emitter<CohortEvent>());
@@ -114,6 +122,8 @@ export class RunController extends DisposableBase {
    *  check never finds Cohort's own `run-stop` still running on a follower. */
   private stopsInFlight: Promise<void> | undefined;
   private finished = false;
+  /** Lost hosts the leader waits for (a restart event's waitingFor) until the run steps again. */
+  private readonly waitingFor = new Set<string>();
   private readonly startedAt = Date.now();
   readonly result: Promise<RunResult>;
   private resolveResult!: (r: RunResult) => void;
@@ -328,7 +338,9 @@ export class RunController extends DisposableBase {
       } catch (err) {
         stderr = (err as Error).message;
       }
-      if (code === 0 || code === 4 || code === 5) {
+      // A lost host the leader waits for: its old agent's record says dead until the relaunched one writes.
+      const waited = !isLeader && this.waitingFor.has(f.host.host);
+      if (code === 0 || (code === 4 && !waited) || code === 5) {
         f.ended = true;
         if (code === 4) this.emitError({ rank: -1, host: f.host.host, message: `the agent of run ${this.plan.runId} on ${f.host.host} died without recording an end`, logTail: [], code: 'agent-lost' });
         if (code === 5 && isLeader) this.emitError({ rank: -1, host: f.host.host, message: `${f.host.host} has no record of run ${this.plan.runId}`, logTail: [], code: 'no-such-run' });
@@ -336,7 +348,7 @@ export class RunController extends DisposableBase {
         return;
       }
       if (this.gaveUp()) return;
-      if (Date.now() - f.lastContact > lostAfter) {
+      if (Date.now() - f.lastContact > lostAfter && !waited) {
         const message = `${f.host.host}: unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})`;
         // The leader holds the run's outcome: without it the run is `lost`, and the error names it.
         if (isLeader) {
@@ -390,10 +402,57 @@ export class RunController extends DisposableBase {
   }
 
   private handle(e: CohortEvent): void {
-    if (e.type === 'step') this.lastStep = e.step;
+    if (e.type === 'step') {
+      this.lastStep = e.step;
+      this.waitingFor.clear(); // the run steps again: every lost host is back
+    }
+    if (e.type === 'restart' && e.waitingFor?.length) this.relaunchLost(e.waitingFor, e.waitMs ?? DEFAULT_HOST_WAIT_MS);
     if (e.type === 'done') this.doneEvent = e;
     if (e.type === 'error') this.noteError(e);
     this.emit(e);
+  }
+
+  /** The leader waits for lost hosts: relaunch each one's agent once the host can be reached. */
+  private relaunchLost(hosts: string[], waitMs: number): void {
+    const deadline = Date.now() + waitMs;
+    for (const name of hosts) {
+      if (this.waitingFor.has(name)) continue;
+      const h = this.plan.hosts.find((x) => x.host === name);
+      if (!h) {
+        this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
+        continue;
+      }
+      this.waitingFor.add(name);
+      void this.relaunchAgent(h, deadline);
+    }
+  }
+
+  private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
+    const still = () => this.waitingFor.has(h.host) && !this.gaveUp() && this.stopping === 'no' && Date.now() < deadline;
+    // a record being replayed (attach) may already show the run stepping again: give it a moment
+    await new Promise((r) => setTimeout(r, 500));
+    if (!still()) return;
+    this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} was lost: trying to reach it to relaunch its agent of run ${this.plan.runId} (for ${Math.round((deadline - Date.now()) / 1000)} s)` }));
+    let attempt = 0;
+    while (still()) {
+      let r: { code: number | null; stdout: string; stderr: string };
+      try {
+        r = await runHostCommand(h.link, ['run-rejoin', '--run', this.plan.runId], { timeoutMs: 20_000 });
+      } catch (err) {
+        r = { code: null, stdout: '', stderr: (err as Error).message };
+      }
+      const reply = parseLine(r.stdout) as (Partial<RunStartReply> & { error?: { code?: string; message?: string } }) | undefined;
+      if (r.code === 0 && reply?.agentPid) {
+        this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: its agent of run ${this.plan.runId} runs again (pid ${reply.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
+        return;
+      }
+      // The host answered and refused (the run ended, its record is gone): trying again will not help.
+      if (reply?.error && reply.error.code !== 'rejoin-busy') {
+        this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: could not relaunch its agent of run ${this.plan.runId}: ${reply.error.message ?? reply.error.code}` }));
+        return;
+      }
+      await new Promise((res) => setTimeout(res, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]));
+    }
   }
 
   private noteError(e: ErrorEvent): void {

@@ -249,7 +249,7 @@ function restart(e: RestartEvent): void {
   // The failure was handled (it is listed with the restart); a later one shows its own banner.
   live.error = null;
   for (const b of [metrics.steps, metrics.ranks, memory.buffer, gpuUtil.buffer]) b.dropAfter(e.resumeStep);
-  pushLog({ time: e.time, rank: e.rank >= 0 ? e.rank : undefined, host: e.host, level: 'warn', text: `restart ${e.attempt}: ${e.reason}; resuming from step ${e.resumeStep}` });
+  pushLog({ time: e.time, rank: e.rank >= 0 ? e.rank : undefined, host: e.host, level: 'warn', text: `restart ${e.attempt}: ${e.reason}; resuming from step ${e.resumeStep}${e.waitingFor?.length ? ` once ${e.waitingFor.join(', ')} is back (a client following the run relaunches its agent)` : ''}` });
 }
 
 function recordMemory(mem: StepEvent['memory']): void {

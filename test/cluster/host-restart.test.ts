@@ -1,0 +1,162 @@
+// Issue 12 item 6 for a LOST HOST, on 3 real OpenSSH hosts (network namespaces), through the real
+// `cohort` CLI: a follower host dies mid-run (link down, sshd and every process on it killed, its
+// workdir kept) and comes back a few seconds later (link up, sshd started again):
+//   - `--max-restarts 1`: the leader stops every rank and waits; the restart event names the host,
+//     `host-lost` and the resume step; the foreground client relaunches the host's agent once it
+//     answers (`run-rejoin`), and the run ends ok with the paramChecksum of an uninterrupted run
+//     with the same seed, steps and world; nothing is left on any host
+//   - the host not back within the leader's wait (COHORT_HOST_WAIT_MS in the leader's host env, 8 s
+//     here): the run fails `host-lost` naming it, with the hint
+// (`--max-restarts 0` with a dead host: durable-cluster.test.ts, unchanged.)
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CohortEvent, DoneEvent, ErrorEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
+import { harnessMode, leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { runCli, type CliRun } from '../helpers/cli';
+
+const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
+
+let cluster: SshdCluster;
+let dir = '';
+let env: NodeJS.ProcessEnv;
+const clients: CliRun[] = [];
+
+const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1', '--seed', '7'];
+const fixed = ['--steps', '14', '--checkpoint-every', '3'];
+
+function cli(args: string[], opts: { json?: boolean } = {}): CliRun {
+  const r = runCli(args, { env, json: !!opts.json });
+  clients.push(r);
+  return r;
+}
+
+async function trainerProcesses(hosts = [0, 1, 2]): Promise<string[]> {
+  const all = await Promise.all(hosts.map(async (i) => (await cluster.processes(i)).map((p) => `${cluster.hosts[i]!.name}: ${p.pid} ${p.cmd}`)));
+  return all.flat().filter((p) => /cohort-trainer\.mjs|cohort_run=/.test(p));
+}
+
+async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await fn())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** h3 dies as a machine does: off the network, sshd and everything on it killed (its disk, the workdir, kept). */
+async function killHost(i: number): Promise<number> {
+  await cluster.setLink(i, false);
+  const at = Date.now();
+  const procs = await cluster.processes(i);
+  for (const pid of [cluster.hosts[i]!.sshdPid, ...procs.map((p) => p.pid)]) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone already */
+    }
+  }
+  await until(`every process on host ${i + 1} gone`, async () => (await cluster.processes(i)).length === 0, 10_000);
+  return at;
+}
+
+async function bringBack(i: number): Promise<number> {
+  await cluster.restartSshd(i);
+  await cluster.setLink(i, true);
+  return Date.now();
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+beforeAll(async () => {
+  if (!NETNS) return;
+  cluster = await startHosts(3);
+  dir = mkdtempSync(join(tmpdir(), 'cohort-host-restart-'));
+  const knownHosts = join(dir, 'known_hosts');
+  copyFileSync(cluster.knownHostsPath, knownHosts);
+  env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
+  const hosts = cluster.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }));
+  // trio: the product's wait (180 s); brief: the leader (h1) waits 8 s for a lost host
+  const brief = [{ ...hosts[0]!, env: { COHORT_HOST_WAIT_MS: '8000' } }, hosts[1]!, hosts[2]!];
+  for (const [name, list] of [['trio', hosts], ['brief', brief]] as const) {
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify({ name, hosts: list }));
+    const imported = cli(['profiles', 'import', file]);
+    expect((await imported.exit).code, imported.stderr).toBe(0);
+  }
+  const deployed = cli(['deploy', 'trio']);
+  expect((await deployed.exit).code, deployed.stderr).toBe(0);
+}, 300_000);
+
+afterAll(async () => {
+  for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
+  const id = cluster?.id;
+  await cluster?.dispose();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
+});
+
+describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
+  it('--max-restarts 1: h3 killed after a checkpoint and back seconds later: restart event (h3, host-lost, resume step), the client relaunches its agent, ok with the uninterrupted paramChecksum, 0 processes left', async () => {
+    const ref = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--json'], { json: true });
+    expect((await ref.exit).code, ref.stderr).toBe(0);
+    const refSum = (ref.events.find((e): e is DoneEvent => e.type === 'done')!).paramChecksum;
+    expect(refSum).toMatch(/\S/);
+
+    const toRestart: number[] = [];
+    const toStep: number[] = [];
+    const run = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--max-restarts', '1', '--json'], { json: true });
+    await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    const killedAt = await killHost(2);
+    const restart = (await run.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
+    toRestart.push(restart.time - killedAt);
+    expect(restart).toMatchObject({ attempt: 1, host: 'h3', rank: -1, code: 'host-lost', waitingFor: ['h3'] });
+    expect(restart.resumeStep).toBeGreaterThanOrEqual(3);
+    // the leader stopped the surviving ranks and waits (its agent and h2's stay, holding the slots)
+    await until('the ranks on h1 and h2 stopped', async () => (await trainerProcesses([0, 1])).every((p) => !/ rank --run /.test(p)), 20_000);
+    await new Promise((r) => setTimeout(r, 3000));
+    const backAt = await bringBack(2);
+
+    const exit = await run.exit;
+    expect(exit.code, run.stderr.slice(-3000)).toBe(0);
+    const ev: CohortEvent[] = run.events;
+    const afterRestart = ev.slice(ev.indexOf(restart));
+    const firstAfter = afterRestart.find((e): e is StepEvent => e.type === 'step')!;
+    expect(afterRestart.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep), 'rank 0 resumed from the step the restart event names').toBe(true);
+    expect(firstAfter.step).toBe(restart.resumeStep + 1); // --warmup-steps 0: every step is told
+    toStep.push(firstAfter.time - backAt);
+    const relaunched = ev.find((e) => e.type === 'log' && /h3 is back: its agent of run .* runs again/.test(e.message));
+    expect(relaunched, 'the client said it relaunched h3').toBeDefined();
+    const done = ev.find((e): e is DoneEvent => e.type === 'done')!;
+    expect(done).toMatchObject({ status: 'ok', steps: 14 });
+    expect(done.paramChecksum).toBe(refSum);
+    expect(ev.filter((e) => e.type === 'restart')).toHaveLength(1);
+    await until('0 processes on every host', async () => (await trainerProcesses()).length === 0, 15_000);
+    process.stderr.write(`lost host restart: kill h3 -> restart event ${median(toRestart)} ms; h3 back -> first step after resume ${median(toStep)} ms (h3 back -> its agent relaunched ${relaunched!.time - backAt} ms)\n`);
+  }, 600_000);
+
+  it('h3 not back within the leader wait (COHORT_HOST_WAIT_MS 8 s): the run fails host-lost naming h3, with the hint; nothing left on h1/h2', async () => {
+    const run = cli(['run', '--profile', 'brief', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--json'], { json: true });
+    await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    const killedAt = await killHost(2);
+    try {
+      const restart = (await run.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
+      expect(restart).toMatchObject({ host: 'h3', code: 'host-lost', waitingFor: ['h3'], waitMs: 8000 });
+      const exit = await run.exit;
+      const failedAfter = Date.now() - killedAt;
+      expect(exit.code, run.stderr.slice(-3000)).toBe(1);
+      const errors = run.events.filter((e): e is ErrorEvent => e.type === 'error');
+      const last = errors.find((e) => /not back within/.test(e.message))!;
+      expect(last, JSON.stringify(errors)).toMatchObject({ host: 'h3', code: 'host-lost' });
+      expect(last.message).toMatch(/host h3 lost and not back within 8 s/);
+      expect(last.hint).toMatch(/bring h3 back/);
+      expect(run.events.find((e): e is DoneEvent => e.type === 'done')).toMatchObject({ status: 'failed' });
+      // bounded: detection, then the 8 s wait (plus the client's end)
+      expect(failedAfter).toBeLessThan(60_000);
+      await until('nothing left on h1/h2', async () => (await trainerProcesses([0, 1])).length === 0, 15_000);
+    } finally {
+      await bringBack(2);
+    }
+  }, 420_000);
+});
