@@ -37,6 +37,7 @@ describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
     await page.getByTestId('launch-warmup-steps').fill('2');
     await page.getByTestId('launch-log-steps').fill('1');
     await page.getByTestId('launch-compile').check();
+    await page.getByTestId('launch-fp16').check();
     await page.getByTestId('launch-start').click();
 
     // Compile reports "i of n" while it runs (the kernel timing takes tens of seconds here).
@@ -44,6 +45,12 @@ describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
     expect(await page.getByTestId('compile-progress').textContent()).toMatch(/^\d+ of \d+$/);
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 240_000, interval: 500 }).toBe('ok');
     await expect.poll(() => page.getByTestId('chart-throughput').getAttribute('data-points')).toBe('8');
+
+    // Honest labels: --fp16 on tfjs/wasm halves the gradient exchange, so the page says that part is on next to
+    // the missing fp16 compute; bf16 was not asked for, so nothing is said of it.
+    const notes = await page.getByTestId('capability-note').allTextContents();
+    expect(notes.find((t) => t.trim().startsWith('fp16'))).toMatch(/fp16 gradient exchange: on/);
+    expect(notes.some((t) => t.trim().startsWith('bf16'))).toBe(false);
 
     // Hover the middle of the throughput plot: its legend shows the step and value there, and the
     // loss chart (cursor sync) shows the same step.

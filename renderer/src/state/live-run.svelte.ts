@@ -96,7 +96,11 @@ export const live = $state({
   gpuUtilSeen: false,
   /** Some rank reported GPU memory (a GPU exists even when its utilisation is not reported). */
   gpuSeen: false,
+  /** The switches the run asked for (its RunMeta.config), so the view tells only about those; null until known. */
+  asked: null as { fp16: boolean; bf16: boolean; compile: boolean } | null,
 });
+
+const askedOf = (meta: RunMeta): { fp16: boolean; bf16: boolean; compile: boolean } => ({ fp16: !!meta.config.fp16, bf16: !!meta.config.bf16, compile: !!meta.config.compile });
 
 export function resetLive(runId: string, source: 'live' | 'history'): void {
   pendingStep = null;
@@ -120,6 +124,7 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   gpuUtil.buffer = new SeriesBuffer(1);
   live.gpuUtilSeen = false;
   live.gpuSeen = false;
+  live.asked = null;
   memory.step = 0;
   memory.hasTotal = false;
   phases.warmupEnd = 0;
@@ -284,6 +289,7 @@ function recordMemory(mem: StepEvent['memory']): void {
 export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
   unfollow();
   resetLive(meta.id, 'history');
+  live.asked = askedOf(meta);
   for (const e of events) applyEvent(e);
   flushLive();
   if (isRunningPhase(live.phase)) {
@@ -320,6 +326,7 @@ export async function attachLive(api: Pick<CohortApi, 'attachRun' | 'onRunEvent'
     return f.attachment.meta;
   }
   following = { runId, dispose: f.dispose };
+  live.asked = askedOf(f.attachment.meta);
   flushLive();
   const a = f.attachment;
   if (!a.live) {
