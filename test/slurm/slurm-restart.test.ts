@@ -75,8 +75,11 @@ afterAll(async () => {
 function checkResumed(events: CohortEvent[], restart: RestartEvent): void {
   expect(restart.resumeStep).toBeGreaterThanOrEqual(3);
   expect(events.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep)).toBe(true);
-  const firstAfter = events.slice(events.indexOf(restart)).find((e): e is StepEvent => e.type === 'step')!;
-  expect(firstAfter.step).toBe(restart.resumeStep + 1);
+  // --warmup-steps 1: each start's first step is a warm-up (a `warmup` event, no `step`), so the first step told is resumeStep + 2.
+  const after = events.slice(events.indexOf(restart));
+  expect(after.find((e) => e.type === 'warmup')).toMatchObject({ steps: 1 });
+  const firstAfter = after.find((e): e is StepEvent => e.type === 'step')!;
+  expect(firstAfter.step).toBe(restart.resumeStep + 2);
   const done = of(events, 'done')[0] as DoneEvent;
   expect(done).toMatchObject({ status: 'ok', steps: STEPS });
   expect(done.paramChecksum).toBe(localSum);
@@ -123,5 +126,23 @@ describe.skipIf(SLURM_MISSING)('Slurm runs restart under --max-restarts', () => 
     console.log(`slurm requeue: slurmd killed → restart event ${restarts[0]!.time - killedAt} ms; → first step after resume ${(run.events.slice(run.events.indexOf(restarts[0]!)).find((e) => e.type === 'step')?.time ?? 0) - killedAt} ms`);
     checkResumed(run.events, restarts[0]!);
     await nothingLeft();
+  }, 420_000);
+
+  it('a preemption (scontrol requeue): `restarting` with Slurm\'s word in runs list and the log, then resumes and ends ok with the same paramChecksum', async () => {
+    const run = runCli(['run', '--profile', 'pair', '--max-restarts', '1', ...train, '--json'], { env, json: true });
+    await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    const job = (of(run.events, 'log') as LogEvent[]).map((l) => /Slurm job (\d+) runs on/.exec(l.message)?.[1]).find(Boolean)!;
+    expect((await c.login$(`scontrol requeue ${job}`)).code).toBe(0);
+    await run.waitFor((e) => e.type === 'log' && /^restarting: Slurm job \d+ is pending again \(\w+\)/.test(e.message), 60_000);
+    const hist = JSON.parse((await cli(['runs', 'list', '--json'])).stdout) as { status: string; profile: string }[];
+    expect(hist[0]).toMatchObject({ profile: 'pair', status: 'restarting' });
+    const exit = await run.exit;
+    expect(exit.code, run.stderr).toBe(0);
+    const restarts = of(run.events, 'restart') as RestartEvent[];
+    expect(restarts.length, JSON.stringify(restarts)).toBe(1);
+    expect(restarts[0]!.reason).toMatch(new RegExp(`^Slurm requeued job ${job} \\(run 2\\): preempted or requeued \\(scontrol requeue\\)`));
+    checkResumed(run.events, restarts[0]!);
+    await nothingLeft();
+    expect(JSON.parse((await cli(['runs', 'list', '--json'])).stdout)[0]).toMatchObject({ status: 'ok' });
   }, 420_000);
 });

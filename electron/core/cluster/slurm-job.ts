@@ -91,7 +91,8 @@ export class SlurmJob implements ScheduledJob {
         const said = `${state}|${reason}|${position}`;
         if (said !== this.lastSaid) {
           this.lastSaid = said;
-          onQueued({ jobId: job, reason: reason ?? '', ...(position ? { position } : {}), ...(partition ? { partition } : {}) });
+          const restarts = (await this.ended())?.restarts ?? 0;
+          onQueued({ jobId: job, reason: reason ?? '', ...(position ? { position } : {}), ...(partition ? { partition } : {}), ...(restarts ? { restarts } : {}) });
         }
       } else if (state === 'RUNNING' || state === 'COMPLETING') {
         runningSince ||= Date.now();

@@ -44,6 +44,8 @@ export interface SchedulerQueueState {
   partition?: string;
   /** Set while a requeued job waits to run again (the run is `restarting`): why Slurm requeued it. */
   restarting?: string;
+  /** How many times the scheduler has requeued the job (Slurm's Restarts), when more than none. */
+  restarts?: number;
 }
 
 /** The scheduler's final word on a job (Slurm: JobState, Reason, NodeList). */
@@ -175,8 +177,10 @@ export class RunController extends DisposableBase {
       const hosts = await job.waitRunning(
         (q) => {
           const where = `${q.position ? `, position ${q.position} in partition ${q.partition ?? ''}`.trimEnd() : ''}`;
-          this.emit(makeEvent({ type: 'log', level: 'info', message: requeue ? `restarting: Slurm job ${q.jobId} is pending again (${q.reason})${where}: ${requeue.reason}` : `queued: Slurm job ${q.jobId} is pending (${q.reason})${where}` }));
-          for (const l of this.queueListeners) l(requeue ? { ...q, restarting: requeue.reason } : q);
+          // A client attaching while a requeued job waits learns it from Slurm's Restarts.
+          const restarting = requeue?.reason ?? (q.restarts ? `Slurm requeued job ${q.jobId} (Restarts=${q.restarts})` : undefined);
+          this.emit(makeEvent({ type: 'log', level: 'info', message: restarting ? `restarting: Slurm job ${q.jobId} is pending again (${q.reason})${where}: ${restarting}` : `queued: Slurm job ${q.jobId} is pending (${q.reason})${where}` }));
+          for (const l of this.queueListeners) l(restarting ? { ...q, restarting } : q);
         },
         this.waitAbort.signal,
         requeue ? { minAttempt: requeue.attempt } : {},
