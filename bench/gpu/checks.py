@@ -8,8 +8,10 @@ visible.txt (the CUDA_VISIBLE_DEVICES the ranks ran under), engine-RUNG.jsonl an
 rung, engine-bf16.jsonl (the engine with --bf16), bf16-cli.jsonl + bf16-cli.exit (a Cohort run with
 --engine torch --bf16: the agent's pre-launch check), probe.txt (cohort probe local), tfjs.jsonl."""
 import json
-import os
 import sys
+
+import run_files
+from run_files import first
 
 RUNGS = ("native", "compile", "fp16", "fp16-channels-last", "all")
 out = sys.argv[1]
@@ -22,27 +24,11 @@ def check(name, ok, detail):
 
 
 def events(name):
-    path = os.path.join(out, name)
-    if not os.path.exists(path):
-        return None
-    evs = []
-    for line in open(path):
-        try:
-            evs.append(json.loads(line))
-        except ValueError:
-            pass
-    return evs
-
-
-def first(evs, t):
-    return next((e for e in evs or [] if e.get("type") == t), None)
+    return run_files.events(out, name)
 
 
 def read(name, default=""):
-    try:
-        return open(os.path.join(out, name)).read().strip()
-    except OSError:
-        return default
+    return run_files.text(out, name, default)
 
 
 gpus = []
@@ -77,10 +63,7 @@ for rung in RUNGS:
           isinstance(proc, (int, float)) and isinstance(used, (int, float)) and t <= proc <= used <= (tot or 0) and m.get("gpuUuid") == r0.get("gpuUuid"),
           f"gpuProcessBytes {proc}, gpuUsedBytes {used}, gpuTotalBytes {tot}, gpuUuid {m.get('gpuUuid')}"
           + ("" if proc is not None else " (absent: nvidia-smi listed no process with the rank's pid; in a container without the host's PID namespace it cannot)"))
-    try:
-        ref = json.load(open(os.path.join(out, f"ref-{rung}.json")))
-    except (OSError, ValueError):
-        ref = {}
+    ref = run_files.load_json(out, f"ref-{rung}.json", {})
     rp = ref.get("maxMemoryAllocated")
     check(f"{rung}: peak (reset after warm-up) within 25% of the plain script's max_memory_allocated", (abs(pk / rp - 1) <= 0.25) if pk and rp else None,
           f"Cohort {pk} vs plain {rp}" + (f" ({(pk / rp - 1) * 100:+.1f}%)" if pk and rp else ""))

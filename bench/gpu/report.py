@@ -2,44 +2,34 @@
 OUT/machine.txt) and prints the markdown table for bench/results/gpu-<machine>.md.
 
     python3 report.py OUT RUNG [RUNG ...]"""
-import json, os, statistics, sys
+import statistics
+import sys
+
+from run_files import events, first, load_json, text
 
 out, rungs = sys.argv[1], sys.argv[2:]
-
-
-def events(path):
-    evs = []
-    if os.path.exists(path):
-        for line in open(path):
-            try:
-                evs.append(json.loads(line))
-            except ValueError:
-                pass
-    return evs
 
 
 def mib(b):
     return f"{b / 2**20:.0f} MiB" if isinstance(b, (int, float)) else "—"
 
 
-print(f"# GPU acceptance: {open(os.path.join(out, 'machine.txt')).read().strip().splitlines()[0]}\n")
-print("```\n" + open(os.path.join(out, "machine.txt")).read().strip() + "\n```\n")
+machine = text(out, "machine.txt")
+print(f"# GPU acceptance: {machine.splitlines()[0]}\n")
+print("```\n" + machine + "\n```\n")
 print("Cohort's torch engine (standalone, 1 rank) next to a plain PyTorch script of the same step "
       "(bench/gpu/reference.py). Peak memory: the engine's `peakTensorBytes` (what Cohort reports) vs "
       "`torch.cuda.max_memory_allocated` in the plain script, both reset after warm-up.\n")
 print("| rung | Cohort img/s | plain img/s | Cohort / plain | Cohort peak | plain max_memory_allocated | peak diff | GPU memory (this rank / device) | compile |")
 print("|---|---|---|---|---|---|---|---|---|")
 for r in rungs:
-    evs = events(os.path.join(out, f"engine-{r}.jsonl"))
+    evs = events(out, f"engine-{r}.jsonl") or []
     steps = [e for e in evs if e.get("type") == "step"]
-    err = next((e for e in evs if e.get("type") == "error"), None)
+    err = first(evs, "error")
     rate = statistics.median(e["globalSamplesPerSec"] for e in steps) if steps else None
     mem = steps[-1]["memory"][0] if steps and steps[-1].get("memory") else {}
-    comp = next((e for e in evs if e.get("type") == "compile"), None)
-    try:
-        ref = json.load(open(os.path.join(out, f"ref-{r}.json")))
-    except (OSError, ValueError):
-        ref = {}
+    comp = first(evs, "compile")
+    ref = load_json(out, f"ref-{r}.json", {})
     ratio = f"{rate / ref['imgPerSec']:.3f}" if rate and ref.get("imgPerSec") else "—"
     peak, refpeak = mem.get("peakTensorBytes"), ref.get("maxMemoryAllocated")
     diff = f"{(peak / refpeak - 1) * 100:+.1f}%" if peak and refpeak else "—"
@@ -48,13 +38,13 @@ for r in rungs:
     plain = f"{ref['imgPerSec']:.1f}" if ref.get("imgPerSec") else "—"
     print(f"| {r} | {cohort} | {plain} | {ratio} | {mib(peak)} | {mib(refpeak)} | {diff} | {gpu} | {comp['status'] if comp else '—'} |")
 
-tf = events(os.path.join(out, "tfjs.jsonl"))
-hello = next((e for e in tf if e.get("type") == "hello"), None)
+tf = events(out, "tfjs.jsonl") or []
+hello = first(tf, "hello")
 if hello:
     steps = [e for e in tf if e.get("type") == "step"]
     rate = statistics.median(e["globalSamplesPerSec"] for e in steps) if steps else None
     warn = f" — NOT ON A GPU: {hello['deviceWarning']}" if hello.get("deviceWarning") else ""
     speed = f"median {rate:.1f} img/s" if rate else "no step finished"
     print(f"\ntfjs engine, backend {hello['backend']}: device `{hello['device']}`{warn}; {speed}")
-elif os.path.exists(os.path.join(out, "tfjs.skipped")):
-    print("\ntfjs engine: " + open(os.path.join(out, "tfjs.skipped")).read().strip())
+elif text(out, "tfjs.skipped", None) is not None:
+    print("\ntfjs engine: " + text(out, "tfjs.skipped"))

@@ -35,13 +35,18 @@ export function trainFlagUsage(): string {
   const left = TRAIN_ROWS.map((r) => `${r.flag}${valueOf(r)}`);
   const width = Math.max(...left.map((l) => l.length)) + 2;
   const indent = ' '.repeat(width + 4);
-  return TRAIN_ROWS.map((r, i) => [`  ${left[i]!.padEnd(width)}${r.help}${defaultOf(r)}`, ...engineLines(r).map((l) => indent + l)].join('\n')).join('\n');
+  return TRAIN_ROWS.map((r, i) => [`  ${left[i]!.padEnd(width)}${r.help}${valuesOf(r)}${defaultOf(r)}`, ...engineLines(r).map((l) => indent + l)].join('\n')).join('\n');
 }
 
 function valueOf(r: TrainRow): string {
   if (r.kind === 'bool') return '';
-  if (r.kind === 'enum') return ' ' + r.values.join('|');
+  if (r.kind === 'enum' && !r.arg) return ' ' + r.values.join('|');
   return ' ' + (r.arg ?? 'VALUE');
+}
+
+/** An enum with a placeholder (its values too long for the flag column) lists them after the help. */
+function valuesOf(r: TrainRow): string {
+  return r.kind === 'enum' && r.arg ? ` (${r.arg}: ${r.values.join('|')})` : '';
 }
 
 function defaultOf(r: TrainRow): string {

@@ -8,10 +8,11 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, screenshotsAllSizes, startServe, type ServeProcess } from './serve-process';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
@@ -31,13 +32,12 @@ function filesContaining(dir: string, needle: string): string[] {
 describe.skipIf(!existsSync(CHROMIUM) || !!SSHD_MISSING)('host setup in the dashboard, real sshd host', () => {
   let hosts: SshdCluster;
   let serve: ServeProcess;
-  let ctx: BrowserContext;
   let page: Page;
+  let dash: Dashboard | undefined;
   let dir: string;
   let encKey: string;
 
   beforeAll(async () => {
-    ensureRendererBuilt();
     mkdirSync(ARTIFACTS, { recursive: true });
     hosts = await startHosts(1);
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-hostsetup-'));
@@ -45,14 +45,10 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SSHD_MISSING)('host setup in the dash
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', PASSPHRASE, '-C', 'cohort-enc', '-f', encKey]);
     await hosts.authorize(readFileSync(`${encKey}.pub`, 'utf8'));
     // No ssh-agent: the encrypted key can only be unlocked with its passphrase.
-    serve = await startServe([], { env: { COHORT_KNOWN_HOSTS: hosts.knownHostsPath, SSH_AUTH_SOCK: '' } });
-    ctx = await chromium.launchPersistentContext(join(dir, 'chromium'), { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
-    page = await ctx.newPage();
-    page.on('pageerror', (e) => console.error('[page error]', e.message));
+    ({ serve, page } = dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: hosts.knownHostsPath, SSH_AUTH_SOCK: '' } }));
   });
   afterAll(async () => {
-    await ctx?.close();
-    await serve?.dispose();
+    await dash?.dispose();
     await hosts?.dispose();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });

@@ -2,34 +2,32 @@
 // connection" meeting an unknown host key, the trust prompt showing the SHA256 fingerprint that
 // ssh-keygen computes from the host's key, trusting it, then connecting and probing.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHosts, type SshdCluster } from '../harness/sshd-hosts';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM) || !existsSync('/usr/sbin/sshd'))('dashboard with a real SSH host', () => {
   let hosts: SshdCluster;
   let serve: ServeProcess;
-  let ctx: BrowserContext;
   let page: Page;
+  let dash: Dashboard | undefined;
   let dir: string;
 
   beforeAll(async () => {
-    ensureRendererBuilt();
+    mkdirSync(join(ROOT, 'test-artifacts'), { recursive: true }); // run alone, no other test has made it
     hosts = await startHosts(1, { knownHosts: 'empty' });
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-ssh-'));
     const kh = join(dir, 'known_hosts');
     writeFileSync(kh, '');
-    serve = await startServe([], { env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } });
-    ctx = await chromium.launchPersistentContext(join(dir, 'chromium'), { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
-    page = await ctx.newPage();
+    ({ serve, page } = dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } }));
   });
   afterAll(async () => {
-    await ctx?.close();
-    await serve?.dispose();
+    await dash?.dispose();
     await hosts?.dispose();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });

@@ -3,12 +3,12 @@
 // throughput number and a chart grow, stop a run, find both in History and compare them.
 // Screenshots go to test-artifacts/ and are checked to be non-blank.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 import { LAUNCH_ROWS } from '../../trainer/protocol';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -36,8 +36,8 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
   let serve: ServeProcess;
   let ctx: BrowserContext;
   let page: Page;
+  let dash: Dashboard | undefined;
   let checker: Page;
-  let profileDir: string;
 
   async function shot(name: string): Promise<void> {
     const png = await page.screenshot({ fullPage: false });
@@ -47,20 +47,13 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
   }
 
   beforeAll(async () => {
-    ensureRendererBuilt();
     mkdirSync(ARTIFACTS, { recursive: true });
-    serve = await startServe();
-    profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-'));
-    ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
-    page = await ctx.newPage();
+    ({ serve, ctx, page } = dash = await openDashboard());
     checker = await ctx.newPage();
-    page.on('pageerror', (e) => console.error('[page error]', e.message));
   });
 
   afterAll(async () => {
-    await ctx?.close();
-    await serve?.dispose();
-    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+    await dash?.dispose();
   });
 
   it('refuses requests and WebSocket upgrades without the token', async () => {

@@ -7,13 +7,13 @@
 // cancelled and failed runs. Screenshots of History and Compare at 1024×700 and 1920×1080, light
 // and dark, in test-artifacts/history-*.png.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
@@ -28,9 +28,8 @@ const TINY = ['--stem', 'cifar', '--image-size', '8', '--log-steps', '1', '--war
 
 describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => {
   let serve: ServeProcess;
-  let ctx: BrowserContext;
   let page: Page;
-  let profileDir: string;
+  let dash: Dashboard | undefined;
   let env: NodeJS.ProcessEnv;
   const ids: { a: string; b: string; cancelled: string; failed: string } = { a: '', b: '', cancelled: '', failed: '' };
 
@@ -52,9 +51,8 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
   const runIdOf = (stderr: string) => /run (\S+) recorded in/.exec(stderr)?.[1] ?? '';
 
   beforeAll(async () => {
-    ensureRendererBuilt();
     mkdirSync(ARTIFACTS, { recursive: true });
-    serve = await startServe();
+    ({ serve, page } = dash = await openDashboard());
     env = { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home'), NO_COLOR: '1' };
     // Two finished runs that differ only in batch size (both single-rank, side by side).
     const [a, b] = await Promise.all([cohortAsync(['run', '--local', ...TINY, '--batch-size', '2', '--steps', '6']), cohortAsync(['run', '--local', ...TINY, '--batch-size', '4', '--steps', '6'])]);
@@ -75,17 +73,10 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     const failed = cohort(['run', '--profile', 'refused', ...TINY, '--steps', '2']);
     expect(failed.code).not.toBe(0);
     ids.failed = (JSON.parse(cohort(['runs', 'list', '--json']).stdout) as RunMeta[]).find((r) => r.profile === 'refused')?.id ?? '';
-
-    profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-history-'));
-    ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
-    page = await ctx.newPage();
-    page.on('pageerror', (e) => console.error('[page error]', e.message));
   }, 300_000);
 
   afterAll(async () => {
-    await ctx?.close();
-    await serve?.dispose();
-    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+    await dash?.dispose();
   });
 
   it('records what cancelled and failed runs measured', () => {

@@ -2,35 +2,27 @@
 // compile progress while it compiles, hover values with the crosshair shared across charts, one
 // per-rank compute series per rank, and screenshots at two window sizes in both themes
 // (test-artifacts/live-*.png, checked non-blank here and by eye).
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
   let serve: ServeProcess;
-  let ctx: BrowserContext;
   let page: Page;
-  let profileDir: string;
+  let dash: Dashboard | undefined;
 
   beforeAll(async () => {
-    ensureRendererBuilt();
     mkdirSync(ARTIFACTS, { recursive: true });
-    serve = await startServe();
-    profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-live-'));
-    ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
-    page = await ctx.newPage();
-    page.on('pageerror', (e) => console.error('[page error]', e.message));
+    ({ serve, page } = dash = await openDashboard());
   });
 
   afterAll(async () => {
-    await ctx?.close();
-    await serve?.dispose();
-    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+    await dash?.dispose();
   });
 
   it('shows compile progress, then hover values on every chart at the same step, and one compute series per rank', async () => {

@@ -3,39 +3,31 @@
 // with SIGKILL after a checkpoint (max restarts 1) shows as a restart: the Restarts row, a marker
 // on every chart at the step resumed from, the run finishing ok. Also the time x axis (issue 15).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { killLeftovers, ranksOf } from '../helpers/host';
-import { CHROMIUM, CHROMIUM_ARGS, ROOT, ensureRendererBuilt, screenshotsAllSizes, startServe, type ServeProcess } from './serve-process';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
 describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live view', () => {
   let serve: ServeProcess;
-  let ctx: BrowserContext;
   let page: Page;
-  let profileDir: string;
+  let dash: Dashboard | undefined;
   const runIds: string[] = [];
 
   beforeAll(async () => {
-    ensureRendererBuilt();
     mkdirSync(ARTIFACTS, { recursive: true });
-    serve = await startServe();
-    profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-queue-'));
-    ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
-    page = await ctx.newPage();
-    page.on('pageerror', (e) => console.error('[page error]', e.message));
+    ({ serve, page } = dash = await openDashboard());
   });
 
   afterAll(async () => {
-    await ctx?.close();
-    await serve?.dispose();
+    await dash?.dispose();
     killLeftovers(runIds);
-    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   });
 
   const events = (id: string): CohortEvent[] => {

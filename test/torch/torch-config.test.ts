@@ -6,7 +6,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_TRAIN_CONFIG, TRAIN_ROWS, decodeEvent, torchEngineConfigJson } from '../../trainer/protocol';
+import { COMPILE_MODES, DEFAULT_TRAIN_CONFIG, TRAIN_ROWS, decodeEvent, torchEngineConfigJson } from '../../trainer/protocol';
 import { ENGINE_SCRIPT, PYTHON, torchUnavailableReason } from './engine-process';
 
 const skipReason = torchUnavailableReason();
@@ -24,6 +24,7 @@ events._event_out.write(json.dumps({
     "flags": {k: "--" + m.kebab(k) for k in defaults.DEFAULTS},
     "loaded": m.load_config([]),
     "epochsAlone": m.load_config(["--epochs", "2"]),
+    "compileModes": list(m.COMPILE_MODES),
 }) + "\\n")
 `;
 
@@ -47,6 +48,7 @@ describe.skipIf(!!skipReason)('torch engine config: the table is the source', ()
       flags: Record<string, string>;
       loaded: Record<string, unknown>;
       epochsAlone: Record<string, unknown>;
+      compileModes: string[];
     };
     expect(view.defaults).toEqual(DEFAULT_TRAIN_CONFIG);
     expect(view.loaded).toEqual(DEFAULT_TRAIN_CONFIG);
@@ -57,6 +59,8 @@ describe.skipIf(!!skipReason)('torch engine config: the table is the source', ()
     }
     // The budget rule means the same on both sides: --epochs alone replaces the step budget.
     expect(view.epochsAlone).toMatchObject({ epochs: 2, steps: 0 });
+    // The engine refuses a mode itself (run standalone); the table refuses it at the CLI and the form.
+    expect(view.compileModes).toEqual([...COMPILE_MODES]);
   });
 
   it('refuses to start without train-config.json, naming the file and the fix', () => {

@@ -10,6 +10,9 @@ describe('train config', () => {
     expect(() => decodeTrainConfig({ backend: 'tpu' })).toThrow(/^--backend: expected one of auto, tensorflow, wasm, cpu/);
     expect(() => decodeTrainConfig({ imageSize: 16 })).toThrow(/^--image-size: 16 is too small for the imagenet stem.*--stem cifar/);
     expect(() => decodeTrainConfig({ data: 'imagenet:/x' })).toThrow(/^--data:/);
+    // A misspelt torch.compile mode is refused where the run is asked for, not at the torch rank's start.
+    expect(() => decodeTrainConfig({ compileMode: 'max-autotun' })).toThrow(/^--compile-mode: expected one of default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs/);
+    expect(decodeTrainConfig({ compileMode: 'reduce-overhead' }).compileMode).toBe('reduce-overhead');
     expect(() => decodeTrainConfig({ steps: 5, epochs: 2 })).toThrow(/not both/);
     expect(() => decodeTrainConfig({ bogus: 1 })).toThrow(/unknown setting/);
     expect(() => decodeTrainConfig({ toString: 1 })).toThrow(/unknown setting/);

@@ -9,6 +9,8 @@ export const BACKENDS = ['auto', 'tensorflow', 'wasm', 'cpu'] as const;
 export const STEMS = ['imagenet', 'cifar'] as const;
 export const OPTIMIZERS = ['adamw', 'sgd'] as const;
 export const SCHEDULES = ['cosine', 'step', 'constant'] as const;
+/** torch.compile's modes (the torch engine's own list, cohort_torch/config.py COMPILE_MODES, is checked against it by test/torch). */
+export const COMPILE_MODES = ['default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs'] as const;
 
 export type Engine = (typeof ENGINES)[number];
 export type BackendChoice = (typeof BACKENDS)[number];
@@ -35,7 +37,7 @@ interface RowCommon<T> {
   default: T;
   /** One short line for usage and the form, with the unit; engine-neutral (see `engines`). */
   help: string;
-  /** Placeholder for the value in the usage text (`B`, `DIR`); enums list their values instead. */
+  /** Placeholder for the value in the usage text (`B`, `DIR`); enums list their values there instead, or after the help when they have one. */
   arg?: string;
   /** Absent: both engines honour the setting as `help` says. */
   engines?: EngineMeaning;
@@ -107,7 +109,7 @@ export const TRAIN_CONFIG_TABLE = {
   resume: flag({ flag: '--resume', default: false, help: 'resume from the newest checkpoint' }),
   freezeBn: flag({ flag: '--freeze-bn', default: false, help: 'eval-mode batch norm while training (data-parallel updates then equal one process exactly)' }),
   syncBn: flag({ flag: '--sync-bn', default: false, help: 'synchronised batch-norm statistics across ranks', engines: { tfjs: null, torch: 'SyncBatchNorm (CUDA, more than one rank)' } }),
-  compileMode: text(true, { flag: '--compile-mode', arg: 'MODE', default: 'default', help: 'torch.compile mode with --compile: default, reduce-overhead or max-autotune', engines: { tfjs: null, torch: 'torch.compile(mode=MODE)' } }),
+  compileMode: choice(COMPILE_MODES, { flag: '--compile-mode', arg: 'MODE', default: 'default', help: 'torch.compile mode with --compile', engines: { tfjs: null, torch: 'torch.compile(mode=MODE)' } }),
   requireGpu: flag({ flag: '--require-gpu', default: false, help: 'refuse to start a rank that would run on the CPU (profile: defaults.requireGpu)', engines: { tfjs: 'checked against what tfjs-node-gpu\'s binding reports (isUsingGpuDevice)', torch: 'the agent refuses a torch without CUDA' } }),
 };
 
