@@ -13,7 +13,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import { openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+import { CHROMIUM, ROOT, setTheme, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
 
@@ -146,12 +146,131 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     expect(await page.getByTestId('compare-summary').textContent()).toMatch(/^bs2 baseline is \d+\.\d% (faster|slower) than /);
   });
 
+  it('fits the History table at 1024×700 (no sideways scroll, engine text whole, Open / Run again in view); 1920 px shows every column', async () => {
+    await page.getByTestId('nav-history').click();
+    await page.setViewportSize({ width: 1024, height: 700 });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await expect.poll(() => page.getByTestId('history-row').count()).toBe(4);
+    await page.waitForTimeout(200); // layout after the resize
+    const table = await page.getByTestId('history-table').evaluate((t) => ({ sw: t.parentElement!.scrollWidth, cw: t.parentElement!.clientWidth }));
+    expect(table.sw, 'the History table scrolls sideways at 1024 px').toBeLessThanOrEqual(table.cw);
+    // What no longer has its own column is still in the row, in the Setup cell.
+    const setup = await row(ids.b).locator('td', { hasText: 'synthetic' }).filter({ visible: true }).textContent();
+    expect(setup).toMatch(/local · cifar · synthetic\s*8 px · batch 4 × 1/);
+    for (const id of [ids.a, ids.b, ids.cancelled, ids.failed]) {
+      const engine = row(id).getByTestId('engine');
+      // The cell and every element in it show their text whole (no clipping, no ellipsis).
+      const clipped = await engine.evaluate((td) => [td, ...Array.from(td.querySelectorAll('*'))].filter((e) => e.scrollWidth > e.clientWidth + 0.5 && e.clientWidth > 0).map((e) => `${e.tagName} ${e.scrollWidth}>${e.clientWidth}`));
+      expect(clipped, `run ${id}: the engine cell is cut`).toEqual([]);
+      expect(await engine.textContent()).toMatch(/tfjs|auto/);
+      for (const b of [row(id).getByRole('button', { name: 'Open' }), row(id).getByTestId('run-again')]) {
+        const box = (await b.boundingBox())!;
+        expect(box.x + box.width, `run ${id}: a row action lies outside the 1024 px window`).toBeLessThanOrEqual(1024);
+      }
+    }
+    // At 1920 px every field has its own column, none folded into the row's detail.
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    await page.waitForTimeout(200);
+    const headers = (await page.locator('[data-testid=history-table] thead th').allTextContents()).map((t) => t.trim()).filter(Boolean);
+    for (const h of ['Status', 'Steps', 'Started', 'Profile', 'Engine', 'Stem', 'Data', 'Image', 'Batch', 'World', 'fp16', 'Compile']) expect(headers.some((x) => x.startsWith(h)), `column ${h} at 1920 px (got ${headers.join(' | ')})`).toBe(true);
+    // …and the folded Setup cell that stands for them at 1024 px is not shown.
+    const hidden = await page.locator('[data-testid=history-table] thead th').evaluateAll((ths) => ths.filter((th) => getComputedStyle(th).display === 'none').map((th) => th.textContent!.trim()));
+    expect(hidden).toEqual(['Setup']);
+    const tableAt1920 = await page.getByTestId('history-table').evaluate((t) => ({ sw: t.parentElement!.scrollWidth, cw: t.parentElement!.clientWidth }));
+    expect(tableAt1920.sw).toBeLessThanOrEqual(tableAt1920.cw);
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  it("the dashboard's CSV and JSON download buttons (History and Compare) download every selected run with its real median and curves", async () => {
+    const all = [ids.a, ids.b, ids.cancelled, ids.failed];
+    const download = async (testId: string) => {
+      const [d] = await Promise.all([page.waitForEvent('download', { timeout: 15_000 }), page.getByTestId(testId).click()]);
+      return { name: d.suggestedFilename(), text: readFileSync((await d.path())!, 'utf8') };
+    };
+    const medianOf = (id: string) => meta(id).medianGlobalSamplesPerSec ?? meta(id).throughput?.median ?? null;
+    const checkCsv = (text: string, want: string[]) => {
+      const [header, ...lines] = text.trim().split('\n');
+      const cols = header!.split(',');
+      expect(cols.slice(0, 2)).toEqual(['id', 'name']);
+      const rows = lines.map((l) => Object.fromEntries(cols.map((k, i) => [k, csvCells(l)[i] ?? ''])));
+      expect(rows.map((r) => r.id)).toEqual(want);
+      for (const r of rows) {
+        const m = medianOf(r.id!);
+        if (m === null) expect(r.medianGlobalSamplesPerSec, `run ${r.id}`).toBe('');
+        else expect(Number(r.medianGlobalSamplesPerSec), `run ${r.id}`).toBeCloseTo(m, 1);
+      }
+    };
+    const checkJson = (text: string, want: string[]) => {
+      const j = JSON.parse(text) as { runs: (RunMeta & { series: { step: number[]; samplesPerSec: number[]; loss: (number | null)[] } | null })[] };
+      expect(j.runs.map((r) => r.id)).toEqual(want);
+      for (const r of j.runs) {
+        const steps = r.status === 'failed' ? 0 : (meta(r.id).throughput?.windows ?? 0);
+        expect(r.series?.step.length ?? 0, `run ${r.id}: its curve`).toBe(steps);
+        expect(r.series?.samplesPerSec.length ?? 0).toBe(steps);
+      }
+      const a = j.runs.find((r) => r.id === ids.a);
+      if (a) expect(a.series!.step).toEqual([1, 2, 3, 4, 5, 6]);
+    };
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.getByTestId('nav-history').click();
+    // History with the two compared runs still selected: exactly those.
+    const csv = await download('export-csv');
+    expect(csv.name).toMatch(/\.csv$/);
+    checkCsv(csv.text, [ids.a, ids.b]);
+    const json = await download('export-json');
+    expect(json.name).toMatch(/\.json$/);
+    checkJson(json.text, [ids.a, ids.b]);
+    // Nothing selected: every run (order of the list, newest first).
+    await row(ids.a).locator('input[type=checkbox]').uncheck();
+    await row(ids.b).locator('input[type=checkbox]').uncheck();
+    const listed = await page.getByTestId('history-row').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-run-id')!));
+    expect([...listed].sort()).toEqual([...all].sort());
+    checkCsv((await download('export-csv')).text, listed);
+    checkJson((await download('export-json')).text, listed);
+    // Compare's own buttons: the compared runs.
+    await row(ids.b).locator('input[type=checkbox]').check();
+    await row(ids.cancelled).locator('input[type=checkbox]').check();
+    await page.getByTestId('compare').click();
+    await page.getByTestId('comparison').waitFor();
+    checkCsv((await download('compare-export-csv')).text, [ids.b, ids.cancelled]);
+    checkJson((await download('compare-export-json')).text, [ids.b, ids.cancelled]);
+    // Back to the two compared runs for what follows.
+    await row(ids.cancelled).locator('input[type=checkbox]').uncheck();
+    await row(ids.a).locator('input[type=checkbox]').check();
+    await page.getByTestId('compare').click();
+  });
+
+  it("compare draws the overlaid curves against time too (the live view's step/time toggle)", async () => {
+    await page.getByTestId('comparison').waitFor();
+    const chart = page.getByTestId('compare-chart-throughput');
+    expect(await chart.getAttribute('data-x-axis')).toBe('step');
+    await page.getByTestId('comparison').getByTestId('x-time').click();
+    for (const c of ['compare-chart-throughput', 'compare-chart-loss']) await expect.poll(() => page.getByTestId(c).getAttribute('data-x-axis')).toBe('time (s)');
+    // Each run's x is seconds since that run began: both curves start near 0 and end at its last window.
+    const xs = await chart.getAttribute('data-x-range');
+    const [lo, hi] = xs!.split(',').map(Number);
+    expect(lo).toBeGreaterThanOrEqual(0);
+    const lastSec = Math.max(...[ids.a, ids.b].map((id) => (Date.parse(meta(id).endedAt!) - Date.parse(meta(id).startedAt)) / 1000));
+    expect(hi).toBeGreaterThan(0);
+    expect(hi).toBeLessThanOrEqual(lastSec + 1);
+    // The curves lie inside the plot: the y scale reaches the fastest window of either run (a NaN
+    // where one run has no window once made it 0–1, with both curves off the plot).
+    const fastest = Math.max(...[ids.a, ids.b].map((id) => meta(id).throughput?.max ?? 0));
+    await expect.poll(async () => Number((await chart.getAttribute('data-y-range'))!.split(',')[1])).toBeGreaterThanOrEqual(fastest);
+    // Hover values still appear on the time axis.
+    const over = page.locator('[data-testid=compare-chart-throughput] .u-over');
+    await over.scrollIntoViewIfNeeded();
+    const box = (await over.boundingBox())!;
+    await page.mouse.move(box.x + box.width * 0.9, box.y + box.height / 2);
+    await expect.poll(async () => (await page.locator('[data-testid=compare-chart-throughput] .u-legend .u-value').allTextContents()).slice(1).some((v) => /^\d/.test(v))).toBe(true);
+    await page.mouse.move(0, 0);
+    await page.getByTestId('comparison').getByTestId('x-step').click();
+    await expect.poll(() => chart.getAttribute('data-x-axis')).toBe('step');
+  });
+
   it('screenshots History and Compare at two sizes in both themes', async () => {
     for (const theme of ['light', 'dark'] as const) {
-      if ((await page.evaluate(() => document.documentElement.dataset.theme ?? 'light')) !== theme) {
-        await page.getByRole('button', { name: 'Toggle light/dark theme' }).click();
-        await expect.poll(() => page.evaluate(() => document.documentElement.dataset.theme)).toBe(theme);
-      }
+      await setTheme(page, theme);
       for (const [w, h] of [
         [1024, 700],
         [1920, 1080],

@@ -1,5 +1,6 @@
 // The Live run view in Chromium against the real `cohort serve` and a real 2-rank --compile run:
-// compile progress while it compiles, hover values with the crosshair shared across charts, one
+// compile progress while it compiles, the compile and warm-up phases marked on the charts (step and
+// time axis), hover values with the crosshair shared across charts, one
 // per-rank compute series per rank, and screenshots at two window sizes in both themes
 // (test-artifacts/live-*.png, checked non-blank here and by eye).
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
@@ -64,6 +65,14 @@ describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
     const rankSeries = await page.locator('[data-testid=chart-rank-compute] .u-legend .u-series').allTextContents();
     expect(rankSeries.slice(1).map((t) => /rank (\d)/.exec(t)?.[1])).toEqual(['0', '1']);
     await page.mouse.move(0, 0);
+
+    // The phases before training are marked on every chart: on the step axis compile and warm-up
+    // share the steps before the first window; on the time axis each has its own band, where it ran.
+    for (const c of ['chart-throughput', 'chart-loss', 'chart-memory']) await expect.poll(() => page.getByTestId(c).getAttribute('data-bands')).toBe('compile + warm-up');
+    await page.getByTestId('x-time').click();
+    for (const c of ['chart-throughput', 'chart-loss', 'chart-memory']) await expect.poll(() => page.getByTestId(c).getAttribute('data-bands')).toMatch(/^compile(; compile)*; warm-up(; warm-up)*$/);
+    await page.getByTestId('x-step').click();
+    await expect.poll(() => page.getByTestId('chart-throughput').getAttribute('data-bands')).toBe('compile + warm-up');
 
     for (const theme of ['light', 'dark'] as const) {
       if ((await page.evaluate(() => document.documentElement.dataset.theme ?? 'light')) !== theme) {

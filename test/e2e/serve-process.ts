@@ -118,25 +118,43 @@ export const SHOT_SIZES = [
 ] as const;
 
 /**
+ * Switches the dashboard's theme the way a user does: through its own toggle button, so the app's
+ * state follows (the button's label, the charts' colours), not only the document's attribute. The
+ * click is dispatched to the button, so this works with a modal dialog open (which makes the page
+ * behind it inert to pointer clicks). Resolves once the document and the button agree.
+ */
+export async function setTheme(page: import('playwright-core').Page, theme: 'light' | 'dark'): Promise<void> {
+  const toggle = page.locator('button[aria-label="Toggle light/dark theme"]');
+  const now = () => page.evaluate(() => document.documentElement.dataset.theme ?? 'light');
+  if ((await now()) !== theme) await toggle.dispatchEvent('click');
+  // The button offers the other theme: "☀ Light" in dark, "☾ Dark" in light.
+  const label = theme === 'dark' ? /Light/ : /Dark/;
+  for (const t0 = Date.now(); (await now()) !== theme || !label.test((await toggle.textContent()) ?? ''); await page.waitForTimeout(50)) {
+    if (Date.now() - t0 > 5000) throw new Error(`the theme toggle did not switch to ${theme} (document: ${await now()}, button: ${await toggle.textContent()})`);
+  }
+}
+
+/**
  * Screenshots of what `page` shows now at each SHOT_SIZES size in both themes, as
- * `<dir>/<name>-<w>x<h>-<theme>.png`. The theme is set on the document (as the app's toggle does),
+ * `<dir>/<name>-<w>x<h>-<theme>.png`. The theme is switched with the app's own toggle (setTheme),
  * so this works with a modal dialog open. Leaves the page at 1280×800 in its previous theme.
  */
-export async function screenshotsAllSizes(page: import('playwright-core').Page, dir: string, name: string, opts: { fullPage?: boolean } = {}): Promise<string[]> {
+export async function screenshotsAllSizes(page: import('playwright-core').Page, dir: string, name: string, opts: { fullPage?: boolean; beforeShot?: () => Promise<void> } = {}): Promise<string[]> {
   const { writeFileSync } = await import('node:fs');
-  const before = await page.evaluate(() => document.documentElement.dataset.theme ?? 'light');
+  const before = await page.evaluate(() => (document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light'));
   const files: string[] = [];
   for (const theme of ['light', 'dark'] as const) {
-    await page.evaluate((t) => (document.documentElement.dataset.theme = t), theme);
+    await setTheme(page, theme);
     for (const [w, h] of SHOT_SIZES) {
       await page.setViewportSize({ width: w, height: h });
       await page.waitForTimeout(250); // charts resize and redraw on the next frames
+      await opts.beforeShot?.();
       const file = join(dir, `${name}-${w}x${h}-${theme}.png`);
       writeFileSync(file, await page.screenshot({ fullPage: opts.fullPage ?? false }));
       files.push(file);
     }
   }
-  await page.evaluate((t) => (document.documentElement.dataset.theme = t), before);
+  await setTheme(page, before);
   await page.setViewportSize({ width: 1280, height: 800 });
   return files;
 }

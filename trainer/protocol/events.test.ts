@@ -31,6 +31,14 @@ describe('event protocol', () => {
     expect(() => decodeEvent({ ...withPhases, phases: [{ rank: 0, host: 'local', computeMs: -1, allreduceMs: 0, updateMs: 0 }] })).toThrow(/phases\[0\]\.computeMs/);
   });
 
+  it('round-trips a queued event with and without a Slurm queue state, and names a bad position', () => {
+    const slots = makeEvent({ type: 'queued', host: 'h1', behind: '20261123-120000-abcd' }, 1000);
+    const slurm = makeEvent({ type: 'queued', host: 'login', behind: '', slurm: { jobId: '12', reason: 'Resources', position: 1, partition: 'gpu' } }, 1000);
+    expect(decodeEvent(JSON.parse(JSON.stringify(slots)))).toEqual(slots);
+    expect(decodeEvent(JSON.parse(JSON.stringify(slurm)))).toEqual(slurm);
+    expect(() => decodeEvent({ ...slurm, slurm: { jobId: '12', reason: 'Resources', position: 0 } })).toThrow(/slurm\.position/);
+  });
+
   it('names the failing field', () => {
     const bad = { ...step(), memory: [{ rank: 0, host: 'h', rssBytes: -1 }] };
     expect(() => decodeEvent(bad)).toThrow(/memory\[0\]\.rssBytes: must be ≥ 0/);

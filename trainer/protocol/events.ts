@@ -224,13 +224,25 @@ export interface RestartEvent extends EventBase {
   resumeStep: number;
 }
 
-/** The run waits for GPU slots another run holds (it starts when they free); said once per holder. */
+/**
+ * The run waits: for GPU slots another run holds (said once per holder), or in a batch scheduler's
+ * queue (`slurm` set; said each time Slurm's reason or the position changes). It starts when they free.
+ */
 export interface QueuedEvent extends EventBase {
   type: 'queued';
-  /** The host whose slot is busy. */
+  /** The host whose slot is busy (for a Slurm job: the login node). */
   host: string;
-  /** The run holding it. */
+  /** The run holding it ('' for a Slurm job: the scheduler holds it, see `slurm`). */
   behind: string;
+  /** A Slurm job pending in its partition: Slurm's reason (Resources, Priority, ...) and 1-based queue position. */
+  slurm?: SchedulerQueue;
+}
+
+export interface SchedulerQueue {
+  jobId: string;
+  reason: string;
+  position?: number;
+  partition?: string;
 }
 
 export type RunStatus = 'ok' | 'failed' | 'cancelled';
@@ -292,6 +304,16 @@ export function encodeEvent(e: CohortEvent): string {
 function capability(v: unknown, path: string): Capability {
   const o = obj(v, path);
   return { available: bool(o, 'available', path), detail: str(o, 'detail', path) };
+}
+
+function schedulerQueue(v: unknown, path: string): SchedulerQueue {
+  const o = obj(v, path);
+  return {
+    jobId: str(o, 'jobId', path),
+    reason: str(o, 'reason', path),
+    ...opt('position', optNum(o, 'position', path, { int: true, min: 1 })),
+    ...opt('partition', optStr(o, 'partition', path)),
+  };
 }
 
 function rankMemory(v: unknown, path: string): RankMemory {
@@ -426,7 +448,12 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     reason: str(o, 'reason', p),
     resumeStep: num(o, 'resumeStep', p, { int: true, min: 0 }),
   }),
-  queued: (o) => ({ type: 'queued', host: str(o, 'host', p), behind: str(o, 'behind', p) }),
+  queued: (o) => ({
+    type: 'queued',
+    host: str(o, 'host', p),
+    behind: str(o, 'behind', p),
+    ...opt('slurm', o.slurm === undefined ? undefined : schedulerQueue(o.slurm, 'slurm')),
+  }),
   done: (o) => ({
     type: 'done',
     status: oneOf(o, 'status', p, ['ok', 'failed', 'cancelled'] as const),

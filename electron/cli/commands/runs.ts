@@ -89,7 +89,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       if (baseline !== undefined && format !== 'summary' && format !== 'json') throw new UsageError('--baseline applies to --format summary and json (the per-run tables)');
       if (format === 'csv') io.stdout.write(runStepsCsv(metas.map((meta) => ({ meta, events: store.events(meta.id) }))));
       else if (format === 'summary') io.stdout.write(runSummaryCsv(metas, baseline));
-      else if (format === 'json') io.stdout.write(runSummaryJson(metas, baseline));
+      else if (format === 'json') io.stdout.write(runSummaryJson(metas, baseline, (id) => store.series(id)));
       else if (format === 'jsonl') for (const m of metas) for (const e of store.events(m.id)) io.stdout.write(JSON.stringify(e) + '\n');
       else throw new UsageError(`--format: expected csv, summary, json or jsonl, got ${JSON.stringify(format)}`);
       return EXIT.ok;

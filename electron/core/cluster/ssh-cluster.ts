@@ -256,7 +256,19 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     return {
       run: async (command, opts = {}) => {
         const s = await this.session(profile, h.name);
-        return s.run(command, { env: h.env, signal: AbortSignal.timeout(opts.timeoutMs ?? 30_000) });
+        const ms = opts.timeoutMs ?? 30_000;
+        const signal = AbortSignal.timeout(ms);
+        try {
+          return await s.run(command, { env: h.env, signal });
+        } catch (err) {
+          // A Slurm command that cannot reach its controller hangs rather than failing: say which, and where to look.
+          if (!signal.aborted) throw err;
+          const what = command.length > 80 ? `${command.slice(0, 77)}...` : command;
+          throw new CohortError('login-command-timeout', `${h.name}: \`${what}\` did not finish within ${Math.round(ms / 1000)} s on the login node`, {
+            hint: 'the Slurm commands there may be waiting for a controller they cannot reach: run `sinfo` on the login node, and check SLURM_CONF (and PATH) for a non-interactive SSH login, e.g. in the login host\'s env',
+            cause: err,
+          });
+        }
       },
     };
   }

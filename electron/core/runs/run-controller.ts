@@ -25,6 +25,7 @@ import {
   type RunStartReply,
   type RunStatus,
   type RunStatusLine,
+  type SchedulerQueue,
 } from '../../../trainer/protocol';
 import type { HostRecordRef } from '../../common';
 import { runHostCommand, type HostCommand, type HostLink } from './host-link';
@@ -36,17 +37,12 @@ export interface HostLaunch {
   spec?: LaunchSpec;
 }
 
-/** Where a scheduled run waits: the scheduler's pending reason and its place in the queue. */
-export interface SchedulerQueueState {
-  jobId: string;
-  reason: string;
-  position?: number;
-  partition?: string;
-  /** Set while a requeued job waits to run again (the run is `restarting`): why Slurm requeued it. */
-  restarting?: string;
-  /** How many times the scheduler has requeued the job (Slurm's Restarts), when more than none. */
-  restarts?: number;
-}
+/**
+ * Where a scheduled run waits: the scheduler's pending reason and its place in the queue (the
+ * `queued` event's `slurm`), and, while a requeued job waits to run again (the run is
+ * `restarting`), why Slurm requeued it and its Restarts count.
+ */
+export type SchedulerQueueState = SchedulerQueue & { restarting?: string; restarts?: number };
 
 /** The scheduler's final word on a job (Slurm: JobState, Reason, NodeList). */
 export interface SlurmJobEnd {
@@ -180,6 +176,8 @@ export class RunController extends DisposableBase {
           // A client attaching while a requeued job waits learns it from Slurm's Restarts.
           const restarting = requeue?.reason ?? (q.restarts ? `Slurm requeued job ${q.jobId} (Restarts=${q.restarts})` : undefined);
           this.emit(makeEvent({ type: 'log', level: 'info', message: restarting ? `restarting: Slurm job ${q.jobId} is pending again (${q.reason})${where}: ${restarting}` : `queued: Slurm job ${q.jobId} is pending (${q.reason})${where}` }));
+          const slurm: SchedulerQueue = { jobId: q.jobId, reason: q.reason, ...(q.position ? { position: q.position } : {}), ...(q.partition ? { partition: q.partition } : {}) };
+          this.emit(makeEvent({ type: 'queued', host: this.plan.hosts[0]?.host ?? 'slurm', behind: '', slurm }));
           for (const l of this.queueListeners) l(restarting ? { ...q, restarting } : q);
         },
         this.waitAbort.signal,

@@ -31,6 +31,13 @@ describe('runsToCsv', () => {
     expect(JSON.parse(j)).toMatchObject({ baseline: 'b', runs: [{ id: 'a', speedupVsBaselinePct: -20 }, { id: 'b', speedupVsBaselinePct: 0 }] });
     expect(() => runsToCsv(runs, 'zzz')).toThrow(/baseline zzz/);
   });
+  it("JSON carries each run's curves when given them, null for a run that measured nothing", () => {
+    const spread = { windows: 2, median: 100, min: 90, q1: 95, q3: 105, max: 110 };
+    const curve = { runId: 'a', windows: 2, stride: 1, step: [5, 10], time: [1000, 2000], samplesPerSec: [90, 110], loss: [2.5, null], stepTimeMs: [40, 41], throughput: spread };
+    const j = JSON.parse(runSummaryJson([run('a', 100), run('f', null, { status: 'failed' })], undefined, (id) => (id === 'a' ? curve : undefined))) as { runs: { id: string; series: unknown }[] };
+    expect(j.runs).toMatchObject([{ id: 'a', series: { windows: 2, step: [5, 10], time: [1000, 2000], samplesPerSec: [90, 110], loss: [2.5, null], stepTimeMs: [40, 41] } }, { id: 'f', series: null }]);
+    expect(JSON.parse(runSummaryJson([run('a', 100)])).runs[0]).not.toHaveProperty('series');
+  });
   it('quotes commas and neutralises spreadsheet formulas', () => {
     const csv = runsToCsv([run('x', 1, { profile: '=HYPERLINK("evil")' }), run('y', 1, { profile: 'a,b' })]);
     expect(csv).toContain(`"'=HYPERLINK(""evil"")"`);

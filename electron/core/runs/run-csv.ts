@@ -4,7 +4,7 @@
 //    summary|json`). Cancelled and failed runs are rows too, with what they measured;
 //  - runStepsCsv: one row per `step` event of each run (curves; `cohort runs export`).
 import type { CohortEvent } from '../../../trainer/protocol';
-import { runDurationMs, runMedian, type RunMeta } from '../../common';
+import { runDurationMs, runMedian, type RunMeta, type RunSeries } from '../../common';
 
 
 const SUMMARY_COLUMNS = [
@@ -43,14 +43,19 @@ export function runSummaryCsv(runs: RunMeta[], baselineId?: string): string {
 
 /**
  * The same runs as JSON: each run's record without its profile snapshot (whose hosts' env may hold
- * secrets) and host record locations, plus duration and speedup over the baseline.
+ * secrets) and host record locations, plus duration, speedup over the baseline and, when
+ * `seriesOf` gives them, its curves (`series`: the windows' step, time, samples/s, loss and step
+ * time columns, as Compare draws them; null for a run that measured nothing).
  */
-export function runSummaryJson(runs: RunMeta[], baselineId?: string): string {
+export function runSummaryJson(runs: RunMeta[], baselineId?: string, seriesOf?: (id: string) => RunSeries | undefined): string {
   const { baseline, pct } = speedups(runs, baselineId);
   const out = runs.map((m, i) => {
     const { profileSnapshot: _p, record: _r, controllerPid: _c, ...rest } = m;
     const dur = runDurationMs(m);
-    return { ...rest, medianGlobalSamplesPerSec: runMedian(m), durationSec: dur === null ? null : dur / 1000, speedupVsBaselinePct: pct[i] == null ? null : Math.round(pct[i]! * 100) / 100 };
+    const row = { ...rest, medianGlobalSamplesPerSec: runMedian(m), durationSec: dur === null ? null : dur / 1000, speedupVsBaselinePct: pct[i] == null ? null : Math.round(pct[i]! * 100) / 100 };
+    if (!seriesOf) return row;
+    const s = seriesOf(m.id);
+    return { ...row, series: s?.windows ? { windows: s.windows, stride: s.stride, step: s.step, time: s.time, samplesPerSec: s.samplesPerSec, loss: s.loss, stepTimeMs: s.stepTimeMs } : null };
   });
   return JSON.stringify({ baseline: baseline?.id ?? null, runs: out }, null, 2) + '\n';
 }

@@ -312,7 +312,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   async exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string> {
     const metas = runIds.map((id) => this.meta(id));
     if (baseline !== undefined && !runIds.includes(baseline)) throw new ApiCallError({ code: 'bad-argument', message: `the baseline ${baseline} is not one of the exported runs`, hint: 'choose the baseline among the runs you export' });
-    return format === 'json' ? runSummaryJson(metas, baseline) : runSummaryCsv(metas, baseline);
+    return format === 'json' ? runSummaryJson(metas, baseline, (id) => this.runs.series(id)) : runSummaryCsv(metas, baseline);
   }
 
   // ---- events ------------------------------------------------------------------------------------

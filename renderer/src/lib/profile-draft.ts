@@ -16,23 +16,51 @@ export interface HostDraft {
   env: string;
 }
 
+/** The Slurm scheduler's fields as typed (issue 16); the profile's first host is then the login node. */
+export interface SlurmDraft {
+  partition: string;
+  nodes: string;
+  tasksPerNode: string;
+  gpusPerNode: string;
+  timeLimit: string;
+  account: string;
+  /** sbatch options, separated by new lines or spaces (a value may contain spaces: "--comment=a b"). */
+  extraArgs: string;
+}
+
 export interface ProfileDraft {
   name: string;
+  /** 'none': SSH hosts, ranks on each host's slots. 'slurm': one login host, the nodes come from Slurm. */
+  scheduler: 'none' | 'slurm';
   hosts: HostDraft[];
   masterAddr: string;
-  /** Fields not edited here (defaults, lastProbe, a Slurm scheduler: no form for it yet) are carried over unchanged. */
-  rest: Pick<Profile, 'defaults' | 'lastProbe' | 'scheduler'>;
+  slurm: SlurmDraft;
+  /** Fields not edited here (run defaults, lastProbe) are carried over unchanged. */
+  rest: Pick<Profile, 'defaults' | 'lastProbe'>;
 }
 
 export function emptyHost(i: number): HostDraft {
   return { name: `host${i + 1}`, address: '', port: '22', user: '', auth: 'agent', identityFile: '', proxyJump: '', slots: '1', gpus: '', workdir: '.cohort', env: '' };
 }
 
+export function emptySlurm(): SlurmDraft {
+  return { partition: '', nodes: '1', tasksPerNode: '1', gpusPerNode: '', timeLimit: '', account: '', extraArgs: '' };
+}
+
+export function emptyDraft(name: string): ProfileDraft {
+  return { name, scheduler: 'none', hosts: [emptyHost(0)], masterAddr: '', slurm: emptySlurm(), rest: {} };
+}
+
 export function draftFrom(p: Profile): ProfileDraft {
+  const s = p.scheduler;
   return {
     name: p.name,
+    scheduler: s ? 'slurm' : 'none',
     masterAddr: p.masterAddr ?? '',
-    rest: { ...(p.defaults ? { defaults: p.defaults } : {}), ...(p.lastProbe !== undefined ? { lastProbe: p.lastProbe } : {}), ...(p.scheduler ? { scheduler: p.scheduler } : {}) },
+    slurm: s
+      ? { partition: s.partition ?? '', nodes: String(s.nodes), tasksPerNode: String(s.tasksPerNode), gpusPerNode: s.gpusPerNode === undefined ? '' : String(s.gpusPerNode), timeLimit: s.timeLimit ?? '', account: s.account ?? '', extraArgs: s.extraArgs.join('\n') }
+      : emptySlurm(),
+    rest: { ...(p.defaults ? { defaults: p.defaults } : {}), ...(p.lastProbe !== undefined ? { lastProbe: p.lastProbe } : {}) },
     hosts: p.hosts.map((h) => ({
       name: h.name,
       address: h.address,
@@ -51,32 +79,65 @@ export function draftFrom(p: Profile): ProfileDraft {
 
 const num = (s: string): number | string => (s.trim() !== '' && Number.isFinite(Number(s)) ? Number(s) : s);
 
+/** The sbatch options typed in the form: one per line, or several on a line before each "-x" / "--name". */
+export function splitSbatchArgs(text: string): string[] {
+  return text
+    .split('\n')
+    .flatMap((l) => l.trim().split(/\s+(?=--?[A-Za-z])/))
+    .map((a) => a.trim())
+    .filter(Boolean);
+}
+
+function hostInput(h: HostDraft, slurm: boolean): Record<string, unknown> {
+  return {
+    name: h.name.trim(),
+    address: h.address.trim(),
+    port: num(h.port || '22'),
+    ...(h.user.trim() ? { user: h.user.trim() } : {}),
+    ...(h.auth === 'key' ? { identityFile: h.identityFile.trim() } : {}),
+    ...(h.proxyJump.trim() ? { proxyJump: h.proxyJump.trim() } : {}),
+    // The login node of a Slurm profile runs no ranks: slots and GPUs come from the scheduler fields.
+    ...(slurm ? {} : { slots: num(h.slots || '1') }),
+    ...(!slurm && h.gpus.trim() ? { gpus: h.gpus.split(',').map((g) => num(g.trim())) } : {}),
+    workdir: h.workdir,
+    env: Object.fromEntries(
+      h.env
+        .split('\n')
+        .map((l) => l.trim())
+        .filter(Boolean)
+        .map((l) => {
+          const i = l.indexOf('=');
+          return i < 0 ? [l, ''] : [l.slice(0, i), l.slice(i + 1)];
+        }),
+    ),
+  };
+}
+
 export function draftToInput(d: ProfileDraft): Record<string, unknown> {
+  if (d.scheduler === 'slurm') {
+    const s = d.slurm;
+    const text = (v: string) => (v.trim() ? v.trim() : undefined);
+    return {
+      name: d.name.trim(),
+      ...d.rest,
+      scheduler: {
+        kind: 'slurm',
+        ...(text(s.partition) ? { partition: text(s.partition) } : {}),
+        nodes: num(s.nodes || '1'),
+        tasksPerNode: num(s.tasksPerNode || '1'),
+        ...(text(s.gpusPerNode) ? { gpusPerNode: num(s.gpusPerNode) } : {}),
+        ...(text(s.timeLimit) ? { timeLimit: text(s.timeLimit) } : {}),
+        ...(text(s.account) ? { account: text(s.account) } : {}),
+        extraArgs: splitSbatchArgs(s.extraArgs),
+      },
+      hosts: d.hosts.slice(0, 1).map((h) => hostInput(h, true)),
+    };
+  }
   return {
     name: d.name.trim(),
     ...d.rest,
     ...(d.masterAddr.trim() ? { masterAddr: d.masterAddr.trim() } : {}),
-    hosts: d.hosts.map((h) => ({
-      name: h.name.trim(),
-      address: h.address.trim(),
-      port: num(h.port || '22'),
-      ...(h.user.trim() ? { user: h.user.trim() } : {}),
-      ...(h.auth === 'key' ? { identityFile: h.identityFile.trim() } : {}),
-      ...(h.proxyJump.trim() ? { proxyJump: h.proxyJump.trim() } : {}),
-      slots: num(h.slots || '1'),
-      ...(h.gpus.trim() ? { gpus: h.gpus.split(',').map((g) => num(g.trim())) } : {}),
-      workdir: h.workdir,
-      env: Object.fromEntries(
-        h.env
-          .split('\n')
-          .map((l) => l.trim())
-          .filter(Boolean)
-          .map((l) => {
-            const i = l.indexOf('=');
-            return i < 0 ? [l, ''] : [l.slice(0, i), l.slice(i + 1)];
-          }),
-      ),
-    })),
+    hosts: d.hosts.map((h) => hostInput(h, false)),
   };
 }
 
@@ -90,6 +151,9 @@ export interface DraftCheck {
 
 /** The form field a ProfileError's path names: `hosts[1] (h.2).port` → 'h1.port', `hosts[0]` → 'h0.name'. */
 export function fieldKey(path: string): string {
+  // `scheduler.extraArgs[2]` → 'scheduler.extraArgs'; `scheduler` (not an object) → 'scheduler.kind'.
+  const sched = /^scheduler(?:\.(\w+))?/.exec(path);
+  if (sched) return `scheduler.${sched[1] ?? 'kind'}`;
   const host = /^hosts\[(\d+)\]/.exec(path);
   if (!host) return path.split('.')[0] || 'name';
   // The host's name sits in the path between parentheses and may itself contain dots: take the last segment.
@@ -101,6 +165,16 @@ export function fieldKey(path: string): string {
 function standIn(input: Record<string, unknown>, key: string): boolean {
   if (key === 'name') return (input.name = 'draft'), true;
   if (key === 'masterAddr' || key === 'masterPort' || key === 'defaults') return delete input[key];
+  const sm = /^scheduler\.(\w+)$/.exec(key);
+  if (sm) {
+    const sched = input.scheduler as Record<string, unknown> | undefined;
+    if (!sched || sm[1] === 'kind') return false;
+    const good: Record<string, unknown> = { nodes: 1, tasksPerNode: 1, extraArgs: [] };
+    if (sm[1]! in good) sched[sm[1]!] = good[sm[1]!];
+    else if (sm[1]! in sched) delete sched[sm[1]!];
+    else return false;
+    return true;
+  }
   const m = /^h(\d+)\.(\w+)$/.exec(key);
   const host = m ? (input.hosts as Record<string, unknown>[] | undefined)?.[Number(m[1])] : undefined;
   if (!m || !host) return false;

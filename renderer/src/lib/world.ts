@@ -13,6 +13,17 @@ export interface WorldHost {
 
 export function previewWorld(profile: Profile, localRanks: number): WorldHost[] {
   let next = 0;
+  // A Slurm profile: the nodes come from the allocation (names known only once the job runs),
+  // tasksPerNode ranks each, node 0 the leader; GPU i of a node for local rank i when gpusPerNode is set.
+  const s = profile.scheduler;
+  if (s) {
+    return Array.from({ length: s.nodes }, (_, n) => ({
+      name: `node ${n + 1}`,
+      address: s.partition ? `partition ${s.partition}` : 'default partition',
+      ranks: Array.from({ length: s.tasksPerNode }, () => next++),
+      gpus: s.gpusPerNode ? Array.from({ length: s.tasksPerNode }, (_, i) => i % s.gpusPerNode!) : undefined,
+    }));
+  }
   return profile.hosts.map((h) => {
     const slots = profile.name === 'local' ? localRanks : h.slots;
     const ranks = Array.from({ length: slots }, () => next++);
@@ -58,7 +69,17 @@ export function capabilityRows(profile: Profile, config: Partial<TrainConfig>): 
       p.tfjsNodeGpu ? { state: 'yes', detail: 'installed' } : { state: backend === 'tensorflow' ? 'no' : 'unknown', detail: 'not installed: wasm backend will be used' },
     );
   }
-  each('GPU', (p) => (p.gpus.length ? { state: 'yes', detail: p.gpus.map((g) => `${g.name} (driver ${g.driver}, CUDA ${g.cuda})`).join('; ') } : { state: 'no', detail: 'no GPU found: CPU only' }));
+  const sched = profile.scheduler;
+  if (sched) {
+    // The probed host is the login node: GPUs are the partition's (gres), not the login node's.
+    each(`GPUs in partition ${sched.partition ?? '(default)'}`, (p) => {
+      const part = p.slurm?.partitions.find((x) => (sched.partition ? x.name === sched.partition : x.isDefault));
+      if (!part) return { state: 'unknown', detail: p.slurm ? `partition ${sched.partition ?? '(default)'} not found` : 'no Slurm description in the probe' };
+      return part.gres ? { state: 'yes', detail: `gres ${part.gres}` } : { state: sched.gpusPerNode ? 'no' : 'unknown', detail: 'no GPUs (gres) in this partition: CPU only' };
+    });
+  } else {
+    each('GPU', (p) => (p.gpus.length ? { state: 'yes', detail: p.gpus.map((g) => `${g.name} (driver ${g.driver}, CUDA ${g.cuda})`).join('; ') } : { state: 'no', detail: 'no GPU found: CPU only' }));
+  }
   if (config.fp16 || config.bf16) {
     each(config.fp16 ? 'fp16 compute' : 'bf16 compute', (p) => {
       if (engine !== 'tfjs' && p.torch?.cuda && p.gpus.length) return { state: 'yes', detail: 'torch AMP on CUDA' };

@@ -1,7 +1,7 @@
 // The run shown in "Live run": fed by its own onRunEvent subscription (a running job) or by a history record's events.
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
-import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, RestartEvent, StepEvent } from '../../../trainer/protocol';
+import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, RestartEvent, SchedulerQueue, StepEvent } from '../../../trainer/protocol';
 import { followRun, type CohortApi, type RunMeta } from '../../../electron/common';
 import { reloadHistory } from './history.svelte';
 import { SeriesBuffer } from '../lib/series-buffer';
@@ -53,9 +53,20 @@ export const memory = { buffer: new SeriesBuffer(2), ranks: 0, hasTotal: false, 
 /** x = step; one series per rank: its GPU's utilisation in % (NaN when that rank reported none). */
 export const gpuUtil = { buffer: new SeriesBuffer(1) };
 
+/** A phase's stretch of the time axis, in seconds since the run's first event. */
+export interface PhaseSpan {
+  label: 'compile' | 'warm-up';
+  from: number;
+  to: number;
+}
+
 /** Where the phases lie on the step axis (for the charts' bands): warm-up ends at `warmupEnd`;
- *  each restart resumes at its step and warms up again. */
-export const phases = $state({ warmupEnd: 0, compiled: false, restarts: [] as RestartMark[] });
+ *  each restart resumes at its step and warms up again. On the time axis compile takes time but no
+ *  steps, so `spans` holds each compile and warm-up as it happened (from the events' times). */
+export const phases = $state({ warmupEnd: 0, compiled: false, restarts: [] as RestartMark[], spans: [] as PhaseSpan[] });
+
+/** The span of a phase that just ended at `e.time` after `durationMs`. */
+const spanOf = (label: PhaseSpan['label'], e: { time: number; durationMs: number }): PhaseSpan => ({ label, from: Math.max(0, (e.time - e.durationMs - stepTimes.start) / 1000), to: (e.time - stepTimes.start) / 1000 });
 
 /** Seconds since the run's first event, by step (the charts' time axis). */
 export const stepTimes = { bySteps: new Map<number, number>(), start: NaN };
@@ -69,8 +80,8 @@ export const live = $state({
   hello: null as HelloEvent | null,
   plan: null as PlanEvent | null,
   lastStep: null as StepEvent | null,
-  /** The run waits for GPU slots (the `queued` event): which run holds them, on which host. */
-  queued: null as { behind: string; host: string } | null,
+  /** The run waits (the `queued` event): for GPU slots (which run holds them, on which host) or in Slurm's queue (`slurm`). */
+  queued: null as { behind: string; host: string; slurm?: SchedulerQueue } | null,
   /** Compile / warm-up entries in order (their own phase, never counted in throughput). */
   prep: [] as { kind: 'compile' | 'warmup'; label: string; status: string; durationMs: number; detail: string; index?: number; total?: number }[],
   error: null as ErrorEvent | null,
@@ -114,6 +125,7 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   phases.warmupEnd = 0;
   phases.compiled = false;
   phases.restarts = [];
+  phases.spans = [];
   live.queued = null;
   stepTimes.bySteps = new Map();
   stepTimes.start = NaN;
@@ -158,7 +170,7 @@ export function applyEvent(e: CohortEvent): void {
   if (Number.isNaN(stepTimes.start)) stepTimes.start = e.time;
   switch (e.type) {
     case 'queued':
-      live.queued = { behind: e.behind, host: e.host };
+      live.queued = { behind: e.behind, host: e.host, ...(e.slurm ? { slurm: e.slurm } : {}) };
       if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'queued';
       break;
     case 'hello':
@@ -181,7 +193,10 @@ export function applyEvent(e: CohortEvent): void {
       const at = live.prep.findIndex((p) => p.kind === 'compile' && p.label === e.name && p.status === 'running');
       if (at >= 0) live.prep[at] = entry;
       else live.prep.push(entry);
-      if (e.status !== 'running') phases.compiled = true;
+      if (e.status !== 'running') {
+        phases.compiled = true;
+        phases.spans.push(spanOf('compile', e));
+      }
       break;
     }
     case 'warmup': {
@@ -190,6 +205,7 @@ export function applyEvent(e: CohortEvent): void {
       // After a restart the warm-up counts from the step resumed from.
       if (r) r.warmupEnd = r.resumeStep + e.steps;
       else phases.warmupEnd = e.steps;
+      phases.spans.push(spanOf('warm-up', e));
       break;
     }
     case 'step': {

@@ -1,0 +1,96 @@
+// Every view of the dashboard in Chromium against the real `cohort serve`, at 1024×700 and 1920×1080,
+// light and dark (issue 15: "screenshots of each view … checked by eye"): Profiles, Hosts (after a
+// real probe of `local`), Launch, Live during a real run and after it, History, Compare. The theme
+// is switched with the app's own button (setTheme checks its label). At every size and theme the
+// page must not scroll sideways. The pictures go to test-artifacts/views/ (or $COHORT_SHOTS_DIR),
+// for a person to look at.
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, SHOT_SIZES, screenshotsAllSizes } from './serve-process';
+
+const SHOTS = process.env.COHORT_SHOTS_DIR ?? join(ROOT, 'test-artifacts', 'views');
+
+describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes', () => {
+  let page: Page;
+  let dash: Dashboard | undefined;
+
+  beforeAll(async () => {
+    mkdirSync(SHOTS, { recursive: true });
+    dash = await openDashboard();
+    page = dash.page;
+    await page.goto(dash.serve.url);
+  });
+
+  afterAll(async () => {
+    await dash?.dispose();
+  });
+
+  /** Screenshots of the view as it is now; at each size the page itself must not scroll sideways. */
+  async function shoot(name: string, fullPage = false): Promise<void> {
+    const wide: string[] = [];
+    const probe = async () => {
+      const w = page.viewportSize()!.width;
+      const sw = await page.evaluate(() => document.documentElement.scrollWidth);
+      if (sw > w) wide.push(`${w}px: page ${sw}px wide`);
+    };
+    const files = await screenshotsAllSizes(page, SHOTS, name, { fullPage, beforeShot: probe });
+    expect(files).toHaveLength(2 * SHOT_SIZES.length);
+    expect(wide, `${name} scrolls sideways`).toEqual([]);
+  }
+
+  async function launch(steps: number, batch: number): Promise<void> {
+    await page.getByTestId('nav-launch').click();
+    await page.getByTestId('launch-profile').selectOption('local');
+    await page.getByTestId('launch-ranks').fill('1');
+    await page.getByTestId('launch-batch-size').fill(String(batch));
+    await page.getByTestId('launch-image-size').fill('8');
+    await page.getByTestId('launch-steps').fill(String(steps));
+    await page.getByTestId('launch-warmup-steps').fill('1');
+    await page.getByTestId('launch-log-steps').fill('1');
+    await page.getByTestId('launch-start').click();
+  }
+
+  it('Profiles, Hosts and Launch', async () => {
+    await page.getByTestId('nav-profiles').click();
+    if (await page.getByTestId('profile-local').count()) await page.getByTestId('profile-local').click();
+    await shoot('profiles');
+    await page.getByTestId('nav-hosts').click();
+    await page.getByTestId('hosts-profile').selectOption('local');
+    await page.getByRole('button', { name: 'Probe', exact: true }).click();
+    await expect.poll(() => page.locator('tr', { hasText: '127.0.0.1' }).locator('.badge.ok').first().textContent(), { timeout: 60_000 }).toBe('reachable');
+    await shoot('hosts');
+    await page.getByTestId('nav-launch').click();
+    await page.getByTestId('launch-profile').selectOption('local');
+    await shoot('launch');
+  }, 120_000);
+
+  it('Live during a run and after it', async () => {
+    await launch(400, 2);
+    await expect.poll(() => page.getByTestId('chart-throughput').getAttribute('data-points'), { timeout: 180_000 }).toMatch(/^([3-9]|\d\d+)$/);
+    expect(await page.getByTestId('phase').textContent()).toBe('training');
+    await shoot('live-running', true);
+    await page.getByTestId('stop-run').click();
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
+    await launch(6, 4);
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 180_000 }).toBe('ok');
+    await shoot('live-done', true);
+  }, 400_000);
+
+  it('History and Compare', async () => {
+    await page.getByTestId('nav-history').click();
+    await expect.poll(() => page.getByTestId('history-row').count(), { timeout: 30_000 }).toBe(2);
+    await shoot('history');
+    for (const cb of await page.locator('[data-testid=history-row] input[type=checkbox]').all()) await cb.check();
+    await page.getByTestId('compare').click();
+    await page.getByTestId('comparison').waitFor();
+    await expect.poll(() => page.getByTestId('compare-chart-throughput').getAttribute('data-points'), { timeout: 20_000 }).not.toBe('0');
+    await page.evaluate(() => window.scrollTo(0, 0)); // a full-page shot of a scrolled page draws the sticky header mid-page
+    await shoot('compare', true);
+    await page.getByTestId('comparison').getByTestId('x-time').click();
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await shoot('compare-time', true);
+  }, 120_000);
+});
