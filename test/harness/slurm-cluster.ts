@@ -44,6 +44,8 @@ export interface SlurmClusterOptions {
   conf?: string[];
   /** Partition MaxTime for the default partition `debug` (default INFINITE). */
   maxTime?: string;
+  /** AuthInfo cred_expire (s): also how long Slurm holds a requeued job before it may run again (Slurm's default 120). */
+  credExpireS?: number;
 }
 
 export interface SlurmCluster {
@@ -113,7 +115,7 @@ export async function startSlurmCluster(opts: SlurmClusterOptions = {}): Promise
         'SlurmdPort=6818',
         'AuthType=auth/munge',
         'CredType=cred/munge',
-        `AuthInfo=socket=${mungeSock}`,
+        `AuthInfo=socket=${mungeSock}${opts.credExpireS ? `,cred_expire=${opts.credExpireS}` : ''}`,
         'SlurmUser=root',
         'SlurmdUser=root',
         `StateSaveLocation=${dir}/state`,

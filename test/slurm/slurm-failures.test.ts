@@ -76,6 +76,7 @@ describe.skipIf(SLURM_MISSING)('Slurm ends runs', () => {
     const errs = of(timed.events, 'error') as ErrorEvent[];
     expect(errs.map((e) => e.message).join('\n')).toMatch(/Slurm ended job \d+: it reached its time limit \(JobState=TIMEOUT, Reason=TimeLimit\)/);
     expect(errs[0]?.code).toBe('slurm-timeout');
+    expect(errs[0]?.hint).toMatch(/a time limit is not restarted, even with --max-restarts: ask for a longer limit/);
     expect(of(timed.events, 'done')[0]).toMatchObject({ status: 'failed' });
     const hist = JSON.parse((await cli(['runs', 'list', '--json'])).stdout) as { profile: string; status: string; error?: string }[];
     expect(hist.find((h) => h.profile === 'short')).toMatchObject({ status: 'failed' });

@@ -41,11 +41,4 @@ describe('Slurm profiles from the CLI', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/imported profile hpc2 \(8 rank\(s\)\)/);
   });
-
-  it('refuses --max-restarts on a Slurm profile before connecting (restarts of Slurm runs are unfinished)', async () => {
-    const r = await cli(['run', '--profile', 'hpc2', '--max-restarts', '1', '--steps', '1']);
-    expect(r.code).not.toBe(0);
-    expect(r.stderr).toMatch(/--max-restarts is not supported on Slurm profiles yet/);
-    expect(r.stderr).not.toMatch(/identity file|ENOTFOUND|ECONNREFUSED|login\.example\.org/i); // refused before any connection attempt
-  });
 });

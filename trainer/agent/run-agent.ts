@@ -48,12 +48,30 @@ export interface AgentRunOpts {
   agentNode?: string;
   /** Leader: how long to wait for a lost follower host's agent to rejoin (default HOST_WAIT_MS). */
   hostWaitMs?: number;
+  /** Set under a scheduler that may run the job again (Slurm, agent-slurm in slurm.ts). */
+  scheduler?: {
+    /** The scheduler's restart count of this job (SLURM_RESTART_COUNT). */
+    attempt: number;
+    /** The job was submitted requeueable: a lost node is left to the scheduler while restarts are left. */
+    requeueable: boolean;
+    /** The leader of a job the scheduler ran again: why, and the run's restart count with this one. */
+    requeued?: SchedulerRestart;
+    /** Restarts spent: asks the scheduler not to run the job again; resolves to its refusal, if any. */
+    noMoreRequeues: () => Promise<string | undefined>;
+  };
 }
 
 /** COHORT_HOST_WAIT_MS from the host's env (the profile's host env wins): a whole number of ms, else the default. */
 export function hostWaitMsOf(env: Record<string, string | undefined>): number {
   const v = env.COHORT_HOST_WAIT_MS;
   return v !== undefined && /^\d+$/.test(v) ? Number(v) : HOST_WAIT_MS;
+}
+
+/** A restart the scheduler made (a requeued job): the node it names and its reason. */
+export interface SchedulerRestart {
+  restarts: number;
+  host: string;
+  reason: string;
 }
 
 export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
@@ -102,7 +120,7 @@ class HostAgent {
     private readonly opts: AgentRunOpts,
   ) {
     this.role = spec.role ?? 'leader';
-    this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role: this.role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}) });
+    this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role: this.role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}), ...(opts.scheduler ? { schedulerAttempt: opts.scheduler.attempt } : {}) });
     this.sink = {
       event: (e) => this.onEvent(e),
       line: (rank, _stream, text) => this.record.rankLine(rank, text),
@@ -118,6 +136,14 @@ class HostAgent {
     const beat = setInterval(() => this.record.touch(), 2000);
     life.addFn(() => clearInterval(beat));
     life.add(onProcessSignals(['SIGTERM', 'SIGINT', 'SIGHUP'], (sig) => this.cancel(`agent received ${sig}`)));
+    const requeued = this.role === 'leader' ? this.opts.scheduler?.requeued : undefined;
+    if (requeued) {
+      this.record.update({ restarts: requeued.restarts - 1 });
+      if (requeued.restarts > (this.spec.maxRestarts ?? 0)) {
+        // Requeued past --max-restarts (Slurm would not take Requeue=0, or a preemption): end with the last reason, train nothing.
+        this.fail({ host: requeued.host, rank: -1, message: `${requeued.reason}; no restarts left (--max-restarts ${this.spec.maxRestarts ?? 0})`, code: 'slurm-requeued' });
+      }
+    }
     try {
       // The profile host's env (its python: COHORT_PYTHON) and the workdir's venvs count in the choice.
       this.engine = await chooseEngine(this.spec.config.engine, { enginesDir: this.opts.enginesDir, workdir: this.opts.workdir, env: { ...process.env, ...this.spec.env } });
@@ -204,6 +230,8 @@ class HostAgent {
 
   cancel(why: string): void {
     if (this.ended) return;
+    // Waiting for the scheduler over a lost node: its SIGTERM ends this run of the job (requeued or not), the lost node is the story.
+    if (this.awaitingScheduler) return this.end('failed', this.awaitingScheduler);
     this.log('info', `agent on ${this.spec.host}: stopping the run (${why})`);
     this.end('cancelled', { host: this.spec.host, rank: -1, message: why, code: 'cancelled' });
   }
@@ -385,9 +413,34 @@ class HostAgent {
     const fs = [...this.followers.values()];
     if (fs.reduce((n, f) => n + f.ranks, 0) < this.expectedFollowerRanks || !fs.every((f) => f.ready)) return;
     if (this.record.current.queuedBehind) this.record.update({ queuedBehind: undefined });
+    const requeued = this.opts.scheduler?.requeued;
+    if (requeued) {
+      // The scheduler ran the job again: every rank resumes from the newest checkpoint (node 0's record, on the shared workdir).
+      this.pendingRestart = { v: 1, time: Date.now(), type: 'error', rank: -1, host: requeued.host, message: requeued.reason, logTail: [], code: 'slurm-requeued' };
+      this.attempt = requeued.restarts;
+      for (const f of fs) f.exited = this.attempt;
+      this.ownRanksOk = false;
+      return this.maybeRestart();
+    }
     for (const f of fs) f.link.send({ t: 'go', attempt: 1, resume: false });
     this.startRanks(1, false);
+    this.maybeSpent();
   }
+
+  /** Restarts spent under a requeueing scheduler: tell it not to run the job again (said once). */
+  private spentSaid = false;
+  private maybeSpent(): void {
+    const s = this.opts.scheduler;
+    if (!s?.requeueable || this.spentSaid || this.role !== 'leader' || this.record.current.restarts < (this.spec.maxRestarts ?? 0)) return;
+    this.spentSaid = true;
+    void s.noMoreRequeues().then((refused) => {
+      if (refused) this.log('warn', `restarts spent, but Slurm would not make the job non-requeueable (${refused}); a requeue will end the run without training`);
+      else this.log('info', `restarts spent (${this.record.current.restarts} of ${this.spec.maxRestarts ?? 0}): Slurm will not requeue the job again`);
+    });
+  }
+
+  /** A lost node under a requeueing scheduler with restarts left: the error, while we wait for Slurm to end this run of the job. */
+  private awaitingScheduler: RunStateError | undefined;
 
   private maybeOk(): void {
     if (!this.ownRanksOk || this.failing) return;
@@ -417,6 +470,16 @@ class HostAgent {
     const error: RunStateError = { host: root.error.host, rank: root.error.rank, message: root.error.message, ...(root.error.code ? { code: root.error.code } : {}) };
     const lost = this.lostFollowers(root.error);
     if (this.record.current.restarts >= (this.spec.maxRestarts ?? 0)) return this.end('failed', error);
+    if (lost.length > 0 && this.opts.scheduler) {
+      if (!this.opts.scheduler.requeueable) return this.end('failed', error);
+      // A lost node is Slurm's to see (SlurmdTimeout): it kills this run of the job and requeues it,
+      // and the next run resumes from the checkpoint. Until then the ranks here are stopped. (No
+      // client relaunch as for SSH hosts: a node outside the job's allocation is not ours to use.)
+      this.setState('restarting', { error });
+      this.awaitingScheduler = error;
+      this.log('warn', `${root.error.message}: waiting for Slurm to requeue job (restart ${this.record.current.restarts + 1} of ${this.spec.maxRestarts ?? 0})`);
+      return;
+    }
     this.setState('restarting', { error });
     this.pendingRestart = root.error;
     if (lost.length > 0) this.awaitHosts(lost, root.error);
@@ -506,6 +569,7 @@ class HostAgent {
     const attempt = this.attempt + 1;
     for (const f of this.followers.values()) f.link.send({ t: 'go', attempt, resume: true });
     this.startRanks(attempt, true);
+    this.maybeSpent();
   }
 
   // ---- follower --------------------------------------------------------------------------

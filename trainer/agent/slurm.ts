@@ -7,6 +7,13 @@
 //     shared workdir), then runs the same durable agent as on an SSH host, in the foreground of
 //     the job step, so Slurm tracks it: scancel or the time limit signals it (SIGTERM → it stops its
 //     ranks and records the end), and nothing of the run outlives the job.
+// Restarts (--max-restarts N > 0): a failing rank restarts inside the allocation as on SSH hosts
+// (run-agent). A lost node, a preemption or `scontrol requeue` is Slurm's to handle: the job is
+// submitted --requeue, Slurm runs the batch script again (SLURM_RESTART_COUNT = k), and node 0's
+// agent records a `restart` naming the last run's failed node and Slurm's word on it, then every
+// rank resumes from the newest checkpoint in node 0's record (shared workdir). Restarts of both
+// kinds count against N; once none is left the job is made not requeueable (scontrol update
+// Requeue=0), and a run requeued past N anyway fails with the last reason without training.
 // Layout: trainer/protocol/slurm-job.ts.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -15,8 +22,8 @@ import { promisify } from 'node:util';
 import { HOST_CMD_EXIT, decodeLaunchSpec, decodeSlurmRendezvous, decodeSlurmSubmit, slurmJobName, slurmNodeWorkdir, slurmRunDir, type SlurmRendezvous, type SlurmSubmit, type SlurmSubmitReply } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
-import { checkRunId, recordPaths, runDirOf } from './run-record';
-import { runDetachedAgent } from './run-agent';
+import { checkRunId, readState, recordPaths, runDirOf } from './run-record';
+import { runDetachedAgent, type SchedulerRestart } from './run-agent';
 
 const execFileP = promisify(execFile);
 const RENDEZVOUS_WAIT_MS = 120_000;
@@ -53,8 +60,11 @@ export async function slurmSubmit(opts: { trainerEntry: string; workdir: string 
     `--output=${dir}/job.out`,
     `--nodes=${req.nodes}`,
     `--ntasks-per-node=${req.tasksPerNode}`,
-    // A requeued job would start again over this run's records; restarts are the run's business (unfinished for Slurm).
-    '--no-requeue',
+    // With restarts asked for, a job Slurm kills for a node failure or a preemption is requeued and
+    // resumes from the last checkpoint (agent-slurm); without, it ends and the run fails with Slurm's reason.
+    req.maxRestarts > 0 ? '--requeue' : '--no-requeue',
+    // A requeued run appends to the job's output instead of truncating it.
+    '--open-mode=append',
     ...(req.gpusPerNode ? [`--gpus-per-node=${req.gpusPerNode}`] : []),
     ...req.sbatchArgs,
     `${dir}/job.sh`,
@@ -87,7 +97,11 @@ export async function slurmNodeAgent(opts: { trainerEntry: string; enginesDir: s
   }
   const dir = slurmRunDir(opts.workdir, runId);
   const req = decodeSlurmSubmit(JSON.parse(readFileSync(`${dir}/spec.json`, 'utf8')));
-  const rdv = nodeIndex === 0 ? await publishRendezvous(dir, jobId, node) : await awaitRendezvous(dir, jobId);
+  const restartCount = Number(env.SLURM_RESTART_COUNT ?? '0') || 0;
+  const workdir = slurmNodeWorkdir(opts.workdir, runId, nodeIndex);
+  // A requeued job (same id, SLURM_RESTART_COUNT > 0): node 0 reads the last run's record and nodes before replacing them.
+  const requeued = nodeIndex === 0 && restartCount > 0 ? await requeueCause(dir, workdir, runId, jobId, restartCount) : undefined;
+  const rdv = nodeIndex === 0 ? await publishRendezvous(dir, jobId, restartCount, node, env.SLURM_JOB_NODELIST) : await awaitRendezvous(dir, jobId, restartCount);
   const tpn = req.tasksPerNode;
   const spec = decodeLaunchSpec({
     runId,
@@ -105,25 +119,73 @@ export async function slurmNodeAgent(opts: { trainerEntry: string; enginesDir: s
     // Slurm placed the job: the node is ours for its lifetime, so a busy slot is a fault, not a queue.
     queue: false,
   });
-  const workdir = slurmNodeWorkdir(opts.workdir, runId, nodeIndex);
   const paths = recordPaths(runDirOf(workdir, runId));
   mkdirSync(paths.logs, { recursive: true, mode: 0o700 });
   writeFileAtomicSync(paths.spec, JSON.stringify(spec) + '\n', { mode: 0o600 });
-  return runDetachedAgent({ trainerEntry: opts.trainerEntry, enginesDir: opts.enginesDir, workdir, runId, agentNode: node });
+  return runDetachedAgent({
+    trainerEntry: opts.trainerEntry,
+    enginesDir: opts.enginesDir,
+    workdir,
+    runId,
+    agentNode: node,
+    scheduler: {
+      attempt: restartCount,
+      requeueable: req.maxRestarts > 0,
+      ...(requeued ? { requeued } : {}),
+      noMoreRequeues: () => noMoreRequeues(jobId),
+    },
+  });
 }
 
-async function publishRendezvous(dir: string, jobId: string, node: string): Promise<SlurmRendezvous> {
-  const rdv: SlurmRendezvous = { jobId, masterAddr: await nodeAddress(node), masterPort: await freePort(), controlPort: await freePort() };
+/** Why Slurm ran the job again: the last run's node that Slurm now has down, or a requeue (preemption, `scontrol requeue`). */
+async function requeueCause(dir: string, node0Workdir: string, runId: string, jobId: string, restartCount: number): Promise<SchedulerRestart> {
+  let last: SlurmRendezvous | undefined;
+  try {
+    last = decodeSlurmRendezvous(JSON.parse(readFileSync(`${dir}/rendezvous.json`, 'utf8')));
+  } catch {
+    // no earlier rendezvous (the last run died before node 0 wrote it)
+  }
+  let restarts = 0;
+  try {
+    restarts = readState(runDirOf(node0Workdir, runId))?.restarts ?? 0;
+  } catch {
+    // no record yet
+  }
+  for (const n of last?.nodes ?? []) {
+    const out = await execFileP('scontrol', ['show', 'node', n, '-o'], { encoding: 'utf8', timeout: 15_000 }).then((r) => r.stdout, () => '');
+    const state = /(?:^|\s)State=(\S+)/.exec(out)?.[1] ?? '';
+    if (/DOWN|FAIL|NOT_RESPONDING|DRAIN|\*$/.test(state)) {
+      const why = /(?:^|\s)Reason=(.*?)(?:\s+\[|\s+\w+=|$)/.exec(out)?.[1]?.trim();
+      return { restarts: restarts + 1, host: n, reason: `Slurm requeued job ${jobId} (run ${restartCount + 1}): node ${n} failed (State=${state}${why ? `, Reason=${why}` : ''})` };
+    }
+  }
+  return { restarts: restarts + 1, host: last?.nodes[0] ?? 'slurm', reason: `Slurm requeued job ${jobId} (run ${restartCount + 1}): preempted or requeued (scontrol requeue); its nodes ${last?.nodes.join(', ') || '(unknown)'} are up` };
+}
+
+/** Restarts spent: Slurm is not to run the job again (a node failure then ends it with NODE_FAIL). Best effort. */
+async function noMoreRequeues(jobId: string): Promise<string | undefined> {
+  try {
+    await execFileP('scontrol', ['update', `JobId=${jobId}`, 'Requeue=0'], { encoding: 'utf8', timeout: 15_000 });
+    return undefined;
+  } catch (err) {
+    const e = err as { stderr?: string; message: string };
+    return (e.stderr ?? e.message).trim();
+  }
+}
+
+async function publishRendezvous(dir: string, jobId: string, restartCount: number, node: string, nodelist: string | undefined): Promise<SlurmRendezvous> {
+  const nodes = nodelist ? (await execFileP('scontrol', ['show', 'hostnames', nodelist], { encoding: 'utf8', timeout: 15_000 }).then((r) => r.stdout, () => '')).split('\n').map((l) => l.trim()).filter(Boolean) : [];
+  const rdv: SlurmRendezvous = { jobId, restartCount, nodes: nodes.length ? nodes : [node], masterAddr: await nodeAddress(node), masterPort: await freePort(), controlPort: await freePort() };
   writeFileAtomicSync(`${dir}/rendezvous.json`, JSON.stringify(rdv) + '\n', { mode: 0o600 });
   return rdv;
 }
 
-async function awaitRendezvous(dir: string, jobId: string): Promise<SlurmRendezvous> {
+async function awaitRendezvous(dir: string, jobId: string, restartCount: number): Promise<SlurmRendezvous> {
   const deadline = Date.now() + RENDEZVOUS_WAIT_MS;
   for (;;) {
     try {
       const rdv = decodeSlurmRendezvous(JSON.parse(readFileSync(`${dir}/rendezvous.json`, 'utf8')));
-      if (rdv.jobId === jobId) return rdv; // an older job's file (a resubmission) is not ours
+      if (rdv.jobId === jobId && rdv.restartCount === restartCount) return rdv; // an older job's or run's file (a resubmission, a requeue) is not ours
     } catch {
       // not written yet
     }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeEvent, makeEvent } from './events';
 import { decodeLaunchSpec } from './launch';
 import { decodeRunState, isTerminalRunState } from './run-state';
+import { decodeSlurmRendezvous } from './slurm-job';
 
 const baseSpec = { runId: 'r', host: 'h1', worldSize: 2, masterAddr: '127.0.0.1', masterPort: 29500, ranks: [{ rank: 0, localRank: 0 }], config: {}, heartbeatTimeoutMs: 0 };
 
@@ -29,5 +30,15 @@ describe('durable run protocol', () => {
     expect(() => decodeRunState({ ...rec, state: 'lost' })).toThrow(/state/);
     expect(isTerminalRunState('failed')).toBe(true);
     expect(isTerminalRunState('queued')).toBe(false);
+  });
+
+  it('a Slurm record keeps its schedulerAttempt; a rendezvous names its job run and nodes (older files: run 0)', () => {
+    const rec = { v: 1, runId: 'r', host: 'n1', role: 'leader', state: 'running', agentPid: 12, agentNode: 'n1', schedulerAttempt: 1, startedAt: 1, updatedAt: 2, restarts: 1 };
+    expect(decodeRunState(rec)).toEqual(rec);
+    expect(() => decodeRunState({ ...rec, schedulerAttempt: -1 })).toThrow(/schedulerAttempt/);
+    const rdv = { jobId: '3', masterAddr: '10.0.0.1', masterPort: 4000, controlPort: 4001 };
+    expect(decodeSlurmRendezvous(rdv)).toEqual({ ...rdv, restartCount: 0, nodes: [] });
+    expect(decodeSlurmRendezvous({ ...rdv, restartCount: 2, nodes: ['n1', 'n3'] })).toMatchObject({ restartCount: 2, nodes: ['n1', 'n3'] });
+    expect(() => decodeSlurmRendezvous({ ...rdv, nodes: [''] })).toThrow(/nodes/);
   });
 });

@@ -28,6 +28,8 @@ export interface RunStateRecord {
    * so readers judge liveness by the updatedAt beat (recordAgentAlive).
    */
   agentNode?: string;
+  /** Slurm's restart count of the job this record's agent ran in (SLURM_RESTART_COUNT; 0: first run). A requeued job's agents rewrite the record with a higher one. */
+  schedulerAttempt?: number;
   startedAt: number;
   /** Refreshed at least every 2 s while the agent lives. */
   updatedAt: number;
@@ -60,6 +62,8 @@ export function decodeRunState(value: unknown): RunStateRecord {
   if (lastStep !== undefined) r.lastStep = lastStep;
   const agentNode = optStr(o, 'agentNode', p);
   if (agentNode !== undefined) r.agentNode = agentNode;
+  const schedulerAttempt = optNum(o, 'schedulerAttempt', p, { int: true, min: 0 });
+  if (schedulerAttempt !== undefined) r.schedulerAttempt = schedulerAttempt;
   const behind = optStr(o, 'queuedBehind', p);
   if (behind !== undefined) r.queuedBehind = behind;
   const endedAt = optNum(o, 'endedAt', p, { min: 0 });

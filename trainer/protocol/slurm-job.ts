@@ -30,6 +30,10 @@ export interface SlurmSubmitReply {
 
 export interface SlurmRendezvous {
   jobId: string;
+  /** SLURM_RESTART_COUNT of the job run that wrote it: a requeued job keeps its id, and its nodes must not take the last run's ports. */
+  restartCount: number;
+  /** The allocation's node names in node-index order (a requeued run names the nodes the last one had). */
+  nodes: string[];
   masterAddr: string;
   masterPort: number;
   controlPort: number;
@@ -62,6 +66,11 @@ export function decodeSlurmRendezvous(value: unknown): SlurmRendezvous {
   const o = obj(value, 'rendezvous');
   return {
     jobId: str(o, 'jobId', 'rendezvous', { nonEmpty: true }),
+    restartCount: optNum(o, 'restartCount', 'rendezvous', { int: true, min: 0 }) ?? 0,
+    nodes: o.nodes === undefined ? [] : arr(o, 'nodes', 'rendezvous', (v, p) => {
+      if (typeof v !== 'string' || !v) throw new Error(`${p}: expected a node name`);
+      return v;
+    }),
     masterAddr: str(o, 'masterAddr', 'rendezvous', { nonEmpty: true }),
     masterPort: num(o, 'masterPort', 'rendezvous', { int: true, min: 1, max: 65535 }),
     controlPort: num(o, 'controlPort', 'rendezvous', { int: true, min: 1, max: 65535 }),

@@ -17,7 +17,7 @@ export interface ClusterOps extends Disposable {
   probe(profile: Profile, opts?: { signal?: AbortSignal }): Promise<HostProbe[]>;
   deploy(profile: Profile, opts?: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean }): Promise<DeployResult[]>;
   /** Deploys (cached when unchanged) and returns a plan whose hosts open agents over SSH. */
-  planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal }): Promise<RunPlan>;
+  planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan>;
   /** The plan of a run started elsewhere (attach, stop), from the record locations in its history. */
   attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan;
   /** After a run ended: processes of this run still alive on each host (should be none); each host checked on its own, within timeoutMs. */

@@ -5,11 +5,12 @@
 //                 then the allocation's node names and each node's record in the shared workdir
 //   cancel      → scancel, then until the job has left squeue (Slurm's proctrack ends every process
 //                 of its steps: nothing is left on any node)
-//   ended       → scontrol's final word (JobState, Reason, NodeList): TIMEOUT, NODE_FAIL, ...
+//   ended       → scontrol's word on the job (JobState, Reason, NodeList, Restarts): TIMEOUT,
+//                 NODE_FAIL, ..., or PENDING again with a higher Restarts when Slurm requeued it
 // The run's events, state and logs are then followed like any host's, through HostLinks whose
-// commands run on the login node against each node's record directory.
-// UNFINISHED: restarts (--max-restarts, or a job Slurm requeues) are not resumed: a requeued job's
-// agents would find the old records; runs are submitted with maxRestarts 0 and --no-requeue.
+// commands run on the login node against each node's record directory. A requeued job (runs
+// with --max-restarts) rewrites those records; waitRunning(…, attempt) waits for the records of
+// Slurm's run `attempt` of the job (state.json's schedulerAttempt), not the last run's.
 import { CohortError, slurmJobName, slurmNodeWorkdir, type SlurmSubmit } from '../../../trainer/protocol';
 import { runHostCommand, type HostLink } from '../runs/host-link';
 import type { HostLaunch, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from '../runs/run-controller';
@@ -69,8 +70,9 @@ export class SlurmJob implements ScheduledJob {
     return id;
   }
 
-  async waitRunning(onQueued: (q: SchedulerQueueState) => void, signal: AbortSignal): Promise<HostLaunch[]> {
+  async waitRunning(onQueued: (q: SchedulerQueueState) => void, signal: AbortSignal, opts: { minAttempt?: number } = {}): Promise<HostLaunch[]> {
     const job = await this.job();
+    const minAttempt = opts.minAttempt ?? 0;
     let runningSince = 0;
     for (;;) {
       signal.throwIfAborted();
@@ -81,7 +83,7 @@ export class SlurmJob implements ScheduledJob {
         const out = await this.o.login.run(`tail -n 5 ${shellQuote(`${this.o.workdir}/slurm/${this.o.runId}/job.out`)} 2>/dev/null`);
         // A job that ran and ended fast may have every record already: the caller follows them.
         const hosts = end?.nodes ? await this.nodeHosts(end.nodes) : [];
-        if (hosts.length && (await this.recordsExist(hosts.length))) return hosts;
+        if (hosts.length && (await this.recordsExist(hosts.length, Math.max(minAttempt, end?.restarts ?? 0)))) return hosts;
         throw new CohortError('slurm-job-ended', `Slurm job ${job} ended (${end ? `${end.state}, reason ${end.reason}` : 'no longer known to Slurm'}) before its agents started${out.stdout.trim() ? `: ${out.stdout.trim().split('\n').join(' | ')}` : ''}`);
       }
       if (state === 'PENDING' || state === 'CONFIGURING') {
@@ -89,12 +91,15 @@ export class SlurmJob implements ScheduledJob {
         const said = `${state}|${reason}|${position}`;
         if (said !== this.lastSaid) {
           this.lastSaid = said;
-          onQueued({ jobId: job, reason: reason ?? '', ...(position ? { position } : {}), ...(partition ? { partition } : {}) });
+          const restarts = (await this.ended())?.restarts ?? 0;
+          onQueued({ jobId: job, reason: reason ?? '', ...(position ? { position } : {}), ...(partition ? { partition } : {}), ...(restarts ? { restarts } : {}) });
         }
       } else if (state === 'RUNNING' || state === 'COMPLETING') {
         runningSince ||= Date.now();
         const hosts = await this.nodeHosts(nodelist ?? '');
-        if (hosts.length && (await this.recordsExist(hosts.length))) return hosts;
+        // This run of the job (Slurm's Restarts): its agents' records, not an earlier run's.
+        const attempt = Math.max(minAttempt, (await this.ended())?.restarts ?? 0);
+        if (hosts.length && (await this.recordsExist(hosts.length, attempt))) return hosts;
         if (Date.now() - runningSince > RECORDS_WAIT_MS) {
           throw new CohortError('slurm-agents-missing', `Slurm job ${job} runs on ${nodelist} but its node agents wrote no record in ${this.o.workdir}/slurm/${this.o.runId}/ within ${RECORDS_WAIT_MS / 1000} s`, { hint: `see ${this.o.workdir}/slurm/${this.o.runId}/job.out; the workdir must be on a filesystem the compute nodes see` });
         }
@@ -117,9 +122,11 @@ export class SlurmJob implements ScheduledJob {
     return names.map((node, i) => ({ host: node, link: this.o.nodeLink(node, i) }));
   }
 
-  private async recordsExist(n: number): Promise<boolean> {
+  /** Every node's record exists, written by the agents of Slurm's run `attempt` of the job (0: the first). */
+  private async recordsExist(n: number, attempt: number): Promise<boolean> {
     const files = Array.from({ length: n }, (_, i) => shellQuote(`${slurmNodeWorkdir(this.o.workdir, this.o.runId, i)}/runs/${this.o.runId}/state.json`));
-    const r = await this.o.login.run(`for f in ${files.join(' ')}; do test -f "$f" || exit 1; done`);
+    const check = attempt > 0 ? `grep -q '"schedulerAttempt":${attempt}[,}]' "$f"` : 'test -f "$f"';
+    const r = await this.o.login.run(`for f in ${files.join(' ')}; do ${check} || exit 1; done`);
     return r.code === 0;
   }
 
@@ -142,7 +149,7 @@ export class SlurmJob implements ScheduledJob {
     const field = (k: string) => new RegExp(`(?:^|\\s)${k}=(\\S+)`).exec(r.stdout)?.[1];
     const state = field('JobState');
     if (!state) return undefined;
-    return { jobId: job, state, reason: field('Reason') ?? 'None', nodes: field('NodeList') ?? '' };
+    return { jobId: job, state, reason: field('Reason') ?? 'None', nodes: field('NodeList') ?? '', restarts: Number(field('Restarts') ?? '0') || 0 };
   }
 
   /** squeue lines of the run's job still in the queue (none once it has ended): the leftover check. */

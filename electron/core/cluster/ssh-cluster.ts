@@ -146,7 +146,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     );
   }
 
-  async planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal }): Promise<RunPlan> {
+  async planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan> {
     if (profile.scheduler) return this.planSlurmRun(profile, req);
     const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
     const failed = deployed.filter((d) => !d.ok);
@@ -191,7 +191,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
    * submitting, and hand the controller a SlurmJob that submits, waits in the queue and yields
    * the allocation's nodes, each followed through the login node.
    */
-  private async planSlurmRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal }): Promise<RunPlan> {
+  private async planSlurmRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan> {
     const sched = profile.scheduler!;
     const login = profile.hosts[0]!;
     const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
@@ -209,8 +209,8 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       sbatchArgs: [...(sched.partition ? [`--partition=${sched.partition}`] : []), ...(sched.timeLimit ? [`--time=${sched.timeLimit}`] : []), ...(sched.account ? [`--account=${sched.account}`] : []), ...sched.extraArgs],
       config: req.config,
       env: login.python ? { COHORT_PYTHON: login.python, ...login.env } : login.env,
-      // UNFINISHED (issue 16): restarts of Slurm runs; startRun refuses --max-restarts for them.
-      maxRestarts: 0,
+      // Rank failures restart inside the allocation; node failures and preemptions through Slurm's requeue (agent-slurm).
+      maxRestarts: req.maxRestarts ?? 0,
       token: randomBytes(24).toString('hex'),
     };
     return { runId: req.runId, hosts: [], record, scheduler: this.slurmJob(profile, req.runId, record[0]!, submit) };

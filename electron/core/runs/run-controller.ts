@@ -41,8 +41,12 @@ export interface HostLaunch {
   spec?: LaunchSpec;
 }
 
-/** Where a scheduled run waits: the scheduler's pending reason and its place in the queue (the `queued` event's `slurm`). */
-export type SchedulerQueueState = SchedulerQueue;
+/**
+ * Where a scheduled run waits: the scheduler's pending reason and its place in the queue (the
+ * `queued` event's `slurm`), and, while a requeued job waits to run again (the run is
+ * `restarting`), why Slurm requeued it and its Restarts count.
+ */
+export type SchedulerQueueState = SchedulerQueue & { restarting?: string; restarts?: number };
 
 /** The scheduler's final word on a job (Slurm: JobState, Reason, NodeList). */
 export interface SlurmJobEnd {
@@ -50,6 +54,8 @@ export interface SlurmJobEnd {
   state: string;
   reason: string;
   nodes: string;
+  /** How many times the scheduler has run the job again (Slurm's Restarts). */
+  restarts: number;
 }
 
 /**
@@ -61,7 +67,8 @@ export interface ScheduledJob {
   readonly id: string | undefined;
   submit(): Promise<string>;
   /** Resolves with the allocation's hosts (leader first) once every node's agent has its record. */
-  waitRunning(onQueued: (q: SchedulerQueueState) => void, signal: AbortSignal): Promise<HostLaunch[]>;
+  /** minAttempt: the records must be from this run of the job or a later one (a requeued job's). */
+  waitRunning(onQueued: (q: SchedulerQueueState) => void, signal: AbortSignal, opts?: { minAttempt?: number }): Promise<HostLaunch[]>;
   /** Cancels the job; resolves once it has left the queue (bounded). */
   cancel(): Promise<void>;
   ended(): Promise<SlurmJobEnd | undefined>;
@@ -96,6 +103,8 @@ export interface RunResult {
 interface Follow {
   host: HostLaunch;
   offset: number;
+  /** A requeued Slurm job's last run: its records are no longer followed. */
+  retired?: boolean;
   cmd?: HostCommand;
   ended: boolean;
   lastContact: number;
@@ -163,22 +172,63 @@ export class RunController extends DisposableBase {
     }
   }
 
-  /** Waits while the scheduler's job is queued (telling why and where), then follows its nodes. */
-  private async followScheduled(offsets: Record<string, number> = {}): Promise<void> {
+  /**
+   * Waits while the scheduler's job is queued (telling why and where), then follows its nodes.
+   * After a requeue (`requeue`): waits for that run of the job, and follows each node index's
+   * record on from where the last run's left off (the allocation may have other nodes now).
+   */
+  private async followScheduled(offsets: Record<string, number> = {}, requeue?: { attempt: number; reason: string; offsets: number[] }): Promise<void> {
     const job = this.plan.scheduler!;
     try {
-      const hosts = await job.waitRunning((q) => {
-        this.emit(makeEvent({ type: 'log', level: 'info', message: `queued: Slurm job ${q.jobId} is pending (${q.reason})${q.position ? `, position ${q.position} in partition ${q.partition ?? ''}`.trimEnd() : ''}` }));
-        this.emit(makeEvent({ type: 'queued', host: this.plan.hosts[0]?.host ?? 'slurm', behind: '', slurm: q }));
-        for (const l of this.queueListeners) l(q);
-      }, this.waitAbort.signal);
+      const hosts = await job.waitRunning(
+        (q) => {
+          const where = `${q.position ? `, position ${q.position} in partition ${q.partition ?? ''}`.trimEnd() : ''}`;
+          // A client attaching while a requeued job waits learns it from Slurm's Restarts.
+          const restarting = requeue?.reason ?? (q.restarts ? `Slurm requeued job ${q.jobId} (Restarts=${q.restarts})` : undefined);
+          this.emit(makeEvent({ type: 'log', level: 'info', message: restarting ? `restarting: Slurm job ${q.jobId} is pending again (${q.reason})${where}: ${restarting}` : `queued: Slurm job ${q.jobId} is pending (${q.reason})${where}` }));
+          const slurm: SchedulerQueue = { jobId: q.jobId, reason: q.reason, ...(q.position ? { position: q.position } : {}), ...(q.partition ? { partition: q.partition } : {}) };
+          this.emit(makeEvent({ type: 'queued', host: this.plan.hosts[0]?.host ?? 'slurm', behind: '', slurm }));
+          for (const l of this.queueListeners) l(restarting ? { ...q, restarting } : q);
+        },
+        this.waitAbort.signal,
+        requeue ? { minAttempt: requeue.attempt } : {},
+      );
       if (this.finished || this.stopping !== 'no') return;
       for (const l of this.queueListeners) l(undefined);
       this.plan.hosts = hosts;
       this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${job.id} runs on ${hosts.map((h) => h.host).join(', ')}` }));
-      this.attach(offsets);
+      this.attach(requeue ? Object.fromEntries(hosts.map((h, i) => [h.host, requeue.offsets[i] ?? 0])) : offsets);
     } catch (err) {
       this.schedulerFailed(err);
+    }
+  }
+
+  /**
+   * The leader's record ended, not ok, and no stop was asked for: did Slurm requeue the job (a node
+   * failure or a preemption of a run with --max-restarts)? Then wait for its next run and follow it.
+   */
+  private async followRequeued(followedAttempt: number): Promise<boolean> {
+    const job = this.plan.scheduler!;
+    // Slurm counts the requeue before it signals the job's steps; a still-finishing job gets a moment.
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      const end = await job.ended().catch(() => undefined);
+      if (!end || this.stopping !== 'no' || this.finished) return false;
+      if (end.restarts > followedAttempt && !/^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/.test(end.state)) {
+        const offsets = this.follows.map((f) => f.offset);
+        for (const f of this.follows) {
+          f.retired = true;
+          f.cmd?.kill();
+        }
+        const reason = `Slurm requeued job ${end.jobId} (Restarts=${end.restarts}, JobState=${end.state}, Reason=${end.reason})`;
+        this.emit(makeEvent({ type: 'log', level: 'warn', message: `restarting: ${reason}; the run resumes from its last checkpoint when the job runs again` }));
+        for (const l of this.queueListeners) l({ jobId: end.jobId, reason: end.reason, restarting: reason });
+        this.follows = [];
+        void this.followScheduled({}, { attempt: end.restarts, reason, offsets });
+        return true;
+      }
+      if (!/^(COMPLETING|RUNNING)$/.test(end.state) || Date.now() > deadline) return false;
+      await new Promise((r) => setTimeout(r, 500));
     }
   }
 
@@ -306,7 +356,7 @@ export class RunController extends DisposableBase {
     const lostAfter = this.plan.lostAfterMs ?? 60_000;
     const isLeader = f.host === this.plan.hosts[0];
     let attempt = 0;
-    while (!this.gaveUp()) {
+    while (!this.gaveUp() && !f.retired) {
       let code: number | null = null;
       let stderr = '';
       try {
@@ -338,6 +388,7 @@ export class RunController extends DisposableBase {
       } catch (err) {
         stderr = (err as Error).message;
       }
+      if (f.retired) return;
       // A lost host the leader waits for: its old agent's record says dead until the relaunched one writes.
       const waited = !isLeader && this.waitingFor.has(f.host.host);
       if (code === 0 || (code === 4 && !waited) || code === 5) {
@@ -380,6 +431,7 @@ export class RunController extends DisposableBase {
     if (state && isTerminalRunState(state.state)) status = state.state as RunStatus;
     else if (this.doneEvent) status = this.doneEvent.status;
     else status = this.firstError ? 'failed' : 'lost';
+    if (this.plan.scheduler && status !== 'ok' && this.stopping === 'no' && (await this.followRequeued(state?.schedulerAttempt ?? 0))) return;
     if (this.plan.scheduler && status !== 'ok') status = await this.schedulerVerdict(status);
     if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
     this.finish(status, state);
@@ -397,7 +449,9 @@ export class RunController extends DisposableBase {
     const said = why[end.state];
     if (!said) return status;
     const message = `Slurm ended job ${end.jobId}: ${said} (JobState=${end.state}, Reason=${end.reason})`;
-    this.emitError({ rank: -1, host: end.state === 'NODE_FAIL' ? end.nodes : (this.plan.hosts[0]?.host ?? 'slurm'), message, logTail: [], code: `slurm-${end.state.toLowerCase().replace(/_/g, '-')}` });
+    // A time limit is not a fault to restart from (the next run would hit it too): a longer limit is the fix.
+    const hint = end.state === 'TIMEOUT' ? 'a time limit is not restarted, even with --max-restarts: ask for a longer limit (the profile\'s scheduler.timeLimit, sbatch --time) and resume with --resume from the run\'s checkpoints' : undefined;
+    this.emitError({ rank: -1, host: end.state === 'NODE_FAIL' ? end.nodes : (this.plan.hosts[0]?.host ?? 'slurm'), message, logTail: [], code: `slurm-${end.state.toLowerCase().replace(/_/g, '-')}`, ...(hint ? { hint } : {}) });
     return 'failed';
   }
 

@@ -34,10 +34,6 @@ export async function startRun(o: {
 }): Promise<StartedRun> {
   const runId = o.runId ?? newRunId();
   const config = resolveRunConfig(o.profile, o.overrides); // bad input: refused, not a run
-  if (o.profile.scheduler && (o.maxRestarts ?? 0) > 0) {
-    // UNFINISHED (issue 16): restarts of a Slurm run (a new job step from the last checkpoint) are not built yet.
-    throw new CohortError('slurm-restarts-unsupported', `profile ${o.profile.name}: --max-restarts is not supported on Slurm profiles yet`, { hint: 'run without --max-restarts (the job is submitted with --no-requeue); resume by hand with --resume from the run\'s checkpoints' });
-  }
   const startedAt = new Date().toISOString();
   // A launch's connect/deploy progress names the run it prepares (the client has no run id until startRun resolves).
   const onProgress = o.onDeployProgress && ((p: DeployProgress) => o.onDeployProgress!({ ...p, launch: { runId, profile: o.profile.name } }));
@@ -47,7 +43,7 @@ export async function startRun(o: {
       plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir) });
     } else {
       if (!o.cluster) throw new Error('cluster runs need the SSH layer (ClusterOps), which this client did not provide');
-      plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(onProgress ? { onProgress } : {}) });
+      plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(onProgress ? { onProgress } : {}), ...(o.maxRestarts !== undefined ? { maxRestarts: o.maxRestarts } : {}) });
     }
   } catch (err) {
     recordFailedLaunch(o.store, { runId, profile: o.profile, config, startedAt, ranks: o.ranks }, err);
@@ -101,7 +97,17 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
   const recorded = new Set<(event: CohortEvent, seq: number) => void>();
   let running = false;
   // A scheduled run waits in the scheduler's queue first: `queued`, then `starting` when its job runs.
+  let requeued = false;
   controller.onQueue((q) => {
+    // A requeued Slurm job: `restarting` until its next run starts (cohort attach prints Slurm's reason).
+    if (q?.restarting) {
+      requeued = true;
+      return recorder.update({ status: 'restarting' });
+    }
+    if (!q && requeued) {
+      requeued = false;
+      return recorder.update({ status: 'running' });
+    }
     if (!running) recorder.update({ status: q ? 'queued' : 'starting' });
   });
   controller.onEvent((e) => {
