@@ -33,7 +33,22 @@ export function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; json?: b
     stdout: '',
     stderr: '',
     invalidLines: 0,
-    exit: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, ms: Date.now() - started }))),
+    // 'exit' can come before the last stdout/stderr chunks are read (fresh-clone CI saw `profiles -h` exit 0
+    // with stdout still empty); 'close' comes after them. A process that left a child holding the pipes
+    // open would never 'close', so after 'exit' at most 2 s are waited for it.
+    exit: new Promise((resolve) => {
+      let closed = false;
+      child.on('close', () => (closed = true));
+      child.on('exit', (code, signal) => {
+        const ms = Date.now() - started;
+        if (closed) return resolve({ code, signal, ms });
+        const t = setTimeout(() => resolve({ code, signal, ms }), 2000);
+        child.on('close', () => {
+          clearTimeout(t);
+          resolve({ code, signal, ms });
+        });
+      });
+    }),
     waitFor: (pred, timeoutMs = 120_000) =>
       new Promise((resolve, reject) => {
         const found = r.events.find(pred);

@@ -55,6 +55,9 @@ describe.skipIf(SLURM_MISSING)('Slurm ends runs', () => {
     expect(p!.slurm?.accountsNote).toMatch(/accounts unknown/); // no slurmdbd on the test cluster
     expect(p!.slurm?.workdirShared).toBe('yes');
     expect(p!.slurm?.computeNode).toMatch(/^node v\d+/);
+    // and what --engine torch needs there: python3 with torch, or said missing (which python3 a node's PATH
+    // finds depends on the machine, so either answer is accepted, in its exact form)
+    expect(p!.slurm?.computeNode).toMatch(/^node v\d+\S* · (torch \d+\.\d+\S* \(python3\)|no torch on python3 \(--engine torch unavailable; tfjs runs\))$/);
   }, 120_000);
 
   it('time limit → failed with Slurm\'s reason; a dead node → failed naming it', async () => {

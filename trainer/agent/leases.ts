@@ -5,6 +5,7 @@
 // daemon-free: a crashed run's leases are cleaned up by the next run that wants the slot.
 import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { LaunchSpec } from '../protocol';
 import { agentAlive } from './run-record';
 
 export interface Lease {
@@ -36,6 +37,9 @@ function readLease(path: string): Lease | undefined {
 function stale(l: Lease | undefined, boot: string): boolean {
   return l === undefined || l.bootId !== boot || !agentAlive(l.pid, l.runId);
 }
+
+/** The slots a host's ranks use: the spec's own list, else each rank's GPU or local rank. */
+export const slotsOf = (spec: Pick<LaunchSpec, 'slots' | 'ranks'>): number[] => spec.slots ?? spec.ranks.map((r) => r.gpu ?? r.localRank);
 
 export type ClaimResult = { ok: true } | { ok: false; busyBy: string; slot: number };
 

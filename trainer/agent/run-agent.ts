@@ -13,7 +13,7 @@ import { readGpuRows } from '../util/nvidia-smi';
 import { chooseEngine, type EngineChoice } from './engine-choice';
 import { gpuPreflight } from './gpu-preflight';
 import { ControlLink, tokenMatches, type ControlMsg } from './control';
-import { claimSlots, releaseSlots } from './leases';
+import { claimSlots, releaseSlots, slotsOf } from './leases';
 import { RankGroup, emitTo, type RankExit, type RankSink } from './ranks';
 import { RunRecordWriter, recordPaths, runDirOf } from './run-record';
 import { onProcessSignals } from '../util/node-lifecycle';
@@ -126,7 +126,7 @@ class HostAgent {
       line: (rank, _stream, text) => this.record.rankLine(rank, text),
     };
     this.emit = emitTo({ event: (e) => this.record.event(e) });
-    this.slots = spec.slots ?? spec.ranks.map((r) => r.gpu ?? r.localRank);
+    this.slots = slotsOf(spec);
     this.timeoutMs = spec.heartbeatTimeoutMs > 0 ? spec.heartbeatTimeoutMs : 20_000;
     this.finished = new Promise((res) => (this.finish = res));
   }
@@ -168,7 +168,8 @@ class HostAgent {
       if (!this.refusal) void this.claim();
     }
     const code = await this.finished;
-    if (this.leasesHeld) releaseSlots(this.opts.workdir, this.spec.runId, this.slots);
+    // Also when this agent never got to claim: run-start may have claimed for it (only files naming this run and pid go).
+    releaseSlots(this.opts.workdir, this.spec.runId, this.slots);
     this.server?.close();
     this.record.close();
     life.dispose(); // the beat and the signal handlers, once the record is closed

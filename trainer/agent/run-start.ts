@@ -11,6 +11,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statS
 import { HOST_CMD_EXIT, decodeLaunchSpec, isTerminalRunState, type LaunchSpec, type RunStartReply } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
+import { claimSlots, slotsOf } from './leases';
 import { agentAlive, checkRunId, readState, recordPaths, runDirOf } from './run-record';
 
 
@@ -98,6 +99,14 @@ async function startAgent(opts: { trainerEntry: string; workdir: string; execArg
   for (;;) {
     const st = existsSync(paths.state) ? readState(dir) : undefined;
     if (st && st.agentPid === child.pid) {
+      // Queue order is start order: the slots are claimed for the agent (its pid in the lease) before the
+      // client hears the run started, so a run started after this one queues behind it even if its agent
+      // reaches its own claim first. Busy slots are left to the agent, which queues and says behind whom.
+      try {
+        claimSlots(opts.workdir, spec.runId, slotsOf(spec), child.pid);
+      } catch {
+        // unreadable leases dir: the agent's own claim reports it
+      }
       const reply: RunStartReply = { runId: spec.runId, host: spec.host, agentPid: st.agentPid, state: st.state };
       replyLine(reply);
       return 0;

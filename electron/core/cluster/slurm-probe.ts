@@ -85,10 +85,15 @@ export async function probeSlurm(shell: LoginShell, o: { workdir: string; partit
 export async function workdirSeenByComputeNode(shell: LoginShell, workdir: string, partition?: string): Promise<Pick<SlurmProbe, 'workdirShared' | 'workdirNote' | 'computeNode'>> {
   const marker = `${workdir.replace(/\/+$/, '')}/.cohort-shared-${Date.now().toString(36)}`;
   const part = partition ? `-p ${shellQuote(partition)}` : '';
-  const r = await shell.run(`mkdir -p ${shellQuote(workdir)} && echo ok > ${shellQuote(marker)} && timeout 60 srun -N1 -n1 ${part} --immediate=5 --time=1 sh -c ${shellQuote(`cat ${shellQuote(marker)} 2>&1; command -v node >/dev/null && node --version || echo no-node`)} 2>&1; rc=$?; rm -f ${shellQuote(marker)}; echo "srun-exit=$rc"`, { timeoutMs: 75_000 });
+  const r = await shell.run(`mkdir -p ${shellQuote(workdir)} && echo ok > ${shellQuote(marker)} && timeout 60 srun -N1 -n1 ${part} --immediate=5 --time=1 sh -c ${shellQuote(`cat ${shellQuote(marker)} 2>&1; command -v node >/dev/null && node --version || echo no-node; python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo no-torch`)} 2>&1; rc=$?; rm -f ${shellQuote(marker)}; echo "srun-exit=$rc"`, { timeoutMs: 75_000 });
   const lines = r.stdout.trim().split('\n');
   const rc = Number(/srun-exit=(\d+)/.exec(r.stdout)?.[1] ?? -1);
-  if (rc === 0 && lines[0] === 'ok') return { workdirShared: 'yes', computeNode: lines[1] === 'no-node' ? 'no node on the PATH of the compute nodes' : `node ${lines[1] ?? '?'}` };
+  if (rc === 0 && lines[0] === 'ok') {
+    // What the engines need there: Node for every run (tfjs is in the bundle), python3 with torch for --engine torch.
+    const node = lines[1] === 'no-node' ? 'no node on the PATH of the compute nodes' : `node ${lines[1] ?? '?'}`;
+    const torch = lines[2] === undefined || lines[2] === 'no-torch' ? 'no torch on python3 (--engine torch unavailable; tfjs runs)' : `torch ${lines[2]} (python3)`;
+    return { workdirShared: 'yes', computeNode: `${node} · ${torch}` };
+  }
   if (rc === 0) return { workdirShared: 'no', workdirNote: `a compute node cannot read ${marker} (${lines[0]}): the workdir must be on a filesystem the compute nodes see (e.g. /scratch, or a home directory on a shared filesystem)` };
   return { workdirShared: 'unchecked', workdirNote: `not checked: the test srun did not run (${lines.slice(-3, -1).join(' | ').slice(0, 300)})` };
 }
