@@ -61,6 +61,12 @@ export class CohortService extends DisposableBase implements CohortApi {
   readonly runs: RunStore;
   private readonly active = new Map<string, StartedRun>();
   private readonly starting = new Map<string, Promise<boolean>>();
+  /**
+   * The last start in flight per profile: startRun answers before the hosts' `run-start`, so two runs
+   * asked for one after the other could reach the hosts (and claim their slots) the other way round.
+   * Starts of one profile go to the hosts in the order they were asked for; other profiles do not wait.
+   */
+  private readonly lastStart = new Map<string, Promise<unknown>>();
   /** Each run's live events, by run id: a subscriber hears only the run it follows. */
   private readonly runEvents = this.register(new KeyedEmitter<string, RunEventMessage>());
   private readonly deployEvents = this.register(new Emitter<DeployProgress>());
@@ -149,9 +155,16 @@ export class CohortService extends DisposableBase implements CohortApi {
     const { runId, controller } = started;
     this.track(started);
     // start() resolves once every host has started its agent; failures arrive as `error` events.
-    const starting = controller.start().catch((err: unknown) => {
-      controller.cancel(`start failed: ${(err as Error).message}`);
-      return false;
+    const before = this.lastStart.get(profile.name) ?? Promise.resolve();
+    const starting = before
+      .then(() => controller.start())
+      .catch((err: unknown) => {
+        controller.cancel(`start failed: ${(err as Error).message}`);
+        return false;
+      });
+    this.lastStart.set(profile.name, starting);
+    void starting.finally(() => {
+      if (this.lastStart.get(profile.name) === starting) this.lastStart.delete(profile.name);
     });
     this.starting.set(runId, starting);
     void controller.result.finally(() => this.starting.delete(runId));
