@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { DisposableStore, SlowRankWatch, decodeLaunchSpec, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
+import { DisposableStore, HOST_WAIT_MS, SlowRankWatch, decodeLaunchSpec, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
 import { newestCheckpointStep } from '../train/checkpoint';
 import { readGpuRows } from '../util/nvidia-smi';
 import { chooseEngine, type EngineChoice } from './engine-choice';
@@ -25,12 +25,6 @@ const QUEUE_POLL_MS = 500;
 /** A follower agent silent this long (it beats every second) is taken for lost when a peer-lost needs a cause. */
 const SILENT_FOLLOWER_MS = 5000;
 const CONNECT_TIMEOUT_MS = 30_000;
-/**
- * How long the leader waits, ranks stopped and slots held, for a lost follower host to come back and
- * its agent to rejoin (a client following the run relaunches it: the hosts cannot, there is no
- * daemon) before the run fails `host-lost`. COHORT_HOST_WAIT_MS (the host env) overrides it.
- */
-export const HOST_WAIT_MS = 180_000;
 /** Codes that describe a consequence of another rank's failure, never the cause. */
 const CONSEQUENCE = new Set(['peer-lost']);
 

@@ -227,12 +227,20 @@ export interface RestartEvent extends EventBase {
   /**
    * Hosts lost with their agent (code `host-lost`): the ranks resume only once each of them is back
    * and its agent rejoined. The hosts cannot relaunch a lost host's agent (no daemon): a client
-   * following the run does (`run-start --rejoin`), within `waitMs`, or the run fails `host-lost`.
+   * following the run does (`run-rejoin`), within `waitMs`, or the run fails `host-lost`.
    */
   waitingFor?: string[];
-  /** How long the leader waits for the hosts in `waitingFor` to rejoin. */
+  /** How long the leader waits for the hosts in `waitingFor` to rejoin (default HOST_WAIT_MS). */
   waitMs?: number;
 }
+
+/**
+ * How long a leader waits, ranks stopped and slots held, for a lost follower host to come back and
+ * its agent to rejoin (a client following the run relaunches it: the hosts cannot, there is no
+ * daemon) before the run fails `host-lost`. COHORT_HOST_WAIT_MS in the leader's host env overrides it;
+ * a client reads the wait from the restart event's `waitMs`, this only when the event does not say.
+ */
+export const HOST_WAIT_MS = 180_000;
 
 /**
  * The run waits: for GPU slots another run holds (said once per holder), or in a batch scheduler's

@@ -20,6 +20,7 @@ import {
   DisposableBase,
   Emitter,
   EventLineDecoder,
+  HOST_WAIT_MS,
   decodeRunState,
   isTerminalRunState,
   makeEvent,
@@ -113,8 +114,6 @@ interface Follow {
 const BACKOFF_MS = [250, 500, 1000, 2000, 4000];
 /** Between tries to reach a lost host and relaunch its agent. */
 const RELAUNCH_BACKOFF_MS = [1000, 1000, 2000, 2000, 4000];
-/** The leader's wait when its restart event does not say (run-agent HOST_WAIT_MS). */
-const DEFAULT_HOST_WAIT_MS = 180_000;
 
 export class RunController extends DisposableBase {
   private readonly events = this.register(new Emitter<CohortEvent>());
@@ -460,7 +459,7 @@ export class RunController extends DisposableBase {
       this.lastStep = e.step;
       this.waitingFor.clear(); // the run steps again: every lost host is back
     }
-    if (e.type === 'restart' && e.waitingFor?.length) this.relaunchLost(e.waitingFor, e.waitMs ?? DEFAULT_HOST_WAIT_MS);
+    if (e.type === 'restart' && e.waitingFor?.length) this.relaunchLost(e.waitingFor, e.waitMs ?? HOST_WAIT_MS);
     if (e.type === 'done') this.doneEvent = e;
     if (e.type === 'error') this.noteError(e);
     this.emit(e);
