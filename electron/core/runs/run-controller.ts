@@ -258,7 +258,7 @@ export class RunController extends DisposableBase {
       } catch (err) {
         r = { code: null, stdout: '', stderr: (err as Error).message, errCode: (err as { code?: string }).code };
       }
-      const reply = parseLine(r.stdout) as Partial<RunStartReply> & { error?: { code?: string; message?: string } };
+      const reply = startReply(r.stdout);
       if (r.code !== 0 || !reply || reply.error) {
         const code = reply?.error?.code ?? ('errCode' in r && typeof r.errCode === 'string' ? r.errCode : 'run-start-failed');
         const message = reply?.error?.message ?? `run-start on ${h.host} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`;
@@ -494,7 +494,7 @@ export class RunController extends DisposableBase {
       } catch (err) {
         r = { code: null, stdout: '', stderr: (err as Error).message };
       }
-      const reply = parseLine(r.stdout) as (Partial<RunStartReply> & { error?: { code?: string; message?: string } }) | undefined;
+      const reply = startReply(r.stdout);
       if (r.code === 0 && reply?.agentPid) {
         this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: its agent of run ${this.plan.runId} runs again (pid ${reply.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
         return;
@@ -544,6 +544,10 @@ export class RunController extends DisposableBase {
 function errorKey(e: ErrorEvent): string {
   return `${e.host}|${e.rank}|${e.message}`;
 }
+
+/** The reply of `run-start` / `run-rejoin`: the started agent, or the host's refusal. */
+type StartReply = Partial<RunStartReply> & { error?: { code?: string; message?: string } };
+const startReply = (stdout: string): StartReply | undefined => parseLine(stdout) as StartReply | undefined;
 
 function parseLine(stdout: string): Record<string, unknown> | undefined {
   const line = stdout.trim().split('\n').pop();
