@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, ErrorEvent, HelloEvent, StepEvent } from '../../trainer/protocol';
-import { leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { leftovers, startHosts, trainerProcesses as trainerProcessesOn, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
 
 let cluster: SshdCluster;
@@ -37,10 +37,7 @@ async function cli(args: string[], json = false) {
   return { ...r, exit };
 }
 
-async function trainerProcesses(): Promise<string[]> {
-  const all = await Promise.all(cluster.hosts.map((h) => cluster.processes(h)));
-  return all.flat().filter((p) => /cohort-trainer\.mjs|cohort_run=/.test(p.cmd)).map((p) => `${p.pid} ${p.cmd}`);
-}
+const trainerProcesses = () => trainerProcessesOn(cluster);
 
 beforeAll(async () => {
   if (SSHD_MISSING) return;

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventLineDecoder, type CohortEvent, type ErrorEvent, type StepEvent } from '../../trainer/protocol';
-import { harnessMode, leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { harnessMode, leftovers, startHosts, trainerProcesses as trainerProcessesOn, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli, type CliRun } from '../helpers/cli';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
@@ -43,10 +43,7 @@ function recordSteps(host: number, runId: string): number[] {
     .map((l) => (JSON.parse(l) as StepEvent).step);
 }
 
-async function trainerProcesses(hosts = [0, 1, 2]): Promise<string[]> {
-  const all = await Promise.all(hosts.map(async (i) => (await cluster.processes(i)).map((p) => `${cluster.hosts[i]!.name}: ${p.pid} ${p.cmd}`)));
-  return all.flat().filter((p) => /cohort-trainer\.mjs|cohort_run=/.test(p));
-}
+const trainerProcesses = (hosts?: number[]) => trainerProcessesOn(cluster, hosts);
 
 async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 120_000): Promise<void> {
   const end = Date.now() + ms;

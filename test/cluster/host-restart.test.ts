@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, DoneEvent, ErrorEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
-import { harnessMode, leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { harnessMode, leftovers, startHosts, trainerProcesses as trainerProcessesOn, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli, type CliRun } from '../helpers/cli';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
@@ -32,10 +32,7 @@ function cli(args: string[], opts: { json?: boolean } = {}): CliRun {
   return r;
 }
 
-async function trainerProcesses(hosts = [0, 1, 2]): Promise<string[]> {
-  const all = await Promise.all(hosts.map(async (i) => (await cluster.processes(i)).map((p) => `${cluster.hosts[i]!.name}: ${p.pid} ${p.cmd}`)));
-  return all.flat().filter((p) => /cohort-trainer\.mjs|cohort_run=/.test(p));
-}
+const trainerProcesses = (hosts?: number[]) => trainerProcessesOn(cluster, hosts);
 
 async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
   const end = Date.now() + ms;

@@ -9,7 +9,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SLURM_MISSING, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
+import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
@@ -34,15 +34,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
 
   /** Cohort's jobs in squeue (the blocker is named "wrap"). */
   const cohortJobs = async () => (await c.login$(`squeue -h -o '%j %T'`)).stdout.split('\n').filter((l) => l.startsWith('cohort-'));
-  /** Trainer processes inside the compute nodes' namespaces. */
-  const nodeTrainers = async () => {
-    const out: string[] = [];
-    for (const n of c.nodes) {
-      const r = await c.ssh.exec(n.host, `ip netns pids ${n.host.namespace} | xargs -r ps -o pid=,args= -p | grep -E 'cohort-trainer|cohort_run=' | grep -v grep || true`);
-      out.push(...r.stdout.split('\n').filter((l) => l.trim()));
-    }
-    return out;
-  };
+  const nodeTrainers = () => nodeTrainerProcesses(c);
 
   async function launch(): Promise<string> {
     await page.getByTestId('nav-launch').click();

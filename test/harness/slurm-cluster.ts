@@ -239,3 +239,13 @@ function readSafe(path: string): string {
     return '';
   }
 }
+
+/** The trainer's processes inside the compute nodes' namespaces, whatever started them, as `node: pid args`. */
+export async function nodeTrainerProcesses(c: SlurmCluster): Promise<string[]> {
+  const out: string[] = [];
+  for (const n of c.nodes) {
+    const r = await c.ssh.exec(n.host, `ip netns pids ${n.host.namespace} | xargs -r ps -o pid=,args= -p | grep -E 'cohort-trainer|cohort_run=' | grep -v grep || true`);
+    out.push(...r.stdout.split('\n').filter((l) => l.trim()).map((l) => `${n.name}: ${l.trim()}`));
+  }
+  return out;
+}

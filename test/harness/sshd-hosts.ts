@@ -442,3 +442,9 @@ export async function leftovers(id: string): Promise<{ namespaces: string[]; lin
   const daemons = readdirSync('/proc').filter((d) => /^\d+$/.test(d) && processMentions(Number(d), `/tmp/cohort-sshd-${sid}/`)).map(Number);
   return { namespaces, links, processes: [...new Set([...markedProcesses(`${MARKER_VAR}=${id}/`), ...daemons])] };
 }
+
+/** The trainer's processes (agents, ranks) on the given hosts (index into cluster.hosts; default all), as `host: pid cmd`. */
+export async function trainerProcesses(cluster: SshdCluster, hosts: number[] = cluster.hosts.map((_, i) => i)): Promise<string[]> {
+  const all = await Promise.all(hosts.map(async (i) => (await cluster.processes(i)).map((p) => `${cluster.hosts[i]!.name}: ${p.pid} ${p.cmd}`)));
+  return all.flat().filter((p) => /cohort-trainer\.mjs|cohort_run=/.test(p));
+}

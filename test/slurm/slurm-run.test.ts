@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, DoneEvent, ErrorEvent, LogEvent, StepEvent } from '../../trainer/protocol';
-import { SLURM_MISSING, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
+import { SLURM_MISSING, nodeTrainerProcesses as nodeTrainerProcessesOf, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { runCli } from '../helpers/cli';
 
 let c: SlurmCluster;
@@ -32,15 +32,7 @@ async function cli(args: string[], json = false) {
   return { ...r, code: exit.code };
 }
 
-/** Trainer processes on the compute nodes (inside their namespaces), whatever started them. */
-async function nodeTrainerProcesses(): Promise<string[]> {
-  const out: string[] = [];
-  for (const n of c.nodes) {
-    const r = await c.ssh.exec(n.host, `ip netns pids ${n.host.namespace} | xargs -r ps -o pid=,args= -p | grep -E 'cohort-trainer|cohort_run=' | grep -v grep || true`);
-    out.push(...r.stdout.split('\n').filter((l) => l.trim()).map((l) => `${n.name}: ${l.trim()}`));
-  }
-  return out;
-}
+const nodeTrainerProcesses = () => nodeTrainerProcessesOf(c);
 
 beforeAll(async () => {
   if (SLURM_MISSING) return;

@@ -14,7 +14,6 @@ import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './
 import { claimSlots, slotsOf } from './leases';
 import { agentAlive, checkRunId, readState, recordPaths, runDirOf } from './run-record';
 
-
 const START_TIMEOUT_MS = 10_000;
 /** A rejoin lock older than this was left by a run-rejoin that died: it is taken over. */
 const REJOIN_LOCK_STALE_MS = START_TIMEOUT_MS + 5000;
