@@ -448,3 +448,27 @@ export async function trainerProcesses(cluster: SshdCluster, hosts: number[] = c
   const all = await Promise.all(hosts.map(async (i) => (await cluster.processes(i)).map((p) => `${cluster.hosts[i]!.name}: ${p.pid} ${p.cmd}`)));
   return all.flat().filter((p) => /cohort-trainer\.mjs|cohort_run=/.test(p));
 }
+
+/**
+ * Host i dies as a machine does (netns mode): off the network, then its sshd and every process on
+ * it SIGKILLed; its disk (the workdir) is kept. Resolves with when the link went down, once no
+ * process is left on it. cluster.restartSshd(i) and cluster.setLink(i, true) bring it back.
+ */
+export async function crashHost(cluster: SshdCluster, i: number): Promise<number> {
+  await cluster.setLink(i, false);
+  const at = Date.now();
+  const procs = await cluster.processes(i);
+  for (const pid of [cluster.hosts[i]!.sshdPid, ...procs.map((p) => p.pid)]) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone already */
+    }
+  }
+  const end = Date.now() + 10_000;
+  while ((await cluster.processes(i)).length > 0) {
+    if (Date.now() > end) throw new Error(`${cluster.hosts[i]!.name}: processes still running 10 s after SIGKILL`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return at;
+}

@@ -8,12 +8,12 @@ import { CohortError, DisposableBase, slurmJobName, slurmNodeWorkdir, type Slurm
 import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
-import type { HostLink } from '../runs/host-link';
+import type { BundleCheck, HostLink } from '../runs/host-link';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
 import type { HostRecordRef } from '../../common';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps, LeftoverReport } from './cluster-ops';
-import { deployBundle, type DeployTarget } from './deploy';
+import { deployBundle, remoteBundleDir, type DeployTarget } from './deploy';
 import { parseProbe, probeScript, shellQuote } from './probe';
 import { probeLocal } from './probe-local';
 import { SlurmJob, type LoginShell } from './slurm-job';
@@ -285,12 +285,17 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     return { runId, hosts: record.map((r) => ({ host: r.host, link: this.hostLink(profile, r) })), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
   }
 
-  /** Host commands over SSH exec: `node <entry> <cmd>` in the host's workdir, the host's env over the channel. */
+  /**
+   * Host commands over SSH exec: `node <entry> <cmd>` in the host's workdir, the host's env over the
+   * channel. A profile host's link (not a Slurm node's, reached through the login node) can also put
+   * the bundle back (ensureBundle).
+   */
   private hostLink(profile: Profile, r: HostRecordRef, via = r.host): HostLink {
     const h = profile.hosts.find((x) => x.name === via);
     const env = { ...(h?.env ?? {}), COHORT_WORKDIR: r.workdir, COHORT_RUNTIME_DIR: posix.join(r.workdir, 'runtime') };
     return {
       host: r.host,
+      ...(via === r.host ? { ensureBundle: (opts?: { signal?: AbortSignal }) => this.ensureBundle(profile, r, opts) } : {}),
       command: async (args, opts = {}) => {
         const s = await this.session(profile, via, { signal: AbortSignal.timeout(this.o.connectTimeoutMs ?? 15_000) });
         const proc = await s.exec(`cd ${shellQuote(r.workdir)} && exec node ${shellQuote(r.entry)} ${args.map(shellQuote).join(' ')}`, { env });
@@ -311,6 +316,28 @@ export class SshCluster extends DisposableBase implements ClusterOps {
         return { onStdout: (l) => (proc.stdout.on('data', l), () => void proc.stdout.off('data', l)), stderr: () => err, exit, kill: () => proc.close() };
       },
     };
+  }
+
+  /**
+   * The run's bundle (the directory of its record's entry) on its host, uploaded again when missing
+   * or damaged: deployBundle's manifest check (one exec, a sha256 pass over the bundle) when this
+   * client's bundle is the run's; when it holds another version it can only check the run's own
+   * .sha256, and refuses to put a different trainer under a running run.
+   */
+  private async ensureBundle(profile: Profile, r: HostRecordRef, opts: { signal?: AbortSignal } = {}): Promise<BundleCheck> {
+    const bundle = (this.o.bundle ?? locateTrainerBundle)();
+    const runDir = posix.dirname(r.entry);
+    const s = await this.session(profile, r.host, { signal: opts.signal ?? AbortSignal.timeout(this.o.connectTimeoutMs ?? 15_000) });
+    if (remoteBundleDir(r.workdir, bundle.hash) === runDir) {
+      const d = await this.limit(() => deployBundle(deployTarget(s), bundle, r.workdir, opts));
+      return { redeployed: !d.cached, bytesSent: d.bytesSent, remoteDir: d.remoteDir };
+    }
+    const q = shellQuote(runDir);
+    const check = await s.run(`cd ${q} 2>/dev/null && test -f .complete && (sha256sum -c --quiet .sha256 || shasum -a 256 -c --quiet .sha256) >/dev/null 2>&1`, opts);
+    if (check.code === 0) return { redeployed: false, bytesSent: 0, remoteDir: runDir };
+    throw new CohortError('bundle-mismatch', `${r.host}: the trainer bundle this run was started with (${runDir}) is missing or damaged, and this client has another version (${bundle.hash.slice(0, 16)}) that cannot stand in for it under a running run`, {
+      hint: 'attach from a client with the Cohort version that started the run, or stop the run (cohort stop RUN) and start a new one',
+    });
   }
 
   async leftovers(profile: Profile, runId: string, opts: { timeoutMs?: number } = {}): Promise<LeftoverReport[]> {

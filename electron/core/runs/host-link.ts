@@ -1,8 +1,9 @@
 // The one seam between a run's controller and a host: run one of the trainer bundle's host
-// commands (`run-start`, `run-follow`, `run-stop`, `run-status`) in the host's workdir, with text on
-// its stdin. Local hosts use a child process, SSH hosts an exec channel (cluster/ssh-cluster.ts);
-// the controller sees only this interface. Nothing here outlives the command: the run's agent is
-// detached by `run-start` itself, on the host.
+// commands (`run-start`, `run-follow`, `run-stop`, `run-status`, `run-rejoin`) in the host's
+// workdir, with text on its stdin, and (optionally) make sure the bundle those commands run from is
+// still on the host. Local hosts use a child process, SSH hosts an exec channel
+// (cluster/ssh-cluster.ts); the controller sees only this interface. Nothing here outlives the
+// command: the run's agent is detached by `run-start` (or `run-rejoin`) itself, on the host.
 import { spawn } from 'node:child_process';
 
 export interface HostCommandExit {
@@ -20,10 +21,27 @@ export interface HostCommand {
   kill(): void;
 }
 
+/** What ensureBundle found: the bundle was there (`redeployed: false`) or was uploaded again. */
+export interface BundleCheck {
+  redeployed: boolean;
+  bytesSent: number;
+  /** The bundle's directory on the host (<workdir>/trainer/<hash>). */
+  remoteDir: string;
+}
+
 export interface HostLink {
   readonly host: string;
   /** Runs `node <bundle> ...args` on the host with cwd = its workdir; `stdin` is written then closed. */
   command(args: string[], opts?: { stdin?: string }): Promise<HostCommand>;
+  /**
+   * Makes sure the trainer bundle `command` runs from is on the host and intact, uploading it
+   * again when it is missing or damaged (a host re-imaged with its workdir's runs/ restored, a
+   * cleanup job). SSH links: cluster/deploy.ts's manifest check, cheap when the bundle is there.
+   * Throws CohortError `bundle-mismatch` (retrying will not help) when the run's bundle is gone
+   * and this client holds another version of it. Absent where nothing can go missing (the local
+   * link runs this machine's bundle in place).
+   */
+  ensureBundle?(opts?: { signal?: AbortSignal }): Promise<BundleCheck>;
   dispose?(): void;
 }
 

@@ -487,25 +487,59 @@ export class RunController extends DisposableBase {
     if (!still()) return;
     this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} was lost: trying to reach it to relaunch its agent of run ${this.plan.runId} (for ${Math.round((deadline - Date.now()) / 1000)} s)` }));
     let attempt = 0;
+    let told = ''; // the last failure told (each different one once, not every try)
+    const tell = (message: string) => {
+      if (message !== told) this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: (told = message) }));
+    };
     while (still()) {
-      let r: { code: number | null; stdout: string; stderr: string };
-      try {
-        r = await runHostCommand(h.link, ['run-rejoin', '--run', this.plan.runId], { timeoutMs: 20_000 });
-      } catch (err) {
-        r = { code: null, stdout: '', stderr: (err as Error).message };
-      }
-      const reply = startReply(r.stdout);
-      if (r.code === 0 && reply?.agentPid) {
-        this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: its agent of run ${this.plan.runId} runs again (pid ${reply.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
+      const tried = await this.rejoinOnce(h);
+      if ('agentPid' in tried) {
+        const redeployed = tried.redeployed ? `re-deployed the trainer bundle to ${h.host} (${tried.redeployed}); ` : '';
+        this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: ${redeployed}its agent of run ${this.plan.runId} runs again (pid ${tried.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
         return;
       }
-      // The host answered and refused (the run ended, its record is gone): trying again will not help.
-      if (reply?.error && reply.error.code !== 'rejoin-busy') {
-        this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: could not relaunch its agent of run ${this.plan.runId}: ${reply.error.message ?? reply.error.code}` }));
-        return;
-      }
+      if (tried.failure) tell(`${h.host}: could not relaunch its agent of run ${this.plan.runId}: ${tried.failure}`);
+      // The host answered and refused (the run ended, its record is gone, another bundle): trying again will not help.
+      if (tried.final) return;
       await new Promise((res) => setTimeout(res, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]));
     }
+  }
+
+  /**
+   * One try: the bundle back on the host if it went (ensureBundle), then `run-rejoin`. The bundle
+   * is checked before every try rather than after a failed one: over SSH a cached check is one
+   * exec with a sha256 pass over the ~3 MiB bundle (tens of ms; README "A host that comes back"
+   * has the figure), tries happen only while a lost host is waited for, and a check catches a
+   * damaged bundle too, which run-rejoin's failure would not name. A host still down fails at
+   * its connect, as run-rejoin would. `failure`: what to tell (none while it cannot be reached).
+   */
+  private async rejoinOnce(h: HostLaunch): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
+    let redeployed: string | undefined;
+    // Past ensureBundle the host was reached: a run-rejoin failure after it is worth telling.
+    const reached = !!h.link.ensureBundle;
+    if (h.link.ensureBundle) {
+      try {
+        const b = await h.link.ensureBundle();
+        if (b.redeployed) redeployed = `${(b.bytesSent / 2 ** 20).toFixed(1)} MiB to ${b.remoteDir}`;
+      } catch (err) {
+        const e = err as { code?: string; message: string; hint?: string };
+        if (e.code !== 'bundle-mismatch' && e.code !== 'deploy-failed') return {}; // not reachable yet
+        return { failure: `${e.message}${e.hint ? ` (${e.hint})` : ''}`, final: e.code === 'bundle-mismatch' };
+      }
+    }
+    let r: { code: number | null; stdout: string; stderr: string };
+    try {
+      r = await runHostCommand(h.link, ['run-rejoin', '--run', this.plan.runId], { timeoutMs: 20_000 });
+    } catch (err) {
+      return reached ? { failure: (err as Error).message } : {};
+    }
+    const reply = startReply(r.stdout);
+    if (r.code === 0 && reply?.agentPid) return { agentPid: reply.agentPid, redeployed };
+    if (reply?.error?.code === 'rejoin-busy') return {}; // another client's relaunch holds the lock
+    if (reply?.error) return { failure: reply.error.message ?? reply.error.code ?? 'refused', final: true };
+    if (r.code === null && !reached) return {};
+    const tail = r.stderr.trim().split('\n').slice(-3).join(' | ').slice(0, 300);
+    return { failure: `run-rejoin ${r.code === null ? 'did not finish' : `exited ${r.code}`}${tail ? `: ${tail}` : ''}` };
   }
 
   private noteError(e: ErrorEvent): void {

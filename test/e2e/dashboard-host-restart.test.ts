@@ -1,0 +1,99 @@
+// Issue 12, restart after a lost host, with the dashboard's server as the only client (Chromium
+// against the real `cohort serve`, 3 real sshd hosts in network namespaces). A run launched from
+// the Launch view with max restarts 1; no CLI follows it. The follower host h3 dies after a
+// checkpoint (link down, sshd and every process SIGKILLed, workdir kept) and comes back: the
+// server's RunController relaunches its agent (`run-rejoin`), which the page's log and the run's
+// record in the server's history say; the live view shows the restart (Restarts row, a marker on
+// every chart) and the run ends ok; 0 processes are left on every host.
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
+import { crashHost, harnessMode, leftovers, SSHD_MISSING, startHosts, trainerProcesses, type SshdCluster } from '../harness/sshd-hosts';
+import { runCli } from '../helpers/cli';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, type ServeProcess } from './serve-process';
+
+const NETNS = !SSHD_MISSING && existsSync(CHROMIUM) && (await harnessMode()) === 'netns';
+
+describe.skipIf(!NETNS)("the dashboard's server relaunches a lost host's agent, 3 real sshd hosts", () => {
+  let cluster: SshdCluster | undefined;
+  let dash: Dashboard | undefined;
+  let serve: ServeProcess;
+  let page: Page;
+  let dir = '';
+
+  beforeAll(async () => {
+    cluster = await startHosts(3);
+    dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-host-restart-'));
+    const kh = join(dir, 'known_hosts');
+    copyFileSync(cluster.knownHostsPath, kh);
+    dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } });
+    ({ serve, page } = dash);
+    const env = { COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), COHORT_DATA_DIR: serve.dataDir, HOME: join(serve.dataDir, '..', 'home'), COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' };
+    const c = cluster;
+    const hosts = c.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: c.user, identityFile: c.clientKeyPath, slots: 1, workdir: h.workdir }));
+    const file = join(dir, 'trio.json');
+    writeFileSync(file, JSON.stringify({ name: 'trio', hosts }));
+    const r = runCli(['profiles', 'import', file], { env });
+    expect((await r.exit).code, r.stderr).toBe(0);
+  }, 300_000);
+
+  afterAll(async () => {
+    await dash?.dispose();
+    const id = cluster?.id;
+    await cluster?.dispose();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+    if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
+  });
+
+  /** The run's record in the server's history (written by the server's controller, the only client). */
+  const events = (id: string): CohortEvent[] => {
+    const p = join(serve.dataDir, 'runs', id, 'events.jsonl');
+    return existsSync(p) ? readFileSync(p, 'utf8').split('\n').filter(Boolean).map((l) => decodeEvent(JSON.parse(l))) : [];
+  };
+
+  it('launched from the Launch view with max restarts 1, h3 killed after a checkpoint and back: the server relaunches its agent, the live view shows the restart, ok, 0 processes left', async () => {
+    const c = cluster!;
+    await page.goto(serve.url);
+    await page.getByTestId('nav-launch').click();
+    await page.getByTestId('launch-profile').selectOption('trio');
+    await page.getByTestId('launch-stem').selectOption('cifar');
+    await page.getByTestId('launch-classes').fill('10');
+    await page.getByTestId('launch-batch-size').fill('2');
+    await page.getByTestId('launch-image-size').fill('8');
+    await page.getByTestId('launch-steps').fill('14');
+    await page.getByTestId('launch-warmup-steps').fill('0');
+    await page.getByTestId('launch-log-steps').fill('1');
+    await page.getByTestId('launch-max-restarts').fill('1');
+    await page.getByTestId('launch-start').click();
+    await expect.poll(async () => ((await page.getByTestId('run-id').textContent().catch(() => '')) ?? '').trim(), { timeout: 120_000 }).toMatch(/\S/);
+    const id = (await page.getByTestId('run-id').textContent())!.trim();
+
+    // Restarts on and no interval given: the agent checkpoints every ~10 % of the run (every step here).
+    await expect.poll(() => events(id).some((e) => e.type === 'checkpoint' && e.action === 'saved'), { timeout: 240_000, interval: 100 }).toBe(true);
+    await crashHost(c, 2);
+    await expect.poll(() => events(id).find((e) => e.type === 'restart'), { timeout: 90_000, interval: 200 }).toBeDefined();
+    const restart = events(id).find((e) => e.type === 'restart')!;
+    expect(restart).toMatchObject({ type: 'restart', host: 'h3', code: 'host-lost', waitingFor: ['h3'] });
+    await new Promise((r) => setTimeout(r, 2000));
+    await c.restartSshd(2);
+    await c.setLink(2, true);
+
+    // The server's controller, the run's only client, relaunched h3's agent: its log line is in the page and the record.
+    const relaunched = /h3 is back: its agent of run \S+ runs again/;
+    await expect.poll(async () => (await page.getByRole('log').textContent()) ?? '', { timeout: 120_000, interval: 250 }).toMatch(relaunched);
+    expect(events(id).some((e) => e.type === 'log' && relaunched.test(e.message))).toBe(true);
+
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 240_000, interval: 250 }).toBe('ok');
+    if (restart.type !== 'restart') return;
+    expect(await page.getByTestId('restarts').textContent()).toContain(`resumed from step ${restart.resumeStep}`);
+    for (const chart of ['chart-throughput', 'chart-loss']) expect(await page.getByTestId(chart).getAttribute('data-markers')).toBe('↻ restart 1');
+    const done = events(id).find((e) => e.type === 'done');
+    expect(done).toMatchObject({ status: 'ok', steps: 14 });
+    expect(events(id).filter((e) => e.type === 'restart')).toHaveLength(1);
+    await expect.poll(() => trainerProcesses(c), { timeout: 20_000, interval: 250 }).toEqual([]);
+  }, 600_000);
+});
