@@ -507,11 +507,12 @@ export class RunController extends DisposableBase {
 
   /**
    * One try: the bundle back on the host if it went (ensureBundle), then `run-rejoin`. The bundle
-   * is checked before every try rather than after a failed one: over SSH a cached check is one
-   * exec with a sha256 pass over the ~3 MiB bundle (tens of ms; README "A host that comes back"
-   * has the figure), tries happen only while a lost host is waited for, and a check catches a
-   * damaged bundle too, which run-rejoin's failure would not name. A host still down fails at
-   * its connect, as run-rejoin would. `failure`: what to tell (none while it cannot be reached).
+   * is checked before every try rather than after a failed one: over SSH a check of a present
+   * bundle is two execs and a sha256 pass over its 3.2 MiB, 0.2 s on a loaded 2-core machine, a
+   * quarter of one host command of the bundle (bench/results/bundle-check.md); tries happen only
+   * while a lost host is waited for; and the check catches a damaged bundle too, where
+   * run-rejoin's failure would only say "cannot find module" or worse. A host still down fails
+   * at its connect, as run-rejoin would. `failure`: what to tell (none while it cannot be reached).
    */
   private async rejoinOnce(h: HostLaunch): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
     let redeployed: string | undefined;
