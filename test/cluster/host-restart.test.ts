@@ -7,6 +7,10 @@
 //     with the same seed, steps and world; nothing is left on any host
 //   - the host not back within the leader's wait (COHORT_HOST_WAIT_MS in the leader's host env, 8 s
 //     here): the run fails `host-lost` naming it, with the hint
+//   - the LEADER host h1 lost the same way, the run followed only by `cohort attach` (started with
+//     --detach): each follower stops its ranks and says it waits for h1 (one restart event told),
+//     the attach relaunches h1's agent over its record once h1 answers, the followers connect to it
+//     again, and the run ends ok with the uninterrupted paramChecksum
 // (`--max-restarts 0` with a dead host: durable-cluster.test.ts, unchanged.)
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,6 +70,19 @@ async function bringBack(i: number): Promise<number> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** The paramChecksum of the run uninterrupted (same seed, steps and world), computed once for the tests that need it. */
+let refSumOnce: Promise<string> | undefined;
+function refSum(): Promise<string> {
+  refSumOnce ??= (async () => {
+    const ref = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--json'], { json: true });
+    expect((await ref.exit).code, ref.stderr).toBe(0);
+    const sum = ref.events.find((e): e is DoneEvent => e.type === 'done')!.paramChecksum;
+    expect(sum).toMatch(/\S/);
+    return sum;
+  })();
+  return refSumOnce;
+}
+
 beforeAll(async () => {
   if (!NETNS) return;
   cluster = await startHosts(3);
@@ -96,10 +113,7 @@ afterAll(async () => {
 
 describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
   it('--max-restarts 1: h3 killed after a checkpoint and back seconds later: restart event (h3, host-lost, resume step), the client relaunches its agent, ok with the uninterrupted paramChecksum, 0 processes left', async () => {
-    const ref = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--json'], { json: true });
-    expect((await ref.exit).code, ref.stderr).toBe(0);
-    const refSum = (ref.events.find((e): e is DoneEvent => e.type === 'done')!).paramChecksum;
-    expect(refSum).toMatch(/\S/);
+    const uninterrupted = await refSum();
 
     const toRestart: number[] = [];
     const toStep: number[] = [];
@@ -127,7 +141,7 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     expect(relaunched, 'the client said it relaunched h3').toBeDefined();
     const done = ev.find((e): e is DoneEvent => e.type === 'done')!;
     expect(done).toMatchObject({ status: 'ok', steps: 14 });
-    expect(done.paramChecksum).toBe(refSum);
+    expect(done.paramChecksum).toBe(uninterrupted);
     expect(ev.filter((e) => e.type === 'restart')).toHaveLength(1);
     await until('0 processes on every host', async () => (await trainerProcesses()).length === 0, 15_000);
     process.stderr.write(`lost host restart: kill h3 -> restart event ${median(toRestart)} ms; h3 back -> first step after resume ${median(toStep)} ms (h3 back -> its agent relaunched ${relaunched!.time - backAt} ms)\n`);
@@ -156,4 +170,41 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
       await bringBack(2);
     }
   }, 420_000);
+
+  it('the LEADER host h1 killed after a checkpoint, the run followed only by cohort attach: the followers wait for it, the attach relaunches its agent, ok with the uninterrupted paramChecksum, one restart told, 0 processes left', async () => {
+    const uninterrupted = await refSum();
+    const started = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--max-restarts', '1', '--detach', '--json'], { json: true });
+    expect((await started.exit).code, started.stderr).toBe(0);
+    const runId = (JSON.parse(started.stdout.split('\n')[0]!) as { runId?: string }).runId!;
+    const att = cli(['attach', runId, '--json'], { json: true });
+    await att.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    const killedAt = await killHost(0);
+    const restart = (await att.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
+    expect(restart).toMatchObject({ attempt: 1, host: 'h1', rank: -1, code: 'host-lost', waitingFor: ['h1'] });
+    expect(restart.resumeStep).toBeGreaterThanOrEqual(3);
+    // the followers stopped their ranks and wait (their agents stay, holding the slots)
+    await until('the ranks on h2 and h3 stopped', async () => (await trainerProcesses([1, 2])).every((p) => !/ rank --run /.test(p)), 30_000);
+    await new Promise((r) => setTimeout(r, 3000));
+    const backAt = await bringBack(0);
+
+    const exit = await att.exit;
+    expect(exit.code, att.stderr.slice(-3000)).toBe(0);
+    const ev: CohortEvent[] = att.events;
+    const afterRestart = ev.slice(ev.indexOf(restart));
+    expect(afterRestart.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep), 'rank 0 resumed from the step the restart event names').toBe(true);
+    const firstAfter = afterRestart.find((e): e is StepEvent => e.type === 'step')!;
+    expect(firstAfter.step).toBe(restart.resumeStep + 1);
+    const relaunched = ev.find((e) => e.type === 'log' && /h1 is back: its agent of run .* runs again/.test(e.message));
+    expect(relaunched, 'the attach relaunched h1').toBeDefined();
+    const done = ev.find((e): e is DoneEvent => e.type === 'done')!;
+    expect(done).toMatchObject({ status: 'ok', steps: 14 });
+    expect(done.paramChecksum).toBe(uninterrupted);
+    // every follower's record and the relaunched leader's tell the restart: the client tells it once
+    expect(ev.filter((e) => e.type === 'restart')).toHaveLength(1);
+    const hist = cli(['runs', 'show', runId, '--json']);
+    expect((await hist.exit).code, hist.stderr).toBe(0);
+    expect(hist.stdout).toMatch(/"status":\s*"ok"/);
+    await until('0 processes on every host', async () => (await trainerProcesses()).length === 0, 15_000);
+    process.stderr.write(`lost leader restart: kill h1 -> restart event ${restart.time - killedAt} ms; h1 back -> agent relaunched ${relaunched!.time - backAt} ms; h1 back -> first step after resume ${firstAfter.time - backAt} ms\n`);
+  }, 600_000);
 });
