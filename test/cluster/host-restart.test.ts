@@ -11,6 +11,9 @@
 //     --detach): each follower stops its ranks and says it waits for h1 (one restart event told),
 //     the attach relaunches h1's agent over its record once h1 answers, the followers connect to it
 //     again, and the run ends ok with the uninterrupted paramChecksum
+//   - the leader not back within the followers' wait (COHORT_HOST_WAIT_MS 8 s in their host env): the
+//     followers end failed naming h1 with the hint, the client says lost naming h1 (never running
+//     forever), nothing left on h2/h3
 // (`--max-restarts 0` with a dead host: durable-cluster.test.ts, unchanged.)
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -93,7 +96,9 @@ beforeAll(async () => {
   const hosts = cluster.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }));
   // trio: the product's wait (180 s); brief: the leader (h1) waits 8 s for a lost host
   const brief = [{ ...hosts[0]!, env: { COHORT_HOST_WAIT_MS: '8000' } }, hosts[1]!, hosts[2]!];
-  for (const [name, list] of [['trio', hosts], ['brief', brief]] as const) {
+  // briefLead: the followers (h2, h3) wait 8 s for a lost leader
+  const briefLead = [hosts[0]!, { ...hosts[1]!, env: { COHORT_HOST_WAIT_MS: '8000' } }, { ...hosts[2]!, env: { COHORT_HOST_WAIT_MS: '8000' } }];
+  for (const [name, list] of [['trio', hosts], ['brief', brief], ['brief-lead', briefLead]] as const) {
     const file = join(dir, `${name}.json`);
     writeFileSync(file, JSON.stringify({ name, hosts: list }));
     const imported = cli(['profiles', 'import', file]);
@@ -207,4 +212,34 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     await until('0 processes on every host', async () => (await trainerProcesses()).length === 0, 15_000);
     process.stderr.write(`lost leader restart: kill h1 -> restart event ${restart.time - killedAt} ms; h1 back -> agent relaunched ${relaunched!.time - backAt} ms; h1 back -> first step after resume ${firstAfter.time - backAt} ms\n`);
   }, 600_000);
+
+  it('the leader h1 not back within the followers\' wait (COHORT_HOST_WAIT_MS 8 s): the followers fail host-lost naming h1 with the hint, the client ends lost naming h1, nothing left on h2/h3', async () => {
+    const run = cli(['run', '--profile', 'brief-lead', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--json'], { json: true });
+    await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    const killedAt = await killHost(0);
+    try {
+      const restart = (await run.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
+      expect(restart).toMatchObject({ host: 'h1', code: 'host-lost', waitingFor: ['h1'], waitMs: 8000 });
+      const exit = await run.exit;
+      const endedAfter = Date.now() - killedAt;
+      expect(exit.code, run.stderr.slice(-3000)).toBe(3); // lost: the leader holds the outcome
+      const errors = run.events.filter((e): e is ErrorEvent => e.type === 'error');
+      // the root cause the history keeps is h1 (the follower ranks' peer-lost copies are told after the restart, as consequences)
+      const hist = cli(['runs', 'list', '--json']);
+      expect((await hist.exit).code).toBe(0);
+      const meta = (JSON.parse(hist.stdout) as { status: string; error?: string; errorCode?: string }[]).find((m) => m.status === 'lost'); // the only lost run of this file
+      expect(meta, hist.stdout).toMatchObject({ status: 'lost', errorCode: 'host-unreachable' });
+      expect(meta!.error).toMatch(/^h1: unreachable/);
+      expect(errors.findIndex((e) => e.code === 'peer-lost'), 'peer-lost copies come after the restart event').toBeGreaterThan(-1);
+      expect(run.events.findIndex((e) => e.type === 'error' && e.code === 'peer-lost')).toBeGreaterThan(run.events.indexOf(restart));
+      const followers = errors.find((e) => /not back within 8 s/.test(e.message));
+      expect(followers, JSON.stringify(errors)).toMatchObject({ host: 'h1', code: 'host-lost' });
+      expect(followers!.message).toMatch(/host h1 \(the run's leader\) lost and not back within 8 s/);
+      // bounded: the followers' detection (20 s beat), their 8 s wait, the client's 60 s without the leader
+      expect(endedAfter).toBeLessThan(120_000);
+      await until('nothing left on h2/h3', async () => (await trainerProcesses([1, 2])).length === 0, 15_000);
+    } finally {
+      await bringBack(0);
+    }
+  }, 420_000);
 });

@@ -416,12 +416,12 @@ export class RunController extends DisposableBase {
       }
       if (this.gaveUp()) return;
       if (Date.now() - f.lastContact > lostAfter && !waited) {
-        const message = `${f.host.host}: unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})`;
+        const message = `unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})`; // printers put the host first
         // The leader holds the run's outcome: without it the run is `lost`, and the error names it.
         if (isLeader) {
           this.emitError({ rank: -1, host: f.host.host, message: `${message}; it leads run ${this.plan.runId}, whose outcome it holds: the run is lost from here (cohort attach ${this.plan.runId} asks again once it answers)`, logTail: [], code: 'host-unreachable' });
           this.finish('lost');
-        } else this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message }));
+        } else this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: ${message}` }));
         return;
       }
       await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(attempt++, BACKOFF_MS.length - 1)]));
@@ -480,8 +480,10 @@ export class RunController extends DisposableBase {
       if (e.waitingFor?.length) this.relaunchLost(e.waitingFor, e.waitMs ?? HOST_WAIT_MS);
       if (e.attempt <= this.restartsTold) return; // told already, from another host's record
       this.restartsTold = e.attempt;
-      // The errors of the attempt that ended: a follower's copy the leader's record never got (lost with it) is told now.
-      this.tellFollowerErrors();
+      this.emit(e);
+      // The errors of the attempt that ended: a follower's copy the leader's record never got (lost
+      // with it) is told now, after the restart that names their cause, and is never the root cause.
+      return this.tellFollowerErrors({ consequences: true });
     }
     if (e.type === 'done') this.doneEvent = e;
     if (e.type === 'error') this.noteError(e);
@@ -533,8 +535,15 @@ export class RunController extends DisposableBase {
     if (h === this.plan.hosts[0] && Date.now() >= deadline) this.waitingFor.delete(h.host);
   }
 
-  private tellFollowerErrors(): void {
-    for (const e of this.followerErrors.splice(0)) if (!this.errorsTold.has(errorKey(e))) this.handle(e);
+  private tellFollowerErrors(o: { consequences?: boolean } = {}): void {
+    for (const e of this.followerErrors.splice(0)) {
+      if (this.errorsTold.has(errorKey(e))) continue;
+      if (!o.consequences) this.handle(e);
+      else {
+        this.errorsTold.add(errorKey(e));
+        this.emit(e);
+      }
+    }
   }
 
   private noteError(e: ErrorEvent): void {
