@@ -111,6 +111,14 @@ class HostAgent {
   private waitTimer: NodeJS.Timeout | undefined;
   /** The pending restart's event was already told (host-lost: at detection, not at resume). */
   private restartTold = false;
+  /** The failure a restart answers, until every rank of the failed attempt has exited. */
+  private pendingRestart: ErrorEvent | undefined;
+  /** The attempt in which rank 0 reported its `done` (-1: none yet). */
+  private doneAttempt = -1;
+  /** The restarts are spent and the scheduler was told not to requeue the job (said once). */
+  private spentSaid = false;
+  /** A lost node under a requeueing scheduler with restarts left: the error, while we wait for Slurm to end this run of the job. */
+  private awaitingScheduler: RunStateError | undefined;
   /** A relaunched leader's restart: the loss of its predecessor (told once the followers rejoin). */
   private lostLeader: ErrorEvent | undefined;
   // follower
@@ -469,7 +477,6 @@ class HostAgent {
   }
 
   /** Restarts spent under a requeueing scheduler: tell it not to run the job again (said once). */
-  private spentSaid = false;
   private maybeSpent(): void {
     const s = this.opts.scheduler;
     if (!s?.requeueable || this.spentSaid || this.role !== 'leader' || this.record.current.restarts < (this.spec.maxRestarts ?? 0)) return;
@@ -479,9 +486,6 @@ class HostAgent {
       else this.log('info', `restarts spent (${this.record.current.restarts} of ${this.spec.maxRestarts ?? 0}): Slurm will not requeue the job again`);
     });
   }
-
-  /** A lost node under a requeueing scheduler with restarts left: the error, while we wait for Slurm to end this run of the job. */
-  private awaitingScheduler: RunStateError | undefined;
 
   private maybeOk(): void {
     if (!this.ownRanksOk || this.failing) return;
@@ -591,10 +595,6 @@ class HostAgent {
     this.failures.unshift(root);
     return root;
   }
-
-  private pendingRestart: ErrorEvent | undefined;
-  /** The attempt in which rank 0 reported its `done` (-1: none yet). */
-  private doneAttempt = -1;
 
   /** Restart once this host's ranks and every follower's have exited. */
   private maybeRestart(): void {
