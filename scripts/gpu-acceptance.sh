@@ -2,7 +2,8 @@
 # Cohort's GPU acceptance, for anyone with ONE NVIDIA GPU, run from a fresh clone:
 #
 #   ELECTRON_SKIP_BINARY_DOWNLOAD=1 npm install     # also builds (prepare: npm run build); the app's Electron binary is not needed
-#   bash scripts/gpu-acceptance.sh                  # knobs: IMG=224 BS=64 STEPS=60 LOG=10 WARM=5 PYTHON=python3 SKIP_TFJS=1
+#   bash scripts/gpu-acceptance.sh                  # knobs: IMG=224 BS=64 STEPS=60 LOG=10 WARM=5 PYTHON=python3 SKIP_TFJS=1 SKIP_CLI=1
+#                                                   #        OUT=DIR (raw files) RESULTS_DIR=DIR (default bench/results)
 #
 # Needs: nvidia-smi, a Python (PYTHON, default python3) with torch >= 2 built with CUDA, and
 # torchvision. Node >= 20 and the built CLI for the parts that go through `cohort run` (skipped,
@@ -20,7 +21,7 @@
 #    against the GPU's compute capability (the agent's pre-launch check); `cohort probe local`.
 # 3. the tfjs engine on tfjs-node-gpu where it installs (its hello says which device it really
 #    used), and its --compile (timed in wall time with the device synchronised).
-# 4. the table: bench/results/gpu-<machine>.md (report.py), then PASS/FAIL per claim (checks.py).
+# 4. the table: bench/results/gpu-<machine>.md (report.py; RESULTS_DIR moves it), then PASS/FAIL per claim (checks.py).
 # Raw files go to $OUT (default: a temp directory, printed).
 # Exit codes: 0 done and every check passed, 1 a check failed (see the table), 77 no NVIDIA GPU here
 # (skipped), 2 the machine lacks what the run needs.
@@ -58,7 +59,8 @@ sed 's/^/preflight: /' "$OUT/machine.txt"
 [ -f "$ENGINE" ] && [ -f "$(dirname "$ENGINE")/train-config.json" ] ||
   { echo "gpu-acceptance: no built torch engine at $ENGINE: run 'ELECTRON_SKIP_BINARY_DOWNLOAD=1 npm install' (or npm run build) in $REPO first"; exit 2; }
 HAVE_CLI=0
-if node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null && [ -f "$CLI" ]; then HAVE_CLI=1
+if [ "${SKIP_CLI:-0}" = 1 ]; then echo "preflight: SKIP_CLI=1: the cohort run / probe / tfjs parts are skipped (their checks say SKIP)"
+elif node -e 'process.exit(+process.versions.node.split(".")[0] >= 20 ? 0 : 1)' 2>/dev/null && [ -f "$CLI" ]; then HAVE_CLI=1
 else echo "preflight: no Node >= 20 or no built CLI ($CLI): the cohort run / probe / tfjs parts are skipped (their checks say SKIP)"; fi
 # The GPUs by nvidia-smi's index and UUID (compute_cap asked apart: drivers before R510 reject it), and
 # what the ranks were told to use: the checks match each rank's reported device against these.
@@ -114,7 +116,7 @@ fi
 # the CPU, and 224² batch 64 there would take tens of minutes to say so.
 TFJS_SHAPE=(--image-size 64 --batch-size 32 --steps 20 --log-steps 5 --warmup-steps 2)
 if [ "${SKIP_TFJS:-0}" = 1 ]; then echo "skipped (SKIP_TFJS=1)" > "$OUT/tfjs.skipped"
-elif [ "$HAVE_CLI" != 1 ]; then echo "skipped: needs Node >= 20 and a built clone (ELECTRON_SKIP_BINARY_DOWNLOAD=1 npm install)" > "$OUT/tfjs.skipped"
+elif [ "$HAVE_CLI" != 1 ]; then echo "skipped: needs Node >= 20 and a built clone (ELECTRON_SKIP_BINARY_DOWNLOAD=1 npm install), and not SKIP_CLI=1" > "$OUT/tfjs.skipped"
 elif ! npm install --prefix "$OUT/runtime" --no-save --no-audit --no-fund @tensorflow/tfjs-node-gpu@4.22.0 > "$OUT/tfjs-install.log" 2>&1; then
   echo "skipped: npm install @tensorflow/tfjs-node-gpu@4.22.0 failed (see tfjs-install.log; arm64 has no GPU build)" > "$OUT/tfjs.skipped"
 else
@@ -124,8 +126,9 @@ else
 fi
 
 # ---- 4. the table -----------------------------------------------------------------------------
-mkdir -p "$REPO/bench/results"
-RESULT=$REPO/bench/results/gpu-$MACHINE.md
+RESULTS_DIR=${RESULTS_DIR:-$REPO/bench/results}
+mkdir -p "$RESULTS_DIR"
+RESULT=$RESULTS_DIR/gpu-$MACHINE.md
 "$PY" "$REPO/bench/gpu/report.py" "$OUT" native compile fp16 fp16-channels-last all > "$RESULT"
 echo >> "$RESULT"
 "$PY" "$REPO/bench/gpu/checks.py" "$OUT" >> "$RESULT"
