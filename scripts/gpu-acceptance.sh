@@ -47,8 +47,9 @@ CLI=$REPO/dist/cli.mjs
 
 # ---- 0. preflight: the machine ---------------------------------------------------------------
 {
-  nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>/dev/null | head -n 1 ||
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | head -n 1
+  # compute_cap asked apart: a driver before R510 rejects the field (and says so on stdout)
+  { G=$(nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>/dev/null) ||
+      G=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader); echo "$G" | head -n 1; }
   nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | head -n 1
   "$PY" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "available", torch.cuda.is_available())'
   echo "node $(node --version 2>/dev/null || echo 'not found')"
@@ -117,7 +118,8 @@ fi
 TFJS_SHAPE=(--image-size 64 --batch-size 32 --steps 20 --log-steps 5 --warmup-steps 2)
 if [ "${SKIP_TFJS:-0}" = 1 ]; then echo "skipped (SKIP_TFJS=1)" > "$OUT/tfjs.skipped"
 elif [ "$HAVE_CLI" != 1 ]; then echo "skipped: needs Node >= 20 and a built clone (ELECTRON_SKIP_BINARY_DOWNLOAD=1 npm install), and not SKIP_CLI=1" > "$OUT/tfjs.skipped"
-elif ! npm install --prefix "$OUT/runtime" --no-save --no-audit --no-fund @tensorflow/tfjs-node-gpu@4.22.0 > "$OUT/tfjs-install.log" 2>&1; then
+elif ! { mkdir -p "$OUT/runtime" && echo '{"private":true}' > "$OUT/runtime/package.json" &&
+          npm install --prefix "$OUT/runtime" --no-audit --no-fund @tensorflow/tfjs-node-gpu@4.22.0; } > "$OUT/tfjs-install.log" 2>&1; then
   echo "skipped: npm install @tensorflow/tfjs-node-gpu@4.22.0 failed (see tfjs-install.log; arm64 has no GPU build)" > "$OUT/tfjs.skipped"
 else
   echo "tfjs: cohort run --local --engine tfjs --backend tensorflow, then the same with --compile"
