@@ -71,7 +71,7 @@ echo "$CUDA_VISIBLE_DEVICES" > "$OUT/visible.txt"
 MACHINE=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -n 1 | tr -c 'A-Za-z0-9\n' '-' | tr -s '-' | sed 's/-$//' | tr 'A-Z' 'a-z')
 engine() { # engine NAME EXTRAS(0|1) [flags...]: one standalone rank of the torch engine, events to engine-NAME.jsonl
   local name=$1 extras=$2; shift 2
-  MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000)) RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 COHORT_HOST=$(hostname) COHORT_TORCH_EXTRAS=$extras \
+  MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000)) RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 COHORT_HOST=${HOSTNAME:-$(uname -n)} COHORT_TORCH_EXTRAS=$extras \
     "$PY" "$ENGINE" "$@" > "$OUT/engine-$name.jsonl" 2> "$OUT/engine-$name.log"
 }
 

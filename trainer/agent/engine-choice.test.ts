@@ -62,6 +62,20 @@ describe('python discovery and choice', () => {
   });
 });
 
+describe('an interpreter that does not answer in time', () => {
+  it('is listed with the reason (not silently dropped), and the others still count', async () => {
+    const slow = join(root, 'slow/bin/python');
+    mkdirSync(join(root, 'slow/bin'), { recursive: true });
+    writeFileSync(slow, '#!/bin/sh\nexec sleep 5\n'); // exec: the timeout's kill reaches the sleep, nothing is left behind
+    chmodSync(slow, 0o755);
+    const t0 = Date.now();
+    const found = await findPythons([slow, debianCpu], { timeoutMs: 500 });
+    expect(Date.now() - t0).toBeLessThan(4000);
+    expect(found).toEqual([{ python: slow, version: '', error: 'no answer within 0.5 s (a slow or hung `import torch`?); killed' }, expect.objectContaining({ python: debianCpu, torch: '2.1.2' })]);
+    expect(pickPython(found).explanation).toMatch(/also found: .*slow\/bin\/python \(Python \?, no torch: no answer within 0\.5 s/);
+  });
+});
+
 // A real venv the way `python3 -m venv` makes one: bin/python is a symlink to the system interpreter,
 // and pyvenv.cfg beside bin/ gives it its own site-packages. The torch in it is a stand-in module
 // answering as a CUDA build (no GPU here). Before the fix it was dropped as a duplicate of

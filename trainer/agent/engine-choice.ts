@@ -78,12 +78,22 @@ print(json.dumps(r))`;
  * duplicates once: the same real file AND the same sys.prefix (a venv's python links to the system's
  * interpreter but is another environment).
  */
-export async function findPythons(candidates: string[]): Promise<PythonInfo[]> {
-  const answers = await Promise.all(candidates.map(async (python) => ({ python, out: await run(python, ['-c', QUERY]) })));
+export async function findPythons(candidates: string[], opts: { timeoutMs?: number } = {}): Promise<PythonInfo[]> {
+  const timeoutMs = opts.timeoutMs ?? QUERY_TIMEOUT_MS;
+  const answers = await Promise.all(candidates.map(async (python) => ({ python, answer: await run(python, ['-c', QUERY], timeoutMs) })));
   const seen = new Set<string>();
   const found: PythonInfo[] = [];
-  for (const { python, out } of answers) {
-    if (out === undefined) continue;
+  for (const { python, answer } of answers) {
+    if (answer.missing) continue;
+    if (answer.out === undefined) {
+      // It exists but did not answer: say so (a slow `import torch` must not make a CUDA torch vanish from the reason).
+      const key = `${realPath(python)}\0!`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      found.push({ python, version: '', error: answer.error });
+      continue;
+    }
+    const out = answer.out;
     try {
       const j = JSON.parse(out.trim().split('\n').at(-1)!) as Partial<PythonInfo> & { prefix?: unknown };
       const key = `${realPath(python)}\0${typeof j.prefix === 'string' ? j.prefix : ''}`;
@@ -171,8 +181,18 @@ function realPath(p: string): string {
   return p;
 }
 
-function run(cmd: string, args: string[]): Promise<string | undefined> {
+/** How long an interpreter may take to answer: a first `import torch` (CUDA init, a cold network home) can take tens of seconds. */
+const QUERY_TIMEOUT_MS = 90_000;
+
+/** Runs an interpreter: its stdout, or why not (`missing`: no such file, left out of the list). */
+function run(cmd: string, args: string[], timeoutMs: number): Promise<{ missing?: true; out?: string; error: string }> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { timeout: 20_000 }, (err, stdout) => resolve(err ? undefined : stdout));
+    execFile(cmd, args, { timeout: timeoutMs }, (err, stdout, stderr) => {
+      if (!err) return resolve({ out: stdout, error: '' });
+      const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null };
+      if (e.code === 'ENOENT' || e.code === 'EACCES') return resolve({ missing: true, error: e.code });
+      if (e.killed || e.signal) return resolve({ error: `no answer within ${timeoutMs / 1000} s (a slow or hung \`import torch\`?); killed` });
+      resolve({ error: `failed (exit ${String(e.code)}): ${String(stderr).trim().split('\n').pop()?.slice(0, 120) ?? ''}` });
+    });
   });
 }
