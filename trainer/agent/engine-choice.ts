@@ -181,8 +181,12 @@ function realPath(p: string): string {
   return p;
 }
 
-/** How long an interpreter may take to answer: a first `import torch` (CUDA init, a cold network home) can take tens of seconds. */
-const QUERY_TIMEOUT_MS = 90_000;
+/**
+ * How long an interpreter may take to answer: a first `import torch` (CUDA init, a cold network home)
+ * can take tens of seconds. Kept under the leader agent's 60 s wait for its followers (run-agent.ts),
+ * which a follower only joins after choosing its engine.
+ */
+const QUERY_TIMEOUT_MS = 45_000;
 
 /** Runs an interpreter: its stdout, or why not (`missing`: no such file, left out of the list). */
 function run(cmd: string, args: string[], timeoutMs: number): Promise<{ missing?: true; out?: string; error: string }> {
