@@ -7,6 +7,13 @@
 //     with the same seed, steps and world; nothing is left on any host
 //   - the host not back within the leader's wait (COHORT_HOST_WAIT_MS in the leader's host env, 8 s
 //     here): the run fails `host-lost` naming it, with the hint
+//   - the LEADER host h1 lost the same way, the run followed only by `cohort attach` (started with
+//     --detach): each follower stops its ranks and says it waits for h1 (one restart event told),
+//     the attach relaunches h1's agent over its record once h1 answers, the followers connect to it
+//     again, and the run ends ok with the uninterrupted paramChecksum
+//   - the leader not back within the followers' wait (COHORT_HOST_WAIT_MS 8 s in their host env): the
+//     followers end failed naming h1 with the hint, the client says lost naming h1 (never running
+//     forever), nothing left on h2/h3
 // (`--max-restarts 0` with a dead host: durable-cluster.test.ts, unchanged.)
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -66,6 +73,19 @@ async function bringBack(i: number): Promise<number> {
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
+/** The paramChecksum of the run uninterrupted (same seed, steps and world), computed once for the tests that need it. */
+let refSumOnce: Promise<string> | undefined;
+function refSum(): Promise<string> {
+  refSumOnce ??= (async () => {
+    const ref = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--json'], { json: true });
+    expect((await ref.exit).code, ref.stderr).toBe(0);
+    const sum = ref.events.find((e): e is DoneEvent => e.type === 'done')!.paramChecksum;
+    expect(sum).toMatch(/\S/);
+    return sum;
+  })();
+  return refSumOnce;
+}
+
 beforeAll(async () => {
   if (!NETNS) return;
   cluster = await startHosts(3);
@@ -76,7 +96,9 @@ beforeAll(async () => {
   const hosts = cluster.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }));
   // trio: the product's wait (180 s); brief: the leader (h1) waits 8 s for a lost host
   const brief = [{ ...hosts[0]!, env: { COHORT_HOST_WAIT_MS: '8000' } }, hosts[1]!, hosts[2]!];
-  for (const [name, list] of [['trio', hosts], ['brief', brief]] as const) {
+  // briefLead: the followers (h2, h3) wait 8 s for a lost leader
+  const briefLead = [hosts[0]!, { ...hosts[1]!, env: { COHORT_HOST_WAIT_MS: '8000' } }, { ...hosts[2]!, env: { COHORT_HOST_WAIT_MS: '8000' } }];
+  for (const [name, list] of [['trio', hosts], ['brief', brief], ['brief-lead', briefLead]] as const) {
     const file = join(dir, `${name}.json`);
     writeFileSync(file, JSON.stringify({ name, hosts: list }));
     const imported = cli(['profiles', 'import', file]);
@@ -96,10 +118,7 @@ afterAll(async () => {
 
 describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
   it('--max-restarts 1: h3 killed after a checkpoint and back seconds later: restart event (h3, host-lost, resume step), the client relaunches its agent, ok with the uninterrupted paramChecksum, 0 processes left', async () => {
-    const ref = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--json'], { json: true });
-    expect((await ref.exit).code, ref.stderr).toBe(0);
-    const refSum = (ref.events.find((e): e is DoneEvent => e.type === 'done')!).paramChecksum;
-    expect(refSum).toMatch(/\S/);
+    const uninterrupted = await refSum();
 
     const toRestart: number[] = [];
     const toStep: number[] = [];
@@ -127,7 +146,7 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     expect(relaunched, 'the client said it relaunched h3').toBeDefined();
     const done = ev.find((e): e is DoneEvent => e.type === 'done')!;
     expect(done).toMatchObject({ status: 'ok', steps: 14 });
-    expect(done.paramChecksum).toBe(refSum);
+    expect(done.paramChecksum).toBe(uninterrupted);
     expect(ev.filter((e) => e.type === 'restart')).toHaveLength(1);
     await until('0 processes on every host', async () => (await trainerProcesses()).length === 0, 15_000);
     process.stderr.write(`lost host restart: kill h3 -> restart event ${median(toRestart)} ms; h3 back -> first step after resume ${median(toStep)} ms (h3 back -> its agent relaunched ${relaunched!.time - backAt} ms)\n`);
@@ -154,6 +173,73 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
       await until('nothing left on h1/h2', async () => (await trainerProcesses([0, 1])).length === 0, 15_000);
     } finally {
       await bringBack(2);
+    }
+  }, 420_000);
+
+  it('the LEADER host h1 killed after a checkpoint, the run followed only by cohort attach: the followers wait for it, the attach relaunches its agent, ok with the uninterrupted paramChecksum, one restart told, 0 processes left', async () => {
+    const uninterrupted = await refSum();
+    const started = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--max-restarts', '1', '--detach', '--json'], { json: true });
+    expect((await started.exit).code, started.stderr).toBe(0);
+    const runId = (JSON.parse(started.stdout.split('\n')[0]!) as { runId?: string }).runId!;
+    const att = cli(['attach', runId, '--json'], { json: true });
+    await att.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    const killedAt = await killHost(0);
+    const restart = (await att.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
+    expect(restart).toMatchObject({ attempt: 1, host: 'h1', rank: -1, code: 'host-lost', waitingFor: ['h1'] });
+    expect(restart.resumeStep).toBeGreaterThanOrEqual(3);
+    // the followers stopped their ranks and wait (their agents stay, holding the slots)
+    await until('the ranks on h2 and h3 stopped', async () => (await trainerProcesses([1, 2])).every((p) => !/ rank --run /.test(p)), 30_000);
+    await new Promise((r) => setTimeout(r, 3000));
+    const backAt = await bringBack(0);
+
+    const exit = await att.exit;
+    expect(exit.code, att.stderr.slice(-3000)).toBe(0);
+    const ev: CohortEvent[] = att.events;
+    const afterRestart = ev.slice(ev.indexOf(restart));
+    expect(afterRestart.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep), 'rank 0 resumed from the step the restart event names').toBe(true);
+    const firstAfter = afterRestart.find((e): e is StepEvent => e.type === 'step')!;
+    expect(firstAfter.step).toBe(restart.resumeStep + 1);
+    const relaunched = ev.find((e) => e.type === 'log' && /h1 is back: its agent of run .* runs again/.test(e.message));
+    expect(relaunched, 'the attach relaunched h1').toBeDefined();
+    const done = ev.find((e): e is DoneEvent => e.type === 'done')!;
+    expect(done).toMatchObject({ status: 'ok', steps: 14 });
+    expect(done.paramChecksum).toBe(uninterrupted);
+    // every follower's record and the relaunched leader's tell the restart: the client tells it once
+    expect(ev.filter((e) => e.type === 'restart')).toHaveLength(1);
+    const hist = cli(['runs', 'show', runId, '--json']);
+    expect((await hist.exit).code, hist.stderr).toBe(0);
+    expect(hist.stdout).toMatch(/"status":\s*"ok"/);
+    await until('0 processes on every host', async () => (await trainerProcesses()).length === 0, 15_000);
+    process.stderr.write(`lost leader restart: kill h1 -> restart event ${restart.time - killedAt} ms; h1 back -> agent relaunched ${relaunched!.time - backAt} ms; h1 back -> first step after resume ${firstAfter.time - backAt} ms\n`);
+  }, 600_000);
+
+  it('the leader h1 not back within the followers\' wait (COHORT_HOST_WAIT_MS 8 s): the followers fail host-lost naming h1 with the hint, the client ends lost naming h1, nothing left on h2/h3', async () => {
+    const run = cli(['run', '--profile', 'brief-lead', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--json'], { json: true });
+    await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    const killedAt = await killHost(0);
+    try {
+      const restart = (await run.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
+      expect(restart).toMatchObject({ host: 'h1', code: 'host-lost', waitingFor: ['h1'], waitMs: 8000 });
+      const exit = await run.exit;
+      const endedAfter = Date.now() - killedAt;
+      expect(exit.code, run.stderr.slice(-3000)).toBe(3); // lost: the leader holds the outcome
+      const errors = run.events.filter((e): e is ErrorEvent => e.type === 'error');
+      // the root cause the history keeps is h1 (the follower ranks' peer-lost copies are told after the restart, as consequences)
+      const hist = cli(['runs', 'list', '--json']);
+      expect((await hist.exit).code).toBe(0);
+      const meta = (JSON.parse(hist.stdout) as { status: string; error?: string; errorCode?: string }[]).find((m) => m.status === 'lost'); // the only lost run of this file
+      expect(meta, hist.stdout).toMatchObject({ status: 'lost', errorCode: 'host-unreachable' });
+      expect(meta!.error).toMatch(/^h1: unreachable/);
+      expect(errors.findIndex((e) => e.code === 'peer-lost'), 'peer-lost copies come after the restart event').toBeGreaterThan(-1);
+      expect(run.events.findIndex((e) => e.type === 'error' && e.code === 'peer-lost')).toBeGreaterThan(run.events.indexOf(restart));
+      const followers = errors.find((e) => /not back within 8 s/.test(e.message));
+      expect(followers, JSON.stringify(errors)).toMatchObject({ host: 'h1', code: 'host-lost' });
+      expect(followers!.message).toMatch(/host h1 \(the run's leader\) lost and not back within 8 s/);
+      // bounded: the followers' detection (20 s beat), their 8 s wait, the client's 60 s without the leader
+      expect(endedAfter).toBeLessThan(120_000);
+      await until('nothing left on h2/h3', async () => (await trainerProcesses([1, 2])).length === 0, 15_000);
+    } finally {
+      await bringBack(0);
     }
   }, 420_000);
 });

@@ -119,7 +119,8 @@ describe('cohort run --local', () => {
     // Find rank 1's pid from the process table (it is a child of the agent, in its own group).
     const { execFileSync } = await import('node:child_process');
     const ps = execFileSync('ps', ['-eo', 'pid,args']).toString();
-    const line = ps.split('\n').find((l) => l.includes('cohort-trainer.mjs rank') && l.trim().length > 0 && isRank(Number(l.trim().split(/\s+/)[0]), 1));
+    // this run's rank 1 only: other suites' ranks (sshd hosts in namespaces share this pid namespace) may be running too
+    const line = ps.split('\n').find((l) => l.includes('cohort-trainer.mjs rank') && l.trim().length > 0 && isRank(Number(l.trim().split(/\s+/)[0]), 1) && startedWith(Number(l.trim().split(/\s+/)[0]), data));
     expect(line, ps).toBeDefined();
     const pid = Number(line!.trim().split(/\s+/)[0]);
     const killedAt = Date.now();

@@ -19,6 +19,8 @@ export type ControlMsg =
   | { t: 'go'; attempt: number; resume: boolean }
   /** leader → follower: stop the ranks of `attempt` for a restart, then answer `exited`. */
   | { t: 'halt'; attempt: number }
+  /** leader → follower: rank 0 saved a checkpoint at `step` (a follower that loses its leader names the step the run resumes from). */
+  | { t: 'checkpoint'; step: number }
   /** leader → follower: the run is over (stop the ranks if any still run). */
   | { t: 'end'; state: 'ok' | 'failed' | 'cancelled'; reason: string };
 
@@ -58,6 +60,8 @@ function decodeControl(line: string): ControlMsg | undefined {
       return { t: 'go', attempt: n('attempt'), resume: m.resume === true };
     case 'halt':
       return { t: 'halt', attempt: n('attempt') };
+    case 'checkpoint':
+      return { t: 'checkpoint', step: n('step') };
     case 'end': {
       const st = s('state');
       return st === 'ok' || st === 'failed' || st === 'cancelled' ? { t: 'end', state: st, reason: s('reason') } : undefined;

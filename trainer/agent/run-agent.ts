@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { DisposableStore, HOST_WAIT_MS, SlowRankWatch, decodeLaunchSpec, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError } from '../protocol';
+import { DisposableStore, HOST_WAIT_MS, SlowRankWatch, decodeLaunchSpec, isTerminalRunState, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError, type RunStateRecord } from '../protocol';
 import { newestCheckpointStep } from '../train/checkpoint';
 import { readGpuRows } from '../util/nvidia-smi';
 import { chooseEngine, type EngineChoice } from './engine-choice';
@@ -15,7 +15,7 @@ import { gpuPreflight } from './gpu-preflight';
 import { ControlLink, tokenMatches, type ControlMsg } from './control';
 import { claimSlots, releaseSlots, slotsOf } from './leases';
 import { RankGroup, emitTo, type RankExit, type RankSink } from './ranks';
-import { RunRecordWriter, recordPaths, runDirOf } from './run-record';
+import { RunRecordWriter, readState, recordPaths, runDirOf } from './run-record';
 import { onProcessSignals } from '../util/node-lifecycle';
 
 export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
@@ -25,6 +25,8 @@ const QUEUE_POLL_MS = 500;
 /** A follower agent silent this long (it beats every second) is taken for lost when a peer-lost needs a cause. */
 const SILENT_FOLLOWER_MS = 5000;
 const CONNECT_TIMEOUT_MS = 30_000;
+/** Between a follower's tries to reach its leader's control port (a SYN to a host that is down would otherwise hang ~2 min). */
+const CONNECT_TRY_MS = 3000;
 /** Codes that describe a consequence of another rank's failure, never the cause. */
 const CONSEQUENCE = new Set(['peer-lost']);
 
@@ -71,7 +73,12 @@ export interface SchedulerRestart {
 export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
   const dir = runDirOf(opts.workdir, opts.runId);
   const spec = decodeLaunchSpec(JSON.parse(readFileSync(recordPaths(dir).spec, 'utf8')));
-  const agent = new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? hostWaitMsOf({ ...process.env, ...spec.env }) });
+  // A leader's record already there, not ended: run-rejoin relaunched this agent after the leader host
+  // was lost (its agent died with it). The run goes on from that record. (A Slurm job's next run has
+  // its own account of a requeue: scheduler.requeued.)
+  const prior = !opts.scheduler && (spec.role ?? 'leader') === 'leader' ? readState(dir) : undefined;
+  const relaunched = prior && !isTerminalRunState(prior.state) ? prior : undefined;
+  const agent = new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? hostWaitMsOf({ ...process.env, ...spec.env }) }, relaunched);
   return agent.run();
 }
 
@@ -104,17 +111,34 @@ class HostAgent {
   private waitTimer: NodeJS.Timeout | undefined;
   /** The pending restart's event was already told (host-lost: at detection, not at resume). */
   private restartTold = false;
+  /** The failure a restart answers, until every rank of the failed attempt has exited. */
+  private pendingRestart: ErrorEvent | undefined;
+  /** The attempt in which rank 0 reported its `done` (-1: none yet). */
+  private doneAttempt = -1;
+  /** The restarts are spent and the scheduler was told not to requeue the job (said once). */
+  private spentSaid = false;
+  /** A lost node under a requeueing scheduler with restarts left: the error, while we wait for Slurm to end this run of the job. */
+  private awaitingScheduler: RunStateError | undefined;
+  /** A relaunched leader's restart: the loss of its predecessor (told once the followers rejoin). */
+  private lostLeader: ErrorEvent | undefined;
   // follower
   private leader: ControlLink | undefined;
+  /** The newest checkpoint rank 0 saved (the leader relays it): where the run resumes if the leader is lost. */
+  private lastCheckpointStep = 0;
+  /** Set while this follower waits for its lost leader's host to come back (its agent relaunched by a client). */
+  private leaderWait: NodeJS.Timeout | undefined;
   private readonly slowRanks = new SlowRankWatch();
 
   constructor(
     private readonly spec: LaunchSpec,
     private readonly dir: string,
     private readonly opts: AgentRunOpts,
+    /** The record of the leader agent this one replaces (run-rejoin after the leader host was lost). */
+    private readonly relaunched?: RunStateRecord,
   ) {
     this.role = spec.role ?? 'leader';
-    this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role: this.role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}), ...(opts.scheduler ? { schedulerAttempt: opts.scheduler.attempt } : {}) });
+    const carried = relaunched ? { startedAt: relaunched.startedAt, restarts: relaunched.restarts, ...(relaunched.lastStep !== undefined ? { lastStep: relaunched.lastStep } : {}) } : undefined;
+    this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role: this.role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}), ...(opts.scheduler ? { schedulerAttempt: opts.scheduler.attempt } : {}) }, carried);
     this.sink = {
       event: (e) => this.onEvent(e),
       line: (rank, _stream, text) => this.record.rankLine(rank, text),
@@ -138,6 +162,7 @@ class HostAgent {
         this.fail({ host: requeued.host, rank: -1, message: `${requeued.reason}; no restarts left (--max-restarts ${this.spec.maxRestarts ?? 0})`, code: 'slurm-requeued' });
       }
     }
+    if (this.relaunched) this.replaceLostLeader(this.relaunched);
     try {
       // The profile host's env (its python: COHORT_PYTHON) and the workdir's venvs count in the choice.
       this.engine = await chooseEngine(this.spec.config.engine, { enginesDir: this.opts.enginesDir, workdir: this.opts.workdir, env: { ...process.env, ...this.spec.env } });
@@ -184,7 +209,10 @@ class HostAgent {
       return;
     }
     if (e.type === 'done') this.doneAttempt = this.attempt;
+    if (e.type === 'checkpoint' && e.action === 'saved' && this.role === 'leader') for (const f of this.followers.values()) f.link.send({ t: 'checkpoint', step: e.step });
     if (e.type !== 'error') return this.record.event(e);
+    // Ranks stopped because the leader was lost: their errors are consequences of that loss, told in the restart event.
+    if (this.role === 'follower' && this.leaderWait) return this.log('warn', `after the leader was lost: ${e.message}`);
     // A rank's error: the leader decides the root cause before writing (failure()); a follower relays it.
     if (this.role === 'follower') {
       this.record.event(e);
@@ -201,6 +229,7 @@ class HostAgent {
     if (this.ended) return;
     this.ended = true;
     clearTimeout(this.waitTimer);
+    clearTimeout(this.leaderWait);
     const done = () => {
       this.setState(state, error ? { error } : {});
       this.finish(state === 'ok' ? AGENT_RUN_EXIT.ok : state === 'failed' ? AGENT_RUN_EXIT.failed : AGENT_RUN_EXIT.cancelled);
@@ -312,7 +341,7 @@ class HostAgent {
     }
     if (this.role === 'follower') {
       this.leader?.send({ t: 'exited', attempt, ok });
-      if (!ok && !this.leader) this.end('failed', { host: this.spec.host, rank: -1, message: 'ranks failed', code: 'rank-exited' });
+      if (!ok && !this.leader && !this.leaderWait) this.end('failed', { host: this.spec.host, rank: -1, message: 'ranks failed', code: 'rank-exited' });
       return;
     }
     if (ok && !this.failing) {
@@ -417,13 +446,37 @@ class HostAgent {
       this.ownRanksOk = false;
       return this.maybeRestart();
     }
+    if (this.lostLeader) {
+      // This agent replaces a leader lost with its host: every follower rejoined, so every rank resumes
+      // from the newest checkpoint, counted as a restart (the attempt that was running is over).
+      this.pendingRestart = this.lostLeader;
+      this.lostLeader = undefined;
+      this.attempt = this.record.current.restarts + 1;
+      for (const f of fs) f.exited = this.attempt;
+      this.ownRanksOk = false;
+      return this.maybeRestart();
+    }
     for (const f of fs) f.link.send({ t: 'go', attempt: 1, resume: false });
     this.startRanks(1, false);
     this.maybeSpent();
   }
 
+  /**
+   * Relaunched over the record of a leader agent that died with its host: with restarts left, wait
+   * for the followers (each waits for this host to come back and connects again), then restart every
+   * rank from the last checkpoint. With none left, the run ends `host-lost`, its last error.
+   */
+  private replaceLostLeader(prior: RunStateRecord): void {
+    const message = `host ${this.spec.host} lost with the run's leader agent (state ${prior.state}, last step ${prior.lastStep ?? 0})`;
+    if (this.record.current.restarts >= (this.spec.maxRestarts ?? 0)) {
+      return this.fail({ host: this.spec.host, rank: -1, code: 'host-lost', message: `${message}; no restarts left (--max-restarts ${this.spec.maxRestarts ?? 0})` });
+    }
+    this.lostLeader = { v: 1, time: Date.now(), type: 'error', rank: -1, host: this.spec.host, message, logTail: [], code: 'host-lost' };
+    this.setState('restarting', { error: { host: this.spec.host, rank: -1, message, code: 'host-lost' } });
+    this.log('info', `agent on ${this.spec.host} (leader): relaunched after the host was lost; every rank restarts from the last checkpoint once ${this.expectedFollowerRanks} rank(s) on other hosts are back`);
+  }
+
   /** Restarts spent under a requeueing scheduler: tell it not to run the job again (said once). */
-  private spentSaid = false;
   private maybeSpent(): void {
     const s = this.opts.scheduler;
     if (!s?.requeueable || this.spentSaid || this.role !== 'leader' || this.record.current.restarts < (this.spec.maxRestarts ?? 0)) return;
@@ -433,9 +486,6 @@ class HostAgent {
       else this.log('info', `restarts spent (${this.record.current.restarts} of ${this.spec.maxRestarts ?? 0}): Slurm will not requeue the job again`);
     });
   }
-
-  /** A lost node under a requeueing scheduler with restarts left: the error, while we wait for Slurm to end this run of the job. */
-  private awaitingScheduler: RunStateError | undefined;
 
   private maybeOk(): void {
     if (!this.ownRanksOk || this.failing) return;
@@ -546,10 +596,6 @@ class HostAgent {
     return root;
   }
 
-  private pendingRestart: ErrorEvent | undefined;
-  /** The attempt in which rank 0 reported its `done` (-1: none yet). */
-  private doneAttempt = -1;
-
   /** Restart once this host's ranks and every follower's have exited. */
   private maybeRestart(): void {
     const cause = this.pendingRestart;
@@ -569,27 +615,36 @@ class HostAgent {
 
   // ---- follower --------------------------------------------------------------------------
 
-  private connectToLeader(): void {
+  /** `withinMs`: how long to keep trying (a lost leader's host is waited for longer than a first connect). */
+  private connectToLeader(withinMs = CONNECT_TIMEOUT_MS): void {
     const c = this.spec.control;
     if (!c) return this.fail({ host: this.spec.host, rank: -1, message: 'a follower needs the leader\'s control endpoint (spec.control)', code: 'bad-spec' });
     const started = Date.now();
     const attempt = () => {
       if (this.ended) return;
       const sock = createConnection({ host: c.addr, port: c.port });
+      sock.setTimeout(CONNECT_TRY_MS, () => sock.destroy(new Error(`no answer within ${CONNECT_TRY_MS / 1000} s`)));
       sock.once('error', (err) => {
         if (this.leader) return;
-        if (Date.now() - started > CONNECT_TIMEOUT_MS) {
+        if (Date.now() - started > withinMs) {
           return this.fail(this.refusal ?? { host: this.spec.host, rank: -1, message: `could not reach the leader's agent at ${c.addr}:${c.port}: ${err.message}`, code: 'leader-unreachable' });
         }
         setTimeout(attempt, 250);
       });
       sock.once('connect', () => {
+        sock.setTimeout(0); // from here the control link's own beat judges the leader
         const link = new ControlLink(sock, this.timeoutMs);
         this.leader = link;
+        if (this.leaderWait) {
+          clearTimeout(this.leaderWait);
+          this.leaderWait = undefined;
+          this.log('info', `${this.spec.host}: reached the leader's relaunched agent on ${this.spec.leader ?? c.addr}; the run restarts from its last checkpoint`);
+        }
         link.on(
           (m) => this.onLeaderMsg(m),
           (why) => {
-            if (this.ended) return;
+            if (this.ended || this.leader !== link) return;
+            if (this.canAwaitLeader()) return this.awaitLeader(why);
             this.fail({ host: this.spec.host, rank: -1, message: `lost the leader's agent (${why}); stopping this host's ranks`, code: 'leader-lost' });
           },
         );
@@ -602,8 +657,39 @@ class HostAgent {
     attempt();
   }
 
+  /** A lost leader is waited for only in a started run with restarts left, on SSH hosts (Slurm requeues a lost node's job itself). */
+  private canAwaitLeader(): boolean {
+    return !this.opts.scheduler && this.spec.leader !== undefined && this.attempt > 0 && this.record.current.restarts < (this.spec.maxRestarts ?? 0);
+  }
+
+  /**
+   * The leader's agent is gone (its host lost) and restarts are left: stop this host's ranks, keep the
+   * slots, and say so in a `restart` event naming the leader in waitingFor, so that a client following
+   * the run relaunches the leader's agent (`run-rejoin`; the hosts cannot, there is no daemon). Meanwhile
+   * keep trying the leader's control port; the relaunched leader restarts every rank from the last
+   * checkpoint once its followers are back. Not back within the wait: the run fails `host-lost`.
+   */
+  private awaitLeader(why: string): void {
+    const leader = this.spec.leader!;
+    const waitMs = this.opts.hostWaitMs ?? HOST_WAIT_MS;
+    this.leader = undefined;
+    const message = `host ${leader} lost: the leader's agent is gone (${why})`;
+    this.leaderWait = setTimeout(() => {
+      if (this.ended || this.leader) return;
+      this.fail({ host: leader, rank: -1, code: 'host-lost', message: `host ${leader} (the run's leader) lost and not back within ${Math.round(waitMs / 1000)} s (${why})`, hint: `bring ${leader} back (sshd reachable, workdir kept) and keep a client attached while the run waits (cohort attach ${this.spec.runId}); the host env COHORT_HOST_WAIT_MS sets the wait` });
+    }, waitMs);
+    if (this.group?.running) this.group.kill();
+    this.setState('restarting', { error: { host: leader, rank: -1, message, code: 'host-lost' } });
+    this.emit({ type: 'restart', attempt: this.record.current.restarts + 1, host: leader, rank: -1, reason: message, resumeStep: this.lastCheckpointStep, code: 'host-lost', waitingFor: [leader], waitMs });
+    this.log('warn', `${this.spec.host}: waiting up to ${Math.round(waitMs / 1000)} s for ${leader} (the leader) to come back: a client attached to this run (cohort attach ${this.spec.runId}) relaunches its agent; this host's ranks are stopped, its slots kept`);
+    this.connectToLeader(waitMs + 5000);
+  }
+
   private onLeaderMsg(m: ControlMsg): void {
     switch (m.t) {
+      case 'checkpoint':
+        this.lastCheckpointStep = Math.max(this.lastCheckpointStep, m.step);
+        return;
       case 'go':
         if (m.attempt > 1) this.record.update({ restarts: m.attempt - 1 });
         return this.startRanks(m.attempt, m.resume);

@@ -62,12 +62,13 @@ export class RunRecordWriter {
   private state: RunStateRecord;
   private lastStateWrite = 0;
 
-  constructor(dir: string, init: Omit<RunStateRecord, 'v' | 'updatedAt' | 'startedAt' | 'restarts'>) {
+  /** `carried`: a leader agent relaunched over its dead predecessor's record keeps its start, restart count and last step. */
+  constructor(dir: string, init: Omit<RunStateRecord, 'v' | 'updatedAt' | 'startedAt' | 'restarts'>, carried?: Pick<RunStateRecord, 'startedAt' | 'restarts' | 'lastStep'>) {
     this.paths = recordPaths(dir);
     mkdirSync(this.paths.logs, { recursive: true, mode: 0o700 });
     this.eventsFd = openSync(this.paths.events, 'a', 0o600);
     const now = Date.now();
-    this.state = { v: 1, ...init, startedAt: now, updatedAt: now, restarts: 0 };
+    this.state = { v: 1, ...init, startedAt: carried?.startedAt ?? now, updatedAt: now, restarts: carried?.restarts ?? 0, ...(carried?.lastStep !== undefined ? { lastStep: carried.lastStep } : {}) };
     this.flushState();
   }
 

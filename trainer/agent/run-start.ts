@@ -2,9 +2,11 @@
 // host env may hold secrets, so it never goes on a command line), starts the run's agent detached
 // (own session, stdio to agent.log: a closed SSH channel or a dead client does not touch it),
 // waits for its first state.json and prints `{"runId","host","agentPid","state"}`.
-// `run-rejoin --run ID`: the same for a follower host that was lost (sshd and every process killed,
-// machine rebooted) with its workdir kept: a client relaunches the agent from the spec.json already
-// there, and the agent rejoins the leader, which waits for it (run-agent.ts awaitHosts).
+// `run-rejoin --run ID`: the same for a host that was lost (sshd and every process killed, machine
+// rebooted) with its workdir kept: a client relaunches the agent from the spec.json already there.
+// A follower's agent rejoins the leader, which waits for it (run-agent.ts awaitHosts); a leader's
+// agent goes on from its predecessor's record, and the followers, which wait for it (awaitLeader),
+// connect to it again.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -47,7 +49,6 @@ export async function runRejoin(argv: readonly string[], opts: { trainerEntry: s
   const paths = recordPaths(dir);
   if (!existsSync(paths.spec)) throw new HostCmdFailure('no-such-run', `run-rejoin: no run ${runId} under ${opts.workdir}/runs (the workdir was not kept): start the run again`, HOST_CMD_EXIT.noSuchRun);
   const spec = decodeLaunchSpec(JSON.parse(readFileSync(paths.spec, 'utf8')));
-  if (spec.role !== 'follower') throw new HostCmdFailure('not-follower', `run-rejoin: ${spec.host} leads run ${runId}; only a follower host's agent rejoins (its leader holds the run)`);
   const prior = readState(dir);
   if (prior && isTerminalRunState(prior.state)) throw new HostCmdFailure('run-ended', `run-rejoin: run ${runId} already ended on ${spec.host} (${prior.state})`);
   const lock = join(dir, 'rejoin.lock');

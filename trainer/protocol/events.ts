@@ -227,7 +227,9 @@ export interface RestartEvent extends EventBase {
   /**
    * Hosts lost with their agent (code `host-lost`): the ranks resume only once each of them is back
    * and its agent rejoined. The hosts cannot relaunch a lost host's agent (no daemon): a client
-   * following the run does (`run-rejoin`), within `waitMs`, or the run fails `host-lost`.
+   * following the run does (`run-rejoin`), within `waitMs`, or the run fails `host-lost`. A lost
+   * leader is named by each follower, in its own record; the relaunched leader tells the same
+   * `attempt` again in its record, and a client tells it once.
    */
   waitingFor?: string[];
   /** How long the leader waits for the hosts in `waitingFor` to rejoin (default HOST_WAIT_MS). */

@@ -28,6 +28,11 @@ export interface LaunchSpec {
   role?: 'leader' | 'follower';
   /** The leader's control endpoint; followers connect to it. Absent on a single-host run. */
   control?: ControlEndpoint;
+  /**
+   * A follower's: the leader host's name as the profile knows it. A follower that loses its leader
+   * with restarts left names it in the `restart` event's waitingFor, so a client relaunches it.
+   */
+  leader?: string;
   /** Restarts from the last checkpoint after a rank or host failure (default 0). */
   maxRestarts?: number;
   /** Busy slots: wait (true, default) or refuse at once with code slots-busy (false). */
@@ -61,6 +66,7 @@ export function decodeLaunchSpec(value: unknown): LaunchSpec {
     heartbeatTimeoutMs: num(o, 'heartbeatTimeoutMs', 'launch', { min: 0 }),
     ...(o.role === undefined ? {} : { role: oneOf(o, 'role', 'launch', ['leader', 'follower'] as const) }),
     ...(o.control === undefined ? {} : { control: decodeControl(o.control) }),
+    ...(o.leader === undefined ? {} : { leader: str(o, 'leader', 'launch', { nonEmpty: true }) }),
     maxRestarts: optNum(o, 'maxRestarts', 'launch', { int: true, min: 0 }) ?? 0,
     queue: optBool(o, 'queue', 'launch') ?? true,
     ...(o.slots === undefined ? {} : { slots: arr(o, 'slots', 'launch', (v, p) => num({ v }, 'v', p, { int: true, min: 0 })) }),

@@ -180,6 +180,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
         heartbeatTimeoutMs: 0,
         role: hi === 0 ? 'leader' : 'follower',
         ...(profile.hosts.length > 1 ? { control: { addr: masterAddr, port: controlPort, token } } : {}),
+        ...(hi > 0 ? { leader: profile.hosts[0]!.name } : {}),
       },
     }));
     return { runId: req.runId, hosts, record, ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };

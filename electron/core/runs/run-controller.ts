@@ -10,6 +10,10 @@
 //     with `waitingFor`); this client keeps trying to reach that host (bounded backoff) and
 //     relaunches its agent there (`run-rejoin`, from the spec kept in its workdir); the leader then
 //     restarts every rank from the last checkpoint. Any client following the run does this
+//   - the leader host lost mid-run (restarts left): each follower stops its ranks and says so in its
+//     own record (a `restart` event waiting for the leader); this client relaunches the leader's agent
+//     the same way, which goes on from its record, and the followers connect to it again. Every
+//     host tells that restart: it is told once (by its attempt)
 //   - the outcome comes from the leader's state record (run-status) once its record is drained;
 //     errors too: the leader records every rank's error root cause first, so a follower's own copy
 //     is told only when the leader's record never had it
@@ -104,6 +108,8 @@ export interface RunResult {
 interface Follow {
   host: HostLaunch;
   offset: number;
+  /** The leader's agent found dead once: a follower may be about to say it waits for it (a restart). */
+  deadOnce?: boolean;
   /** A requeued Slurm job's last run: its records are no longer followed. */
   retired?: boolean;
   cmd?: HostCommand;
@@ -112,6 +118,8 @@ interface Follow {
 }
 
 const BACKOFF_MS = [250, 500, 1000, 2000, 4000];
+/** A dead leader agent's record, read again after this long: its followers need a moment to say they wait for it. */
+const LEADER_DEAD_GRACE_MS = 3000;
 /** Between tries to reach a lost host and relaunch its agent. */
 const RELAUNCH_BACKOFF_MS = [1000, 1000, 2000, 2000, 4000];
 
@@ -130,8 +138,10 @@ export class RunController extends DisposableBase {
    *  check never finds Cohort's own `run-stop` still running on a follower. */
   private stopsInFlight: Promise<void> | undefined;
   private finished = false;
-  /** Lost hosts the leader waits for (a restart event's waitingFor) until the run steps again. */
+  /** Lost hosts the run waits for (a restart event's waitingFor) until the run steps again. */
   private readonly waitingFor = new Set<string>();
+  /** The highest restart told: a lost leader's restart is in every follower's record and then the leader's. */
+  private restartsTold = 0;
   private readonly startedAt = Date.now();
   readonly result: Promise<RunResult>;
   private resolveResult!: (r: RunResult) => void;
@@ -388,8 +398,15 @@ export class RunController extends DisposableBase {
         stderr = (err as Error).message;
       }
       if (f.retired) return;
-      // A lost host the leader waits for: its old agent's record says dead until the relaunched one writes.
-      const waited = !isLeader && this.waitingFor.has(f.host.host);
+      // A lost host the run waits for: its old agent's record says dead until the relaunched one writes.
+      const waited = this.waitingFor.has(f.host.host);
+      // The leader's agent died with its host up (or the host came back first): give the followers a
+      // moment to say whether the run waits for it (restarts left) before calling the run over.
+      if (code === 4 && isLeader && !waited && this.plan.hosts.length > 1 && !f.deadOnce) {
+        f.deadOnce = true;
+        await new Promise((r) => setTimeout(r, LEADER_DEAD_GRACE_MS));
+        continue;
+      }
       if (code === 0 || (code === 4 && !waited) || code === 5) {
         f.ended = true;
         if (code === 4) this.emitError({ rank: -1, host: f.host.host, message: `the agent of run ${this.plan.runId} on ${f.host.host} died without recording an end`, logTail: [], code: 'agent-lost' });
@@ -399,12 +416,12 @@ export class RunController extends DisposableBase {
       }
       if (this.gaveUp()) return;
       if (Date.now() - f.lastContact > lostAfter && !waited) {
-        const message = `${f.host.host}: unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})`;
+        const message = `unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})`; // printers put the host first
         // The leader holds the run's outcome: without it the run is `lost`, and the error names it.
         if (isLeader) {
           this.emitError({ rank: -1, host: f.host.host, message: `${message}; it leads run ${this.plan.runId}, whose outcome it holds: the run is lost from here (cohort attach ${this.plan.runId} asks again once it answers)`, logTail: [], code: 'host-unreachable' });
           this.finish('lost');
-        } else this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message }));
+        } else this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: ${message}` }));
         return;
       }
       await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(attempt++, BACKOFF_MS.length - 1)]));
@@ -459,7 +476,15 @@ export class RunController extends DisposableBase {
       this.lastStep = e.step;
       this.waitingFor.clear(); // the run steps again: every lost host is back
     }
-    if (e.type === 'restart' && e.waitingFor?.length) this.relaunchLost(e.waitingFor, e.waitMs ?? HOST_WAIT_MS);
+    if (e.type === 'restart') {
+      if (e.waitingFor?.length) this.relaunchLost(e.waitingFor, e.waitMs ?? HOST_WAIT_MS);
+      if (e.attempt <= this.restartsTold) return; // told already, from another host's record
+      this.restartsTold = e.attempt;
+      this.emit(e);
+      // The errors of the attempt that ended: a follower's copy the leader's record never got (lost
+      // with it) is told now, after the restart that names their cause, and is never the root cause.
+      return this.tellFollowerErrors({ consequences: true });
+    }
     if (e.type === 'done') this.doneEvent = e;
     if (e.type === 'error') this.noteError(e);
     this.emit(e);
@@ -506,6 +531,19 @@ export class RunController extends DisposableBase {
       }
       await new Promise((res) => setTimeout(res, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]));
     }
+    // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
+    if (h === this.plan.hosts[0] && Date.now() >= deadline) this.waitingFor.delete(h.host);
+  }
+
+  private tellFollowerErrors(o: { consequences?: boolean } = {}): void {
+    for (const e of this.followerErrors.splice(0)) {
+      if (this.errorsTold.has(errorKey(e))) continue;
+      if (!o.consequences) this.handle(e);
+      else {
+        this.errorsTold.add(errorKey(e));
+        this.emit(e);
+      }
+    }
   }
 
   private noteError(e: ErrorEvent): void {
@@ -523,7 +561,7 @@ export class RunController extends DisposableBase {
     if (this.finished) return;
     this.finished = true;
     for (const f of this.follows) f.cmd?.kill();
-    for (const e of this.followerErrors) if (!this.errorsTold.has(errorKey(e))) this.handle(e);
+    this.tellFollowerErrors();
     // Every consumer sees an end: a run that recorded no `done` gets one from the controller.
     if (!this.doneEvent || (status !== 'lost' && this.doneEvent.status !== status)) {
       const done = makeEvent({ type: 'done', status: status === 'lost' ? 'failed' : status, steps: this.lastStep, medianGlobalSamplesPerSec: this.doneEvent?.medianGlobalSamplesPerSec ?? null, paramChecksum: this.doneEvent?.paramChecksum ?? '', durationMs: Date.now() - this.startedAt });
