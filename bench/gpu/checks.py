@@ -5,13 +5,15 @@ files. One line per check, PASS / FAIL / SKIP with the numbers; exit 1 when any 
 
 Reads (written by scripts/gpu-acceptance.sh): gpus.csv (nvidia-smi index, uuid, name[, compute_cap]),
 visible.txt (the CUDA_VISIBLE_DEVICES the ranks ran under), engine-RUNG.jsonl and ref-RUNG.json per
-rung, engine-bf16.jsonl (the engine with --bf16), bf16-cli.jsonl + bf16-cli.exit (a Cohort run with
---engine torch --bf16: the agent's pre-launch check), probe.txt (cohort probe local), tfjs.jsonl."""
+rung, engine-compile-warmup0.jsonl (--compile --warmup-steps 0), engine-bf16.jsonl (the engine with
+--bf16), cli-auto.jsonl (a Cohort run with --engine auto), bf16-cli.jsonl + bf16-cli.exit (a Cohort
+run with --engine torch --bf16: the agent's pre-launch check), probe.txt (cohort probe local),
+tfjs.jsonl and tfjs-compile.jsonl (the tfjs engine on tfjs-node-gpu, without and with --compile)."""
 import json
 import sys
 
 import run_files
-from run_files import first
+from run_files import first, last
 
 RUNGS = ("native", "compile", "fp16", "fp16-channels-last", "all")
 out = sys.argv[1]
@@ -68,6 +70,34 @@ for rung in RUNGS:
     check(f"{rung}: peak (reset after warm-up) within 25% of the plain script's max_memory_allocated", (abs(pk / rp - 1) <= 0.25) if pk and rp else None,
           f"Cohort {pk} vs plain {rp}" + (f" ({(pk / rp - 1) * 100:+.1f}%)" if pk and rp else ""))
 
+# ---- torch.compile with --warmup-steps 0: the compile step is warm-up, never in a throughput window ---
+evs = events("engine-compile-warmup0.jsonl")
+comp, warm = last(evs, "compile"), first(evs, "warmup")
+wsteps = [e for e in evs or [] if e.get("type") == "step"]
+if not evs:
+    check("compile, --warmup-steps 0: compile kept out of throughput", None, "not run")
+elif not (comp and comp.get("status") == "ok" and wsteps):
+    check("compile, --warmup-steps 0: compile kept out of throughput", False, f"compile event {json.dumps(comp)}, {len(wsteps)} step event(s)")
+else:
+    s0 = wsteps[0]
+    # The first window ran (step - warm-up steps) steps of stepTimeMs each and ended at its event's time.
+    opened = s0["time"] - s0["stepTimeMs"] * (s0["step"] - (warm or {}).get("steps", 0))
+    later = [e["globalSamplesPerSec"] for e in wsteps[1:]]
+    ratio = s0["globalSamplesPerSec"] / sorted(later)[len(later) // 2] if later else None
+    check("compile, --warmup-steps 0: compile kept out of throughput", bool(warm) and warm.get("steps", 0) >= 1 and opened >= comp["time"] - 250,
+          f"compile {comp['durationMs'] / 1000:.1f} s; warmup {json.dumps(warm)}; first window opened {(opened - comp['time']) / 1000:+.2f} s after the compile event"
+          + (f"; first window {ratio:.2f}x the median of the later ones" if ratio else ""))
+
+# ---- engine auto-pick through a real Cohort run: a CUDA torch wins ------------------------------------
+auto = events("cli-auto.jsonl")
+ah, ad = first(auto, "hello"), first(auto, "done")
+if auto is None:
+    check("cohort run --engine auto picks the CUDA torch and trains on the GPU", None, "not run")
+else:
+    check("cohort run --engine auto picks the CUDA torch and trains on the GPU",
+          bool(ah) and ah.get("engine") == "torch" and bool(mine) and mine["uuid"] in str(ah.get("device", "")) and bool(ad) and ad.get("status") == "ok",
+          f"hello.engine {(ah or {}).get('engine')!r}, device {(ah or {}).get('device')!r}, reason {str((ah or {}).get('reason'))[:200]!r}; done {(ad or {}).get('status')}")
+
 # ---- bf16: the engine's rule, the agent's pre-launch check, the probe -------------------------------
 cc = mine and mine["cc"]
 native = None if not cc else tuple(int(x) for x in cc.split(".")) >= (8, 0)
@@ -101,6 +131,15 @@ else:
           f"deviceWarning {th.get('deviceWarning')!r}; plan.ranks[0] = {json.dumps((tp.get('ranks') or [{}])[0])}")
     check("tfjs: true peak ≥ resident tensor bytes", bool(tm) and tm.get("peakTensorBytes", 0) >= tm.get("tensorBytes", 1), f"tensorBytes {tm.get('tensorBytes')}, peakTensorBytes {tm.get('peakTensorBytes')}")
     check("tfjs: this process's own bytes on its GPU", isinstance(tm.get("gpuProcessBytes"), (int, float)) if on_gpu else None, f"gpuProcessBytes {tm.get('gpuProcessBytes')}, gpuUuid {tm.get('gpuUuid')}")
+
+tc = events("tfjs-compile.jsonl")
+tch, tcc = first(tc, "hello"), last(tc, "compile")  # the last: kernel selection reports progress as "running" first
+if not tch:
+    check("tfjs --compile on libtensorflow: timed in wall time with the device synchronised", None, read("tfjs.skipped", "not run"))
+else:
+    check("tfjs --compile on libtensorflow: timed in wall time with the device synchronised",
+          tch.get("backend") == "tensorflow" and bool(tcc) and tcc.get("status") == "ok" and " ms wall" in tcc.get("detail", ""),
+          f"backend {tch.get('backend')!r}, device {tch.get('device')!r}; compile {(tcc or {}).get('status')}: {str((tcc or {}).get('detail'))[:240]!r}")
 
 print(f"\n{results.count('PASS')} passed, {results.count('FAIL')} failed, {results.count('SKIP')} skipped")
 sys.exit(1 if "FAIL" in results else 0)

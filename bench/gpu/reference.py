@@ -1,11 +1,16 @@
 """The plain PyTorch step the GPU acceptance compares Cohort's torch engine with: torchvision
 ResNet-50, synthetic data, AdamW, one process, one GPU, no Cohort code. One rung per call:
 
-    python3 reference.py --image-size 224 --batch-size 64 --steps 60 --warmup-steps 5 [--fp16] [--channels-last] [--compile]
+    python3 reference.py --image-size 224 --batch-size 64 --steps 60 --warmup-steps 5 [--fp16] [--extras] [--channels-last] [--compile]
+
+`--extras` is the step the engine runs under COHORT_TORCH_EXTRAS=1 (the seeds' SC20 "# NHWC" and
+"# EXTRA"): channels_last, cudnn.benchmark, fused AdamW, zero_grad(set_to_none=True). Without it the
+step is the engine's COHORT_TORCH_EXTRAS=0 one: NCHW, no cudnn.benchmark, unfused AdamW,
+zero_grad(set_to_none=False). `--channels-last` alone turns on NHWC only.
 
 Prints one JSON line: img/s over the timed steps (CUDA synchronised), max_memory_allocated after
-a reset at the end of warm-up, and the versions."""
-import argparse, json, time
+a reset at the end of warm-up, what the step applied, and the versions."""
+import argparse, inspect, json, time
 import torch, torchvision
 
 p = argparse.ArgumentParser()
@@ -13,16 +18,20 @@ p.add_argument("--image-size", type=int, default=224)
 p.add_argument("--batch-size", type=int, default=64)
 p.add_argument("--steps", type=int, default=60)
 p.add_argument("--warmup-steps", type=int, default=5)
-p.add_argument("--classes", type=int, default=100)
+p.add_argument("--classes", type=int, default=100)  # the engine's default (train-config.json)
 p.add_argument("--fp16", action="store_true")
+p.add_argument("--extras", action="store_true", help="what COHORT_TORCH_EXTRAS=1 turns on in the engine")
 p.add_argument("--channels-last", action="store_true")
 p.add_argument("--compile", action="store_true")
 a = p.parse_args()
 
 dev = torch.device("cuda", 0)
-fmt = torch.channels_last if a.channels_last else torch.contiguous_format
+channels_last = a.channels_last or a.extras
+fused = a.extras and "fused" in inspect.signature(torch.optim.AdamW.__init__).parameters
+torch.backends.cudnn.benchmark = a.extras
+fmt = torch.channels_last if channels_last else torch.contiguous_format
 model = torchvision.models.resnet50(num_classes=a.classes).to(dev, memory_format=fmt)
-opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, **({"fused": True} if fused else {}))
 scaler = torch.cuda.amp.GradScaler(enabled=a.fp16)
 step_model = torch.compile(model) if a.compile else model
 x = torch.randn(a.batch_size, 3, a.image_size, a.image_size, device=dev).contiguous(memory_format=fmt)
@@ -31,7 +40,7 @@ loss_fn = torch.nn.CrossEntropyLoss()
 
 
 def step():
-    opt.zero_grad(set_to_none=True)
+    opt.zero_grad(set_to_none=a.extras)
     with torch.autocast("cuda", dtype=torch.float16, enabled=a.fp16):
         loss = loss_fn(step_model(x), y)
     scaler.scale(loss).backward()
@@ -39,17 +48,19 @@ def step():
     scaler.update()
 
 
-for _ in range(a.warmup_steps):
+for _ in range(max(1, a.warmup_steps)):  # torch.compile compiles in the first step: never timed
     step()
 torch.cuda.synchronize()
 torch.cuda.reset_peak_memory_stats(dev)
+timed = a.steps - max(1, a.warmup_steps)
 t0 = time.perf_counter()
-for _ in range(a.steps - a.warmup_steps):
+for _ in range(timed):
     step()
 torch.cuda.synchronize()
 dt = time.perf_counter() - t0
 print(json.dumps({
-    "imgPerSec": (a.steps - a.warmup_steps) * a.batch_size / dt,
+    "imgPerSec": timed * a.batch_size / dt,
     "maxMemoryAllocated": torch.cuda.max_memory_allocated(dev),
+    "applied": {"fp16": a.fp16, "channelsLast": channels_last, "cudnnBenchmark": a.extras, "fusedAdamW": fused, "setToNone": a.extras, "compile": a.compile},
     "torch": torch.__version__, "cuda": torch.version.cuda, "gpu": torch.cuda.get_device_name(0),
 }))

@@ -5,7 +5,7 @@ OUT/machine.txt) and prints the markdown table for bench/results/gpu-<machine>.m
 import statistics
 import sys
 
-from run_files import events, first, load_json, text
+from run_files import events, first, last, load_json, text
 
 out, rungs = sys.argv[1], sys.argv[2:]
 
@@ -38,6 +38,22 @@ for r in rungs:
     plain = f"{ref['imgPerSec']:.1f}" if ref.get("imgPerSec") else "—"
     print(f"| {r} | {cohort} | {plain} | {ratio} | {mib(peak)} | {mib(refpeak)} | {diff} | {gpu} | {comp['status'] if comp else '—'} |")
 
+print("\nfp16-channels-last and all run the seeds' extras on both sides (engine COHORT_TORCH_EXTRAS=1, plain --extras: "
+      "channels_last, cudnn.benchmark, fused AdamW, zero_grad(set_to_none=True)); the other rungs run neither.")
+
+w0 = events(out, "engine-compile-warmup0.jsonl") or []
+w0_steps = [e for e in w0 if e.get("type") == "step"]
+w0_comp = last(w0, "compile")
+if w0:
+    rates = ", ".join(f"{e['globalSamplesPerSec']:.1f}" for e in w0_steps) or "none"
+    comp = f"{w0_comp['status']} in {w0_comp['durationMs'] / 1000:.1f} s" if w0_comp else "—"
+    print(f"\n--compile --warmup-steps 0: compile {comp}; throughput per window (img/s): {rates}")
+
+auto = events(out, "cli-auto.jsonl") or []
+ah = first(auto, "hello")
+if ah:
+    print(f"\n`cohort run --engine auto`: engine {ah['engine']} on `{ah['device']}` ({ah.get('reason', '')})")
+
 tf = events(out, "tfjs.jsonl") or []
 hello = first(tf, "hello")
 if hello:
@@ -46,5 +62,8 @@ if hello:
     warn = f" — NOT ON A GPU: {hello['deviceWarning']}" if hello.get("deviceWarning") else ""
     speed = f"median {rate:.1f} img/s" if rate else "no step finished"
     print(f"\ntfjs engine, backend {hello['backend']}: device `{hello['device']}`{warn}; {speed}")
+    tcomp = last(events(out, "tfjs-compile.jsonl"), "compile")
+    if tcomp:
+        print(f"\ntfjs --compile: {tcomp['status']}: {tcomp['detail']}")
 elif text(out, "tfjs.skipped", None) is not None:
     print("\ntfjs engine: " + text(out, "tfjs.skipped"))

@@ -25,6 +25,11 @@ def first(evs, t):
     return next((e for e in evs or [] if e.get("type") == t), None)
 
 
+def last(evs, t):
+    """The last event of type t in evs (None, or a list), or None."""
+    return next((e for e in reversed(evs or []) if e.get("type") == t), None)
+
+
 def text(out, name, default=""):
     """OUT/name's text, stripped, or default when it cannot be read."""
     try:

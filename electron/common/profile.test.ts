@@ -51,6 +51,14 @@ describe('profile schema', () => {
     expect([byEpochs.steps, byEpochs.epochs]).toEqual([0, 2]);
   });
 
+  it('--require-gpu as a profile setting (defaults.requireGpu): every run of the profile asks for it; a bad value names the field', () => {
+    const p = decodeProfile({ ...lab, defaults: { requireGpu: true } });
+    expect(resolveRunConfig(p).requireGpu).toBe(true);
+    expect(resolveRunConfig(p, { requireGpu: false }).requireGpu).toBe(false); // an explicit ask wins
+    expect(resolveRunConfig(decodeProfile(lab)).requireGpu).toBe(false);
+    expect(() => decodeProfile({ ...lab, defaults: { requireGpu: 'yes' } })).toThrow(/profile "lab": defaults\.requireGpu: /);
+  });
+
   it('parses ProxyJump chains', () => {
     expect(parseProxyJump('h1')).toEqual([{ host: 'h1' }]);
     expect(parseProxyJump('alice@gw.example:2222,[fe80::1]:22')).toEqual([{ user: 'alice', host: 'gw.example', port: 2222 }, { host: 'fe80::1', port: 22 }]);

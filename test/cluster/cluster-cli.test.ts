@@ -16,7 +16,7 @@ let env: NodeJS.ProcessEnv;
 const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1'];
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
-function profileJson(name: string, hosts: number[], slots = 1): string {
+function profileJson(name: string, hosts: number[], slots = 1, extra: Record<string, string> = {}): string {
   const file = join(dirs[0]!, `${name}.json`);
   writeFileSync(
     file,
@@ -24,7 +24,7 @@ function profileJson(name: string, hosts: number[], slots = 1): string {
       name,
       hosts: hosts.map((i) => {
         const h = cluster.hosts[i]!;
-        return { name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots, workdir: h.workdir };
+        return { name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots, workdir: h.workdir, ...extra };
       }),
     }),
   );
@@ -46,8 +46,9 @@ beforeAll(async () => {
   const knownHosts = join(dirs[0]!, 'known_hosts');
   copyFileSync(cluster.knownHostsPath, knownHosts);
   env = { COHORT_CONFIG_DIR: join(dirs[0]!, 'config'), COHORT_DATA_DIR: join(dirs[0]!, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
-  for (const [name, hosts, slots] of [['trio', [0, 1, 2], 1], ['duo', [0, 1], 2], ['pair', [0, 1], 1]] as const) {
-    const r = await cli(['profiles', 'import', profileJson(name, [...hosts], slots)]);
+  // pair: the profile names each host's Python (the engine choice's override, issue 13)
+  for (const [name, hosts, slots, extra] of [['trio', [0, 1, 2], 1, {}], ['duo', [0, 1], 2, {}], ['pair', [0, 1], 1, { python: '/usr/bin/python3' }]] as const) {
+    const r = await cli(['profiles', 'import', profileJson(name, [...hosts], slots, extra)]);
     expect(r.exit.code, r.stderr).toBe(0);
   }
 });
@@ -158,6 +159,7 @@ describe.skipIf(SSHD_MISSING)('cohort run --profile over SSH', () => {
     expect(r.exit.code, JSON.stringify(of(r.events, 'error'))).toBe(0);
     const hello = of(r.events, 'hello')[0] as HelloEvent;
     expect(hello).toMatchObject({ engine: 'torch', worldSize: 2 });
+    expect(hello.reason).toMatch(/COHORT_PYTHON \/ the profile's python: \/usr\/bin\/python3\)/); // the profile's `python` reached the host's agent
     const steps = of(r.events, 'step') as StepEvent[];
     expect(steps.at(-1)!.memory.map((m) => m.host).sort()).toEqual([cluster.hosts[0]!.name, cluster.hosts[1]!.name].sort());
     expect(await trainerProcesses()).toEqual([]);

@@ -20,10 +20,28 @@ const ev = (o: Record<string, unknown>) => JSON.stringify(decodeEvent({ v: 1, ti
 const hello = (bf16: boolean) =>
   ev({ type: 'hello', engine: 'torch', backend: 'cuda', device: `cuda:0 NVIDIA A100-SXM4-40GB (GPU 1, ${A100})`, worldSize: 1, params: 25_557_032, host: 'g1', capabilities: { fp16: { available: true, detail: '' }, compile: { available: true, detail: '' }, bf16: { available: bf16, detail: '' } }, versions: {} });
 const plan = (uuid = A100) => ev({ type: 'plan', worldSize: 1, ranks: [{ rank: 0, host: 'g1', localRank: 0, device: `cuda:0 NVIDIA A100-SXM4-40GB (GPU 1, ${uuid})`, gpu: 1, gpuUuid: uuid }], globalBatch: 64, steps: 60, epochs: 1, stepsPerEpoch: 781, data: 'synthetic' });
-const step = (over: Record<string, number | string> = {}) =>
-  ev({ type: 'step', step: 60, epoch: 0, loss: 4.1, globalSamplesPerSec: 1200, stepTimeMs: 53, worldSize: 1, lr: 0.001, memory: [{ rank: 0, host: 'g1', rssBytes: 3 * GiB, tensorBytes: 0.4 * GiB, peakTensorBytes: 9 * GiB, reservedBytes: 10 * GiB, gpuProcessBytes: 10.6 * GiB, gpuUsedBytes: 11 * GiB, gpuTotalBytes: 40 * GiB, gpuUuid: A100, hostTotalBytes: 512 * GiB, ...over }] });
+const step = (over: Record<string, number | string> = {}, fields: Record<string, number> = {}) =>
+  ev({ type: 'step', step: 60, epoch: 0, loss: 4.1, globalSamplesPerSec: 1200, stepTimeMs: 53, worldSize: 1, lr: 0.001, memory: [{ rank: 0, host: 'g1', rssBytes: 3 * GiB, tensorBytes: 0.4 * GiB, peakTensorBytes: 9 * GiB, reservedBytes: 10 * GiB, gpuProcessBytes: 10.6 * GiB, gpuUsedBytes: 11 * GiB, gpuTotalBytes: 40 * GiB, gpuUuid: A100, hostTotalBytes: 512 * GiB, ...over }], ...fields });
 
-function outDir(o: { cc: string; engineStep?: string; enginePlan?: string; bf16Cli: string[]; bf16Exit: number }): string {
+// --compile --warmup-steps 0 (times in ms since the epoch): torch.compile's first step ends at T, warm-up is that
+// one step, then windows of 9 and 10 steps at ~1200 img/s. `compiledIn` moves the compile into the first window.
+const T = 1_700_000_000_000;
+const compileWarmup0 = (compiledIn = false) =>
+  [
+    ev({ type: 'compile', name: 'torch.compile', status: 'ok', durationMs: 48_000, detail: 'torch.compile(mode=\'default\') compiled during the first step', time: T }),
+    ...(compiledIn ? [] : [ev({ type: 'warmup', steps: 1, durationMs: 48_100, detail: 'first steps excluded from throughput', time: T + 100 })]),
+    // With the compile in the window, the window's 10 steps took 48.5 s (the compile's 48 s among them).
+    compiledIn
+      ? step({}, { step: 10, time: T + 500, stepTimeMs: 4850, globalSamplesPerSec: 13.2 })
+      : step({}, { step: 10, time: T + 100 + 9 * 53, stepTimeMs: 53, globalSamplesPerSec: 1207 }),
+    step({}, { step: 20, time: T + 100 + 19 * 53, stepTimeMs: 53, globalSamplesPerSec: 1210 }),
+    step({}, { step: 30, time: T + 100 + 29 * 53, stepTimeMs: 53, globalSamplesPerSec: 1205 }),
+  ].join('\n') + '\n';
+const autoHello = (engine: 'torch' | 'tfjs', device: string) =>
+  ev({ type: 'hello', engine, backend: engine === 'torch' ? 'cuda' : 'wasm', device, worldSize: 1, params: 25_557_032, host: 'local', capabilities: { fp16: { available: engine === 'torch', detail: '' }, compile: { available: true, detail: '' } }, versions: {}, reason: 'auto: torch with CUDA; python: /opt/venv/bin/python (torch 2.3.1+cu121, CUDA 12.1, 2 GPU(s)); also found: /usr/bin/python3 (torch 2.1.2, CPU only)' });
+const autoOnGpu = [autoHello('torch', `cuda:0 NVIDIA A100-SXM4-40GB (GPU 1, ${A100})`)];
+
+function outDir(o: { cc: string; engineStep?: string; enginePlan?: string; bf16Cli: string[]; bf16Exit: number; warmup0?: string; auto?: string[] }): string {
   const d = mkdtempSync(join(tmpdir(), 'cohort-gpu-checks-'));
   dirs.push(d);
   writeFileSync(join(d, 'gpus.csv'), `0, GPU-1b2c3d4e-0000-1111-2222-333344445555, Tesla T4, 7.5\n1, ${A100}, NVIDIA A100-SXM4-40GB, ${o.cc}\n`);
@@ -32,6 +50,8 @@ function outDir(o: { cc: string; engineStep?: string; enginePlan?: string; bf16C
     writeFileSync(join(d, `engine-${rung}.jsonl`), [hello(false), o.enginePlan ?? plan(), o.engineStep ?? step()].join('\n') + '\n');
     writeFileSync(join(d, `ref-${rung}.json`), JSON.stringify({ imgPerSec: 1250, maxMemoryAllocated: 8.8 * GiB }));
   }
+  writeFileSync(join(d, 'engine-compile-warmup0.jsonl'), o.warmup0 ?? compileWarmup0());
+  writeFileSync(join(d, 'cli-auto.jsonl'), [...(o.auto ?? autoOnGpu), done].join('\n') + '\n');
   writeFileSync(join(d, 'engine-bf16.jsonl'), hello(o.cc >= '8.0') + '\n');
   writeFileSync(join(d, 'bf16-cli.jsonl'), o.bf16Cli.join('\n') + '\n');
   writeFileSync(join(d, 'bf16-cli.exit'), `${o.bf16Exit}\n`);
@@ -49,7 +69,9 @@ describe('bench/gpu/checks.py', () => {
     const r = run(outDir({ cc: '8.0', bf16Cli: [hello(true), done], bf16Exit: 0 }));
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^# Checks \(GPU under test: NVIDIA A100-SXM4-40GB GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff, index 1\)/);
-    expect(r.stdout).toMatch(/28 passed, 0 failed, 1 skipped/);
+    expect(r.stdout).toMatch(/30 passed, 0 failed, 2 skipped/);
+    expect(r.stdout).toMatch(/- PASS compile, --warmup-steps 0: compile kept out of throughput: compile 48\.0 s; .*first window 1\.00x the median/);
+    expect(r.stdout).toMatch(/- PASS cohort run --engine auto picks the CUDA torch/);
   });
 
   it('fails when a rank reports another GPU, or a device-wide figure as its own process', () => {
@@ -58,6 +80,20 @@ describe('bench/gpu/checks.py', () => {
     expect(wrong.stdout).toMatch(/- FAIL native: plan names the GPU the rank used: .*GPU-1b2c3d4e/);
     const devicewide = run(outDir({ cc: '8.0', engineStep: step({ gpuProcessBytes: 12 * GiB }), bf16Cli: [hello(true), done], bf16Exit: 0 }));
     expect(devicewide.stdout).toMatch(/- FAIL native: this process's bytes on its GPU .*gpuProcessBytes 12884901888, gpuUsedBytes 11811160064/);
+  });
+
+  it('fails when the compile step lands in the first throughput window (--warmup-steps 0)', () => {
+    const r = run(outDir({ cc: '8.0', warmup0: compileWarmup0(true), bf16Cli: [hello(true), done], bf16Exit: 0 }));
+    expect(r.status).toBe(1);
+    expect(r.stdout).toMatch(/- FAIL compile, --warmup-steps 0: compile kept out of throughput: compile 48\.0 s; warmup null; first window opened -48\.00 s after the compile event; first window 0\.01x/);
+  });
+
+  it('fails when --engine auto trains on the CPU (tfjs, or a CPU torch) while a CUDA torch is there', () => {
+    const tfjs = run(outDir({ cc: '8.0', auto: [autoHello('tfjs', 'Intel Xeon (wasm SIMD, 1 thread)')], bf16Cli: [hello(true), done], bf16Exit: 0 }));
+    expect(tfjs.status).toBe(1);
+    expect(tfjs.stdout).toMatch(/- FAIL cohort run --engine auto picks the CUDA torch and trains on the GPU: hello\.engine 'tfjs'/);
+    const cpuTorch = run(outDir({ cc: '8.0', auto: [autoHello('torch', 'Intel Xeon (8 threads)')], bf16Cli: [hello(true), done], bf16Exit: 0 }));
+    expect(cpuTorch.stdout).toMatch(/- FAIL cohort run --engine auto .*device 'Intel Xeon \(8 threads\)'/);
   });
 
   it('on a pre-Ampere GPU, passes only when the agent refused --bf16 before any rank started', () => {

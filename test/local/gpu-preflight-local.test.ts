@@ -55,6 +55,25 @@ describe('agent pre-launch GPU check (local run)', () => {
     expect(asked.filter((a) => a !== 'CALL -c')).toEqual([]);
   }, 120_000);
 
+  it('--require-gpu refuses to start a run that would train on the CPU: tfjs (wasm here) and torch (a CPU torch), each saying why', async () => {
+    // No fake nvidia-smi and Debian's CPU torch: this machine as it is.
+    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), COHORT_PYTHON: '/usr/bin/python3' };
+    const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '2', '--warmup-steps', '1', '--log-steps', '1'];
+    const [tfjs, torch] = [runCli(['run', '--local', '--engine', 'tfjs', '--require-gpu', ...tiny, '--json'], { env, json: true }), runCli(['run', '--local', '--engine', 'torch', '--require-gpu', ...tiny, '--json'], { env, json: true })];
+    for (const [r, message] of [
+      [tfjs, /^--require-gpu: this rank would run on the CPU \(backend (wasm|cpu) on .*\)\. Install @tensorflow\/tfjs-node-gpu/],
+      [torch, /^--require-gpu: \S+'s torch has no CUDA \(--engine torch .*\/usr\/bin\/python3 \(torch [\d.a-z]+, CPU only\)/],
+    ] as const) {
+      expect((await r.exit).code, r.stdout + r.stderr).not.toBe(0);
+      const err = r.events.find((e): e is ErrorEvent => e.type === 'error');
+      expect(err, r.stdout + r.stderr).toMatchObject({ code: 'gpu-required' });
+      expect(err!.message).toMatch(message);
+      expect(r.events.some((e) => e.type === 'step'), 'no step trained').toBe(false);
+    }
+    // torch: refused by the agent before any rank started.
+    expect(torch.events.some((e) => e.type === 'hello')).toBe(false);
+  }, 180_000);
+
   it('gives each tfjs rank its own GPU (one visible device, memory growth, PCI order) in a durable run', async () => {
     const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), PATH: `${root}:${process.env.PATH}`, SECOND_GPU: '1' };
     const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];

@@ -88,6 +88,23 @@ print(json.dumps(out))`) as unknown[];
     expect(got[cases.length + 2]).toEqual({ uuid: 'GPU-0d1f2e3c-4b5a-6978-8796-a5b4c3d2e1f0', index: null, name: '', how: 'torch device UUID (nvidia-smi not available)' });
   });
 
+  it('LOCAL_RANK picks the GPU with every GPU of the host visible (the seeds’ mapping), NCCL on CUDA; more ranks than GPUs share round-robin', () => {
+    // torch.cuda stood in for a 4-GPU host (no GPU here): the engine's own choose_device/cuda_index decide.
+    const out = py(`import json, torch
+from cohort_torch import distributed as d
+torch.cuda.is_available = lambda: True
+torch.cuda.device_count = lambda: 4
+picked = []
+torch.cuda.set_device = lambda dev: picked.append(str(dev))
+torch.cuda.get_device_name = lambda dev: "NVIDIA A100-SXM4-80GB"
+chosen = [[str(x) for x in d.choose_device(lr)] for lr in range(4)]
+from cohort_torch.events import emit  # fd 1 is stderr once the engine's modules load: emit writes to the real stdout
+emit("result", chosen=chosen, picked=picked, shared=d.cuda_index(5, 4))`) as { chosen: string[][]; picked: string[]; shared: number };
+    expect(out.chosen).toEqual([0, 1, 2, 3].map((i) => [`cuda:${i}`, 'nccl', `CUDA device ${i} (NVIDIA A100-SXM4-80GB)`]));
+    expect(out.picked).toEqual(['cuda:0', 'cuda:1', 'cuda:2', 'cuda:3']);
+    expect(out.shared).toBe(1);
+  });
+
   it('counts only this process’s bytes on its own GPU, and its GPU’s utilisation; [N/A] (MIG) is unknown, not 0', () => {
     const got = py(`import json
 from cohort_torch.gpu import process_bytes

@@ -1,6 +1,7 @@
 // The thin boundary: fake interpreters (small shell scripts printing what a Python would answer to
 // the engine choice's query). Discovery, de-duplication, preference and the reason are the real code.
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -20,6 +21,7 @@ const debianCpu = fakePython(join(root, 'usr/bin/python3'), { version: '3.11.2',
 const workdir = join(root, 'wd');
 const venvCuda = fakePython(join(workdir, 'venv/bin/python'), { version: '3.11.2', torch: '2.3.1+cu121', cuda: true, cudaVersion: '12.1', gpus: 4 });
 writeFileSync(join(workdir, 'venv/pyvenv.cfg'), 'home = /usr/bin\n');
+const condaEnvInWorkdir = fakePython(join(workdir, 'conda-env/bin/python'), { version: '3.10.14', error: 'ModuleNotFoundError: No module named torch' });
 const condaNoTorch = fakePython(join(root, 'home/miniconda3/bin/python'), { version: '3.12.1', error: 'ModuleNotFoundError: No module named torch' });
 const broken = fakePython(join(root, 'weird/python'), 'Segmentation fault');
 
@@ -28,6 +30,7 @@ describe('python discovery and choice', () => {
     const c = pythonCandidates({ HOME: join(root, 'home') }, workdir);
     expect(c.slice(0, 3)).toEqual(['/usr/bin/python3', 'python3', 'python']);
     expect(c).toContain(venvCuda);
+    expect(c).toContain(condaEnvInWorkdir); // no pyvenv.cfg: a conda env; `cohort probe` lists it too
     expect(c).toContain(condaNoTorch);
     expect(pythonCandidates({ COHORT_PYTHON: '/opt/py/bin/python', HOME: root }, workdir)).toEqual(['/opt/py/bin/python']);
   });
@@ -58,3 +61,47 @@ describe('python discovery and choice', () => {
     await expect(chooseEngine('torch', { enginesDir, workdir, env: { COHORT_PYTHON: condaNoTorch } })).rejects.toThrow(/no Python with PyTorch found on this host \(COHORT_PYTHON/);
   });
 });
+
+describe('an interpreter that does not answer in time', () => {
+  it('is listed with the reason (not silently dropped), and the others still count', async () => {
+    const slow = join(root, 'slow/bin/python');
+    mkdirSync(join(root, 'slow/bin'), { recursive: true });
+    writeFileSync(slow, '#!/bin/sh\nexec sleep 5\n'); // exec: the timeout's kill reaches the sleep, nothing is left behind
+    chmodSync(slow, 0o755);
+    const t0 = Date.now();
+    const found = await findPythons([slow, debianCpu], { timeoutMs: 500 });
+    expect(Date.now() - t0).toBeLessThan(4000);
+    expect(found).toEqual([{ python: slow, version: '', error: 'no answer within 0.5 s (a slow or hung `import torch`?); killed' }, expect.objectContaining({ python: debianCpu, torch: '2.1.2' })]);
+    expect(pickPython(found).explanation).toMatch(/also found: .*slow\/bin\/python \(Python \?, no torch: no answer within 0\.5 s/);
+  });
+});
+
+// A real venv the way `python3 -m venv` makes one: bin/python is a symlink to the system interpreter,
+// and pyvenv.cfg beside bin/ gives it its own site-packages. The torch in it is a stand-in module
+// answering as a CUDA build (no GPU here). Before the fix it was dropped as a duplicate of
+// /usr/bin/python3 (same real file), so a host with Debian's CPU torch trained on the CPU.
+const SYSTEM = '/usr/bin/python3';
+const sysVersion = existsSync(SYSTEM) ? spawnSync(SYSTEM, ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).stdout.trim() : '';
+describe.skipIf(!sysVersion)('a venv whose python is a symlink to the system interpreter', () => {
+  it('is its own interpreter (own site-packages), not a duplicate of /usr/bin/python3: its CUDA torch wins', async () => {
+    const wd = join(root, 'wd-symlink-venv');
+    const venv = join(wd, 'venv');
+    mkdirSync(join(venv, 'bin'), { recursive: true });
+    writeFileSync(join(venv, 'pyvenv.cfg'), `home = /usr/bin\ninclude-system-site-packages = false\nversion = ${sysVersion}\n`);
+    symlinkSync(SYSTEM, join(venv, 'bin', 'python'));
+    const pkg = join(venv, 'lib', `python${sysVersion}`, 'site-packages', 'torch');
+    mkdirSync(pkg, { recursive: true });
+    writeFileSync(join(pkg, '__init__.py'), '__version__ = "2.3.1+cu121"\nclass cuda:\n    is_available = staticmethod(lambda: True)\n    device_count = staticmethod(lambda: 4)\nclass version:\n    cuda = "12.1"\n');
+    const py = join(venv, 'bin', 'python');
+    const found = await findPythons([SYSTEM, 'python3', py]);
+    expect(found.map((p) => p.python)).toContain(py);
+    expect(found.find((p) => p.python === py)).toMatchObject({ torch: '2.3.1+cu121', cuda: true, gpus: 4 });
+    expect(pickPython(found).chosen?.python).toBe(py);
+    expect(found.filter((p) => p.python === SYSTEM)).toHaveLength(1);
+    mkdirSync(join(root, 'engines'), { recursive: true });
+    writeFileSync(join(root, 'engines', 'torch_engine.py'), '');
+    const auto = await chooseEngine('auto', { enginesDir: join(root, 'engines'), workdir: wd, env: { HOME: join(root, 'home'), PATH: process.env.PATH } });
+    expect(auto).toMatchObject({ name: 'torch', python: py, cuda: true });
+  });
+});
+

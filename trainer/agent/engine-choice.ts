@@ -53,7 +53,8 @@ export function pythonCandidates(env: NodeJS.ProcessEnv, workdir?: string): stri
     } catch {
       continue;
     }
-    for (const n of names.sort()) if (existsSync(join(root, n, 'pyvenv.cfg'))) out.push(join(root, n, 'bin', 'python'));
+    // Any <dir>/bin/python (a venv, a conda env), as `cohort probe` lists them.
+    for (const n of names.sort()) if (existsSync(join(root, n, 'bin', 'python'))) out.push(join(root, n, 'bin', 'python'));
   }
   const home = env.HOME ?? homedir();
   const conda = [env.CONDA_PREFIX, ...['miniconda3', 'anaconda3', 'miniforge3', 'mambaforge'].map((d) => join(home, d)), '/opt/conda'].filter((x): x is string => !!x);
@@ -61,8 +62,10 @@ export function pythonCandidates(env: NodeJS.ProcessEnv, workdir?: string): stri
   return out;
 }
 
+// sys.prefix tells environments apart: a venv's bin/python is a symlink to the system interpreter
+// (same real file) but has its own prefix and site-packages.
 const QUERY = `import json, sys
-r = {"version": sys.version.split()[0]}
+r = {"version": sys.version.split()[0], "prefix": sys.prefix}
 try:
     import torch
     r.update(torch=torch.__version__, cuda=bool(torch.cuda.is_available()), cudaVersion=torch.version.cuda or "", gpus=torch.cuda.device_count() if torch.cuda.is_available() else 0)
@@ -70,18 +73,32 @@ except Exception as e:
     r["error"] = type(e).__name__ + ": " + str(e)
 print(json.dumps(r))`;
 
-/** Asks every candidate (in parallel) which Python and torch it is; missing interpreters are left out, duplicates (same real path) once. */
-export async function findPythons(candidates: string[]): Promise<PythonInfo[]> {
-  const answers = await Promise.all(candidates.map(async (python) => ({ python, out: await run(python, ['-c', QUERY]) })));
+/**
+ * Asks every candidate (in parallel) which Python and torch it is; missing interpreters are left out,
+ * duplicates once: the same real file AND the same sys.prefix (a venv's python links to the system's
+ * interpreter but is another environment).
+ */
+export async function findPythons(candidates: string[], opts: { timeoutMs?: number } = {}): Promise<PythonInfo[]> {
+  const timeoutMs = opts.timeoutMs ?? QUERY_TIMEOUT_MS;
+  const answers = await Promise.all(candidates.map(async (python) => ({ python, answer: await run(python, ['-c', QUERY], timeoutMs) })));
   const seen = new Set<string>();
   const found: PythonInfo[] = [];
-  for (const { python, out } of answers) {
-    if (out === undefined) continue;
-    const real = realPath(python);
-    if (seen.has(real)) continue;
-    seen.add(real);
+  for (const { python, answer } of answers) {
+    if (answer.missing) continue;
+    if (answer.out === undefined) {
+      // It exists but did not answer: say so (a slow `import torch` must not make a CUDA torch vanish from the reason).
+      const key = `${realPath(python)}\0!`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      found.push({ python, version: '', error: answer.error });
+      continue;
+    }
+    const out = answer.out;
     try {
-      const j = JSON.parse(out.trim().split('\n').at(-1)!) as Partial<PythonInfo>;
+      const j = JSON.parse(out.trim().split('\n').at(-1)!) as Partial<PythonInfo> & { prefix?: unknown };
+      const key = `${realPath(python)}\0${typeof j.prefix === 'string' ? j.prefix : ''}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
       found.push({
         python,
         version: typeof j.version === 'string' ? j.version : '',
@@ -89,6 +106,9 @@ export async function findPythons(candidates: string[]): Promise<PythonInfo[]> {
         ...(typeof j.error === 'string' ? { error: j.error } : {}),
       });
     } catch {
+      const key = `${realPath(python)}\0?`;
+      if (seen.has(key)) continue;
+      seen.add(key);
       found.push({ python, version: '', error: `unexpected output: ${out.trim().slice(0, 120)}` });
     }
   }
@@ -161,8 +181,22 @@ function realPath(p: string): string {
   return p;
 }
 
-function run(cmd: string, args: string[]): Promise<string | undefined> {
+/**
+ * How long an interpreter may take to answer: a first `import torch` (CUDA init, a cold network home)
+ * can take tens of seconds. Kept under the leader agent's 60 s wait for its followers (run-agent.ts),
+ * which a follower only joins after choosing its engine.
+ */
+const QUERY_TIMEOUT_MS = 45_000;
+
+/** Runs an interpreter: its stdout, or why not (`missing`: no such file, left out of the list). */
+function run(cmd: string, args: string[], timeoutMs: number): Promise<{ missing?: true; out?: string; error: string }> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { timeout: 20_000 }, (err, stdout) => resolve(err ? undefined : stdout));
+    execFile(cmd, args, { timeout: timeoutMs }, (err, stdout, stderr) => {
+      if (!err) return resolve({ out: stdout, error: '' });
+      const e = err as NodeJS.ErrnoException & { killed?: boolean; signal?: string | null };
+      if (e.code === 'ENOENT' || e.code === 'EACCES') return resolve({ missing: true, error: e.code });
+      if (e.killed || e.signal) return resolve({ error: `no answer within ${timeoutMs / 1000} s (a slow or hung \`import torch\`?); killed` });
+      resolve({ error: `failed (exit ${String(e.code)}): ${String(stderr).trim().split('\n').pop()?.slice(0, 120) ?? ''}` });
+    });
   });
 }

@@ -1,6 +1,6 @@
 // The probe script is run for real by /bin/sh on this machine (the SSH tests run it on sshd hosts).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -81,6 +81,30 @@ esac`);
       expect(p.python?.path).toBe(venv);
       expect(p.torch).toEqual({ version: '2.3.1+cu121', cuda: true });
       expect(probeSummary(p)).toMatch(/torch 2\.3\.1\+cu121\+cuda \(.*venv\/bin\/python\) \[pythons: .*profile-py\/bin\/python torch 2\.1\.2 CPU; .*venv\/bin\/python torch 2\.3\.1\+cu121 CUDA 12\.1; .*conda\/bin\/python no torch/);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(!existsSync('/usr/bin/python3'))('lists a venv whose python is a symlink to the system interpreter as its own (its own site-packages, its own torch)', () => {
+    // A venv as `python3 -m venv` makes it; its torch is a stand-in module answering as a CUDA build (no GPU here).
+    // Before: the probe dropped it as a duplicate of /usr/bin/python3 (same real file) and reported the system's torch.
+    const root = mkdtempSync(join(tmpdir(), 'cohort-probe-venv-'));
+    try {
+      const ver = execFileSync('/usr/bin/python3', ['-c', 'import sys; print("%d.%d" % sys.version_info[:2])'], { encoding: 'utf8' }).trim();
+      const venv = join(root, 'wd', 'venv');
+      mkdirSync(join(venv, 'bin'), { recursive: true });
+      writeFileSync(join(venv, 'pyvenv.cfg'), `home = /usr/bin\ninclude-system-site-packages = false\nversion = ${ver}\n`);
+      symlinkSync('/usr/bin/python3', join(venv, 'bin', 'python'));
+      const pkg = join(venv, 'lib', `python${ver}`, 'site-packages', 'torch');
+      mkdirSync(pkg, { recursive: true });
+      writeFileSync(join(pkg, '__init__.py'), '__version__ = "2.3.1+cu121"\nclass cuda:\n    is_available = staticmethod(lambda: True)\n    device_count = staticmethod(lambda: 4)\nclass version:\n    cuda = "12.1"\n');
+      const out = execFileSync('/bin/sh', ['-c', probeScript(join(root, 'wd'))], { encoding: 'utf8', env: { ...process.env, COHORT_PYTHON: '' } });
+      const p = parseProbe('here', out);
+      const py = join(venv, 'bin', 'python');
+      expect(p.pythons?.find((x) => x.path === py)).toEqual({ path: py, version: expect.stringMatching(/^\d+\.\d+\.\d+/), torch: '2.3.1+cu121', cuda: true, cudaVersion: '12.1', gpus: 4 });
+      expect(p.pythons?.filter((x) => x.path === '/usr/bin/python3')).toHaveLength(1);
+      expect(p.python?.path).toBe(py);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

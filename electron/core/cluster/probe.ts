@@ -30,11 +30,13 @@ for m in tfjs-node-gpu tfjs-node; do
 done
 # Every Python that might train: the profile's (COHORT_PYTHON), the system's, PATH's, venvs under the
 # workdir, conda. Each says its torch and CUDA; the agent prefers a CUDA torch (engine-choice.ts).
+# The same interpreter twice is asked once: same real file in the same folder. Not the real file
+# alone: a venv's bin/python links to the system's interpreter, yet is another environment.
 SEEN=" "
 for P in "$COHORT_PYTHON" /usr/bin/python3 python3 python "$WD"/*/bin/python "$WD"/runtime/*/bin/python "$CONDA_PREFIX/bin/python" "$HOME/miniconda3/bin/python" "$HOME/anaconda3/bin/python" "$HOME/miniforge3/bin/python" /opt/conda/bin/python; do
   [ -n "$P" ] || continue
   Q=$(command -v "$P" 2>/dev/null) || continue
-  R=$(readlink -f "$Q" 2>/dev/null || echo "$Q")
+  R="$(dirname "$Q")|$(readlink -f "$Q" 2>/dev/null || echo "$Q")"
   case "$SEEN" in *" $R "*) continue;; esac
   SEEN="$SEEN$R "
   OUT=$("$Q" -c 'import sys; v=sys.version.split()[0]
