@@ -11,16 +11,19 @@
 //     --detach): each follower stops its ranks and says it waits for h1 (one restart event told),
 //     the attach relaunches h1's agent over its record once h1 answers, the followers connect to it
 //     again, and the run ends ok with the uninterrupted paramChecksum
+//   - h3 lost the same way with its <workdir>/trainer/ removed while down (a re-imaged host with the
+//     workdir's runs/ restored, a cleanup job): the client re-deploys the bundle before run-rejoin
+//     (which runs from it), and the run ends ok with the uninterrupted paramChecksum
 //   - the leader not back within the followers' wait (COHORT_HOST_WAIT_MS 8 s in their host env): the
 //     followers end failed naming h1 with the hint, the client says lost naming h1 (never running
 //     forever), nothing left on h2/h3
 // (`--max-restarts 0` with a dead host: durable-cluster.test.ts, unchanged.)
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, DoneEvent, ErrorEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
-import { harnessMode, leftovers, startHosts, trainerProcesses as trainerProcessesOn, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { crashHost, harnessMode, leftovers, startHosts, trainerProcesses as trainerProcessesOn, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli, type CliRun } from '../helpers/cli';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
@@ -49,21 +52,8 @@ async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 60
   }
 }
 
-/** h3 dies as a machine does: off the network, sshd and everything on it killed (its disk, the workdir, kept). */
-async function killHost(i: number): Promise<number> {
-  await cluster.setLink(i, false);
-  const at = Date.now();
-  const procs = await cluster.processes(i);
-  for (const pid of [cluster.hosts[i]!.sshdPid, ...procs.map((p) => p.pid)]) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      /* gone already */
-    }
-  }
-  await until(`every process on host ${i + 1} gone`, async () => (await cluster.processes(i)).length === 0, 10_000);
-  return at;
-}
+/** Host i dies as a machine does: off the network, sshd and everything on it killed (its disk, the workdir, kept). */
+const killHost = (i: number): Promise<number> => crashHost(cluster, i);
 
 async function bringBack(i: number): Promise<number> {
   await cluster.restartSshd(i);
@@ -78,7 +68,7 @@ let refSumOnce: Promise<string> | undefined;
 function refSum(): Promise<string> {
   refSumOnce ??= (async () => {
     const ref = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--json'], { json: true });
-    expect((await ref.exit).code, ref.stderr).toBe(0);
+    expect((await ref.exit).code, `${ref.stderr}\n${JSON.stringify(ref.events.filter((e) => e.type === 'error' || e.type === 'done'))}`).toBe(0);
     const sum = ref.events.find((e): e is DoneEvent => e.type === 'done')!.paramChecksum;
     expect(sum).toMatch(/\S/);
     return sum;
@@ -242,4 +232,41 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
       await bringBack(0);
     }
   }, 420_000);
+
+  it('--max-restarts 1: h3 killed after a checkpoint, its <workdir>/trainer/ removed while down, back: the client re-deploys the bundle, the run restarts and ends ok with the uninterrupted paramChecksum, 0 processes left', async () => {
+    const uninterrupted = await refSum();
+
+    const run = cli(['run', '--profile', 'trio', ...fixed, ...tiny, '--max-restarts', '1', '--json'], { json: true });
+    await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    await killHost(2);
+    const restart = (await run.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
+    expect(restart).toMatchObject({ attempt: 1, host: 'h3', code: 'host-lost', waitingFor: ['h3'] });
+    // While h3 is down its bundle goes; its workdir's runs/ (the run's spec and record) stays.
+    const bundles = join(cluster.hosts[2]!.workdir, 'trainer');
+    expect(existsSync(bundles), `${bundles} was deployed`).toBe(true);
+    rmSync(bundles, { recursive: true, force: true });
+    expect(existsSync(join(cluster.hosts[2]!.workdir, 'runs'))).toBe(true);
+    await new Promise((r) => setTimeout(r, 2000));
+    await cluster.restartSshd(2);
+    await cluster.setLink(2, true);
+    const backAt = Date.now();
+
+    const exit = await run.exit;
+    const logs = run.events.flatMap((e) => (e.type === 'log' ? [e.message] : []));
+    expect(exit.code, `${run.stderr.slice(-2000)}\n${logs.slice(-20).join('\n')}`).toBe(0);
+    const redeployed = run.events.find((e) => e.type === 'log' && /re-deployed the trainer bundle to h3/.test(e.message));
+    expect(redeployed, logs.slice(-20).join('\n')).toBeDefined();
+    expect(redeployed!.type === 'log' && redeployed!.message).toMatch(/h3 is back/);
+    expect(existsSync(bundles), 'the bundle is on h3 again').toBe(true);
+    const afterRestart = run.events.slice(run.events.indexOf(restart));
+    expect(afterRestart.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep)).toBe(true);
+    const firstAfter = afterRestart.find((e): e is StepEvent => e.type === 'step')!;
+    expect(firstAfter.step).toBe(restart.resumeStep + 1);
+    const done = run.events.find((e): e is DoneEvent => e.type === 'done')!;
+    expect(done).toMatchObject({ status: 'ok', steps: 14 });
+    expect(done.paramChecksum).toBe(uninterrupted);
+    expect(run.events.filter((e) => e.type === 'restart')).toHaveLength(1);
+    await until('0 processes on every host', async () => (await trainerProcesses()).length === 0, 15_000);
+    process.stderr.write(`bundle gone: h3 back -> agent relaunched with the bundle re-deployed ${redeployed!.time - backAt} ms; -> first step after resume ${firstAfter.time - backAt} ms\n`);
+  }, 600_000);
 });
