@@ -161,6 +161,8 @@ export interface AppliedConfig {
   compile?: string;
   /** Environment switches that change the run (COHORT_TORCH_EXTRAS, TF_*, CUDA_*, NCCL_*, …), as the hosts had them. */
   envSwitches?: Record<string, string>;
+  /** envSwitches come from the hosts' agents (`env` events), not from the client's profile env. */
+  envFromHosts?: boolean;
 }
 
 export type RunExportFormat = 'csv' | 'json';

@@ -1,6 +1,7 @@
 // The agent's pre-launch GPU check through the real CLI, a real durable local run and the real agent:
 // `--engine torch --bf16` on a host whose GPU is compute capability 7.0 is refused before any rank
-// starts, naming the host and the GPU; tfjs ranks on a host with two GPUs get one each. No GPU exists here, so two executables stand in for what
+// starts, naming the host and the GPU; tfjs ranks on a host with two GPUs get one each, and the run's
+// record says so (the agent's `env` event: the GPU variables each rank had). No GPU exists here, so two executables stand in for what
 // the host would have, and only at the thinnest boundary:
 // - a fake `nvidia-smi` on PATH prints what the real one prints on a V100 host, in NVIDIA's
 //   documented `--format=csv,noheader,nounits` and `-L` formats (one branch per query the agent makes);
@@ -10,7 +11,8 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ErrorEvent, LogEvent } from '../../trainer/protocol';
+import type { RunMeta } from '../../electron/common';
+import type { EnvEvent, ErrorEvent, LogEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
 
 const root = mkdtempSync(join(tmpdir(), 'cohort-bf16-'));
@@ -75,11 +77,20 @@ describe('agent pre-launch GPU check (local run)', () => {
   }, 180_000);
 
   it('gives each tfjs rank its own GPU (one visible device, memory growth, PCI order) in a durable run', async () => {
-    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), PATH: `${root}:${process.env.PATH}`, SECOND_GPU: '1' };
+    const envOf = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), PATH: `${root}:${process.env.PATH}`, SECOND_GPU: '1' };
     const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
-    const r = runCli(['run', '--local', '--engine', 'tfjs', '--ranks', '2', '--steps', '2', ...tiny, '--json'], { env, json: true });
+    const r = runCli(['run', '--local', '--engine', 'tfjs', '--ranks', '2', '--steps', '2', ...tiny, '--json'], { env: envOf, json: true });
     expect((await r.exit).code, r.stderr).toBe(0);
     const gpus = r.events.find((e): e is LogEvent => e.type === 'log' && e.message.includes('GPUs:'));
     expect(gpus?.message).toMatch(/GPUs: tfjs: one visible GPU per rank \(rank 0→0, rank 1→1; of the host's 2\), memory growth on$/);
+    // What ran, as the agent started the ranks (issue 13 item 10): the GPU variables it set per rank are
+    // environment switches the client could not know; History, compare and CSV read them from the record.
+    const env = r.events.find((e): e is EnvEvent => e.type === 'env');
+    expect(env?.ranks.map((x) => x.switches.CUDA_VISIBLE_DEVICES)).toEqual(['0', '1']);
+    const list = runCli(['runs', 'list', '--json'], { env: envOf });
+    expect((await list.exit).code, list.stderr).toBe(0);
+    const ran = (JSON.parse(list.stdout) as RunMeta[]).find((m) => m.status === 'ok'); // this file's only run that trains
+    expect(ran?.applied, list.stdout).toMatchObject({ envFromHosts: true, envSwitches: { CUDA_VISIBLE_DEVICES: '0 | 1', CUDA_DEVICE_ORDER: 'PCI_BUS_ID', TF_FORCE_GPU_ALLOW_GROWTH: 'true' } });
+    expect(ran!.applied!.envSwitches!.COHORT_THREADS).toMatch(/^\d+$/);
   }, 180_000);
 });

@@ -49,6 +49,8 @@ export interface RankProc {
   errorCode?: string;
   /** The signals this agent sent the rank (kill()): an exit by one of them is ours, not a failure. */
   sent: Set<NodeJS.Signals>;
+  /** The environment the rank was started with (the agent reports its switches: the `env` event). */
+  env: NodeJS.ProcessEnv;
 }
 
 export interface RankExit {
@@ -120,7 +122,8 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     [CACHE_DIR_ENV]: join(runDir, '..', '..', 'cache'),
     [LIFELINE_ENV]: '1',
     COHORT_ENGINE_REASON: engine.reason,
-    COHORT_THREADS: spec.env.COHORT_THREADS ?? String(threads),
+    // The profile's host env, then the host's own environment (a local run: the user's), then a fair share of the cores.
+    COHORT_THREADS: spec.env.COHORT_THREADS ?? process.env.COHORT_THREADS ?? String(threads),
   };
   // The run id in every rank's arguments lets `cohort` find leftovers of a run with ps (python: -X accepts any key).
   // tfjs ranks get relaxed SIMD (FMA in the wasm GEMM kernels) where this Node has it behind a flag (Node 20).
@@ -130,7 +133,7 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
   // stdin is the lifeline: the agent never writes to it and never closes it; its death closes it.
   const child = spawn(cmd!, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   child.stdin!.on('error', () => {}); // EPIPE once the rank is gone: nothing to do
-  const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false, sent: new Set() };
+  const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false, sent: new Set(), env };
   const decoder = new EventLineDecoder();
   const host = spec.host;
   const emit = emitTo(sink);

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { DisposableStore, HOST_WAIT_MS, SlowRankWatch, decodeLaunchSpec, isTerminalRunState, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError, type RunStateRecord } from '../protocol';
+import { DisposableStore, HOST_WAIT_MS, SlowRankWatch, decodeLaunchSpec, isTerminalRunState, runSwitches, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError, type RunStateRecord } from '../protocol';
 import { newestCheckpointStep } from '../train/checkpoint';
 import { readGpuRows } from '../util/nvidia-smi';
 import { chooseEngine, type EngineChoice } from './engine-choice';
@@ -115,6 +115,8 @@ class HostAgent {
   private pendingRestart: ErrorEvent | undefined;
   /** The attempt in which rank 0 reported its `done` (-1: none yet). */
   private doneAttempt = -1;
+  /** The `env` event (the switches each rank runs with) is told once, when the ranks first start. */
+  private envTold = false;
   /** The restarts are spent and the scheduler was told not to requeue the job (said once). */
   private spentSaid = false;
   /** A lost node under a requeueing scheduler with restarts left: the error, while we wait for Slurm to end this run of the job. */
@@ -293,6 +295,10 @@ class HostAgent {
     const config = { ...this.spec.config, ...(resume ? { resume: true } : {}), ...this.checkpointing() };
     const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, this.sink, (x) => this.onRankExit(group, x), this.rankEnv);
     this.group = group;
+    if (!this.envTold) {
+      this.envTold = true;
+      this.emit({ type: 'env', host: this.spec.host, ranks: group.procs.map((p) => ({ rank: p.spec.rank, switches: runSwitches(p.env) })) });
+    }
     this.setState('running');
     void group.done.then(() => this.onRanksDone(group, attempt));
   }

@@ -15,6 +15,7 @@ import {
   optStr,
   str,
   strArr,
+  strRecord,
   type Obj,
 } from './validate';
 
@@ -32,6 +33,7 @@ export const EVENT_TYPES = [
   'error',
   'restart',
   'queued',
+  'env',
   'done',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
@@ -293,6 +295,17 @@ export interface DoneEvent extends EventBase {
   phases?: RankPhases[];
 }
 
+/**
+ * A host's agent, as it first starts its ranks: the environment switches (env-switches.ts) each
+ * rank runs with: the host's own environment, the profile's host env and the GPU variables the
+ * agent sets per rank. History and compare record these, not what the client could guess.
+ */
+export interface EnvEvent extends EventBase {
+  type: 'env';
+  host: string;
+  ranks: { rank: number; switches: Record<string, string> }[];
+}
+
 export type CohortEvent =
   | HelloEvent
   | PlanEvent
@@ -305,6 +318,7 @@ export type CohortEvent =
   | ErrorEvent
   | RestartEvent
   | QueuedEvent
+  | EnvEvent
   | DoneEvent;
 
 type Payload<E> = E extends CohortEvent ? Omit<E, 'v' | 'time'> : never;
@@ -476,6 +490,14 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     host: str(o, 'host', p),
     behind: str(o, 'behind', p),
     ...opt('slurm', o.slurm === undefined ? undefined : schedulerQueue(o.slurm, 'slurm')),
+  }),
+  env: (o) => ({
+    type: 'env',
+    host: str(o, 'host', p),
+    ranks: arr(o, 'ranks', p, (v, q) => {
+      const r = obj(v, q);
+      return { rank: num(r, 'rank', q, { int: true, min: 0 }), switches: strRecord(r, 'switches', q) };
+    }),
   }),
   done: (o) => ({
     type: 'done',

@@ -10,3 +10,4 @@ export * from './errors';
 export * from './run-state';
 export * from './slurm-job';
 export * from './slow-rank';
+export * from './env-switches';

@@ -3,20 +3,8 @@
 // keeps the defaults, a tfjs-node-gpu rank may be on the CPU, and two runs of the seeds' ladder
 // may differ only by an environment switch. History, compare and CSV read RunMeta.applied.
 import type { CohortEvent, TrainConfig } from '../../../trainer/protocol';
+export { runSwitches } from '../../../trainer/protocol';
 import type { AppliedConfig } from '../../common';
-
-/** Environment variables that change what a run computes or how fast (names or prefixes ending in _). */
-// TensorFlow's own TF_ variables only: Terraform's (TF_CLI_CONFIG_FILE, TF_VAR_*, TF_LOG …) share the
-// prefix and change nothing here, yet showed up as a "difference" between runs.
-const SWITCHES = ['COHORT_TORCH_', 'COHORT_THREADS', 'COHORT_PYTHON', 'TF_CPP_', 'TF_FORCE_', 'TF_ENABLE_', 'TF_GPU_', 'TF_XLA_', 'TF_CUDNN_', 'TF_NUM_', 'TF_DETERMINISTIC_OPS', 'TF_USE_', 'TF_INTRA_OP_', 'TF_INTER_OP_', 'CUDA_', 'NCCL_', 'TORCH_', 'PYTORCH_', 'CUBLAS_', 'CUDNN_', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'XLA_'];
-
-export function runSwitches(env: Record<string, string | undefined>): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(env).sort(([a], [b]) => a.localeCompare(b))) {
-    if (v !== undefined && SWITCHES.some((s) => (s.endsWith('_') ? k.startsWith(s) : k === s))) out[k] = v;
-  }
-  return out;
-}
 
 /** Folds one event into the applied config (the same object back when the event says nothing new). */
 export function applyEvent(applied: AppliedConfig, asked: TrainConfig, e: CohortEvent): AppliedConfig {
@@ -41,6 +29,16 @@ export function applyEvent(applied: AppliedConfig, asked: TrainConfig, e: Cohort
       const fell = e.ranks.some((r) => r.gpuFellBack);
       if (!devices.length && !fell) return applied;
       return { ...applied, ...(devices.length ? { devices } : {}), ...(fell ? { gpuFellBack: true } : {}) };
+    }
+    case 'env': {
+      // The hosts' agents say what each rank really runs with (their login environment, the profile's
+      // host env, the GPU variables set per rank): the first report replaces the client's guess, the
+      // others add to it; a switch whose value differs between ranks lists each value once.
+      const values = new Map<string, Set<string>>();
+      if (applied.envFromHosts) for (const [k, v] of Object.entries(applied.envSwitches ?? {})) values.set(k, new Set(v.split(' | ')));
+      for (const r of e.ranks) for (const [k, v] of Object.entries(r.switches)) values.set(k, (values.get(k) ?? new Set()).add(v));
+      const envSwitches = Object.fromEntries([...values.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([k, vs]) => [k, [...vs].sort().join(' | ')]));
+      return { ...applied, envSwitches, envFromHosts: true };
     }
     case 'compile':
       if (!asked.compile) return applied;
