@@ -82,23 +82,20 @@ export async function findPythons(candidates: string[], opts: { timeoutMs?: numb
   const timeoutMs = opts.timeoutMs ?? QUERY_TIMEOUT_MS;
   const answers = await Promise.all(candidates.map(async (python) => ({ python, answer: await run(python, ['-c', QUERY], timeoutMs) })));
   const seen = new Set<string>();
+  const firstTime = (key: string): boolean => !seen.has(key) && Boolean(seen.add(key));
   const found: PythonInfo[] = [];
   for (const { python, answer } of answers) {
     if (answer.missing) continue;
     if (answer.out === undefined) {
       // It exists but did not answer: say so (a slow `import torch` must not make a CUDA torch vanish from the reason).
-      const key = `${realPath(python)}\0!`;
-      if (seen.has(key)) continue;
-      seen.add(key);
+      if (!firstTime(`${realPath(python)}\0!`)) continue;
       found.push({ python, version: '', error: answer.error });
       continue;
     }
     const out = answer.out;
     try {
       const j = JSON.parse(out.trim().split('\n').at(-1)!) as Partial<PythonInfo> & { prefix?: unknown };
-      const key = `${realPath(python)}\0${typeof j.prefix === 'string' ? j.prefix : ''}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
+      if (!firstTime(`${realPath(python)}\0${typeof j.prefix === 'string' ? j.prefix : ''}`)) continue;
       found.push({
         python,
         version: typeof j.version === 'string' ? j.version : '',
@@ -106,9 +103,7 @@ export async function findPythons(candidates: string[], opts: { timeoutMs?: numb
         ...(typeof j.error === 'string' ? { error: j.error } : {}),
       });
     } catch {
-      const key = `${realPath(python)}\0?`;
-      if (seen.has(key)) continue;
-      seen.add(key);
+      if (!firstTime(`${realPath(python)}\0?`)) continue;
       found.push({ python, version: '', error: `unexpected output: ${out.trim().slice(0, 120)}` });
     }
   }

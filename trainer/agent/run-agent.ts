@@ -139,8 +139,7 @@ class HostAgent {
     private readonly relaunched?: RunStateRecord,
   ) {
     this.role = spec.role ?? 'leader';
-    const carried = relaunched ? { startedAt: relaunched.startedAt, restarts: relaunched.restarts, ...(relaunched.lastStep !== undefined ? { lastStep: relaunched.lastStep } : {}) } : undefined;
-    this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role: this.role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}), ...(opts.scheduler ? { schedulerAttempt: opts.scheduler.attempt } : {}) }, carried);
+    this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role: this.role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}), ...(opts.scheduler ? { schedulerAttempt: opts.scheduler.attempt } : {}) }, relaunched);
     this.sink = {
       event: (e) => this.onEvent(e),
       line: (rank, _stream, text) => this.record.rankLine(rank, text),
@@ -446,25 +445,27 @@ class HostAgent {
     const requeued = this.opts.scheduler?.requeued;
     if (requeued) {
       // The scheduler ran the job again: every rank resumes from the newest checkpoint (node 0's record, on the shared workdir).
-      this.pendingRestart = { v: 1, time: Date.now(), type: 'error', rank: -1, host: requeued.host, message: requeued.reason, logTail: [], code: 'slurm-requeued' };
-      this.attempt = requeued.restarts;
-      for (const f of fs) f.exited = this.attempt;
-      this.ownRanksOk = false;
-      return this.maybeRestart();
+      return this.restartOver({ v: 1, time: Date.now(), type: 'error', rank: -1, host: requeued.host, message: requeued.reason, logTail: [], code: 'slurm-requeued' }, requeued.restarts);
     }
     if (this.lostLeader) {
       // This agent replaces a leader lost with its host: every follower rejoined, so every rank resumes
       // from the newest checkpoint, counted as a restart (the attempt that was running is over).
-      this.pendingRestart = this.lostLeader;
+      const cause = this.lostLeader;
       this.lostLeader = undefined;
-      this.attempt = this.record.current.restarts + 1;
-      for (const f of fs) f.exited = this.attempt;
-      this.ownRanksOk = false;
-      return this.maybeRestart();
+      return this.restartOver(cause, this.record.current.restarts + 1);
     }
     for (const f of fs) f.link.send({ t: 'go', attempt: 1, resume: false });
     this.startRanks(1, false);
     this.maybeSpent();
+  }
+
+  /** An attempt no rank of which runs here any more (a requeued job, a replaced leader): restart every rank from the checkpoint. */
+  private restartOver(cause: ErrorEvent, attempt: number): void {
+    this.pendingRestart = cause;
+    this.attempt = attempt;
+    for (const f of this.followers.values()) f.exited = attempt;
+    this.ownRanksOk = false;
+    this.maybeRestart();
   }
 
   /**
@@ -571,9 +572,14 @@ class HostAgent {
         rank: -1,
         code: 'host-lost',
         message: `host ${missing.join(', ')} lost and not back within ${Math.round(waitMs / 1000)} s (${cause.message})`,
-        hint: `bring ${missing.join(', ')} back (sshd reachable, workdir kept) and keep a client attached while the run waits (cohort attach ${this.spec.runId}); the host env COHORT_HOST_WAIT_MS sets the wait`,
+        hint: this.bringBackHint(missing.join(', ')),
       });
     }, waitMs);
+  }
+
+  /** What to do about lost hosts the run waited for in vain (a follower's wait for its leader, the leader's for followers). */
+  private bringBackHint(hosts: string): string {
+    return `bring ${hosts} back (sshd reachable, workdir kept) and keep a client attached while the run waits (cohort attach ${this.spec.runId}); the host env COHORT_HOST_WAIT_MS sets the wait`;
   }
 
   /** The `restart` event (the restart is counted when it is told). */
@@ -682,7 +688,7 @@ class HostAgent {
     const message = `host ${leader} lost: the leader's agent is gone (${why})`;
     this.leaderWait = setTimeout(() => {
       if (this.ended || this.leader) return;
-      this.fail({ host: leader, rank: -1, code: 'host-lost', message: `host ${leader} (the run's leader) lost and not back within ${Math.round(waitMs / 1000)} s (${why})`, hint: `bring ${leader} back (sshd reachable, workdir kept) and keep a client attached while the run waits (cohort attach ${this.spec.runId}); the host env COHORT_HOST_WAIT_MS sets the wait` });
+      this.fail({ host: leader, rank: -1, code: 'host-lost', message: `host ${leader} (the run's leader) lost and not back within ${Math.round(waitMs / 1000)} s (${why})`, hint: this.bringBackHint(leader) });
     }, waitMs);
     if (this.group?.running) this.group.kill();
     this.setState('restarting', { error: { host: leader, rank: -1, message, code: 'host-lost' } });

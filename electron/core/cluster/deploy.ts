@@ -27,6 +27,9 @@ export class DeployError extends CohortError {
   }
 }
 
+/** A shell command that checks sums in `sha256sum -c` format read from `input` (a file, or - for stdin): coreutils' sha256sum, else Perl's shasum (macOS). */
+export const sha256CheckCommand = (input: string): string => `(sha256sum -c --quiet ${input} 2>&1 || shasum -a 256 -c --quiet ${input} 2>&1)`;
+
 export function remoteBundleDir(workdir: string, hash: string): string {
   return posix.join(workdir, 'trainer', hash.slice(0, 16));
 }
@@ -50,7 +53,7 @@ export async function deployBundle(target: DeployTarget, bundle: TrainerBundle, 
   await target.exec(`find ${shellQuote(posix.dirname(dir))} -maxdepth 1 -name ${shellQuote(`${posix.basename(dir)}.partial-*`)} -mmin +60 -exec rm -rf {} + 2>/dev/null; true`, opts);
   // The manifest's sums, checked against the files present (the .sha256 inside the directory could be damaged too).
   const sums = bundle.files.map((f) => `${f.sha256}  ${f.path}`).join('\n');
-  const sumCheck = `printf '%s\\n' ${shellQuote(sums)} | (sha256sum -c --quiet - 2>&1 || shasum -a 256 -c --quiet - 2>&1)`;
+  const sumCheck = `printf '%s\\n' ${shellQuote(sums)} | ${sha256CheckCommand('-')}`;
   let repaired = false;
   if (!opts.force) {
     const check = await target.exec(`cd ${shellQuote(dir)} 2>/dev/null || { echo absent; exit 0; }; test -f .complete || { echo absent; exit 0; }; ${sumCheck} >/dev/null && echo present || echo corrupt`, opts);

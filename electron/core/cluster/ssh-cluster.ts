@@ -13,7 +13,7 @@ import type { HostLaunch, RunPlan } from '../runs/run-controller';
 import type { HostRecordRef } from '../../common';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps, LeftoverReport } from './cluster-ops';
-import { deployBundle, remoteBundleDir, type DeployTarget } from './deploy';
+import { deployBundle, remoteBundleDir, sha256CheckCommand, type DeployTarget } from './deploy';
 import { parseProbe, probeScript, shellQuote } from './probe';
 import { probeLocal } from './probe-local';
 import { SlurmJob, type LoginShell } from './slurm-job';
@@ -334,7 +334,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       return { redeployed: !d.cached, bytesSent: d.bytesSent, remoteDir: d.remoteDir };
     }
     const q = shellQuote(runDir);
-    const check = await s.run(`cd ${q} 2>/dev/null && test -f .complete && (sha256sum -c --quiet .sha256 || shasum -a 256 -c --quiet .sha256) >/dev/null 2>&1`, opts);
+    const check = await s.run(`cd ${q} 2>/dev/null && test -f .complete && ${sha256CheckCommand('.sha256')} >/dev/null 2>&1`, opts);
     if (check.code === 0) return { redeployed: false, bytesSent: 0, remoteDir: runDir };
     throw new CohortError('bundle-mismatch', `${r.host}: the trainer bundle this run was started with (${runDir}) is missing or damaged, and this client has another version (${bundle.hash.slice(0, 16)}) that cannot stand in for it under a running run`, {
       hint: 'attach from a client with the Cohort version that started the run, or stop the run (cohort stop RUN) and start a new one',

@@ -3,7 +3,6 @@
 // keeps the defaults, a tfjs-node-gpu rank may be on the CPU, and two runs of the seeds' ladder
 // may differ only by an environment switch. History, compare and CSV read RunMeta.applied.
 import type { CohortEvent, TrainConfig } from '../../../trainer/protocol';
-export { runSwitches } from '../../../trainer/protocol';
 import type { AppliedConfig } from '../../common';
 
 /** Folds one event into the applied config (the same object back when the event says nothing new). */

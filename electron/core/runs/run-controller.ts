@@ -535,11 +535,9 @@ export class RunController extends DisposableBase {
   private tellFollowerErrors(o: { consequences?: boolean } = {}): void {
     for (const e of this.followerErrors.splice(0)) {
       if (this.errorsTold.has(errorKey(e))) continue;
-      if (!o.consequences) this.handle(e);
-      else {
-        this.errorsTold.add(errorKey(e));
-        this.emit(e);
-      }
+      if (o.consequences) this.errorsTold.add(errorKey(e));
+      else this.noteError(e); // may be the root cause
+      this.emit(e);
     }
   }
 

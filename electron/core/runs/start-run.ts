@@ -1,10 +1,10 @@
 // Starting and attaching to runs, the same way for every client (CLI, `cohort serve`, Electron):
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees.
-import { CohortError, makeEvent, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, makeEvent, runSwitches, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
-import { applyEvent, runSwitches } from './applied-config';
+import { applyEvent } from './applied-config';
 import { attachLocalPlan, localWorkdir, planLocalRun } from './local-run';
 import { RunController, type RunPlan } from './run-controller';
 import { newRunId, type RunRecorder, type RunStore } from './run-store';
