@@ -95,6 +95,8 @@ export type AgentInput =
   | { t: 'begin'; requeued?: { restarts: number; host: string; reason: string }; relaunched?: { state: HostRunState; lastStep: number }; stopMarker?: boolean }
   | { t: 'prepared' }
   | { t: 'refused'; error: RunStateError & { hint?: string } }
+  /** The agent cannot go on (a bad spec, the control port taken): the run fails with it. */
+  | { t: 'fatal'; error: RunStateError }
   | { t: 'slots-held' }
   | { t: 'slots-busy'; slot: number; busyBy: string }
   | { t: 'rank-done' }
@@ -222,6 +224,8 @@ class Machine {
           this.s.refusal = i.error;
           return void this.fx.push({ do: 'connect', withinMs: CONNECT_TIMEOUT_MS });
         }
+        return this.fail(i.error);
+      case 'fatal':
         return this.fail(i.error);
       case 'slots-busy':
         return this.slotsBusy(i.slot, i.busyBy);
