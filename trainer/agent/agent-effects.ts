@@ -36,6 +36,7 @@ export type Effect =
   | { do: 'kill-ranks' }
   | { do: 'timer'; name: TimerName; ms: number }
   | { do: 'clear-timer'; name: TimerName }
+  | { do: 'clear-timers' }
   | { do: 'no-more-requeues'; restarts: number }
   /** Stop: wait for the ranks to exit and the links to flush, then feed `stopped`. */
   | { do: 'stop' }

@@ -251,7 +251,7 @@ class Machine {
       case 'leader-lost':
         return this.leaderLost(i.why);
       case 'connect-failed':
-        if (this.s.connected) return;
+        if (this.leader || this.s.connected) return;
         return this.fail(this.s.refusal ?? { host: this.c.host, rank: -1, message: `could not reach the leader's agent at ${i.addr}: ${i.message}`, code: 'leader-unreachable' });
       case 'timer':
         return this.timer(i.name, i.links ?? []);
@@ -658,7 +658,7 @@ class Machine {
   }
 
   private end(status: EndStatus, error?: RunStateError): void {
-    for (const t of ['blame', 'host-wait', 'leader-wait', 'followers-deadline'] as const) this.fx.push({ do: 'clear-timer', name: t });
+    this.fx.push({ do: 'clear-timers' });
     this.sendAll({ t: 'end', state: status, reason: error?.message ?? status });
     if (this.s.ranksUp) this.fx.push({ do: 'kill-ranks' });
     this.s.phase = { k: 'stopping', status, ...(error ? { error } : {}) };

@@ -206,6 +206,9 @@ class HostAgent {
         return void this.timers.set(fx.name, setTimeout(() => this.input({ t: 'timer', name: fx.name, ...(fx.name === 'blame' ? { links: this.links?.health() ?? [] } : {}) }), fx.ms));
       case 'clear-timer':
         return clearTimeout(this.timers.get(fx.name));
+      case 'clear-timers':
+        for (const t of this.timers.values()) clearTimeout(t);
+        return;
       case 'no-more-requeues':
         return void this.opts.scheduler?.noMoreRequeues().then((refused) => {
           if (refused) this.log('warn', `restarts spent, but Slurm would not make the job non-requeueable (${refused}); a requeue will end the run without training`);
@@ -214,7 +217,6 @@ class HostAgent {
       case 'stop':
         return void this.stop();
       case 'exit':
-        for (const t of this.timers.values()) clearTimeout(t);
         return this.finish(AGENT_RUN_EXIT[fx.status]);
     }
   }
