@@ -2,7 +2,7 @@
 // data, run in order by run-agent.ts. Each names one piece of I/O.
 import type { HostRunState, RunStateError } from '../protocol';
 import type { ControlMsg } from './control';
-import type { TimerName } from './agent-lifecycle';
+import type { TimerName } from './agent-state';
 
 /** A change to the host's state.json (`ended`: stamp endedAt). */
 export interface RecordPatch {
