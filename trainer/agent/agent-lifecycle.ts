@@ -23,8 +23,7 @@ class Machine extends LeaderRules {
 
   on(i: AgentInput): void {
     const p = this.s.phase;
-    if (p.k === 'done') return;
-    if (p.k === 'stopping') return this.whileStopping(i);
+    if (p.k === 'stopping' || p.k === 'done') return this.whileEnding(i);
     switch (i.t) {
       case 'begin':
         return this.begin(i);
@@ -277,16 +276,16 @@ class Machine extends LeaderRules {
     this.fx.push({ do: 'stop' });
   }
 
-  protected whileStopping(i: AgentInput): void {
-    const p = this.s.phase as Extract<Phase, { k: 'stopping' }>;
-    if (i.t === 'stopped') {
-      this.s.phase = { k: 'done', status: p.status };
+  protected whileEnding(i: AgentInput): void {
+    const p = this.s.phase as Extract<Phase, { k: 'stopping' | 'done' }>;
+    if (i.t === 'stopped' && p.k === 'stopping') {
+      this.s.phase = { k: 'done', status: p.status, ...(p.error ? { error: p.error } : {}) };
       this.record({ state: p.status, ...(p.error ? { error: p.error } : {}), ended: true });
       return void this.fx.push({ do: 'exit', status: p.status });
     }
     if (i.t === 'ranks-exited' && i.attempt === this.s.attempt) this.s.ranksUp = false;
-    // A follower that says hello after the run ended (a start the leader refused): told at once, so it
-    // releases its slots now instead of at its connect timeout (issue 24 defect 10).
+    // A follower that says hello after the run ended (a start the leader refused; the shell lingers for
+    // them): told at once, so it releases its slots now, not at its connect timeout (issue 24 defect 10).
     if (i.t === 'hello' && this.leader && i.tokenOk && i.host && !this.s.followers[i.host]) {
       this.s.followers[i.host] = { ranks: i.ranks, ready: false, exited: -1 };
       this.fx.push({ do: 'accept-link', host: i.host });

@@ -43,7 +43,7 @@ export type Phase =
   | { k: 'awaiting-leader'; leader: string }
   /** Ending: ranks killed, links flushed; then `stopped`. */
   | { k: 'stopping'; status: EndStatus; error?: RunStateError }
-  | { k: 'done'; status: EndStatus };
+  | { k: 'done'; status: EndStatus; error?: RunStateError };
 export type PhaseName = Phase['k'];
 export type EndStatus = 'ok' | 'failed' | 'cancelled';
 

@@ -9,7 +9,7 @@ import { DisposableStore, HOST_WAIT_MS, SlowRankWatch, decodeLaunchSpec, isTermi
 import { newestCheckpointStep } from '../train/checkpoint';
 import { readGpuRows } from '../util/nvidia-smi';
 import { onProcessSignals } from '../util/node-lifecycle';
-import { errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
+import { CONNECT_TIMEOUT_MS, errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
 import { FollowerLinks, connectLoop } from './agent-links';
 import { cleanStaleTemps } from './stale-temps';
 import type { ControlLink } from './control';
@@ -21,8 +21,8 @@ import { RunRecordWriter, readState, recordPaths, runDirOf, stopMarkerPath } fro
 
 export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
 const QUEUE_POLL_MS = 500;
-/** After a failed start the leader keeps listening this long, so followers that connect late hear the end at once (defect 10). */
-const LINGER_MS = 10_000;
+/** After a failed start the leader keeps listening up to a follower's own connect window, so late followers hear the end at once (defect 10). */
+const LINGER_MS = CONNECT_TIMEOUT_MS;
 
 export interface AgentRunOpts {
   trainerEntry: string;
@@ -217,7 +217,7 @@ class HostAgent {
       case 'stop':
         return void this.stop();
       case 'exit':
-        return this.finish(AGENT_RUN_EXIT[fx.status]);
+        return void this.exit(fx.status);
     }
   }
 
@@ -229,17 +229,23 @@ class HostAgent {
     return this.spec.config.checkpointDir || join(this.dir, 'checkpoints');
   }
 
-  /** The ranks exit, the last messages leave the sockets; a leader whose start failed lingers for late followers. */
+  /** The ranks exit and the last messages leave the sockets; then `stopped` writes the end. */
   private async stop(): Promise<void> {
     this.group?.kill();
     await (this.group?.done ?? Promise.resolve());
-    const linger = Date.now() + LINGER_MS;
-    const told = () => Object.values(this.state.followers).reduce((n, f) => n + f.ranks, 0) >= this.cfg.followerRanks;
-    while (this.links && this.state.attempt === 0 && !told() && Date.now() < linger) await new Promise((r) => setTimeout(r, 100));
     await Promise.all([this.links?.flushed(), this.leaderLink?.flushed()]);
-    this.links?.close();
     this.leaderLink?.close('run ended');
     this.input({ t: 'stopped' });
+  }
+
+  /** A leader whose start failed keeps listening until every follower rank heard the end (defect 10), its slots already released. */
+  private async exit(status: 'ok' | 'failed' | 'cancelled'): Promise<void> {
+    releaseSlots(this.opts.workdir, this.spec.runId, slotsOf(this.spec));
+    const until = Date.now() + LINGER_MS;
+    const told = () => Object.values(this.state.followers).reduce((n, f) => n + f.ranks, 0) >= this.cfg.followerRanks;
+    while (this.links && this.state.attempt === 0 && !told() && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    await this.links?.flushed();
+    this.finish(AGENT_RUN_EXIT[status]);
   }
 
   private async claim(): Promise<void> {

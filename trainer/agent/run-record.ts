@@ -90,7 +90,11 @@ export class RunRecordWriter {
     if (e.type === 'step' && e.step !== this.state.lastStep) {
       this.state.lastStep = e.step;
       // step events can be many per second: the state file follows at most every second.
-      if (Date.now() - this.lastStateWrite > 1000) this.flushState();
+      try {
+        if (Date.now() - this.lastStateWrite > 1000) this.flushState();
+      } catch {
+        // a full disk: the agent's beat (touch) reports it; a step must not throw into the rank's pipe
+      }
     }
   }
 
@@ -112,7 +116,7 @@ export class RunRecordWriter {
     this.flushState();
   }
 
-  /** Refreshes updatedAt (the liveness beat readers use). */
+  /** Refreshes updatedAt (the liveness beat readers use). Throws what the write threw (ENOSPC) after its in-place fallback. */
   touch(): void {
     this.flushState();
   }
