@@ -5,59 +5,24 @@
 // and runs the effects it returns (spawn, kill, write the record, send, listen, connect, exit).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DisposableStore, HOST_WAIT_MS, SlowRankWatch, decodeLaunchSpec, isTerminalRunState, runSwitches, slowRankEvent, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../protocol';
+import { DisposableStore, SlowRankWatch, decodeLaunchSpec, isTerminalRunState, slowRankEvent, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../protocol';
 import { newestCheckpointStep } from '../train/checkpoint';
-import { readGpuRows } from '../util/nvidia-smi';
 import { onProcessSignals } from '../util/node-lifecycle';
-import { CONNECT_TIMEOUT_MS, errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
+import { CONNECT_TIMEOUT_MS, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
 import { FollowerLinks, connectLoop } from './agent-links';
 import { cleanStaleTemps } from './stale-temps';
 import type { ControlLink } from './control';
-import { chooseEngine, type EngineChoice } from './engine-choice';
-import { gpuPreflight } from './gpu-preflight';
-import { claimSlots, releaseSlots, slotsOf } from './leases';
+import type { EngineChoice } from './engine-choice';
+import { prepareHost } from './agent-prepare';
+import { claimLoop } from './agent-claim';
+import { releaseSlots, slotsOf } from './leases';
 import { RankGroup, emitTo, type RankExit } from './ranks';
+import { AGENT_RUN_EXIT, agentConfigOf, hostWaitMsOf, noMoreRequeues, type AgentRunOpts } from './agent-opts';
+import { checkpointingOf, envPayload, noDoneError, rankExitError } from './rank-outcome';
 import { RunRecordWriter, readState, recordPaths, runDirOf, stopMarkerPath } from './run-record';
 
-export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
-const QUEUE_POLL_MS = 500;
 /** After a failed start the leader keeps listening up to a follower's own connect window, so late followers hear the end at once (defect 10). */
 const LINGER_MS = CONNECT_TIMEOUT_MS;
-
-export interface AgentRunOpts {
-  trainerEntry: string;
-  enginesDir: string;
-  workdir: string;
-  runId: string;
-  /** Set when this agent runs on a node other than the one that serves its record (a Slurm node). */
-  agentNode?: string;
-  /** Leader: how long to wait for a lost host's agent to rejoin (default HOST_WAIT_MS). */
-  hostWaitMs?: number;
-  /** Set under a scheduler that may run the job again (Slurm, agent-slurm in slurm.ts). */
-  scheduler?: {
-    /** The scheduler's restart count of this job (SLURM_RESTART_COUNT). */
-    attempt: number;
-    /** The job was submitted requeueable: a lost node is left to the scheduler while restarts are left. */
-    requeueable: boolean;
-    /** The leader of a job the scheduler ran again: why, and the run's restart count with this one. */
-    requeued?: SchedulerRestart;
-    /** Restarts spent: asks the scheduler not to run the job again; resolves to its refusal, if any. */
-    noMoreRequeues: () => Promise<string | undefined>;
-  };
-}
-
-/** A restart the scheduler made (a requeued job): the node it names and its reason. */
-export interface SchedulerRestart {
-  restarts: number;
-  host: string;
-  reason: string;
-}
-
-/** COHORT_HOST_WAIT_MS from the host's env (the profile's host env wins): a whole number of ms, else the default. */
-export function hostWaitMsOf(env: Record<string, string | undefined>): number {
-  const v = env.COHORT_HOST_WAIT_MS;
-  return v !== undefined && /^\d+$/.test(v) ? Number(v) : HOST_WAIT_MS;
-}
 
 export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
   const dir = runDirOf(opts.workdir, opts.runId);
@@ -81,6 +46,8 @@ class HostAgent {
   private links: FollowerLinks | undefined;
   private leaderLink: ControlLink | undefined;
   private envTold = false;
+  private readonly timeoutMs: number;
+  private readonly checkpointDir: string;
   private finish: (code: number) => void = () => {};
 
   constructor(
@@ -90,9 +57,11 @@ class HostAgent {
     private readonly relaunched?: RunStateRecord,
   ) {
     const role = spec.role ?? 'leader';
-    this.cfg = { role, host: spec.host, runId: spec.runId, maxRestarts: spec.maxRestarts ?? 0, followerRanks: spec.worldSize - spec.ranks.length, queue: spec.queue !== false, hostWaitMs: opts.hostWaitMs ?? HOST_WAIT_MS, ...(opts.scheduler ? { scheduler: { requeueable: opts.scheduler.requeueable } } : {}), ...(role === 'follower' && spec.leader !== undefined && spec.control ? { leaderHost: spec.leader } : {}) };
+    this.cfg = agentConfigOf(spec, opts);
     this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}), ...(opts.scheduler ? { schedulerAttempt: opts.scheduler.attempt } : {}) }, relaunched);
     this.state.restarts = this.record.current.restarts;
+    this.timeoutMs = spec.heartbeatTimeoutMs > 0 ? spec.heartbeatTimeoutMs : 20_000;
+    this.checkpointDir = spec.config.checkpointDir || join(dir, 'checkpoints');
     this.emit = emitTo({ event: (e) => this.record.event(e) });
   }
 
@@ -117,20 +86,13 @@ class HostAgent {
     return code;
   }
 
-  /** Engine choice and GPU preflight, then `prepared` or `refused`. */
+  /** Engine choice and GPU preflight (agent-prepare.ts), then `prepared` or `refused`. */
   private async prepare(): Promise<void> {
-    const host = this.spec.host;
-    const env = { ...process.env, ...this.spec.env };
-    try {
-      this.engine = await chooseEngine(this.spec.config.engine, { enginesDir: this.opts.enginesDir, workdir: this.opts.workdir, env });
-    } catch (err) {
-      return this.input({ t: 'refused', error: { host, rank: -1, message: (err as Error).message, code: 'engine-unavailable' } });
-    }
-    this.log('info', `agent on ${host} (${this.cfg.role}): ${this.spec.ranks.length} rank(s), engine ${this.engine.name} (${this.engine.reason})`);
-    const pre = gpuPreflight({ host, engine: this.engine, config: this.spec.config, ranks: this.spec.ranks, smi: await readGpuRows(), inherited: env });
-    if (!pre.ok) return this.input({ t: 'refused', error: { host, rank: -1, message: pre.message, code: pre.code, hint: pre.hint } });
-    this.rankEnv = pre.env;
-    for (const n of pre.notes) this.log('info', `agent on ${host}: ${n}`);
+    const r = await prepareHost(this.spec, this.cfg.role, this.opts);
+    for (const n of r.notes) this.log('info', n);
+    if (!r.ok) return this.input({ t: 'refused', error: r.error });
+    this.engine = r.engine;
+    this.rankEnv = r.rankEnv;
     this.input({ t: 'prepared' });
   }
 
@@ -188,7 +150,7 @@ class HostAgent {
       case 'say-hello':
         return this.leaderLink?.send({ t: 'hello', token: c!.token, host: this.spec.host, ranks: this.spec.ranks.length });
       case 'claim':
-        return void this.claim();
+        return void claimLoop(this.opts.workdir, this.spec, () => this.state.phase.k === 'starting' || this.state.phase.k === 'queued', (i) => this.input(i));
       case 'send':
         return fx.to === 'leader' ? this.leaderLink?.send(fx.msg) : this.links?.send(fx.to, fx.msg);
       case 'accept-link':
@@ -207,26 +169,14 @@ class HostAgent {
       case 'clear-timer':
         return clearTimeout(this.timers.get(fx.name));
       case 'clear-timers':
-        for (const t of this.timers.values()) clearTimeout(t);
-        return;
+        return this.timers.forEach((t) => clearTimeout(t));
       case 'no-more-requeues':
-        return void this.opts.scheduler?.noMoreRequeues().then((refused) => {
-          if (refused) this.log('warn', `restarts spent, but Slurm would not make the job non-requeueable (${refused}); a requeue will end the run without training`);
-          else this.log('info', `restarts spent (${fx.restarts} of ${this.cfg.maxRestarts}): Slurm will not requeue the job again`);
-        });
+        return void noMoreRequeues(this.opts, fx.restarts, this.cfg.maxRestarts).then(([level, message]) => this.log(level, message));
       case 'stop':
         return void this.stop();
       case 'exit':
         return void this.exit(fx.status);
     }
-  }
-
-  private get timeoutMs(): number {
-    return this.spec.heartbeatTimeoutMs > 0 ? this.spec.heartbeatTimeoutMs : 20_000;
-  }
-
-  private get checkpointDir(): string {
-    return this.spec.config.checkpointDir || join(this.dir, 'checkpoints');
   }
 
   /** The ranks exit and the last messages leave the sockets; then `stopped` writes the end. */
@@ -247,16 +197,6 @@ class HostAgent {
     while (this.links && failedStart && !told() && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     await this.links?.flushed();
     this.finish(AGENT_RUN_EXIT[status]);
-  }
-
-  private async claim(): Promise<void> {
-    const slots = slotsOf(this.spec);
-    while (this.state.phase.k === 'starting' || this.state.phase.k === 'queued') {
-      const r = claimSlots(this.opts.workdir, this.spec.runId, slots);
-      if (r.ok) return this.input({ t: 'slots-held' });
-      this.input({ t: 'slots-busy', slot: r.slot, busyBy: r.busyBy });
-      await new Promise((res) => setTimeout(res, QUEUE_POLL_MS));
-    }
   }
 
   private onLeaderLink(link: ControlLink): void {
@@ -284,40 +224,26 @@ class HostAgent {
   private spawn(attempt: number, resume: boolean): void {
     // A kill during a checkpoint write left its temp file: gone before the ranks (re)start (issue 24 defect 12).
     if (this.spec.ranks.some((r) => r.rank === 0)) for (const f of cleanStaleTemps(this.checkpointDir)) this.log('info', `removed ${f}, a checkpoint write cut short`);
-    const config = { ...this.spec.config, ...(resume ? { resume: true } : {}), ...this.checkpointing(attempt) };
+    const every = checkpointingOf(this.spec);
+    if (every && attempt <= 1 && this.cfg.role === 'leader') this.log('info', `restarts are on and no --checkpoint-every was given: checkpointing every ${every.checkpointEvery} steps`);
+    const config = { ...this.spec.config, ...(resume ? { resume: true } : {}), ...every };
     const sink = { event: (e: CohortEvent) => this.onEvent(e), line: (rank: number, _s: 'stdout' | 'stderr', text: string) => this.record.rankLine(rank, text) };
     const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, sink, (x) => this.onRankExit(group, x), this.rankEnv);
     this.group = group;
-    if (!this.envTold) {
-      this.envTold = true;
-      this.emit({ type: 'env', host: this.spec.host, ranks: group.procs.map((p) => ({ rank: p.spec.rank, switches: runSwitches(p.env) })) });
-    }
+    if (!this.envTold) this.emit(envPayload(this.spec.host, group));
+    this.envTold = true;
     void group.done.then(() => {
       const ok = group.procs.every((p) => p.child.exitCode === 0);
-      const rank0 = group.procs.find((p) => p.spec.rank === 0);
-      const host = this.spec.host;
-      const noDone = rank0 ? errorEvent({ host, rank: 0, message: `rank 0 on ${host} exited with code 0 without reporting the end of training (no done event)`, logTail: rank0.tail.get(), code: 'no-done', hint: `check rank 0's log on ${host}` }, Date.now()) : undefined;
+      const noDone = noDoneError(this.spec.host, group);
       this.input({ t: 'ranks-exited', attempt, ok, ...(noDone ? { noDone } : {}) });
     });
   }
 
-  /** With restarts on and no interval asked for, checkpoint every ~10% of the run (said once). */
-  private checkpointing(attempt: number): { checkpointEvery?: number } {
-    if (this.cfg.maxRestarts === 0 || this.spec.config.checkpointEvery > 0) return {};
-    const every = Math.max(1, Math.round((this.spec.config.steps > 0 ? this.spec.config.steps : 1000) / 10));
-    if (attempt <= 1 && this.cfg.role === 'leader') this.log('info', `restarts are on and no --checkpoint-every was given: checkpointing every ${every} steps`);
-    return { checkpointEvery: every };
-  }
-
   /** A rank's exit as an input: its own code or signal and log tail (a signal this agent sent is no failure). */
-  private onRankExit(group: RankGroup, { proc: p, code, signal }: RankExit): void {
-    if (code === 0 || group !== this.group) return;
-    if (signal && p.sent.has(signal) && !p.reportedError) return;
-    if (!p.reportedError || this.cfg.role === 'leader') {
-      const how = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      const event = errorEvent({ host: this.spec.host, rank: p.spec.rank, message: `rank ${p.spec.rank} on ${this.spec.host} ${how}`, logTail: p.tail.get(), code: p.reportedError && p.errorCode ? p.errorCode : 'rank-exited' }, Date.now());
-      this.input({ t: 'rank-error', event, fromExit: p.reportedError });
-    }
-    group.kill(); // one failing rank stops this host's others (peers elsewhere see their sockets close)
+  private onRankExit(group: RankGroup, x: RankExit): void {
+    if (group !== this.group) return;
+    const failed = rankExitError(this.spec.host, this.cfg.role, x);
+    if (failed) this.input({ t: 'rank-error', ...failed });
+    if (x.code !== 0) group.kill(); // one failing rank stops this host's others (peers elsewhere see their sockets close)
   }
 }

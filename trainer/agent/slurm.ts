@@ -23,7 +23,8 @@ import { HOST_CMD_EXIT, decodeLaunchSpec, decodeSlurmRendezvous, decodeSlurmSubm
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
 import { checkRunId, readState, recordPaths, runDirOf } from './run-record';
-import { runDetachedAgent, type SchedulerRestart } from './run-agent';
+import type { SchedulerRestart } from './agent-opts';
+import { runDetachedAgent } from './run-agent';
 
 const execFileP = promisify(execFile);
 const RENDEZVOUS_WAIT_MS = 120_000;
