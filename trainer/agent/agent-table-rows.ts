@@ -64,6 +64,7 @@ export const AGENT_TABLE_ROWS: TableRow[] = [
   {"role":"leader","from":"awaiting-scheduler","input":"io-error","to":"=","effects":["stderr"]},
   {"role":"leader","from":"stopping","input":"hello","to":"=","effects":["accept-link","send end→h3"]},
   {"role":"leader","from":"stopping","input":"stopped","to":"done","effects":["record(state,ended)","exit"]},
+  {"role":"leader","from":"done","input":"hello","to":"=","effects":["accept-link","send end→h3"]},
   {"role":"follower","from":"starting","input":"begin:stop-marker","to":"stopping","effects":["clear-timers","stop"]},
   {"role":"follower","from":"starting","input":"prepared","to":"=","effects":["connect","claim"]},
   {"role":"follower","from":"starting","input":"refused","to":"=","effects":["connect"]},
