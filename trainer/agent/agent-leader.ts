@@ -203,7 +203,7 @@ export abstract class LeaderRules {
     switch (m.t) {
       case 'queued':
         if (this.s.phase.k === 'rendezvous' || this.s.phase.k === 'starting') {
-          this.s.phase = { k: 'queued', behind: m.behind };
+          this.s.phase = { k: 'queued', behind: m.behind, by: host };
           this.s.queuedBehind = m.behind;
           this.record({ state: 'queued', queuedBehind: m.behind });
         }
@@ -219,7 +219,7 @@ export abstract class LeaderRules {
           return this.maybeRestart();
         }
         // the leader's own queue word ends once its slots are held (a follower's queued kept it)
-        if (p.k === 'queued' && this.s.leases) this.s.phase = { k: 'rendezvous' };
+        if (p.k === 'queued' && p.by !== undefined && this.s.leases) this.s.phase = { k: 'rendezvous' };
         return this.maybeGo();
       }
       case 'error':

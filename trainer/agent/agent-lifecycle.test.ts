@@ -147,6 +147,18 @@ describe('host agent lifecycle: leader', () => {
   });
 });
 
+describe('host agent lifecycle: queue', () => {
+  it('a leader queued behind a follower\'s slots stays queued once its own are held, and says go when the follower is ready', () => {
+    const cfg = leader();
+    let r = fold(cfg, initialState(), { t: 'prepared' }, { t: 'hello', host: 'h2', ranks: 1, tokenOk: true, priorClosed: true }, { t: 'follower-msg', host: 'h2', msg: { t: 'queued', behind: 'r0' } }, { t: 'slots-held' });
+    expect(r.state.phase).toMatchObject({ k: 'queued', by: 'h2' });
+    expect(r.effects.filter((e) => e.do === 'record').map((e) => (e as Extract<Effect, { do: 'record' }>).patch.state)).toEqual(['queued']);
+    r = fold(cfg, r.state, { t: 'follower-msg', host: 'h2', msg: { t: 'ready' } });
+    expect(r.state.phase.k).toBe('running');
+    expect(r.effects).toContainEqual({ do: 'record', patch: { queuedBehind: undefined } });
+  });
+});
+
 describe('host agent lifecycle: follower', () => {
   it('a lost leader with restarts left: ranks stopped, slots kept, waits; the relaunched leader reached → ready, then go', () => {
     const cfg = follower();
@@ -172,7 +184,9 @@ describe('host agent lifecycle: follower', () => {
     }
   });
 
-  it('a pre-launch refusal is told to the leader once connected, then the follower ends', () => {
+  it('a pre-launch refusal is told to the leader once connected, then the follower ends (Slurm too: a follower with a control endpoint and no leader to wait for)', () => {
+    const slurm = fold(follower({ scheduler: { requeueable: true }, leaderHost: undefined }), initialState(), { t: 'refused', error: { host: 'h2', rank: -1, message: 'no GPU', code: 'gpu-missing' } });
+    expect(kinds(slurm.effects)).toEqual(['connect']);
     const r = fold(follower(), initialState(), { t: 'refused', error: { host: 'h2', rank: -1, message: 'no GPU', code: 'gpu-missing' } }, { t: 'leader-connected' });
     expect(r.effects).toContainEqual(expect.objectContaining({ do: 'send', to: 'leader', msg: expect.objectContaining({ t: 'error' }) }));
     expect(r.state.phase).toMatchObject({ k: 'stopping', error: { code: 'gpu-missing' } });

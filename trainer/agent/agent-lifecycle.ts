@@ -34,7 +34,7 @@ class Machine extends LeaderRules {
         return void this.fx.push({ do: 'claim' });
       case 'refused':
         if (p.k !== 'starting') return;
-        if (!this.leader && this.c.leaderHost !== undefined) {
+        if (!this.leader && this.c.controlled) {
           // told to the leader once connected: the run ends now, not at the leader's connect timeout
           this.s.refusal = i.error;
           return void this.fx.push({ do: 'connect', withinMs: CONNECT_TIMEOUT_MS });
@@ -124,6 +124,8 @@ class Machine extends LeaderRules {
     const p = this.s.phase;
     if (p.k !== 'starting' && p.k !== 'queued') return;
     this.s.leases = true;
+    // queued behind a follower's slots: still queued, now holding this host's
+    if (p.k === 'queued' && p.by !== undefined) return this.maybeGo();
     const wasQueued = p.k === 'queued';
     this.s.phase = { k: 'rendezvous' };
     if (wasQueued) {

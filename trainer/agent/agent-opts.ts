@@ -53,6 +53,7 @@ export function agentConfigOf(spec: LaunchSpec, opts: AgentRunOpts): AgentConfig
     queue: spec.queue !== false,
     hostWaitMs: opts.hostWaitMs ?? HOST_WAIT_MS,
     ...(opts.scheduler ? { scheduler: { requeueable: opts.scheduler.requeueable } } : {}),
+    ...(role === 'follower' && spec.control ? { controlled: true } : {}),
     ...(role === 'follower' && spec.leader !== undefined && spec.control ? { leaderHost: spec.leader } : {}),
   };
 }

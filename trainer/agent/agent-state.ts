@@ -15,7 +15,9 @@ export interface AgentConfig {
   queue: boolean;
   /** Under a scheduler that may run the job again (Slurm). */
   scheduler?: { requeueable: boolean };
-  /** Follower on SSH hosts: the leader's host, waited for when it is lost (undefined: not waited for). */
+  /** Follower: it has the leader's control endpoint (every follower of a run over more than one host). */
+  controlled?: boolean;
+  /** Follower on SSH hosts: the leader's host, waited for when it is lost (undefined: not waited for, Slurm). */
   leaderHost?: string;
   hostWaitMs: number;
 }
@@ -27,7 +29,8 @@ export interface Failure {
 
 export type Phase =
   | { k: 'starting' }
-  | { k: 'queued'; behind: string }
+  /** `by`: the follower host that is queued (the leader's own slots may be held). */
+  | { k: 'queued'; behind: string; by?: string }
   /** Slots held: the leader waits for every follower to be ready; a follower for the leader's go. */
   | { k: 'rendezvous' }
   | { k: 'running' }

@@ -26,7 +26,7 @@ export const ROLE_PHASES: Record<TableRow['role'], PhaseName[]> = {
 export function sampleConfig(role: TableRow['role']): AgentConfig {
   return role === 'leader'
     ? { role, host: 'h1', runId: 'r1', maxRestarts: 1, followerRanks: 1, queue: true, hostWaitMs: 60_000 }
-    : { role, host: 'h2', runId: 'r1', maxRestarts: 1, followerRanks: 0, queue: true, hostWaitMs: 60_000, leaderHost: 'h1' };
+    : { role, host: 'h2', runId: 'r1', maxRestarts: 1, followerRanks: 0, queue: true, hostWaitMs: 60_000, controlled: true, leaderHost: 'h1' };
 }
 
 const rankError = errorEvent({ host: 'h1', rank: 0, message: 'rank 0 on h1 exited with code 1', code: 'rank-exited' });
