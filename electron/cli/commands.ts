@@ -150,7 +150,7 @@ export const COMMANDS: CommandSpec[] = [
     name: 'runs',
     summary: 'run history: list, show, rename, export',
     usage: ['COMMAND [options]'],
-    examples: ['cohort runs list', 'cohort runs export 2026 --format summary'],
+    examples: ['cohort runs list', 'cohort runs export --match 2026 --format summary'],
     subcommands: [
       { name: 'runs list', summary: 'every recorded run, newest first (cancelled and failed ones with what they measured)', usage: ['[--json]'], maxPositionals: 0, options: { json }, examples: ['cohort runs list | head -5'], runArgs: (a, io) => runsCommand(['list', ...a], io) },
       { name: 'runs show', summary: "one run's summary (RUN: its id or a unique prefix)", usage: ['RUN [--json]'], maxPositionals: 1, options: { json: { type: 'boolean', help: 'the run record and every event as JSON' } }, examples: ['cohort runs show 20261123-0912'], runArgs: (a, io) => runsCommand(['show', ...a], io) },
@@ -158,12 +158,13 @@ export const COMMANDS: CommandSpec[] = [
       {
         name: 'runs export',
         summary: 'runs as CSV (one row per step), a summary CSV or JSON (one row per run: measurements, spread, speedup over the baseline) or raw JSON lines',
-        usage: ['RUN... [--format csv|summary|json|jsonl] [--baseline RUN]'],
+        usage: ['[RUN...] [--match PREFIX] [--format csv|summary|json|jsonl] [--baseline RUN]'],
         options: {
+          match: { type: 'string', arg: 'PREFIX', help: 'also every run whose id starts with PREFIX, oldest first (a RUN must name one run: a prefix several runs share is refused)' },
           format: { type: 'string', arg: 'csv|summary|json|jsonl', help: 'what to write', default: 'csv' },
           baseline: { type: 'string', arg: 'RUN', help: 'the run speedups are measured against (summary, json)', default: 'the first RUN' },
         },
-        examples: ['cohort runs export RUN1 RUN2 --format summary > compare.csv', 'cohort runs export RUN1 RUN2 --format json --baseline RUN1 | jq .runs[].speedupVsBaselinePct'],
+        examples: ['cohort runs export RUN1 RUN2 --format summary > compare.csv', 'cohort runs export --match 20261126 --format summary', 'cohort runs export RUN1 RUN2 --format json --baseline RUN1 | jq .runs[].speedupVsBaselinePct'],
         runArgs: (a, io) => runsCommand(['export', ...a], io),
       },
     ],

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { runDurationMs, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
-import { RunIdError, RunStore, isValidRunId } from '../../core/runs/run-store';
+import { RunStore } from '../../core/runs/run-store';
+import { matchingRuns, resolveRun } from '../../core/runs/run-select';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
 import type { CliIo } from '../io';
@@ -12,7 +13,9 @@ import { makeService } from '../service';
 export const RUNS_USAGE = `usage: cohort runs list [--json]
        cohort runs show RUN [--json]
        cohort runs rename RUN NAME
-       cohort runs export RUN... [--format csv|summary|json|jsonl] [--baseline RUN]   (csv: one row per step; summary, json: one row per run with speedups)
+       cohort runs export [RUN...] [--match PREFIX] [--format csv|summary|json|jsonl] [--baseline RUN]
+         (each RUN is one run: its id or a prefix only it has; --match PREFIX: every run whose id starts
+          with PREFIX, oldest first; csv: one row per step; summary, json: one row per run with speedups)
        cohort stop RUN`;
 
 function storeOf(io: CliIo): RunStore {
@@ -21,15 +24,12 @@ function storeOf(io: CliIo): RunStore {
 
 function requireRun(store: RunStore, id: string | undefined): RunMeta {
   if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${RUNS_USAGE}`);
-  if (!isValidRunId(id)) throw new UsageError(new RunIdError(id).message);
-  const meta = store.meta(id) ?? store.list().find((m) => m.id.startsWith(id));
-  if (!meta) throw new UsageError(`no run "${id}" in ${store.runsDir}; "cohort runs list" shows the recorded runs`);
-  return meta;
+  return resolveRun(store, id);
 }
 
 export async function runsCommand(args: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = args;
-  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' }, baseline: { type: 'string' } });
+  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' }, baseline: { type: 'string' }, match: { type: 'string' } });
   const store = storeOf(io);
   switch (sub) {
     case 'list': {
@@ -79,10 +79,12 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       return EXIT.ok;
     }
     case 'export': {
-      if (!positionals.length) throw new UsageError(`name at least one run\n${RUNS_USAGE}`);
+      if (!positionals.length && values.match === undefined) throw new UsageError(`name at least one run, or --match PREFIX\n${RUNS_USAGE}`);
       // Ended runs get their measurements from their events once (old records): list() migrates them.
       store.list();
-      const metas = positionals.map((id) => requireRun(store, id));
+      const named = positionals.map((id) => requireRun(store, id));
+      const matched = values.match === undefined ? [] : matchingRuns(store, values.match as string);
+      const metas = [...named, ...matched.filter((m) => !named.some((n) => n.id === m.id))];
       const format = (values.format as string | undefined) ?? 'csv';
       const baseline = values.baseline === undefined ? undefined : requireRun(store, values.baseline as string).id;
       if (baseline !== undefined && !metas.some((m) => m.id === baseline)) throw new UsageError(`--baseline ${baseline} is not one of the exported runs; name it among the RUNs too`);
