@@ -49,10 +49,11 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       return EXIT.ok;
     }
     case 'show': {
-      let meta = requireRun(store, positionals[0]);
-      store.series(meta.id); // an ended run recorded before the spread existed gets it now
-      meta = store.meta(meta.id) ?? meta;
-      const events = store.events(meta.id);
+      const picked = requireRun(store, positionals[0]);
+      // The hosts' word on a run the cache thinks is going (as runs list), through the one Api.
+      const { meta: shown, events } = await withService(io, (service) => service.getRun(picked.id));
+      store.series(shown.id); // an ended run recorded before the spread existed gets it now
+      const meta = store.meta(shown.id) ?? shown;
       if (values.json) {
         io.stdout.write(JSON.stringify({ meta, events }, null, 2) + '\n');
         return EXIT.ok;
@@ -84,7 +85,9 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       store.list();
       const named = positionals.map((id) => requireRun(store, id));
       const matched = values.match === undefined ? [] : matchingRuns(store, values.match as string);
-      const metas = [...named, ...matched.filter((m) => !named.some((n) => n.id === m.id))];
+      const picked = [...named, ...matched.filter((m) => !named.some((n) => n.id === m.id))];
+      // Each as its hosts know it (a run the cache thinks is going is asked about first).
+      const metas = await withService(io, (service) => Promise.all(picked.map(async (m) => (await service.getRun(m.id)).meta)));
       const format = (values.format as string | undefined) ?? 'csv';
       const baseline = values.baseline === undefined ? undefined : requireRun(store, values.baseline as string).id;
       if (baseline !== undefined && !metas.some((m) => m.id === baseline)) throw new UsageError(`--baseline ${baseline} is not one of the exported runs; name it among the RUNs too`);
@@ -98,6 +101,15 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
     }
     default:
       throw new UsageError(sub ? `unknown runs command "${sub}"\n${RUNS_USAGE}` : RUNS_USAGE);
+  }
+}
+
+async function withService<T>(io: CliIo, use: (service: ReturnType<typeof makeService>) => Promise<T>): Promise<T> {
+  const service = makeService(io);
+  try {
+    return await use(service);
+  } finally {
+    service.dispose();
   }
 }
 
