@@ -24,7 +24,7 @@ export async function attachCommand(args: string[], io: CliIo): Promise<number> 
   const id = positionals[0];
   if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${ATTACH_USAGE}`);
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, asked: () => service.runs.meta(runId)?.config });
   const runId = resolveRun(service.runs, id).id;
   let off = () => undefined as void;
   const detach = () => {

@@ -56,12 +56,12 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const profile = local ? localProfile(ranks) : await loadProfile(io, values.profile, RUN_USAGE);
   const overrides = trainOverridesFromFlags(values); // profile defaults go under them in core (startRun)
   // Validate at the edge, before any status line or connection: the same resolution core applies
-  // when it starts the run (the result is not used here; core merges the profile defaults once).
-  resolveRunConfig(profile, overrides);
+  // when it starts the run (core merges the profile defaults once; the printer shows what was asked).
+  const asked = resolveRunConfig(profile, overrides);
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, asked: () => asked });
   let runId: string | undefined;
   let offEvents = () => undefined as void;
   const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));

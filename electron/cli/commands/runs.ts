@@ -1,6 +1,6 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { join } from 'node:path';
-import { runDurationMs, runMedian, type RunMeta } from '../../common';
+import { appliedTokens, bf16Label, compileLabel, fp16Label, runDurationMs, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
 import { RunStore } from '../../core/runs/run-store';
@@ -65,6 +65,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
           `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]`).join(' ')}`,
           `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
           `config: ${configSummary(meta)}`,
+          `applied: ${[meta.applied?.engine && `engine ${meta.applied.engine}${meta.applied.backend ? `/${meta.applied.backend}` : ''}`, `compile ${compileLabel(meta)}`, `fp16 ${fp16Label(meta)}`, ...(meta.config.bf16 ? [`bf16 ${bf16Label(meta)}`] : [])].filter(Boolean).join(', ')}`,
           `median throughput: ${spreadLine(meta)}; ${steps.length} step reports`,
           ...(meta.error ? [`error: ${meta.error}`] : []),
           `folder: ${join(store.runsDir, meta.id)}`,
@@ -139,9 +140,10 @@ export async function stopCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
+/** The run's setup, compile/fp16/bf16 as applied (`fp16:exchange-only`, `compile:failed`), not as asked. */
 function configSummary(m: RunMeta): string {
   const c = m.config;
-  return `${c.engine} bs${c.batchSize} ${c.imageSize}px ${c.stem}${c.compile ? ' compile' : ''}${c.fp16 ? ' fp16' : ''}${c.bf16 ? ' bf16' : ''} ${c.data}`;
+  return [m.applied?.engine ?? c.engine, `bs${c.batchSize}`, `${c.imageSize}px`, c.stem, ...appliedTokens(m), c.data].join(' ');
 }
 
 /** Median with the spread over the run's windows: `116.2 samples/s (IQR 112.0–118.4, min–max 98.1–121.0, 40 windows)`. */
