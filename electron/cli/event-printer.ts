@@ -196,7 +196,8 @@ export function humanPrinter(
           break;
         case 'done':
           status.close();
-          err.write(`done: ${e.status === 'ok' ? s.green(e.status) : s.red(e.status)}, ${e.steps} steps${e.medianGlobalSamplesPerSec !== null ? `, median ${e.medianGlobalSamplesPerSec.toFixed(1)} samples/s` : ''}${e.paramChecksum ? `, weights sha256 ${e.paramChecksum.slice(0, 16)}…` : ''}, ${(e.durationMs / 1000).toFixed(1)} s\n`);
+          // The run's figure leads (its median over the windows, as runs list and History give it).
+          err.write(`${e.medianGlobalSamplesPerSec !== null ? `median ${s.bold(e.medianGlobalSamplesPerSec.toFixed(1))} samples/s — ` : ''}done: ${e.status === 'ok' ? s.green(e.status) : s.red(e.status)}, ${e.steps} steps${e.paramChecksum ? `, weights sha256 ${e.paramChecksum.slice(0, 16)}…` : ''}, ${(e.durationMs / 1000).toFixed(1)} s\n`);
           break;
       }
     },
