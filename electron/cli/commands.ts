@@ -41,6 +41,9 @@ export const COMMANDS: CommandSpec[] = [
       detach: { type: 'boolean', help: 'start the run and return at once, printing its id; "cohort attach RUN" follows it, "cohort stop RUN" stops it' },
       'max-restarts': { type: 'string', arg: 'N', help: 'after a rank or host failure, restart every rank from the last checkpoint, at most N times', default: '0' },
       'no-queue': { type: 'boolean', help: 'fail at once (slots-busy) when the GPU slots are busy with another run, instead of waiting behind it' },
+      name: { type: 'string', arg: 'NAME', help: 'a name for the run (runs list, History; "cohort runs rename" changes it)' },
+      tag: { type: 'string', arg: 'TAG', help: 'a tag for the run; repeat for several (--tag fp16 --tag baseline)' },
+      notes: { type: 'string', arg: 'TEXT', help: 'notes kept with the run (runs show, History)' },
       'accept-new-host-key': acceptNewHostKey,
       ...trainingOptions(),
     },
@@ -49,6 +52,7 @@ export const COMMANDS: CommandSpec[] = [
       'cohort run --local --ranks 2 --steps 50 --image-size 32 --stem cifar',
       'cohort run --profile lab --batch-size 32 --epochs 1 --data cifar100:~/data/cifar-100-binary',
       'cohort run --local --steps 20 --json | jq -c \'select(.type=="step")\'',
+      'cohort run --local --steps 20 --name "bs 16 baseline" --tag baseline --tag cpu --notes "before the kernel change"',
     ],
     runArgs: runCommand,
   },
@@ -148,12 +152,13 @@ export const COMMANDS: CommandSpec[] = [
   },
   {
     name: 'runs',
-    summary: 'run history: list, show, rename, export',
+    summary: 'run history: list, show, rename, rm, export',
     usage: ['COMMAND [options]'],
     examples: ['cohort runs list', 'cohort runs export --match 2026 --format summary'],
     subcommands: [
       { name: 'runs list', summary: 'every recorded run, newest first (cancelled and failed ones with what they measured)', usage: ['[--json]'], maxPositionals: 0, options: { json }, examples: ['cohort runs list | head -5'], runArgs: (a, io) => runsCommand(['list', ...a], io) },
       { name: 'runs show', summary: "one run's summary (RUN: its id or a unique prefix)", usage: ['RUN [--json]'], maxPositionals: 1, options: { json: { type: 'boolean', help: 'the run record and every event as JSON' } }, examples: ['cohort runs show 20261123-0912'], runArgs: (a, io) => runsCommand(['show', ...a], io) },
+      { name: 'runs rm', summary: "delete runs from the local history (RUN: an id or a prefix only it has); the hosts' records stay", usage: ['RUN...'], examples: ['cohort runs rm 20261123-091200-ab12 20261123-0930'], runArgs: (a, io) => runsCommand(['rm', ...a], io) },
       { name: 'runs rename', summary: 'name a run (shown in History, lists and exports); an empty NAME clears it', usage: ['RUN NAME'], maxPositionals: 2, examples: ['cohort runs rename 20261123-0912 "fp16 + channels-last"'], runArgs: (a, io) => runsCommand(['rename', ...a], io) },
       {
         name: 'runs export',

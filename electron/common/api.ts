@@ -116,6 +116,9 @@ export interface RunMeta {
   id: string;
   /** The user's name for the run (History: editable; kept in user.json beside meta.json). */
   name?: string;
+  /** The user's tags and notes for the run (`cohort run --tag/--notes`; user.json too). */
+  tags?: string[];
+  notes?: string;
   profile: string;
   startedAt: string;
   endedAt?: string;
@@ -177,6 +180,10 @@ export interface StartRunRequest {
   maxRestarts?: number;
   /** Busy GPU slots: wait behind the run holding them (true, default) or fail at once (false). */
   queue?: boolean;
+  /** What the user says of the run at launch (recorded in user.json, shown in lists and History). */
+  name?: string;
+  tags?: string[];
+  notes?: string;
 }
 
 export interface RunEventMessage {
@@ -340,6 +347,12 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     const accept = optBool(o, 'acceptNewHostKeys', 'request');
     const maxRestarts = optNum(o, 'maxRestarts', 'request', { int: true, min: 0, max: 100 });
     const queue = optBool(o, 'queue', 'request');
+    const runName = optStr(o, 'name', 'request');
+    const notes = optStr(o, 'notes', 'request');
+    const tags = o.tags === undefined ? undefined : arr(o, 'tags', 'request', (v, path) => {
+      if (typeof v !== 'string') throw new DecodeError(path, 'expected a string');
+      return v;
+    });
     return [
       {
         profile: str(o, 'profile', 'request', { nonEmpty: true }),
@@ -348,6 +361,9 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
         ...(accept === undefined ? {} : { acceptNewHostKeys: accept }),
         ...(maxRestarts === undefined ? {} : { maxRestarts }),
         ...(queue === undefined ? {} : { queue }),
+        ...(runName === undefined ? {} : { name: runName }),
+        ...(tags === undefined ? {} : { tags }),
+        ...(notes === undefined ? {} : { notes }),
       },
     ];
   },

@@ -73,6 +73,28 @@ export function checkRunName(name: string): { ok: true; name: string } | { ok: f
   return { ok: true, name: n };
 }
 
+export const RUN_TAG_MAX = 40;
+export const RUN_NOTES_MAX = 2000;
+
+/** Tags as the user gave them (`--tag`, repeatable): trimmed, deduplicated; each a short word-like label. */
+export function checkRunTags(tags: string[]): { ok: true; tags: string[] } | { ok: false; reason: string } {
+  const out: string[] = [];
+  for (const raw of tags) {
+    const t = raw.trim();
+    if (!/^[A-Za-z0-9][A-Za-z0-9._:+-]*$/.test(t) || t.length > RUN_TAG_MAX) return { ok: false, reason: `tag ${JSON.stringify(raw)}: letters, digits and . _ : + - only, starting with a letter or digit, at most ${RUN_TAG_MAX} characters` };
+    if (!out.includes(t)) out.push(t);
+  }
+  return { ok: true, tags: out };
+}
+
+/** Notes: free text (line breaks allowed), at most RUN_NOTES_MAX characters, no other control characters. */
+export function checkRunNotes(notes: string): { ok: true; notes: string } | { ok: false; reason: string } {
+  const n = notes.trim();
+  if (n.length > RUN_NOTES_MAX) return { ok: false, reason: `notes are at most ${RUN_NOTES_MAX} characters (these have ${n.length})` };
+  if (/[\u0000-\u0009\u000b-\u001f\u007f]/.test(n)) return { ok: false, reason: 'notes cannot hold control characters other than line breaks' };
+  return { ok: true, notes: n };
+}
+
 /** The run's median throughput: the trainer's own `done` figure, else the median of the windows it measured (a cancelled or failed run). */
 export function runMedian(m: { medianGlobalSamplesPerSec?: number | null; throughput?: ThroughputSpread }): number | null {
   return m.medianGlobalSamplesPerSec ?? m.throughput?.median ?? null;

@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { makeEvent, type CohortEvent, type Disposable } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
-import { followRun, localProfile, resolveRunConfig } from '../../common';
+import { checkRunName, checkRunNotes, checkRunTags, followRun, localProfile, resolveRunConfig } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
@@ -19,6 +19,7 @@ training options (a profile's defaults apply under them; exactly one of --steps/
 ${trainFlagUsage()}
 output: --json (events only, one per line; the first is a log event carrying runId, the last is done;
          a failure ends with error, then done)  --verbose (every rank's log lines)
+  --name NAME, --tag TAG (repeatable), --notes TEXT   recorded with the run (runs list/show, History)
   --detach   start the run and return at once, printing its id (with --json: the first event
              carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
 A run outlives the CLI (killed, terminal closed, SSH link lost); Ctrl-C in the foreground stops
@@ -36,6 +37,9 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     'accept-new-host-key': { type: 'boolean' },
     'max-restarts': { type: 'string' },
     'no-queue': { type: 'boolean' },
+    name: { type: 'string' },
+    tag: { type: 'string', multiple: true },
+    notes: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
@@ -58,6 +62,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   // Validate at the edge, before any status line or connection: the same resolution core applies
   // when it starts the run (core merges the profile defaults once; the printer shows what was asked).
   const asked = resolveRunConfig(profile, overrides);
+  // What the user says of the run, checked here too (a refused name is a usage error before any connection).
+  const user = runUserFields(values.name, values.tag, values.notes);
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
@@ -75,7 +81,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   try {
     printer.status?.(local ? `starting ${ranks} local rank(s)` : `connecting to ${profile.hosts.length} host(s) of ${profile.name}`);
     try {
-      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}), maxRestarts, ...(values['no-queue'] ? { queue: false } : {}) }));
+      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}), maxRestarts, ...(values['no-queue'] ? { queue: false } : {}), ...user }));
     } catch (err) {
       // --json promises a stream that always ends with `done`: a failure before the run exists (a
       // refused connection, a failed deploy) is an `error` event, then `done`, then the exit code.
@@ -127,6 +133,17 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     offDeploy();
     service.dispose();
   }
+}
+
+/** --name, --tag (repeatable), --notes as the run record keeps them; a UsageError naming the flag otherwise. */
+function runUserFields(name: string | undefined, tags: string[] | undefined, notes: string | undefined): { name?: string; tags?: string[]; notes?: string } {
+  const n = name === undefined ? undefined : checkRunName(name);
+  if (n && !n.ok) throw new UsageError(`--name: ${n.reason}`);
+  const t = tags === undefined ? undefined : checkRunTags(tags);
+  if (t && !t.ok) throw new UsageError(`--tag: ${t.reason}`);
+  const o = notes === undefined ? undefined : checkRunNotes(notes);
+  if (o && !o.ok) throw new UsageError(`--notes: ${o.reason}`);
+  return { ...(n?.ok && n.name ? { name: n.name } : {}), ...(t?.ok && t.tags.length ? { tags: t.tags } : {}), ...(o?.ok && o.notes ? { notes: o.notes } : {}) };
 }
 
 /** The first line of every `cohort run --json` stream: a log event carrying the run's id. */

@@ -13,6 +13,7 @@ import { makeService } from '../service';
 export const RUNS_USAGE = `usage: cohort runs list [--json]
        cohort runs show RUN [--json]
        cohort runs rename RUN NAME
+       cohort runs rm RUN...   (the local history only; the hosts' records stay under their workdir)
        cohort runs export [RUN...] [--match PREFIX] [--format csv|summary|json|jsonl] [--baseline RUN]
          (each RUN is one run: its id or a prefix only it has; --match PREFIX: every run whose id starts
           with PREFIX, oldest first; csv: one row per step; summary, json: one row per run with speedups)
@@ -43,7 +44,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
         for (const m of runs) {
           const median = runMedian(m);
           const dur = runDurationMs(m);
-          io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), median ? median.toFixed(1) : '-', String(m.steps ?? '-'), dur === null ? '-' : fmtDuration(dur), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19), m.name ?? '']) + '\n');
+          io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), median ? median.toFixed(1) : '-', String(m.steps ?? '-'), dur === null ? '-' : fmtDuration(dur), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19), [m.name ?? '', ...(m.tags ?? []).map((t) => `#${t}`)].filter(Boolean).join(' ')]) + '\n');
         }
       }
       return EXIT.ok;
@@ -62,6 +63,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       io.stdout.write(
         [
           ...(meta.name ? [`name: ${meta.name}`] : []),
+          ...(meta.tags?.length ? [`tags: ${meta.tags.join(', ')}`] : []),
           `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]`).join(' ')}`,
           `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
           `config: ${configSummary(meta)}`,
@@ -69,6 +71,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
           `median throughput: ${spreadLine(meta)}; ${steps.length} step reports`,
           ...(meta.error ? [`error: ${meta.error}`] : []),
           `folder: ${join(store.runsDir, meta.id)}`,
+          ...(meta.notes ? [`notes:\n${meta.notes.replace(/^/gm, '  ')}`] : []),
         ].join('\n') + '\n',
       );
       return EXIT.ok;
@@ -78,6 +81,18 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       if (positionals.length !== 2) throw new UsageError(`give the run and its new name (quote a name with spaces; "" clears it)\n${RUNS_USAGE}`);
       const named = store.rename(meta.id, positionals[1]!);
       io.stdout.write(named?.name ? `run ${meta.id} is now named ${JSON.stringify(named.name)}\n` : `run ${meta.id} has no name now\n`);
+      return EXIT.ok;
+    }
+    case 'rm': {
+      if (!positionals.length) throw new UsageError(`name the run(s) to delete\n${RUNS_USAGE}`);
+      const picked = positionals.map((id) => requireRun(store, id)); // every one resolved before any is deleted
+      const metas = await withService(io, (service) => Promise.all(picked.map(async (m) => (await service.getRun(m.id)).meta))); // the hosts' word on open ones
+      const running = metas.filter((m) => !['ok', 'failed', 'cancelled', 'lost'].includes(m.status));
+      if (running.length) throw new UsageError(`run ${running.map((m) => m.id).join(', ')} may still be running (${running.map((m) => m.status).join(', ')}); stop it first ("cohort stop RUN"), or "cohort runs list" to ask its hosts`);
+      for (const m of metas) {
+        store.remove(m.id);
+        io.stdout.write(`deleted run ${m.id} from ${store.runsDir} (its hosts' record is untouched)\n`);
+      }
       return EXIT.ok;
     }
     case 'export': {

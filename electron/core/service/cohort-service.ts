@@ -150,9 +150,12 @@ export class CohortService extends DisposableBase implements CohortApi {
       });
     } catch (err) {
       if (err instanceof ConfigError) throw new ApiCallError({ code: 'bad-config', message: err.message, hint: `fix ${err.flag} (the CLI flag, or the Launch form field of that name)` });
+      const failedId = (err as { runId?: unknown }).runId; // a failed launch is recorded: it keeps what the user said of it too
+      if (typeof failedId === 'string') this.runs.annotate(failedId, req);
       throw err;
     }
     const { runId, controller } = started;
+    this.runs.annotate(runId, req); // name, tags, notes given at launch
     this.track(started);
     // start() resolves once every host has started its agent; failures arrive as `error` events.
     const before = this.lastStart.get(profile.name) ?? Promise.resolve();
@@ -310,12 +313,9 @@ export class CohortService extends DisposableBase implements CohortApi {
 
   /** One run as its hosts know it (a run the cache thinks is going is asked about first, as in listRuns). */
   async getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }> {
-    let meta = this.runs.meta(runId);
-    if (!meta) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' });
-    if (this.unsettled(meta)) {
-      await this.settle(meta);
-      meta = this.runs.meta(runId) ?? meta;
-    }
+    const cached = this.runs.meta(runId);
+    if (!cached) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' });
+    const meta = this.unsettled(cached) ? await this.settle(cached).then(() => this.runs.meta(runId) ?? cached) : cached;
     return { meta, events: this.runs.events(runId) };
   }
 
