@@ -4,7 +4,7 @@
 // methods return Promises, `onXxx` subscriptions return a disposer.
 import { CohortError, toErrorInfo, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
-import type { RunSeries, ThroughputSpread } from './run-history';
+import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
 // ---- shapes that cross the boundary --------------------------------------------------------
@@ -112,13 +112,8 @@ export interface HostRecordRef {
 export type RunMetaStatus = RunStatus | 'queued' | 'starting' | 'running' | 'restarting' | 'lost';
 
 /** The run history record (meta.json of a run). */
-export interface RunMeta {
+export interface RunMeta extends RunUserFields {
   id: string;
-  /** The user's name for the run (History: editable; kept in user.json beside meta.json). */
-  name?: string;
-  /** The user's tags and notes for the run (`cohort run --tag/--notes`; user.json too). */
-  tags?: string[];
-  notes?: string;
   profile: string;
   startedAt: string;
   endedAt?: string;
@@ -170,7 +165,8 @@ export interface AppliedConfig {
 
 export type RunExportFormat = 'csv' | 'json';
 
-export interface StartRunRequest {
+/** What a launch asks for; name, tags and notes are recorded with the run (user.json). */
+export interface StartRunRequest extends RunUserFields {
   profile: string;
   /** For the `local` profile: how many ranks (default 1). Cluster profiles use their slots. */
   ranks?: number;
@@ -180,10 +176,6 @@ export interface StartRunRequest {
   maxRestarts?: number;
   /** Busy GPU slots: wait behind the run holding them (true, default) or fail at once (false). */
   queue?: boolean;
-  /** What the user says of the run at launch (recorded in user.json, shown in lists and History). */
-  name?: string;
-  tags?: string[];
-  notes?: string;
 }
 
 export interface RunEventMessage {
@@ -347,12 +339,6 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     const accept = optBool(o, 'acceptNewHostKeys', 'request');
     const maxRestarts = optNum(o, 'maxRestarts', 'request', { int: true, min: 0, max: 100 });
     const queue = optBool(o, 'queue', 'request');
-    const runName = optStr(o, 'name', 'request');
-    const notes = optStr(o, 'notes', 'request');
-    const tags = o.tags === undefined ? undefined : arr(o, 'tags', 'request', (v, path) => {
-      if (typeof v !== 'string') throw new DecodeError(path, 'expected a string');
-      return v;
-    });
     return [
       {
         profile: str(o, 'profile', 'request', { nonEmpty: true }),
@@ -361,9 +347,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
         ...(accept === undefined ? {} : { acceptNewHostKeys: accept }),
         ...(maxRestarts === undefined ? {} : { maxRestarts }),
         ...(queue === undefined ? {} : { queue }),
-        ...(runName === undefined ? {} : { name: runName }),
-        ...(tags === undefined ? {} : { tags }),
-        ...(notes === undefined ? {} : { notes }),
+        ...decodeRunUserFields(o, 'request'),
       },
     ];
   },
