@@ -34,6 +34,7 @@ import type { RunResult } from '../runs/run-controller';
 import { RunStore } from '../runs/run-store';
 import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { attachLocalPlan, localWorkdir } from '../runs/local-run';
+import { runProfile } from '../runs/run-profile';
 import { runHostCommand } from '../runs/host-link';
 import { decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
 import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
@@ -216,7 +217,7 @@ export class CohortService extends DisposableBase implements CohortApi {
     if (meta.status === 'ok' || meta.status === 'failed' || meta.status === 'cancelled') return undefined;
     // No run-status first (one command fewer before the first event): the follow itself finds out,
     // and replays the record once even when the run has ended, so the local history is complete.
-    const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
+    const profile = await runProfile(meta, this.profiles);
     const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
     this.track(started);
     return started;
@@ -225,7 +226,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   /** The hosts' word on a run's state (run-status on its leader), written into the local history. */
   private async refresh(meta: RunMeta): Promise<RunMeta | undefined> {
     try {
-      const plan = meta.profile === LOCAL_PROFILE_NAME ? attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(this.opts.paths.dataDir)) : meta.record?.length && this.opts.cluster ? this.opts.cluster.attachPlan(await this.profiles.get(meta.profile), meta.id, meta.record) : undefined;
+      const plan = meta.profile === LOCAL_PROFILE_NAME ? attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(this.opts.paths.dataDir)) : meta.record?.length && this.opts.cluster ? this.opts.cluster.attachPlan((await runProfile(meta, this.profiles))!, meta.id, meta.record) : undefined;
       const leader = plan?.hosts[0];
       if (!leader) return undefined;
       const r = await runHostCommand(leader.link, ['run-status', '--run', meta.id], { timeoutMs: 5000 });
@@ -266,7 +267,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   async leftovers(runId: string, opts: { timeoutMs?: number } = {}): Promise<LeftoverReport[]> {
     const meta = this.runs.meta(runId);
     if (!meta || meta.profile === LOCAL_PROFILE_NAME) return [];
-    return this.cluster('check hosts for leftovers').leftovers(await this.profiles.get(meta.profile), runId, opts);
+    return this.cluster('check hosts for leftovers').leftovers((await runProfile(meta, this.profiles))!, runId, opts);
   }
 
   /** The local history, with runs it thinks are still going refreshed from their hosts. */
@@ -293,7 +294,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   private async replayEnded(meta: RunMeta, timeoutMs = 15_000): Promise<void> {
     if (this.active.has(meta.id) || this.isDisposed) return;
     try {
-      const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
+      const profile = await runProfile(meta, this.profiles);
       const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
       this.track(started);
       await Promise.race([started.controller.result, new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);
