@@ -4,16 +4,11 @@
 // agent; read by run-follow / run-status / run-stop.
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { CohortError, decodeRunState, encodeEvent, type CohortEvent, type RunStateRecord } from '../protocol';
+import { checkRunId, decodeRunState, encodeEvent, type CohortEvent, type RunStateRecord } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
 
-/** Run ids become directory names: refuse anything that could leave `runs/`. */
-export const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
-export function checkRunId(id: string): string {
-  if (!RUN_ID_RE.test(id) || id.includes('..')) throw new CohortError('bad-run-id', `bad run id ${JSON.stringify(id)}`, { hint: "use letters, digits, '.', '_' and '-' (no '..', at most 128 characters)" });
-  return id;
-}
+/** Run ids become directory names: the one run-id rule (trainer/protocol/run-id.ts) refuses anything that could leave `runs/`. */
+export { checkRunId };
 
 export function runDirOf(workdir: string, runId: string): string {
   return join(workdir, 'runs', checkRunId(runId));
