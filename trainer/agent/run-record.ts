@@ -4,8 +4,9 @@
 // agent; read by run-follow / run-status / run-stop.
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkRunId, decodeRunState, encodeEvent, type CohortEvent, type RunStateRecord } from '../protocol';
+import { HOST_CMD_EXIT, checkRunId, decodeRunState, encodeEvent, type CohortEvent, type RunStateRecord } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
+import { HostCmdFailure } from './host-cmd';
 
 /** Run ids become directory names: the one run-id rule (trainer/protocol/run-id.ts) refuses anything that could leave `runs/`. */
 export { checkRunId };
@@ -26,7 +27,13 @@ export const recordPaths = (dir: string) => ({
 export function readState(dir: string): RunStateRecord | undefined {
   const path = join(dir, 'state.json');
   if (!existsSync(path)) return undefined;
-  return decodeRunState(JSON.parse(readFileSync(path, 'utf8')));
+  const text = readFileSync(path, 'utf8');
+  try {
+    return decodeRunState(JSON.parse(text));
+  } catch (err) {
+    // Named as what it is (a damaged record, final), not a generic failure a client retries forever.
+    throw new HostCmdFailure('record-damaged', `the run's state record ${path} is damaged (${text.length} bytes, ${(err as Error).message}); its outcome cannot be read from this host (its events.jsonl and logs are beside it)`, HOST_CMD_EXIT.recordDamaged);
+  }
 }
 
 /** True when `pid` is a live process whose command line names `runId` (guards against pid reuse). */

@@ -76,8 +76,12 @@ export function decodeRunState(value: unknown): RunStateRecord {
   return r;
 }
 
-/** Exit codes of the host commands (besides 0 = ok). */
-export const HOST_CMD_EXIT = { failed: 1, badSpec: 2, usage: 3, agentLost: 4, noSuchRun: 5 } as const;
+/**
+ * Exit codes of the host commands (besides 0 = ok): the one table, read by the hosts and the
+ * client alike (never a bare number). recordDamaged: the run's state.json cannot be read (cut
+ * short, not JSON): asking again will not help (issue 24 defect 9).
+ */
+export const HOST_CMD_EXIT = { failed: 1, badSpec: 2, usage: 3, agentLost: 4, noSuchRun: 5, recordDamaged: 6 } as const;
 
 /** What run-start prints on success (one JSON line). */
 export interface RunStartReply {

@@ -24,6 +24,7 @@ import {
   DisposableBase,
   Emitter,
   EventLineDecoder,
+  HOST_CMD_EXIT,
   HOST_WAIT_MS,
   decodeRunState,
   isTerminalRunState,
@@ -138,6 +139,8 @@ export class RunController extends DisposableBase {
    *  check never finds Cohort's own `run-stop` still running on a follower. */
   private stopsInFlight: Promise<void> | undefined;
   private finished = false;
+  /** The leader answered that it has no record of the run (run-follow exit 5). */
+  private leaderRecordGone = false;
   /** Lost hosts the run waits for (a restart event's waitingFor) until the run steps again. */
   private readonly waitingFor = new Set<string>();
   /** The highest restart told: a lost leader's restart is in every follower's record and then the leader's. */
@@ -345,7 +348,7 @@ export class RunController extends DisposableBase {
     try {
       const r = await runHostCommand(h.link, ['run-stop', '--run', this.plan.runId, '--reason', reason, '--wait-ms', String(waitMs)], { timeoutMs: waitMs + 5000 });
       const line = parseLine(r.stdout);
-      if (r.code === 5) return undefined; // no record on that host: nothing to stop
+      if (r.code === HOST_CMD_EXIT.noSuchRun) return undefined; // no record on that host: nothing to stop
       if (!line || !('runId' in line)) {
         this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: run-stop did not confirm (exit ${r.code}): ${(line ? JSON.stringify(line.error) : r.stderr.trim()).slice(0, 300)}` }));
         return undefined;
@@ -368,6 +371,7 @@ export class RunController extends DisposableBase {
     while (!this.gaveUp() && !f.retired) {
       let code: number | null = null;
       let stderr = '';
+      let hostError: { code: string; message: string } | undefined;
       try {
         const cmd = await f.host.link.command(['run-follow', '--run', this.plan.runId, '--offset', String(f.offset)]);
         f.cmd = cmd;
@@ -386,6 +390,7 @@ export class RunController extends DisposableBase {
           for (const r of decoder.push(chunk.toString('utf8'))) {
             if (r.kind === 'event' && r.event.type === 'error' && !isLeader) this.followerErrors.push(r.event);
             else if (r.kind === 'event') this.handle(r.event);
+            else if (r.kind === 'invalid' && hostCmdError(r.text)) hostError = hostCmdError(r.text); // the command's own failure line, told by its exit code
             else if (r.kind === 'invalid') this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: record line is not a valid event (${r.error})` }));
           }
         });
@@ -402,15 +407,25 @@ export class RunController extends DisposableBase {
       const waited = this.waitingFor.has(f.host.host);
       // The leader's agent died with its host up (or the host came back first): give the followers a
       // moment to say whether the run waits for it (restarts left) before calling the run over.
-      if (code === 4 && isLeader && !waited && this.plan.hosts.length > 1 && !f.deadOnce) {
+      const { agentLost, noSuchRun, recordDamaged } = HOST_CMD_EXIT;
+      if (code === agentLost && isLeader && !waited && this.plan.hosts.length > 1 && !f.deadOnce) {
         f.deadOnce = true;
         await new Promise((r) => setTimeout(r, LEADER_DEAD_GRACE_MS));
         continue;
       }
-      if (code === 0 || (code === 4 && !waited) || code === 5) {
+      if (code === 0 || (code === agentLost && !waited) || code === noSuchRun || code === recordDamaged) {
         f.ended = true;
-        if (code === 4) this.emitError({ rank: -1, host: f.host.host, message: `the agent of run ${this.plan.runId} on ${f.host.host} died without recording an end`, logTail: [], code: 'agent-lost' });
-        if (code === 5 && isLeader) this.emitError({ rank: -1, host: f.host.host, message: `${f.host.host} has no record of run ${this.plan.runId}`, logTail: [], code: 'no-such-run' });
+        // A damaged record is final (asking again reads the same bytes): said once, with the host's words.
+        if (code === recordDamaged) {
+          if (isLeader) this.leaderRecordGone = true;
+          this.emitError({ rank: -1, host: f.host.host, message: hostError?.message ?? `the record of run ${this.plan.runId} on ${f.host.host} is damaged`, logTail: [], code: 'record-damaged', hint: `its events and logs are still on ${f.host.host}; \`cohort runs show ${this.plan.runId}\` has what this client recorded` });
+        }
+        if (code === agentLost) this.emitError({ rank: -1, host: f.host.host, message: `the agent of run ${this.plan.runId} on ${f.host.host} died without recording an end`, logTail: [], code: 'agent-lost' });
+        if (code === noSuchRun && isLeader) {
+          // Its record gone (or never there): the outcome is not known from here, as refresh() says too.
+          this.leaderRecordGone = true;
+          this.emitError({ rank: -1, host: f.host.host, message: `${f.host.host} has no record of run ${this.plan.runId}`, logTail: [], code: 'no-such-run' });
+        }
         if (isLeader) await this.leaderEnded();
         return;
       }
@@ -446,7 +461,7 @@ export class RunController extends DisposableBase {
     let status: RunOutcome;
     if (state && isTerminalRunState(state.state)) status = state.state as RunStatus;
     else if (this.doneEvent) status = this.doneEvent.status;
-    else status = this.firstError ? 'failed' : 'lost';
+    else status = this.firstError && !this.leaderRecordGone ? 'failed' : 'lost';
     if (this.plan.scheduler && status !== 'ok' && this.stopping === 'no' && (await this.followRequeued(state?.schedulerAttempt ?? 0))) return;
     if (this.plan.scheduler && status !== 'ok') status = await this.schedulerVerdict(status);
     if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
@@ -609,6 +624,16 @@ export class RunController extends DisposableBase {
 
   private emit(e: CohortEvent): void {
     this.events.fire(e);
+  }
+}
+
+/** A host command's failure line (`{"error":{code,message}}`), if `text` is one. */
+function hostCmdError(text: string): { code: string; message: string } | undefined {
+  try {
+    const e = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown } } | null)?.error;
+    return e && typeof e.code === 'string' && typeof e.message === 'string' ? { code: e.code, message: e.message } : undefined;
+  } catch {
+    return undefined;
   }
 }
 

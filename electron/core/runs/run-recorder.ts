@@ -42,7 +42,14 @@ export class RunRecorder extends DisposableBase {
   private readonly series: SeriesAccumulator;
   private seriesWrittenAt = 0;
 
-  /** `rewrite`: start the cache's events over (an attach replays the hosts' record from the start). */
+  /**
+   * `rewrite` (an attach replays the hosts' record from the start): the replay is written aside
+   * (`events.replay-<pid>.jsonl`) and replaces events.jsonl by rename only once it holds at least as
+   * many events as the history had; a replay cut short (a host unreachable, its record gone) is
+   * dropped and the history kept whole (issue 24 defect 1: it was truncated before any host answered).
+   */
+  private replacing: { historyEvents: number } | undefined;
+
   constructor(
     runsDir: string,
     private meta: RunMeta,
@@ -55,13 +62,34 @@ export class RunRecorder extends DisposableBase {
     this.writer = takeWriterLock(this.dir);
     if (this.writer) {
       this.writeMeta();
-      this.eventsFile = join(this.dir, 'events.jsonl');
+      const history = join(this.dir, 'events.jsonl');
+      const had = opts.rewrite ? decodeEventsFile(history).length : 0;
+      if (had > 0) this.replacing = { historyEvents: had };
+      this.eventsFile = had > 0 ? join(this.dir, `events.replay-${process.pid}.jsonl`) : history;
       this.eventsFd = openSync(this.eventsFile, opts.rewrite ? 'w' : 'a', 0o600);
     } else {
       removeDeadReaderCopies(this.dir);
       this.eventsFile = join(this.dir, `events.reader-${process.pid}.jsonl`);
       this.eventsFd = openSync(this.eventsFile, 'w', 0o600);
     }
+  }
+
+  /** Whether events.jsonl holds what this recorder wrote (false while an attach's replay is still shorter than the history it would replace). */
+  get holdsHistory(): boolean {
+    return this.writer && !this.replacing;
+  }
+
+  /** The replay caught up with the history it replaces: it becomes events.jsonl (rename over), and writing goes on there. */
+  private replaceHistoryIfWhole(): void {
+    if (!this.replacing || this.count < this.replacing.historyEvents || this.backlog.length > 0) return;
+    const history = join(this.dir, 'events.jsonl');
+    try {
+      renameSync(this.eventsFile, history);
+    } catch (err) {
+      return this.fail(err);
+    }
+    this.eventsFile = history; // the fd follows the renamed file
+    this.replacing = undefined;
   }
 
   /** True when this recorder keeps the run's history; false when another process does (this one keeps a private copy). */
@@ -91,8 +119,10 @@ export class RunRecorder extends DisposableBase {
     if (this.isDisposed) return -1;
     this.write('events.jsonl', JSON.stringify(e) + '\n');
     if (e.type === 'log') this.log(e.host ?? 'unknown', e.rank, e.message);
+    const seq = this.count++;
+    if (this.replacing) this.replaceHistoryIfWhole();
     if (this.series.add(e) && Date.now() - this.seriesWrittenAt >= SERIES_WRITE_MS) this.writeSeries();
-    return this.count++;
+    return seq;
   }
 
   /** What the run measured so far: the spread of its windows' throughput. */
@@ -118,14 +148,16 @@ export class RunRecorder extends DisposableBase {
 
   override dispose(): void {
     if (this.isDisposed) return;
-    this.writeSeries();
     this.flush(true);
+    this.replaceHistoryIfWhole();
+    this.writeSeries();
     super.dispose();
     if (this.backlogBytes > 0 || this.metaDirty || this.droppedBytes > 0) {
       this.tell(`the run record in ${this.dir} is incomplete: ${this.backlogBytes + this.droppedBytes} bytes of events/logs${this.metaDirty ? ' and the final meta.json' : ''} could not be written (${this.failing ?? 'write failed'})`);
     }
     closeSync(this.eventsFd);
     for (const fd of this.logFds.values()) closeSync(fd);
+    if (this.replacing) rmQuiet(this.eventsFile); // a replay shorter than the history: the history stays
     if (this.writer) releaseWriterLock(this.dir);
     else this.takeOverIfWriterLeft();
     this.problems.dispose();
@@ -135,7 +167,8 @@ export class RunRecorder extends DisposableBase {
    *  this whole copy becomes the history. */
   private takeOverIfWriterLeft(): void {
     try {
-      if (this.backlogBytes === 0 && !historyEnded(this.dir) && takeWriterLock(this.dir)) {
+      // Only a copy at least as long as the history replaces it (never shrunk by a reader).
+      if (this.backlogBytes === 0 && !historyEnded(this.dir) && this.count >= decodeEventsFile(join(this.dir, 'events.jsonl')).length && takeWriterLock(this.dir)) {
         try {
           renameSync(this.eventsFile, join(this.dir, 'events.jsonl'));
           this.writeSeries(true);
@@ -153,7 +186,7 @@ export class RunRecorder extends DisposableBase {
   /** series.json, atomically (the history's writer only, or a reader taking over: `force`). A failure is not the run's problem: the reader rebuilds it from events.jsonl. */
   private writeSeries(force = false): void {
     this.seriesWrittenAt = Date.now();
-    if (!this.series.windows || (!this.writer && !force)) return;
+    if (!this.series.windows || (!this.writer && !force) || this.replacing) return;
     try {
       writeFileAtomicSync(join(this.dir, SERIES_FILE), encodeSeries(this.series.toSeries()), { mode: 0o600 });
     } catch {

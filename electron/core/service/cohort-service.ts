@@ -36,7 +36,7 @@ import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { attachLocalPlan, localWorkdir } from '../runs/local-run';
 import { runProfile } from '../runs/run-profile';
 import { runHostCommand } from '../runs/host-link';
-import { decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
+import { HOST_CMD_EXIT, decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
 import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
 import type { PassphrasePrompts } from './passphrase-prompts';
 
@@ -230,7 +230,7 @@ export class CohortService extends DisposableBase implements CohortApi {
       const leader = plan?.hosts[0];
       if (!leader) return undefined;
       const r = await runHostCommand(leader.link, ['run-status', '--run', meta.id], { timeoutMs: 5000 });
-      if (r.code === 5) return this.runs.patch(meta.id, { status: 'lost', error: `${leader.host} has no record of this run` }, { unlessFollowed: true });
+      if (r.code === HOST_CMD_EXIT.noSuchRun) return this.runs.patch(meta.id, { status: 'lost', error: `${leader.host} has no record of this run` }, { unlessFollowed: true });
       const line = r.stdout.trim().split('\n').pop();
       if (r.code !== 0 || !line) return undefined; // unreachable: keep what the cache says
       const parsed = JSON.parse(line) as { agentAlive?: boolean };
