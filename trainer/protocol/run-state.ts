@@ -1,11 +1,13 @@
 // The on-host record of a durable run (`<workdir>/runs/<runId>/state.json`) and what the host
 // commands print (run-start, run-stop, run-status). Written by the host agent, read by clients.
+import { FINISHED_STATUSES, isFinished } from './run-view';
 import { num, obj, oneOf, optNum, optStr, str, type Obj } from './validate';
 
 export const HOST_RUN_STATES = ['queued', 'starting', 'running', 'restarting', 'ok', 'failed', 'cancelled'] as const;
 export type HostRunState = (typeof HOST_RUN_STATES)[number];
-export const TERMINAL_RUN_STATES: readonly HostRunState[] = ['ok', 'failed', 'cancelled'];
-export const isTerminalRunState = (s: HostRunState): boolean => TERMINAL_RUN_STATES.includes(s);
+export const TERMINAL_RUN_STATES: readonly HostRunState[] = FINISHED_STATUSES;
+/** isFinished (run-view.ts) for the hosts' record states. */
+export const isTerminalRunState = (s: HostRunState): boolean => isFinished(s);
 
 export interface RunStateError {
   host: string;

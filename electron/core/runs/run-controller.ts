@@ -139,6 +139,8 @@ export class RunController extends DisposableBase {
    *  check never finds Cohort's own `run-stop` still running on a follower. */
   private stopsInFlight: Promise<void> | undefined;
   private finished = false;
+  /** A scheduled run's stop waits for the scheduler's word on whether the job still runs. */
+  private stopAsked = false;
   /** The leader answered that it has no record of the run (run-follow exit 5). */
   private leaderRecordGone = false;
   /** Lost hosts the run waits for (a restart event's waitingFor) until the run steps again. */
@@ -226,7 +228,7 @@ export class RunController extends DisposableBase {
     for (;;) {
       const end = await job.ended().catch(() => undefined);
       if (!end || this.stopping !== 'no' || this.finished) return false;
-      if (end.restarts > followedAttempt && !/^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/.test(end.state)) {
+      if (end.restarts > followedAttempt && !slurmJobOver(end.state)) {
         const offsets = this.follows.map((f) => f.offset);
         for (const f of this.follows) {
           f.retired = true;
@@ -307,7 +309,29 @@ export class RunController extends DisposableBase {
       setTimeout(() => this.finish('cancelled'), 2000);
       return;
     }
-    if (this.stopping !== 'no') return;
+    if (this.stopping !== 'no' || this.stopAsked) return;
+    if (this.plan.scheduler) {
+      // A job that has already ended is not stopped, and not called cancelled: its records say how
+      // it ended (issue 24 defect 2: a stop of a job that ended ok recorded it `cancelled`).
+      this.stopAsked = true;
+      void this.plan.scheduler
+        .ended()
+        .catch(() => undefined)
+        .then((end) => {
+          this.stopAsked = false;
+          if (end && slurmJobOver(end.state) && end.state !== 'CANCELLED') {
+            this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${end.jobId} had already ended (JobState=${end.state}) before the stop: nothing to stop; its record tells how the run ended` }));
+            return;
+          }
+          this.stopNow(reason);
+        });
+      return;
+    }
+    this.stopNow(reason);
+  }
+
+  private stopNow(reason: string): void {
+    if (this.finished || this.stopping !== 'no') return;
     this.stopping = 'stop';
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
     this.stopsInFlight = this.stopAll(reason, this.plan.stopWaitMs ?? 10_000);
@@ -625,6 +649,11 @@ export class RunController extends DisposableBase {
   private emit(e: CohortEvent): void {
     this.events.fire(e);
   }
+}
+
+/** Slurm's JobStates of a job that has left the queue for good. */
+function slurmJobOver(state: string): boolean {
+  return /^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/.test(state);
 }
 
 /** A host command's failure line (`{"error":{code,message}}`), if `text` is one. */

@@ -17,7 +17,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
-import { CohortError, checkRunId, isValidRunId, type CohortEvent } from '../../../trainer/protocol';
+import { CohortError, checkRunId, isFinished, isValidRunId, type CohortEvent } from '../../../trainer/protocol';
 import { checkRunName, type RunMeta, type RunSeries } from '../../common';
 import { RunRecorder, decodeEventsFile, safe } from './run-recorder';
 import { decodeSeries, encodeSeries, seriesFromRecordText } from './run-series';
@@ -29,7 +29,6 @@ export { RunIdError, checkRunId, isValidRunId, newRunId, RUN_ID_PATTERN } from '
 
 const SERIES_FILE = 'series.json';
 const USER_FILE = 'user.json';
-const TERMINAL = new Set(['ok', 'failed', 'cancelled']);
 
 export class RunStore {
   constructor(readonly runsDir: string) {}
@@ -66,7 +65,7 @@ export class RunStore {
     for (const id of readdirSync(this.runsDir)) {
       if (!isValidRunId(id)) continue; // not a run folder (temporary files, foreign names)
       const r = this.read(id);
-      if (r.meta) out.push(!r.meta.throughput && TERMINAL.has(r.meta.status) ? this.migrate(r.meta) : r.meta);
+      if (r.meta) out.push(!r.meta.throughput && isFinished(r.meta.status) ? this.migrate(r.meta) : r.meta);
       else if (r.problem) opts.onSkip?.(join(this.runsDir, id, 'meta.json'), r.problem);
     }
     return out.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
@@ -91,7 +90,7 @@ export class RunStore {
     const meta = this.meta(id);
     if (!meta) return undefined;
     const p = join(this.runsDir, id, SERIES_FILE);
-    const ended = TERMINAL.has(meta.status);
+    const ended = isFinished(meta.status);
     if (existsSync(p)) {
       const s = decodeSeries(readFileSync(p, 'utf8'), id);
       // An ended run's file must hold every window its meta counts (a crash between the two writes).

@@ -2,6 +2,7 @@
 // and start time of the process keeping events.jsonl and meta.json; readers keep private copies.
 import { readFileSync, readdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { isFinished } from '../../../trainer/protocol';
 
 const LOCK = 'writer.lock';
 
@@ -75,7 +76,7 @@ export function releaseWriterLock(dir: string): void {
 export function historyEnded(dir: string): boolean {
   try {
     const status = (JSON.parse(readFileSync(join(dir, 'meta.json'), 'utf8')) as { status?: unknown }).status;
-    return status === 'ok' || status === 'failed' || status === 'cancelled';
+    return typeof status === 'string' && isFinished(status);
   } catch {
     return false;
   }

@@ -36,7 +36,7 @@ import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { attachLocalPlan, localWorkdir } from '../runs/local-run';
 import { runProfile } from '../runs/run-profile';
 import { runHostCommand } from '../runs/host-link';
-import { HOST_CMD_EXIT, decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
+import { HOST_CMD_EXIT, decodeRunState, isFinished, isTerminalRunState } from '../../../trainer/protocol';
 import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
 import type { PassphrasePrompts } from './passphrase-prompts';
 
@@ -214,7 +214,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   /** Starts following a run this process does not control; undefined when it has ended. */
   private async follow(runId: string): Promise<StartedRun | undefined> {
     const meta = this.meta(runId);
-    if (meta.status === 'ok' || meta.status === 'failed' || meta.status === 'cancelled') return undefined;
+    if (isFinished(meta.status)) return undefined;
     // No run-status first (one command fewer before the first event): the follow itself finds out,
     // and replays the record once even when the run has ended, so the local history is complete.
     const profile = await runProfile(meta, this.profiles);
@@ -274,12 +274,12 @@ export class CohortService extends DisposableBase implements CohortApi {
   async listRuns(): Promise<RunMeta[]> {
     const onSkip = this.opts.onSkippedRecord;
     const all = this.runs.list(onSkip ? { onSkip } : {});
-    const open = all.filter((m) => !['ok', 'failed', 'cancelled'].includes(m.status) && !this.active.has(m.id));
+    const open = all.filter((m) => !isFinished(m.status) && !this.active.has(m.id));
     if (!open.length) return all;
     await Promise.all(
       open.map(async (m) => {
         const now = await this.refresh(m);
-        if (now && ['ok', 'failed', 'cancelled'].includes(now.status)) await this.replayEnded(m);
+        if (now && isFinished(now.status)) await this.replayEnded(m);
       }),
     );
     return this.runs.list();
