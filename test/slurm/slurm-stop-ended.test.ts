@@ -63,8 +63,8 @@ describe.skipIf(SLURM_MISSING)('Slurm: stop of an ended job, sbatch wrapper noti
     const real = join(c.sharedDir, 'sbatch.real');
     const wrapper = join(c.sharedDir, 'sbatch-wrapper');
     writeFileSync(wrapper, `#!/bin/sh\necho "NOTICE: this site accounts jobs to project demo"\nexec ${real} "$@"\n`, { mode: 0o755 });
-    const mnt = await c.ssh.exec(c.login, `cp /usr/bin/sbatch ${real} && nsenter -t ${c.login.sshdPid} -m mount --bind ${wrapper} /usr/bin/sbatch && sbatch --version | head -1`);
-    expect(mnt.stdout.trim(), mnt.stderr).toMatch(/^NOTICE/); // the wrapper is in place on the login node
+    const mnt = await c.ssh.exec(c.login, `cp /usr/bin/sbatch ${real} && nsenter -t ${c.login.sshdPid} -m mount --bind ${wrapper} /usr/bin/sbatch && nsenter -t ${c.login.sshdPid} -m sh -c 'sbatch --version | head -1'`);
+    expect(mnt.stdout.trim(), mnt.stderr).toMatch(/^NOTICE/); // the wrapper is in place for the login node's sshd sessions
     try {
       const r = await cli(['run', '--profile', 'one', '--steps', '2', ...tiny, '--json'], true);
       expect(r.code, r.stderr).toBe(0);
