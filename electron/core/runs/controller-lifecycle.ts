@@ -57,6 +57,8 @@ export type ControllerInput =
   | { t: 'restart'; waitingFor: string[] }
   /** The run steps again: every lost host is back. */
   | { t: 'stepped' }
+  /** The wait for a lost host is over (its restart's waitMs) and it is not back. */
+  | { t: 'wait-over'; host: string }
   /** A `done` in some host's record (the leader's or a follower's). */
   | { t: 'record-done'; status: RunStatus }
   | { t: 'stop'; reason: string; force: boolean }
@@ -120,7 +122,8 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
     case 'hosts-started':
       return p.k === 'starting' ? to({ k: 'following' }, { e: 'follow-hosts' }) : same;
     case 'host-refused':
-      return p.k === 'starting' ? to({ k: 'done', status: 'failed' }, { e: 'stop-hosts', reason: 'a host of the run could not start', force: false }, { e: 'finish', status: 'failed' }) : same;
+      // The shell has stopped the hosts that did start (it knows which).
+      return p.k === 'starting' ? to({ k: 'done', status: 'failed' }, { e: 'finish', status: 'failed' }) : same;
     case 'restart': {
       if (!i.waitingFor.length || (p.k !== 'following' && p.k !== 'awaiting-hosts')) return same;
       const known = p.k === 'awaiting-hosts' ? p.waitingFor : [];
@@ -132,6 +135,11 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
     }
     case 'stepped':
       return p.k === 'awaiting-hosts' ? to({ k: 'following' }) : same;
+    case 'wait-over': {
+      if (p.k !== 'awaiting-hosts' || !p.waitingFor.includes(i.host)) return same;
+      const rest = p.waitingFor.filter((h) => h !== i.host);
+      return to(rest.length ? { k: 'awaiting-hosts', waitingFor: rest } : { k: 'following' });
+    }
     case 'record-done':
       if (i.status !== 'cancelled' || s.stopSeen) return same;
       // Another client's stop (or this one's) reached a host: no relaunch from here on.

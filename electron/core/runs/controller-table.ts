@@ -49,6 +49,7 @@ export const CONTROLLER_INPUTS: Record<string, ControllerInput> = {
   'restart(h2)': { t: 'restart', waitingFor: ['h2'] },
   'restart(h3)': { t: 'restart', waitingFor: ['h3'] },
   stepped: { t: 'stepped' },
+  'wait-over(h2)': { t: 'wait-over', host: 'h2' },
   'record-done(ok)': { t: 'record-done', status: 'ok' },
   'record-done(cancelled)': { t: 'record-done', status: 'cancelled' },
   stop: { t: 'stop', reason: 'stopped by the user', force: false },

@@ -38,6 +38,7 @@ import {
   type SchedulerQueue,
 } from '../../../trainer/protocol';
 import type { HostRecordRef } from '../../common';
+import { initialControllerState, isOver, transition, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
 import { runHostCommand, type HostCommand, type HostLink } from './host-link';
 
 export interface HostLaunch {
@@ -94,7 +95,7 @@ export interface RunPlan {
   stopWaitMs?: number;
 }
 
-export type RunOutcome = RunStatus | 'lost';
+export type { RunOutcome };
 
 export interface RunResult {
   status: RunOutcome;
@@ -134,17 +135,16 @@ export class RunController extends DisposableBase {
   private readonly errorsTold = new Set<string>();
   private doneEvent: Extract<CohortEvent, { type: 'done' }> | undefined;
   private lastStep = 0;
-  private stopping: 'no' | 'stop' | 'force' = 'no';
+  /** The run as a whole, as controller-lifecycle.ts's transition keeps it. */
+  private state: ControllerState;
   /** The stop commands in flight: the result waits for them (bounded), so a caller's leftover
    *  check never finds Cohort's own `run-stop` still running on a follower. */
   private stopsInFlight: Promise<void> | undefined;
-  private finished = false;
-  /** A scheduled run's stop waits for the scheduler's word on whether the job still runs. */
-  private stopAsked = false;
+  /** The leader's state record read at its end (finish's second argument). */
+  private leaderState: RunStatusLine | undefined;
+  private resolved = false;
   /** The leader answered that it has no record of the run (run-follow exit 5). */
   private leaderRecordGone = false;
-  /** Lost hosts the run waits for (a restart event's waitingFor) until the run steps again. */
-  private readonly waitingFor = new Set<string>();
   /** The highest restart told: a lost leader's restart is in every follower's record and then the leader's. */
   private restartsTold = 0;
   private readonly startedAt = Date.now();
@@ -153,8 +153,61 @@ export class RunController extends DisposableBase {
 
   constructor(private readonly plan: RunPlan) {
     super();
+    this.state = initialControllerState(!!plan.scheduler);
     this.result = new Promise((res) => (this.resolveResult = res));
   }
+
+  private get finished(): boolean {
+    return isOver(this.state);
+  }
+
+  /** A stop was asked (or is being checked with the scheduler). */
+  private get stopRequested(): boolean {
+    const k = this.state.phase.k;
+    return k === 'stopping' || k === 'checking-job';
+  }
+
+  private waits(host: string): boolean {
+    return this.state.phase.k === 'awaiting-hosts' && this.state.phase.waitingFor.includes(host);
+  }
+
+  /** One input through the lifecycle's transition; its effects run here (the shell). */
+  private dispatch(input: ControllerInput): void {
+    const { state, effects } = transition(this.state, input);
+    this.state = state;
+    for (const fx of effects) this.run(fx);
+  }
+
+  private run(fx: ControllerEffect): void {
+    switch (fx.e) {
+      case 'finish':
+        return this.finish(fx.status, this.leaderState);
+      case 'relaunch':
+        return this.relaunchLost(fx.hosts, this.relaunchWaitMs);
+      case 'ask-job':
+        void this.plan
+          .scheduler!.ended()
+          .catch(() => undefined)
+          .then((end) => {
+            const over = !!end && slurmJobOver(end.state) && end.state !== 'CANCELLED';
+            if (over) this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${end.jobId} had already ended (JobState=${end.state}) before the stop: nothing to stop; its record tells how the run ended` }));
+            this.dispatch({ t: 'job-state', over });
+          });
+        return;
+      case 'stop-hosts':
+        return this.sendStop(fx.reason, fx.force);
+      case 'stop-following':
+        for (const f of this.follows) f.cmd?.kill();
+        return;
+      case 'tell':
+        if (fx.message.startsWith('the job had already ended')) return; // said with the job's id by ask-job
+        return this.emit(makeEvent({ type: 'log', level: fx.level, message: fx.message }));
+      default:
+        return; // submit, wait-job, start-hosts, follow-hosts: the shell's own start()/attach() run them (UNFINISHED: not yet driven from here)
+    }
+  }
+
+  private relaunchWaitMs = HOST_WAIT_MS;
 
   get runId(): string {
     return this.plan.runId;
@@ -179,6 +232,7 @@ export class RunController extends DisposableBase {
     try {
       const id = await job.submit();
       this.emit(makeEvent({ type: 'log', level: 'info', message: `submitted Slurm job ${id} (run ${this.plan.runId})` }));
+      this.dispatch({ t: 'submitted' });
       return true;
     } catch (err) {
       this.schedulerFailed(err);
@@ -207,9 +261,11 @@ export class RunController extends DisposableBase {
         this.waitAbort.signal,
         requeue ? { minAttempt: requeue.attempt } : {},
       );
-      if (this.finished || this.stopping !== 'no') return;
+      // (a stop still being checked with the scheduler goes on following: the job may have ended on its own)
+      if (this.finished || this.state.phase.k === 'stopping') return;
       for (const l of this.queueListeners) l(undefined);
       this.plan.hosts = hosts;
+      this.dispatch({ t: 'job-running' });
       this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${job.id} runs on ${hosts.map((h) => h.host).join(', ')}` }));
       this.attach(requeue ? Object.fromEntries(hosts.map((h, i) => [h.host, requeue.offsets[i] ?? 0])) : offsets);
     } catch (err) {
@@ -227,7 +283,7 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + 10_000;
     for (;;) {
       const end = await job.ended().catch(() => undefined);
-      if (!end || this.stopping !== 'no' || this.finished) return false;
+      if (!end || this.stopRequested || this.finished) return false;
       if (end.restarts > followedAttempt && !slurmJobOver(end.state)) {
         const offsets = this.follows.map((f) => f.offset);
         for (const f of this.follows) {
@@ -238,6 +294,7 @@ export class RunController extends DisposableBase {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `restarting: ${reason}; the run resumes from its last checkpoint when the job runs again` }));
         for (const l of this.queueListeners) l({ jobId: end.jobId, reason: end.reason, restarting: reason });
         this.follows = [];
+        this.dispatch({ t: 'job-requeued' });
         void this.followScheduled({}, { attempt: end.restarts, reason, offsets });
         return true;
       }
@@ -247,10 +304,12 @@ export class RunController extends DisposableBase {
   }
 
   private schedulerFailed(err: unknown): void {
-    if (this.stopping !== 'no' || this.finished) return this.finish('cancelled');
-    const e = err as { code?: string; message: string; hint?: string };
-    this.emitError({ rank: -1, host: this.plan.hosts[0]?.host ?? 'slurm', message: e.message, logTail: [], code: e.code ?? 'slurm-failed' });
-    this.finish('failed');
+    if (this.finished) return;
+    if (!this.stopRequested) {
+      const e = err as { code?: string; message: string; hint?: string };
+      this.emitError({ rank: -1, host: this.plan.hosts[0]?.host ?? 'slurm', message: e.message, logTail: [], code: e.code ?? 'slurm-failed' });
+    }
+    this.dispatch({ t: 'job-failed' });
   }
 
   /**
@@ -259,6 +318,7 @@ export class RunController extends DisposableBase {
    * false when the start failed (the run's result says why).
    */
   async start(): Promise<boolean> {
+    this.dispatch({ t: 'start' });
     if (this.plan.scheduler) {
       if (!(await this.submitScheduled())) return false;
       void this.followScheduled();
@@ -279,17 +339,19 @@ export class RunController extends DisposableBase {
         const message = reply?.error?.message ?? `run-start on ${h.host} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`;
         this.emitError({ rank: -1, host: h.host, message, logTail: [], code });
         await Promise.all(started.map((s) => this.stopHost(s, 'a host of the run could not start', 5000)));
-        this.finish('failed');
+        this.dispatch({ t: 'host-refused' });
         return false;
       }
       started.push(h);
     }
+    this.dispatch({ t: 'hosts-started' });
     this.attach();
     return true;
   }
 
   /** Follows every host's record from the start (or from given byte offsets). */
   attach(offsets: Record<string, number> = {}): void {
+    this.dispatch({ t: 'attach' });
     if (this.plan.scheduler && this.plan.hosts.length === 0) {
       void this.followScheduled(offsets);
       return;
@@ -300,46 +362,26 @@ export class RunController extends DisposableBase {
 
   /** Stops the run on every host (whoever started it). `force`: stop waiting at once. Idempotent. */
   cancel(reason = 'cancelled by the user', opts: { force?: boolean } = {}): void {
-    if (this.finished) return;
-    if (opts.force) {
-      this.stopping = 'force';
-      this.emit(makeEvent({ type: 'log', level: 'warn', message: `forcing: not waiting for the hosts to confirm the stop of ${this.plan.runId}` }));
-      this.stopsInFlight = this.stopAll(reason, 2000);
-      for (const f of this.follows) f.cmd?.kill();
-      setTimeout(() => this.finish('cancelled'), 2000);
-      return;
-    }
-    if (this.stopping !== 'no' || this.stopAsked) return;
-    if (this.plan.scheduler) {
-      // A job that has already ended is not stopped, and not called cancelled: its records say how
-      // it ended (issue 24 defect 2: a stop of a job that ended ok recorded it `cancelled`).
-      this.stopAsked = true;
-      void this.plan.scheduler
-        .ended()
-        .catch(() => undefined)
-        .then((end) => {
-          this.stopAsked = false;
-          if (end && slurmJobOver(end.state) && end.state !== 'CANCELLED') {
-            this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${end.jobId} had already ended (JobState=${end.state}) before the stop: nothing to stop; its record tells how the run ended` }));
-            return;
-          }
-          this.stopNow(reason);
-        });
-      return;
-    }
-    this.stopNow(reason);
+    // A scheduled run asks the scheduler first: a job that has already ended is not stopped, and
+    // not called cancelled (issue 24 defect 2); the lifecycle's transition says so (ask-job).
+    this.dispatch({ t: 'stop', reason, force: !!opts.force });
   }
 
-  private stopNow(reason: string): void {
-    if (this.finished || this.stopping !== 'no') return;
-    this.stopping = 'stop';
+  /** The stop-hosts effect: run-stop on the hosts (or scancel), then the end (stop-sent). */
+  private sendStop(reason: string, force: boolean): void {
+    if (force) {
+      this.emit(makeEvent({ type: 'log', level: 'warn', message: `forcing: not waiting for the hosts to confirm the stop of ${this.plan.runId}` }));
+      this.stopsInFlight = this.stopAll(reason, 2000);
+      setTimeout(() => this.dispatch({ t: 'stop-sent' }), 2000);
+      return;
+    }
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
     this.stopsInFlight = this.stopAll(reason, this.plan.stopWaitMs ?? 10_000);
     void this.stopsInFlight.then(() => {
       // Still queued: nothing to follow, the job is gone.
-      if (this.plan.scheduler && this.follows.length === 0) return this.finish('cancelled');
+      if (this.plan.scheduler && this.follows.length === 0) return this.dispatch({ t: 'stop-sent' });
       // A host that could not be reached cannot confirm; do not wait for it beyond the stop.
-      setTimeout(() => this.finish('cancelled'), 3000).unref();
+      setTimeout(() => this.dispatch({ t: 'stop-sent' }), 3000).unref();
     });
   }
 
@@ -385,7 +427,8 @@ export class RunController extends DisposableBase {
   }
 
   private gaveUp(): boolean {
-    return this.finished || this.isDisposed || this.stopping === 'force';
+    const p = this.state.phase;
+    return this.finished || this.isDisposed || (p.k === 'stopping' && p.force);
   }
 
   private async follow(f: Follow): Promise<void> {
@@ -428,7 +471,7 @@ export class RunController extends DisposableBase {
       }
       if (f.retired) return;
       // A lost host the run waits for: its old agent's record says dead until the relaunched one writes.
-      const waited = this.waitingFor.has(f.host.host);
+      const waited = this.waits(f.host.host);
       // The leader's agent died with its host up (or the host came back first): give the followers a
       // moment to say whether the run waits for it (restarts left) before calling the run over.
       const { agentLost, noSuchRun, recordDamaged } = HOST_CMD_EXIT;
@@ -459,7 +502,7 @@ export class RunController extends DisposableBase {
         // The leader holds the run's outcome: without it the run is `lost`, and the error names it.
         if (isLeader) {
           this.emitError({ rank: -1, host: f.host.host, message: `${message}; it leads run ${this.plan.runId}, whose outcome it holds: the run is lost from here (cohort attach ${this.plan.runId} asks again once it answers)`, logTail: [], code: 'host-unreachable' });
-          this.finish('lost');
+          this.dispatch({ t: 'leader-unreachable' });
         } else this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: ${message}` }));
         return;
       }
@@ -486,10 +529,11 @@ export class RunController extends DisposableBase {
     if (state && isTerminalRunState(state.state)) status = state.state as RunStatus;
     else if (this.doneEvent) status = this.doneEvent.status;
     else status = this.firstError && !this.leaderRecordGone ? 'failed' : 'lost';
-    if (this.plan.scheduler && status !== 'ok' && this.stopping === 'no' && (await this.followRequeued(state?.schedulerAttempt ?? 0))) return;
+    if (this.plan.scheduler && status !== 'ok' && !this.stopRequested && (await this.followRequeued(state?.schedulerAttempt ?? 0))) return;
     if (this.plan.scheduler && status !== 'ok') status = await this.schedulerVerdict(status);
     if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
-    this.finish(status, state);
+    this.leaderState = state;
+    this.dispatch({ t: 'leader-ended', status });
   }
 
   /**
@@ -499,7 +543,7 @@ export class RunController extends DisposableBase {
    */
   private async schedulerVerdict(status: RunOutcome): Promise<RunOutcome> {
     const end = await this.plan.scheduler!.ended().catch(() => undefined);
-    if (!end || this.stopping !== 'no') return status;
+    if (!end || this.stopRequested) return status;
     const why: Record<string, string> = { TIMEOUT: 'it reached its time limit', NODE_FAIL: `node ${end.nodes} failed`, PREEMPTED: 'it was preempted', OUT_OF_MEMORY: 'it ran out of memory', BOOT_FAIL: 'a node failed to boot', DEADLINE: 'it reached its deadline' };
     const said = why[end.state];
     if (!said) return status;
@@ -513,10 +557,13 @@ export class RunController extends DisposableBase {
   private handle(e: CohortEvent): void {
     if (e.type === 'step') {
       this.lastStep = e.step;
-      this.waitingFor.clear(); // the run steps again: every lost host is back
+      this.dispatch({ t: 'stepped' }); // the run steps again: every lost host is back
     }
     if (e.type === 'restart') {
-      if (e.waitingFor?.length) this.relaunchLost(e.waitingFor, e.waitMs ?? HOST_WAIT_MS);
+      if (e.waitingFor?.length) {
+        this.relaunchWaitMs = e.waitMs ?? HOST_WAIT_MS;
+        this.dispatch({ t: 'restart', waitingFor: e.waitingFor }); // relaunch: unless a stop was seen (defect 6)
+      }
       if (e.attempt <= this.restartsTold) return; // told already, from another host's record
       this.restartsTold = e.attempt;
       this.emit(e);
@@ -524,7 +571,10 @@ export class RunController extends DisposableBase {
       // with it) is told now, after the restart that names their cause, and is never the root cause.
       return this.tellFollowerErrors({ consequences: true });
     }
-    if (e.type === 'done') this.doneEvent = e;
+    if (e.type === 'done') {
+      this.doneEvent = e;
+      this.dispatch({ t: 'record-done', status: e.status });
+    }
     if (e.type === 'error') this.noteError(e);
     this.emit(e);
   }
@@ -533,19 +583,17 @@ export class RunController extends DisposableBase {
   private relaunchLost(hosts: string[], waitMs: number): void {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
-      if (this.waitingFor.has(name)) continue;
       const h = this.plan.hosts.find((x) => x.host === name);
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;
       }
-      this.waitingFor.add(name);
       void this.relaunchAgent(h, deadline);
     }
   }
 
   private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
-    const still = () => this.waitingFor.has(h.host) && !this.gaveUp() && this.stopping === 'no' && Date.now() < deadline;
+    const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
     // a record being replayed (attach) may already show the run stepping again: give it a moment
     await new Promise((r) => setTimeout(r, 500));
     if (!still()) return;
@@ -568,7 +616,7 @@ export class RunController extends DisposableBase {
       await new Promise((res) => setTimeout(res, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]));
     }
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
-    if (h === this.plan.hosts[0] && Date.now() >= deadline) this.waitingFor.delete(h.host);
+    if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
   }
 
   private tellFollowerErrors(o: { consequences?: boolean } = {}): void {
@@ -629,9 +677,10 @@ export class RunController extends DisposableBase {
     this.emit(err);
   }
 
+  /** The finish effect (the lifecycle is `done` already): the end told to every consumer, once. */
   private finish(status: RunOutcome, state?: RunStatusLine): void {
-    if (this.finished) return;
-    this.finished = true;
+    if (this.resolved) return;
+    this.resolved = true;
     for (const f of this.follows) f.cmd?.kill();
     this.tellFollowerErrors();
     // Every consumer sees an end: a run that recorded no `done` gets one from the controller.
