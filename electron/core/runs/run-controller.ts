@@ -27,85 +27,22 @@ import {
   HOST_CMD_EXIT,
   HOST_WAIT_MS,
   decodeRunState,
+  errorKey,
   isTerminalRunState,
   makeEvent,
   type CohortEvent,
   type ErrorEvent,
-  type LaunchSpec,
-  type RunStartReply,
   type RunStatus,
   type RunStatusLine,
   type SchedulerQueue,
 } from '../../../trainer/protocol';
-import type { HostRecordRef } from '../../common';
 import { initialControllerState, isOver, transition, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
-import { runHostCommand, type HostCommand, type HostLink } from './host-link';
+import { runHostCommand, type HostCommand } from './host-link';
+import { hostCmdError, parseLine, slurmJobOver, startReply } from './host-replies';
+import { rejoinOnce } from './run-rejoin';
+import type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
-export interface HostLaunch {
-  host: string;
-  link: HostLink;
-  /** This host's LaunchSpec (absent when attaching to a run started elsewhere). */
-  spec?: LaunchSpec;
-}
-
-/**
- * Where a scheduled run waits: the scheduler's pending reason and its place in the queue (the
- * `queued` event's `slurm`), and, while a requeued job waits to run again (the run is
- * `restarting`), why Slurm requeued it and its Restarts count.
- */
-export type SchedulerQueueState = SchedulerQueue & { restarting?: string; restarts?: number };
-
-/** The scheduler's final word on a job (Slurm: JobState, Reason, NodeList). */
-export interface SlurmJobEnd {
-  jobId: string;
-  state: string;
-  reason: string;
-  nodes: string;
-  /** How many times the scheduler has run the job again (Slurm's Restarts). */
-  restarts: number;
-}
-
-/**
- * A run placed by a batch scheduler (Slurm, cluster/slurm-job.ts): the controller submits it, waits
- * while it is queued, then follows the hosts the allocation gave it like any others. Stop is the
- * scheduler's (scancel), and its account of the end (time limit, node failure) names the reason.
- */
-export interface ScheduledJob {
-  readonly id: string | undefined;
-  submit(): Promise<string>;
-  /** Resolves with the allocation's hosts (leader first) once every node's agent has its record. */
-  /** minAttempt: the records must be from this run of the job or a later one (a requeued job's). */
-  waitRunning(onQueued: (q: SchedulerQueueState) => void, signal: AbortSignal, opts?: { minAttempt?: number }): Promise<HostLaunch[]>;
-  /** Cancels the job; resolves once it has left the queue (bounded). */
-  cancel(): Promise<void>;
-  ended(): Promise<SlurmJobEnd | undefined>;
-}
-
-export interface RunPlan {
-  runId: string;
-  /** hosts[0] is the leader (rank 0's host). Empty for a scheduled run until its job runs. */
-  hosts: HostLaunch[];
-  /** Set: the run is a batch job; hosts come from its allocation. */
-  scheduler?: ScheduledJob;
-  /** Where each host keeps the record (kept in the local history so any client can attach later). */
-  record?: HostRecordRef[];
-  /** No contact with the leader for this long: the run is `lost` (default 60 s). */
-  lostAfterMs?: number;
-  /** How long run-stop waits for the run to end (default 10 s). */
-  stopWaitMs?: number;
-}
-
-export type { RunOutcome };
-
-export interface RunResult {
-  status: RunOutcome;
-  /** The first error (the root cause), if the run failed. */
-  error?: ErrorEvent;
-  done?: Extract<CohortEvent, { type: 'done' }>;
-  lastStep: number;
-  /** The leader's state record, when it could be read. */
-  state?: RunStatusLine;
-}
+export type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd };
 
 interface Follow {
   host: HostLaunch;
@@ -604,7 +541,7 @@ export class RunController extends DisposableBase {
       if (message !== told) this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: (told = message) }));
     };
     while (still()) {
-      const tried = await this.rejoinOnce(h);
+      const tried = await rejoinOnce(h, this.plan.runId);
       if ('agentPid' in tried) {
         const redeployed = tried.redeployed ? `re-deployed the trainer bundle to ${h.host} (${tried.redeployed}); ` : '';
         this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: ${redeployed}its agent of run ${this.plan.runId} runs again (pid ${tried.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
@@ -626,44 +563,6 @@ export class RunController extends DisposableBase {
       else this.noteError(e); // may be the root cause
       this.emit(e);
     }
-  }
-
-  /**
-   * One try: the bundle back on the host if it went (ensureBundle), then `run-rejoin`. The bundle
-   * is checked before every try rather than after a failed one: over SSH a check of a present
-   * bundle is two execs and a sha256 pass over its 3.2 MiB, 0.2 s on a loaded 2-core machine, a
-   * quarter of one host command of the bundle (bench/results/bundle-check.md); tries happen only
-   * while a lost host is waited for; and the check catches a damaged bundle too, where
-   * run-rejoin's failure would only say "cannot find module" or worse. A host still down fails
-   * at its connect, as run-rejoin would. `failure`: what to tell (none while it cannot be reached).
-   */
-  private async rejoinOnce(h: HostLaunch): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
-    let redeployed: string | undefined;
-    // Past ensureBundle the host was reached: a run-rejoin failure after it is worth telling.
-    const reached = !!h.link.ensureBundle;
-    if (h.link.ensureBundle) {
-      try {
-        const b = await h.link.ensureBundle();
-        if (b.redeployed) redeployed = `${(b.bytesSent / 2 ** 20).toFixed(1)} MiB to ${b.remoteDir}`;
-      } catch (err) {
-        const e = err as { code?: string; message: string; hint?: string };
-        if (e.code !== 'bundle-mismatch' && e.code !== 'deploy-failed') return {}; // not reachable yet
-        return { failure: `${e.message}${e.hint ? ` (${e.hint})` : ''}`, final: e.code === 'bundle-mismatch' };
-      }
-    }
-    let r: { code: number | null; stdout: string; stderr: string };
-    try {
-      r = await runHostCommand(h.link, ['run-rejoin', '--run', this.plan.runId], { timeoutMs: 20_000 });
-    } catch (err) {
-      return reached ? { failure: (err as Error).message } : {};
-    }
-    const reply = startReply(r.stdout);
-    if (r.code === 0 && reply?.agentPid) return { agentPid: reply.agentPid, redeployed };
-    if (reply?.error?.code === 'rejoin-busy') return {}; // another client's relaunch holds the lock
-    if (reply?.error) return { failure: reply.error.message ?? reply.error.code ?? 'refused', final: true };
-    if (r.code === null && !reached) return {};
-    const tail = r.stderr.trim().split('\n').slice(-3).join(' | ').slice(0, 300);
-    return { failure: `run-rejoin ${r.code === null ? 'did not finish' : `exited ${r.code}`}${tail ? `: ${tail}` : ''}` };
   }
 
   private noteError(e: ErrorEvent): void {
@@ -697,39 +596,5 @@ export class RunController extends DisposableBase {
 
   private emit(e: CohortEvent): void {
     this.events.fire(e);
-  }
-}
-
-/** Slurm's JobStates of a job that has left the queue for good. */
-function slurmJobOver(state: string): boolean {
-  return /^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/.test(state);
-}
-
-/** A host command's failure line (`{"error":{code,message}}`), if `text` is one. */
-function hostCmdError(text: string): { code: string; message: string } | undefined {
-  try {
-    const e = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown } } | null)?.error;
-    return e && typeof e.code === 'string' && typeof e.message === 'string' ? { code: e.code, message: e.message } : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function errorKey(e: ErrorEvent): string {
-  return `${e.host}|${e.rank}|${e.message}`;
-}
-
-/** The reply of `run-start` / `run-rejoin`: the started agent, or the host's refusal. */
-type StartReply = Partial<RunStartReply> & { error?: { code?: string; message?: string } };
-const startReply = (stdout: string): StartReply | undefined => parseLine(stdout) as StartReply | undefined;
-
-function parseLine(stdout: string): Record<string, unknown> | undefined {
-  const line = stdout.trim().split('\n').pop();
-  if (!line) return undefined;
-  try {
-    const v = JSON.parse(line) as unknown;
-    return v && typeof v === 'object' ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
   }
 }
