@@ -1,5 +1,6 @@
 // The on-host record of a durable run (`<workdir>/runs/<runId>/state.json`) and what the host
 // commands print (run-start, run-stop, run-status). Written by the host agent, read by clients.
+import type { ErrorInfo } from './errors';
 import { FINISHED_STATUSES, isFinished } from './run-view';
 import { num, obj, oneOf, optNum, optStr, str, type Obj } from './validate';
 
@@ -92,7 +93,7 @@ export interface RunStartReply {
   agentPid: number;
   state: HostRunState;
 }
-/** What a host command prints when it fails (one JSON line). */
+/** What a host command prints when it fails (one JSON line): the one error wire shape (ErrorInfo, errors.ts). */
 export interface HostCmdError {
-  error: { code: string; message: string };
+  error: ErrorInfo;
 }
