@@ -77,7 +77,7 @@ describe('attach and the local history (issue 24)', () => {
     expect(readdir(join(data, 'runs', runId)).filter((f) => f.startsWith('events.') && f !== 'events.jsonl')).toEqual([]);
   }, 400_000);
 
-  it('defect 9: a truncated host state.json ends attach with one clear "damaged" error (no endless retry)', async () => {
+  it('defect 9: a truncated host state.json ends attach, said once as damaged (no endless retry, no "not a valid event")', async () => {
     const data = tempDataDir();
     dirs.push(data);
     const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
@@ -94,11 +94,14 @@ describe('attach and the local history (issue 24)', () => {
     const exit = await a.exit;
     clearTimeout(killer);
     expect(exit.signal, `attach did not end; stderr: ${a.stderr.slice(-500)}`).toBeNull();
-    const errors = a.events.filter((e): e is ErrorEvent => e.type === 'error');
-    expect(errors.map((e) => e.code)).toEqual(['record-damaged']);
-    expect(errors[0]!.message).toMatch(/state record .*state\.json is damaged/);
+    // Said once, with the host's words; the events (drained meanwhile) told the end, ok: a warning then.
+    const said = a.events.filter((e) => (e.type === 'error' || e.type === 'log') && e.code === 'record-damaged');
+    expect(said).toHaveLength(1);
+    expect((said[0] as { message: string }).message).toMatch(/state record .*state\.json is damaged/);
+    expect(a.events.filter((e): e is ErrorEvent => e.type === 'error')).toEqual([]);
     expect(a.events.some((e) => e.type === 'log' && /not a valid event/.test(e.message))).toBe(false);
-    expect(exit.code).not.toBe(0);
+    expect(a.events.find((e) => e.type === 'done')).toMatchObject({ status: 'ok' });
+    expect(exit.code, a.stderr).toBe(0);
   }, 300_000);
 });
 

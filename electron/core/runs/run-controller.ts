@@ -422,7 +422,10 @@ export class RunController extends DisposableBase {
         // A damaged record is final (asking again reads the same bytes): said once, with the host's words.
         if (code === recordDamaged) {
           if (isLeader) this.leaderRecordGone = true;
-          this.emitError({ rank: -1, host: f.host.host, message: hostError?.message ?? `the record of run ${this.plan.runId} on ${f.host.host} is damaged`, logTail: [], code: 'record-damaged', hint: `its events and logs are still on ${f.host.host}; \`cohort runs show ${this.plan.runId}\` has what this client recorded` });
+          const message = hostError?.message ?? `the record of run ${this.plan.runId} on ${f.host.host} is damaged`;
+          // Its events told the end already: a warning then, not the run's error.
+          if (this.doneEvent) this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, code: 'record-damaged', message: `${f.host.host}: ${message}` }));
+          else this.emitError({ rank: -1, host: f.host.host, message, logTail: [], code: 'record-damaged', hint: `its events and logs are still on ${f.host.host}; \`cohort runs show ${this.plan.runId}\` has what this client recorded` });
         }
         if (code === agentLost) this.emitError({ rank: -1, host: f.host.host, message: `the agent of run ${this.plan.runId} on ${f.host.host} died without recording an end`, logTail: [], code: 'agent-lost' });
         if (code === noSuchRun && isLeader) {
