@@ -27,6 +27,7 @@ describe('RunStore.reopen (an attach replaying the hosts\' record)', () => {
     const blind = store.reopen(meta);
     blind.record(ev(0));
     blind.record(ev(1));
+    expect(lines(history)).toEqual(['e0', 'e1', 'e2', 'e3', 'e4']); // untouched while the replay is shorter
     expect(blind.holdsHistory).toBe(false);
     expect(blind.events().map((e) => (e as { message: string }).message)).toEqual(['e0', 'e1']); // what this follow replayed (its seq)
     blind.close();
