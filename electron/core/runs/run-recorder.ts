@@ -195,7 +195,7 @@ export class RunRecorder extends DisposableBase {
   }
 
   private writeMeta(): void {
-    const { name: _name, ...meta } = this.meta; // the name lives in user.json
+    const { name: _name, tags: _tags, notes: _notes, ...meta } = this.meta; // these live in user.json
     writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(meta, null, 2) + '\n', { mode: 0o600 });
   }
 
