@@ -44,9 +44,8 @@ describe('attach and the local history (issue 24)', () => {
     expect(hello.type).toBe('step');
     first.child.kill('SIGKILL'); // the client dies; the run goes on on its host
     await first.exit;
-    const list = runCli(['runs', 'list', '--json'], { env });
-    await list.exit;
-    const runId = (JSON.parse(list.stdout) as { id: string }[])[0]!.id;
+    // The run's id from its folder (not `runs list`, which would settle the run from its hosts first).
+    const runId = readdirSync(join(data, 'runs')).find((d) => /^\d{8}-\d{6}-/.test(d))!;
     const history = join(data, 'runs', runId, 'events.jsonl');
     const before = lines(history);
     expect(before).toBeGreaterThanOrEqual(3);
