@@ -4,16 +4,12 @@
 // agent; read by run-follow / run-status / run-stop.
 import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { CohortError, decodeRunState, encodeEvent, type CohortEvent, type RunStateRecord } from '../protocol';
+import { HOST_CMD_EXIT, checkRunId, decodeRunState, encodeEvent, type CohortEvent, type RunStateRecord } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
+import { HostCmdFailure } from './host-cmd';
 
-/** Run ids become directory names: refuse anything that could leave `runs/`. */
-export const RUN_ID_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
-export function checkRunId(id: string): string {
-  if (!RUN_ID_RE.test(id) || id.includes('..')) throw new CohortError('bad-run-id', `bad run id ${JSON.stringify(id)}`, { hint: "use letters, digits, '.', '_' and '-' (no '..', at most 128 characters)" });
-  return id;
-}
+/** Run ids become directory names: the one run-id rule (trainer/protocol/run-id.ts) refuses anything that could leave `runs/`. */
+export { checkRunId };
 
 export function runDirOf(workdir: string, runId: string): string {
   return join(workdir, 'runs', checkRunId(runId));
@@ -34,7 +30,13 @@ export const stopMarkerPath = (dir: string): string => join(dir, 'stop');
 export function readState(dir: string): RunStateRecord | undefined {
   const path = join(dir, 'state.json');
   if (!existsSync(path)) return undefined;
-  return decodeRunState(JSON.parse(readFileSync(path, 'utf8')));
+  const text = readFileSync(path, 'utf8');
+  try {
+    return decodeRunState(JSON.parse(text));
+  } catch (err) {
+    // Named as what it is (a damaged record, final), not a generic failure a client retries forever.
+    throw new HostCmdFailure('record-damaged', `the run's state record ${path} is damaged (${text.length} bytes, ${(err as Error).message}); its outcome cannot be read from this host (its events.jsonl and logs are beside it)`, HOST_CMD_EXIT.recordDamaged);
+  }
 }
 
 /** True when `pid` is a live process whose command line names `runId` (guards against pid reuse). */

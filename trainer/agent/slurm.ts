@@ -19,7 +19,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
-import { HOST_CMD_EXIT, buildLaunchSpec, decodeLaunchSpec, decodeSlurmRendezvous, decodeSlurmSubmit, slurmJobName, slurmLayout, slurmNodeWorkdir, slurmRunDir, type SlurmRendezvous, type SlurmSubmit, type SlurmSubmitReply } from '../protocol';
+import { HOST_CMD_EXIT, buildLaunchSpec, decodeLaunchSpec, decodeSlurmRendezvous, decodeSlurmSubmit, parseSbatchParsable, slurmJobName, slurmLayout, slurmNodeWorkdir, slurmRunDir, type SlurmRendezvous, type SlurmSubmit, type SlurmSubmitReply } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
 import { checkRunId, readState, recordPaths, runDirOf } from './run-record';
@@ -77,8 +77,8 @@ export async function slurmSubmit(opts: { trainerEntry: string; workdir: string 
     const e = err as { stderr?: string; message: string };
     throw new HostCmdFailure('sbatch-refused', `sbatch refused the job: ${(e.stderr ?? e.message).trim().replace(/^sbatch: error: /gm, '')}`);
   }
-  const jobId = /^(\d+)/.exec(out.trim())?.[1];
-  if (!jobId) throw new HostCmdFailure('sbatch-refused', `sbatch printed no job id: ${out.trim().slice(0, 200)}`);
+  const jobId = parseSbatchParsable(out)?.jobId;
+  if (!jobId) throw new HostCmdFailure('sbatch-refused', `sbatch printed no job id (no line of the form JOBID[;CLUSTER] in its --parsable output): ${out.trim().slice(0, 200)}`);
   writeFileAtomicSync(`${dir}/job.json`, JSON.stringify({ jobId, submittedAt: Date.now() }) + '\n', { mode: 0o600 });
   const reply: SlurmSubmitReply = { runId: req.runId, jobId };
   replyLine(reply);

@@ -12,3 +12,5 @@ export * from './slurm-job';
 export * from './slow-rank';
 export * from './env-switches';
 export * from './world-layout';
+export * from './run-id';
+export * from './run-view';

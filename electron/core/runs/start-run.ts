@@ -133,12 +133,20 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
     recorder.update({
       status: result.status,
       endedAt: new Date().toISOString(),
-      // The trainer's figure when it finished; a cancelled or failed run keeps the median of the windows it measured.
-      medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? throughput.median,
-      throughput,
-      steps: result.lastStep,
+      // What it measured, only from a record at least as whole as the history's (an attach that
+      // reached no host replays nothing: the history's figures stay, issue 24 defect 1).
+      ...(recorder.holdsHistory
+        ? {
+            // The trainer's figure when it finished; a cancelled or failed run keeps the median of the windows it measured.
+            medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? throughput.median,
+            throughput,
+            steps: result.lastStep,
+          }
+        : {}),
       ...(result.status === 'lost' ? { lastSeenAt: new Date().toISOString() } : {}),
-      ...(result.error ? { error: `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}`, ...(result.error.code ? { errorCode: result.error.code } : {}) } : {}),
+      // An earlier follow's error (a host unreachable then) is replaced by this one's, or cleared.
+      error: result.error ? `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}` : undefined,
+      errorCode: result.error?.code,
     });
     recorder.close();
   });
