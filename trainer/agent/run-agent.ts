@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { DisposableStore, HOST_WAIT_MS, SlowRankWatch, decodeLaunchSpec, isTerminalRunState, runSwitches, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError, type RunStateRecord } from '../protocol';
+import { DEFAULT_TIMINGS, DisposableStore, HOST_WAIT_MS, readTimings, type Timings, SlowRankWatch, decodeLaunchSpec, isTerminalRunState, runSwitches, slowRankEvent, type CohortEvent, type ErrorEvent, type HostRunState, type LaunchSpec, type RunStateError, type RunStateRecord } from '../protocol';
 import { newestCheckpointStep } from '../train/checkpoint';
 import { readGpuRows } from '../util/nvidia-smi';
 import { chooseEngine, type EngineChoice } from './engine-choice';
@@ -21,7 +21,6 @@ import { onProcessSignals } from '../util/node-lifecycle';
 export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
 /** How long the leader waits after a consequence-type failure (a peer lost) for the root cause to arrive. */
 const BLAME_GRACE_MS = 1500;
-const QUEUE_POLL_MS = 500;
 /** A follower agent silent this long (it beats every second) is taken for lost when a peer-lost needs a cause. */
 const SILENT_FOLLOWER_MS = 5000;
 const CONNECT_TIMEOUT_MS = 30_000;
@@ -44,6 +43,8 @@ export interface AgentRunOpts {
   agentNode?: string;
   /** Leader: how long to wait for a lost follower host's agent to rejoin (default HOST_WAIT_MS). */
   hostWaitMs?: number;
+  /** The heartbeat timeout and queue poll (default DEFAULT_TIMINGS; runDetachedAgent reads the host env). */
+  timings?: Timings;
   /** Set under a scheduler that may run the job again (Slurm, agent-slurm in slurm.ts). */
   scheduler?: {
     /** The scheduler's restart count of this job (SLURM_RESTART_COUNT). */
@@ -58,10 +59,7 @@ export interface AgentRunOpts {
 }
 
 /** COHORT_HOST_WAIT_MS from the host's env (the profile's host env wins): a whole number of ms, else the default. */
-export function hostWaitMsOf(env: Record<string, string | undefined>): number {
-  const v = env.COHORT_HOST_WAIT_MS;
-  return v !== undefined && /^\d+$/.test(v) ? Number(v) : HOST_WAIT_MS;
-}
+export const hostWaitMsOf = (env: Record<string, string | undefined>): number => readTimings(env).timings.hostWaitMs;
 
 /** A restart the scheduler made (a requeued job): the node it names and its reason. */
 export interface SchedulerRestart {
@@ -78,7 +76,9 @@ export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
   // its own account of a requeue: scheduler.requeued.)
   const prior = !opts.scheduler && (spec.role ?? 'leader') === 'leader' ? readState(dir) : undefined;
   const relaunched = prior && !isTerminalRunState(prior.state) ? prior : undefined;
-  const agent = new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? hostWaitMsOf({ ...process.env, ...spec.env }) }, relaunched);
+  // The waits (trainer/protocol/timings.ts) from the host's env, the profile's host env winning.
+  const { timings } = readTimings({ ...process.env, ...spec.env });
+  const agent = new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? timings.hostWaitMs, timings }, relaunched);
   return agent.run();
 }
 
@@ -146,7 +146,7 @@ class HostAgent {
     };
     this.emit = emitTo({ event: (e) => this.record.event(e) });
     this.slots = slotsOf(spec);
-    this.timeoutMs = spec.heartbeatTimeoutMs > 0 ? spec.heartbeatTimeoutMs : 20_000;
+    this.timeoutMs = spec.heartbeatTimeoutMs > 0 ? spec.heartbeatTimeoutMs : (opts.timings ?? DEFAULT_TIMINGS).heartbeatTimeoutMs;
     this.finished = new Promise((res) => (this.finish = res));
   }
 
@@ -279,7 +279,7 @@ class HostAgent {
         if (this.role === 'leader') this.emit({ type: 'queued', host: this.spec.host, behind: r.busyBy });
         this.leader?.send({ t: 'queued', behind: r.busyBy });
       }
-      await new Promise((res) => setTimeout(res, QUEUE_POLL_MS));
+      await new Promise((res) => setTimeout(res, (this.opts.timings ?? DEFAULT_TIMINGS).queuePollMs));
     }
     this.leasesHeld = true;
     if (said) this.record.update({ state: 'starting', queuedBehind: undefined });
