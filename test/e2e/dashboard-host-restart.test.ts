@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { crashHost, harnessMode, leftovers, SSHD_MISSING, startHosts, trainerProcesses, type SshdCluster } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
+import { QUICK_HOST_TIMINGS } from '../helpers/tiny';
 import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, type ServeProcess } from './serve-process';
 
@@ -36,7 +37,8 @@ describe.skipIf(!NETNS)("the dashboard's server relaunches a lost host's agent, 
     ({ serve, page } = dash);
     const env = { COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), COHORT_DATA_DIR: serve.dataDir, HOME: join(serve.dataDir, '..', 'home'), COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' };
     const c = cluster;
-    const hosts = c.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: c.user, identityFile: c.clientKeyPath, slots: 1, workdir: h.workdir }));
+    // every agent takes a silent peer for lost after 6 s, not the product's 20 s (QUICK_HOST_TIMINGS)
+    const hosts = c.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: c.user, identityFile: c.clientKeyPath, slots: 1, workdir: h.workdir, env: { ...QUICK_HOST_TIMINGS } }));
     const file = join(dir, 'trio.json');
     writeFileSync(file, JSON.stringify({ name: 'trio', hosts }));
     cliEnv = env;
