@@ -15,6 +15,9 @@ export const FAST_TEST_FILES = [
   'test/local/cli-conventions.test.ts',
 ];
 
+/** COHORT_TEST_FAST_WORKERS overrides it (to measure 1 against 2). */
+const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 1);
+
 export default defineConfig({
   test: {
     // Multi-process and sshd tests start real processes; give them room and don't run files in parallel
@@ -24,9 +27,11 @@ export default defineConfig({
     fileParallelism: false,
     reporters: ['default'],
     globalSetup: ['test/global-setup.ts'],
+    // groupOrder: the fast tier first, then the slow one (projects without it would run at the same time).
+    // FAST_WORKERS: files of the fast tier at once (measured, bench/results/suite.md); the slow tier one at a time.
     projects: [
-      { extends: true, test: { name: 'fast', include: [...BESIDE_THE_CODE, ...FAST_TEST_FILES] } },
-      { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: FAST_TEST_FILES } },
+      { extends: true, test: { name: 'fast', include: [...BESIDE_THE_CODE, ...FAST_TEST_FILES], sequence: { groupOrder: 0 }, fileParallelism: FAST_WORKERS > 1, maxWorkers: FAST_WORKERS } },
+      { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: FAST_TEST_FILES, sequence: { groupOrder: 1 } } },
     ],
   },
 });
