@@ -16,7 +16,7 @@ export const FAST_TEST_FILES = [
 ];
 
 /** COHORT_TEST_FAST_WORKERS overrides it (to measure 1 against 2). */
-const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 1);
+const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
 
 export default defineConfig({
   test: {
