@@ -7,7 +7,8 @@ import type { AllreduceOptions, Collective, OpOptions, ShardedUpdateOptions } fr
 import type { ControlChannel } from './control-channel';
 import type { ControlMessage, PeerInfo } from './control-frames';
 import { Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader } from './data-frames';
-import { abortedError, CollectiveError, PeerLostError } from './errors';
+import { abortedError, CollectiveError, PeerLostError, type HangReport } from './errors';
+import { describeHang, hangLimitMs, type PhaseNote } from './hang';
 import type { RendezvousEnv } from './rendezvous-env';
 import { rendezvous } from './rendezvous';
 import type { ReduceHome } from './reduce-kernel';
@@ -56,6 +57,11 @@ export class TcpRingCollective extends DisposableBase implements Collective {
   private readonly waiters = new Map<string, Waiter>();
   private readonly collects = new Map<number, Collect>();
   private readonly heartbeat: NodeJS.Timeout;
+  /** The op in flight (its name and its index among this collective's ops, the same on every rank). */
+  private opSeq = 0;
+  private current: { what: string; seq: number } | undefined;
+  /** This rank's phase (notePhase); on rank 0 also every other rank's, as they told it. */
+  private readonly phases = new Map<number, PhaseNote>();
 
   static async connect(env: RendezvousEnv, opts: TcpRingOptions): Promise<TcpRingCollective> {
     let engine: RingEngine | undefined;
@@ -154,10 +160,16 @@ export class TcpRingCollective extends DisposableBase implements Collective {
       for (const [k, ch] of this.control) {
         ch.send({ t: 'hb' });
         if (blocked || this.leftRanks.has(k)) ch.lastRecv = now;
-        else if (!this.failure && now - ch.lastRecv > peerTimeoutMs) this.departed(k, `no heartbeat for ${Math.round((now - ch.lastRecv) / 100) / 10} s`);
+        else if (!this.failure && now - ch.lastRecv > hangLimitMs(ch.maxGapMs, peerTimeoutMs)) this.hung(k, now - ch.lastRecv, hangLimitMs(ch.maxGapMs, peerTimeoutMs));
       }
     }, interval);
     this.heartbeat.unref();
+  }
+
+  /** The step phase this rank enters: rank 0 keeps it, the others tell rank 0 (what a hang report names). */
+  notePhase(phase: string, step: number): void {
+    this.phases.set(this.rank, { phase, step, at: Date.now() });
+    if (this.rank !== 0) this.control.get(0)?.send({ t: 'ph', p: phase, s: step });
   }
 
   get bytesSent(): number {
@@ -257,6 +269,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
       const now = this.failure ?? this.gone;
       if (now) throw now;
       if (signal?.aborted) throw abortedError(what, signal);
+      this.current = { what, seq: this.opSeq++ };
       let onAbort: (() => void) | undefined;
       const interrupted = new Promise<never>((_, reject) => {
         this.currentReject = reject;
@@ -273,6 +286,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
       } finally {
         if (onAbort) signal?.removeEventListener('abort', onAbort);
         this.currentReject = undefined;
+        this.current = undefined;
       }
     });
     this.tail = result.catch(() => undefined);
@@ -313,6 +327,9 @@ export class TcpRingCollective extends DisposableBase implements Collective {
   private onControl(from: number, m: ControlMessage): void {
     switch (m.t) {
       case 'hb':
+        return;
+      case 'ph':
+        this.phases.set(from, { phase: m.p, step: m.s, at: Date.now() });
         return;
       case 'barrier':
         if (this.rank === 0) this.collect(m.seq, 'barrier', 0, from, null);
@@ -358,9 +375,15 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     if (stuck) this.setFailure(err, false);
   }
 
-  private departed(rank: number, reason: string, host?: string, force = false): void {
+  /** `rank` has sent nothing for longer than its hang limit while its connection stays open (hang.ts). */
+  private hung(rank: number, silentMs: number, limitMs: number): void {
+    const { reason, hang } = describeHang({ observer: this.rank, peers: this.peers, phases: this.phases, current: this.current, opSeq: this.opSeq }, rank, silentMs, limitMs);
+    this.departed(rank, reason, undefined, false, hang);
+  }
+
+  private departed(rank: number, reason: string, host?: string, force = false, hang?: HangReport): void {
     if (this.isDisposed || this.failure || (this.leftRanks.has(rank) && !force)) return;
-    const err = new PeerLostError(rank, host ?? this.peers[rank]?.host ?? 'unknown host', reason, { observedBy: this.rank });
+    const err = new PeerLostError(rank, host ?? this.peers[rank]?.host ?? 'unknown host', reason, { observedBy: this.rank, ...(hang ? { hang } : {}) });
     this.setFailure(err, true);
     // Ranks that are not neighbours of the lost one learn it through rank 0.
     const notice: ControlMessage = { t: 'lost', rank, host: err.peerHost, reason, graceful: false };
