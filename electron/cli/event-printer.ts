@@ -6,6 +6,7 @@
 import { formatStepLine, type CohortEvent, type PlanEvent, type RankMemory } from '../../trainer/protocol';
 import type { DeployProgress } from '../common';
 import { styleFor } from './style';
+import { perRankLines } from './per-rank-lines';
 
 export interface Printer {
   event(e: CohortEvent): void;
@@ -90,7 +91,7 @@ class StatusLine {
 export function humanPrinter(
   out: NodeJS.WritableStream,
   err: NodeJS.WritableStream,
-  opts: { verbose?: boolean; env?: NodeJS.ProcessEnv; now?: () => number } = {},
+  opts: { verbose?: boolean; perRank?: boolean; env?: NodeJS.ProcessEnv; now?: () => number } = {},
 ): Printer {
   const now = opts.now ?? Date.now;
   const t0 = now();
@@ -147,6 +148,7 @@ export function humanPrinter(
           const rateMs = e.step > trainStartStep ? (e.time - trainStart) / (e.step - trainStartStep) : e.stepTimeMs;
           const eta = totalSteps ? formatDuration((totalSteps - e.step) * rateMs) : '?';
           print(`${formatStepLine(e, totalSteps || undefined)}\n  memory: ${e.memory.map(formatMemory).join(' | ')}\n`);
+          if (opts.perRank) print(perRankLines(e).join(''));
           status.set(`training: Step ${e.step}${totalSteps ? `/${totalSteps}` : ''}, ${e.globalSamplesPerSec.toFixed(1)} samples/s, ETA ${eta}`, 'step');
           break;
         }

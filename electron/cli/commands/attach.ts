@@ -10,12 +10,12 @@ import { exitCodeOf } from './run';
 import { followRun } from '../../common';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
 
-export const ATTACH_USAGE = `usage: cohort attach RUN [--json] [--verbose]
+export const ATTACH_USAGE = `usage: cohort attach RUN [--json] [--verbose] [--per-rank]
   streams the run's events from the start of its record and exits with its exit code
   (0 ok, 1 failed, 3 lost/connection, 130 cancelled); Ctrl-C detaches, the run goes on`;
 
 export async function attachCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, verbose: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, verbose: { type: 'boolean' }, 'per-rank': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
   if (values.help) {
     io.stdout.write(ATTACH_USAGE + '\n');
     return EXIT.ok;
@@ -23,7 +23,7 @@ export async function attachCommand(args: string[], io: CliIo): Promise<number> 
   const id = positionals[0];
   if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${ATTACH_USAGE}`);
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, perRank: !!values['per-rank'] });
   const runId = service.runs.meta(id)?.id ?? service.runs.list().find((m) => m.id.startsWith(id))?.id;
   if (!runId) throw new UsageError(`no run "${id}" in ${service.runs.runsDir}; "cohort runs list" shows the recorded runs`);
   let off = () => undefined as void;

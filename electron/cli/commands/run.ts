@@ -18,6 +18,7 @@ export const RUN_USAGE = `usage: cohort run --local [--ranks N] [options]
 training options (a profile's defaults apply under them; exactly one of --steps/--epochs is > 0):
 ${trainFlagUsage()}
 output: --json (events only, one per line)  --verbose (every rank's log lines)
+  --per-rank (one line per rank every window: data, compute, wait, exchange, optimizer)
   --detach   start the run and return at once, printing its id (with --json: a first event
              carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
 A run outlives the CLI (killed, terminal closed, SSH link lost); Ctrl-C in the foreground stops
@@ -32,6 +33,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     json: { type: 'boolean' },
     detach: { type: 'boolean' },
     verbose: { type: 'boolean' },
+    'per-rank': { type: 'boolean' },
     'accept-new-host-key': { type: 'boolean' },
     'max-restarts': { type: 'string' },
     'no-queue': { type: 'boolean' },
@@ -60,7 +62,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, perRank: !!values['per-rank'] });
   let runId: string | undefined;
   let offEvents = () => undefined as void;
   const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));
