@@ -25,11 +25,11 @@ export function rankPid(dataDir: string, rank: number): number | undefined {
   return runProcs(dataDir).find((p) => `\0${p.env}`.includes(`\0RANK=${rank}\0`) && (p.cmd.includes('rank') || p.cmd.some((c) => c.endsWith('.py'))))?.pid;
 }
 
-/** Every process of the run still there (agent, ranks), waiting up to `graceMs` for them to go. */
-export async function leftovers(dataDir: string, graceMs = 5000): Promise<string[]> {
+/** Every process of the run still there (agent, ranks), waiting up to `graceMs` for them to go; `except`: e.g. the `cohort serve` that is still meant to run. */
+export async function leftovers(dataDir: string, graceMs = 5000, except: (number | undefined)[] = []): Promise<string[]> {
   const end = Date.now() + graceMs;
   for (;;) {
-    const left = runProcs(dataDir).map((p) => `${p.pid} ${p.cmd.join(' ').slice(0, 120)}`);
+    const left = runProcs(dataDir).filter((p) => !except.includes(p.pid)).map((p) => `${p.pid} ${p.cmd.join(' ').slice(0, 120)}`);
     if (left.length === 0 || Date.now() > end) return left;
     await new Promise((r) => setTimeout(r, 250));
   }
