@@ -1,6 +1,6 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { join } from 'node:path';
-import { runDurationMs, runMedian, type RunMeta } from '../../common';
+import { describeExpected, runDurationMs, runExpected, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
 import { RunIdError, RunStore, isValidRunId } from '../../core/runs/run-store';
@@ -65,6 +65,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
           `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
           `config: ${configSummary(meta)}`,
           `median throughput: ${spreadLine(meta)}; ${steps.length} step reports`,
+          ...(meta.worldSize > 1 ? [`expected vs achieved: ${describeExpected(runExpected(meta, store.list()))}`] : []),
           ...(meta.error ? [`error: ${meta.error}`] : []),
           `folder: ${join(store.runsDir, meta.id)}`,
         ].join('\n') + '\n',
