@@ -119,6 +119,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     const rightRank = (this.rank + 1) % n;
 
     for (const [k, ch] of control) {
+      ch.maxGapMs = 0; // the rendezvous' waits (ranks starting minutes apart) say nothing about step lengths
       ch.listen(
         (m) => this.onControl(k, m),
         (reason) => this.departed(k, reason),
