@@ -8,7 +8,7 @@ import type { ControlChannel } from './control-channel';
 import type { ControlMessage, PeerInfo } from './control-frames';
 import { Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader } from './data-frames';
 import { abortedError, CollectiveError, PeerLostError, type HangReport } from './errors';
-import { describeHang, hangLimitMs, type PhaseNote } from './hang';
+import { Progress, heartbeat } from './hang';
 import type { RendezvousEnv } from './rendezvous-env';
 import { rendezvous } from './rendezvous';
 import type { ReduceHome } from './reduce-kernel';
@@ -57,11 +57,8 @@ export class TcpRingCollective extends DisposableBase implements Collective {
   private readonly waiters = new Map<string, Waiter>();
   private readonly collects = new Map<number, Collect>();
   private readonly heartbeat: NodeJS.Timeout;
-  /** The op in flight (its name and its index among this collective's ops, the same on every rank). */
-  private opSeq = 0;
-  private current: { what: string; seq: number } | undefined;
-  /** This rank's phase (notePhase); on rank 0 also every other rank's, as they told it. */
-  private readonly phases = new Map<number, PhaseNote>();
+  /** The op in flight and every rank's last phase, for a hang report (hang.ts). */
+  private readonly progress = new Progress();
 
   static async connect(env: RendezvousEnv, opts: TcpRingOptions): Promise<TcpRingCollective> {
     let engine: RingEngine | undefined;
@@ -150,26 +147,15 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     right.resume();
     if (rightLeftover.length) onRight(Buffer.alloc(0));
 
-    const interval = Math.max(50, Math.min(1000, peerTimeoutMs / 4));
-    let lastTick = Date.now();
-    this.heartbeat = setInterval(() => {
-      const now = Date.now();
-      // A late tick means *our* loop was blocked (a long synchronous step); peers' bytes are
-      // still unread in the kernel, so their silence proves nothing yet.
-      const blocked = now - lastTick > interval * 2.5;
-      lastTick = now;
-      for (const [k, ch] of this.control) {
-        ch.send({ t: 'hb' });
-        if (blocked || this.leftRanks.has(k)) ch.lastRecv = now;
-        else if (!this.failure && now - ch.lastRecv > hangLimitMs(ch.maxGapMs, peerTimeoutMs)) this.hung(k, now - ch.lastRecv, hangLimitMs(ch.maxGapMs, peerTimeoutMs));
-      }
-    }, interval);
-    this.heartbeat.unref();
+    this.heartbeat = heartbeat(this.control, peerTimeoutMs, (k) => this.leftRanks.has(k) || !!this.failure, (k, silentMs, limitMs) => {
+      const { reason, hang } = this.progress.describe(this.rank, this.peers, k, silentMs, limitMs);
+      this.departed(k, reason, undefined, false, hang);
+    });
   }
 
   /** The step phase this rank enters: rank 0 keeps it, the others tell rank 0 (what a hang report names). */
   notePhase(phase: string, step: number): void {
-    this.phases.set(this.rank, { phase, step, at: Date.now() });
+    this.progress.note(this.rank, phase, step);
     if (this.rank !== 0) this.control.get(0)?.send({ t: 'ph', p: phase, s: step });
   }
 
@@ -270,7 +256,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
       const now = this.failure ?? this.gone;
       if (now) throw now;
       if (signal?.aborted) throw abortedError(what, signal);
-      this.current = { what, seq: this.opSeq++ };
+      this.progress.begin(what);
       let onAbort: (() => void) | undefined;
       const interrupted = new Promise<never>((_, reject) => {
         this.currentReject = reject;
@@ -287,7 +273,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
       } finally {
         if (onAbort) signal?.removeEventListener('abort', onAbort);
         this.currentReject = undefined;
-        this.current = undefined;
+        this.progress.end();
       }
     });
     this.tail = result.catch(() => undefined);
@@ -330,8 +316,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
       case 'hb':
         return;
       case 'ph':
-        this.phases.set(from, { phase: m.p, step: m.s, at: Date.now() });
-        return;
+        return this.progress.note(from, m.p, m.s);
       case 'barrier':
         if (this.rank === 0) this.collect(m.seq, 'barrier', 0, from, null);
         return;
@@ -374,12 +359,6 @@ export class TcpRingCollective extends DisposableBase implements Collective {
       (via === 'control' && this.rank !== 0 && this.waiters.size > 0) ||
       (via === 'control' && this.rank === 0 && [...this.collects.values()].some((c) => !c.values.has(rank)));
     if (stuck) this.setFailure(err, false);
-  }
-
-  /** `rank` has sent nothing for longer than its hang limit while its connection stays open (hang.ts). */
-  private hung(rank: number, silentMs: number, limitMs: number): void {
-    const { reason, hang } = describeHang({ observer: this.rank, peers: this.peers, phases: this.phases, current: this.current, opSeq: this.opSeq }, rank, silentMs, limitMs);
-    this.departed(rank, reason, undefined, false, hang);
   }
 
   private departed(rank: number, reason: string, host?: string, force = false, hang?: HangReport): void {

@@ -8,10 +8,10 @@ import { createHash } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { PeerLostError, connectCollective, rendezvousEnvFromProcess, type Collective, type RendezvousEnv } from '../collectives';
 import { TensorBytesPeak, applyCompilePlan, compileTrainStep, createResNet50, initBackend, initialParamsParallel, resnet50Spec, tfjsCapabilities, type BackendInfo, type CompileReport, type TfjsResNet } from '../engine/tfjs';
-import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, CohortError, decodeTrainConfig, splitWait, toErrorInfo, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
+import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, CohortError, decodeTrainConfig, splitWait, toErrorInfo, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer, type Optimizer } from '../optim/optimizer';
 import { exchangeAndUpdate, gatherOptimizerState } from './exchange';
-import { PhaseTimes } from './phase-times';
+import { PhaseTimes, ThroughputWindow, type WindowReport } from './phase-times';
 import { learningRate } from '../optim/schedule';
 import { allocBatch, fillBatch, type Batch } from '../data/dataset';
 import { DistributedSampler } from '../data/sampler';
@@ -24,19 +24,6 @@ import { MemorySampler, nvidiaSmiReader } from './memory';
 import { median } from '../util/stats';
 import { join } from 'node:path';
 
-interface WindowReport {
-  samples: number;
-  ms: number;
-  lossSum: number;
-  lossCount: number;
-  /** Forward + backward ms summed over the window's steps (where a straggler shows). */
-  computeMs: number;
-  /** Batch building, exchange (with waiting for peers) and optimizer ms summed over the window's steps. */
-  dataMs: number;
-  exchangeMs: number;
-  optimizerMs: number;
-  memory: RankMemory;
-}
 
 /** This rank's identity and voice: only rank 0 emits events; every rank logs and reports its own failure. */
 interface RankContext {
@@ -232,22 +219,6 @@ async function compileKernels(ctx: RankContext, s: Setup, env: NodeJS.ProcessEnv
     const { plan: _plan, ...timing } = report;
     ctx.emit({ type: 'compile', name: 'kernel-selection', status: 'ok', ...timing });
   }
-}
-
-/** One throughput window: what this rank did since it opened (start 0: opens at its first step). */
-class ThroughputWindow {
-  steps = 0;
-  samples = 0;
-  lossSum = 0;
-  lossCount = 0;
-  computeMs = 0;
-  dataMs = 0;
-  exchangeMs = 0;
-  optimizerMs = 0;
-  constructor(
-    public start: number,
-    readonly bytes0: number,
-  ) {}
 }
 
 interface LoopResult {
