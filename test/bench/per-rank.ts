@@ -41,7 +41,9 @@ const run = cohortRun(['--ranks', '2', '--image-size', '32', '--stem', 'cifar', 
 const stepMs = median(run.events.filter((e): e is StepEvent => e.type === 'step').map((e) => e.stepTimeMs));
 
 const py = spawnSync('/usr/bin/python3', [join(ROOT, 'test', 'bench', 'per-rank-torch.py'), join(ROOT, 'resources', 'trainer', 'engines'), String(rounds), '5', '32', '16'], { encoding: 'utf8', env: { ...process.env, COHORT_THREADS: '1' } });
-const torch = py.status === 0 ? (JSON.parse(py.stdout.trim().split('\n').pop()!) as { plain: number[]; hooked: number[] }) : undefined;
+// cohort_torch's events module points fd 1 at stderr when imported (stdout is the event channel): the line is on either.
+const line = `${py.stdout}\n${py.stderr}`.split('\n').find((l) => l.startsWith('{"plain"'));
+const torch = py.status === 0 && line ? (JSON.parse(line) as { plain: number[]; hooked: number[] }) : undefined;
 const tPlain = torch ? median(torch.plain) : NaN;
 const tHooked = torch ? median(torch.hooked) : NaN;
 

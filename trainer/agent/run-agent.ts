@@ -27,8 +27,12 @@ const SILENT_FOLLOWER_MS = 5000;
 const CONNECT_TIMEOUT_MS = 30_000;
 /** Between a follower's tries to reach its leader's control port (a SYN to a host that is down would otherwise hang ~2 min). */
 const CONNECT_TRY_MS = 3000;
-/** Codes that describe a consequence of another rank's failure, never the cause. */
-const CONSEQUENCE = new Set(['peer-lost']);
+/**
+ * Codes that describe a consequence of another rank's failure, never the cause. `rank-hung` names
+ * the hung rank itself (rank and host are its), but a whole host gone silent looks the same from a
+ * peer, so a silent follower host, when there is one, is the story; else it stays the first error.
+ */
+const CONSEQUENCE = new Set(['peer-lost', 'rank-hung']);
 
 interface Failure {
   error: ErrorEvent;
