@@ -11,7 +11,7 @@ import type { StepEvent } from '../../trainer/protocol';
 import { ROOT, cohortRun, countOption, machine, median, writeResults } from './bench-util';
 
 const N = countOption('notes', 20000);
-const rounds = countOption('rounds', 6);
+const rounds = countOption('rounds', 4);
 
 async function notesCostUs(): Promise<number> {
   const port = 30000 + Math.floor(Math.random() * 20000);
@@ -37,10 +37,10 @@ async function notesCostUs(): Promise<number> {
 }
 
 const perStepUs = await notesCostUs();
-const run = cohortRun(['--ranks', '2', '--image-size', '32', '--stem', 'cifar', '--batch-size', '16', '--steps', '24', '--warmup-steps', '2', '--log-steps', '4']);
+const run = cohortRun(['--ranks', '2', '--image-size', '32', '--stem', 'cifar', '--batch-size', '8', '--steps', '10', '--warmup-steps', '1', '--log-steps', '3']);
 const stepMs = median(run.events.filter((e): e is StepEvent => e.type === 'step').map((e) => e.stepTimeMs));
 
-const py = spawnSync('/usr/bin/python3', [join(ROOT, 'test', 'bench', 'per-rank-torch.py'), join(ROOT, 'resources', 'trainer', 'engines'), String(rounds), '5', '32', '16'], { encoding: 'utf8', env: { ...process.env, COHORT_THREADS: '1' } });
+const py = spawnSync('/usr/bin/python3', [join(ROOT, 'test', 'bench', 'per-rank-torch.py'), join(ROOT, 'resources', 'trainer', 'engines'), String(rounds), '2', '32', '8'], { encoding: 'utf8', env: { ...process.env, COHORT_THREADS: '1' } });
 // cohort_torch's events module points fd 1 at stderr when imported (stdout is the event channel): the line is on either.
 const line = `${py.stdout}\n${py.stderr}`.split('\n').find((l) => l.startsWith('{"plain"'));
 const torch = py.status === 0 && line ? (JSON.parse(line) as { plain: number[]; hooked: number[] }) : undefined;
@@ -54,8 +54,8 @@ Measured ${new Date().toISOString()} on this shared 2-core machine (other sessio
 
 | engine | what is added per step | cost per step | step time | overhead |
 |---|---|---|---|---|
-| tfjs | 4 phase notes to rank 0 over the control connection + phase clock (real 2-rank tcp-ring, ${N} steps) | ${perStepUs.toFixed(1)} µs | ${stepMs.toFixed(0)} ms (2 local ranks, cifar stem 32², batch 16) | ${json.tfjs.overheadPct.toFixed(3)}% |
-| torch | DDP comm hook (torch's allreduce_hook, timed) + phase clock; interleaved rounds, world 1 gloo, ResNet-50 32², batch 16 | ${torch ? (tHooked - tPlain).toFixed(1) : '?'} ms (median of ${rounds} rounds each: ${tPlain.toFixed(0)} → ${tHooked.toFixed(0)} ms) | ${tPlain.toFixed(0)} ms | ${torch ? json.torch && 'overheadPct' in json.torch ? (json.torch.overheadPct as number).toFixed(2) : '?' : 'not run'}% |
+| tfjs | 4 phase notes to rank 0 over the control connection + phase clock (real 2-rank tcp-ring, ${N} steps) | ${perStepUs.toFixed(1)} µs | ${stepMs.toFixed(0)} ms (2 local ranks, cifar stem 32², batch 8) | ${json.tfjs.overheadPct.toFixed(3)}% |
+| torch | DDP comm hook (torch's allreduce_hook, timed) + phase clock; interleaved rounds, world 1 gloo, ResNet-50 32², batch 8 | ${torch ? (tHooked - tPlain).toFixed(1) : '?'} ms (median of ${rounds} rounds each: ${tPlain.toFixed(0)} → ${tHooked.toFixed(0)} ms) | ${tPlain.toFixed(0)} ms | ${torch ? json.torch && 'overheadPct' in json.torch ? (json.torch.overheadPct as number).toFixed(2) : '?' : 'not run'}% |
 
 The per-window part (each rank's 4 sums in the window's gather, rank 0's split) is once per window, not per step.
 torch rounds (ms/step): plain ${torch?.plain.map((x) => x.toFixed(0)).join(', ')}; hooked ${torch?.hooked.map((x) => x.toFixed(0)).join(', ')}. A negative torch overhead is noise: the two are within it.`;

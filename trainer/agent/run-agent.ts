@@ -520,7 +520,7 @@ class HostAgent {
 
   private decide(): void {
     if (this.ended) return;
-    const root = this.failures.find((f) => !f.consequence) ?? this.silentFollower() ?? this.failures[0]!;
+    const root = this.failures.find((f) => !f.consequence) ?? this.silentFollower() ?? this.failures.find((f) => f.error.code === 'rank-hung') ?? this.failures[0]!;
     // The record gets the root cause first, then what followed from it.
     for (const f of [root, ...this.failures.filter((x) => x !== root)]) this.record.event(f.error);
     const error: RunStateError = { host: root.error.host, rank: root.error.rank, message: root.error.message, ...(root.error.code ? { code: root.error.code } : {}) };
