@@ -43,7 +43,7 @@ const stepMs = median(run.events.filter((e): e is StepEvent => e.type === 'step'
 const py = spawnSync('/usr/bin/python3', [join(ROOT, 'test', 'bench', 'per-rank-torch.py'), join(ROOT, 'resources', 'trainer', 'engines'), String(rounds), '2', '32', '8'], { encoding: 'utf8', env: { ...process.env, COHORT_THREADS: '1' } });
 // cohort_torch's events module points fd 1 at stderr when imported (stdout is the event channel): the line is on either.
 const line = `${py.stdout}\n${py.stderr}`.split('\n').find((l) => l.startsWith('{"plain"'));
-const torch = py.status === 0 && line ? (JSON.parse(line) as { plain: number[]; hooked: number[] }) : undefined;
+const torch = py.status === 0 && line ? (JSON.parse(line) as { plain: number[]; hooked: number[]; clockUsPerStep: number }) : undefined;
 const tPlain = torch ? median(torch.plain) : NaN;
 const tHooked = torch ? median(torch.hooked) : NaN;
 
@@ -58,5 +58,6 @@ Measured ${new Date().toISOString()} on this shared 2-core machine (other sessio
 | torch | DDP comm hook (torch's allreduce_hook, timed) + phase clock; interleaved rounds, world 1 gloo, ResNet-50 32², batch 8 | ${torch ? (tHooked - tPlain).toFixed(1) : '?'} ms (median of ${rounds} rounds each: ${tPlain.toFixed(0)} → ${tHooked.toFixed(0)} ms) | ${tPlain.toFixed(0)} ms | ${torch ? json.torch && 'overheadPct' in json.torch ? (json.torch.overheadPct as number).toFixed(2) : '?' : 'not run'}% |
 
 The per-window part (each rank's 4 sums in the window's gather, rank 0's split) is once per window, not per step.
+torch, the phase clock's own work per step (timestamps, sums, the hook's per-bucket extra ×4), alone: ${torch ? torch.clockUsPerStep.toFixed(1) : '?'} µs = ${torch ? ((100 * torch.clockUsPerStep) / 1000 / tPlain).toFixed(4) : '?'}% of that step. The interleaved A/B above cannot resolve 1% on this loaded machine (rounds vary ±50%): it only shows no large cost.
 torch rounds (ms/step): plain ${torch?.plain.map((x) => x.toFixed(0)).join(', ')}; hooked ${torch?.hooked.map((x) => x.toFixed(0)).join(', ')}. A negative torch overhead is noise: the two are within it.`;
 writeResults('per-rank', json, md);
