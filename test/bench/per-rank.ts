@@ -59,5 +59,5 @@ Measured ${new Date().toISOString()} on this shared 2-core machine (other sessio
 
 The per-window part (each rank's 4 sums in the window's gather, rank 0's split) is once per window, not per step.
 torch, the phase clock's own work per step (timestamps, sums, the hook's per-bucket extra ×4), alone: ${torch ? torch.clockUsPerStep.toFixed(1) : '?'} µs = ${torch ? ((100 * torch.clockUsPerStep) / 1000 / tPlain).toFixed(4) : '?'}% of that step. The interleaved A/B above cannot resolve 1% on this loaded machine (rounds vary ±50%): it only shows no large cost.
-torch rounds (ms/step): plain ${torch?.plain.map((x) => x.toFixed(0)).join(', ')}; hooked ${torch?.hooked.map((x) => x.toFixed(0)).join(', ')}. A negative torch overhead is noise: the two are within it.`;
+torch rounds (ms/step): plain ${torch?.plain.map((x) => x.toFixed(0)).join(', ')}; hooked ${torch?.hooked.map((x) => x.toFixed(0)).join(', ')}. The A/B's difference, either sign, is within that noise.`;
 writeResults('per-rank', json, md);
