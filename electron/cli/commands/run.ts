@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { makeEvent, type Disposable } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
-import { followRun, localProfile, resolveRunConfig } from '../../common';
+import { describeExpected, followRun, localProfile, resolveRunConfig, runExpected } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
@@ -107,6 +107,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     if (!result) throw new Error(`run ${runId} ended before it could be followed`);
     if (!local) await reportLeftovers(service, runId, io);
     if (!values.json) io.stderr.write(`run ${runId} recorded in ${join(service.runs.runsDir, runId)}\n`);
+    const meta = values.json ? undefined : service.runs.meta(runId);
+    if (meta && meta.worldSize > 1) io.stderr.write(`expected vs achieved: ${describeExpected(runExpected(meta, service.runs.list()))}\n`);
     if (result.status === 'cancelled') {
       if (!values.json) io.stderr.write(`run ${runId} was stopped (${signals.count ? 'Ctrl-C' : 'cancelled'})\n`);
       return EXIT.cancelled;
