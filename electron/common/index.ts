@@ -8,3 +8,4 @@ export * from './profile';
 export * from './run-history';
 export * from './csp';
 export * from './run-expected';
+export * from './applied-labels';

@@ -225,6 +225,8 @@ export interface LogEvent extends EventBase {
   code?: string;
   /** With 'slow-rank': the phase in which the rank is slower than its peers. */
   phase?: StepPhase;
+  /** The run this stream is about: the first line of `cohort run --json` (scripts read the id from it). */
+  runId?: string;
 }
 
 export interface ErrorEvent extends EventBase {
@@ -511,6 +513,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     ...opt('stream', o.stream === undefined ? undefined : oneOf(o, 'stream', p, ['stdout', 'stderr'] as const)),
     ...opt('code', optStr(o, 'code', p)),
     ...opt('phase', o.phase === undefined ? undefined : oneOf(o, 'phase', p, STEP_PHASES)),
+    ...opt('runId', optStr(o, 'runId', p)),
   }),
   error: (o) => ({
     type: 'error',

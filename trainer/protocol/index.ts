@@ -12,3 +12,4 @@ export * from './slurm-job';
 export * from './slow-rank';
 export * from './env-switches';
 export * from './expected';
+export * from './world-layout';
