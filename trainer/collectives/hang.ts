@@ -65,7 +65,7 @@ export function describeHang(v: HangView, rank: number, silentMs: number, limitM
   const last = v.phases.get(rank);
   const waits = op ? `rank ${v.observer} waits in ${op.what} #${op.seq}` : `rank ${v.observer} is between operations`;
   const reason =
-    `silent for ${(silentMs / 1000).toFixed(1)} s (its limit ${(limitMs / 1000).toFixed(1)} s: ${HANG.factor}× its longest silence so far, at least ${HANG.floorMs / 1000} s) ` +
+    `silent for ${(silentMs / 1000).toFixed(1)} s (its limit ${(limitMs / 1000).toFixed(1)} s: ${HANG.factor}× its longest silence so far, at least ${HANG.floorMs / 1000} s, at most the peer timeout) ` +
     `while ${waits}; its last phase: ${last ? `${last.phase} of step ${last.step}` : 'unknown'}`;
   return { reason, hang };
 }
