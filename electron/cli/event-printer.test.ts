@@ -100,3 +100,19 @@ describe('humanPrinter restart', () => {
     expect(err.text()).toContain('restart 2: h3 (host-lost): host h3 lost; resuming from step 9 once h3 is back (waiting up to 180 s; this client relaunches its agent)\n');
   });
 });
+
+describe('--per-rank', () => {
+  it('prints one line per rank every window, split by phase, and marks the slow rank with its phase', () => {
+    const out = new PassThrough();
+    let text = '';
+    out.on('data', (c: Buffer) => (text += c.toString()));
+    const p = humanPrinter(out, new PassThrough(), { perRank: true, now: () => 0 });
+    const ph = (rank: number, computeMs: number, waitMs: number) => ({ rank, dataMs: 2, computeMs, waitMs, exchangeMs: 20, optimizerMs: 5 });
+    p.event(makeEvent({ type: 'step', step: 4, epoch: 0, loss: 2, globalSamplesPerSec: 30, stepTimeMs: 200, worldSize: 3, lr: 1e-3, memory: [0, 1, 2].map((rank) => ({ rank, host: `h${rank + 1}`, rssBytes: 1 })), rankPhases: [ph(0, 100, 80), ph(1, 180, 0), ph(2, 101, 79)] }, 1) as CohortEvent);
+    const lines = text.split('\n').filter((l) => l.startsWith('  rank '));
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/rank 0@h1 +step +207 ms +data 2 · compute 100 · wait 80 · exchange 20 · optimizer 5$/);
+    expect(lines[1]).toMatch(/rank 1@h2 .*compute 180 .*← slowest: compute 1\.8× its peers' median$/);
+    expect(lines[2]).not.toMatch(/slowest/);
+  });
+});

@@ -7,6 +7,7 @@ import { formatStepLine, initialRunView, stepRunView, type CohortEvent, type Hel
 import { bf16Label, fp16Label, type DeployProgress } from '../common';
 import { applyEvent } from '../core/runs/applied-config';
 import { styleFor } from './style';
+import { perRankLines } from './per-rank-lines';
 
 export interface Printer {
   event(e: CohortEvent): void;
@@ -97,8 +98,8 @@ class StatusLine {
 export function humanPrinter(
   out: NodeJS.WritableStream,
   err: NodeJS.WritableStream,
-  /** asked: the run's configuration (what was asked), so the start block can say what this run does next to what the host offers. */
-  opts: { verbose?: boolean; env?: NodeJS.ProcessEnv; now?: () => number; asked?: () => TrainConfig | undefined } = {},
+  /** asked: the run's configuration (what was asked), so the start block can say what this run does next to what the host offers. perRank: --per-rank. */
+  opts: { verbose?: boolean; perRank?: boolean; env?: NodeJS.ProcessEnv; now?: () => number; asked?: () => TrainConfig | undefined } = {},
 ): Printer {
   const now = opts.now ?? Date.now;
   const t0 = now();
@@ -164,6 +165,7 @@ export function humanPrinter(
           const rateMs = e.step > trainStartStep ? (e.time - trainStart) / (e.step - trainStartStep) : e.stepTimeMs;
           const eta = totalSteps ? formatDuration((totalSteps - e.step) * rateMs) : '?';
           print(`${formatStepLine(e, totalSteps || undefined)}\n  memory: ${e.memory.map(formatMemory).join(' | ')}\n`);
+          if (opts.perRank) print(perRankLines(e).join(''));
           status.set(`training: Step ${e.step}${totalSteps ? `/${totalSteps}` : ''}, ${e.globalSamplesPerSec.toFixed(1)} samples/s, ETA ${eta}`, 'step');
           break;
         }

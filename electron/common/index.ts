@@ -7,4 +7,5 @@ export * from './api-wire';
 export * from './profile';
 export * from './run-history';
 export * from './csp';
+export * from './run-expected';
 export * from './applied-labels';

@@ -77,14 +77,18 @@ describe('peer failure', () => {
     expect(String(errs[1]!.message)).toMatch(/ranks disagree on the collective sequence|ring connection/);
   });
 
-  it('a frozen rank (SIGSTOP) is declared lost by heartbeat timeout, relayed to non-neighbours', async () => {
+  it('a frozen rank (SIGSTOP) is named hung by rank 0 (its watcher) after the heartbeat timeout, relayed to non-neighbours as lost', async () => {
     const procs = await looping(3, 2_000);
     const stoppedAt = Date.now();
     procs[2]!.child.kill('SIGSTOP');
-    for (const p of [procs[0]!, procs[1]!]) {
-      const err = await p.waitFor('error', 15_000);
-      expectLost(err, 2, stoppedAt);
-      expect(String(err.message)).toMatch(/no heartbeat|reported by rank 0/);
-    }
+    // rank 0 watches every rank: it names rank 2 hung (issue 21 item 4), with the op it waits in
+    const hung = await procs[0]!.waitFor('error', 15_000);
+    expect(hung).toMatchObject({ code: 'rank-hung', peerRank: 2, peerHost: 'host-2' });
+    expect(String(hung.message)).toMatch(/rank 2 on host host-2 hung: silent for [\d.]+ s .* while rank 0 (waits in [a-z ]+ #\d+|is between operations)/);
+    expect(hung.time - stoppedAt).toBeLessThan(10_000);
+    // rank 1 only watches rank 0: it learns it from rank 0's notice
+    const err = await procs[1]!.waitFor('error', 15_000);
+    expectLost(err, 2, stoppedAt);
+    expect(String(err.message)).toMatch(/reported by rank 0/);
   });
 });

@@ -125,7 +125,7 @@ export abstract class LeaderRules {
         p.failures.unshift(root);
       }
     }
-    root ??= p.failures[0]!;
+    root ??= p.failures.find((f) => f.error.code === 'rank-hung') ?? p.failures[0]!;
     // The record gets the root cause first, then what followed from it.
     for (const f of [root, ...p.failures.filter((x) => x !== root)]) this.fx.push({ do: 'event', event: f.error });
     const error = errorOf(root.error);

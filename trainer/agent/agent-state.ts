@@ -122,7 +122,13 @@ export const DECIDE_MS = 200;
 /** A follower agent silent this long (it beats every second) is taken for lost when a peer-lost needs a cause. */
 export const SILENT_FOLLOWER_MS = 5000;
 export const CONNECT_TIMEOUT_MS = 30_000;
-export const CONSEQUENCE = new Set(['peer-lost']);
+/**
+ * Codes that describe a consequence of another rank's failure, never the cause. `rank-hung` names
+ * the hung rank itself (rank and host are its), but a whole host gone silent looks the same from a
+ * peer, so a silent follower host, when there is one, is the story; else the rank-hung report is
+ * (agent-leader's decide), over the peers' peer-lost.
+ */
+export const CONSEQUENCE = new Set(['peer-lost', 'rank-hung']);
 
 export function initialState(): AgentState {
   return { phase: { k: 'starting' }, attempt: 0, restarts: 0, ranksUp: false, leases: false, doneAttempt: -1, ownOk: false, followers: {}, spentSaid: false, connected: false, lastCheckpointStep: 0, ioWarned: false };

@@ -57,6 +57,11 @@ export interface Collective {
   /** Small JSON values to root: all ranks' values (index = rank) on root, undefined elsewhere. */
   gather<T>(value: T, root: number, opts?: OpOptions): Promise<T[] | undefined>;
   barrier(opts?: OpOptions): Promise<void>;
+  /**
+   * The step phase this rank enters (`data`, `compute`, `exchange`, `optimizer`) at `step`: kept for
+   * a hang report, which names every rank's last phase. Optional: backends without peers ignore it.
+   */
+  notePhase?(phase: string, step: number): void;
   /** Cumulative payload bytes this rank sent on the data ring. */
   readonly bytesSent: number;
   /** Fires once when a peer is lost; afterwards every pending and later op rejects with that error. Returns a disposer. */

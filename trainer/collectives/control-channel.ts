@@ -7,6 +7,8 @@ import { abortedError, CollectiveError, errnoCode } from './errors';
 export class ControlChannel {
   /** Last time any byte arrived (heartbeats included). */
   lastRecv = Date.now();
+  /** The longest silence between two arrivals so far (ms): what the hang limit scales with. */
+  maxGapMs = 0;
   closedReason: string | undefined;
   private readonly reader = new ControlReader();
   private readonly queue: ControlMessage[] = [];
@@ -18,7 +20,9 @@ export class ControlChannel {
     socket.setNoDelay(true);
     socket.setKeepAlive(true, 1000);
     socket.on('data', (chunk: Buffer) => {
-      this.lastRecv = Date.now();
+      const now = Date.now();
+      this.maxGapMs = Math.max(this.maxGapMs, now - this.lastRecv);
+      this.lastRecv = now;
       let msgs: ControlMessage[];
       try {
         msgs = this.reader.push(chunk);

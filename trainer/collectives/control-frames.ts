@@ -4,8 +4,11 @@ import { obj, num, optStr, str, type Obj } from '../protocol/validate';
 import { CollectiveError } from './errors';
 
 export const PROTOCOL_NAME = 'cohort-collective';
-/** v2: ring segments start on multiples of 4 floats, and the sharded update exists (a v1 rank would split the buffer differently). */
-export const PROTOCOL_VERSION = 2;
+/**
+ * v2: ring segments start on multiples of 4 floats, and the sharded update exists (a v1 rank would split the buffer differently).
+ * v3: ranks tell rank 0 their step phase (`ph`), which a hang report names.
+ */
+export const PROTOCOL_VERSION = 3;
 const MAX_FRAME = 16 * 1024 * 1024;
 
 export interface PeerInfo {
@@ -26,6 +29,8 @@ export type ControlMessage =
   | { t: 'ready' }
   | { t: 'go' }
   | { t: 'hb' }
+  /** A rank (not 0) tells rank 0 the phase of the step it enters (`data`, `compute`, ...): what a hang report says it last did. */
+  | { t: 'ph'; p: string; s: number }
   | { t: 'barrier'; seq: number }
   | { t: 'release'; seq: number }
   | { t: 'gather'; seq: number; root: number; value: unknown }
@@ -76,6 +81,8 @@ export function decodeControl(value: unknown): ControlMessage {
     case 'go':
     case 'hb':
       return { t };
+    case 'ph':
+      return { t, p: str(o, 'p', p), s: num(o, 's', p, { int: true, min: 0 }) };
     case 'barrier':
     case 'release':
       return { t, seq: seq() };

@@ -13,6 +13,7 @@ export type CollectiveErrorCode =
   | 'connect-failed'
   | 'protocol' // peers disagree on the sequence of collectives, or sent garbage
   | 'peer-lost'
+  | 'rank-hung' // a peer's process is there but has made no progress (silent past its hang limit)
   | 'aborted'
   | 'disposed';
 
@@ -25,21 +26,37 @@ export class CollectiveError extends CohortError {
   }
 }
 
+/** What rank 0 knew when it found a rank hung (issue 21 item 4): the op every other rank waits in and each rank's last phase. */
+export interface HangReport {
+  /** The op in flight on the reporting rank ('none' between ops) and its sequence number (the same on every rank). */
+  collective: string;
+  seq: number;
+  lastPhases: { rank: number; host: string; phase: string; step?: number; ageMs?: number }[];
+}
+
 /** A peer rank is gone (process died, socket closed or errored, heartbeat timed out, or it left). */
 export class PeerLostError extends CollectiveError {
   constructor(
     readonly peerRank: number,
     readonly peerHost: string,
     readonly reason: string,
-    opts: { cause?: unknown; observedBy?: number } = {},
+    opts: { cause?: unknown; observedBy?: number; hang?: HangReport } = {},
   ) {
     const seen = opts.observedBy === undefined ? '' : ` (seen by rank ${opts.observedBy})`;
-    super('peer-lost', `rank ${peerRank} on host ${peerHost} was lost: ${reason}${seen}`, {
-      hint: `check rank ${peerRank}'s log on ${peerHost}; the collective cannot continue and the run must be restarted`,
+    super(opts.hang ? 'rank-hung' : 'peer-lost', opts.hang ? `rank ${peerRank} on host ${peerHost} hung: ${reason}${seen}` : `rank ${peerRank} on host ${peerHost} was lost: ${reason}${seen}`, {
+      hint: opts.hang
+        ? `rank ${peerRank}'s process on ${peerHost} is there but makes no progress: check it (ps -o stat,pid,cmd: T = stopped, D = stuck in I/O), its host's load and its log; the run must be restarted`
+        : `check rank ${peerRank}'s log on ${peerHost}; the collective cannot continue and the run must be restarted`,
       cause: opts.cause,
     });
     this.name = 'PeerLostError';
+    this.observedBy = opts.observedBy;
+    this.hang = opts.hang;
   }
+
+  readonly observedBy: number | undefined;
+  /** Set when the peer was found hung (code 'rank-hung'), not gone. */
+  readonly hang: HangReport | undefined;
 }
 
 export function abortedError(what: string, signal: AbortSignal | undefined): CollectiveError {

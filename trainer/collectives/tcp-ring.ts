@@ -7,7 +7,8 @@ import type { AllreduceOptions, Collective, OpOptions, ShardedUpdateOptions } fr
 import type { ControlChannel } from './control-channel';
 import type { ControlMessage, PeerInfo } from './control-frames';
 import { Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader } from './data-frames';
-import { abortedError, CollectiveError, PeerLostError } from './errors';
+import { abortedError, CollectiveError, PeerLostError, type HangReport } from './errors';
+import { Progress, heartbeat } from './hang';
 import type { RendezvousEnv } from './rendezvous-env';
 import { rendezvous } from './rendezvous';
 import type { ReduceHome } from './reduce-kernel';
@@ -56,6 +57,8 @@ export class TcpRingCollective extends DisposableBase implements Collective {
   private readonly waiters = new Map<string, Waiter>();
   private readonly collects = new Map<number, Collect>();
   private readonly heartbeat: NodeJS.Timeout;
+  /** The op in flight and every rank's last phase, for a hang report (hang.ts). */
+  private readonly progress = new Progress();
 
   static async connect(env: RendezvousEnv, opts: TcpRingOptions): Promise<TcpRingCollective> {
     let engine: RingEngine | undefined;
@@ -113,6 +116,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     const rightRank = (this.rank + 1) % n;
 
     for (const [k, ch] of control) {
+      ch.maxGapMs = 0; // the rendezvous' waits (ranks starting minutes apart) say nothing about step lengths
       ch.listen(
         (m) => this.onControl(k, m),
         (reason) => this.departed(k, reason),
@@ -143,21 +147,16 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     right.resume();
     if (rightLeftover.length) onRight(Buffer.alloc(0));
 
-    const interval = Math.max(50, Math.min(1000, peerTimeoutMs / 4));
-    let lastTick = Date.now();
-    this.heartbeat = setInterval(() => {
-      const now = Date.now();
-      // A late tick means *our* loop was blocked (a long synchronous step); peers' bytes are
-      // still unread in the kernel, so their silence proves nothing yet.
-      const blocked = now - lastTick > interval * 2.5;
-      lastTick = now;
-      for (const [k, ch] of this.control) {
-        ch.send({ t: 'hb' });
-        if (blocked || this.leftRanks.has(k)) ch.lastRecv = now;
-        else if (!this.failure && now - ch.lastRecv > peerTimeoutMs) this.departed(k, `no heartbeat for ${Math.round((now - ch.lastRecv) / 100) / 10} s`);
-      }
-    }, interval);
-    this.heartbeat.unref();
+    this.heartbeat = heartbeat(this.control, peerTimeoutMs, (k) => this.leftRanks.has(k) || !!this.failure, (k, silentMs, limitMs) => {
+      const { reason, hang } = this.progress.describe(this.rank, this.peers, k, silentMs, limitMs);
+      this.departed(k, reason, undefined, false, hang);
+    });
+  }
+
+  /** The step phase this rank enters: rank 0 keeps it, the others tell rank 0 (what a hang report names). */
+  notePhase(phase: string, step: number): void {
+    this.progress.note(this.rank, phase, step);
+    if (this.rank !== 0) this.control.get(0)?.send({ t: 'ph', p: phase, s: step });
   }
 
   get bytesSent(): number {
@@ -257,6 +256,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
       const now = this.failure ?? this.gone;
       if (now) throw now;
       if (signal?.aborted) throw abortedError(what, signal);
+      this.progress.begin(what);
       let onAbort: (() => void) | undefined;
       const interrupted = new Promise<never>((_, reject) => {
         this.currentReject = reject;
@@ -273,6 +273,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
       } finally {
         if (onAbort) signal?.removeEventListener('abort', onAbort);
         this.currentReject = undefined;
+        this.progress.end();
       }
     });
     this.tail = result.catch(() => undefined);
@@ -314,6 +315,8 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     switch (m.t) {
       case 'hb':
         return;
+      case 'ph':
+        return this.progress.note(from, m.p, m.s);
       case 'barrier':
         if (this.rank === 0) this.collect(m.seq, 'barrier', 0, from, null);
         return;
@@ -358,9 +361,9 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     if (stuck) this.setFailure(err, false);
   }
 
-  private departed(rank: number, reason: string, host?: string, force = false): void {
+  private departed(rank: number, reason: string, host?: string, force = false, hang?: HangReport): void {
     if (this.isDisposed || this.failure || (this.leftRanks.has(rank) && !force)) return;
-    const err = new PeerLostError(rank, host ?? this.peers[rank]?.host ?? 'unknown host', reason, { observedBy: this.rank });
+    const err = new PeerLostError(rank, host ?? this.peers[rank]?.host ?? 'unknown host', reason, { observedBy: this.rank, ...(hang ? { hang } : {}) });
     this.setFailure(err, true);
     // Ranks that are not neighbours of the lost one learn it through rank 0.
     const notice: ControlMessage = { t: 'lost', rank, host: err.peerHost, reason, graceful: false };

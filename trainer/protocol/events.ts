@@ -169,6 +169,31 @@ export interface StepEvent extends EventBase {
    * straggler shows. Engines that do not measure it leave it out.
    */
   rankComputeMs?: number[];
+  /**
+   * Each rank's step time split over the window (mean ms per step), in rank order (issue 21). Added
+   * in v1 as an optional field: older readers ignore it, older trainers leave it out.
+   */
+  rankPhases?: RankStepPhases[];
+}
+
+/** The phases of a step, in the order a rank runs them; `RankStepPhases` has a `<phase>Ms` field for each. */
+export const STEP_PHASES = ['data', 'compute', 'wait', 'exchange', 'optimizer'] as const;
+export type StepPhase = (typeof STEP_PHASES)[number];
+
+/**
+ * One rank's mean ms per step over a step window. `data`: building the batch; `compute`: forward +
+ * backward; `wait`: waiting for slower peers in the gradient exchange; `exchange`: the exchange
+ * itself; `optimizer`: the update. Wait and exchange are told apart from every rank's exchange
+ * time: the ring ends together on every rank, so the fastest rank's exchange time is the
+ * exchange, and what a rank spends beyond it is waiting (`splitWait`).
+ */
+export interface RankStepPhases {
+  rank: number;
+  dataMs: number;
+  computeMs: number;
+  waitMs: number;
+  exchangeMs: number;
+  optimizerMs: number;
 }
 
 
@@ -198,6 +223,8 @@ export interface LogEvent extends EventBase {
   stream?: 'stdout' | 'stderr';
   /** A warning's kind, for clients that show it specially ('slow-rank'). */
   code?: string;
+  /** With 'slow-rank': the phase in which the rank is slower than its peers. */
+  phase?: StepPhase;
   /** The run this stream is about: the first line of `cohort run --json` (scripts read the id from it). */
   runId?: string;
 }
@@ -213,6 +240,24 @@ export interface ErrorEvent extends EventBase {
   code?: string;
   /** What to do next, when the failing side knew (CohortError's hint). */
   hint?: string;
+  /**
+   * Code `rank-hung`: `rank` and `host` are the rank that stopped making progress; these are the
+   * ranks that noticed it, the collective operation they were in, its sequence number, and each
+   * rank's last reported phase.
+   */
+  reportedBy?: number[];
+  collective?: string;
+  seq?: number;
+  lastPhases?: RankLastPhase[];
+}
+
+/** What a rank last said it was doing (`phase`: a StepPhase or a setup stage) and at which step; `ageMs`: how long ago. */
+export interface RankLastPhase {
+  rank: number;
+  host: string;
+  phase: string;
+  step?: number;
+  ageMs?: number;
 }
 
 /** The run restarts every rank from its last checkpoint after a failure (`maxRestarts`). */
@@ -443,6 +488,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     memory: arr(o, 'memory', p, rankMemory),
     ...opt('commBytes', optNum(o, 'commBytes', p, { min: 0 })),
     ...opt('rankComputeMs', o.rankComputeMs === undefined ? undefined : arr(o, 'rankComputeMs', p, (v, at) => num({ v }, 'v', at, { min: 0 }))),
+    ...opt('rankPhases', o.rankPhases === undefined ? undefined : arr(o, 'rankPhases', p, rankStepPhases)),
   }),
   epoch: (o) => ({
     type: 'epoch',
@@ -466,6 +512,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     ...opt('host', optStr(o, 'host', p)),
     ...opt('stream', o.stream === undefined ? undefined : oneOf(o, 'stream', p, ['stdout', 'stderr'] as const)),
     ...opt('code', optStr(o, 'code', p)),
+    ...opt('phase', o.phase === undefined ? undefined : oneOf(o, 'phase', p, STEP_PHASES)),
     ...opt('runId', optStr(o, 'runId', p)),
   }),
   error: (o) => ({
@@ -476,6 +523,10 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     logTail: strArr(o, 'logTail', p),
     ...opt('code', optStr(o, 'code', p)),
     ...opt('hint', optStr(o, 'hint', p)),
+    ...opt('reportedBy', o.reportedBy === undefined ? undefined : arr(o, 'reportedBy', p, (v, at) => num({ v }, 'v', at, { int: true, min: 0 }))),
+    ...opt('collective', optStr(o, 'collective', p)),
+    ...opt('seq', optNum(o, 'seq', p, { int: true, min: 0 })),
+    ...opt('lastPhases', o.lastPhases === undefined ? undefined : arr(o, 'lastPhases', p, rankLastPhase)),
   }),
   restart: (o) => ({
     type: 'restart',
@@ -512,6 +563,23 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     ...opt('phases', o.phases === undefined ? undefined : arr(o, 'phases', p, rankPhases)),
   }),
 };
+
+function rankStepPhases(v: unknown, path: string): RankStepPhases {
+  const o = obj(v, path);
+  const ms = (k: string): number => num(o, k, path, { min: 0 });
+  return { rank: num(o, 'rank', path, { int: true, min: 0 }), dataMs: ms('dataMs'), computeMs: ms('computeMs'), waitMs: ms('waitMs'), exchangeMs: ms('exchangeMs'), optimizerMs: ms('optimizerMs') };
+}
+
+function rankLastPhase(v: unknown, path: string): RankLastPhase {
+  const o = obj(v, path);
+  return {
+    rank: num(o, 'rank', path, { int: true, min: 0 }),
+    host: str(o, 'host', path),
+    phase: str(o, 'phase', path),
+    ...opt('step', optNum(o, 'step', path, { int: true, min: 0 })),
+    ...opt('ageMs', optNum(o, 'ageMs', path, { min: 0 })),
+  };
+}
 
 function rankPhases(v: unknown, path: string): RankPhases {
   const o = obj(v, path);

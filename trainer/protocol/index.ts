@@ -12,6 +12,7 @@ export * from './slurm-job';
 export * from './slow-rank';
 export * from './env-switches';
 export * from './timings';
+export * from './expected';
 export * from './world-layout';
 export * from './run-id';
 export * from './run-view';

@@ -1,6 +1,8 @@
-// Where a rank's step time goes, reported once at the end of a run (a `log` line per rank): the
-// numbers that say whether compute, the gradient exchange or the update is the bottleneck.
-import type { RankPhases } from '../protocol';
+// Where a rank's step time goes: per throughput window (each rank's sums, gathered by rank 0 into
+// the `step` event's rankPhases) and once at the end of a run (a `log` line per rank, the `done`
+// event's phases): the numbers that say whether data, compute, the exchange or the update is the
+// bottleneck, and on which rank.
+import type { RankMemory, RankPhases } from '../protocol';
 import { median } from '../util/stats';
 
 export class PhaseTimes {
@@ -29,4 +31,35 @@ export class PhaseTimes {
     const f = (ms: number): string => ms.toFixed(0);
     return `median ms per step over ${this.count} steps: compute ${f(m.computeMs)}, allreduce (incl. waiting for peers) ${f(m.allreduceMs)}, optimizer + weight upload ${f(m.updateMs)}`;
   }
+}
+
+/** What each rank sends rank 0 when a window closes. */
+export interface WindowReport {
+  samples: number;
+  ms: number;
+  lossSum: number;
+  lossCount: number;
+  /** Forward + backward ms summed over the window's steps (where a straggler shows). */
+  computeMs: number;
+  /** Batch building, exchange (with waiting for peers) and optimizer ms summed over the window's steps. */
+  dataMs: number;
+  exchangeMs: number;
+  optimizerMs: number;
+  memory: RankMemory;
+}
+
+/** One throughput window: what this rank did since it opened (start 0: opens at its first step). */
+export class ThroughputWindow {
+  steps = 0;
+  samples = 0;
+  lossSum = 0;
+  lossCount = 0;
+  computeMs = 0;
+  dataMs = 0;
+  exchangeMs = 0;
+  optimizerMs = 0;
+  constructor(
+    public start: number,
+    readonly bytes0: number,
+  ) {}
 }

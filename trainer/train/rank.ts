@@ -6,12 +6,12 @@
 //   COHORT_TRAIN_CONFIG='{"steps":10,"imageSize":32}' node resources/trainer/cohort-trainer.mjs rank
 import { createHash } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
-import { connectCollective, rendezvousEnvFromProcess, type Collective, type RendezvousEnv } from '../collectives';
+import { PeerLostError, connectCollective, rendezvousEnvFromProcess, type Collective, type RendezvousEnv } from '../collectives';
 import { TensorBytesPeak, applyCompilePlan, compileTrainStep, createResNet50, initBackend, initialParamsParallel, resnet50Spec, tfjsCapabilities, type BackendInfo, type CompileReport, type TfjsResNet } from '../engine/tfjs';
-import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, CohortError, decodeTrainConfig, readTimings, toErrorInfo, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
+import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, CohortError, decodeTrainConfig, readTimings, splitWait, toErrorInfo, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer, type Optimizer } from '../optim/optimizer';
 import { exchangeAndUpdate, gatherOptimizerState } from './exchange';
-import { PhaseTimes } from './phase-times';
+import { PhaseTimes, ThroughputWindow, type WindowReport } from './phase-times';
 import { learningRate } from '../optim/schedule';
 import { allocBatch, fillBatch, type Batch } from '../data/dataset';
 import { DistributedSampler } from '../data/sampler';
@@ -24,15 +24,6 @@ import { MemorySampler, nvidiaSmiReader } from './memory';
 import { median } from '../util/stats';
 import { join } from 'node:path';
 
-interface WindowReport {
-  samples: number;
-  ms: number;
-  lossSum: number;
-  lossCount: number;
-  /** Forward + backward ms summed over the window's steps (where a straggler shows). */
-  computeMs: number;
-  memory: RankMemory;
-}
 
 /** This rank's identity and voice: only rank 0 emits events; every rank logs and reports its own failure. */
 interface RankContext {
@@ -97,7 +88,10 @@ function rankContext(env: NodeJS.ProcessEnv): RankContext {
     const { message, code, hint } = toErrorInfo(err, 'rank-failed');
     log(`rank ${rdv.rank} on ${host} failed: ${message}`);
     // Every rank reports its own failure; core shows the first one (the root cause) prominently.
-    stdoutEmit({ type: 'error', rank: rdv.rank, host, message, logTail: tail.get(), code, ...(hint ? { hint } : {}) });
+    // A hung peer is the story, not this rank: the error is that rank's, this one only reported it.
+    const hung = err instanceof PeerLostError && err.hang ? err : undefined;
+    const who = hung ? { rank: hung.peerRank, host: hung.peerHost, reportedBy: [rdv.rank], ...hung.hang } : { rank: rdv.rank, host };
+    stdoutEmit({ type: 'error', ...who, message, logTail: tail.get(), code, ...(hint ? { hint } : {}) });
     return 1;
   };
   return { rdv, host, isMaster, log, emit: isMaster ? stdoutEmit : () => {}, fail };
@@ -227,19 +221,6 @@ async function compileKernels(ctx: RankContext, s: Setup, env: NodeJS.ProcessEnv
   }
 }
 
-/** One throughput window: what this rank did since it opened (start 0: opens at its first step). */
-class ThroughputWindow {
-  steps = 0;
-  samples = 0;
-  lossSum = 0;
-  lossCount = 0;
-  computeMs = 0;
-  constructor(
-    public start: number,
-    readonly bytes0: number,
-  ) {}
-}
-
 interface LoopResult {
   /** Rank 0's global samples/s, one per window. */
   windows: number[];
@@ -266,14 +247,20 @@ async function trainLoop(ctx: RankContext, s: Setup): Promise<LoopResult> {
     const epoch = Math.floor(step / stepsPerEpoch);
     const lr = learningRate(step, { lr: config.lr, warmupSteps: config.lrWarmupSteps, totalSteps, schedule: config.schedule });
     const stepStart = Date.now();
+    const pd = performance.now();
+    collective.notePhase?.('data', step); // what a hang report says this rank last did (tcp-ring tells rank 0)
     const b = s.batchAt(step);
     const p0 = performance.now();
+    collective.notePhase?.('compute', step);
     const loss = m.trainStep(b.images, b.labels, b.batch, optimizer.grads);
     const p1 = performance.now();
+    collective.notePhase?.('exchange', step);
     const updateMs = await exchangeAndUpdate(collective, optimizer, lr, config.fp16); // sync point: gradients of every rank
     const p2 = performance.now();
+    collective.notePhase?.('optimizer', step);
     m.setParams(optimizer.params);
-    if (step + 1 > warmupEnd) phases.add(p1 - p0, p2 - p1 - updateMs, updateMs + performance.now() - p2);
+    const p3 = performance.now();
+    if (step + 1 > warmupEnd) phases.add(p1 - p0, p2 - p1 - updateMs, updateMs + p3 - p2);
 
     if (step + 1 === warmupEnd && warmupEnd > startStep) {
       ctx.emit({ type: 'warmup', steps: warmupEnd - startStep, durationMs: Date.now() - warmupStart, detail: 'first steps allocate buffers and initialise kernels; excluded from throughput' });
@@ -285,6 +272,9 @@ async function trainLoop(ctx: RankContext, s: Setup): Promise<LoopResult> {
     if (window.start === 0) window.start = stepStart;
     window.steps++;
     window.computeMs += p1 - p0;
+    window.dataMs += p0 - pd;
+    window.exchangeMs += p2 - p1 - updateMs;
+    window.optimizerMs += updateMs + p3 - p2;
     window.samples += b.batch;
     if (Number.isFinite(loss)) {
       window.lossSum += loss;
@@ -310,13 +300,14 @@ async function trainLoop(ctx: RankContext, s: Setup): Promise<LoopResult> {
 
 /** Every rank's window to rank 0 (a sync point), which emits `step`; returns rank 0's global samples/s. */
 async function closeWindow(ctx: RankContext, s: Setup, w: ThroughputWindow, step: number, epoch: number, lr: number): Promise<number | undefined> {
-  const mine: WindowReport = { samples: w.samples, ms: Date.now() - w.start, lossSum: w.lossSum, lossCount: w.lossCount, computeMs: w.computeMs, memory: s.sampler.sample() };
+  const mine: WindowReport = { samples: w.samples, ms: Date.now() - w.start, lossSum: w.lossSum, lossCount: w.lossCount, computeMs: w.computeMs, dataMs: w.dataMs, exchangeMs: w.exchangeMs, optimizerMs: w.optimizerMs, memory: s.sampler.sample() };
   const all = await s.collective.gather(mine, 0);
   if (!all) return undefined;
   const wallMs = Math.max(...all.map((r) => r.ms));
   const samples = all.reduce((n, r) => n + r.samples, 0);
   const lossN = all.reduce((n, r) => n + r.lossCount, 0);
   const globalSamplesPerSec = wallMs > 0 ? (samples * 1000) / wallMs : 0;
+  const n = Math.max(1, w.steps);
   ctx.emit({
     type: 'step',
     step,
@@ -328,7 +319,8 @@ async function closeWindow(ctx: RankContext, s: Setup, w: ThroughputWindow, step
     lr,
     memory: all.map((r) => r.memory),
     commBytes: s.collective.bytesSent - w.bytes0,
-    rankComputeMs: all.map((r) => r.computeMs / Math.max(1, w.steps)),
+    rankComputeMs: all.map((r) => r.computeMs / n),
+    rankPhases: splitWait(all.map((r, rank) => ({ rank, dataMs: r.dataMs / n, computeMs: r.computeMs / n, exchangeMs: r.exchangeMs / n, optimizerMs: r.optimizerMs / n }))),
   });
   return globalSamplesPerSec;
 }

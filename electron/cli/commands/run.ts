@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { makeEvent, type CohortEvent, type Disposable } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
-import { checkRunName, checkRunNotes, checkRunTags, followRun, localProfile, resolveRunConfig } from '../../common';
+import { checkRunName, checkRunNotes, checkRunTags, describeExpected, followRun, localProfile, resolveRunConfig, runExpected } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
@@ -19,6 +19,7 @@ training options (a profile's defaults apply under them; exactly one of --steps/
 ${trainFlagUsage()}
 output: --json (events only, one per line; the first is a log event carrying runId, the last is done;
          a failure ends with error, then done)  --verbose (every rank's log lines)
+  --per-rank (one line per rank every window: data, compute, wait, exchange, optimizer)
   --name NAME, --tag TAG (repeatable), --notes TEXT   recorded with the run (runs list/show, History)
   --detach   start the run and return at once, printing its id (with --json: the first event
              carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
@@ -34,6 +35,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     json: { type: 'boolean' },
     detach: { type: 'boolean' },
     verbose: { type: 'boolean' },
+    'per-rank': { type: 'boolean' },
     'accept-new-host-key': { type: 'boolean' },
     'max-restarts': { type: 'string' },
     'no-queue': { type: 'boolean' },
@@ -67,7 +69,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, asked: () => asked });
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, perRank: !!values['per-rank'], asked: () => asked });
   let runId: string | undefined;
   let offEvents = () => undefined as void;
   const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));
@@ -121,6 +123,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     }
     if (!local) await reportLeftovers(service, runId, io);
     if (!values.json) io.stderr.write(`run ${runId} recorded in ${join(service.runs.runsDir, runId)}\n`);
+    const meta = values.json ? undefined : service.runs.meta(runId);
+    if (meta && meta.worldSize > 1) io.stderr.write(`expected vs achieved: ${describeExpected(runExpected(meta, service.runs.list()))}\n`);
     if (result.status === 'cancelled') {
       if (!values.json) io.stderr.write(`run ${runId} was stopped (${signals.count ? 'Ctrl-C' : 'cancelled'})\n`);
       return EXIT.cancelled;

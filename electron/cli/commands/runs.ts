@@ -1,6 +1,6 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { join } from 'node:path';
-import { appliedTokens, bf16Label, compileLabel, fp16Label, runDurationMs, runMedian, type RunMeta } from '../../common';
+import { appliedTokens, bf16Label, compileLabel, describeExpected, fp16Label, runDurationMs, runExpected, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
 import { RunStore } from '../../core/runs/run-store';
@@ -69,6 +69,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
           `config: ${configSummary(meta)}`,
           `applied: ${[meta.applied?.engine && `engine ${meta.applied.engine}${meta.applied.backend ? `/${meta.applied.backend}` : ''}`, `compile ${compileLabel(meta)}`, `fp16 ${fp16Label(meta)}`, ...(meta.config.bf16 ? [`bf16 ${bf16Label(meta)}`] : [])].filter(Boolean).join(', ')}`,
           `median throughput: ${spreadLine(meta)}; ${steps.length} step reports`,
+          ...(meta.worldSize > 1 ? [`expected vs achieved: ${describeExpected(runExpected(meta, store.list()))}`] : []),
           ...(meta.error ? [`error: ${meta.error}`] : []),
           `folder: ${join(store.runsDir, meta.id)}`,
           ...(meta.notes ? [`notes:\n${meta.notes.replace(/^/gm, '  ')}`] : []),

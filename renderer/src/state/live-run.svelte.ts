@@ -5,6 +5,7 @@ import { initialRunView, isFinished, stepRunView, type CohortEvent, type ErrorEv
 import { followRun, type CohortApi, type RunMeta } from '../../../electron/common';
 import { reloadHistory } from './history.svelte';
 import { SeriesBuffer } from '../lib/series-buffer';
+import { busyMs, recordRankWindow, resetRankWindows } from './rank-windows.svelte';
 
 export type Phase = 'idle' | 'queued' | 'starting' | 'warmup' | 'training' | 'restarting' | 'ok' | 'failed' | 'cancelled';
 
@@ -115,6 +116,7 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   live.prep = [];
   live.error = null;
   live.slowRanks = [];
+  resetRankWindows();
   live.logs = [];
   live.median = null;
   live.memoryRanks = [];
@@ -227,10 +229,13 @@ export function applyEvent(e: CohortEvent): void {
       pendingStep = e;
       const row: Record<StepSeries, number> = { throughput: e.globalSamplesPerSec, loss: e.loss ?? NaN, stepTimeMs: e.stepTimeMs };
       metrics.steps.push(e.step, ...STEP_SERIES.map((s) => row[s]));
-      if (e.rankComputeMs?.length) {
-        if (metrics.ranks.seriesCount !== Math.min(e.rankComputeMs.length, MAX_RANKS)) metrics.ranks = new SeriesBuffer(Math.min(e.rankComputeMs.length, MAX_RANKS));
-        metrics.ranks.push(e.step, ...e.rankComputeMs.slice(0, MAX_RANKS));
+      // Per rank: its step without waiting for peers when the trainer splits it (rankPhases), else compute.
+      const perRank = e.rankPhases?.map(busyMs) ?? e.rankComputeMs;
+      if (perRank?.length) {
+        if (metrics.ranks.seriesCount !== Math.min(perRank.length, MAX_RANKS)) metrics.ranks = new SeriesBuffer(Math.min(perRank.length, MAX_RANKS));
+        metrics.ranks.push(e.step, ...perRank.slice(0, MAX_RANKS));
       }
+      recordRankWindow(e);
       memory.step = e.step;
       recordMemory(e.memory);
       scheduleFlush();

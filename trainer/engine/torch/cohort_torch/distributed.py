@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 from .config import HEARTBEAT_S, PEER_TIMEOUT_S, RENDEZVOUS_TIMEOUT_S
+from . import hang
 from .events import HOST, RANK, fail, log
 
 
@@ -73,6 +74,7 @@ def setup(gpu_memory):
     """Reads the rendezvous environment, joins the job, starts the watchdog, learns the peers."""
     die_with_parent()
     exit_when_stdin_closes()
+    hang.dump_stack_on_sigusr1()
     rank, world = RANK, int(os.environ.get("WORLD_SIZE", "1"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     master = os.environ.get("MASTER_ADDR", "127.0.0.1"), int(os.environ.get("MASTER_PORT", "29500"))
@@ -81,7 +83,8 @@ def setup(gpu_memory):
     meta_group, watch_group = init_groups(backend, rank, world, master) if world > 1 else (None, None)
     gpu = gpu_memory(device)
     stop = threading.Event()
-    watcher = threading.Thread(target=watchdog, args=(watch_group, stop, gpu), daemon=True, name="cohort-watchdog")
+    beats = hang.Beats(master, world, stop) if world > 1 else None
+    watcher = threading.Thread(target=watchdog, args=(watch_group, stop, gpu, beats), daemon=True, name="cohort-watchdog")
     watcher.start()
 
     me = {"rank": rank, "host": HOST, "localRank": local_rank, **gpu.plan_fields()}  # what this rank really uses
@@ -89,6 +92,7 @@ def setup(gpu_memory):
     if world > 1:
         peers = [None] * world
         dist.all_gather_object(peers, me, group=meta_group)
+        beats.peers = peers
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "0")) or [p["host"] for p in peers].count(HOST)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     threads = int(os.environ.get("COHORT_THREADS") or max(1, cores // local_ranks))
@@ -104,13 +108,15 @@ def teardown(d):
         dist.barrier(group=d.meta_group)
 
 
-def watchdog(group, stop, gpu):
+def watchdog(group, stop, gpu, beats=None):
     """Fails this rank fast when a peer dies or hangs, or when the agent that started us is gone.
     Every HEARTBEAT_S the ranks all-reduce a stop flag on their own gloo group (own timeout), so
     a dead peer is seen even while the main thread computes a long step. The flag also lets every
-    rank leave the heartbeat in the same round at the end."""
+    rank leave the heartbeat in the same round at the end. A round that times out names the rank
+    that stopped beating (hang.py) as hung, else it is a lost peer."""
     parent = os.getppid()
     flag = torch.zeros(1)
+    rounds = 0
     while True:
         time.sleep(HEARTBEAT_S)
         if os.getppid() != parent:
@@ -123,9 +129,14 @@ def watchdog(group, stop, gpu):
         flag[0] = 1.0 if stop.is_set() else 0.0
         try:
             dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=group)
+            rounds += 1
         except Exception as err:  # noqa: BLE001 (any transport error means the same thing)
+            why = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            hung = beats.hung_report(rounds, why) if beats else None
+            if hung:
+                fail(hung[0], "rank-hung", about=hung[1])
             fail(f"lost contact with a peer rank (it died, hung or its host is unreachable; no heartbeat within "
-                 f"{PEER_TIMEOUT_S:g} s): {str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__}", "peer-lost")
+                 f"{PEER_TIMEOUT_S:g} s): {why}", "peer-lost")
         if flag[0] > 0:
             return
 

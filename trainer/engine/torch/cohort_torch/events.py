@@ -19,7 +19,7 @@ _error_sent = False
 RANK = int(os.environ.get("RANK", "0"))
 HOST = os.environ.get("COHORT_HOST") or socket.gethostname()
 # What fail() needs to close the run with `done` on rank 0: set by the loop as it goes.
-STATE = {"t0": time.time(), "step": 0, "started": False}
+STATE = {"t0": time.time(), "step": 0, "started": False, "phase": "setup"}
 
 
 def emit(type_, **fields):
@@ -47,15 +47,16 @@ def remember(lines):
     _tail.extend(lines)
 
 
-def fail(message, code=None, exit_code=1):
+def fail(message, code=None, exit_code=1, about=None):
     """Reports this rank's failure once (main thread and watchdog may race) and exits at once:
-    a clean interpreter shutdown could block in a process group whose peer is gone."""
+    a clean interpreter shutdown could block in a process group whose peer is gone. `about`: the
+    error is another rank's (a hung peer: its rank and host, reportedBy, collective, seq, lastPhases)."""
     global _error_sent
     with _error_lock:
         if not _error_sent:
             _error_sent = True
             log(message)
-            event = {"rank": RANK, "host": HOST, "message": message, "logTail": list(_tail)[-20:]}
+            event = {"rank": RANK, "host": HOST, "message": message, "logTail": list(_tail)[-20:], **(about or {})}
             emit("error", **event, **({"code": code} if code else {}))
             if RANK == 0 and STATE.get("started"):
                 emit("done", status="cancelled" if code == "cancelled" else "failed", steps=STATE.get("step", 0), medianGlobalSamplesPerSec=None,

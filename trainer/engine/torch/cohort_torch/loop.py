@@ -13,7 +13,8 @@ import torch.nn.functional as F
 from . import checkpoint
 from .config import EXTRAS, MEMORY_FORMAT, learning_rate
 from .events import STATE, emit0, log
-from .metrics import gather, memory_entries, memory_row
+from .metrics import MEMORY_FIELDS, gather, memory_entries, memory_row
+from .phases import rank_phases
 
 
 def set_train_mode(run):
@@ -25,15 +26,21 @@ def set_train_mode(run):
 
 
 def train_step(run, x, y, lr):
+    clock = run.clock
     for group in run.optimizer.param_groups:
         group["lr"] = lr
     x = x.contiguous(memory_format=MEMORY_FORMAT)
+    STATE["phase"] = "compute"
+    t0 = clock.start_step()
     with run.autocast():
         loss = F.cross_entropy(run.step_model(x), y)
     run.optimizer.zero_grad(set_to_none=EXTRAS)
     run.scaler.scale(loss).backward()  # DDP all-reduces gradient buckets during backward (sync point)
+    t1 = time.perf_counter()
+    STATE["phase"] = "optimizer"
     run.scaler.step(run.optimizer)
     run.scaler.update()
+    clock.end_step(t0, t1, time.perf_counter())
     return loss.detach()
 
 
@@ -60,10 +67,12 @@ def compile_step(run, x, y, lr):
 
 
 class Window:
-    """One throughput window: samples, time and loss since it opened, on this rank."""
+    """One throughput window: samples, time and loss since it opened, on this rank, and its phases
+    (PhaseClock's sums since the window opened)."""
 
     def __init__(self, run, t0=None):
         self.run, self.t0, self.steps, self.loss = run, time.time() if t0 is None else t0, 0, torch.zeros((), device=run.device)
+        run.clock.reset()
 
     def add(self, loss):
         self.steps += 1
@@ -76,14 +85,15 @@ class Window:
         lsum = self.loss.item()  # sync point: waits for the device
         sync(run)
         t_end = time.time()
-        rows = gather(run, [run.cfg["batchSize"] * self.steps, t_end - self.t0, lsum, self.steps] + memory_row(run))
+        rows = gather(run, [run.cfg["batchSize"] * self.steps, t_end - self.t0, lsum, self.steps] + memory_row(run) + run.clock.sums)
         rate = None
         if run.rank == 0:
             rate = sum(r[0] / r[1] for r in rows if r[1] > 0)
             mean_loss = sum(r[2] for r in rows) / sum(r[3] for r in rows)
             emit0("step", step=step, epoch=epoch, loss=mean_loss if math.isfinite(mean_loss) else None,
                   globalSamplesPerSec=rate, stepTimeMs=1000 * sum(r[1] / r[3] for r in rows) / run.world,
-                  worldSize=run.world, lr=learning_rate(step - 1, run.cfg, total), memory=memory_entries(rows, 4, run.dist.peers))
+                  worldSize=run.world, lr=learning_rate(step - 1, run.cfg, total), memory=memory_entries(rows, 4, run.dist.peers),
+                  **rank_phases(rows, 4 + MEMORY_FIELDS))
             log(f"Epoch: {epoch}, Step: {step}, Loss: {mean_loss:.4f}, Throughputs: {rate:.1f} samples/s")
         return rate, t_end
 
@@ -113,9 +123,12 @@ def train(run, start_step):
     log(f"training {total} steps, {run.world} rank(s) x batch {cfg['batchSize']}, {cfg['imageSize']}px, {run.threads} threads")
     while step < total:
         t_epoch, ep_loss, ep_n = time.time(), torch.zeros((), device=run.device), 0
+        STATE["phase"] = "data"
+        run.clock.mark()
         for x, y in run.data.epoch(epoch, first):
             if step >= total:
                 break
+            run.clock.data_done()
             lr = learning_rate(step, cfg, total)
             loss = compile_step(run, x, y, lr) if compiling and step == start_step else train_step(run, x, y, lr)
             step += 1
@@ -137,6 +150,8 @@ def train(run, start_step):
                     window = Window(run, t_end)
             if run.ckpt_dir and cfg["checkpointEvery"] and step % cfg["checkpointEvery"] == 0 and run.rank == 0:
                 checkpoint.save(run, step)
+            STATE["phase"] = "data"
+            run.clock.mark()  # the next batch's wait starts here
         else:  # the epoch ran to its end
             t_pause = time.time()
             end_epoch(run, epoch, t_epoch, ep_loss, ep_n)

@@ -18,6 +18,7 @@ from .config import EXTRAS, MEMORY_FORMAT, kebab
 from .data import Cifar100, Synthetic
 from .events import HOST, STATE, emit0, log
 from .model import build_model
+from .phases import PhaseClock
 
 
 @dataclass
@@ -38,6 +39,7 @@ class Run:
     total: int
     epochs: int
     ckpt_dir: str
+    clock: PhaseClock = None  # this rank's step phases (phases.py)
 
     # The job's shape, read often enough in the loop to deserve short names.
     rank = property(lambda self: self.dist.rank)
@@ -71,7 +73,7 @@ def build(cfg, d, gpu):
     data = (Cifar100 if cfg["data"].startswith("cifar100:") else Synthetic)(cfg, d.rank, d.world, d.device)
     total = cfg["steps"] or cfg["epochs"] * data.steps_per_epoch
     epochs = cfg["epochs"] or math.ceil(total / data.steps_per_epoch)
-    return Run(cfg, d, gpu, cap, model, model, model, model_desc, params, optimizer, scaler, autocast, data, total, epochs, checkpoint_dir(cfg))
+    return Run(cfg, d, gpu, cap, model, model, model, model_desc, params, optimizer, scaler, autocast, data, total, epochs, checkpoint_dir(cfg), PhaseClock())
 
 
 def announce(run):
@@ -99,6 +101,7 @@ def wrap(run):
     d = run.dist
     if d.world > 1:
         run.model = nn.parallel.DistributedDataParallel(run.raw_model, device_ids=[d.device.index] if d.device.type == "cuda" else None)
+        run.model.register_comm_hook(None, run.clock.hook)  # torch's all-reduce, timed: where compute ends (phases.py)
     run.step_model = run.model
     if run.cfg["compile"]:
         if run.cap["compile"]["available"]:

@@ -1,0 +1,51 @@
+// Hang location and per-rank phases with the torch engine (issue 21 items 2 and 4), on a real
+// run: three local torch ranks (Debian's CPU torch, /usr/bin/python3, DDP over gloo). Their step
+// windows carry every rank's phases; then one rank is stopped with SIGSTOP: the run's first error
+// must name it (rank, host, rank-hung, reportedBy, the heartbeat round, each rank's last phase),
+// the run exits non-zero and leaves no process. The time from the stop to the error is printed.
+import { rmSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { ErrorEvent, StepEvent } from '../../trainer/protocol';
+import { runCli, tempDataDir } from '../helpers/cli';
+import { leftovers, rankPid } from '../helpers/run-procs';
+import { PYTHON, torchUnavailableReason } from '../torch/engine-process';
+
+const skip = torchUnavailableReason();
+const data = tempDataDir();
+afterAll(() => rmSync(data, { recursive: true, force: true }));
+
+describe.skipIf(skip !== undefined)(`hang location (torch)${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  it('phases per rank in every window; a stopped rank is named in the first error', async () => {
+    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' }, json: true });
+    let pid: number | undefined;
+    try {
+      const step = (await r.waitFor((e) => e.type === 'step' && e.step >= 5, 300_000)) as StepEvent;
+      expect(step.rankPhases?.map((p) => p.rank)).toEqual([0, 1, 2]);
+      for (const p of step.rankPhases!) expect(p.computeMs).toBeGreaterThan(0);
+      expect(Math.min(...step.rankPhases!.map((p) => p.waitMs))).toBe(0); // the fastest rank's exchange is the exchange
+      pid = rankPid(data, 1);
+      expect(pid, 'rank 1 process').toBeDefined();
+      process.kill(pid!, 'SIGSTOP');
+      const stoppedAt = Date.now();
+      const first = (await r.waitFor((e) => e.type === 'error', 120_000)) as ErrorEvent;
+      console.log(`hang location (torch, 3 local ranks): first error ${((first.time - stoppedAt) / 1000).toFixed(1)} s after SIGSTOP of rank 1: ${first.message}`);
+      expect(first).toMatchObject({ rank: 1, host: 'local', code: 'rank-hung' });
+      expect(first.reportedBy?.length).toBe(1);
+      expect(first.reportedBy![0]).not.toBe(1);
+      expect(first.collective).toMatch(/heartbeat/);
+      expect(first.lastPhases?.find((p) => p.rank === 1)?.phase).toMatch(/^(data|compute|exchange|optimizer)$/);
+      expect((await r.exit).code).not.toBe(0);
+    } finally {
+      if (pid) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          /* gone */
+        }
+      }
+      r.child.kill('SIGINT');
+      await r.exit;
+    }
+    expect(await leftovers(data)).toEqual([]);
+  });
+});

@@ -1,0 +1,50 @@
+// The straggler with the torch engine (issue 21 item 2) on a real run: three local torch ranks
+// (Debian's CPU torch, DDP over gloo), rank 1 really slowed by SIGSTOP/SIGCONT bursts. The run must
+// name rank 1, in the compute phase (the DDP comm hook tells compute from waiting), once, and
+// never another rank; the step windows carry the split. No assertion on speed.
+import { rmSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { LogEvent, StepEvent } from '../../trainer/protocol';
+import { alive, runCli, tempDataDir } from '../helpers/cli';
+import { leftovers, rankPid } from '../helpers/run-procs';
+import { PYTHON, torchUnavailableReason } from '../torch/engine-process';
+
+const skip = torchUnavailableReason();
+const data = tempDataDir();
+afterAll(() => rmSync(data, { recursive: true, force: true }));
+
+describe.skipIf(skip !== undefined)(`straggler (torch)${skip ? ` (skipped: ${skip})` : ''}`, () => {
+  it('names the rank slowed for real, in the compute phase', async () => {
+    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' }, json: true });
+    let pid: number | undefined;
+    let throttling = true;
+    try {
+      await r.waitFor((e) => e.type === 'step' && e.step >= 3, 300_000);
+      pid = rankPid(data, 1);
+      expect(pid, 'rank 1 process').toBeDefined();
+      const since = Date.now();
+      void (async () => {
+        while (throttling && alive(pid!)) {
+          process.kill(pid!, 'SIGSTOP');
+          await new Promise((res) => setTimeout(res, 150));
+          process.kill(pid!, 'SIGCONT');
+          await new Promise((res) => setTimeout(res, 30));
+        }
+      })().catch(() => undefined);
+      const warning = (await r.waitFor((e) => e.type === 'log' && (e as LogEvent).code === 'slow-rank', 300_000)) as LogEvent;
+      expect(warning).toMatchObject({ level: 'warn', rank: 1, host: 'local', phase: 'compute' });
+      expect(warning.message).toMatch(/^slow host: rank 1 on local: compute [\d.]+× its peers' median/);
+      const windows = r.events.filter((e): e is StepEvent => e.type === 'step' && e.time >= since && e.time <= warning.time);
+      console.log(`torch straggler named after ${windows.length} step window(s) of throttling; last: ${JSON.stringify(windows.at(-1)?.rankPhases)}`);
+      expect(windows.length).toBeLessThanOrEqual(4);
+    } finally {
+      throttling = false;
+      if (pid && alive(pid)) process.kill(pid, 'SIGCONT');
+      r.child.kill('SIGINT');
+      await r.exit;
+    }
+    const slow = r.events.filter((e) => e.type === 'log' && (e as LogEvent).code === 'slow-rank') as LogEvent[];
+    expect(slow.map((e) => e.rank)).toEqual([1]);
+    expect(await leftovers(data)).toEqual([]);
+  });
+});
