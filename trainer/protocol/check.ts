@@ -122,6 +122,8 @@ export interface CheckPrediction {
   /** One rank's step time on its own (ms) and where it came from. */
   computeMs: number;
   computeSource: string;
+  /** What the compute time was measured for (config and host types): a later check with the same key reuses it. */
+  computeKey?: string;
   /** Gradient bytes each rank moves per step and the wire type. */
   gradientBytes: number;
   wire: 'fp32' | 'fp16';
