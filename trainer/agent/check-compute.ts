@@ -17,7 +17,8 @@ import { firstStdinLine, intFlag, parseFlags, replyLine } from './host-cmd';
 export const CHECK_COMPUTE_STEPS = 3;
 
 export async function checkCompute(argv: readonly string[], o: { trainerEntry: string; enginesDir: string; workdir: string }): Promise<number> {
-  const flags = parseFlags(argv, ['threads', 'timeout-ms'], 'check-compute');
+  const flags = parseFlags(argv, ['threads', 'timeout-ms', 'python'], 'check-compute');
+  if (flags.python) process.env.COHORT_PYTHON = flags.python;
   const timeoutMs = intFlag(flags, 'timeout-ms', 180_000, 'check-compute');
   const line = await firstStdinLine();
   let report: ComputeReport;

@@ -29,7 +29,9 @@ except Exception:
 print(json.dumps(out))`;
 
 export async function checkHost(argv: readonly string[], o: { trainerEntry: string; enginesDir: string; workdir: string }): Promise<number> {
-  const flags = parseFlags(argv, ['engine'], 'check-host');
+  const flags = parseFlags(argv, ['engine', 'python'], 'check-host');
+  // The profile's python for this host, as the agent gets it (LaunchSpec env COHORT_PYTHON).
+  if (flags.python) process.env.COHORT_PYTHON = flags.python;
   const engine = (flags.engine ?? 'tfjs') as Engine;
   if (!ENGINES.includes(engine)) throw new HostCmdFailure('usage', `check-host: --engine must be one of ${ENGINES.join(', ')}`, 3);
   const [choice, pythons, smi] = await Promise.all([

@@ -34,6 +34,8 @@ export interface CheckOptions {
 }
 
 const LINK_MS = 2000;
+/** A listener's life beyond the stream: a dropped connection's 5 s limit, the pings, the answer. */
+const LISTEN_SLACK_MS = 12_000;
 
 export async function runCheck(profile: Profile, config: TrainConfig, deps: CheckDeps, o: CheckOptions = {}): Promise<CheckResult> {
   const t0 = Date.now();
@@ -71,7 +73,7 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
     hosts.map(async (h) => {
       const link = links[h.host];
       if (!link) return;
-      const r = await runHostCommand(link, ['check-host', '--engine', config.engine], { timeoutMs: 90_000 });
+      const r = await runHostCommand(link, ['check-host', '--engine', config.engine, ...pythonFlag(profile, h.host)], { timeoutMs: 90_000 });
       const received = Date.now();
       const report = lastJson<HostCheckReport & { error?: { message: string } }>(r.stdout);
       if (!report || report.error || report.v !== 1) {
@@ -113,7 +115,7 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
     names.map(async (name, i) => {
       const expect = 1 + (i === 0 ? Math.max(0, n - 2) : 0);
       const port = i === 0 && profile.masterPort ? profile.masterPort : 0;
-      const cmd = await links[name]!.command(['check-link', 'listen', '--port', String(port), '--expect', String(expect), '--timeout-ms', String(ms + 30_000)]);
+      const cmd = await links[name]!.command(['check-link', 'listen', '--port', String(port), '--expect', String(expect), '--timeout-ms', String(ms + LISTEN_SLACK_MS)]);
       let out = '';
       const gotPort = new Promise<number>((resolve) => {
         cmd.onStdout((b) => {
@@ -157,8 +159,9 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
       return { from: hop.from, to: hop.to, mbps: rep.bytes && rep.ms ? Math.round((rep.bytes * 8) / (rep.ms * 1000)) : 0, latencyMs: Math.round((rep.rttMs ?? 0) * 100) / 100, kind: hop.kind };
     }),
   );
-  // Listeners exit once served; one whose peer never connected is ended here (nothing left running).
-  await Promise.all(listeners.map((l) => Promise.race([l.cmd.exit, new Promise((r) => setTimeout(r, 5000))]).then(() => l.cmd.kill())));
+  // Listeners exit once served; one whose peer never connected exits at its own timeout, which is
+  // waited for (closing the SSH channel does not reliably stop a remote process): nothing is left running.
+  await Promise.all(listeners.map((l) => Promise.race([l.cmd.exit, new Promise((r) => setTimeout(r, ms + LISTEN_SLACK_MS + 5000))]).then(() => l.cmd.kill())));
   return { links: results.filter((x): x is CheckLink => !!x), problems };
 }
 
@@ -183,7 +186,7 @@ async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHo
     const slots = profile.hosts.find((x) => x.name === h.host)!.slots;
     const threads = Math.max(1, Math.floor(h.report!.cores / slots));
     say(`measuring one rank's step on ${h.host} (${threads} thread(s))`);
-    const r = await runHostCommand(links[h.host]!, ['check-compute', '--threads', String(threads)], { stdin: JSON.stringify(config) + '\n', timeoutMs: 240_000 });
+    const r = await runHostCommand(links[h.host]!, ['check-compute', '--threads', String(threads), ...pythonFlag(profile, h.host)], { stdin: JSON.stringify(config) + '\n', timeoutMs: 240_000 });
     const rep = lastJson<ComputeReport>(r.stdout);
     if (!rep?.ok || rep.stepMs === undefined) {
       problems.push({ severity: 'warning', host: h.host, code: 'compute-unmeasured', message: `${h.host}: one rank of this config could not be measured: ${rep?.error?.message ?? r.stderr.trim().split('\n').pop() ?? 'no answer'}`, hint: 'a run of this config would likely fail the same way: try it with cohort run --steps 2' });
@@ -194,6 +197,13 @@ async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHo
   if (!worst) return { source: 'not measured', key, problems };
   const typesNote = types.size > 1 ? `, the slowest of ${types.size} host types` : '';
   return { ms: worst.ms, source: `measured: one rank alone on ${worst.host} for a few steps${typesNote}, ${new Date().toISOString()} from ${hostname()}`, key, problems };
+}
+
+/** The profile's python for a host (the agent's COHORT_PYTHON; an explicit COHORT_PYTHON in its env wins, as in planRun). */
+function pythonFlag(profile: Profile, host: string): string[] {
+  const h = profile.hosts.find((x) => x.name === host);
+  const python = h?.env.COHORT_PYTHON ?? h?.python;
+  return python ? ['--python', python] : [];
 }
 
 function lastJson<T>(text: string): T | undefined {
