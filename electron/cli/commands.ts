@@ -41,6 +41,7 @@ export const COMMANDS: CommandSpec[] = [
       verbose: { type: 'boolean', help: "every rank's log lines (else rank 0's)" },
       detach: { type: 'boolean', help: 'start the run and return at once, printing its id; "cohort attach RUN" follows it, "cohort stop RUN" stops it' },
       'max-restarts': { type: 'string', arg: 'N', help: 'after a rank or host failure, restart every rank from the last checkpoint, at most N times', default: '0' },
+      check: { type: 'boolean', help: 'run `cohort check` on the profile first (on stderr) and refuse to start when it finds an error' },
       'no-queue': { type: 'boolean', help: 'fail at once (slots-busy) when the GPU slots are busy with another run, instead of waiting behind it' },
       'accept-new-host-key': acceptNewHostKey,
       ...trainingOptions(),

@@ -2,8 +2,9 @@
 // (electron/core/check). Exit 0 when nothing would make a run fail (warnings allowed), 1 when
 // something would, 2 for usage errors. --json prints exactly one document (CheckResult).
 import { join } from 'node:path';
+import type { TrainConfig } from '../../../trainer/protocol';
 import type { CheckResult } from '../../../trainer/protocol/check';
-import { localProfile, resolveRunConfig } from '../../common';
+import { localProfile, resolveRunConfig, type Profile } from '../../common';
 import { CheckStore } from '../../core/check/check-store';
 import { fmtMbps } from '../../core/check/predict';
 import { runCheck } from '../../core/check/run-check';
@@ -20,6 +21,20 @@ export async function checkCommand({ values, positionals }: Parsed, io: CliIo): 
   const name = positionals[0];
   const profile = name === 'local' ? localProfile(1) : await loadProfile(io, name, 'check');
   const config = resolveRunConfig(profile, trainOverridesFromFlags(values));
+  const result = await checkProfile(io, profile, config, { acceptNewHostKeys: !!values['accept-new-host-key'], noCompute: !!values['no-compute'], progress: !values.json });
+  io.stdout.write(values.json ? JSON.stringify(result, null, 2) + '\n' : formatCheck(result));
+  return result.ok ? EXIT.ok : EXIT.trainingFailed;
+}
+
+/** `cohort run --check`: the check first (printed on stderr); false when it found an error (the run is not started). */
+export async function checkBeforeRun(io: CliIo, profile: Profile, config: TrainConfig, acceptNewHostKeys: boolean): Promise<boolean> {
+  const result = await checkProfile(io, profile, config, { acceptNewHostKeys, noCompute: false, progress: true });
+  io.stderr.write(formatCheck(result));
+  if (!result.ok) io.stderr.write('run: not started: the check found errors (above); fix them, or run without --check\n');
+  return result.ok;
+}
+
+async function checkProfile(io: CliIo, profile: Profile, config: TrainConfig, o: { acceptNewHostKeys: boolean; noCompute: boolean; progress: boolean }): Promise<CheckResult> {
   const linkMs = io.env.COHORT_CHECK_LINK_MS === undefined ? undefined : Number(io.env.COHORT_CHECK_LINK_MS);
   if (linkMs !== undefined && !(Number.isInteger(linkMs) && linkMs >= 200 && linkMs <= 60_000)) throw new UsageError(`COHORT_CHECK_LINK_MS=${JSON.stringify(io.env.COHORT_CHECK_LINK_MS)}: give whole milliseconds from 200 to 60000 (unset: 2000)`);
   const paths = resolvePaths(io.env);
@@ -28,14 +43,13 @@ export async function checkCommand({ values, positionals }: Parsed, io: CliIo): 
   const cluster = makeCluster(io);
   try {
     const result = await runCheck(profile, config, { cluster, localLink: () => localLink(join(paths.dataDir, 'local')), history: () => runs.list(), previous: store.last(profile.name) }, {
-      ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}),
+      ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}),
       ...(linkMs ? { linkMs } : {}),
-      ...(values['no-compute'] ? { noCompute: true } : {}),
-      ...(values.json ? {} : { onProgress: (l: string) => io.stderr.write(`${l}...\n`) }),
+      ...(o.noCompute ? { noCompute: true } : {}),
+      ...(o.progress ? { onProgress: (l: string) => io.stderr.write(`${l}...\n`) } : {}),
     });
     await store.save(result);
-    io.stdout.write(values.json ? JSON.stringify(result, null, 2) + '\n' : formatCheck(result));
-    return result.ok ? EXIT.ok : EXIT.trainingFailed;
+    return result;
   } finally {
     cluster.dispose();
   }

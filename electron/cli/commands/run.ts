@@ -7,6 +7,7 @@ import { followRun, localProfile, resolveRunConfig } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
+import { checkBeforeRun } from './check';
 import { loadProfile, progressPrinter } from './cluster';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
@@ -18,6 +19,7 @@ export const RUN_USAGE = `usage: cohort run --local [--ranks N] [options]
 training options (a profile's defaults apply under them; exactly one of --steps/--epochs is > 0):
 ${trainFlagUsage()}
 output: --json (events only, one per line)  --verbose (every rank's log lines)
+  --check    run \`cohort check\` on the profile first (printed on stderr); refuse to start on errors
   --detach   start the run and return at once, printing its id (with --json: a first event
              carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
 A run outlives the CLI (killed, terminal closed, SSH link lost); Ctrl-C in the foreground stops
@@ -35,6 +37,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     'accept-new-host-key': { type: 'boolean' },
     'max-restarts': { type: 'string' },
     'no-queue': { type: 'boolean' },
+    check: { type: 'boolean' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
@@ -55,8 +58,16 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const profile = local ? localProfile(ranks) : await loadProfile(io, values.profile, RUN_USAGE);
   const overrides = trainOverridesFromFlags(values); // profile defaults go under them in core (startRun)
   // Validate at the edge, before any status line or connection: the same resolution core applies
-  // when it starts the run (the result is not used here; core merges the profile defaults once).
-  resolveRunConfig(profile, overrides);
+  // when it starts the run (core merges the profile defaults once; --check predicts this config).
+  const planned = resolveRunConfig(profile, overrides);
+  if (values.check && !(await checkBeforeRun(io, profile, planned, !!values['accept-new-host-key']))) {
+    // --json's stream still ends with `done` (as for any failure before the run exists).
+    if (values.json) {
+      io.stdout.write(JSON.stringify(makeEvent({ type: 'error', rank: -1, host: profile.hosts[0]?.name ?? profile.name, code: 'check-failed', message: 'not started: cohort check found errors (on stderr)', logTail: [] })) + '\n');
+      io.stdout.write(JSON.stringify(makeEvent({ type: 'done', status: 'failed', steps: 0, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: 0 })) + '\n');
+    }
+    return EXIT.trainingFailed;
+  }
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
