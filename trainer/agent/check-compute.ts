@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RENDEZVOUS_ENV, RUN_DIR_ENV, decodeTrainConfig, type TrainConfig } from '../protocol';
 import type { ComputeReport } from '../protocol/check';
 import { LIFELINE_ENV } from '../train/lifeline';
+import { relaxedSimdNodeFlags } from '../util/wasm-asm';
 import { chooseEngine } from './engine-choice';
 import { firstStdinLine, intFlag, parseFlags, replyLine } from './host-cmd';
 
@@ -53,7 +54,7 @@ async function measure(config: TrainConfig, o: { trainerEntry: string; enginesDi
       COHORT_ENGINE_REASON: engine.reason,
       ...(o.threads ? { COHORT_THREADS: o.threads } : {}),
     };
-    const [cmd, ...args] = engine.name === 'torch' ? [engine.python!, '-X', `cohort_run=${runId}`, engine.script!] : [process.execPath, o.trainerEntry, 'rank', '--run', runId];
+    const [cmd, ...args] = engine.name === 'torch' ? [engine.python!, '-X', `cohort_run=${runId}`, engine.script!] : [process.execPath, ...relaxedSimdNodeFlags(), o.trainerEntry, 'rank', '--run', runId];
     const child = spawn(cmd!, args, { env, stdio: ['pipe', 'pipe', 'pipe'] });
     child.stdin.on('error', () => undefined);
     const steps: number[] = [];
