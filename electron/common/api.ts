@@ -5,6 +5,7 @@
 import { CohortError, toErrorInfo, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
 import type { RunSeries, ThroughputSpread } from './run-history';
+import type { CheckResult } from '../../trainer/protocol/check';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
 // ---- shapes that cross the boundary --------------------------------------------------------
@@ -231,6 +232,10 @@ export interface CohortApi {
   trustHostKey(key: HostKeyInfo): Promise<void>;
   probe(profile: string): Promise<HostProbe[]>;
   deploy(profile: string): Promise<DeployResult[]>;
+  /** `cohort check` (the cluster doctor) of a saved profile for the planned run's settings (the profile's defaults under `config`). */
+  checkProfile(profile: string, config?: Partial<TrainConfig>): Promise<CheckResult>;
+  /** The profile's last check (from any client on this machine), or null. */
+  lastCheck(profile: string): Promise<CheckResult | null>;
   startRun(req: StartRunRequest): Promise<{ runId: string }>;
   /** Stops the run on every host, whichever client started it; resolves when it has ended. */
   stopRun(runId: string, opts?: StopRunOptions): Promise<void>;
@@ -334,6 +339,8 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
   },
   probe: (a) => [name(a[0], 'profile')],
   deploy: (a) => [name(a[0], 'profile')],
+  checkProfile: (a) => (a[1] === undefined ? [name(a[0], 'profile')] : [name(a[0], 'profile'), obj(a[1], 'config') as Partial<TrainConfig>]),
+  lastCheck: (a) => [name(a[0], 'profile')],
   startRun: (a) => {
     const o: Obj = obj(a[0], 'request');
     const ranks = optNum(o, 'ranks', 'request', { int: true, min: 1, max: 64 });

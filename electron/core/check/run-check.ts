@@ -8,14 +8,14 @@ import { hostname } from 'node:os';
 import type { TrainConfig } from '../../../trainer/protocol';
 import type { CheckHost, CheckLink, CheckProblem, CheckResult, ComputeReport, HostCheckReport, LinkSendReport } from '../../../trainer/protocol/check';
 import { isLocalProfile, type Profile, type RunMeta } from '../../common';
-import type { SshCluster } from '../cluster/ssh-cluster';
+import type { ClusterOps } from '../cluster/cluster-ops';
 import { runHostCommand, type HostLink } from '../runs/host-link';
 import { consistency, hostProblems } from './analyze';
 import { computeKey, fromHistory, hostType } from './compute-source';
 import { predict } from './predict';
 
 export interface CheckDeps {
-  cluster: SshCluster;
+  cluster: Pick<ClusterOps, 'probe' | 'deploy' | 'bundleLink'>;
   /** The local profile's host: this machine's bundle in its local workdir. */
   localLink: () => HostLink;
   /** Recorded runs (History), newest first. */

@@ -3,6 +3,7 @@
 import type { Disposable, TrainConfig } from '../../../trainer/protocol';
 import type { ApiErrorInfo, ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe, HostRecordRef, Profile } from '../../common';
 import type { RunPlan } from '../runs/run-controller';
+import type { HostLink } from '../runs/host-link';
 
 /** One host's answer to the leftover check; `error` when the host could not be checked. */
 export interface LeftoverReport {
@@ -14,12 +15,14 @@ export interface LeftoverReport {
 export interface ClusterOps extends Disposable {
   testConnection(profile: Profile, host: string, opts?: { signal?: AbortSignal }): Promise<ConnectionResult>;
   trustHostKey(key: HostKeyInfo): Promise<void>;
-  probe(profile: Profile, opts?: { signal?: AbortSignal }): Promise<HostProbe[]>;
+  probe(profile: Profile, opts?: { signal?: AbortSignal; acceptNewHostKeys?: boolean }): Promise<HostProbe[]>;
   deploy(profile: Profile, opts?: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean }): Promise<DeployResult[]>;
   /** Deploys (cached when unchanged) and returns a plan whose hosts open agents over SSH. */
   planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan>;
   /** The plan of a run started elsewhere (attach, stop), from the record locations in its history. */
   attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan;
+  /** Host commands of the bundle deployed at `remoteDir` on `host` (cohort check). */
+  bundleLink(profile: Profile, host: string, remoteDir: string): HostLink;
   /** After a run ended: processes of this run still alive on each host (should be none); each host checked on its own, within timeoutMs. */
   leftovers(profile: Profile, runId: string, opts?: { timeoutMs?: number }): Promise<LeftoverReport[]>;
 }
