@@ -2,6 +2,7 @@
 // bottleneck sentence naming that link.
 import { describe, expect, it } from 'vitest';
 import type { CheckLink } from '../../../trainer/protocol/check';
+import { resnet50Spec } from '../../../trainer/engine/tfjs';
 import { paramCount, predict, ringBytesPerRank } from './predict';
 
 const cfg = { stem: 'cifar' as const, imageSize: 8, classes: 10, fp16: false, engine: 'tfjs' as const };
@@ -13,6 +14,10 @@ const links: CheckLink[] = [
 ];
 
 describe('check prediction', () => {
+  it("the parameter count formula equals the tfjs model spec's, for both stems and several class counts", () => {
+    for (const stem of ['cifar', 'imagenet'] as const) for (const classes of [2, 10, 100, 1000]) expect(paramCount({ stem, classes })).toBe(resnet50Spec(stem, 64, classes).paramCount);
+  });
+
   it('ResNet-50 (cifar stem, 10 classes) has about 23.5 M parameters; a ring of 3 sends 4/3 of them per rank', () => {
     const p = paramCount(cfg);
     expect(p).toBeGreaterThan(23_400_000);

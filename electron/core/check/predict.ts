@@ -7,12 +7,19 @@
 //   exchange = bytes × 8 / slowest link + 2 (N-1) × its round trip / 2
 //   step = compute + exchange   (the tfjs ring does not overlap the exchange with compute)
 //   scaling = compute / step    (the global rate over N × the one-rank rate)
-import { resnet50Spec } from '../../../trainer/engine/tfjs/model/resnet50-spec';
 import type { TrainConfig } from '../../../trainer/protocol';
 import type { CheckLink, CheckPrediction } from '../../../trainer/protocol/check';
 
-export function paramCount(config: Pick<TrainConfig, 'stem' | 'imageSize' | 'classes'>): number {
-  return resnet50Spec(config.stem, config.imageSize, config.classes).paramCount;
+/**
+ * ResNet-50's trainable parameters (torchvision's count: 25,557,032 for the imagenet stem and 1000
+ * classes): the body (bottlenecks, BN affine), the stem's first conv (7×7 or 3×3 over 3 channels to
+ * 64) and the fc layer; the image size changes none of them. A formula, not the tfjs model spec,
+ * so core does not load the engine; predict.test.ts holds it equal to resnet50Spec's.
+ */
+export function paramCount(config: Pick<TrainConfig, 'stem' | 'classes'>): number {
+  const BODY = 23_498_624;
+  const stem = config.stem === 'cifar' ? 3 * 3 * 3 * 64 : 7 * 7 * 3 * 64;
+  return BODY + stem + 2048 * config.classes + config.classes;
 }
 
 /** Bytes one rank sends per step in a ring of `worldSize` ranks. */
