@@ -34,6 +34,7 @@ async function check(args: string[]): Promise<{ code: number | null; result: Che
   } catch {
     throw new Error(`not one JSON document (exit ${exit.code}):\n${r.stdout}\n${r.stderr}`);
   }
+  process.stderr.write(`cohort check ${args[0]}: ${(result.durationMs / 1000).toFixed(1)} s, exit ${exit.code}\n`);
   return { code: exit.code, result, stderr: r.stderr };
 }
 

@@ -1,6 +1,6 @@
 // `cohort check PROFILE`: the cluster doctor, in core so the CLI, `cohort serve` and the desktop app
-// share it. In parallel over the hosts: reach each as a run does (probe.ts's script over SSH: host
-// key, Node), deploy the bundle as a run does (cached), then the bundle's `check-host`. Then plain
+// share it. In parallel over the hosts: reach each and deploy the bundle as a run does (SSH with
+// host-key verification, Node, the cached bundle), then the bundle's `check-host`. Then plain
 // TCP between the hosts along the ring the ranks would form, all hops at once as in a run
 // (`check-link`), a one-rank compute time (History, a cached measurement, or `check-compute` once
 // per distinct host type) and the prediction. Daemon-free: every host command exits on its own.
@@ -15,7 +15,7 @@ import { computeKey, fromHistory, hostType } from './compute-source';
 import { predict } from './predict';
 
 export interface CheckDeps {
-  cluster: Pick<ClusterOps, 'probe' | 'deploy' | 'bundleLink'>;
+  cluster: Pick<ClusterOps, 'deploy' | 'bundleLink'>;
   /** The local profile's host: this machine's bundle in its local workdir. */
   localLink: () => HostLink;
   /** Recorded runs (History), newest first. */
@@ -55,16 +55,12 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
     links[profile.hosts[0]!.name] = deps.localLink();
     hosts[0]!.reachable = true;
   } else {
-    const probes = await deps.cluster.probe(profile, { ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
-    const okHosts = profile.hosts.filter((h, i) => {
-      const p = probes[i]!;
-      hosts[i]!.reachable = !p.error || !p.error.code.startsWith('ssh-');
-      if (p.ok) return true;
-      problems.push({ severity: 'error', host: h.name, code: p.error?.code ?? 'probe-failed', message: p.error?.message ?? `${h.name}: the probe failed`, hint: p.error?.hint ?? `cohort probe ${profile.name} shows what ${h.name} answers` });
-      return false;
-    });
-    const deployed = okHosts.length ? await deps.cluster.deploy({ ...profile, hosts: okHosts }) : [];
+    // The deploy a run does (cached when the bundle is there) is the reach check too: the SSH
+    // connection with its host-key verification, Node ≥ 20, the workdir; each failure names the host.
+    const deployed = await deps.cluster.deploy(profile, { ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
     for (const d of deployed) {
+      const h = hosts.find((x) => x.host === d.host)!;
+      h.reachable = d.ok || !d.error?.code.startsWith('ssh-');
       if (d.ok) links[d.host] = deps.cluster.bundleLink(profile, d.host, d.remoteDir);
       else problems.push({ severity: 'error', host: d.host, code: d.error?.code ?? 'deploy-failed', message: d.error?.message ?? `${d.host}: deploy failed`, hint: d.error?.hint ?? `cohort deploy ${profile.name} --force` });
     }

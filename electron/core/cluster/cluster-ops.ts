@@ -15,7 +15,7 @@ export interface LeftoverReport {
 export interface ClusterOps extends Disposable {
   testConnection(profile: Profile, host: string, opts?: { signal?: AbortSignal }): Promise<ConnectionResult>;
   trustHostKey(key: HostKeyInfo): Promise<void>;
-  probe(profile: Profile, opts?: { signal?: AbortSignal; acceptNewHostKeys?: boolean }): Promise<HostProbe[]>;
+  probe(profile: Profile, opts?: { signal?: AbortSignal }): Promise<HostProbe[]>;
   deploy(profile: Profile, opts?: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean }): Promise<DeployResult[]>;
   /** Deploys (cached when unchanged) and returns a plan whose hosts open agents over SSH. */
   planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan>;
