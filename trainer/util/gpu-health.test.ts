@@ -38,3 +38,11 @@ describe('gpu-health', () => {
     expect(decodeThrottle('[N/A]')).toEqual([]);
   });
 });
+
+describe('gpu-health: a driver that only knows the newer clocks_event_reasons name', () => {
+  it('still reads the throttle mask', async () => {
+    const smi = async (a: string[]) => (a[0] === '--query-gpu=index,clocks_event_reasons.active' ? '0, 0x0000000000000020\n' : a[0]!.includes('throttle') ? undefined : answers[a[0]!]);
+    const r = await readGpuHealth(smi, () => false);
+    expect(r.gpus[0]!.throttleReasons).toEqual(['software thermal slowdown']);
+  });
+});

@@ -8,7 +8,7 @@ import type { GpuHealth } from '../protocol/check';
 
 export const HEALTH_BASE_QUERY = 'index,uuid,name,memory.total,memory.used,driver_version';
 /** Optional fields, each asked with `index,` in front. */
-export const HEALTH_FIELDS = ['compute_cap', 'ecc.errors.uncorrected.volatile.total', 'retired_pages.pending', 'remapped_rows.pending', 'remapped_rows.failure', 'clocks_throttle_reasons.active', 'persistence_mode'] as const;
+export const HEALTH_FIELDS = ['compute_cap', 'ecc.errors.uncorrected.volatile.total', 'retired_pages.pending', 'remapped_rows.pending', 'remapped_rows.failure', 'clocks_throttle_reasons.active', 'clocks_event_reasons.active', 'persistence_mode'] as const;
 export const HEALTH_APPS_QUERY = 'pid,used_memory,gpu_uuid,process_name';
 
 /** clocks_throttle_reasons.active bits (nvml's nvmlClocksThrottleReason*); GpuIdle (0x1) is not a problem and is left out. */
@@ -66,8 +66,10 @@ export function mergeHealthField(gpus: GpuHealth[], field: (typeof HEALTH_FIELDS
       case 'remapped_rows.failure':
         g.remappedRowsFailure = /^(yes|1)$/i.test(v);
         break;
+      // The same mask under its newer name (drivers R535+ call throttling "clock events"); either answers.
       case 'clocks_throttle_reasons.active':
-        g.throttleReasons = decodeThrottle(v);
+      case 'clocks_event_reasons.active':
+        if (/^0x/i.test(v)) g.throttleReasons = decodeThrottle(v);
         break;
       case 'persistence_mode':
         if (v === 'Enabled' || v === 'Disabled') g.persistenceMode = v;
