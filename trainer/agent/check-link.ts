@@ -3,12 +3,14 @@
 //   check-link listen [--port P] --expect N --timeout-ms T
 //     listens on P (0: any free port), prints {"port":P}, serves N connections (or until T ms
 //     pass), prints {"done":true,"connections":K} and exits.
+//   check-link stop --pid P   ends a listener whose peer never connected (only that kind of process)
 //   check-link send --to ADDR --port P --ms D
 //     connects (5 s limit), times a few round trips, streams data for D ms, then prints the
 //     receiver's count: {"ok":true,"rttMs":..,"bytes":..,"ms":..} (LinkSendReport).
 // On the wire: "PING\n" lines are echoed; "DATA\n" starts the stream, which the receiver counts
 // from its first byte to the sender's end and answers with one JSON line; "BYE\n" ends a
 // latency-only connection.
+import { readFileSync } from 'node:fs';
 import { createServer, connect, type Socket } from 'node:net';
 import type { LinkSendReport } from '../protocol/check';
 import { HostCmdFailure, intFlag, parseFlags, replyLine } from './host-cmd';
@@ -20,6 +22,7 @@ export async function checkLink(argv: readonly string[]): Promise<number> {
   const [mode, ...rest] = argv;
   if (mode === 'listen') return listen(rest);
   if (mode === 'send') return send(rest);
+  if (mode === 'stop') return stop(rest);
   throw new HostCmdFailure('usage', 'check-link: listen or send', 3);
 }
 
@@ -78,9 +81,24 @@ async function listen(argv: readonly string[]): Promise<number> {
     server.listen(Number(flags.port ?? 0), () => resolve());
   });
   const addr = server.address();
-  replyLine({ port: typeof addr === 'object' && addr ? addr.port : 0 });
+  replyLine({ port: typeof addr === 'object' && addr ? addr.port : 0, pid: process.pid });
   await finished;
   replyLine({ done: true, connections: served });
+  return 0;
+}
+
+/** Ends a listener whose peer never came (the client saw the connection fail): only a `check-link listen` process. */
+async function stop(argv: readonly string[]): Promise<number> {
+  const pid = intFlag(parseFlags(argv, ['pid'], 'check-link stop'), 'pid', 0, 'check-link stop');
+  let cmd = '';
+  try {
+    cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    // gone already (or no /proc: then it ends at its own timeout)
+  }
+  const ours = cmd.includes('check-link listen');
+  if (ours) process.kill(pid, 'SIGTERM');
+  replyLine({ stopped: ours });
   return 0;
 }
 

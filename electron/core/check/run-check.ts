@@ -33,7 +33,7 @@ export interface CheckOptions {
   onProgress?: (line: string) => void;
 }
 
-const LINK_MS = 2000;
+const LINK_MS = 1500;
 /** A listener's life beyond the stream: a dropped connection's 5 s limit, the pings, the answer. */
 const LISTEN_SLACK_MS = 12_000;
 
@@ -106,24 +106,28 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
 async function measureLinks(profile: Profile, names: string[], links: Record<string, HostLink>, ms: number, say: (l: string) => void): Promise<{ links: CheckLink[]; problems: CheckProblem[] }> {
   const n = names.length;
   const addr = (name: string, i: number) => (i === 0 ? profile.masterAddr : undefined) ?? profile.hosts.find((h) => h.name === name)!.address;
-  say(`measuring ${n} link(s) along the ring (${ms / 1000} s)`);
+  say(`measuring ${n} link(s) along the ring (${ms / 1000} s each)`);
+  // Every listener lives through all the ring hops before its own (they run one after another).
+  const listenMs = n * (ms + LISTEN_SLACK_MS);
   const listeners = await Promise.all(
     names.map(async (name, i) => {
       const expect = 1 + (i === 0 ? Math.max(0, n - 2) : 0);
       const port = i === 0 && profile.masterPort ? profile.masterPort : 0;
-      const cmd = await links[name]!.command(['check-link', 'listen', '--port', String(port), '--expect', String(expect), '--timeout-ms', String(ms + LISTEN_SLACK_MS)]);
+      const cmd = await links[name]!.command(['check-link', 'listen', '--port', String(port), '--expect', String(expect), '--timeout-ms', String(listenMs)]);
       let out = '';
+      let pid = 0;
       const gotPort = new Promise<number>((resolve) => {
         cmd.onStdout((b) => {
           out += b.toString('utf8');
-          const j = lastJson<{ port?: number; error?: { message: string } }>(out.split('\n')[0] + '\n');
+          const j = lastJson<{ port?: number; pid?: number; error?: { message: string } }>(out.split('\n')[0] + '\n');
+          if (j?.pid) pid = j.pid;
           if (j?.port) resolve(j.port);
           if (j?.error) resolve(0);
         });
         void cmd.exit.then(() => resolve(0));
       });
       const port0 = await Promise.race([gotPort, new Promise<number>((r) => setTimeout(() => r(0), 30_000))]);
-      return { name, port: port0, cmd, out: () => out };
+      return { name, port: port0, pid, cmd, out: () => out };
     }),
   );
   const problems: CheckProblem[] = [];
@@ -135,8 +139,7 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
   }
   const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number }[] = names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms }));
   if (n > 2) for (let i = 1; i < n - 1; i++) hops.push({ from: names[i]!, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0 });
-  const results = await Promise.all(
-    hops.map(async (hop) => {
+  const measure = async (hop: (typeof hops)[number]): Promise<CheckLink | undefined> => {
       const target = listeners[hop.toIndex]!;
       if (!target.port) return undefined;
       const r = await runHostCommand(links[hop.from]!, ['check-link', 'send', '--to', addr(hop.to, hop.toIndex), '--port', String(target.port), '--ms', String(hop.ms)], { timeoutMs: hop.ms + 90_000 });
@@ -153,11 +156,25 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
         return undefined;
       }
       return { from: hop.from, to: hop.to, mbps: rep.bytes && rep.ms ? Math.round((rep.bytes * 8) / (rep.ms * 1000)) : 0, latencyMs: Math.round((rep.rttMs ?? 0) * 100) / 100, kind: hop.kind };
+  };
+  // The rendezvous connections (latency only) at once; the ring hops one after another: hosts that
+  // share CPUs (namespaces on one machine, busy nodes) measured the CPU, not the link, with every
+  // unshaped stream at full blast, and a ring never drives its fast hops harder than its slowest.
+  const rendezvous = await Promise.all(hops.filter((h) => h.kind === 'rendezvous').map(measure));
+  const ring: (CheckLink | undefined)[] = [];
+  for (const hop of hops.filter((h) => h.kind === 'ring')) ring.push(await measure(hop));
+  const results = [...ring, ...rendezvous];
+  // Listeners exit once served; one whose peer never connected (a firewall) is stopped by pid with
+  // `check-link stop` (closing the SSH channel does not reliably end a remote process), else it
+  // ends at its own timeout, which is waited for: nothing is left running.
+  await Promise.all(
+    listeners.map(async (l) => {
+      const exited = await Promise.race([l.cmd.exit.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]);
+      if (!exited && l.pid) await runHostCommand(links[l.name]!, ['check-link', 'stop', '--pid', String(l.pid)], { timeoutMs: 15_000 });
+      await Promise.race([l.cmd.exit, new Promise((r) => setTimeout(r, listenMs + 5000))]);
+      l.cmd.kill();
     }),
   );
-  // Listeners exit once served; one whose peer never connected exits at its own timeout, which is
-  // waited for (closing the SSH channel does not reliably stop a remote process): nothing is left running.
-  await Promise.all(listeners.map((l) => Promise.race([l.cmd.exit, new Promise((r) => setTimeout(r, ms + LISTEN_SLACK_MS + 5000))]).then(() => l.cmd.kill())));
   return { links: results.filter((x): x is CheckLink => !!x), problems };
 }
 
