@@ -30,7 +30,10 @@ export function fromHistory(runs: RunMeta[], profile: Pick<Profile, 'name' | 'ho
   for (const r of runs) {
     if (r.status !== 'ok' || r.worldSize !== 1 || !r.medianGlobalSamplesPerSec || configKey(r.config) !== want) continue;
     const h = r.hosts[0];
-    const same = profile.name === 'local' ? r.profile === 'local' : !!h?.address && addresses.has(h.address);
+    // The record's hosts carry names; their addresses are in the profile as it was at the start.
+    const snap = r.profileSnapshot as { hosts?: { name?: unknown; address?: unknown }[] } | undefined;
+    const address = h?.address ?? snap?.hosts?.find((x) => x.name === h?.name)?.address;
+    const same = profile.name === 'local' ? r.profile === 'local' : typeof address === 'string' && addresses.has(address);
     if (!same) continue;
     return { ms: (r.config.batchSize * 1000) / r.medianGlobalSamplesPerSec, source: `History: run ${r.id} (one rank on ${h?.name ?? '?'}, median ${r.medianGlobalSamplesPerSec.toFixed(1)} samples/s)` };
   }
