@@ -66,7 +66,7 @@ try {
     '',
     `Bottleneck sentences: ${rows.map((r) => `"${r.bottleneck}"`).join('; ')}.`,
     '',
-    `Check time, 3 hosts, bundle cached, links 2 s: first check ${(first.durationMs / 1000).toFixed(1)} s (${first.prediction?.computeSource.split(':')[0]}), second ${(second.durationMs / 1000).toFixed(1)} s (${second.prediction?.computeSource.split(':')[0]}; goal ≤ 15 s). 2 shared cores, 8 engineers' tests running at once: expect noise.`,
+    `Check time, 3 hosts, bundle cached, ring hops 1.5 s each: first check ${(first.durationMs / 1000).toFixed(1)} s (${first.prediction?.computeSource.split(':')[0]}), second ${(second.durationMs / 1000).toFixed(1)} s (compute from ${second.prediction?.computeSource.split(':')[0]}; goal ≤ 15 s). 2 shared cores, 8 engineers' tests running at once: expect noise.`,
   ].join('\n');
   writeResults('check', { machine: machine(), oneRank, rows, checkMs: { first: first.durationMs, second: second.durationMs } }, md);
 } finally {
