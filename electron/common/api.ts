@@ -2,10 +2,9 @@
 // here and implemented once in core (electron/core/service); Electron IPC (preload + main) and
 // `cohort serve` (WebSocket) are two transports of the same contract. Two verbs, as VS Code's IPC:
 // methods return Promises, `onXxx` subscriptions return a disposer.
-import { CohortError, toErrorInfo, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
+import { CohortError, toErrorInfo, type CheckResult, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
-import type { RunSeries, ThroughputSpread } from './run-history';
-import type { CheckResult } from '../../trainer/protocol/check';
+import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
 // ---- shapes that cross the boundary --------------------------------------------------------
@@ -113,10 +112,8 @@ export interface HostRecordRef {
 export type RunMetaStatus = RunStatus | 'queued' | 'starting' | 'running' | 'restarting' | 'lost';
 
 /** The run history record (meta.json of a run). */
-export interface RunMeta {
+export interface RunMeta extends RunUserFields {
   id: string;
-  /** The user's name for the run (History: editable; kept in user.json beside meta.json). */
-  name?: string;
   profile: string;
   startedAt: string;
   endedAt?: string;
@@ -168,7 +165,8 @@ export interface AppliedConfig {
 
 export type RunExportFormat = 'csv' | 'json';
 
-export interface StartRunRequest {
+/** What a launch asks for; name, tags and notes are recorded with the run (user.json). */
+export interface StartRunRequest extends RunUserFields {
   profile: string;
   /** For the `local` profile: how many ranks (default 1). Cluster profiles use their slots. */
   ranks?: number;
@@ -232,10 +230,8 @@ export interface CohortApi {
   trustHostKey(key: HostKeyInfo): Promise<void>;
   probe(profile: string): Promise<HostProbe[]>;
   deploy(profile: string): Promise<DeployResult[]>;
-  /** `cohort check` (the cluster doctor) of a saved profile for the planned run's settings (the profile's defaults under `config`). */
-  checkProfile(profile: string, config?: Partial<TrainConfig>): Promise<CheckResult>;
-  /** The profile's last check (from any client on this machine), or null. */
-  lastCheck(profile: string): Promise<CheckResult | null>;
+  checkProfile(profile: string, config?: Partial<TrainConfig>): Promise<CheckResult>; // `cohort check` for the planned run (profile defaults under `config`)
+  lastCheck(profile: string): Promise<CheckResult | null>; // the profile's last check on this machine, or null
   startRun(req: StartRunRequest): Promise<{ runId: string }>;
   /** Stops the run on every host, whichever client started it; resolves when it has ended. */
   stopRun(runId: string, opts?: StopRunOptions): Promise<void>;
@@ -355,6 +351,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
         ...(accept === undefined ? {} : { acceptNewHostKeys: accept }),
         ...(maxRestarts === undefined ? {} : { maxRestarts }),
         ...(queue === undefined ? {} : { queue }),
+        ...decodeRunUserFields(o, 'request'),
       },
     ];
   },
