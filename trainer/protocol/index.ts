@@ -11,4 +11,5 @@ export * from './run-state';
 export * from './slurm-job';
 export * from './slow-rank';
 export * from './env-switches';
+export * from './world-layout';
 export * from './check';
