@@ -8,9 +8,13 @@
 //   node cohort-trainer.mjs slurm-submit        Slurm run: SlurmSubmit line on stdin → sbatch (login node)
 //   node cohort-trainer.mjs agent-slurm --run ID   one node's agent inside the job's srun
 //   node cohort-trainer.mjs rank                one data-parallel rank (started by an agent)
+//   node cohort-trainer.mjs check-host|check-link|check-compute   `cohort check`'s short host commands
 // The host commands run with cwd = the host's workdir, or COHORT_WORKDIR set.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkCompute } from './agent/check-compute';
+import { checkHost } from './agent/check-host';
+import { checkLink } from './agent/check-link';
 import { hostCommand, parseFlags } from './agent/host-cmd';
 import { runDetachedAgent } from './agent/run-agent';
 import { runFollow } from './agent/run-follow';
@@ -45,12 +49,19 @@ async function main(): Promise<number> {
       return hostCommand(() => runStop(rest, workdir));
     case 'run-status':
       return hostCommand(() => runStatus(rest, workdir));
+    case 'check-host':
+      return hostCommand(() => checkHost(rest, { trainerEntry: entry, enginesDir, workdir }));
+    case 'check-link':
+      return hostCommand(() => checkLink(rest));
+    case 'check-compute':
+      process.env.COHORT_WASM_DIR ??= join(here, 'wasm');
+      return hostCommand(() => checkCompute(rest, { trainerEntry: entry, enginesDir, workdir }));
     case 'rank':
       process.env.COHORT_WASM_DIR ??= join(here, 'wasm');
       holdLifeline(process.env);
       return runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|slurm-submit|agent-run|agent-slurm|rank\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute\n');
       return 2;
   }
 }

@@ -5,6 +5,7 @@ import type { CommandSpec, OptionSpec } from './command-spec';
 import { deployCommand, probeCommand, provisionCommand } from './commands/cluster';
 import { profilesAdd, profilesAddSlurm, profilesExport, profilesImport, profilesImportSshConfig, profilesList, profilesRm, profilesShow } from './commands/profiles';
 import { attachCommand } from './commands/attach';
+import { checkCommand } from './commands/check';
 import { runCommand } from './commands/run';
 import { runsCommand, stopCommand } from './commands/runs';
 import { serveCommand } from './commands/serve';
@@ -41,6 +42,7 @@ export const COMMANDS: CommandSpec[] = [
       'per-rank': { type: 'boolean', help: "one line per rank every step window: its step time split into data, compute, waiting for peers, exchange and optimizer; the slowest rank marked" },
       detach: { type: 'boolean', help: 'start the run and return at once, printing its id; "cohort attach RUN" follows it, "cohort stop RUN" stops it' },
       'max-restarts': { type: 'string', arg: 'N', help: 'after a rank or host failure, restart every rank from the last checkpoint, at most N times', default: '0' },
+      check: { type: 'boolean', help: 'run `cohort check` on the profile first (on stderr) and refuse to start when it finds an error' },
       'no-queue': { type: 'boolean', help: 'fail at once (slots-busy) when the GPU slots are busy with another run, instead of waiting behind it' },
       name: { type: 'string', arg: 'NAME', help: 'a name for the run (runs list, History; "cohort runs rename" changes it)' },
       tag: { type: 'string', arg: 'TAG', help: 'a tag for the run; repeat for several (--tag fp16 --tag baseline)' },
@@ -132,6 +134,21 @@ export const COMMANDS: CommandSpec[] = [
     options: { json, 'accept-new-host-key': acceptNewHostKey },
     examples: ['cohort probe local', 'cohort probe lab --json'],
     run: probeCommand,
+  },
+  {
+    name: 'check',
+    summary: 'the cluster doctor: hosts, versions, GPU health, links between the hosts, and a prediction of the planned run\'s step time and scaling ("local" = this machine)',
+    usage: ['PROFILE [--json] [--accept-new-host-key] [--no-compute] [training options]'],
+    maxPositionals: 1,
+    options: {
+      json,
+      'accept-new-host-key': acceptNewHostKey,
+      'no-compute': { type: 'boolean', help: "skip the one-rank measurement when History has none (no prediction then)" },
+      ...trainingOptions(),
+    },
+    more: () => `training options (the run to predict; the profile's defaults apply under them):\n${trainFlagUsage()}\nexit: 0 nothing would make a run fail (warnings allowed), 1 something would, 2 usage`,
+    examples: ['cohort check lab', 'cohort check lab --batch-size 64 --fp16 --json | jq .prediction', 'cohort check local'],
+    run: checkCommand,
   },
   {
     name: 'deploy',

@@ -2,7 +2,7 @@
 // here and implemented once in core (electron/core/service); Electron IPC (preload + main) and
 // `cohort serve` (WebSocket) are two transports of the same contract. Two verbs, as VS Code's IPC:
 // methods return Promises, `onXxx` subscriptions return a disposer.
-import { CohortError, toErrorInfo, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
+import { CohortError, toErrorInfo, type CheckResult, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
 import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
@@ -230,6 +230,8 @@ export interface CohortApi {
   trustHostKey(key: HostKeyInfo): Promise<void>;
   probe(profile: string): Promise<HostProbe[]>;
   deploy(profile: string): Promise<DeployResult[]>;
+  checkProfile(profile: string, config?: Partial<TrainConfig>): Promise<CheckResult>; // `cohort check` for the planned run (profile defaults under `config`)
+  lastCheck(profile: string): Promise<CheckResult | null>; // the profile's last check on this machine, or null
   startRun(req: StartRunRequest): Promise<{ runId: string }>;
   /** Stops the run on every host, whichever client started it; resolves when it has ended. */
   stopRun(runId: string, opts?: StopRunOptions): Promise<void>;
@@ -336,6 +338,8 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
   },
   probe: (a) => [name(a[0], 'profile')],
   deploy: (a) => [name(a[0], 'profile')],
+  checkProfile: (a) => (a[1] === undefined ? [name(a[0], 'profile')] : [name(a[0], 'profile'), obj(a[1], 'config') as Partial<TrainConfig>]),
+  lastCheck: (a) => [name(a[0], 'profile')],
   startRun: (a) => {
     const o: Obj = obj(a[0], 'request');
     const ranks = optNum(o, 'ranks', 'request', { int: true, min: 1, max: 64 });

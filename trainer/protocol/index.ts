@@ -16,3 +16,4 @@ export * from './expected';
 export * from './world-layout';
 export * from './run-id';
 export * from './run-view';
+export * from './check';

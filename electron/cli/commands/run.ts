@@ -7,6 +7,7 @@ import { checkRunName, checkRunNotes, checkRunTags, describeExpected, followRun,
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
+import { checkBeforeRun } from './check';
 import { loadProfile, progressPrinter } from './cluster';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
@@ -21,6 +22,7 @@ output: --json (events only, one per line; the first is a log event carrying run
          a failure ends with error, then done)  --verbose (every rank's log lines)
   --per-rank (one line per rank every window: data, compute, wait, exchange, optimizer)
   --name NAME, --tag TAG (repeatable), --notes TEXT   recorded with the run (runs list/show, History)
+  --check    run \`cohort check\` on the profile first (printed on stderr); refuse to start on errors
   --detach   start the run and return at once, printing its id (with --json: the first event
              carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
 A run outlives the CLI (killed, terminal closed, SSH link lost); Ctrl-C in the foreground stops
@@ -39,6 +41,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     'accept-new-host-key': { type: 'boolean' },
     'max-restarts': { type: 'string' },
     'no-queue': { type: 'boolean' },
+    check: { type: 'boolean' },
     name: { type: 'string' },
     tag: { type: 'string', multiple: true },
     notes: { type: 'string' },
@@ -62,10 +65,19 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const profile = local ? localProfile(ranks) : await loadProfile(io, values.profile, RUN_USAGE);
   const overrides = trainOverridesFromFlags(values); // profile defaults go under them in core (startRun)
   // Validate at the edge, before any status line or connection: the same resolution core applies
-  // when it starts the run (core merges the profile defaults once; the printer shows what was asked).
+  // when it starts the run (core merges the profile defaults once; the printer shows what was asked;
+  // --check predicts this config).
   const asked = resolveRunConfig(profile, overrides);
   // What the user says of the run, checked here too (a refused name is a usage error before any connection).
   const user = runUserFields(values.name, values.tag, values.notes);
+  if (values.check && !(await checkBeforeRun(io, profile, asked, !!values['accept-new-host-key']))) {
+    // --json's stream still ends with `done` (as for any failure before the run exists).
+    if (values.json) {
+      io.stdout.write(JSON.stringify(makeEvent({ type: 'error', rank: -1, host: profile.hosts[0]?.name ?? profile.name, code: 'check-failed', message: 'not started: cohort check found errors (on stderr)', logTail: [] })) + '\n');
+      io.stdout.write(JSON.stringify(makeEvent({ type: 'done', status: 'failed', steps: 0, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: 0 })) + '\n');
+    }
+    return EXIT.trainingFailed;
+  }
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);

@@ -3,6 +3,7 @@
 import type { Disposable, TrainConfig } from '../../../trainer/protocol';
 import type { ApiErrorInfo, ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe, HostRecordRef, Profile } from '../../common';
 import type { RunPlan } from '../runs/run-controller';
+import type { HostLink } from '../runs/host-link';
 
 /** One host's answer to the leftover check; `error` when the host could not be checked. */
 export interface LeftoverReport {
@@ -20,6 +21,8 @@ export interface ClusterOps extends Disposable {
   planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan>;
   /** The plan of a run started elsewhere (attach, stop), from the record locations in its history. */
   attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan;
+  /** Host commands of the bundle deployed at `remoteDir` on `host` (cohort check). */
+  bundleLink(profile: Profile, host: string, remoteDir: string): HostLink;
   /** After a run ended: processes of this run still alive on each host (should be none); each host checked on its own, within timeoutMs. */
   leftovers(profile: Profile, runId: string, opts?: { timeoutMs?: number }): Promise<LeftoverReport[]>;
 }

@@ -261,6 +261,11 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     };
   }
 
+  /** Host commands of the bundle deployed at `remoteDir` on `host` (`cohort check`'s check-host, check-link, check-compute). */
+  bundleLink(profile: Profile, host: string, remoteDir: string): HostLink {
+    return this.hostLink(profile, this.recordOf({ ...profile, hosts: profile.hosts.filter((h) => h.name === host) }, [remoteDir])[0]!);
+  }
+
   /** Where each host keeps a run's record: its workdir and the deployed bundle's entry. */
   private recordOf(profile: Profile, remoteDirs: string[]): HostRecordRef[] {
     return profile.hosts.map((h, i) => ({ host: h.name, workdir: posix.dirname(posix.dirname(remoteDirs[i]!)), entry: posix.join(remoteDirs[i]!, 'cohort-trainer.mjs') }));

@@ -4,10 +4,11 @@
 // `cluster-unavailable` so the dashboard can say so instead of hanging.
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
-import { ConfigError, DisposableBase, Emitter, HOST_CMD_EXIT, KeyedEmitter, decodeRunState, isFinished, isTerminalRunState, type CohortEvent } from '../../../trainer/protocol';
+import { ConfigError, DisposableBase, Emitter, HOST_CMD_EXIT, KeyedEmitter, decodeRunState, isFinished, isTerminalRunState, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
 import {
   ApiCallError,
   LOCAL_PROFILE_NAME,
+  resolveRunConfig,
   type CohortApi,
   type ConnectionResult,
   type DeployProgress,
@@ -38,6 +39,10 @@ import { runProfile } from '../runs/run-profile';
 import { runHostCommand } from '../runs/host-link';
 import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
 import type { PassphrasePrompts } from './passphrase-prompts';
+import type { CheckResult } from '../../../trainer/protocol/check';
+import { CheckStore } from '../check/check-store';
+import { runCheck } from '../check/run-check';
+import { localLink } from '../runs/local-run';
 
 export interface CohortServiceOptions {
   paths: CohortPaths;
@@ -126,6 +131,21 @@ export class CohortService extends DisposableBase implements CohortApi {
   async deploy(profile: string): Promise<DeployResult[]> {
     const cluster = this.cluster('deploy the trainer');
     return cluster.deploy(await this.profiles.get(profile), { onProgress: (p) => this.deployEvents.fire(p) });
+  }
+
+  // ---- the cluster doctor (electron/core/check) ---------------------------------------------
+
+  async checkProfile(profile: string, config: Partial<TrainConfig> = {}): Promise<CheckResult> {
+    const p = await this.profiles.get(profile);
+    const cluster = this.cluster('check hosts');
+    const store = new CheckStore(join(this.opts.paths.dataDir, 'checks'));
+    const result = await runCheck(p, resolveRunConfig(p, config), { cluster, localLink: () => localLink(localWorkdir(this.opts.paths.dataDir)), history: () => this.runs.list(), previous: store.last(p.name) });
+    await store.save(result);
+    return result;
+  }
+
+  async lastCheck(profile: string): Promise<CheckResult | null> {
+    return new CheckStore(join(this.opts.paths.dataDir, 'checks')).last(profile) ?? null;
   }
 
   // ---- runs ------------------------------------------------------------------------------------

@@ -1,0 +1,29 @@
+// The last check of each profile, kept at <dataDir>/checks/<profile>.json (written atomically):
+// the Launch view shows it, and the next check reuses its compute measurement when the plan is the same.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { CheckResult } from '../../../trainer/protocol/check';
+import { writeFileAtomic } from '../../../trainer/util/atomic-write';
+
+export class CheckStore {
+  constructor(readonly dir: string) {}
+
+  private file(profile: string): string {
+    return join(this.dir, `${encodeURIComponent(profile)}.json`);
+  }
+
+  last(profile: string): CheckResult | undefined {
+    const f = this.file(profile);
+    if (!existsSync(f)) return undefined;
+    try {
+      const r = JSON.parse(readFileSync(f, 'utf8')) as CheckResult;
+      return r && r.v === 1 && r.profile === profile ? r : undefined;
+    } catch {
+      return undefined; // a damaged file is as good as none: the next check rewrites it
+    }
+  }
+
+  async save(result: CheckResult): Promise<void> {
+    await writeFileAtomic(this.file(result.profile), JSON.stringify(result, null, 2) + '\n');
+  }
+}

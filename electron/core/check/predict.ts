@@ -1,0 +1,53 @@
+// The check's prediction for the planned run: one rank's step time (from History or a short
+// measurement, said which), the gradient bytes a rank moves per step, the ring allreduce over the
+// slowest link, and so the step time and scaling efficiency, with one sentence naming the
+// bottleneck. Pure (unit-tested); the model, stated once:
+//   bytes a rank sends per step = 2 (N-1)/N × parameters × (4 fp32 | 2 fp16)
+//     (f32: the sharded update's reduce-scatter + all-gather; --fp16: an allreduce of f16, exchange.ts)
+//   exchange = bytes × 8 / slowest link + 2 (N-1) × its round trip / 2
+//   step = compute + exchange   (the tfjs ring does not overlap the exchange with compute)
+//   scaling = compute / step    (the global rate over N × the one-rank rate)
+import type { TrainConfig } from '../../../trainer/protocol';
+import type { CheckLink, CheckPrediction } from '../../../trainer/protocol/check';
+
+/**
+ * ResNet-50's trainable parameters (torchvision's count: 25,557,032 for the imagenet stem and 1000
+ * classes): the body (bottlenecks, BN affine), the stem's first conv (7×7 or 3×3 over 3 channels to
+ * 64) and the fc layer; the image size changes none of them. A formula, not the tfjs model spec,
+ * so core does not load the engine; predict.test.ts holds it equal to resnet50Spec's.
+ */
+export function paramCount(config: Pick<TrainConfig, 'stem' | 'classes'>): number {
+  const BODY = 23_498_624;
+  const stem = config.stem === 'cifar' ? 3 * 3 * 3 * 64 : 7 * 7 * 3 * 64;
+  return BODY + stem + 2048 * config.classes + config.classes;
+}
+
+/** Bytes one rank sends per step in a ring of `worldSize` ranks. */
+export function ringBytesPerRank(params: number, worldSize: number, fp16: boolean): number {
+  return worldSize < 2 ? 0 : Math.round((2 * (worldSize - 1) * params * (fp16 ? 2 : 4)) / worldSize);
+}
+
+export function predict(o: { config: Pick<TrainConfig, 'stem' | 'imageSize' | 'classes' | 'fp16' | 'engine'>; worldSize: number; computeMs: number; computeSource: string; links: CheckLink[] }): CheckPrediction {
+  const params = paramCount(o.config);
+  const fp16 = o.config.fp16 && o.config.engine !== 'torch'; // torch --fp16 is autocast; its gradients cross as fp32
+  const bytes = ringBytesPerRank(params, o.worldSize, fp16);
+  const ring = o.links.filter((l) => l.kind === 'ring');
+  const slowest = ring.reduce<CheckLink | undefined>((a, l) => (!a || l.mbps < a.mbps ? l : a), undefined);
+  const exchangeMs = slowest && bytes ? (bytes * 8) / (slowest.mbps * 1e3) + (o.worldSize - 1) * slowest.latencyMs : 0;
+  const stepMs = o.computeMs + exchangeMs;
+  const scaling = stepMs > 0 ? o.computeMs / stepMs : 1;
+  const s = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`);
+  let bottleneck: string;
+  if (o.worldSize < 2) bottleneck = `one rank: no gradient exchange; compute ${s(o.computeMs)} per step`;
+  else if (!slowest) bottleneck = `all ${o.worldSize} ranks on one host: the exchange runs over loopback; compute ${s(o.computeMs)} per step`;
+  else if (exchangeMs > o.computeMs) {
+    bottleneck = `${slowest.from}↔${slowest.to} at ${fmtMbps(slowest.mbps)}: exchange ${s(exchangeMs)} vs compute ${s(o.computeMs)} per step${fp16 ? '' : o.config.engine === 'torch' ? '' : '; --fp16 halves it'}`;
+  } else bottleneck = `compute: ${s(o.computeMs)} per step vs exchange ${s(exchangeMs)} over the slowest link ${slowest.from}↔${slowest.to} (${fmtMbps(slowest.mbps)})`;
+  return { worldSize: o.worldSize, stepMs: round1(stepMs), computeMs: round1(o.computeMs), computeSource: o.computeSource, gradientBytes: bytes, wire: fp16 ? 'fp16' : 'fp32', exchangeMs: round1(exchangeMs), scaling: Math.round(scaling * 1000) / 1000, bottleneck };
+}
+
+export function fmtMbps(mbps: number): string {
+  return mbps >= 1000 ? `${(mbps / 1000).toFixed(1)} Gbit/s` : `${Math.round(mbps)} Mbit/s`;
+}
+
+const round1 = (x: number) => Math.round(x * 10) / 10;

@@ -1,0 +1,232 @@
+// `cohort check PROFILE`: the cluster doctor, in core so the CLI, `cohort serve` and the desktop app
+// share it. In parallel over the hosts: reach each and deploy the bundle as a run does (SSH with
+// host-key verification, Node, the cached bundle), then the bundle's `check-host`. Then plain
+// TCP between the hosts along the ring the ranks would form, all hops at once as in a run
+// (`check-link`), a one-rank compute time (History, a cached measurement, or `check-compute` once
+// per distinct host type) and the prediction. Daemon-free: every host command exits on its own.
+import { hostname } from 'node:os';
+import type { TrainConfig } from '../../../trainer/protocol';
+import type { CheckHost, CheckLink, CheckProblem, CheckResult, ComputeReport, HostCheckReport, LinkSendReport } from '../../../trainer/protocol/check';
+import { isLocalProfile, type Profile, type RunMeta } from '../../common';
+import type { ClusterOps } from '../cluster/cluster-ops';
+import { runHostCommand, type HostLink } from '../runs/host-link';
+import { consistency, hostProblems } from './analyze';
+import { computeKey, fromHistory, hostType } from './compute-source';
+import { predict } from './predict';
+
+export interface CheckDeps {
+  cluster: Pick<ClusterOps, 'deploy' | 'bundleLink'>;
+  /** The local profile's host: this machine's bundle in its local workdir. */
+  localLink: () => HostLink;
+  /** Recorded runs (History), newest first. */
+  history: () => RunMeta[];
+  /** This profile's previous check (its compute measurement is reused when the key matches). */
+  previous?: CheckResult | undefined;
+}
+
+export interface CheckOptions {
+  acceptNewHostKeys?: boolean;
+  /** How long each link streams (ms); COHORT_CHECK_LINK_MS in the CLI. */
+  linkMs?: number;
+  /** Skip the one-rank measurement when History and the previous check have none (prediction then says so). */
+  noCompute?: boolean;
+  onProgress?: (line: string) => void;
+}
+
+const LINK_MS = 1500;
+/** A listener's life beyond the stream: a dropped connection's 5 s limit, the pings, the answer. */
+const LISTEN_SLACK_MS = 12_000;
+
+export async function runCheck(profile: Profile, config: TrainConfig, deps: CheckDeps, o: CheckOptions = {}): Promise<CheckResult> {
+  const t0 = Date.now();
+  if (profile.scheduler) {
+    // UNFINISHED (issue 21 item 1, last bullet): checks inside a short Slurm allocation on the partition's nodes.
+    const problems: CheckProblem[] = [{ severity: 'warning', host: profile.hosts[0]?.name ?? '*', code: 'check-slurm-unfinished', message: `profile ${profile.name} is a Slurm profile: cohort check does not yet run inside an allocation (unfinished)`, hint: `cohort probe ${profile.name} checks the login node, the partition and the shared workdir` }];
+    return { v: 1, profile: profile.name, checkedAt: new Date(t0).toISOString(), durationMs: Date.now() - t0, hosts: [], links: [], consistency: [], problems, ok: true };
+  }
+  const say = o.onProgress ?? (() => undefined);
+  const problems: CheckProblem[] = [];
+  const links: Record<string, HostLink> = {};
+  const hosts: CheckHost[] = profile.hosts.map((h) => ({ host: h.name, address: h.address, reachable: false }));
+
+  // 1. Reach, deploy, check-host: every host at once.
+  say(`checking ${profile.hosts.length} host(s) of ${profile.name}`);
+  if (isLocalProfile(profile)) {
+    links[profile.hosts[0]!.name] = deps.localLink();
+    hosts[0]!.reachable = true;
+  } else {
+    // The deploy a run does (cached when the bundle is there) is the reach check too: the SSH
+    // connection with its host-key verification, Node ≥ 20, the workdir; each failure names the host.
+    const deployed = await deps.cluster.deploy(profile, { ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
+    for (const d of deployed) {
+      const h = hosts.find((x) => x.host === d.host)!;
+      h.reachable = d.ok || !d.error?.code.startsWith('ssh-');
+      if (d.ok) links[d.host] = deps.cluster.bundleLink(profile, d.host, d.remoteDir);
+      else problems.push({ severity: 'error', host: d.host, code: d.error?.code ?? 'deploy-failed', message: d.error?.message ?? `${d.host}: deploy failed`, hint: d.error?.hint ?? `cohort deploy ${profile.name} --force` });
+    }
+  }
+  await Promise.all(
+    hosts.map(async (h) => {
+      const link = links[h.host];
+      if (!link) return;
+      const r = await runHostCommand(link, ['check-host', '--engine', config.engine, ...pythonFlag(profile, h.host)], { timeoutMs: 90_000 });
+      const received = Date.now();
+      const report = lastJson<HostCheckReport & { error?: { message: string } }>(r.stdout);
+      if (!report || report.error || report.v !== 1) {
+        problems.push({ severity: 'error', host: h.host, code: 'check-host-failed', message: `${h.host}: the check's host command failed (exit ${r.code}): ${report?.error?.message ?? (r.stderr.trim().split('\n').pop() || 'no answer')}`, hint: `cohort deploy ${profile.name} --force puts the bundle back; run "cohort probe ${profile.name}" to see the host` });
+        delete links[h.host];
+        return;
+      }
+      h.report = report;
+      h.clockOffsetMs = report.timeMs - received;
+      problems.push(...hostProblems(h));
+    }),
+  );
+  const table = consistency(hosts, config.engine);
+  problems.push(...table.problems);
+
+  // 2. Links, measured the way a run uses them (only between hosts whose check-host answered).
+  const ready = profile.hosts.filter((h) => links[h.name] && hosts.find((x) => x.host === h.name)?.report);
+  const measured = ready.length >= 2 ? await measureLinks(profile, ready.map((h) => h.name), links, o.linkMs ?? LINK_MS, say) : { links: [], problems: [] };
+  problems.push(...measured.problems);
+
+  // 3. Compute time of one rank, then the prediction.
+  const worldSize = profile.hosts.reduce((s, h) => s + h.slots, 0);
+  const compute = await computeTime(profile, config, hosts, links, deps, o, say);
+  problems.push(...compute.problems);
+  const prediction = compute.ms === undefined ? undefined : { ...predict({ config, worldSize, computeMs: compute.ms, computeSource: compute.source, links: measured.links }), computeKey: compute.key };
+  return { v: 1, profile: profile.name, checkedAt: new Date(t0).toISOString(), durationMs: Date.now() - t0, hosts, links: measured.links, consistency: table.rows, problems, ...(prediction ? { prediction } : {}), ok: !problems.some((p) => p.severity === 'error') };
+}
+
+/**
+ * Every ring hop i → i+1 (and the last back to the leader) streams at once, as the ranks' ring does;
+ * followers that are not the leader's ring neighbour also connect to the leader's port (the
+ * rendezvous; the profile's masterPort when it names one), latency only.
+ */
+async function measureLinks(profile: Profile, names: string[], links: Record<string, HostLink>, ms: number, say: (l: string) => void): Promise<{ links: CheckLink[]; problems: CheckProblem[] }> {
+  const n = names.length;
+  const addr = (name: string, i: number) => (i === 0 ? profile.masterAddr : undefined) ?? profile.hosts.find((h) => h.name === name)!.address;
+  say(`measuring ${n} link(s) along the ring (${ms / 1000} s each)`);
+  // Every listener lives through all the ring hops before its own (they run one after another).
+  const listenMs = n * (ms + LISTEN_SLACK_MS);
+  const listeners = await Promise.all(
+    names.map(async (name, i) => {
+      const expect = 1 + (i === 0 ? Math.max(0, n - 2) : 0);
+      const port = i === 0 && profile.masterPort ? profile.masterPort : 0;
+      const cmd = await links[name]!.command(['check-link', 'listen', '--port', String(port), '--expect', String(expect), '--timeout-ms', String(listenMs)]);
+      let out = '';
+      let pid = 0;
+      const gotPort = new Promise<number>((resolve) => {
+        cmd.onStdout((b) => {
+          out += b.toString('utf8');
+          const j = lastJson<{ port?: number; pid?: number; error?: { message: string } }>(out.split('\n')[0] + '\n');
+          if (j?.pid) pid = j.pid;
+          if (j?.port) resolve(j.port);
+          if (j?.error) resolve(0);
+        });
+        void cmd.exit.then(() => resolve(0));
+      });
+      const port0 = await Promise.race([gotPort, new Promise<number>((r) => setTimeout(() => r(0), 30_000))]);
+      return { name, port: port0, pid, cmd, out: () => out };
+    }),
+  );
+  const problems: CheckProblem[] = [];
+  for (const l of listeners) {
+    if (!l.port) {
+      problems.push({ severity: 'error', host: l.name, code: 'listen-failed', message: `${l.name}: could not listen on a TCP port${profile.masterPort && l === listeners[0] ? ` (masterPort ${profile.masterPort})` : ''}: ${lastJson<{ error?: { message: string } }>(l.out())?.error?.message ?? l.cmd.stderr().trim()}`, hint: profile.masterPort ? `free port ${profile.masterPort} on ${l.name} or change the profile's masterPort` : `check ${l.name}'s network settings` });
+      l.cmd.kill();
+    }
+  }
+  const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number }[] = names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms }));
+  if (n > 2) for (let i = 1; i < n - 1; i++) hops.push({ from: names[i]!, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0 });
+  const measure = async (hop: (typeof hops)[number]): Promise<CheckLink | undefined> => {
+      const target = listeners[hop.toIndex]!;
+      if (!target.port) return undefined;
+      const r = await runHostCommand(links[hop.from]!, ['check-link', 'send', '--to', addr(hop.to, hop.toIndex), '--port', String(target.port), '--ms', String(hop.ms)], { timeoutMs: hop.ms + 90_000 });
+      const rep = lastJson<LinkSendReport>(r.stdout);
+      if (!rep?.ok) {
+        const why = rep?.error?.message ?? (r.stderr.trim() || `exit ${r.code}`);
+        problems.push({
+          severity: 'error',
+          host: hop.to,
+          code: rep?.error?.code === 'connect-refused' ? 'port-refused' : 'port-blocked',
+          message: `${hop.to} does not accept TCP connections from ${hop.from} on port ${target.port} (${why})${hop.toIndex === 0 ? ': the rendezvous of a run would fail' : ': the ranks\' ring would fail'}`,
+          hint: `open inbound TCP on ${hop.to} from the other hosts of ${profile.name}: a run listens on the rendezvous port (${profile.masterPort ?? 'a free port'}) and one free port per rank; e.g. accept the cluster's subnet in ${hop.to}'s firewall (nftables/iptables, cloud security group)`,
+        });
+        return undefined;
+      }
+      return { from: hop.from, to: hop.to, mbps: rep.bytes && rep.ms ? Math.round((rep.bytes * 8) / (rep.ms * 1000)) : 0, latencyMs: Math.round((rep.rttMs ?? 0) * 100) / 100, kind: hop.kind };
+  };
+  // The rendezvous connections (latency only) at once; the ring hops one after another: hosts that
+  // share CPUs (namespaces on one machine, busy nodes) measured the CPU, not the link, with every
+  // unshaped stream at full blast, and a ring never drives its fast hops harder than its slowest.
+  const rendezvous = await Promise.all(hops.filter((h) => h.kind === 'rendezvous').map(measure));
+  const ring: (CheckLink | undefined)[] = [];
+  for (const hop of hops.filter((h) => h.kind === 'ring')) ring.push(await measure(hop));
+  const results = [...ring, ...rendezvous];
+  // Listeners exit once served; one whose peer never connected (a firewall) is stopped by pid with
+  // `check-link stop` (closing the SSH channel does not reliably end a remote process), else it
+  // ends at its own timeout, which is waited for: nothing is left running.
+  await Promise.all(
+    listeners.map(async (l) => {
+      const exited = await Promise.race([l.cmd.exit.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]);
+      if (!exited && l.pid) await runHostCommand(links[l.name]!, ['check-link', 'stop', '--pid', String(l.pid)], { timeoutMs: 15_000 });
+      await Promise.race([l.cmd.exit, new Promise((r) => setTimeout(r, listenMs + 5000))]);
+      l.cmd.kill();
+    }),
+  );
+  return { links: results.filter((x): x is CheckLink => !!x), problems };
+}
+
+async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHost[], links: Record<string, HostLink>, deps: CheckDeps, o: CheckOptions, say: (l: string) => void): Promise<{ ms?: number; source: string; key?: string; problems: CheckProblem[] }> {
+  const problems: CheckProblem[] = [];
+  const ready = hosts.filter((h) => h.report && links[h.host]);
+  if (!ready.length) return { source: 'no host answered', problems };
+  const types = new Map<string, CheckHost>();
+  for (const h of ready) {
+    const slots = profile.hosts.find((x) => x.name === h.host)!.slots;
+    const t = hostType(h.report!, slots);
+    if (!types.has(t)) types.set(t, h);
+  }
+  const key = computeKey(config, [...types.keys()]);
+  const hist = fromHistory(deps.history(), profile, config);
+  if (hist) return { ms: hist.ms, source: hist.source, key, problems };
+  const prev = deps.previous?.prediction;
+  if (prev?.computeKey === key && prev.computeSource.startsWith('measured')) return { ms: prev.computeMs, source: `${prev.computeSource.replace(/ \(from the check of .*\)$/, '')} (from the check of ${deps.previous!.checkedAt})`, key, problems };
+  if (o.noCompute) return { source: 'not measured (--no-compute) and none in History', key, problems };
+  let worst: { ms: number; host: string } | undefined;
+  for (const [, h] of types) {
+    const slots = profile.hosts.find((x) => x.name === h.host)!.slots;
+    const threads = Math.max(1, Math.floor(h.report!.cores / slots));
+    say(`measuring one rank's step on ${h.host} (${threads} thread(s))`);
+    const r = await runHostCommand(links[h.host]!, ['check-compute', '--threads', String(threads), ...pythonFlag(profile, h.host)], { stdin: JSON.stringify(config) + '\n', timeoutMs: 240_000 });
+    const rep = lastJson<ComputeReport>(r.stdout);
+    if (!rep?.ok || rep.stepMs === undefined) {
+      problems.push({ severity: 'warning', host: h.host, code: 'compute-unmeasured', message: `${h.host}: one rank of this config could not be measured: ${rep?.error?.message ?? r.stderr.trim().split('\n').pop() ?? 'no answer'}`, hint: 'a run of this config would likely fail the same way: try it with cohort run --steps 2' });
+      continue;
+    }
+    if (!worst || rep.stepMs > worst.ms) worst = { ms: rep.stepMs, host: h.host };
+  }
+  if (!worst) return { source: 'not measured', key, problems };
+  const typesNote = types.size > 1 ? `, the slowest of ${types.size} host types` : '';
+  return { ms: worst.ms, source: `measured: one rank alone on ${worst.host} for a few steps${typesNote}, ${new Date().toISOString()} from ${hostname()}`, key, problems };
+}
+
+/** The profile's python for a host (the agent's COHORT_PYTHON; an explicit COHORT_PYTHON in its env wins, as in planRun). */
+function pythonFlag(profile: Profile, host: string): string[] {
+  const h = profile.hosts.find((x) => x.name === host);
+  const python = h?.env.COHORT_PYTHON ?? h?.python;
+  return python ? ['--python', python] : [];
+}
+
+function lastJson<T>(text: string): T | undefined {
+  const lines = text.split('\n').filter((l) => l.trim().startsWith('{'));
+  for (let i = lines.length - 1; i >= 0; i--) {
+    try {
+      return JSON.parse(lines[i]!) as T;
+    } catch {
+      // not JSON after all
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,150 @@
+// `cohort check` against 3 real OpenSSH hosts in network namespaces (issue 21 item 1's proof):
+// a link shaped with tc is named and measured within ±30%; a host whose firewall drops every
+// inbound connection but ssh makes the check exit 1 naming it; an engine mismatch on one host is
+// named; a stand-in nvidia-smi (the one fake: no GPU exists here) reporting ECC errors, a throttle
+// reason and a foreign process holding most of a GPU's memory gives warnings naming host and GPU.
+// Nothing is left running on the hosts afterwards.
+import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CheckResult } from '../../trainer/protocol/check';
+import { harnessMode, leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { NFT_MISSING, firewallHost, shapeHost } from '../harness/shape';
+import { runCli } from '../helpers/cli';
+
+const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
+const netns = !SSHD_MISSING && (await harnessMode()) === 'netns';
+let cluster: SshdCluster;
+let dir: string;
+let env: NodeJS.ProcessEnv;
+
+function profile(name: string, extra: (i: number) => Record<string, unknown> = () => ({})): string {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify({ name, hosts: cluster.hosts.map((h, i) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir, ...extra(i) })) }));
+  return file;
+}
+
+async function check(args: string[]): Promise<{ code: number | null; result: CheckResult; stderr: string }> {
+  const r = runCli(['check', ...args, '--json'], { env });
+  const exit = await r.exit;
+  let result: CheckResult;
+  try {
+    result = JSON.parse(r.stdout) as CheckResult;
+  } catch {
+    throw new Error(`not one JSON document (exit ${exit.code}):\n${r.stdout}\n${r.stderr}`);
+  }
+  process.stderr.write(`cohort check ${args[0]}: ${(result.durationMs / 1000).toFixed(1)} s, exit ${exit.code}\n`);
+  return { code: exit.code, result, stderr: r.stderr };
+}
+
+beforeAll(async () => {
+  if (!netns) return;
+  cluster = await startHosts(3);
+  dir = mkdtempSync(join(tmpdir(), 'cohort-check-test-'));
+  const knownHosts = join(dir, 'known_hosts');
+  copyFileSync(cluster.knownHostsPath, knownHosts);
+  env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '', COHORT_CHECK_LINK_MS: '2000' };
+  // The stand-in nvidia-smi on h2 (PATH from the profile's host env): two H100s; GPU 0 throttled
+  // by a hardware slowdown, GPU 1 with 3 uncorrected ECC errors and 70 GiB held by a python process
+  // that is not Cohort's. Anything else it is asked fails, as a driver that does not know the field.
+  writeFileSync(join(dir, 'nvidia-smi'), `#!/bin/sh
+case "$1" in
+  --query-gpu=index,uuid,name,memory.total,memory.used,driver_version) printf '0, GPU-a0, NVIDIA H100 80GB HBM3, 81559, 1200, 550.54.15\\n1, GPU-b1, NVIDIA H100 80GB HBM3, 81559, 72000, 550.54.15\\n';;
+  --query-gpu=index,compute_cap) printf '0, 9.0\\n1, 9.0\\n';;
+  --query-gpu=index,ecc.errors.uncorrected.volatile.total) printf '0, 0\\n1, 3\\n';;
+  --query-gpu=index,clocks_throttle_reasons.active) printf '0, 0x0000000000000008\\n1, 0x0000000000000000\\n';;
+  --query-gpu=index,persistence_mode) printf '0, Enabled\\n1, Enabled\\n';;
+  --query-compute-apps=*) printf '999999, 71680, GPU-b1, python3\\n';;
+  -h) echo "NVIDIA System Management Interface";;
+  *) exit 2;;
+esac
+`);
+  chmodSync(join(dir, 'nvidia-smi'), 0o755);
+  for (const [name, file] of [
+    ['trio', profile('trio')],
+    ['trio-smi', profile('trio-smi', (i) => (i === 1 ? { env: { PATH: `${dir}:${process.env.PATH}` } } : {}))],
+    // h2's Python has no torch (a pyenv interpreter): --engine auto picks torch on h1 and h3, tfjs on h2.
+    ['trio-mixed', profile('trio-mixed', (i) => ({ python: i === 1 ? '/root/.pyenv/versions/3.11.7/bin/python3' : '/usr/bin/python3' }))],
+  ] as const) {
+    const r = runCli(['profiles', 'import', file], { env });
+    expect((await r.exit).code, `${name}: ${r.stderr}`).toBe(0);
+  }
+}, 120_000);
+
+afterAll(async () => {
+  const id = cluster?.id;
+  if (cluster) expect(await trainerProcesses(cluster)).toEqual([]);
+  await cluster?.dispose();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
+});
+
+describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
+  it('names the link shaped to 50 Mbit/s and measures it within ±30%; exit 0', async () => {
+    await shapeHost(cluster, 2, '50mbit');
+    try {
+      const { code, result, stderr } = await check(['trio', ...TINY]);
+      expect(code, stderr).toBe(0);
+      expect(result.problems.filter((p) => p.severity === 'error')).toEqual([]);
+      const ring = result.links.filter((l) => l.kind === 'ring');
+      expect(ring.map((l) => `${l.from}>${l.to}`)).toEqual(['h1>h2', 'h2>h3', 'h3>h1']);
+      const [h, s] = [cluster.hosts.map((x) => x.name), ring];
+      expect(h).toEqual(['h1', 'h2', 'h3']);
+      // h3's link is shaped both ways: h2→h3 and h3→h1 cross it, h1→h2 does not.
+      for (const l of s.filter((l) => l.to === 'h3' || l.from === 'h3')) {
+        expect(l.mbps, JSON.stringify(l)).toBeGreaterThan(35);
+        expect(l.mbps, JSON.stringify(l)).toBeLessThan(65);
+      }
+      expect(s.find((l) => l.from === 'h1')!.mbps).toBeGreaterThan(200);
+      expect(result.links.filter((l) => l.kind === 'rendezvous').map((l) => `${l.from}>${l.to}`)).toEqual(['h2>h1']);
+      expect(result.prediction!.worldSize).toBe(3);
+      expect(result.prediction!.bottleneck).toMatch(/^(h2↔h3|h3↔h1) at \d+ Mbit\/s: exchange [\d.]+ s vs compute .* per step; --fp16 halves it$/);
+      expect(result.prediction!.computeSource).toMatch(/^measured: one rank alone on h1/);
+      expect(result.hosts.map((x) => x.report?.bundleHash)).toEqual(Array(3).fill(result.hosts[0]!.report!.bundleHash));
+    } finally {
+      await shapeHost(cluster, 2, undefined);
+    }
+  }, 240_000);
+
+  it.skipIf(!!NFT_MISSING)('a host that drops inbound connections except ssh: exit 1 naming it', async () => {
+    await firewallHost(cluster, 2, true);
+    try {
+      const { code, result, stderr } = await check(['trio', ...TINY, '--no-compute']);
+      expect(code, stderr).toBe(1);
+      const errors = result.problems.filter((p) => p.severity === 'error');
+      expect(errors.length).toBeGreaterThan(0);
+      for (const e of errors) {
+        expect(e).toMatchObject({ host: 'h3', code: 'port-blocked' });
+        expect(e.message).toMatch(/^h3 does not accept TCP connections from h2 on port \d+/);
+        expect(e.hint).toContain('open inbound TCP on h3');
+      }
+      expect(result.ok).toBe(false);
+    } finally {
+      await firewallHost(cluster, 2, false);
+    }
+  }, 180_000);
+
+  it('an engine mismatch (h2 has no torch, --engine auto) is an error naming h2', async () => {
+    const { code, result, stderr } = await check(['trio-mixed', ...TINY, '--engine', 'auto', '--no-compute']);
+    expect(code, stderr + JSON.stringify(result.consistency)).toBe(1);
+    const row = result.consistency.find((r) => r.what === 'Engine')!;
+    expect(row).toMatchObject({ verdict: 'error', values: { h1: 'torch', h2: 'tfjs', h3: 'torch' } });
+    expect(result.problems.find((p) => p.code === 'mismatch-engine')).toMatchObject({ severity: 'error', host: 'h2' });
+  }, 180_000);
+
+  it('stand-in nvidia-smi (ECC errors, a throttle reason, a foreign process): warnings naming host and GPU index; exit 0', async () => {
+    const { code, result, stderr } = await check(['trio-smi', ...TINY, '--no-compute']);
+    expect(code, stderr).toBe(0);
+    const w = result.problems.filter((p) => p.host === 'h2' && p.code.startsWith('gpu-'));
+    expect(w.map((p) => [p.severity, p.code, p.message.slice(0, 33)]).sort()).toEqual(
+      [
+        ['warning', 'gpu-ecc', 'h2 GPU 1 (NVIDIA H100 80GB HBM3):'],
+        ['warning', 'gpu-memory-held', 'h2 GPU 1 (NVIDIA H100 80GB HBM3):'],
+        ['warning', 'gpu-throttled', 'h2 GPU 0 (NVIDIA H100 80GB HBM3):'],
+      ].sort(),
+    );
+    expect(w.find((p) => p.code === 'gpu-memory-held')!.message).toContain('pid 999999 python3 70.0 GiB');
+    expect(result.hosts[1]!.report!.gpus.map((g) => g.index)).toEqual([0, 1]);
+  }, 180_000);
+});

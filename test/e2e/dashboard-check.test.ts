@@ -1,0 +1,78 @@
+// Chromium against `cohort serve` and 2 real sshd hosts in namespaces: Hosts → Check shows the
+// links between the hosts (h2's shaped to 50 Mbit/s with tc), the problems (a stand-in nvidia-smi
+// on h2 reports an uncorrected ECC error: the one fake, no GPU exists here) and the prediction with
+// its bottleneck; the Launch view then shows that profile's last check.
+import { chmodSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { harnessMode, startHosts, type SshdCluster } from '../harness/sshd-hosts';
+import { shapeHost } from '../harness/shape';
+import { runCli } from '../helpers/cli';
+import { openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT } from './serve-process';
+
+const netns = existsSync('/usr/sbin/sshd') && (await harnessMode()) === 'netns';
+
+describe.skipIf(!existsSync(CHROMIUM) || !netns)('dashboard: Hosts → Check', () => {
+  let hosts: SshdCluster;
+  let page: Page;
+  let dash: Dashboard | undefined;
+  let dir: string;
+
+  beforeAll(async () => {
+    hosts = await startHosts(2);
+    await shapeHost(hosts, 1, '50mbit');
+    dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-check-'));
+    writeFileSync(join(dir, 'nvidia-smi'), `#!/bin/sh
+case "$1" in
+  --query-gpu=index,uuid,name,memory.total,memory.used,driver_version) printf '0, GPU-a0, NVIDIA A100-SXM4-40GB, 40960, 10, 535.104.05\\n';;
+  --query-gpu=index,ecc.errors.uncorrected.volatile.total) printf '0, 1\\n';;
+  -h) echo "NVIDIA System Management Interface";;
+  *) exit 2;;
+esac
+`);
+    chmodSync(join(dir, 'nvidia-smi'), 0o755);
+    const env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: hosts.knownHostsPath, SSH_AUTH_SOCK: '' };
+    const file = join(dir, 'duo.json');
+    writeFileSync(file, JSON.stringify({
+      name: 'duo',
+      hosts: hosts.hosts.map((h, i) => ({ name: h.name, address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir, ...(i === 1 ? { env: { PATH: `${dir}:${process.env.PATH}` } } : {}) })),
+      defaults: { stem: 'cifar', imageSize: 8, batchSize: 2, classes: 10 },
+    }));
+    const r = runCli(['profiles', 'import', file], { env });
+    expect((await r.exit).code, r.stderr).toBe(0);
+    ({ page } = dash = await openDashboard({ env: { COHORT_CONFIG_DIR: env.COHORT_CONFIG_DIR, COHORT_KNOWN_HOSTS: env.COHORT_KNOWN_HOSTS, SSH_AUTH_SOCK: '' } }));
+    await page.goto(dash.serve.url);
+  }, 120_000);
+
+  afterAll(async () => {
+    await dash?.dispose();
+    await hosts?.dispose();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('shows links, problems and the prediction; Launch shows the last check', async () => {
+    await page.getByTestId('nav-hosts').click();
+    await page.getByTestId('hosts-profile').selectOption('duo');
+    await page.getByTestId('hosts-check').click();
+    const result = page.getByTestId('check-result');
+    await result.waitFor({ timeout: 150_000 });
+    const links = await page.getByTestId('check-links').textContent();
+    expect(links).toContain('h1 → h2');
+    expect(links).toContain('h2 → h1');
+    expect(links).toMatch(/\d+ Mbit\/s/);
+    const problems = await page.getByTestId('check-problems').textContent();
+    expect(problems).toContain('h2 GPU 0 (NVIDIA A100-SXM4-40GB): 1 uncorrected ECC error');
+    expect(await page.getByTestId('check-prediction').textContent()).toMatch(/Prediction, 2 rank\(s\):.*scaling efficiency/);
+    expect(await page.getByTestId('check-bottleneck').textContent()).toMatch(/^Bottleneck: (h1↔h2|h2↔h1) at \d+ Mbit\/s: exchange/);
+    expect(await page.getByTestId('check-verdict').textContent()).toBe('ready to run');
+    writeFileSync(join(ROOT, 'test-artifacts', '30-hosts-check.png'), await page.screenshot({ fullPage: true }));
+
+    await page.getByTestId('nav-launch').click();
+    await page.getByTestId('launch-profile').selectOption('duo');
+    await expect.poll(() => page.getByTestId('launch-last-check').textContent(), { timeout: 10_000 }).toMatch(/scaling efficiency/);
+    expect(await page.getByTestId('launch-last-check').textContent()).toContain('uncorrected ECC error');
+  }, 200_000);
+});

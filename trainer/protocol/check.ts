@@ -1,0 +1,150 @@
+// `cohort check` (the cluster doctor, issue 21): what the host commands `check-host`,
+// `check-link` and `check-compute` of the trainer bundle answer (one JSON line each), and the one
+// result document the CLI prints with --json, `cohort serve` and the desktop app show. Defined
+// once here: the bundle writes these, core reads them, the renderer draws them.
+
+/** One GPU as nvidia-smi's query interface describes it (fields the driver does not know are absent). */
+export interface GpuHealth {
+  index: number;
+  uuid: string;
+  name: string;
+  memoryTotalBytes: number;
+  memoryUsedBytes: number;
+  driver: string;
+  computeCap?: string;
+  /** ecc.errors.uncorrected.volatile.total (since the last driver load); absent when ECC is off or unknown. */
+  eccUncorrectedVolatile?: number;
+  /** retired_pages.pending (pre-Ampere): "Yes" means a page retirement waits for a reset. */
+  retiredPagesPending?: boolean;
+  /** remapped_rows.pending / remapped_rows.failure (Ampere and newer). */
+  remappedRowsPending?: boolean;
+  remappedRowsFailure?: boolean;
+  /** Active clock-throttle reasons, decoded from clocks_throttle_reasons.active (idle excluded). */
+  throttleReasons: string[];
+  persistenceMode?: 'Enabled' | 'Disabled';
+  /** Compute processes on this GPU that are not Cohort's (pid, bytes, name). */
+  foreign: { pid: number; bytes: number; name: string }[];
+}
+
+/** `check-host`'s reply. */
+export interface HostCheckReport {
+  v: 1;
+  nodeVersion: string;
+  /** The manifest hash of the bundle that answered (the deployed one). */
+  bundleHash: string;
+  workdir: string;
+  workdirWritable: boolean;
+  workdirError?: string;
+  /** Free bytes on the workdir's filesystem. */
+  freeBytes?: number;
+  /** Date.now() on the host when it wrote this line. */
+  timeMs: number;
+  hostname: string;
+  cpuModel: string;
+  cores: number;
+  memBytes: number;
+  /** The engine the agent would pick for the planned run's --engine, or why none. */
+  engine: { name: 'tfjs' | 'torch'; reason: string; cuda?: boolean } | { error: string; hint?: string };
+  /** tfjs: the backend `auto` loads on this host (tensorflow-gpu, tensorflow, wasm). */
+  tfjsBackend: string;
+  /** The interpreter the torch engine would use, with its library versions. */
+  python?: { path: string; version: string; torch?: string; cuda?: string; cudnn?: string; nccl?: string };
+  /** 'missing': no nvidia-smi (a CPU host); 'failed': it is there but did not answer (driver problem). */
+  smi: 'ok' | 'missing' | 'failed';
+  gpus: GpuHealth[];
+}
+
+/** `check-link send`'s reply: one TCP connection to a listener on another host. */
+export interface LinkSendReport {
+  ok: boolean;
+  /** Round-trip time of a small message, median of a few (ms). */
+  rttMs?: number;
+  /** Bytes the receiver counted and over how long (its clock: sender-side buffers do not count). */
+  bytes?: number;
+  ms?: number;
+  error?: { code: string; message: string };
+}
+
+/** `check-compute`'s reply: a one-rank run of the planned config on this host. */
+export interface ComputeReport {
+  ok: boolean;
+  /** Median step time of the measured steps (after warm-up), ms. */
+  stepMs?: number;
+  steps?: number;
+  engine?: string;
+  backend?: string;
+  error?: { code: string; message: string };
+}
+
+// ---- the result document (`cohort check --json`) ----
+
+export interface CheckProblem {
+  severity: 'error' | 'warning';
+  /** A profile host name; '*' when the problem is the whole cluster's (a consistency row names its hosts in the message). */
+  host: string;
+  code: string;
+  message: string;
+  hint: string;
+}
+
+export interface CheckLink {
+  from: string;
+  to: string;
+  /** Megabits per second, measured by the receiver. */
+  mbps: number;
+  /** Round-trip time of a small message over that TCP connection (ms). */
+  latencyMs: number;
+  /** 'ring': a hop of the ring the ranks would form; 'rendezvous': a follower reaching the leader's port. */
+  kind: 'ring' | 'rendezvous';
+}
+
+export interface CheckHost {
+  host: string;
+  address: string;
+  reachable: boolean;
+  report?: HostCheckReport;
+  /** Host clock minus this client's (ms), within half the exec's round trip. */
+  clockOffsetMs?: number;
+}
+
+/** One row of the consistency table: a property and each host's value. */
+export interface ConsistencyRow {
+  what: string;
+  values: Record<string, string>;
+  /** 'error' when hosts differ in a way that breaks a run, 'warning' when they differ otherwise, 'same'. */
+  verdict: 'same' | 'warning' | 'error';
+}
+
+export interface CheckPrediction {
+  worldSize: number;
+  /** Predicted step time: compute + exchange (ms). */
+  stepMs: number;
+  /** One rank's step time on its own (ms) and where it came from. */
+  computeMs: number;
+  computeSource: string;
+  /** What the compute time was measured for (config and host types): a later check with the same key reuses it. */
+  computeKey?: string;
+  /** Gradient bytes each rank moves per step and the wire type. */
+  gradientBytes: number;
+  wire: 'fp32' | 'fp16';
+  /** Ring allreduce over the slowest link (ms). */
+  exchangeMs: number;
+  /** computeMs ÷ stepMs: the global rate as a fraction of worldSize × the one-rank rate. */
+  scaling: number;
+  bottleneck: string;
+}
+
+export interface CheckResult {
+  v: 1;
+  profile: string;
+  checkedAt: string;
+  durationMs: number;
+  hosts: CheckHost[];
+  links: CheckLink[];
+  consistency: ConsistencyRow[];
+  problems: CheckProblem[];
+  /** Absent when no prediction could be made (say why in a problem). */
+  prediction?: CheckPrediction;
+  /** true when no error: a run would start. */
+  ok: boolean;
+}
