@@ -1,5 +1,5 @@
 // The node_modules a device kit needs: the packages the built CLI imports at run time (its bare
-// `from "x"` imports: dist/cli.mjs is bundled with packages external) and what they depend on,
+// top-level `import ... from "x"` lines: dist/cli.mjs is bundled with packages external) and what they depend on,
 // copied from the repository's node_modules. JavaScript only: native addons (*.node, build/ and the
 // optional packages that exist only to compile one, like cpu-features) are left out, because
 // they were compiled here for this machine; ssh2 then runs its pure-JS crypto, as it does wherever
@@ -21,7 +21,9 @@ const pkgName = (spec) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).jo
 
 const source = readFileSync(cli, 'utf8');
 const roots = new Set();
-for (const m of source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\brequire\s*\(\s*|^\s*import\s+)["']([^"']+)["']/gm)) if (bare(m[1])) roots.add(pkgName(m[1]));
+// esbuild writes an external package as a top-level `import ... from "x";` (or `import "x";`) line.
+// Dynamic imports are left out on purpose: those are the optional bindings (tfjs-node) a host brings.
+for (const m of source.matchAll(/^import\s+(?:[^"';]*?\s+from\s+)?["']([^"']+)["'];?\s*$/gm)) if (bare(m[1])) roots.add(pkgName(m[1]));
 
 /** The folder of package `name` as Node resolves it from `from` (a package folder or the repo). */
 function locate(name, from) {

@@ -71,6 +71,7 @@ fi
 # ---- the folder, written beside DIR and swapped in whole (never half a kit) -------------------
 mkdir -p "$(dirname "$DIR")"
 STAGE=$(mktemp -d "$(dirname "$DIR")/.device-kit.XXXXXX")
+chmod 755 "$STAGE"
 trap 'rm -rf "$STAGE"' EXIT
 mkdir -p "$STAGE"/{bin,node,dist,resources,scripts,bench/gpu}
 cp "$NODE_XZ" "$STAGE/node/node-v$NODE_VERSION-linux-x64.xz"
