@@ -61,7 +61,7 @@ CLI=$REPO/dist/cli.mjs
 # each side of a rung starts Python + torch + CUDA (~12 s) then runs STEPS steps of batch 256; a
 # compiled side adds torch.compile of ResNet-50's training step (~60 s cold, ~25 s once the
 # inductor/triton caches hold the kernels).
-EST_FP32=40 EST_CL=40 EST_FP16=30 EST_BF16=30 EST_COMPILE=90 EST_ALL=110 EST_CLI=40 EST_BF16CLI=25 EST_CHECK=20 EST_PROBE=15
+EST_FP32=40 EST_CL=40 EST_FP16=30 EST_BF16=30 EST_COMPILE=120 EST_ALL=115 EST_CLI=40 EST_BF16CLI=25 EST_CHECK=20 EST_PROBE=15
 left() { echo $((BUDGET_S - SECONDS)); }
 fits() { [ "$(left)" -ge "$1" ]; } # fits EST: the part still fits in what is left
 capped() { timeout -k 5 "$(( $(left) > 20 ? $(left) : 20 ))" "$@"; } # a process never outlives the budget by more than 20 s

@@ -1,7 +1,7 @@
 // A stand-in 1-GPU machine for scripts/gpu-acceptance.sh (no GPU exists here): a fake nvidia-smi
 // answering as the real one does on an H100 host, and a stand-in PYTHON that records how the
-// torch engine and the plain script were called and answers for them with fixed, made-up figures;
-// anything else it is asked to run (report.py, checks.py) runs on the real /usr/bin/python3. The
+// torch engine and the plain script were called and answers for them with fixed, made-up figures
+// (and for Cohort's interpreter query as a CUDA torch would, so the CLI parts pick it); anything else it is asked to run (report.py, checks.py) runs on the real /usr/bin/python3. The
 // figures are the stand-in's, never measurements. Used by the repository's and the kit's tests.
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -35,11 +35,14 @@ esac`,
     `echo "$1|$COHORT_TORCH_EXTRAS|$*" >> ${calls}
 case "$1" in
   -c) case "$2" in
+        *cudaVersion*) echo '{"version": "3.11.2", "prefix": "/opt/stand-in", "torch": "2.3.1+cu121", "cuda": true, "cudaVersion": "12.1", "gpus": 1}';;
         *nccl*) echo "nccl 2.21.5 tf32 cudnn True tf32 matmul False";;
         *print*) echo "torch 2.3.1+cu121 torchvision 0.18.1 cuda 12.1 cudnn 8902 available True";;
       esac; exit 0;;
-  *torch_engine.py) echo '${hello}';;
-  *reference.py) echo '${ref}';;
+esac
+case "$*" in  # the agent starts the engine as python -X cohort_run=ID .../torch_engine.py ...
+  *torch_engine.py*) echo '${hello}';;
+  *reference.py*) echo '${ref}';;
   *) exec /usr/bin/python3 "$@";;
 esac`,
   );
