@@ -20,7 +20,7 @@
 # The parts run most-wanted first; the table lists the ladder in its own order.
 #
 # What it runs, one rank throughout (two DDP ranks on one GPU are not a valid test):
-# 0. preflight: GPU, driver, CUDA, torch, cuDNN, NCCL, TF32 switches, Node (machine.txt).
+# 0. preflight: GPU, driver, CUDA, torch, cuDNN, NCCL, TF32 switches, C compiler, Node (machine.txt).
 # 1. the seeds' ladder at 224², batch 256, synthetic data, through Cohort's torch engine
 #    (standalone), each rung beside the plain PyTorch script of the same step (bench/gpu/reference.py),
 #    back to back: fp32 (cuDNN's default TF32 convolutions), channels-last (+ the seeds' extras),
@@ -74,6 +74,8 @@ capped() { timeout -k 5 "$(( $(left) > 20 ? $(left) : 20 ))" "$@"; } # a process
   nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | head -n 1
   "$PY" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "available", torch.cuda.is_available())'
   "$PY" -c 'import torch; n = torch.cuda.nccl.version() if torch.cuda.is_available() and hasattr(torch.cuda, "nccl") else None; print("nccl", ".".join(map(str, n)) if isinstance(n, tuple) else n, "tf32 cudnn", torch.backends.cudnn.allow_tf32, "tf32 matmul", torch.backends.cuda.matmul.allow_tf32)'
+  # torch.compile's triton backend builds small C launchers at run time: without a compiler it fails (and falls back, said in the table)
+  echo "c compiler $({ gcc --version 2>/dev/null || cc --version 2>/dev/null; } | head -n 1 | grep . || echo 'none (torch.compile needs one)')"
   echo "node $(node --version 2>/dev/null || echo 'not found')${COHORT_KIT:+ (from the device kit)}"
 } > "$OUT/machine.txt" 2>&1
 sed 's/^/preflight: /' "$OUT/machine.txt"
