@@ -22,7 +22,16 @@ const hasTorch = spawnSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 
 const work = mkdtempSync(join(tmpdir(), 'cohort-kit-test-'));
 const KIT = join(work, 'kit');
 const STUB = join(work, 'system-node-stub');
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+/** Processes still running from the kit or its runs' folders (there must be none when a test is over). */
+const leftovers = (): string[] =>
+  spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((l) => l.includes(work) && !l.includes('ps -eo'));
+afterAll(() => {
+  const left = leftovers();
+  rmSync(work, { recursive: true, force: true });
+  expect(left, 'processes left running').toEqual([]);
+});
 
 interface Result { code: number | null; stdout: string; stderr: string }
 
@@ -37,12 +46,19 @@ function inNamespace(script: string, env: Record<string, string>, timeoutMs: num
     'set +e',
   ].join('\n');
   return new Promise((resolve) => {
-    const child = spawn('unshare', ['-m', '-n', '--', 'bash', '-c', `${prelude}\n${script}`], { env: { PATH: SYSTEM_PATH, HOME: work, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its own process group: on a timeout the whole tree (CLI, agent, ranks) is killed, not just bash.
+    const child = spawn('unshare', ['-m', '-n', '--', 'bash', '-c', `${prelude}\n${script}`], { env: { PATH: SYSTEM_PATH, HOME: work, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    const t = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // the group is gone already
+      }
+    }, timeoutMs);
     child.on('close', (code) => {
       clearTimeout(t);
       resolve({ code, stdout, stderr });
