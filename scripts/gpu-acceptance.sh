@@ -73,7 +73,7 @@ capped() { timeout -k 5 "$(( $(left) > 20 ? $(left) : 20 ))" "$@"; } # a process
       G=$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader); echo "$G" | head -n 1; }
   nvidia-smi | grep -o 'CUDA Version: [0-9.]*' | head -n 1
   "$PY" -c 'import torch, torchvision; print("torch", torch.__version__, "torchvision", torchvision.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "available", torch.cuda.is_available())'
-  "$PY" -c 'import torch; n = torch.cuda.nccl.version() if torch.cuda.is_available() and hasattr(torch.cuda, "nccl") else None; print("nccl", ".".join(map(str, n)) if isinstance(n, tuple) else n, "tf32 cudnn", torch.backends.cudnn.allow_tf32, "tf32 matmul", torch.backends.cuda.matmul.allow_tf32)'
+  "$PY" -c 'import torch; n = torch.cuda.nccl.version() if torch.cuda.is_available() and hasattr(torch.cuda, "nccl") else None; print("nccl", ".".join(map(str, n)) if isinstance(n, tuple) else n, "tf32 cudnn", getattr(torch.backends.cudnn, "allow_tf32", "?"), "tf32 matmul", getattr(torch.backends.cuda.matmul, "allow_tf32", "?"))'
   # torch.compile's triton backend builds small C launchers at run time: without a compiler it fails (and falls back, said in the table)
   echo "c compiler $({ gcc --version 2>/dev/null || cc --version 2>/dev/null; } | head -n 1 | grep . || echo 'none (torch.compile needs one)')"
   echo "node $(node --version 2>/dev/null || echo 'not found')${COHORT_KIT:+ (from the device kit)}"
