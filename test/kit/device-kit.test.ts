@@ -101,13 +101,15 @@ describe.skipIf(!canNamespace)('the device kit, offline, with the system Node hi
     expect(events.find((e) => e.type === 'hello')).toMatchObject({ engine: 'tfjs', worldSize: 2 });
     expect(events.filter((e) => e.type === 'step').map((e) => (e as { step: number }).step)).toEqual([1, 2]);
     expect(events.find((e) => e.type === 'done')).toMatchObject({ status: 'ok', steps: 2 });
-    expect(existsSync(join(KIT, 'node', 'bin', 'node'))).toBe(true); // unpacked on first use, beside the packed one
+    // Unpacked on first use into ~/.cache (HOME is the test's folder), never into the kit: the kit stays as built.
+    expect(readdirSync(join(work, '.cache', 'cohort-kit')).filter((d) => d.startsWith('node-'))).toHaveLength(1);
+    expect(readdirSync(join(KIT, 'node')).sort()).toEqual([`node-v${JSON.parse(readFileSync(join(KIT, 'kit.json'), 'utf8')).node.version}-linux-x64.sha256`, `node-v${JSON.parse(readFileSync(join(KIT, 'kit.json'), 'utf8')).node.version}-linux-x64.xz`]);
   });
 
-  it.skipIf(!hasTorch)('…and on the torch engine (Debian’s CPU torch), from a read-only kit (Node unpacked into $TMPDIR, by Python’s lzma)', async () => {
+  it.skipIf(!hasTorch)('…and on the torch engine (Debian’s CPU torch), from a read-only kit, no writable cache (Node unpacked into $TMPDIR, by Python’s lzma)', async () => {
     const tmp = mkdtempSync(join(work, 'tmp-'));
     const script = [`mount --bind "${KIT}" "${KIT}"`, `mount -o remount,ro,bind "${KIT}"`, `"${KIT}/bin/cohort" run --local --engine torch ${tiny.join(' ')}`].join('\n');
-    const r = await inNamespace(script, { COHORT_DATA_DIR: join(work, 'data-torch'), COHORT_CONFIG_DIR: join(work, 'cfg'), TMPDIR: tmp, COHORT_KIT_UNPACK: 'python' }, 300_000);
+    const r = await inNamespace(script, { COHORT_DATA_DIR: join(work, 'data-torch'), COHORT_CONFIG_DIR: join(work, 'cfg'), TMPDIR: tmp, COHORT_KIT_UNPACK: 'python', XDG_CACHE_HOME: join(KIT, 'cache') }, 300_000);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/system node called/);
     const events = eventsOf(r.stdout);
