@@ -13,8 +13,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { LADDER_RUN_ORDER, SHAPE, standInGpu } from '../gpu/stand-in-gpu';
+import { ROOT } from '../helpers/cli';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const canNamespace = process.getuid?.() === 0 && spawnSync('unshare', ['-m', '-n', 'true']).status === 0;
 const hasTorch = spawnSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
