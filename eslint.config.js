@@ -18,7 +18,7 @@ function layer(files, message, patterns, regex, extra = [TFJS_INNER]) {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'dist/**', 'out/**', 'resources/**', 'bench/**', 'test-artifacts/**', '**/*.svelte'] },
+  { ignores: ['node_modules/**', 'dist/**', 'out/**', 'resources/**', 'bench/**', 'test-artifacts/**', 'device-kit/**', '.device-kit.*/**', '**/*.svelte'] },
   ...tseslint.configs.recommended,
   {
     rules: {

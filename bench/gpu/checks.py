@@ -4,18 +4,19 @@ files. One line per check, PASS / FAIL / SKIP with the numbers; exit 1 when any 
     python3 checks.py OUT
 
 Reads (written by scripts/gpu-acceptance.sh): gpus.csv (nvidia-smi index, uuid, name[, compute_cap]),
-visible.txt (the CUDA_VISIBLE_DEVICES the ranks ran under), engine-RUNG.jsonl and ref-RUNG.json per
-rung, engine-compile-warmup0.jsonl (--compile --warmup-steps 0), engine-bf16.jsonl (the engine with
---bf16), cli-auto.jsonl (a Cohort run with --engine auto), bf16-cli.jsonl + bf16-cli.exit (a Cohort
-run with --engine torch --bf16: the agent's pre-launch check), probe.txt (cohort probe local),
-tfjs.jsonl and tfjs-compile.jsonl (the tfjs engine on tfjs-node-gpu, without and with --compile)."""
+visible.txt (the CUDA_VISIBLE_DEVICES the ranks ran under), rungs.tsv (the ladder: which rungs ran),
+engine-RUNG.jsonl and ref-RUNG.json per rung (engine-all.jsonl: --compile at --warmup-steps 0;
+engine-bf16.jsonl: the engine with --bf16), cli-auto.jsonl (a Cohort run with --engine auto),
+bf16-cli.jsonl + bf16-cli.exit (a Cohort run with --engine torch --bf16: the agent's pre-launch
+check), check.txt + check.exit or
+check.skipped (cohort check local), probe.txt (cohort probe local), tfjs.jsonl and tfjs-compile.jsonl
+(the tfjs engine on tfjs-node-gpu, without and with --compile)."""
 import json
 import sys
 
 import run_files
 from run_files import first, last
 
-RUNGS = ("native", "compile", "fp16", "fp16-channels-last", "all")
 out = sys.argv[1]
 results = []
 
@@ -43,7 +44,11 @@ mine = next((g for g in gpus if (visible.isdigit() and g["index"] == int(visible
 print(f"# Checks (GPU under test: {mine['name'] + ' ' + mine['uuid'] + ', index ' + str(mine['index']) if mine else 'not found in gpus.csv for CUDA_VISIBLE_DEVICES=' + visible})\n")
 
 # ---- torch engine: which device each rank really used, and its own memory -------------------------
-for rung in RUNGS:
+for line in read("rungs.tsv").splitlines():
+    rung, status = line.split("\t")[0], line.split("\t")[-1]
+    if status != "ran":
+        check(f"{rung}: engine ran", None, status)
+        continue
     evs = events(f"engine-{rung}.jsonl")
     if evs is None:
         check(f"{rung}: engine ran", None, "no engine output")
@@ -70,8 +75,8 @@ for rung in RUNGS:
     check(f"{rung}: peak (reset after warm-up) within 25% of the plain script's max_memory_allocated", (abs(pk / rp - 1) <= 0.25) if pk and rp else None,
           f"Cohort {pk} vs plain {rp}" + (f" ({(pk / rp - 1) * 100:+.1f}%)" if pk and rp else ""))
 
-# ---- torch.compile with --warmup-steps 0: the compile step is warm-up, never in a throughput window ---
-evs = events("engine-compile-warmup0.jsonl")
+# ---- torch.compile with --warmup-steps 0 (the "all" rung's engine side): the compile step is warm-up ---
+evs = events("engine-all.jsonl")
 comp, warm = last(evs, "compile"), first(evs, "warmup")
 wsteps = [e for e in evs or [] if e.get("type") == "step"]
 if not evs:
@@ -116,6 +121,11 @@ else:
           f"exit {read('bf16-cli.exit')}, error {json.dumps(err)}")
 probe = read("probe.txt")
 check("cohort probe shows the compute capability", (f"cc {cc}" in probe) if cc else None, probe.splitlines()[0][:300] if probe else "no probe output")
+
+# ---- the cluster doctor on this machine, where this build has it -----------------------------------
+doctor = read("check.txt", None)
+check("cohort check local finds nothing wrong", (read("check.exit") == "0") if doctor is not None else None,
+      f"exit {read('check.exit')}: {doctor.splitlines()[0][:300] if doctor else 'no output'}" if doctor is not None else read("check.skipped", "not run"))
 
 # ---- tfjs on tfjs-node-gpu --------------------------------------------------------------------------
 tf = events("tfjs.jsonl")

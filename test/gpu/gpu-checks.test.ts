@@ -41,18 +41,27 @@ const autoHello = (engine: 'torch' | 'tfjs', device: string) =>
   ev({ type: 'hello', engine, backend: engine === 'torch' ? 'cuda' : 'wasm', device, worldSize: 1, params: 25_557_032, host: 'local', capabilities: { fp16: { available: engine === 'torch', detail: '' }, compile: { available: true, detail: '' } }, versions: {}, reason: 'auto: torch with CUDA; python: /opt/venv/bin/python (torch 2.3.1+cu121, CUDA 12.1, 2 GPU(s)); also found: /usr/bin/python3 (torch 2.1.2, CPU only)' });
 const autoOnGpu = [autoHello('torch', `cuda:0 NVIDIA A100-SXM4-40GB (GPU 1, ${A100})`)];
 
-function outDir(o: { cc: string; engineStep?: string; enginePlan?: string; bf16Cli: string[]; bf16Exit: number; warmup0?: string; auto?: string[] }): string {
+const LADDER = ['fp32', 'channels-last', 'fp16', 'bf16', 'compile', 'all'];
+
+function outDir(o: { cc: string; engineStep?: string; enginePlan?: string; bf16Cli: string[]; bf16Exit: number; warmup0?: string; auto?: string[]; check?: { exit: number; text: string } | 'absent'; skipped?: string }): string {
   const d = mkdtempSync(join(tmpdir(), 'cohort-gpu-checks-'));
   dirs.push(d);
   writeFileSync(join(d, 'gpus.csv'), `0, GPU-1b2c3d4e-0000-1111-2222-333344445555, Tesla T4, 7.5\n1, ${A100}, NVIDIA A100-SXM4-40GB, ${o.cc}\n`);
   writeFileSync(join(d, 'visible.txt'), '1\n');
-  for (const rung of ['native', 'compile', 'fp16', 'fp16-channels-last', 'all']) {
-    writeFileSync(join(d, `engine-${rung}.jsonl`), [hello(false), o.enginePlan ?? plan(), o.engineStep ?? step()].join('\n') + '\n');
+  // rungs.tsv as scripts/gpu-acceptance.sh writes it: name, COHORT_TORCH_EXTRAS, engine flags, plain flags, "ran" or why not.
+  writeFileSync(join(d, 'rungs.tsv'), LADDER.map((r) => `${r}\t0\t\t\t${r === o.skipped ? 'skipped: time budget (12 s left, ~90 s needed)' : 'ran'}\n`).join(''));
+  for (const rung of LADDER.filter((r) => r !== o.skipped)) {
+    // "all" runs the engine at --warmup-steps 0 (the compile check reads it); "bf16" is also the engine's --bf16 capability.
+    const body = rung === 'all' ? (o.warmup0 ?? compileWarmup0()).trim() : (o.engineStep ?? step());
+    writeFileSync(join(d, `engine-${rung}.jsonl`), [hello(rung === 'bf16' && o.cc >= '8.0'), o.enginePlan ?? plan(), body].join('\n') + '\n');
     writeFileSync(join(d, `ref-${rung}.json`), JSON.stringify({ imgPerSec: 1250, maxMemoryAllocated: 8.8 * GiB }));
   }
-  writeFileSync(join(d, 'engine-compile-warmup0.jsonl'), o.warmup0 ?? compileWarmup0());
   writeFileSync(join(d, 'cli-auto.jsonl'), [...(o.auto ?? autoOnGpu), done].join('\n') + '\n');
-  writeFileSync(join(d, 'engine-bf16.jsonl'), hello(o.cc >= '8.0') + '\n');
+  if (o.check === 'absent') writeFileSync(join(d, 'check.skipped'), "skipped: this build of cohort has no 'check' command\n");
+  else if (o.check) {
+    writeFileSync(join(d, 'check.txt'), o.check.text);
+    writeFileSync(join(d, 'check.exit'), `${o.check.exit}\n`);
+  }
   writeFileSync(join(d, 'bf16-cli.jsonl'), o.bf16Cli.join('\n') + '\n');
   writeFileSync(join(d, 'bf16-cli.exit'), `${o.bf16Exit}\n`);
   writeFileSync(join(d, 'probe.txt'), `local: Linux 6.1 x86_64, 64 cores, 503.8 GiB, node v20.11.0, Tesla T4 15 GiB cc 7.5, NVIDIA A100-SXM4-40GB 40 GiB cc ${o.cc} (driver 535.104.05, CUDA 12.2)\n`);
@@ -69,7 +78,7 @@ describe('bench/gpu/checks.py', () => {
     const r = run(outDir({ cc: '8.0', bf16Cli: [hello(true), done], bf16Exit: 0 }));
     expect(r.status, r.stdout + r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^# Checks \(GPU under test: NVIDIA A100-SXM4-40GB GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff, index 1\)/);
-    expect(r.stdout).toMatch(/30 passed, 0 failed, 2 skipped/);
+    expect(r.stdout).toMatch(/35 passed, 0 failed, 3 skipped/);
     expect(r.stdout).toMatch(/- PASS compile, --warmup-steps 0: compile kept out of throughput: compile 48\.0 s; .*first window 1\.00x the median/);
     expect(r.stdout).toMatch(/- PASS cohort run --engine auto picks the CUDA torch/);
   });
@@ -77,9 +86,9 @@ describe('bench/gpu/checks.py', () => {
   it('fails when a rank reports another GPU, or a device-wide figure as its own process', () => {
     const wrong = run(outDir({ cc: '8.0', enginePlan: plan('GPU-1b2c3d4e-0000-1111-2222-333344445555'), bf16Cli: [hello(true), done], bf16Exit: 0 }));
     expect(wrong.status).toBe(1);
-    expect(wrong.stdout).toMatch(/- FAIL native: plan names the GPU the rank used: .*GPU-1b2c3d4e/);
+    expect(wrong.stdout).toMatch(/- FAIL fp32: plan names the GPU the rank used: .*GPU-1b2c3d4e/);
     const devicewide = run(outDir({ cc: '8.0', engineStep: step({ gpuProcessBytes: 12 * GiB }), bf16Cli: [hello(true), done], bf16Exit: 0 }));
-    expect(devicewide.stdout).toMatch(/- FAIL native: this process's bytes on its GPU .*gpuProcessBytes 12884901888, gpuUsedBytes 11811160064/);
+    expect(devicewide.stdout).toMatch(/- FAIL fp32: this process's bytes on its GPU .*gpuProcessBytes 12884901888, gpuUsedBytes 11811160064/);
   });
 
   it('fails when the compile step lands in the first throughput window (--warmup-steps 0)', () => {
@@ -102,5 +111,17 @@ describe('bench/gpu/checks.py', () => {
     const ran = run(outDir({ cc: '7.0', bf16Cli: [hello(false), done], bf16Exit: 0 }));
     expect(ran.status).toBe(1);
     expect(ran.stdout).toMatch(/- FAIL agent refuses --bf16 on a < 8\.0 GPU before any rank, naming it: exit 0, error null/);
+  });
+
+  it('says SKIP for a rung the time budget left out, and PASS/FAIL/SKIP for cohort check local by its exit', () => {
+    const r = run(outDir({ cc: '8.0', bf16Cli: [hello(true), done], bf16Exit: 0, skipped: 'compile', check: { exit: 0, text: 'local: 9 checks, all fine\n' } }));
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/- SKIP compile: engine ran: skipped: time budget \(12 s left, ~90 s needed\)/);
+    expect(r.stdout).toMatch(/- PASS cohort check local finds nothing wrong: exit 0: local: 9 checks, all fine/);
+    const sick = run(outDir({ cc: '8.0', bf16Cli: [hello(true), done], bf16Exit: 0, check: { exit: 1, text: 'local: GPU 0 ECC errors\n' } }));
+    expect(sick.status).toBe(1);
+    expect(sick.stdout).toMatch(/- FAIL cohort check local finds nothing wrong: exit 1: local: GPU 0 ECC errors/);
+    const absent = run(outDir({ cc: '8.0', bf16Cli: [hello(true), done], bf16Exit: 0, check: 'absent' }));
+    expect(absent.stdout).toMatch(/- SKIP cohort check local finds nothing wrong: skipped: this build of cohort has no 'check' command/);
   });
 });

@@ -64,7 +64,8 @@ def build(cfg, d, gpu):
     use_bf16 = cfg["bf16"] and cap["bf16"]["available"]
     amp_dtype = torch.float16 if use_fp16 else torch.bfloat16 if use_bf16 else None
     autocast = (lambda: torch.autocast(d.device.type, dtype=amp_dtype)) if amp_dtype else contextlib.nullcontext
-    scaler = torch.cuda.amp.GradScaler(enabled=use_fp16)
+    # torch.amp's GradScaler where it exists (torch >= 2.3 deprecates torch.cuda.amp's); Debian's 1.13 has only the latter
+    scaler = torch.amp.GradScaler("cuda", enabled=use_fp16) if hasattr(torch.amp, "GradScaler") else torch.cuda.amp.GradScaler(enabled=use_fp16)
     if cfg["optimizer"] == "adamw":
         extra = {"fused": True} if cap["fusedAdamW"]["available"] and EXTRAS else {}
         optimizer = torch.optim.AdamW(model.parameters(), lr=cfg["lr"], weight_decay=cfg["weightDecay"], **extra)
