@@ -100,4 +100,21 @@ describe.skipIf(!existsSync(CHROMIUM))('a URL per run, and Live following any cl
     detached = '';
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
   });
+
+  it('a run opened from an address stays; a run starting meanwhile is offered, not forced', async () => {
+    await page.goto(`${serve.url}#/runs/${older}`);
+    await expect.poll(() => shownRun(), { timeout: 30_000 }).toBe(older);
+    const started = cohort(['run', '--local', ...TINY, '--steps', '5000', '--detach']);
+    expect(started.code, started.stderr).toBe(0);
+    detached = started.stdout.trim();
+    await expect.poll(() => page.getByTestId('newer-run').textContent({ timeout: 1000 }).catch(() => null), { timeout: 60_000 }).toContain(detached);
+    expect(await shownRun()).toBe(older);
+    await page.screenshot({ path: join(ARTIFACTS, 'run-url-newer.png') });
+    await page.getByTestId('show-newer-run').click();
+    await expect.poll(() => shownRun(), { timeout: 30_000 }).toBe(detached);
+    await expect.poll(() => page.getByTestId('stop-run').count(), { timeout: 60_000 }).toBe(1);
+    expect(await page.getByTestId('newer-run').count()).toBe(0);
+    expect(cohort(['stop', detached], 60_000).code).toBe(0);
+    detached = '';
+  });
 });
