@@ -3,7 +3,7 @@
 // Every wait shows where the run is (connecting, deploying, starting ranks, compile i of n,
 // warm-up, Step k/N with elapsed and ETA): a live status line when stderr is a terminal, plain
 // lines when it is not (one per phase change, compile stages at most every few seconds).
-import { formatStepLine, type CohortEvent, type HelloEvent, type PlanEvent, type RankMemory, type TrainConfig } from '../../trainer/protocol';
+import { formatStepLine, initialRunView, stepRunView, type CohortEvent, type HelloEvent, type PlanEvent, type RankMemory, type TrainConfig } from '../../trainer/protocol';
 import { bf16Label, fp16Label, type DeployProgress } from '../common';
 import { applyEvent } from '../core/runs/applied-config';
 import { styleFor } from './style';
@@ -106,6 +106,7 @@ export function humanPrinter(
   const s = styleFor(err, opts.env ?? {});
   const status = new StatusLine(err, tty, t0, now);
   let totalSteps = 0;
+  let view = initialRunView();
   let trainStart = 0;
   let trainStartStep = 0;
   const deployPct = new Map<string, number>();
@@ -130,6 +131,10 @@ export function humanPrinter(
       say(`${p.host}: ${p.phase === 'failed' ? s.red(what) : what}${p.message ? ` — ${p.message}` : ''}\n`);
     },
     event(e) {
+      // The run view tells each restart and error once (a lost leader's restart is in every host's record).
+      const told = stepRunView(view, e);
+      view = told.view;
+      if (!told.told) return;
       switch (e.type) {
         case 'hello': {
           // What the engine offers here is not what this run does (a tfjs host offers compile and fp16

@@ -287,6 +287,9 @@ export async function followRun(api: Pick<CohortApi, 'onRunEvent' | 'attachRun'>
   let nextSeq = -1;
   const early: RunEventMessage[] = [];
   const take = (m: RunEventMessage) => {
+    // seq -1: a message outside the record (the client's own disk-full warning): no place in the
+    // order, never a duplicate; it is handed on as it comes (issue 24 defect 13: it was dropped).
+    if (m.seq < 0) return onEvent(m.event);
     if (m.seq < nextSeq) return;
     nextSeq = m.seq + 1;
     onEvent(m.event);

@@ -1,6 +1,7 @@
 // What the run history measures and how runs are told apart, shared by core (which records it), the
 // CLI (list, export) and the dashboard (History, Compare): the spread of a run's throughput over its
 // windows, its bounded curves, its duration and its user-given name. Plain TypeScript.
+import { isFinished } from '../../trainer/protocol';
 
 import { DecodeError, arr, optStr, type Obj } from '../../trainer/protocol/validate';
 
@@ -59,7 +60,7 @@ export function spreadOf(rates: readonly number[]): ThroughputSpread {
 /** Wall time from start to end (to `now` while it runs); null when the end is unknown. */
 export function runDurationMs(m: { startedAt: string; endedAt?: string; status: string }, now = Date.now()): number | null {
   const t0 = Date.parse(m.startedAt);
-  const open = !['ok', 'failed', 'cancelled', 'lost'].includes(m.status);
+  const open = !isFinished(m.status) && m.status !== 'lost'; // a lost run's end is not known: no clock running
   const t1 = m.endedAt ? Date.parse(m.endedAt) : open ? now : NaN;
   return Number.isFinite(t0) && Number.isFinite(t1) ? Math.max(0, t1 - t0) : null;
 }

@@ -7,6 +7,8 @@ import { HostCmdFailure, intFlag, parseFlags, sleep } from './host-cmd';
 import { readState, recordAgentAlive, recordPaths, runDirOf } from './run-record';
 
 const POLL_MS = 150;
+/** Longer than the agent's state beat (2 s). */
+const DAMAGED_FINAL_MS = 3000;
 const CHUNK = 1 << 20;
 
 export async function runFollow(argv: readonly string[], workdir: string): Promise<number> {
@@ -41,9 +43,29 @@ export async function runFollow(argv: readonly string[], workdir: string): Promi
     }
     return wrote;
   };
+  // A state.json that cannot be read is final only when it stays so past the agent's 2-s beat (an
+  // in-place rewrite on a full disk may be caught half-written; the next beat mends it).
+  let damagedSince = 0;
+  const stateNow = (): ReturnType<typeof readState> | 'damaged' => {
+    try {
+      const st = existsSync(paths.state) ? readState(dir) : undefined;
+      damagedSince = 0;
+      return st;
+    } catch (err) {
+      if (!(err instanceof HostCmdFailure) || err.code !== 'record-damaged') throw err;
+      damagedSince ||= Date.now();
+      if (Date.now() - damagedSince > DAMAGED_FINAL_MS) throw err;
+      return 'damaged';
+    }
+  };
   for (;;) {
     if (closedOut) return 0;
-    const st = existsSync(paths.state) ? readState(dir) : undefined;
+    const now = stateNow();
+    if (now === 'damaged') {
+      if (!(await drain())) await sleep(POLL_MS); // the events go on meanwhile
+      continue;
+    }
+    const st = now;
     if (st && isTerminalRunState(st.state)) {
       await drain();
       return 0;

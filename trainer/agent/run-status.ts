@@ -2,14 +2,14 @@
 // state.json with `agentAlive` (false for a non-terminal record whose agent is gone: lost, not running).
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { HOST_CMD_EXIT, type RunStatusLine } from '../protocol';
+import { HOST_CMD_EXIT, isValidRunId, type RunStatusLine } from '../protocol';
 import { HostCmdFailure, parseFlags, replyLine } from './host-cmd';
-import { RUN_ID_RE, readState, recordAgentAlive, runDirOf } from './run-record';
+import { readState, recordAgentAlive, runDirOf } from './run-record';
 
 export async function runStatus(argv: readonly string[], workdir: string): Promise<number> {
   const flags = parseFlags(argv, ['run'], 'run-status');
   const runs = join(workdir, 'runs');
-  const ids = flags.run ? [flags.run] : existsSync(runs) ? readdirSync(runs).filter((d) => RUN_ID_RE.test(d)).sort() : [];
+  const ids = flags.run ? [flags.run] : existsSync(runs) ? readdirSync(runs).filter((d) => isValidRunId(d)).sort() : [];
   let found = 0;
   for (const id of ids) {
     const dir = runDirOf(workdir, id);

@@ -11,3 +11,6 @@ export * from './run-state';
 export * from './slurm-job';
 export * from './slow-rank';
 export * from './env-switches';
+export * from './world-layout';
+export * from './run-id';
+export * from './run-view';

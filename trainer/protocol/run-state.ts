@@ -1,11 +1,14 @@
 // The on-host record of a durable run (`<workdir>/runs/<runId>/state.json`) and what the host
 // commands print (run-start, run-stop, run-status). Written by the host agent, read by clients.
+import type { ErrorInfo } from './errors';
+import { FINISHED_STATUSES, isFinished } from './run-view';
 import { num, obj, oneOf, optNum, optStr, str, type Obj } from './validate';
 
 export const HOST_RUN_STATES = ['queued', 'starting', 'running', 'restarting', 'ok', 'failed', 'cancelled'] as const;
 export type HostRunState = (typeof HOST_RUN_STATES)[number];
-export const TERMINAL_RUN_STATES: readonly HostRunState[] = ['ok', 'failed', 'cancelled'];
-export const isTerminalRunState = (s: HostRunState): boolean => TERMINAL_RUN_STATES.includes(s);
+export const TERMINAL_RUN_STATES: readonly HostRunState[] = FINISHED_STATUSES;
+/** isFinished (run-view.ts) for the hosts' record states. */
+export const isTerminalRunState = (s: HostRunState): boolean => isFinished(s);
 
 export interface RunStateError {
   host: string;
@@ -76,8 +79,12 @@ export function decodeRunState(value: unknown): RunStateRecord {
   return r;
 }
 
-/** Exit codes of the host commands (besides 0 = ok). */
-export const HOST_CMD_EXIT = { failed: 1, badSpec: 2, usage: 3, agentLost: 4, noSuchRun: 5 } as const;
+/**
+ * Exit codes of the host commands (besides 0 = ok): the one table, read by the hosts and the
+ * client alike (never a bare number). recordDamaged: the run's state.json cannot be read (cut
+ * short, not JSON): asking again will not help (issue 24 defect 9).
+ */
+export const HOST_CMD_EXIT = { failed: 1, badSpec: 2, usage: 3, agentLost: 4, noSuchRun: 5, recordDamaged: 6 } as const;
 
 /** What run-start prints on success (one JSON line). */
 export interface RunStartReply {
@@ -86,7 +93,7 @@ export interface RunStartReply {
   agentPid: number;
   state: HostRunState;
 }
-/** What a host command prints when it fails (one JSON line). */
+/** What a host command prints when it fails (one JSON line): the one error wire shape (ErrorInfo, errors.ts). */
 export interface HostCmdError {
-  error: { code: string; message: string };
+  error: ErrorInfo;
 }

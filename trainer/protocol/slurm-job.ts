@@ -39,6 +39,20 @@ export interface SlurmRendezvous {
   controlPort: number;
 }
 
+/**
+ * The job id in `sbatch --parsable` output: `jobid[;cluster]` on a line of its own. A site's sbatch
+ * wrapper may print notices around it (issue 24 defect 7: the first line was taken, so a notice
+ * orphaned the job), so the last line of that form wins; undefined when there is none.
+ */
+export function parseSbatchParsable(stdout: string): { jobId: string; cluster?: string } | undefined {
+  const lines = stdout.split('\n').map((l) => l.trim());
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const m = /^(\d+)(?:;([A-Za-z0-9._-]+))?$/.exec(lines[i]!);
+    if (m) return m[2] ? { jobId: m[1]!, cluster: m[2] } : { jobId: m[1]! };
+  }
+  return undefined;
+}
+
 export const slurmJobName = (runId: string): string => `cohort-${runId}`;
 export const slurmRunDir = (workdir: string, runId: string): string => `${workdir.replace(/\/+$/, '')}/slurm/${runId}`;
 export const slurmNodeWorkdir = (workdir: string, runId: string, node: number): string => `${slurmRunDir(workdir, runId)}/node-${node}`;

@@ -24,86 +24,25 @@ import {
   DisposableBase,
   Emitter,
   EventLineDecoder,
+  HOST_CMD_EXIT,
   HOST_WAIT_MS,
   decodeRunState,
+  errorKey,
   isTerminalRunState,
   makeEvent,
   type CohortEvent,
   type ErrorEvent,
-  type LaunchSpec,
-  type RunStartReply,
   type RunStatus,
   type RunStatusLine,
   type SchedulerQueue,
 } from '../../../trainer/protocol';
-import type { HostRecordRef } from '../../common';
-import { runHostCommand, type HostCommand, type HostLink } from './host-link';
+import { initialControllerState, isOver, transition, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
+import { runHostCommand, type HostCommand } from './host-link';
+import { hostCmdError, parseLine, slurmJobOver, startReply } from './host-replies';
+import { rejoinOnce } from './run-rejoin';
+import type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
-export interface HostLaunch {
-  host: string;
-  link: HostLink;
-  /** This host's LaunchSpec (absent when attaching to a run started elsewhere). */
-  spec?: LaunchSpec;
-}
-
-/**
- * Where a scheduled run waits: the scheduler's pending reason and its place in the queue (the
- * `queued` event's `slurm`), and, while a requeued job waits to run again (the run is
- * `restarting`), why Slurm requeued it and its Restarts count.
- */
-export type SchedulerQueueState = SchedulerQueue & { restarting?: string; restarts?: number };
-
-/** The scheduler's final word on a job (Slurm: JobState, Reason, NodeList). */
-export interface SlurmJobEnd {
-  jobId: string;
-  state: string;
-  reason: string;
-  nodes: string;
-  /** How many times the scheduler has run the job again (Slurm's Restarts). */
-  restarts: number;
-}
-
-/**
- * A run placed by a batch scheduler (Slurm, cluster/slurm-job.ts): the controller submits it, waits
- * while it is queued, then follows the hosts the allocation gave it like any others. Stop is the
- * scheduler's (scancel), and its account of the end (time limit, node failure) names the reason.
- */
-export interface ScheduledJob {
-  readonly id: string | undefined;
-  submit(): Promise<string>;
-  /** Resolves with the allocation's hosts (leader first) once every node's agent has its record. */
-  /** minAttempt: the records must be from this run of the job or a later one (a requeued job's). */
-  waitRunning(onQueued: (q: SchedulerQueueState) => void, signal: AbortSignal, opts?: { minAttempt?: number }): Promise<HostLaunch[]>;
-  /** Cancels the job; resolves once it has left the queue (bounded). */
-  cancel(): Promise<void>;
-  ended(): Promise<SlurmJobEnd | undefined>;
-}
-
-export interface RunPlan {
-  runId: string;
-  /** hosts[0] is the leader (rank 0's host). Empty for a scheduled run until its job runs. */
-  hosts: HostLaunch[];
-  /** Set: the run is a batch job; hosts come from its allocation. */
-  scheduler?: ScheduledJob;
-  /** Where each host keeps the record (kept in the local history so any client can attach later). */
-  record?: HostRecordRef[];
-  /** No contact with the leader for this long: the run is `lost` (default 60 s). */
-  lostAfterMs?: number;
-  /** How long run-stop waits for the run to end (default 10 s). */
-  stopWaitMs?: number;
-}
-
-export type RunOutcome = RunStatus | 'lost';
-
-export interface RunResult {
-  status: RunOutcome;
-  /** The first error (the root cause), if the run failed. */
-  error?: ErrorEvent;
-  done?: Extract<CohortEvent, { type: 'done' }>;
-  lastStep: number;
-  /** The leader's state record, when it could be read. */
-  state?: RunStatusLine;
-}
+export type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd };
 
 interface Follow {
   host: HostLaunch;
@@ -133,13 +72,16 @@ export class RunController extends DisposableBase {
   private readonly errorsTold = new Set<string>();
   private doneEvent: Extract<CohortEvent, { type: 'done' }> | undefined;
   private lastStep = 0;
-  private stopping: 'no' | 'stop' | 'force' = 'no';
+  /** The run as a whole, as controller-lifecycle.ts's transition keeps it. */
+  private state: ControllerState;
   /** The stop commands in flight: the result waits for them (bounded), so a caller's leftover
    *  check never finds Cohort's own `run-stop` still running on a follower. */
   private stopsInFlight: Promise<void> | undefined;
-  private finished = false;
-  /** Lost hosts the run waits for (a restart event's waitingFor) until the run steps again. */
-  private readonly waitingFor = new Set<string>();
+  /** The leader's state record read at its end (finish's second argument). */
+  private leaderState: RunStatusLine | undefined;
+  private resolved = false;
+  /** The leader answered that it has no record of the run (run-follow exit 5). */
+  private leaderRecordGone = false;
   /** The highest restart told: a lost leader's restart is in every follower's record and then the leader's. */
   private restartsTold = 0;
   private readonly startedAt = Date.now();
@@ -148,8 +90,61 @@ export class RunController extends DisposableBase {
 
   constructor(private readonly plan: RunPlan) {
     super();
+    this.state = initialControllerState(!!plan.scheduler);
     this.result = new Promise((res) => (this.resolveResult = res));
   }
+
+  private get finished(): boolean {
+    return isOver(this.state);
+  }
+
+  /** A stop was asked (or is being checked with the scheduler). */
+  private get stopRequested(): boolean {
+    const k = this.state.phase.k;
+    return k === 'stopping' || k === 'checking-job';
+  }
+
+  private waits(host: string): boolean {
+    return this.state.phase.k === 'awaiting-hosts' && this.state.phase.waitingFor.includes(host);
+  }
+
+  /** One input through the lifecycle's transition; its effects run here (the shell). */
+  private dispatch(input: ControllerInput): void {
+    const { state, effects } = transition(this.state, input);
+    this.state = state;
+    for (const fx of effects) this.run(fx);
+  }
+
+  private run(fx: ControllerEffect): void {
+    switch (fx.e) {
+      case 'finish':
+        return this.finish(fx.status, this.leaderState);
+      case 'relaunch':
+        return this.relaunchLost(fx.hosts, this.relaunchWaitMs);
+      case 'ask-job':
+        void this.plan
+          .scheduler!.ended()
+          .catch(() => undefined)
+          .then((end) => {
+            const over = !!end && slurmJobOver(end.state) && end.state !== 'CANCELLED';
+            if (over) this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${end.jobId} had already ended (JobState=${end.state}) before the stop: nothing to stop; its record tells how the run ended` }));
+            this.dispatch({ t: 'job-state', over });
+          });
+        return;
+      case 'stop-hosts':
+        return this.sendStop(fx.reason, fx.force);
+      case 'stop-following':
+        for (const f of this.follows) f.cmd?.kill();
+        return;
+      case 'tell':
+        if (fx.message.startsWith('the job had already ended')) return; // said with the job's id by ask-job
+        return this.emit(makeEvent({ type: 'log', level: fx.level, message: fx.message }));
+      default:
+        return; // submit, wait-job, start-hosts, follow-hosts: the shell's own start()/attach() run them (UNFINISHED: not yet driven from here)
+    }
+  }
+
+  private relaunchWaitMs = HOST_WAIT_MS;
 
   get runId(): string {
     return this.plan.runId;
@@ -174,6 +169,7 @@ export class RunController extends DisposableBase {
     try {
       const id = await job.submit();
       this.emit(makeEvent({ type: 'log', level: 'info', message: `submitted Slurm job ${id} (run ${this.plan.runId})` }));
+      this.dispatch({ t: 'submitted' });
       return true;
     } catch (err) {
       this.schedulerFailed(err);
@@ -202,9 +198,11 @@ export class RunController extends DisposableBase {
         this.waitAbort.signal,
         requeue ? { minAttempt: requeue.attempt } : {},
       );
-      if (this.finished || this.stopping !== 'no') return;
+      // (a stop still being checked with the scheduler goes on following: the job may have ended on its own)
+      if (this.finished || this.state.phase.k === 'stopping') return;
       for (const l of this.queueListeners) l(undefined);
       this.plan.hosts = hosts;
+      this.dispatch({ t: 'job-running' });
       this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${job.id} runs on ${hosts.map((h) => h.host).join(', ')}` }));
       this.attach(requeue ? Object.fromEntries(hosts.map((h, i) => [h.host, requeue.offsets[i] ?? 0])) : offsets);
     } catch (err) {
@@ -222,8 +220,8 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + 10_000;
     for (;;) {
       const end = await job.ended().catch(() => undefined);
-      if (!end || this.stopping !== 'no' || this.finished) return false;
-      if (end.restarts > followedAttempt && !/^(COMPLETED|FAILED|CANCELLED|TIMEOUT|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE|PREEMPTED)$/.test(end.state)) {
+      if (!end || this.stopRequested || this.finished) return false;
+      if (end.restarts > followedAttempt && !slurmJobOver(end.state)) {
         const offsets = this.follows.map((f) => f.offset);
         for (const f of this.follows) {
           f.retired = true;
@@ -233,6 +231,7 @@ export class RunController extends DisposableBase {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `restarting: ${reason}; the run resumes from its last checkpoint when the job runs again` }));
         for (const l of this.queueListeners) l({ jobId: end.jobId, reason: end.reason, restarting: reason });
         this.follows = [];
+        this.dispatch({ t: 'job-requeued' });
         void this.followScheduled({}, { attempt: end.restarts, reason, offsets });
         return true;
       }
@@ -242,10 +241,12 @@ export class RunController extends DisposableBase {
   }
 
   private schedulerFailed(err: unknown): void {
-    if (this.stopping !== 'no' || this.finished) return this.finish('cancelled');
-    const e = err as { code?: string; message: string; hint?: string };
-    this.emitError({ rank: -1, host: this.plan.hosts[0]?.host ?? 'slurm', message: e.message, logTail: [], code: e.code ?? 'slurm-failed' });
-    this.finish('failed');
+    if (this.finished) return;
+    if (!this.stopRequested) {
+      const e = err as { code?: string; message: string; hint?: string };
+      this.emitError({ rank: -1, host: this.plan.hosts[0]?.host ?? 'slurm', message: e.message, logTail: [], code: e.code ?? 'slurm-failed' });
+    }
+    this.dispatch({ t: 'job-failed' });
   }
 
   /**
@@ -254,6 +255,7 @@ export class RunController extends DisposableBase {
    * false when the start failed (the run's result says why).
    */
   async start(): Promise<boolean> {
+    this.dispatch({ t: 'start' });
     if (this.plan.scheduler) {
       if (!(await this.submitScheduled())) return false;
       void this.followScheduled();
@@ -274,17 +276,19 @@ export class RunController extends DisposableBase {
         const message = reply?.error?.message ?? `run-start on ${h.host} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`;
         this.emitError({ rank: -1, host: h.host, message, logTail: [], code });
         await Promise.all(started.map((s) => this.stopHost(s, 'a host of the run could not start', 5000)));
-        this.finish('failed');
+        this.dispatch({ t: 'host-refused' });
         return false;
       }
       started.push(h);
     }
+    this.dispatch({ t: 'hosts-started' });
     this.attach();
     return true;
   }
 
   /** Follows every host's record from the start (or from given byte offsets). */
   attach(offsets: Record<string, number> = {}): void {
+    this.dispatch({ t: 'attach' });
     if (this.plan.scheduler && this.plan.hosts.length === 0) {
       void this.followScheduled(offsets);
       return;
@@ -295,24 +299,26 @@ export class RunController extends DisposableBase {
 
   /** Stops the run on every host (whoever started it). `force`: stop waiting at once. Idempotent. */
   cancel(reason = 'cancelled by the user', opts: { force?: boolean } = {}): void {
-    if (this.finished) return;
-    if (opts.force) {
-      this.stopping = 'force';
+    // A scheduled run asks the scheduler first: a job that has already ended is not stopped, and
+    // not called cancelled (issue 24 defect 2); the lifecycle's transition says so (ask-job).
+    this.dispatch({ t: 'stop', reason, force: !!opts.force });
+  }
+
+  /** The stop-hosts effect: run-stop on the hosts (or scancel), then the end (stop-sent). */
+  private sendStop(reason: string, force: boolean): void {
+    if (force) {
       this.emit(makeEvent({ type: 'log', level: 'warn', message: `forcing: not waiting for the hosts to confirm the stop of ${this.plan.runId}` }));
       this.stopsInFlight = this.stopAll(reason, 2000);
-      for (const f of this.follows) f.cmd?.kill();
-      setTimeout(() => this.finish('cancelled'), 2000);
+      setTimeout(() => this.dispatch({ t: 'stop-sent' }), 2000);
       return;
     }
-    if (this.stopping !== 'no') return;
-    this.stopping = 'stop';
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
     this.stopsInFlight = this.stopAll(reason, this.plan.stopWaitMs ?? 10_000);
     void this.stopsInFlight.then(() => {
       // Still queued: nothing to follow, the job is gone.
-      if (this.plan.scheduler && this.follows.length === 0) return this.finish('cancelled');
+      if (this.plan.scheduler && this.follows.length === 0) return this.dispatch({ t: 'stop-sent' });
       // A host that could not be reached cannot confirm; do not wait for it beyond the stop.
-      setTimeout(() => this.finish('cancelled'), 3000).unref();
+      setTimeout(() => this.dispatch({ t: 'stop-sent' }), 3000).unref();
     });
   }
 
@@ -345,7 +351,7 @@ export class RunController extends DisposableBase {
     try {
       const r = await runHostCommand(h.link, ['run-stop', '--run', this.plan.runId, '--reason', reason, '--wait-ms', String(waitMs)], { timeoutMs: waitMs + 5000 });
       const line = parseLine(r.stdout);
-      if (r.code === 5) return undefined; // no record on that host: nothing to stop
+      if (r.code === HOST_CMD_EXIT.noSuchRun) return undefined; // no record on that host: nothing to stop
       if (!line || !('runId' in line)) {
         this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: run-stop did not confirm (exit ${r.code}): ${(line ? JSON.stringify(line.error) : r.stderr.trim()).slice(0, 300)}` }));
         return undefined;
@@ -358,7 +364,8 @@ export class RunController extends DisposableBase {
   }
 
   private gaveUp(): boolean {
-    return this.finished || this.isDisposed || this.stopping === 'force';
+    const p = this.state.phase;
+    return this.finished || this.isDisposed || (p.k === 'stopping' && p.force);
   }
 
   private async follow(f: Follow): Promise<void> {
@@ -368,6 +375,7 @@ export class RunController extends DisposableBase {
     while (!this.gaveUp() && !f.retired) {
       let code: number | null = null;
       let stderr = '';
+      let hostError: { code: string; message: string } | undefined;
       try {
         const cmd = await f.host.link.command(['run-follow', '--run', this.plan.runId, '--offset', String(f.offset)]);
         f.cmd = cmd;
@@ -386,6 +394,7 @@ export class RunController extends DisposableBase {
           for (const r of decoder.push(chunk.toString('utf8'))) {
             if (r.kind === 'event' && r.event.type === 'error' && !isLeader) this.followerErrors.push(r.event);
             else if (r.kind === 'event') this.handle(r.event);
+            else if (r.kind === 'invalid' && hostCmdError(r.text)) hostError = hostCmdError(r.text); // the command's own failure line, told by its exit code
             else if (r.kind === 'invalid') this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: record line is not a valid event (${r.error})` }));
           }
         });
@@ -399,18 +408,31 @@ export class RunController extends DisposableBase {
       }
       if (f.retired) return;
       // A lost host the run waits for: its old agent's record says dead until the relaunched one writes.
-      const waited = this.waitingFor.has(f.host.host);
+      const waited = this.waits(f.host.host);
       // The leader's agent died with its host up (or the host came back first): give the followers a
       // moment to say whether the run waits for it (restarts left) before calling the run over.
-      if (code === 4 && isLeader && !waited && this.plan.hosts.length > 1 && !f.deadOnce) {
+      const { agentLost, noSuchRun, recordDamaged } = HOST_CMD_EXIT;
+      if (code === agentLost && isLeader && !waited && this.plan.hosts.length > 1 && !f.deadOnce) {
         f.deadOnce = true;
         await new Promise((r) => setTimeout(r, LEADER_DEAD_GRACE_MS));
         continue;
       }
-      if (code === 0 || (code === 4 && !waited) || code === 5) {
+      if (code === 0 || (code === agentLost && !waited) || code === noSuchRun || code === recordDamaged) {
         f.ended = true;
-        if (code === 4) this.emitError({ rank: -1, host: f.host.host, message: `the agent of run ${this.plan.runId} on ${f.host.host} died without recording an end`, logTail: [], code: 'agent-lost' });
-        if (code === 5 && isLeader) this.emitError({ rank: -1, host: f.host.host, message: `${f.host.host} has no record of run ${this.plan.runId}`, logTail: [], code: 'no-such-run' });
+        // A damaged record is final (asking again reads the same bytes): said once, with the host's words.
+        if (code === recordDamaged) {
+          if (isLeader) this.leaderRecordGone = true;
+          const message = hostError?.message ?? `the record of run ${this.plan.runId} on ${f.host.host} is damaged`;
+          // Its events told the end already: a warning then, not the run's error.
+          if (this.doneEvent) this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, code: 'record-damaged', message: `${f.host.host}: ${message}` }));
+          else this.emitError({ rank: -1, host: f.host.host, message, logTail: [], code: 'record-damaged', hint: `its events and logs are still on ${f.host.host}; \`cohort runs show ${this.plan.runId}\` has what this client recorded` });
+        }
+        if (code === agentLost) this.emitError({ rank: -1, host: f.host.host, message: `the agent of run ${this.plan.runId} on ${f.host.host} died without recording an end`, logTail: [], code: 'agent-lost' });
+        if (code === noSuchRun && isLeader) {
+          // Its record gone (or never there): the outcome is not known from here, as refresh() says too.
+          this.leaderRecordGone = true;
+          this.emitError({ rank: -1, host: f.host.host, message: `${f.host.host} has no record of run ${this.plan.runId}`, logTail: [], code: 'no-such-run' });
+        }
         if (isLeader) await this.leaderEnded();
         return;
       }
@@ -420,7 +442,7 @@ export class RunController extends DisposableBase {
         // The leader holds the run's outcome: without it the run is `lost`, and the error names it.
         if (isLeader) {
           this.emitError({ rank: -1, host: f.host.host, message: `${message}; it leads run ${this.plan.runId}, whose outcome it holds: the run is lost from here (cohort attach ${this.plan.runId} asks again once it answers)`, logTail: [], code: 'host-unreachable' });
-          this.finish('lost');
+          this.dispatch({ t: 'leader-unreachable' });
         } else this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: ${message}` }));
         return;
       }
@@ -446,11 +468,12 @@ export class RunController extends DisposableBase {
     let status: RunOutcome;
     if (state && isTerminalRunState(state.state)) status = state.state as RunStatus;
     else if (this.doneEvent) status = this.doneEvent.status;
-    else status = this.firstError ? 'failed' : 'lost';
-    if (this.plan.scheduler && status !== 'ok' && this.stopping === 'no' && (await this.followRequeued(state?.schedulerAttempt ?? 0))) return;
+    else status = this.firstError && !this.leaderRecordGone ? 'failed' : 'lost';
+    if (this.plan.scheduler && status !== 'ok' && !this.stopRequested && (await this.followRequeued(state?.schedulerAttempt ?? 0))) return;
     if (this.plan.scheduler && status !== 'ok') status = await this.schedulerVerdict(status);
     if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
-    this.finish(status, state);
+    this.leaderState = state;
+    this.dispatch({ t: 'leader-ended', status });
   }
 
   /**
@@ -460,7 +483,7 @@ export class RunController extends DisposableBase {
    */
   private async schedulerVerdict(status: RunOutcome): Promise<RunOutcome> {
     const end = await this.plan.scheduler!.ended().catch(() => undefined);
-    if (!end || this.stopping !== 'no') return status;
+    if (!end || this.stopRequested) return status;
     const why: Record<string, string> = { TIMEOUT: 'it reached its time limit', NODE_FAIL: `node ${end.nodes} failed`, PREEMPTED: 'it was preempted', OUT_OF_MEMORY: 'it ran out of memory', BOOT_FAIL: 'a node failed to boot', DEADLINE: 'it reached its deadline' };
     const said = why[end.state];
     if (!said) return status;
@@ -474,10 +497,13 @@ export class RunController extends DisposableBase {
   private handle(e: CohortEvent): void {
     if (e.type === 'step') {
       this.lastStep = e.step;
-      this.waitingFor.clear(); // the run steps again: every lost host is back
+      this.dispatch({ t: 'stepped' }); // the run steps again: every lost host is back
     }
     if (e.type === 'restart') {
-      if (e.waitingFor?.length) this.relaunchLost(e.waitingFor, e.waitMs ?? HOST_WAIT_MS);
+      if (e.waitingFor?.length) {
+        this.relaunchWaitMs = e.waitMs ?? HOST_WAIT_MS;
+        this.dispatch({ t: 'restart', waitingFor: e.waitingFor }); // relaunch: unless a stop was seen (defect 6)
+      }
       if (e.attempt <= this.restartsTold) return; // told already, from another host's record
       this.restartsTold = e.attempt;
       this.emit(e);
@@ -485,7 +511,10 @@ export class RunController extends DisposableBase {
       // with it) is told now, after the restart that names their cause, and is never the root cause.
       return this.tellFollowerErrors({ consequences: true });
     }
-    if (e.type === 'done') this.doneEvent = e;
+    if (e.type === 'done') {
+      this.doneEvent = e;
+      this.dispatch({ t: 'record-done', status: e.status });
+    }
     if (e.type === 'error') this.noteError(e);
     this.emit(e);
   }
@@ -494,19 +523,17 @@ export class RunController extends DisposableBase {
   private relaunchLost(hosts: string[], waitMs: number): void {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
-      if (this.waitingFor.has(name)) continue;
       const h = this.plan.hosts.find((x) => x.host === name);
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;
       }
-      this.waitingFor.add(name);
       void this.relaunchAgent(h, deadline);
     }
   }
 
   private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
-    const still = () => this.waitingFor.has(h.host) && !this.gaveUp() && this.stopping === 'no' && Date.now() < deadline;
+    const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
     // a record being replayed (attach) may already show the run stepping again: give it a moment
     await new Promise((r) => setTimeout(r, 500));
     if (!still()) return;
@@ -517,7 +544,7 @@ export class RunController extends DisposableBase {
       if (message !== told) this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: (told = message) }));
     };
     while (still()) {
-      const tried = await this.rejoinOnce(h);
+      const tried = await rejoinOnce(h, this.plan.runId);
       if ('agentPid' in tried) {
         const redeployed = tried.redeployed ? `re-deployed the trainer bundle to ${h.host} (${tried.redeployed}); ` : '';
         this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: ${redeployed}its agent of run ${this.plan.runId} runs again (pid ${tried.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
@@ -529,7 +556,7 @@ export class RunController extends DisposableBase {
       await new Promise((res) => setTimeout(res, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]));
     }
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
-    if (h === this.plan.hosts[0] && Date.now() >= deadline) this.waitingFor.delete(h.host);
+    if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
   }
 
   private tellFollowerErrors(o: { consequences?: boolean } = {}): void {
@@ -539,44 +566,6 @@ export class RunController extends DisposableBase {
       else this.noteError(e); // may be the root cause
       this.emit(e);
     }
-  }
-
-  /**
-   * One try: the bundle back on the host if it went (ensureBundle), then `run-rejoin`. The bundle
-   * is checked before every try rather than after a failed one: over SSH a check of a present
-   * bundle is two execs and a sha256 pass over its 3.2 MiB, 0.2 s on a loaded 2-core machine, a
-   * quarter of one host command of the bundle (bench/results/bundle-check.md); tries happen only
-   * while a lost host is waited for; and the check catches a damaged bundle too, where
-   * run-rejoin's failure would only say "cannot find module" or worse. A host still down fails
-   * at its connect, as run-rejoin would. `failure`: what to tell (none while it cannot be reached).
-   */
-  private async rejoinOnce(h: HostLaunch): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
-    let redeployed: string | undefined;
-    // Past ensureBundle the host was reached: a run-rejoin failure after it is worth telling.
-    const reached = !!h.link.ensureBundle;
-    if (h.link.ensureBundle) {
-      try {
-        const b = await h.link.ensureBundle();
-        if (b.redeployed) redeployed = `${(b.bytesSent / 2 ** 20).toFixed(1)} MiB to ${b.remoteDir}`;
-      } catch (err) {
-        const e = err as { code?: string; message: string; hint?: string };
-        if (e.code !== 'bundle-mismatch' && e.code !== 'deploy-failed') return {}; // not reachable yet
-        return { failure: `${e.message}${e.hint ? ` (${e.hint})` : ''}`, final: e.code === 'bundle-mismatch' };
-      }
-    }
-    let r: { code: number | null; stdout: string; stderr: string };
-    try {
-      r = await runHostCommand(h.link, ['run-rejoin', '--run', this.plan.runId], { timeoutMs: 20_000 });
-    } catch (err) {
-      return reached ? { failure: (err as Error).message } : {};
-    }
-    const reply = startReply(r.stdout);
-    if (r.code === 0 && reply?.agentPid) return { agentPid: reply.agentPid, redeployed };
-    if (reply?.error?.code === 'rejoin-busy') return {}; // another client's relaunch holds the lock
-    if (reply?.error) return { failure: reply.error.message ?? reply.error.code ?? 'refused', final: true };
-    if (r.code === null && !reached) return {};
-    const tail = r.stderr.trim().split('\n').slice(-3).join(' | ').slice(0, 300);
-    return { failure: `run-rejoin ${r.code === null ? 'did not finish' : `exited ${r.code}`}${tail ? `: ${tail}` : ''}` };
   }
 
   private noteError(e: ErrorEvent): void {
@@ -590,9 +579,10 @@ export class RunController extends DisposableBase {
     this.emit(err);
   }
 
+  /** The finish effect (the lifecycle is `done` already): the end told to every consumer, once. */
   private finish(status: RunOutcome, state?: RunStatusLine): void {
-    if (this.finished) return;
-    this.finished = true;
+    if (this.resolved) return;
+    this.resolved = true;
     for (const f of this.follows) f.cmd?.kill();
     this.tellFollowerErrors();
     // Every consumer sees an end: a run that recorded no `done` gets one from the controller.
@@ -609,24 +599,5 @@ export class RunController extends DisposableBase {
 
   private emit(e: CohortEvent): void {
     this.events.fire(e);
-  }
-}
-
-function errorKey(e: ErrorEvent): string {
-  return `${e.host}|${e.rank}|${e.message}`;
-}
-
-/** The reply of `run-start` / `run-rejoin`: the started agent, or the host's refusal. */
-type StartReply = Partial<RunStartReply> & { error?: { code?: string; message?: string } };
-const startReply = (stdout: string): StartReply | undefined => parseLine(stdout) as StartReply | undefined;
-
-function parseLine(stdout: string): Record<string, unknown> | undefined {
-  const line = stdout.trim().split('\n').pop();
-  if (!line) return undefined;
-  try {
-    const v = JSON.parse(line) as unknown;
-    return v && typeof v === 'object' ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
   }
 }

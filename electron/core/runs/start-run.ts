@@ -1,7 +1,7 @@
 // Starting and attaching to runs, the same way for every client (CLI, `cohort serve`, Electron):
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees.
-import { CohortError, makeEvent, runSwitches, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, makeEvent, runSwitches, worldLayout, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent } from './applied-config';
@@ -133,12 +133,20 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
     recorder.update({
       status: result.status,
       endedAt: new Date().toISOString(),
-      // The trainer's figure when it finished; a cancelled or failed run keeps the median of the windows it measured.
-      medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? throughput.median,
-      throughput,
-      steps: result.lastStep,
+      // What it measured, only from a record at least as whole as the history's (an attach that
+      // reached no host replays nothing: the history's figures stay, issue 24 defect 1).
+      ...(recorder.holdsHistory
+        ? {
+            // The trainer's figure when it finished; a cancelled or failed run keeps the median of the windows it measured.
+            medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? throughput.median,
+            throughput,
+            steps: result.lastStep,
+          }
+        : {}),
       ...(result.status === 'lost' ? { lastSeenAt: new Date().toISOString() } : {}),
-      ...(result.error ? { error: `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}`, ...(result.error.code ? { errorCode: result.error.code } : {}) } : {}),
+      // An earlier follow's error (a host unreachable then) is replaced by this one's, or cleared.
+      error: result.error ? `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}` : undefined,
+      errorCode: result.error?.code,
     });
     recorder.close();
   });
@@ -163,8 +171,8 @@ function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profil
   const message = String(e.message ?? err);
   const hint = typeof e.hint === 'string' && e.hint && !message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (hint: ${e.hint})` : '';
   const local = isLocalProfile(o.profile);
-  let rank = 0;
-  const hosts = local ? [{ name: 'local', ranks: Array.from({ length: o.ranks ?? 1 }, () => rank++) }] : o.profile.hosts.map((h) => ({ name: h.name, address: h.address, ranks: Array.from({ length: h.slots }, () => rank++) }));
+  const layout = worldLayout(local ? [{ name: 'local', slots: o.ranks ?? 1 }] : o.profile.hosts);
+  const hosts = layout.hosts.map((h, i) => ({ name: h.host, ...(local ? {} : { address: o.profile.hosts[i]!.address }), ranks: h.ranks.map((r) => r.rank) }));
   try {
     const rec = store.create({
       id: o.runId,
@@ -174,7 +182,7 @@ function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profil
       status: 'failed',
       config: o.config,
       hosts,
-      worldSize: rank,
+      worldSize: layout.worldSize,
       versions: { node: process.versions.node },
       profileSnapshot: o.profile,
       steps: 0,

@@ -4,7 +4,7 @@
 // `cluster-unavailable` so the dashboard can say so instead of hanging.
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
-import { ConfigError, DisposableBase, Emitter, KeyedEmitter, type CohortEvent } from '../../../trainer/protocol';
+import { ConfigError, DisposableBase, Emitter, HOST_CMD_EXIT, KeyedEmitter, decodeRunState, isFinished, isTerminalRunState, type CohortEvent } from '../../../trainer/protocol';
 import {
   ApiCallError,
   LOCAL_PROFILE_NAME,
@@ -34,8 +34,8 @@ import type { RunResult } from '../runs/run-controller';
 import { RunStore } from '../runs/run-store';
 import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { attachLocalPlan, localWorkdir } from '../runs/local-run';
+import { runProfile } from '../runs/run-profile';
 import { runHostCommand } from '../runs/host-link';
-import { decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
 import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
 import type { PassphrasePrompts } from './passphrase-prompts';
 
@@ -216,10 +216,10 @@ export class CohortService extends DisposableBase implements CohortApi {
   /** Starts following a run this process does not control; undefined when it has ended. */
   private async follow(runId: string): Promise<StartedRun | undefined> {
     const meta = this.meta(runId);
-    if (meta.status === 'ok' || meta.status === 'failed' || meta.status === 'cancelled') return undefined;
+    if (isFinished(meta.status)) return undefined;
     // No run-status first (one command fewer before the first event): the follow itself finds out,
     // and replays the record once even when the run has ended, so the local history is complete.
-    const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
+    const profile = await runProfile(meta, this.profiles);
     const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
     this.track(started);
     return started;
@@ -228,11 +228,11 @@ export class CohortService extends DisposableBase implements CohortApi {
   /** The hosts' word on a run's state (run-status on its leader), written into the local history. */
   private async refresh(meta: RunMeta): Promise<RunMeta | undefined> {
     try {
-      const plan = meta.profile === LOCAL_PROFILE_NAME ? attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(this.opts.paths.dataDir)) : meta.record?.length && this.opts.cluster ? this.opts.cluster.attachPlan(await this.profiles.get(meta.profile), meta.id, meta.record) : undefined;
+      const plan = meta.profile === LOCAL_PROFILE_NAME ? attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(this.opts.paths.dataDir)) : meta.record?.length && this.opts.cluster ? this.opts.cluster.attachPlan((await runProfile(meta, this.profiles))!, meta.id, meta.record) : undefined;
       const leader = plan?.hosts[0];
       if (!leader) return undefined;
       const r = await runHostCommand(leader.link, ['run-status', '--run', meta.id], { timeoutMs: 5000 });
-      if (r.code === 5) return this.runs.patch(meta.id, { status: 'lost', error: `${leader.host} has no record of this run` }, { unlessFollowed: true });
+      if (r.code === HOST_CMD_EXIT.noSuchRun) return this.runs.patch(meta.id, { status: 'lost', error: `${leader.host} has no record of this run` }, { unlessFollowed: true });
       const line = r.stdout.trim().split('\n').pop();
       if (r.code !== 0 || !line) return undefined; // unreachable: keep what the cache says
       const parsed = JSON.parse(line) as { agentAlive?: boolean };
@@ -269,7 +269,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   async leftovers(runId: string, opts: { timeoutMs?: number } = {}): Promise<LeftoverReport[]> {
     const meta = this.runs.meta(runId);
     if (!meta || meta.profile === LOCAL_PROFILE_NAME) return [];
-    return this.cluster('check hosts for leftovers').leftovers(await this.profiles.get(meta.profile), runId, opts);
+    return this.cluster('check hosts for leftovers').leftovers((await runProfile(meta, this.profiles))!, runId, opts);
   }
 
   /** The local history, with runs it thinks are still going refreshed from their hosts. */
@@ -284,13 +284,13 @@ export class CohortService extends DisposableBase implements CohortApi {
 
   /** A run the cache thinks is still going and no client here follows: its hosts know better. */
   private unsettled(m: RunMeta): boolean {
-    return !['ok', 'failed', 'cancelled'].includes(m.status) && !this.active.has(m.id);
+    return !isFinished(m.status) && !this.active.has(m.id);
   }
 
   /** The hosts' word on an unsettled run (run-status), and what it measured if it has ended. */
   private async settle(m: RunMeta): Promise<void> {
     const now = await this.refresh(m);
-    if (now && ['ok', 'failed', 'cancelled'].includes(now.status)) await this.replayEnded(m);
+    if (now && isFinished(now.status)) await this.replayEnded(m);
   }
 
   /**
@@ -302,7 +302,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   private async replayEnded(meta: RunMeta, timeoutMs = 15_000): Promise<void> {
     if (this.active.has(meta.id) || this.isDisposed) return;
     try {
-      const profile = meta.profile === LOCAL_PROFILE_NAME ? undefined : await this.profiles.get(meta.profile);
+      const profile = await runProfile(meta, this.profiles);
       const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
       this.track(started);
       await Promise.race([started.controller.result, new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);

@@ -1,6 +1,7 @@
 // Run history: the list from core, the runs selected for comparison (in selection order), the
 // chosen baseline, and the compared runs' curves (fetched once per run).
 import type { RunExportFormat, RunMeta, RunSeries } from '../../../electron/common';
+import { isFinished } from '../../../trainer/protocol';
 import { attempt, getApi } from './app.svelte';
 
 export const history = $state({
@@ -18,7 +19,7 @@ export async function reloadHistory(): Promise<void> {
     history.runs = runs;
     history.selected = history.selected.filter((id) => runs.some((r) => r.id === id));
     // A run still going grows: its curves are fetched again when compared.
-    for (const r of runs) if (!['ok', 'failed', 'cancelled'].includes(r.status)) delete history.series[r.id];
+    for (const r of runs) if (!isFinished(r.status)) delete history.series[r.id];
   }
 }
 

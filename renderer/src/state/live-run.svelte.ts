@@ -1,7 +1,7 @@
 // The run shown in "Live run": fed by its own onRunEvent subscription (a running job) or by a history record's events.
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
-import type { CohortEvent, ErrorEvent, HelloEvent, PlanEvent, RestartEvent, SchedulerQueue, StepEvent } from '../../../trainer/protocol';
+import { initialRunView, isFinished, stepRunView, type CohortEvent, type ErrorEvent, type HelloEvent, type PlanEvent, type RestartEvent, type RunView, type SchedulerQueue, type StepEvent } from '../../../trainer/protocol';
 import { followRun, type CohortApi, type RunMeta } from '../../../electron/common';
 import { reloadHistory } from './history.svelte';
 import { SeriesBuffer } from '../lib/series-buffer';
@@ -107,7 +107,8 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   pendingMemory = null;
   live.runId = runId;
   live.source = source;
-  live.phase = 'starting';
+  view = initialRunView();
+  live.phase = view.phase;
   live.hello = null;
   live.plan = null;
   live.lastStep = null;
@@ -153,6 +154,8 @@ function pushLog(line: LogLine): void {
 // once, the reactive copies change at most once per animation frame, so 1,000 events/s cost
 // one DOM update per frame, not 1,000.
 let pendingStep: StepEvent | null = null;
+/** Where the run stands, folded from its events by the one run view. */
+let view: RunView = initialRunView();
 let pendingMemory: typeof live.memoryRanks | null = null;
 let flushScheduled = false;
 
@@ -173,21 +176,26 @@ export function flushLive(): void {
 
 export function applyEvent(e: CohortEvent): void {
   if (Number.isNaN(stepTimes.start)) stepTimes.start = e.time;
+  // The one run view (trainer/protocol/run-view.ts) says the phase, the banner error and the queue;
+  // a restart or error told already (another host's record) is not told again.
+  const told = stepRunView(view, e);
+  view = told.view;
+  if (!told.told) return;
   switch (e.type) {
     case 'queued':
-      live.queued = { behind: e.behind, host: e.host, ...(e.slurm ? { slurm: e.slurm } : {}) };
-      if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'queued';
+      live.queued = view.queued;
+      live.phase = view.phase;
       break;
     case 'hello':
       live.hello = e;
-      live.queued = null;
-      if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'warmup';
+      live.queued = view.queued;
+      live.phase = view.phase;
       break;
     case 'plan':
       live.plan = e;
-      live.queued = null;
+      live.queued = view.queued;
       ensureMemoryRanks(e.worldSize);
-      if (live.phase === 'starting' || live.phase === 'queued') live.phase = 'warmup';
+      live.phase = view.phase;
       break;
     case 'restart':
       restart(e);
@@ -214,7 +222,7 @@ export function applyEvent(e: CohortEvent): void {
       break;
     }
     case 'step': {
-      if (live.phase === 'starting' || live.phase === 'queued' || live.phase === 'warmup' || live.phase === 'restarting') live.phase = 'training';
+      live.phase = view.phase;
       stepTimes.bySteps.set(e.step, (e.time - stepTimes.start) / 1000);
       pendingStep = e;
       const row: Record<StepSeries, number> = { throughput: e.globalSamplesPerSec, loss: e.loss ?? NaN, stepTimeMs: e.stepTimeMs };
@@ -233,11 +241,11 @@ export function applyEvent(e: CohortEvent): void {
       if (e.code === 'slow-rank') live.slowRanks = [...live.slowRanks, { rank: e.rank, host: e.host, text: e.message }];
       break;
     case 'error':
-      if (!live.error) live.error = e;
+      live.error = view.error;
       pushLog({ time: e.time, rank: e.rank >= 0 ? e.rank : undefined, host: e.host, level: 'error', text: e.message });
       break;
     case 'done':
-      live.phase = e.status;
+      live.phase = view.phase;
       live.median = e.medianGlobalSamplesPerSec;
       break;
     default:
@@ -250,9 +258,9 @@ export function applyEvent(e: CohortEvent): void {
 function restart(e: RestartEvent): void {
   const failedAtStep = pendingStep?.step ?? live.lastStep?.step ?? e.resumeStep;
   phases.restarts.push({ attempt: e.attempt, host: e.host, rank: e.rank, reason: e.reason, resumeStep: e.resumeStep, failedAtStep });
-  live.phase = 'restarting';
+  live.phase = view.phase;
   // The failure was handled (it is listed with the restart); a later one shows its own banner.
-  live.error = null;
+  live.error = view.error;
   for (const b of [metrics.steps, metrics.ranks, memory.buffer, gpuUtil.buffer]) b.dropAfter(e.resumeStep);
   pushLog({ time: e.time, rank: e.rank >= 0 ? e.rank : undefined, host: e.host, level: 'warn', text: `restart ${e.attempt}: ${e.reason}; resuming from step ${e.resumeStep}${e.waitingFor?.length ? ` once ${e.waitingFor.join(', ')} is back (a client following the run relaunches its agent)` : ''}` });
 }
@@ -294,7 +302,7 @@ export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
   flushLive();
   if (isRunningPhase(live.phase)) {
     const s = meta.status;
-    if (s === 'ok' || s === 'failed' || s === 'cancelled') live.phase = s;
+    if (isFinished(s)) live.phase = s;
     else if (s === 'lost') live.phase = 'failed';
   }
   if (live.median === null) live.median = meta.medianGlobalSamplesPerSec ?? null;
@@ -332,7 +340,7 @@ export async function attachLive(api: Pick<CohortApi, 'attachRun' | 'onRunEvent'
   if (!a.live) {
     unfollow();
     const st = a.meta.status;
-    if (st === 'ok' || st === 'failed' || st === 'cancelled') live.phase = st;
+    if (isFinished(st)) live.phase = st;
     else if (st === 'lost') live.phase = 'failed';
   }
   return a.meta;

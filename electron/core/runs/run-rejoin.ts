@@ -1,0 +1,43 @@
+// One try at relaunching a lost host's agent of a run (`run-rejoin`), for the controller's
+// relaunch loop (split from run-controller.ts, issue 24 item 7).
+import { runHostCommand } from './host-link';
+import { startReply } from './host-replies';
+import type { HostLaunch } from './run-plan';
+
+/**
+ * One try: the bundle back on the host if it went (ensureBundle), then `run-rejoin`. The bundle
+ * is checked before every try rather than after a failed one: over SSH a check of a present
+ * bundle is two execs and a sha256 pass over its 3.2 MiB, 0.2 s on a loaded 2-core machine, a
+ * quarter of one host command of the bundle (bench/results/bundle-check.md); tries happen only
+ * while a lost host is waited for; and the check catches a damaged bundle too, where
+ * run-rejoin's failure would only say "cannot find module" or worse. A host still down fails
+ * at its connect, as run-rejoin would. `failure`: what to tell (none while it cannot be reached).
+ */
+export async function rejoinOnce(h: HostLaunch, runId: string): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
+  let redeployed: string | undefined;
+  // Past ensureBundle the host was reached: a run-rejoin failure after it is worth telling.
+  const reached = !!h.link.ensureBundle;
+  if (h.link.ensureBundle) {
+    try {
+      const b = await h.link.ensureBundle();
+      if (b.redeployed) redeployed = `${(b.bytesSent / 2 ** 20).toFixed(1)} MiB to ${b.remoteDir}`;
+    } catch (err) {
+      const e = err as { code?: string; message: string; hint?: string };
+      if (e.code !== 'bundle-mismatch' && e.code !== 'deploy-failed') return {}; // not reachable yet
+      return { failure: `${e.message}${e.hint ? ` (${e.hint})` : ''}`, final: e.code === 'bundle-mismatch' };
+    }
+  }
+  let r: { code: number | null; stdout: string; stderr: string };
+  try {
+    r = await runHostCommand(h.link, ['run-rejoin', '--run', runId], { timeoutMs: 20_000 });
+  } catch (err) {
+    return reached ? { failure: (err as Error).message } : {};
+  }
+  const reply = startReply(r.stdout);
+  if (r.code === 0 && reply?.agentPid) return { agentPid: reply.agentPid, redeployed };
+  if (reply?.error?.code === 'rejoin-busy') return {}; // another client's relaunch holds the lock
+  if (reply?.error) return { failure: reply.error.message ?? reply.error.code ?? 'refused', final: true };
+  if (r.code === null && !reached) return {};
+  const tail = r.stderr.trim().split('\n').slice(-3).join(' | ').slice(0, 300);
+  return { failure: `run-rejoin ${r.code === null ? 'did not finish' : `exited ${r.code}`}${tail ? `: ${tail}` : ''}` };
+}
