@@ -3,12 +3,11 @@
 // written here only; state/router.svelte.ts applies it.
 //   #/profiles  #/hosts  #/launch  #/live  #/history   a view
 //   #/runs/ID                                           Live run showing run ID
+import { isValidRunId } from '../../../trainer/protocol';
 
 export type RouteView = 'profiles' | 'hosts' | 'launch' | 'live' | 'history';
 export type Route = { view: RouteView; runId?: undefined } | { view: 'live'; runId: string };
 
-/** What a run id can look like here (the server checks the real pattern and answers run-not-found). */
-const RUN_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 const VIEW_IDS: readonly RouteView[] = ['profiles', 'hosts', 'launch', 'live', 'history'];
 
 /** The route a hash names; undefined for an empty or unknown hash (the app's default applies). */
@@ -22,7 +21,7 @@ export function parseRoute(hash: string): Route | undefined {
     } catch {
       return undefined;
     }
-    return RUN_ID.test(id) ? { view: 'live', runId: id } : undefined;
+    return isValidRunId(id) ? { view: 'live', runId: id } : undefined;
   }
   return (VIEW_IDS as readonly string[]).includes(path) ? { view: path as RouteView } : undefined;
 }
