@@ -1,8 +1,25 @@
 import { defineConfig } from 'vitest/config';
 
+// Two tiers (test/README.md). `npm test` runs both; `npm run test:fast` (= `vitest run --project fast`)
+// runs the fast one before each commit: every *.test.ts beside the code lands there by itself, plus the
+// small real-process files of test/ listed here. Everything else in test/ (clusters, Slurm, Chromium,
+// restarts, real training runs) is the `slow` tier.
+const BESIDE_THE_CODE = ['trainer/**/*.test.ts', 'electron/**/*.test.ts', 'renderer/**/*.test.ts'];
+export const FAST_TEST_FILES = [
+  'test/build/**/*.test.ts',
+  'test/collectives/**/*.test.ts',
+  'test/gpu/**/*.test.ts',
+  'test/ssh/**/*.test.ts',
+  'test/harness/sshd-hosts.test.ts',
+  'test/torch/torch-config.test.ts',
+  'test/local/cli-conventions.test.ts',
+];
+
+/** COHORT_TEST_FAST_WORKERS overrides it (to measure 1 against 2). */
+const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
+
 export default defineConfig({
   test: {
-    include: ['trainer/**/*.test.ts', 'electron/**/*.test.ts', 'renderer/**/*.test.ts', 'test/**/*.test.ts'],
     // Multi-process and sshd tests start real processes; give them room and don't run files in parallel
     // on a 2-core machine where timing-sensitive failure tests would starve each other.
     testTimeout: 120_000,
@@ -10,5 +27,11 @@ export default defineConfig({
     fileParallelism: false,
     reporters: ['default'],
     globalSetup: ['test/global-setup.ts'],
+    // groupOrder: the fast tier first, then the slow one (projects without it would run at the same time).
+    // FAST_WORKERS: files of the fast tier at once (measured, bench/results/suite.md); the slow tier one at a time.
+    projects: [
+      { extends: true, test: { name: 'fast', include: [...BESIDE_THE_CODE, ...FAST_TEST_FILES], sequence: { groupOrder: 0 }, fileParallelism: FAST_WORKERS > 1, maxWorkers: FAST_WORKERS } },
+      { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: FAST_TEST_FILES, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

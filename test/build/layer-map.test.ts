@@ -8,13 +8,12 @@
 // environments (no Node types in protocol, common or the renderer), so it catches a wrong import
 // only where the imported code needs an environment the layer lacks. Node → Node edges (trainer →
 // electron/core, core → electron) are lint-only; the last test pins that down.
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { ESLint } from 'eslint';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/cli';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const eslint = new ESLint({ cwd: ROOT });
 
 /** ESLint's error messages for `code` as if it were the file at `rel`. */

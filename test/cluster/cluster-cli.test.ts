@@ -1,35 +1,30 @@
 // The `cohort` CLI against real OpenSSH hosts (network namespaces, or 127.0.0.x without them):
 // probe, deploy (twice: the second transfers nothing), multi-host data-parallel runs whose rank 0
 // reports every rank's memory, a rank killed on one host, and Ctrl-C leaving nothing behind.
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, ErrorEvent, HelloEvent, StepEvent } from '../../trainer/protocol';
-import { leftovers, startHosts, trainerProcesses as trainerProcessesOn, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
+import { useCohortCluster } from '../helpers/cohort-cluster';
 
+// pair: the profile names each host's Python (the engine choice's override, issue 13)
+const fx = useCohortCluster(3, {
+  enabled: !SSHD_MISSING,
+  profiles: { trio: [0, 1, 2], duo: [{ host: 0, slots: 2 }, { host: 1, slots: 2 }], pair: [{ host: 0, python: '/usr/bin/python3' }, { host: 1, python: '/usr/bin/python3' }] },
+});
 let cluster: SshdCluster;
 let dirs: string[] = [];
 let env: NodeJS.ProcessEnv;
+beforeAll(() => {
+  if (SSHD_MISSING) return;
+  ({ cluster, env } = fx());
+  dirs = [fx().dir];
+});
 
 const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1'];
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
-
-function profileJson(name: string, hosts: number[], slots = 1, extra: Record<string, string> = {}): string {
-  const file = join(dirs[0]!, `${name}.json`);
-  writeFileSync(
-    file,
-    JSON.stringify({
-      name,
-      hosts: hosts.map((i) => {
-        const h = cluster.hosts[i]!;
-        return { name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots, workdir: h.workdir, ...extra };
-      }),
-    }),
-  );
-  return file;
-}
 
 async function cli(args: string[], json = false) {
   const r = runCli(args, { env, json });
@@ -37,28 +32,7 @@ async function cli(args: string[], json = false) {
   return { ...r, exit };
 }
 
-const trainerProcesses = () => trainerProcessesOn(cluster);
-
-beforeAll(async () => {
-  if (SSHD_MISSING) return;
-  cluster = await startHosts(3);
-  dirs = [mkdtempSync(join(tmpdir(), 'cohort-cluster-test-'))];
-  const knownHosts = join(dirs[0]!, 'known_hosts');
-  copyFileSync(cluster.knownHostsPath, knownHosts);
-  env = { COHORT_CONFIG_DIR: join(dirs[0]!, 'config'), COHORT_DATA_DIR: join(dirs[0]!, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
-  // pair: the profile names each host's Python (the engine choice's override, issue 13)
-  for (const [name, hosts, slots, extra] of [['trio', [0, 1, 2], 1, {}], ['duo', [0, 1], 2, {}], ['pair', [0, 1], 1, { python: '/usr/bin/python3' }]] as const) {
-    const r = await cli(['profiles', 'import', profileJson(name, [...hosts], slots, extra)]);
-    expect(r.exit.code, r.stderr).toBe(0);
-  }
-});
-
-afterAll(async () => {
-  const id = cluster?.id;
-  await cluster?.dispose();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
-});
+const trainerProcesses = () => fx().trainerProcesses();
 
 describe.skipIf(SSHD_MISSING)('cohort probe / deploy over SSH', () => {
   it('probes every host', async () => {

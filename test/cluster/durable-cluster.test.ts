@@ -9,33 +9,33 @@
 //   - a host dead mid-run (link down, sshd and every process killed, workdir kept): the run ends
 //     failed naming that host, nothing is left on the surviving hosts; with the leader dead, the
 //     attached client says lost naming it (COHORT_LOST_AFTER_MS shortens the 60 s default here)
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { EventLineDecoder, type CohortEvent, type ErrorEvent, type StepEvent } from '../../trainer/protocol';
-import { harnessMode, leftovers, startHosts, trainerProcesses as trainerProcessesOn, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
-import { runCli, type CliRun } from '../helpers/cli';
+import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
+import type { CliRun } from '../helpers/cli';
+import { useCohortCluster } from '../helpers/cohort-cluster';
+import { QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
 
-let cluster: SshdCluster;
-let dir = '';
-let env: NodeJS.ProcessEnv;
-const clients: CliRun[] = [];
-
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = tinyRun();
+// pair's agents take a silent peer for lost after 6 s (QUICK_HOST_TIMINGS), not the product's 20 s.
+// trio keeps the product's 20 s: with 6 s the follower-dies case finds a client defect (unfinished,
+// not this file's to fix): the leader ends the run failed naming h3 and the attached client gets
+// `done`, yet `cohort attach` never exits (seen 2026-11-26: no exit 180 s after done) while its SSH
+// session to the dead h3 still looks alive.
+const quick = (host: number) => ({ host, env: { ...QUICK_HOST_TIMINGS } });
+// trio: h1 leads; pair: h2 leads, h1 follows (for the leader-dies case, after h3 is gone)
+const fx = useCohortCluster(3, { enabled: NETNS, profiles: { trio: [0, 1, 2], pair: [quick(1), quick(0)] }, deploy: 'trio' });
+const cli = (args: string[], opts: { json?: boolean; env?: NodeJS.ProcessEnv } = {}): CliRun => fx().cli(args, opts);
 const stepsOf = (events: CohortEvent[]) => events.filter((e): e is StepEvent => e.type === 'step').map((e) => e.step);
-
-function cli(args: string[], opts: { json?: boolean; env?: NodeJS.ProcessEnv } = {}): CliRun {
-  const r = runCli(args, { env: { ...env, ...opts.env }, json: !!opts.json });
-  clients.push(r);
-  return r;
-}
 
 /** The step numbers in a host's own record of the run (the hosts share this machine's filesystem). */
 function recordSteps(host: number, runId: string): number[] {
-  const p = join(cluster.hosts[host]!.workdir, 'runs', runId, 'events.jsonl');
+  const p = join(fx().cluster.hosts[host]!.workdir, 'runs', runId, 'events.jsonl');
   if (!existsSync(p)) return [];
   return readFileSync(p, 'utf8')
     .split('\n')
@@ -43,15 +43,7 @@ function recordSteps(host: number, runId: string): number[] {
     .map((l) => (JSON.parse(l) as StepEvent).step);
 }
 
-const trainerProcesses = (hosts?: number[]) => trainerProcessesOn(cluster, hosts);
-
-async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 120_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const trainerProcesses = (hosts?: number[]) => fx().trainerProcesses(hosts);
 
 async function startDetached(profile = 'trio'): Promise<string> {
   const r = cli(['run', '--profile', profile, '--steps', '100000', ...tiny, '--detach', '--json'], { json: true });
@@ -75,34 +67,6 @@ function expectContiguous(seen: number[]): void {
   expect(seen, 'a gap in the streamed steps').toEqual(Array.from({ length: seen.length }, (_, i) => seen[0]! + i));
 }
 
-beforeAll(async () => {
-  if (!NETNS) return;
-  cluster = await startHosts(3);
-  dir = mkdtempSync(join(tmpdir(), 'cohort-durable-cluster-'));
-  const knownHosts = join(dir, 'known_hosts');
-  copyFileSync(cluster.knownHostsPath, knownHosts);
-  env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
-  const hosts = cluster.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }));
-  // trio: h1 leads; pair: h2 leads, h1 follows (for the leader-dies case, after h3 is gone)
-  for (const [name, list] of [['trio', hosts], ['pair', [hosts[1]!, hosts[0]!]]] as const) {
-    const file = join(dir, `${name}.json`);
-    writeFileSync(file, JSON.stringify({ name, hosts: list }));
-    const imported = cli(['profiles', 'import', file]);
-    expect((await imported.exit).code, imported.stderr).toBe(0);
-  }
-  const deployed = cli(['deploy', 'trio']);
-  expect((await deployed.exit).code, deployed.stderr).toBe(0);
-}, 300_000);
-
-afterAll(async () => {
-  for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
-  const id = cluster?.id;
-  await cluster?.setClientPath(true).catch(() => undefined);
-  await cluster?.dispose();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
-});
-
 describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
   it('detach; a SIGKILLed client; attach from a new process streams every step once; stop from a third process leaves 0 processes and history cancelled', async () => {
     const runId = await startDetached();
@@ -112,7 +76,7 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
     doomed.child.kill('SIGKILL');
     await doomed.exit;
     const atKill = Math.max(0, ...recordSteps(0, runId));
-    await until('the leader record to advance with no client', () => Math.max(0, ...recordSteps(0, runId)) >= atKill + 3);
+    await until('the leader record to advance with no client', () => Math.max(0, ...recordSteps(0, runId)) >= atKill + 3, 120_000);
     // every host still runs its agent and its rank
     for (const i of [0, 1, 2]) expect((await trainerProcesses([i])).length, `host ${i + 1}`).toBeGreaterThanOrEqual(2);
 
@@ -124,7 +88,7 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
     const stopExit = await stop.exit;
     expect(stopExit.code, stop.stderr).toBe(0);
     expect(stop.stdout).toMatch(/cancelled/);
-    for (const h of cluster.hosts) expect(stop.stderr).toContain(`${h.name}: nothing left running`);
+    for (const h of fx().cluster.hosts) expect(stop.stderr).toContain(`${h.name}: nothing left running`);
     expect((await attach.exit).code, attach.stderr).toBe(130);
     expect(await trainerProcesses()).toEqual([]);
 
@@ -136,7 +100,7 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
     expect(await historyStatus(runId)).toBe('cancelled');
     // the local history (kept by one of the attach and stop processes): whole lines, each step once
     const d = new EventLineDecoder();
-    const history = [...d.push(readFileSync(join(dir, 'data', 'runs', runId, 'events.jsonl'), 'utf8')), ...d.end()];
+    const history = [...d.push(readFileSync(join(fx().dir, 'data', 'runs', runId, 'events.jsonl'), 'utf8')), ...d.end()];
     expect(history.filter((x) => x.kind !== 'event'), 'damaged lines in the history').toEqual([]);
     expect(stepsOf(history.flatMap((x) => (x.kind === 'event' ? [x.event] : [])))).toEqual(recordSteps(0, runId));
   }, 420_000);
@@ -146,7 +110,7 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
     const attach = cli(['attach', runId, '--json'], { json: true });
     await attach.waitFor((e) => e.type === 'step' && e.step >= 2, 180_000);
     const cutAt = Math.max(...recordSteps(0, runId));
-    await cluster.setClientPath(false);
+    await fx().cluster.setClientPath(false);
     let resumedAt = 0;
     try {
       // what was in flight arrives within 2 s; after that nothing reaches the client
@@ -159,7 +123,7 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
       expect(resumedAt).toBeGreaterThan(cutAt + 2);
       expect(Math.max(0, ...stepsOf(attach.events))).toBeLessThan(resumedAt);
     } finally {
-      await cluster.setClientPath(true);
+      await fx().cluster.setClientPath(true);
     }
     expect(attach.child.exitCode).toBeNull(); // the attached client waited through the cut
     await attach.waitFor((e) => e.type === 'step' && e.step > resumedAt + 1, 120_000);
@@ -178,11 +142,11 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
     const runId = await startDetached();
     const attach = cli(['attach', runId, '--json'], { json: true });
     await attach.waitFor((e) => e.type === 'step' && e.step >= 2, 180_000);
-    const victim = cluster.hosts[2]!;
-    await cluster.setLink(2, false);
+    const victim = fx().cluster.hosts[2]!;
+    await fx().cluster.setLink(2, false);
     const t0 = Date.now();
     try {
-      const procs = await cluster.processes(2);
+      const procs = await fx().cluster.processes(2);
       for (const pid of [victim.sshdPid, ...procs.map((p) => p.pid)]) {
         try {
           process.kill(pid, 'SIGKILL');
@@ -190,7 +154,15 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
           /* gone already */
         }
       }
-      const exit = await attach.exit;
+      const exit = await Promise.race([
+        attach.exit,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => {
+            const state = (i: number) => readFileSync(join(fx().cluster.hosts[i]!.workdir, 'runs', runId, 'state.json'), 'utf8');
+            reject(new Error(`the attached client did not end within 180 s of ${victim.name}'s death; its last events:\n${attach.events.slice(-15).map((e) => JSON.stringify(e)).join('\n')}\nstderr: ${attach.stderr.slice(-1500)}\nh1 state: ${state(0)}\nh2 state: ${state(1)}`));
+          }, 180_000),
+        ),
+      ]);
       const ms = Date.now() - t0;
       process.stderr.write(`host killed -> attached client ended (failed) in ${ms} ms\n`);
       expect(exit.code, attach.stderr).toBe(1);
@@ -200,7 +172,7 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
       expect(await trainerProcesses([0, 1])).toEqual([]);
       expect(await historyStatus(runId)).toBe('failed');
     } finally {
-      await cluster.setLink(2, true);
+      await fx().cluster.setLink(2, true);
     }
     // the dead host's workdir keeps its record (state running: its agent was killed, not stopped)
     expect(existsSync(join(victim.workdir, 'runs', runId, 'events.jsonl'))).toBe(true);
@@ -211,11 +183,11 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
     // 8 s instead of the product's 60 s, so the test waits less (COHORT_LOST_AFTER_MS is read by the CLI)
     const attach = cli(['attach', runId, '--json'], { json: true, env: { COHORT_LOST_AFTER_MS: '8000' } });
     await attach.waitFor((e) => e.type === 'step' && e.step >= 2, 180_000);
-    const leader = cluster.hosts[1]!;
-    await cluster.setLink(1, false);
+    const leader = fx().cluster.hosts[1]!;
+    await fx().cluster.setLink(1, false);
     const t0 = Date.now();
     try {
-      const procs = await cluster.processes(1);
+      const procs = await fx().cluster.processes(1);
       for (const pid of [leader.sshdPid, ...procs.map((p) => p.pid)]) {
         try {
           process.kill(pid, 'SIGKILL');
@@ -232,7 +204,7 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
       // h1's agent loses its leader (no beat for 20 s) and stops its rank: nothing left on it
       await until('the follower h1 to stop its rank', async () => (await trainerProcesses([0])).length === 0, 90_000);
     } finally {
-      await cluster.setLink(1, true);
+      await fx().cluster.setLink(1, true);
     }
   }, 420_000);
 });

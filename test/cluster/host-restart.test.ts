@@ -18,46 +18,46 @@
 //     followers end failed naming h1 with the hint, the client says lost naming h1 (never running
 //     forever), nothing left on h2/h3
 // (`--max-restarts 0` with a dead host: durable-cluster.test.ts, unchanged.)
-import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CohortEvent, DoneEvent, ErrorEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
-import { crashHost, harnessMode, leftovers, startHosts, trainerProcesses as trainerProcessesOn, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
-import { runCli, type CliRun } from '../helpers/cli';
+import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
+import type { CliRun } from '../helpers/cli';
+import { useCohortCluster } from '../helpers/cohort-cluster';
+import { QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
 
-let cluster: SshdCluster;
-let dir = '';
-let env: NodeJS.ProcessEnv;
-const clients: CliRun[] = [];
-
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1', '--seed', '7'];
+const tiny = tinyRun({ warmupSteps: 0, seed: 7 });
 const fixed = ['--steps', '14', '--checkpoint-every', '3'];
 
-function cli(args: string[], opts: { json?: boolean } = {}): CliRun {
-  const r = runCli(args, { env, json: !!opts.json });
-  clients.push(r);
-  return r;
-}
-
-const trainerProcesses = (hosts?: number[]) => trainerProcessesOn(cluster, hosts);
-
-async function until(what: string, fn: () => boolean | Promise<boolean>, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await fn())) {
-    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+// Every host's agent takes a silent peer for lost after 6 s, not the product's 20 s (QUICK_HOST_TIMINGS),
+// and the client says a run lost after 20 s without its leader, not 60 s (trainer/protocol/timings.ts).
+const quick = (host: number, env: Record<string, string> = {}) => ({ host, env: { ...QUICK_HOST_TIMINGS, ...env } });
+const fx = useCohortCluster(3, {
+  enabled: NETNS,
+  clientEnv: { COHORT_LOST_AFTER_MS: '20000' },
+  profiles: {
+    // trio: the product's host wait (180 s); brief: the leader (h1) waits 8 s for a lost host
+    trio: [quick(0), quick(1), quick(2)],
+    brief: [quick(0, { COHORT_HOST_WAIT_MS: '8000' }), quick(1), quick(2)],
+    // brief-lead: the followers (h2, h3) wait 8 s for a lost leader (with the product's heartbeat timeout:
+    // with 6 s the followers stop their ranks before those tell their peer-lost copies, which the case checks)
+    'brief-lead': [0, { host: 1, env: { COHORT_HOST_WAIT_MS: '8000' } }, { host: 2, env: { COHORT_HOST_WAIT_MS: '8000' } }],
+  },
+  deploy: 'trio',
+});
+const cli = (args: string[], opts: { json?: boolean } = {}): CliRun => fx().cli(args, opts);
+const trainerProcesses = (hosts?: number[]) => fx().trainerProcesses(hosts);
 
 /** Host i dies as a machine does: off the network, sshd and everything on it killed (its disk, the workdir, kept). */
-const killHost = (i: number): Promise<number> => crashHost(cluster, i);
+const killHost = (i: number): Promise<number> => crashHost(fx().cluster, i);
 
 async function bringBack(i: number): Promise<number> {
-  await cluster.restartSshd(i);
-  await cluster.setLink(i, true);
+  await fx().cluster.restartSshd(i);
+  await fx().cluster.setLink(i, true);
   return Date.now();
 }
 
@@ -75,36 +75,6 @@ function refSum(): Promise<string> {
   })();
   return refSumOnce;
 }
-
-beforeAll(async () => {
-  if (!NETNS) return;
-  cluster = await startHosts(3);
-  dir = mkdtempSync(join(tmpdir(), 'cohort-host-restart-'));
-  const knownHosts = join(dir, 'known_hosts');
-  copyFileSync(cluster.knownHostsPath, knownHosts);
-  env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
-  const hosts = cluster.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }));
-  // trio: the product's wait (180 s); brief: the leader (h1) waits 8 s for a lost host
-  const brief = [{ ...hosts[0]!, env: { COHORT_HOST_WAIT_MS: '8000' } }, hosts[1]!, hosts[2]!];
-  // briefLead: the followers (h2, h3) wait 8 s for a lost leader
-  const briefLead = [hosts[0]!, { ...hosts[1]!, env: { COHORT_HOST_WAIT_MS: '8000' } }, { ...hosts[2]!, env: { COHORT_HOST_WAIT_MS: '8000' } }];
-  for (const [name, list] of [['trio', hosts], ['brief', brief], ['brief-lead', briefLead]] as const) {
-    const file = join(dir, `${name}.json`);
-    writeFileSync(file, JSON.stringify({ name, hosts: list }));
-    const imported = cli(['profiles', 'import', file]);
-    expect((await imported.exit).code, imported.stderr).toBe(0);
-  }
-  const deployed = cli(['deploy', 'trio']);
-  expect((await deployed.exit).code, deployed.stderr).toBe(0);
-}, 300_000);
-
-afterAll(async () => {
-  for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
-  const id = cluster?.id;
-  await cluster?.dispose();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
-});
 
 describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
   it('--max-restarts 1: h3 killed after a checkpoint and back seconds later: restart event (h3, host-lost, resume step), the client relaunches its agent, ok with the uninterrupted paramChecksum, 0 processes left', async () => {
@@ -157,6 +127,8 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
       expect(last, JSON.stringify(errors)).toMatchObject({ host: 'h3', code: 'host-lost' });
       expect(last.message).toMatch(/host h3 lost and not back within 8 s/);
       expect(last.hint).toMatch(/bring h3 back/);
+      // the leader's agent took h3 for lost on the host env's heartbeat timeout (QUICK_HOST_TIMINGS, 6 s), not the product's 20 s
+      expect(JSON.stringify([restart, ...errors]), 'the loss names the 6 s heartbeat timeout').toMatch(/h3: no heartbeat for 6 s/);
       expect(run.events.find((e): e is DoneEvent => e.type === 'done')).toMatchObject({ status: 'failed' });
       // bounded: detection, then the 8 s wait (plus the client's end)
       expect(failedAfter).toBeLessThan(60_000);
@@ -225,7 +197,7 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
       const followers = errors.find((e) => /not back within 8 s/.test(e.message));
       expect(followers, JSON.stringify(errors)).toMatchObject({ host: 'h1', code: 'host-lost' });
       expect(followers!.message).toMatch(/host h1 \(the run's leader\) lost and not back within 8 s/);
-      // bounded: the followers' detection (20 s beat), their 8 s wait, the client's 60 s without the leader
+      // bounded: the followers' detection (6 s beat here), their 8 s wait, the client's 20 s without the leader (COHORT_LOST_AFTER_MS)
       expect(endedAfter).toBeLessThan(120_000);
       await until('nothing left on h2/h3', async () => (await trainerProcesses([1, 2])).length === 0, 15_000);
     } finally {
@@ -242,13 +214,13 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     const restart = (await run.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
     expect(restart).toMatchObject({ attempt: 1, host: 'h3', code: 'host-lost', waitingFor: ['h3'] });
     // While h3 is down its bundle goes; its workdir's runs/ (the run's spec and record) stays.
-    const bundles = join(cluster.hosts[2]!.workdir, 'trainer');
+    const bundles = join(fx().cluster.hosts[2]!.workdir, 'trainer');
     expect(existsSync(bundles), `${bundles} was deployed`).toBe(true);
     rmSync(bundles, { recursive: true, force: true });
-    expect(existsSync(join(cluster.hosts[2]!.workdir, 'runs'))).toBe(true);
+    expect(existsSync(join(fx().cluster.hosts[2]!.workdir, 'runs'))).toBe(true);
     await new Promise((r) => setTimeout(r, 2000));
-    await cluster.restartSshd(2);
-    await cluster.setLink(2, true);
+    await fx().cluster.restartSshd(2);
+    await fx().cluster.setLink(2, true);
     const backAt = Date.now();
 
     const exit = await run.exit;

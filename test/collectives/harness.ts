@@ -3,8 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Scenario } from './scenario';
+import { ROOT } from '../helpers/cli';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const WORKER = join(import.meta.dirname, 'rank-worker.ts');
 
 export interface Line {

@@ -14,7 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { crashHost, harnessMode, leftovers, SSHD_MISSING, startHosts, trainerProcesses, type SshdCluster } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { QUICK_HOST_TIMINGS } from '../helpers/tiny';
+import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, type ServeProcess } from './serve-process';
 
 const NETNS = !SSHD_MISSING && existsSync(CHROMIUM) && (await harnessMode()) === 'netns';
@@ -36,7 +37,8 @@ describe.skipIf(!NETNS)("the dashboard's server relaunches a lost host's agent, 
     ({ serve, page } = dash);
     const env = { COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), COHORT_DATA_DIR: serve.dataDir, HOME: join(serve.dataDir, '..', 'home'), COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' };
     const c = cluster;
-    const hosts = c.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: c.user, identityFile: c.clientKeyPath, slots: 1, workdir: h.workdir }));
+    // every agent takes a silent peer for lost after 6 s, not the product's 20 s (QUICK_HOST_TIMINGS)
+    const hosts = c.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: c.user, identityFile: c.clientKeyPath, slots: 1, workdir: h.workdir, env: { ...QUICK_HOST_TIMINGS } }));
     const file = join(dir, 'trio.json');
     writeFileSync(file, JSON.stringify({ name: 'trio', hosts }));
     cliEnv = env;
@@ -93,15 +95,7 @@ describe.skipIf(!NETNS)("the dashboard's server relaunches a lost host's agent, 
   it('launched from the Launch view with max restarts 1, h3 killed after a checkpoint and back: the server relaunches its agent, the live view shows the restart, ok, 0 processes left', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('trio');
-    await page.getByTestId('launch-stem').selectOption('cifar');
-    await page.getByTestId('launch-classes').fill('10');
-    await page.getByTestId('launch-batch-size').fill('2');
-    await page.getByTestId('launch-image-size').fill('8');
-    await page.getByTestId('launch-steps').fill('14');
-    await page.getByTestId('launch-warmup-steps').fill('0');
-    await page.getByTestId('launch-log-steps').fill('1');
-    await page.getByTestId('launch-max-restarts').fill('1');
+    await fillLaunch(page, { profile: 'trio', stem: 'cifar', classes: 10, 'batch-size': 2, 'image-size': 8, steps: 14, 'warmup-steps': 0, 'log-steps': 1, 'max-restarts': 1 });
     await page.getByTestId('launch-start').click();
     await expect.poll(async () => ((await page.getByTestId('run-id').textContent().catch(() => '')) ?? '').trim(), { timeout: 120_000 }).toMatch(/\S/);
     // Restarts on and no interval given: the agent checkpoints every ~10 % of the run (every step here).

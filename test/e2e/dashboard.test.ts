@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 import { LAUNCH_ROWS } from '../../trainer/protocol';
 
@@ -99,17 +99,14 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
   it('launches a local 2-rank run: throughput appears and the chart grows', async () => {
     const steps = 8;
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('local');
-    await page.getByTestId('launch-ranks').fill('2');
+    await fillLaunch(page, { profile: 'local', ranks: 2 });
     // One field per row the run-configuration table marks for the form, fp16 labelled by what it does.
     expect(await page.locator('[data-config-field]').evaluateAll((els) => els.map((e) => e.getAttribute('data-config-field')))).toEqual(LAUNCH_ROWS.map((r) => r.key));
-    await page.getByTestId('launch-engine').selectOption('tfjs');
+    await fillLaunch(page, { engine: 'tfjs' });
     const fp16Label = await page.locator('[data-config-field=fp16]').textContent();
     expect(fp16Label).toContain('tfjs: fp16 gradient exchange (half the bytes); compute stays fp32');
     expect(fp16Label).not.toMatch(/AMP|autocast/);
-    await page.getByTestId('launch-batch-size').fill('2');
-    await page.getByTestId('launch-image-size').fill('8');
-    await page.getByTestId('launch-steps').fill(String(steps));
+    await fillLaunch(page, { 'batch-size': 2, 'image-size': 8, steps });
     await page.locator('label:has-text("Warm-up steps") input').fill('0');
     await page.locator('label:has-text("Log every") input').fill('1');
     await shot('03-launch');
@@ -137,7 +134,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
   it('stops a run', async () => {
     await page.getByTestId('nav-launch').click();
     // Long enough that it cannot finish before the click below, however fast the machine.
-    await page.getByTestId('launch-steps').fill('5000');
+    await fillLaunch(page, { steps: 5000 });
     await page.getByTestId('launch-start').click();
     await page.getByTestId('stop-run').waitFor();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000 }).not.toBe('starting');
@@ -168,7 +165,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
 
   it('a reload mid-run re-attaches with complete charts; cohort stop from the CLI leaves the dashboard up, the run cancelled', async () => {
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-steps').fill('5000');
+    await fillLaunch(page, { steps: 5000 });
     await page.getByTestId('launch-start').click();
     await expect.poll(async () => Number(await page.getByTestId('chart-throughput').getAttribute('data-points')), { timeout: 180_000, interval: 250 }).toBeGreaterThanOrEqual(3);
     const runId = readdirSync(join(serve.dataDir, 'runs')).sort().at(-1)!;

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { torchUnavailableReason } from '../torch/engine-process';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, type ServeProcess } from './serve-process';
 
 const skip = !existsSync(CHROMIUM) ? `no ${CHROMIUM}` : torchUnavailableReason();
@@ -35,14 +35,7 @@ describe.skipIf(skip !== undefined)(`the dashboard says when a run is not on a G
   it('Live: NOT ON A GPU with the reason; History: the run is marked CPU, not GPU', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('local');
-    await page.getByTestId('launch-engine').selectOption('torch');
-    await page.getByTestId('launch-ranks').fill('1');
-    await page.getByTestId('launch-batch-size').fill('2');
-    await page.getByTestId('launch-image-size').fill('32');
-    await page.getByTestId('launch-steps').fill('2');
-    await page.getByTestId('launch-warmup-steps').fill('1');
-    await page.getByTestId('launch-log-steps').fill('1');
+    await fillLaunch(page, { profile: 'local', engine: 'torch', ranks: 1, 'batch-size': 2, 'image-size': 32, steps: 2, 'warmup-steps': 1, 'log-steps': 1 });
     await page.getByTestId('launch-start').click();
 
     const warning = page.getByTestId('device-warning');

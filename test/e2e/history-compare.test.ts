@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, setTheme, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -299,7 +299,7 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     expect(await page.getByTestId('launch-steps').inputValue()).toBe('6');
     expect(await page.getByTestId('launch-warmup-steps').inputValue()).toBe('0');
     // Editable before launch.
-    await page.getByTestId('launch-batch-size').fill('8');
+    await fillLaunch(page, { 'batch-size': 8 });
     expect(await page.getByTestId('launch-start').isDisabled()).toBe(false);
   });
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
 import { freePort } from '../helpers/host';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -86,18 +86,12 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('launch progress in the d
   });
 
   const seen = () => page.evaluate(() => (window as unknown as { __seen: Seen[] }).__seen);
-  const fillTiny = async () => {
-    await page.getByTestId('launch-batch-size').fill('2');
-    await page.getByTestId('launch-image-size').fill('8');
-    await page.getByTestId('launch-steps').fill('4');
-    await page.getByTestId('launch-warmup-steps').fill('1');
-    await page.getByTestId('launch-log-steps').fill('1');
-  };
+  const fillTiny = () => fillLaunch(page, { 'batch-size': 2, 'image-size': 8, steps: 4, 'warmup-steps': 1, 'log-steps': 1 });
 
   it('shows each host connecting, deploying with bytes, starting ranks, then the run training', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('duo');
+    await fillLaunch(page, { profile: 'duo' });
     await fillTiny();
     await page.getByTestId('launch-start').click();
     // A screenshot while the bundle goes up (1024×700, the smallest size the views are checked at).
@@ -135,7 +129,7 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('launch progress in the d
 
   it('a host that refuses the connection is named as failed, with the error, in the page', async () => {
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('broken');
+    await fillLaunch(page, { profile: 'broken' });
     await fillTiny();
     await page.getByTestId('launch-start').click();
     const failed = page.getByTestId('launch-failed-ghost');

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -29,15 +29,7 @@ describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
   it('shows compile progress, then hover values on every chart at the same step, and one compute series per rank', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('local');
-    await page.getByTestId('launch-ranks').fill('2');
-    await page.getByTestId('launch-batch-size').fill('2');
-    await page.getByTestId('launch-image-size').fill('8');
-    await page.getByTestId('launch-steps').fill('10');
-    await page.getByTestId('launch-warmup-steps').fill('2');
-    await page.getByTestId('launch-log-steps').fill('1');
-    await page.getByTestId('launch-compile').check();
-    await page.getByTestId('launch-fp16').check();
+    await fillLaunch(page, { profile: 'local', ranks: 2, 'batch-size': 2, 'image-size': 8, steps: 10, 'warmup-steps': 2, 'log-steps': 1, compile: true, fp16: true });
     await page.getByTestId('launch-start').click();
 
     // Compile reports "i of n" while it runs (the kernel timing takes tens of seconds here).

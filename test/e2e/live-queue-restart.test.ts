@@ -9,7 +9,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { killLeftovers, ranksOf } from '../helpers/host';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -37,14 +37,7 @@ describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live vi
 
   async function launch(o: { ranks: number; steps: number; maxRestarts: number }): Promise<string> {
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('local');
-    await page.getByTestId('launch-ranks').fill(String(o.ranks));
-    await page.getByTestId('launch-batch-size').fill('2');
-    await page.getByTestId('launch-image-size').fill('8');
-    await page.getByTestId('launch-steps').fill(String(o.steps));
-    await page.getByTestId('launch-warmup-steps').fill('1');
-    await page.getByTestId('launch-log-steps').fill('1');
-    await page.getByTestId('launch-max-restarts').fill(String(o.maxRestarts));
+    await fillLaunch(page, { profile: 'local', ranks: o.ranks, 'batch-size': 2, 'image-size': 8, steps: o.steps, 'warmup-steps': 1, 'log-steps': 1, 'max-restarts': o.maxRestarts });
     const before = await page.getByTestId('run-id').textContent().catch(() => '');
     await page.getByTestId('launch-start').click();
     await expect.poll(async () => (await page.getByTestId('run-id').textContent().catch(() => '')) || '', { timeout: 30_000 }).not.toBe(before ?? '');

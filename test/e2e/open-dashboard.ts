@@ -38,3 +38,20 @@ export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<s
     throw err;
   }
 }
+
+/** The Launch form's fields, by the `launch-<name>` test id (profile, engine, stem, ranks, batch-size, …). */
+export type LaunchFields = Record<string, string | number | boolean>;
+
+/**
+ * Types the Launch form, field by field in the order given (a profile first: it sets which fields
+ * the form shows): a `<select>` gets selectOption, a checkbox check/uncheck (true/false), any other
+ * input fill. Does not click Start. The one place the e2e tests type the form.
+ */
+export async function fillLaunch(page: Page, fields: LaunchFields): Promise<void> {
+  for (const [name, value] of Object.entries(fields)) {
+    const field = page.getByTestId(`launch-${name}`);
+    if (typeof value === 'boolean') await (value ? field.check() : field.uncheck());
+    else if ((await field.evaluate((el) => el.tagName)) === 'SELECT') await field.selectOption(String(value));
+    else await field.fill(String(value));
+  }
+}

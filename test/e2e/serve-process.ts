@@ -5,7 +5,9 @@ import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const ROOT = join(import.meta.dirname, '..', '..');
+import { ROOT } from '../helpers/cli';
+
+export { ROOT };
 export const CHROMIUM = '/usr/bin/chromium';
 /** ../shared/ENV-NOTES.md: without the resolver rule Chromium still looks up Google hosts. */
 export const CHROMIUM_ARGS = [

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, SHOT_SIZES, screenshotsAllSizes } from './serve-process';
 
 const SHOTS = process.env.COHORT_SHOTS_DIR ?? join(ROOT, 'test-artifacts', 'views');
@@ -43,13 +43,7 @@ describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes',
 
   async function launch(steps: number, batch: number): Promise<void> {
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('local');
-    await page.getByTestId('launch-ranks').fill('1');
-    await page.getByTestId('launch-batch-size').fill(String(batch));
-    await page.getByTestId('launch-image-size').fill('8');
-    await page.getByTestId('launch-steps').fill(String(steps));
-    await page.getByTestId('launch-warmup-steps').fill('1');
-    await page.getByTestId('launch-log-steps').fill('1');
+    await fillLaunch(page, { profile: 'local', ranks: 1, 'batch-size': batch, 'image-size': 8, steps, 'warmup-steps': 1, 'log-steps': 1 });
     await page.getByTestId('launch-start').click();
   }
 
@@ -63,7 +57,7 @@ describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes',
     await expect.poll(() => page.locator('tr', { hasText: '127.0.0.1' }).locator('.badge.ok').first().textContent(), { timeout: 60_000 }).toBe('reachable');
     await shoot('hosts');
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('local');
+    await fillLaunch(page, { profile: 'local' });
     await shoot('launch');
   }, 120_000);
 

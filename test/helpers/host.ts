@@ -8,6 +8,10 @@ import { join } from 'node:path';
 import { decodeEvent, decodeRunState, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../../trainer/protocol';
 import { afterAll } from 'vitest';
 import { ROOT } from './cli';
+import { tinyConfig } from './tiny';
+import { until } from './until';
+
+export { tinyConfig };
 
 export const BUNDLE = join(ROOT, 'resources', 'trainer', 'cohort-trainer.mjs');
 
@@ -44,7 +48,6 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
-export const tinyConfig = { stem: 'cifar', imageSize: 8, batchSize: 4, classes: 10, warmupSteps: 0, logSteps: 1 };
 
 export function spec(p: Partial<Omit<LaunchSpec, 'config'>> & Pick<LaunchSpec, 'runId' | 'host' | 'ranks' | 'worldSize' | 'masterPort'> & { config: Record<string, unknown> }): string {
   return JSON.stringify({ masterAddr: '127.0.0.1', env: {}, heartbeatTimeoutMs: 0, role: 'leader', ...p, config: { ...tinyConfig, ...p.config } });
@@ -64,15 +67,8 @@ export function eventsOf(workdir: string, runId: string): CohortEvent[] {
     .map((l) => decodeEvent(JSON.parse(l)));
 }
 
-export async function waitUntil<T>(what: string, fn: () => T | undefined | false, timeoutMs = 90_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
+/** until() (test/helpers/until.ts) polling every 50 ms. */
+export const waitUntil = <T>(what: string, fn: () => T | undefined | false, timeoutMs = 90_000, everyMs = 50): Promise<T> => until(what, fn, timeoutMs, everyMs);
 
 export interface Proc {
   pid: number;

@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EventLineDecoder, type CohortEvent, type StepEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
+import { until } from '../helpers/until';
 
 const dirs: string[] = [];
 const runIds: string[] = [];
@@ -16,7 +18,7 @@ afterAll(() => {
   dirs.forEach((d) => rmSync(d, { recursive: true, force: true }));
 });
 
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = tinyRun();
 const steps = (events: CohortEvent[]) => events.filter((e): e is StepEvent => e.type === 'step').map((e) => e.step);
 
 function processesOf(runId: string): number[] {
@@ -36,13 +38,6 @@ function hostSteps(data: string, runId: string): number[] {
     .map((l) => (JSON.parse(l) as StepEvent).step);
 }
 
-const until = async (what: string, fn: () => boolean, ms = 120_000) => {
-  const end = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-};
 
 describe('durable local runs', () => {
   it('survives SIGKILL of its CLI; attach continues with no gap or duplicate; stop from a third process leaves 0 processes and history cancelled', async () => {
@@ -61,7 +56,7 @@ describe('durable local runs', () => {
 
     // The run goes on without any client: its record on the host keeps growing.
     const atKill = Math.max(...hostSteps(data, runId));
-    await until('steps to advance with no client', () => Math.max(...hostSteps(data, runId)) >= atKill + 2);
+    await until('steps to advance with no client', () => Math.max(...hostSteps(data, runId)) >= atKill + 2, 120_000);
     expect(processesOf(runId).length).toBeGreaterThanOrEqual(3); // agent + 2 ranks
 
     // Attach from a new process: the whole record, then live; measure command -> first live step.
@@ -106,7 +101,7 @@ describe('durable local runs', () => {
     const runId = (JSON.parse(r.stdout.split('\n')[0]!) as { runId?: string }).runId!;
     expect(runId).toMatch(/^\d{8}-\d{6}-/);
     runIds.push(runId);
-    await until('the detached run to step', () => hostSteps(data, runId).length >= 2);
+    await until('the detached run to step', () => hostSteps(data, runId).length >= 2, 120_000);
     const stop = runCli(['stop', runId], { env });
     expect((await stop.exit).code, stop.stderr).toBe(0);
     expect(processesOf(runId)).toEqual([]);
@@ -120,7 +115,7 @@ describe('durable local runs', () => {
     expect((await r.exit).code, r.stderr).toBe(0);
     const runId = (JSON.parse(r.stdout.split('\n')[0]!) as { runId: string }).runId;
     runIds.push(runId);
-    await until('the detached run to step', () => hostSteps(data, runId).length >= 2);
+    await until('the detached run to step', () => hostSteps(data, runId).length >= 2, 120_000);
     const a = runCli(['attach', runId, '--json'], { env, json: true });
     await a.waitFor((e) => e.type === 'step');
     const b = runCli(['attach', runId, '--json'], { env, json: true });

@@ -10,12 +10,13 @@ import type { CohortEvent, ErrorEvent } from '../../trainer/protocol';
 import type { HostProbe } from '../../electron/common';
 import { SLURM_MISSING, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { runCli } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 let c: SlurmCluster;
 let dir: string;
 let env: NodeJS.ProcessEnv;
 
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = tinyRun();
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
 async function cli(args: string[], json = false) {

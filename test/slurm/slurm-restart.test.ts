@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, DoneEvent, LogEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
 import { SLURM_MISSING, nodeTrainerProcesses as nodeTrainerProcessesOf, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { runCli } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 let c: SlurmCluster;
 let dir: string;
@@ -20,7 +21,7 @@ let env: NodeJS.ProcessEnv;
 let localSum = '';
 
 const STEPS = 16;
-const train = ['--steps', String(STEPS), '--checkpoint-every', '3', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1', '--seed', '7'];
+const train = ['--steps', String(STEPS), '--checkpoint-every', '3', ...tinyRun({ seed: 7 })];
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
 async function cli(args: string[], json = false) {

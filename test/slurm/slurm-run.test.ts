@@ -11,12 +11,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, DoneEvent, ErrorEvent, LogEvent, StepEvent } from '../../trainer/protocol';
 import { SLURM_MISSING, nodeTrainerProcesses as nodeTrainerProcessesOf, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { runCli } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 let c: SlurmCluster;
 let dir: string;
 let env: NodeJS.ProcessEnv;
 
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1', '--seed', '7'];
+const tiny = tinyRun({ seed: 7 });
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
 function importProfile(name: string, scheduler: Record<string, unknown>, workdir = join(c.sharedDir, 'work')): Promise<{ code: number | null; stderr: string }> {

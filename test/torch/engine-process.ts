@@ -4,7 +4,6 @@
 // validate is recorded, never silently skipped.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventLineDecoder, type CohortEvent, type LineResult, type TrainConfig } from '../../trainer/protocol';
@@ -23,18 +22,8 @@ export function torchUnavailableReason(): string | undefined {
   return undefined;
 }
 
-/** A TCP port that was free a moment ago (the OS picks it; the rank binds it soon after). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => (port ? resolve(port) : reject(new Error('could not read the listening port'))));
-    });
-  });
-}
+/** A TCP port that was free a moment ago (test/helpers/host.ts). */
+export { freePort } from '../helpers/host';
 
 export interface RankOptions {
   rank: number;

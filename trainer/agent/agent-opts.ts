@@ -1,6 +1,6 @@
 // What starts a host agent (run-agent.ts): its options (Slurm's agent-slurm adds a scheduler), its
-// exit codes, and the host wait from the host's environment.
-import { HOST_WAIT_MS, type LaunchSpec } from '../protocol';
+// exit codes; the waits from the host's environment are read in run-agent.ts (trainer/protocol/timings.ts).
+import { HOST_WAIT_MS, type LaunchSpec, type Timings } from '../protocol';
 import type { AgentConfig } from './agent-state';
 
 export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
@@ -14,6 +14,8 @@ export interface AgentRunOpts {
   agentNode?: string;
   /** Leader: how long to wait for a lost host's agent to rejoin (default HOST_WAIT_MS). */
   hostWaitMs?: number;
+  /** The heartbeat timeout and queue poll (default DEFAULT_TIMINGS; runDetachedAgent reads the host env, trainer/protocol/timings.ts). */
+  timings?: Timings;
   /** Set under a scheduler that may run the job again (Slurm, agent-slurm in slurm.ts). */
   scheduler?: {
     /** The scheduler's restart count of this job (SLURM_RESTART_COUNT). */
@@ -34,11 +36,6 @@ export interface SchedulerRestart {
   reason: string;
 }
 
-/** COHORT_HOST_WAIT_MS from the host's env (the profile's host env wins): a whole number of ms, else the default. */
-export function hostWaitMsOf(env: Record<string, string | undefined>): number {
-  const v = env.COHORT_HOST_WAIT_MS;
-  return v !== undefined && /^\d+$/.test(v) ? Number(v) : HOST_WAIT_MS;
-}
 
 
 /** The lifecycle's configuration: what differs between leader and follower, SSH/local and Slurm. */

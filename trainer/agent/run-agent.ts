@@ -5,7 +5,7 @@
 // and runs the effects it returns (spawn, kill, write the record, send, listen, connect, exit).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DisposableStore, SlowRankWatch, decodeLaunchSpec, isTerminalRunState, slowRankEvent, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../protocol';
+import { DEFAULT_TIMINGS, DisposableStore, SlowRankWatch, readTimings, decodeLaunchSpec, isTerminalRunState, slowRankEvent, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../protocol';
 import { newestCheckpointStep } from '../train/checkpoint';
 import { onProcessSignals } from '../util/node-lifecycle';
 import { CONNECT_TIMEOUT_MS, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
@@ -17,7 +17,7 @@ import { prepareHost } from './agent-prepare';
 import { claimLoop } from './agent-claim';
 import { releaseSlots, slotsOf } from './leases';
 import { RankGroup, emitTo, type RankExit } from './ranks';
-import { AGENT_RUN_EXIT, agentConfigOf, hostWaitMsOf, noMoreRequeues, type AgentRunOpts } from './agent-opts';
+import { AGENT_RUN_EXIT, agentConfigOf, noMoreRequeues, type AgentRunOpts } from './agent-opts';
 import { checkpointingOf, envPayload, noDoneError, rankExitError } from './rank-outcome';
 import { RunRecordWriter, readState, recordPaths, runDirOf, stopMarkerPath } from './run-record';
 
@@ -30,7 +30,9 @@ export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
   // A leader's record already there, not ended: run-rejoin relaunched this agent after the leader host was lost.
   const prior = !opts.scheduler && (spec.role ?? 'leader') === 'leader' ? readState(dir) : undefined;
   const relaunched = prior && !isTerminalRunState(prior.state) ? prior : undefined;
-  return new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? hostWaitMsOf({ ...process.env, ...spec.env }) }, relaunched).run();
+  // The waits (trainer/protocol/timings.ts) from the host's env, the profile's host env winning.
+  const { timings } = readTimings({ ...process.env, ...spec.env });
+  return new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? timings.hostWaitMs, timings }, relaunched).run();
 }
 
 class HostAgent {
@@ -60,7 +62,7 @@ class HostAgent {
     this.cfg = agentConfigOf(spec, opts);
     this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}), ...(opts.scheduler ? { schedulerAttempt: opts.scheduler.attempt } : {}) }, relaunched);
     this.state.restarts = this.record.current.restarts;
-    this.timeoutMs = spec.heartbeatTimeoutMs > 0 ? spec.heartbeatTimeoutMs : 20_000;
+    this.timeoutMs = spec.heartbeatTimeoutMs > 0 ? spec.heartbeatTimeoutMs : (opts.timings ?? DEFAULT_TIMINGS).heartbeatTimeoutMs;
     this.checkpointDir = spec.config.checkpointDir || join(dir, 'checkpoints');
     this.emit = emitTo({ event: (e) => this.record.event(e) });
   }
@@ -150,7 +152,7 @@ class HostAgent {
       case 'say-hello':
         return this.leaderLink?.send({ t: 'hello', token: c!.token, host: this.spec.host, ranks: this.spec.ranks.length });
       case 'claim':
-        return void claimLoop(this.opts.workdir, this.spec, () => this.state.phase.k === 'starting' || this.state.phase.k === 'queued', (i) => this.input(i));
+        return void claimLoop(this.opts.workdir, this.spec, () => this.state.phase.k === 'starting' || this.state.phase.k === 'queued', (i) => this.input(i), (this.opts.timings ?? DEFAULT_TIMINGS).queuePollMs);
       case 'send':
         return fx.to === 'leader' ? this.leaderLink?.send(fx.msg) : this.links?.send(fx.to, fx.msg);
       case 'accept-link':

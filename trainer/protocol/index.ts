@@ -11,6 +11,7 @@ export * from './run-state';
 export * from './slurm-job';
 export * from './slow-rank';
 export * from './env-switches';
+export * from './timings';
 export * from './world-layout';
 export * from './run-id';
 export * from './run-view';

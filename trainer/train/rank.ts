@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { connectCollective, rendezvousEnvFromProcess, type Collective, type RendezvousEnv } from '../collectives';
 import { TensorBytesPeak, applyCompilePlan, compileTrainStep, createResNet50, initBackend, initialParamsParallel, resnet50Spec, tfjsCapabilities, type BackendInfo, type CompileReport, type TfjsResNet } from '../engine/tfjs';
-import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, CohortError, decodeTrainConfig, toErrorInfo, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
+import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, CohortError, decodeTrainConfig, readTimings, toErrorInfo, type RankMemory, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer, type Optimizer } from '../optim/optimizer';
 import { exchangeAndUpdate, gatherOptimizerState } from './exchange';
 import { PhaseTimes } from './phase-times';
@@ -132,7 +132,7 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   const sampler = new MemorySampler(rdv.rank, host, () => model.tensorBytes(), backend.gpu ? nvidiaSmiReader(env, 0) : undefined, peak); // TensorFlow's GPU:0 is the first visible device
   owned.push(sampler);
 
-  const collective = await connectCollective(rdv, { timeoutMs: Number(env.COHORT_RENDEZVOUS_TIMEOUT_MS ?? 60_000) });
+  const collective = await connectCollective(rdv, { timeoutMs: readTimings(env).timings.rendezvousTimeoutMs });
   owned.push(collective);
   let peerFailure: Error | undefined;
   collective.onFailure((err) => {

@@ -1,6 +1,7 @@
 // `cohort probe PROFILE`, `cohort deploy PROFILE`, `cohort provision PROFILE`: talking to a
 // profile's hosts over SSH.
 import { isLocalProfile, type DeployProgress, type Profile } from '../../common';
+import { readTimings, type Timings } from '../../../trainer/protocol';
 import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { probeSummary, shellQuote } from '../../core/cluster/probe';
 import { PROVISION_CHECK, provisionPlan, provisionVerdict } from '../../core/cluster/provision';
@@ -12,22 +13,20 @@ import type { CliIo } from '../io';
 import type { Parsed } from '../command-spec';
 import { ttyPassphraseProvider } from '../tty-prompt';
 
+/** The client's waits (trainer/protocol/timings.ts) from its env; a value it cannot use is a usage error. */
+export function clientTimings(io: CliIo): Timings {
+  const { timings, invalid } = readTimings(io.env);
+  if (invalid.length) throw new UsageError(invalid.join('\n'));
+  return timings;
+}
+
 export function makeCluster(io: CliIo): SshCluster {
-  const lostAfterMs = lostAfterFromEnv(io.env.COHORT_LOST_AFTER_MS);
   return new SshCluster({
     env: io.env,
-    ...(lostAfterMs ? { lostAfterMs } : {}),
+    lostAfterMs: clientTimings(io).lostAfterMs,
     keys: new KeyRing(ttyPassphraseProvider()),
     onHostKeyAdded: (e) => io.stderr.write(`Permanently added ${e.knownHostsName} (${e.keyType} ${e.fingerprint}) to ${e.path} (line ${e.line})\n`),
   });
-}
-
-/** COHORT_LOST_AFTER_MS: how long a run's leader host may be silent before the run is `lost` (default 60000). */
-function lostAfterFromEnv(raw: string | undefined): number | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  const v = Number(raw);
-  if (!Number.isInteger(v) || v < 1000) throw new UsageError(`COHORT_LOST_AFTER_MS=${JSON.stringify(raw)}: give whole milliseconds, at least 1000 (unset it for the default, 60000)`);
-  return v;
 }
 
 export async function loadProfile(io: CliIo, name: string | undefined, command: string): Promise<Profile> {

@@ -21,6 +21,7 @@
 // The same controller serves `cohort run`, `cohort attach`, SSH clusters, `local`, `cohort serve`
 // and Electron; how a command reaches a host is the HostLink seam (host-link.ts).
 import {
+  DEFAULT_TIMINGS,
   DisposableBase,
   Emitter,
   EventLineDecoder,
@@ -369,7 +370,7 @@ export class RunController extends DisposableBase {
   }
 
   private async follow(f: Follow): Promise<void> {
-    const lostAfter = this.plan.lostAfterMs ?? 60_000;
+    const lostAfter = this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs;
     const isLeader = f.host === this.plan.hosts[0];
     let attempt = 0;
     while (!this.gaveUp() && !f.retired) {

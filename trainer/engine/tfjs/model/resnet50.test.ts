@@ -36,6 +36,11 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     models.push(m);
     return m;
   };
+  // The default model (cifar stem, 8×8, 10 classes, seed 7), built once for the cases whose checks do
+  // not depend on its weights or BN state (each sets or measures what it checks); a build costs ~1.3 s.
+  // A case that compares with a fresh model's state builds its own (the BN-statistics case).
+  let sharedModel: TfjsResNetInternals | undefined;
+  const shared = (): TfjsResNetInternals => (sharedModel ??= make());
   beforeAll(async () => {
     await initBackend('wasm');
   });
@@ -66,7 +71,7 @@ describe('ResNet-50 (tfjs, wasm)', () => {
 
   it('produces [batch, classes] logits for both stems', () => {
     for (const [stem, size] of [['imagenet', 32], ['cifar', 8]] as const) {
-      const m = make({ stem, imageSize: size, classes: 10 });
+      const m = stem === 'cifar' ? shared() : make({ stem, imageSize: size, classes: 10 });
       const { images } = batchOf(2, size, 10, 1);
       const out = m.logits(images, 2);
       expect(out.length).toBe(2 * 10);
@@ -116,7 +121,7 @@ describe('ResNet-50 (tfjs, wasm)', () => {
   });
 
   it('setParams/getParams and setBnState/getBnState round-trip', () => {
-    const m = make();
+    const m = shared();
     const p = new Float32Array(m.paramCount).map((_, i) => (i % 97) / 97);
     m.setParams(p);
     const q = new Float32Array(m.paramCount);
@@ -129,7 +134,7 @@ describe('ResNet-50 (tfjs, wasm)', () => {
   });
 
   it('does not leak tensors across steps', () => {
-    const m = make();
+    const m = shared();
     const { images, labels } = batchOf(4, 8, 10, 2);
     const g = new Float32Array(m.paramCount);
     m.trainStep(images, labels, 4, g);
@@ -146,7 +151,7 @@ describe('ResNet-50 (tfjs, wasm)', () => {
 
   it('updates BN running statistics in training and leaves them alone with freezeBn', () => {
     const { images, labels } = batchOf(4, 8, 10, 3);
-    const live = make();
+    const live = make(); // fresh: its BN state is compared with a fresh frozen model's
     const frozen = make({ freezeBn: true });
     const s0 = live.getBnState();
     const g = new Float32Array(live.paramCount);
@@ -192,7 +197,7 @@ describe('ResNet-50 (tfjs, wasm)', () => {
   });
 
   it('rejects bad inputs with actionable errors', () => {
-    const m = make();
+    const m = shared();
     const g = new Float32Array(m.paramCount);
     const { images } = batchOf(2, 8, 10, 6);
     expect(() => m.trainStep(images, Int32Array.from([0, 10]), 2, g)).toThrow(/labels\[1\] = 10 is outside \[0, 10\)/);

@@ -1,0 +1,62 @@
+// The waits a run's parts make, in one place: each one's production default and the environment
+// variable that overrides it. Tests shorten them (a host lost in 4 s instead of 20 s) so that fault
+// and restart tests take seconds; production never sets them. Read once where a process starts (the
+// CLI's composition root, the host agent from its host env, a rank from its env) and passed down;
+// code below that takes the number, never the environment.
+//
+// Plain data and a pure function of an env record: usable from the trainer, core and the CLI.
+import { HOST_WAIT_MS } from './events';
+
+export interface TimingKnob {
+  /** The environment variable that overrides the default. */
+  env: string;
+  /** The production value, ms. */
+  defaultMs: number;
+  /** The smallest value accepted, ms. */
+  minMs: number;
+  /** Who waits, and what for (said in errors and docs). */
+  what: string;
+}
+
+export const TIMINGS = {
+  /** A host agent silent this long (agents beat every second) is taken for lost. */
+  heartbeatTimeoutMs: { env: 'COHORT_HEARTBEAT_TIMEOUT_MS', defaultMs: 20_000, minMs: 1000, what: 'how long a host agent may be silent before its peer agent takes it for lost' },
+  /** The leader waits this long for a lost follower host to rejoin (HOST_WAIT_MS in events.ts says the same). */
+  hostWaitMs: { env: 'COHORT_HOST_WAIT_MS', defaultMs: HOST_WAIT_MS, minMs: 0, what: 'how long a leader (or followers) wait for a lost host to come back before the run fails host-lost' },
+  /** The client takes a run whose leader host is silent this long for lost. */
+  lostAfterMs: { env: 'COHORT_LOST_AFTER_MS', defaultMs: 60_000, minMs: 1000, what: "how long a run's leader host may be silent before the client says the run is lost" },
+  /** A queued agent looks at the GPU slots this often. */
+  queuePollMs: { env: 'COHORT_QUEUE_POLL_MS', defaultMs: 500, minMs: 10, what: 'how often a queued host agent tries to claim its GPU slots again' },
+  /** A rank waits this long for its peers at the collective's rendezvous. */
+  rendezvousTimeoutMs: { env: 'COHORT_RENDEZVOUS_TIMEOUT_MS', defaultMs: 60_000, minMs: 1000, what: "how long a rank waits for its peers' collective links" },
+} as const satisfies Record<string, TimingKnob>;
+
+export type TimingName = keyof typeof TIMINGS;
+export type Timings = Record<TimingName, number>;
+
+/** Every production default. */
+export const DEFAULT_TIMINGS: Timings = Object.fromEntries(Object.entries(TIMINGS).map(([k, t]) => [k, t.defaultMs])) as Timings;
+
+export interface ReadTimings {
+  timings: Timings;
+  /** One clear sentence per variable set to something unusable (its default is used instead). */
+  invalid: string[];
+}
+
+/**
+ * The timings an environment sets (unset or empty: the default). A value that is not whole
+ * milliseconds at or above the knob's minimum keeps the default and is named in `invalid`: a CLI
+ * refuses to start with it (a usage error), a host agent, which has no one to ask, goes on.
+ */
+export function readTimings(env: Record<string, string | undefined>): ReadTimings {
+  const timings = { ...DEFAULT_TIMINGS };
+  const invalid: string[] = [];
+  for (const [name, knob] of Object.entries(TIMINGS) as [TimingName, TimingKnob][]) {
+    const raw = env[knob.env];
+    if (raw === undefined || raw === '') continue;
+    const v = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
+    if (Number.isSafeInteger(v) && v >= knob.minMs) timings[name] = v;
+    else invalid.push(`${knob.env}=${JSON.stringify(raw)}: give whole milliseconds, at least ${knob.minMs} (unset it for the default, ${knob.defaultMs}); it sets ${knob.what}`);
+  }
+  return { timings, invalid };
+}
