@@ -14,6 +14,7 @@ import { chooseEngine, type EngineChoice } from './engine-choice';
 import { gpuPreflight } from './gpu-preflight';
 import { ControlLink, tokenMatches, type ControlMsg } from './control';
 import { claimSlots, releaseSlots, slotsOf } from './leases';
+import { claimKey, nextToClaim } from './claim-order';
 import { RankGroup, emitTo, type RankExit, type RankSink } from './ranks';
 import { RunRecordWriter, readState, recordPaths, runDirOf } from './run-record';
 import { onProcessSignals } from '../util/node-lifecycle';
@@ -97,12 +98,14 @@ class HostAgent {
   private group: RankGroup | undefined;
   private attempt = 0;
   private leasesHeld = false;
+  /** This host's claim is under way (asked for in the claim order; queued while the slots are busy). */
+  private claiming = false;
   private ended = false;
   private finish: (code: number) => void = () => {};
   private readonly finished: Promise<number>;
   // leader
   private server: Server | undefined;
-  private readonly followers = new Map<string, { link: ControlLink; ranks: number; ready: boolean; exited: number }>();
+  private readonly followers = new Map<string, { link: ControlLink; ranks: number; ready: boolean; exited: number; key: string; asked: boolean }>();
   private failures: Failure[] = [];
   private failing = false;
   private ownRanksOk = false;
@@ -185,7 +188,7 @@ class HostAgent {
     if (!this.ended) {
       if (this.role === 'follower') this.connectToLeader();
       else this.listen();
-      if (!this.refusal) void this.claim();
+      if (!this.refusal && this.role === 'leader') this.claimInOrder(); // a follower claims when the leader asks
     }
     const code = await this.finished;
     // Also when this agent never got to claim: run-start may have claimed for it (only files naming this run and pid go).
@@ -264,10 +267,14 @@ class HostAgent {
   // ---- slots -----------------------------------------------------------------------------
 
   private async claim(): Promise<void> {
+    if (this.leasesHeld) return this.leader?.send({ t: 'ready' }); // asked again (by a relaunched leader): still held
+    if (this.claiming) return;
+    this.claiming = true;
     let said = '';
     for (;;) {
       if (this.ended) return;
       const r = claimSlots(this.opts.workdir, this.spec.runId, this.slots);
+      for (const w of r.warnings) this.log('warn', `${this.spec.host}: ${w}`);
       if (r.ok) break;
       if (this.spec.queue === false) {
         return this.fail({ host: this.spec.host, rank: -1, message: `slot ${r.slot} on ${this.spec.host} is busy with run ${r.busyBy} (queue off)`, code: 'slots-busy' });
@@ -282,9 +289,27 @@ class HostAgent {
       await new Promise((res) => setTimeout(res, QUEUE_POLL_MS));
     }
     this.leasesHeld = true;
+    this.claiming = false;
     if (said) this.record.update({ state: 'starting', queuedBehind: undefined });
     if (this.role === 'follower') this.leader?.send({ t: 'ready' });
-    else this.maybeGo();
+    else {
+      this.claimInOrder();
+      this.maybeGo();
+    }
+  }
+
+  /** Leader: once every follower has said hello, ask the next host in the global claim order to claim (claim-order.ts). */
+  private claimInOrder(): void {
+    if (this.ended) return;
+    const fs = [...this.followers.entries()];
+    if (fs.reduce((n, [, f]) => n + f.ranks, 0) < this.expectedFollowerRanks) return;
+    const self = { host: this.spec.host, key: claimKey(this.opts.workdir), held: this.leasesHeld, asked: this.claiming };
+    const next = nextToClaim([self, ...fs.map(([host, f]) => ({ host, key: f.key, held: f.ready, asked: f.asked }))]);
+    if (next === self) return void this.claim();
+    const f = next && this.followers.get(next.host);
+    if (!f) return;
+    f.asked = true;
+    f.link.send({ t: 'claim' });
   }
 
   // ---- ranks -----------------------------------------------------------------------------
@@ -390,9 +415,9 @@ class HostAgent {
           if (!tokenMatches(m.token, this.spec.control!.token) || !m.host || (prior && !rejoin)) return link.close('refused');
           host = m.host;
           // A rejoined agent runs no ranks of the stopped attempt: it counts as exited from it.
-          this.followers.set(host, { link, ranks: m.ranks, ready: false, exited: rejoin ? this.attempt : -1 });
+          this.followers.set(host, { link, ranks: m.ranks, ready: false, exited: rejoin ? this.attempt : -1, key: m.key ?? host, asked: false });
           if (rejoin) this.log('info', `${host}'s agent rejoined run ${this.spec.runId}`);
-          return;
+          return this.claimInOrder();
         }
         this.onFollowerMsg(host, m);
       },
@@ -417,6 +442,7 @@ class HostAgent {
         return;
       case 'ready':
         f.ready = true;
+        this.claimInOrder();
         if (this.awaiting.delete(host)) {
           // a lost host is back and holds its slots again: restart once every lost host is
           if (this.awaiting.size === 0) clearTimeout(this.waitTimer);
@@ -660,7 +686,7 @@ class HostAgent {
             this.fail({ host: this.spec.host, rank: -1, message: `lost the leader's agent (${why}); stopping this host's ranks`, code: 'leader-lost' });
           },
         );
-        link.send({ t: 'hello', token: c.token, host: this.spec.host, ranks: this.spec.ranks.length });
+        link.send({ t: 'hello', token: c.token, host: this.spec.host, ranks: this.spec.ranks.length, key: claimKey(this.opts.workdir) });
         if (this.refusal) return this.fail(this.refusal);
         if (this.leasesHeld) link.send({ t: 'ready' });
         else if (this.record.current.queuedBehind) link.send({ t: 'queued', behind: this.record.current.queuedBehind });
@@ -702,6 +728,8 @@ class HostAgent {
       case 'checkpoint':
         this.lastCheckpointStep = Math.max(this.lastCheckpointStep, m.step);
         return;
+      case 'claim':
+        return void this.claim();
       case 'go':
         if (m.attempt > 1) this.record.update({ restarts: m.attempt - 1 });
         return this.startRanks(m.attempt, m.resume);
