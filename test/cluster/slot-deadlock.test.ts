@@ -8,7 +8,7 @@
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodeRunState, type RunStateRecord } from '../../trainer/protocol';
 import { harnessMode, leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli, type CliRun } from '../helpers/cli';
@@ -19,6 +19,8 @@ let cluster: SshdCluster;
 let dir = '';
 let env: NodeJS.ProcessEnv;
 const clients: CliRun[] = [];
+/** Runs started by the current test: a deadlock (the test failed) leaves them queued; stopped after it, so the next test starts clean. */
+const started: string[] = [];
 const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1'];
 
 function cli(args: string[]): CliRun {
@@ -52,7 +54,9 @@ async function startDetached(profile: string): Promise<string> {
   const r = cli(['run', '--profile', profile, '--steps', '3', ...tiny, '--detach', '--json']);
   const exit = await r.exit;
   expect(exit.code, r.stderr).toBe(0);
-  return (JSON.parse(r.stdout.split('\n')[0]!) as { runId: string }).runId;
+  const id = (JSON.parse(r.stdout.split('\n')[0]!) as { runId: string }).runId;
+  started.push(id);
+  return id;
 }
 
 const ended = (s: RunStateRecord | undefined) => s !== undefined && ['ok', 'failed', 'cancelled'].includes(s.state);
@@ -96,6 +100,11 @@ beforeAll(async () => {
   const deployed = cli(['deploy', 'fwd']);
   expect((await deployed.exit).code, deployed.stderr).toBe(0);
 }, 300_000);
+
+afterEach(async () => {
+  const left = started.splice(0).filter((id) => !(ended(stateOn(0, id)) && ended(stateOn(1, id))));
+  await Promise.all(left.map((id) => cli(['stop', id]).exit));
+});
 
 afterAll(async () => {
   for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
