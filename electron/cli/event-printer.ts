@@ -3,8 +3,9 @@
 // Every wait shows where the run is (connecting, deploying, starting ranks, compile i of n,
 // warm-up, Step k/N with elapsed and ETA): a live status line when stderr is a terminal, plain
 // lines when it is not (one per phase change, compile stages at most every few seconds).
-import { formatStepLine, type CohortEvent, type PlanEvent, type RankMemory } from '../../trainer/protocol';
-import type { DeployProgress } from '../common';
+import { formatStepLine, type CohortEvent, type HelloEvent, type PlanEvent, type RankMemory, type TrainConfig } from '../../trainer/protocol';
+import { bf16Label, fp16Label, type DeployProgress } from '../common';
+import { applyEvent } from '../core/runs/applied-config';
 import { styleFor } from './style';
 
 export interface Printer {
@@ -18,6 +19,12 @@ export interface Printer {
 
 export function jsonPrinter(out: NodeJS.WritableStream): Printer {
   return { event: (e) => out.write(JSON.stringify(e) + '\n') };
+}
+
+/** This run's compile and half precision at its start, as the run applies them (applied-config.ts). */
+function startLabels(asked: TrainConfig, hello: HelloEvent): string {
+  const r = { config: asked, applied: applyEvent({}, asked, hello) };
+  return [`compile ${asked.compile ? 'asked (compiled before the first step, below)' : 'no'}`, `fp16 ${fp16Label(r)}`, ...(asked.bf16 ? [`bf16 ${bf16Label(r)}`] : [])].join(', ');
 }
 
 /** m:ss or h:mm:ss. */
@@ -90,7 +97,8 @@ class StatusLine {
 export function humanPrinter(
   out: NodeJS.WritableStream,
   err: NodeJS.WritableStream,
-  opts: { verbose?: boolean; env?: NodeJS.ProcessEnv; now?: () => number } = {},
+  /** asked: the run's configuration (what was asked), so the start block can say what this run does next to what the host offers. */
+  opts: { verbose?: boolean; env?: NodeJS.ProcessEnv; now?: () => number; asked?: () => TrainConfig | undefined } = {},
 ): Printer {
   const now = opts.now ?? Date.now;
   const t0 = now();
@@ -124,10 +132,14 @@ export function humanPrinter(
     event(e) {
       switch (e.type) {
         case 'hello': {
+          // What the engine offers here is not what this run does (a tfjs host offers compile and fp16
+          // transport; a run without --compile/--fp16 uses neither): two blocks, never one list.
           const caps = Object.entries(e.capabilities)
-            .map(([k, c]) => `  ${k}: ${c.available ? 'yes' : 'no'} — ${c.detail}`)
+            .map(([k, c]) => `    ${k}: ${c.available ? 'yes' : 'no'} — ${c.detail}`)
             .join('\n');
-          say(`engine ${e.engine}, backend ${e.backend} on ${e.device}, ${e.params.toLocaleString('en-US')} params, ${e.worldSize} rank(s)\n${e.reason ? `  why: ${e.reason}\n` : ''}${caps}\n`);
+          const asked = opts.asked?.();
+          const thisRun = asked ? `  this run: ${startLabels(asked, e)}\n` : '';
+          say(`engine ${e.engine}, backend ${e.backend} on ${e.device}, ${e.params.toLocaleString('en-US')} params, ${e.worldSize} rank(s)\n${e.reason ? `  why: ${e.reason}\n` : ''}${thisRun}  available on this host (what the engine offers, used only when asked):\n${caps}\n`);
           if (e.deviceWarning) say(`WARNING: NOT ON A GPU: ${e.deviceWarning}\n`);
           status.set('ranks connecting to each other (rendezvous), weights broadcast');
           break;
@@ -184,7 +196,8 @@ export function humanPrinter(
           break;
         case 'done':
           status.close();
-          err.write(`done: ${e.status === 'ok' ? s.green(e.status) : s.red(e.status)}, ${e.steps} steps${e.medianGlobalSamplesPerSec !== null ? `, median ${e.medianGlobalSamplesPerSec.toFixed(1)} samples/s` : ''}${e.paramChecksum ? `, weights sha256 ${e.paramChecksum.slice(0, 16)}…` : ''}, ${(e.durationMs / 1000).toFixed(1)} s\n`);
+          // The run's figure leads (its median over the windows, as runs list and History give it).
+          err.write(`${e.medianGlobalSamplesPerSec !== null ? `median ${s.bold(e.medianGlobalSamplesPerSec.toFixed(1))} samples/s — ` : ''}done: ${e.status === 'ok' ? s.green(e.status) : s.red(e.status)}, ${e.steps} steps${e.paramChecksum ? `, weights sha256 ${e.paramChecksum.slice(0, 16)}…` : ''}, ${(e.durationMs / 1000).toFixed(1)} s\n`);
           break;
       }
     },

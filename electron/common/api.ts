@@ -4,7 +4,7 @@
 // methods return Promises, `onXxx` subscriptions return a disposer.
 import { CohortError, toErrorInfo, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
-import type { RunSeries, ThroughputSpread } from './run-history';
+import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 
 // ---- shapes that cross the boundary --------------------------------------------------------
@@ -112,10 +112,8 @@ export interface HostRecordRef {
 export type RunMetaStatus = RunStatus | 'queued' | 'starting' | 'running' | 'restarting' | 'lost';
 
 /** The run history record (meta.json of a run). */
-export interface RunMeta {
+export interface RunMeta extends RunUserFields {
   id: string;
-  /** The user's name for the run (History: editable; kept in user.json beside meta.json). */
-  name?: string;
   profile: string;
   startedAt: string;
   endedAt?: string;
@@ -167,7 +165,8 @@ export interface AppliedConfig {
 
 export type RunExportFormat = 'csv' | 'json';
 
-export interface StartRunRequest {
+/** What a launch asks for; name, tags and notes are recorded with the run (user.json). */
+export interface StartRunRequest extends RunUserFields {
   profile: string;
   /** For the `local` profile: how many ranks (default 1). Cluster profiles use their slots. */
   ranks?: number;
@@ -348,6 +347,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
         ...(accept === undefined ? {} : { acceptNewHostKeys: accept }),
         ...(maxRestarts === undefined ? {} : { maxRestarts }),
         ...(queue === undefined ? {} : { queue }),
+        ...decodeRunUserFields(o, 'request'),
       },
     ];
   },

@@ -7,3 +7,4 @@ export * from './api-wire';
 export * from './profile';
 export * from './run-history';
 export * from './csp';
+export * from './applied-labels';

@@ -100,4 +100,19 @@ describe('Slurm profiles (scheduler)', () => {
     expect(() => decodeProfile({ ...issue, hosts: [{ ...login, slots: 4 }] })).toThrow(/hosts\[0\] \(login\)\.slots: the login node runs no ranks; give ranks per node as scheduler\.tasksPerNode/);
     expect(() => decodeProfile({ ...issue, masterAddr: '10.0.0.1' })).toThrow(/masterAddr: a Slurm run takes its rendezvous from the allocation/);
   });
+
+  it("reads extraArgs as sbatch's getopt does: attached short values, clusters, long prefixes (issue 22 item 16)", () => {
+    const s = (extraArgs: string[]) => ({ ...issue, scheduler: { ...issue.scheduler, extraArgs } });
+    expect(() => decodeProfile(s(['-Jx']))).toThrow('scheduler.extraArgs[0]: "-Jx" (sbatch reads it as --job-name=x) is set by Cohort for every run; remove it');
+    expect(() => decodeProfile(s(['-pnosuchpart']))).toThrow('scheduler.extraArgs[0]: "-pnosuchpart" (sbatch reads it as --partition=nosuchpart) is set from scheduler.partition; set that field instead');
+    expect(() => decodeProfile(s(['--constraint=a100', '--job=x']))).toThrow('scheduler.extraArgs[1]: "--job=x" (sbatch reads it as --job-name=x) is set by Cohort');
+    expect(() => decodeProfile(s(['-vHN2']))).toThrow(/"-vHN2" \(sbatch reads it as --nodes=2\) is set from scheduler\.nodes/);
+    expect(() => decodeProfile(s(['--part=gpu']))).toThrow(/--partition=gpu\) is set from scheduler\.partition/);
+    expect(() => decodeProfile(s(['--ntasks-per-n=2']))).toThrow(/--ntasks-per-node=2\) is set from scheduler\.tasksPerNode/);
+    expect(() => decodeProfile(s(['-p']))).toThrow('scheduler.extraArgs[0]: -p is set from scheduler.partition');
+    // Not Cohort's: an exact name wins over the owned ones it prefixes; values that merely contain a letter.
+    for (const ok of [['--gpus=2'], ['--time-min=5'], ['-C', 'a100'].slice(0, 1), ['-Ca100'], ['-vH'], ['--constraint=p'], ['-wnode-p1'], ['--exclusive']]) {
+      expect(decodeProfile(s(ok)).scheduler!.extraArgs, ok.join(' ')).toEqual(ok);
+    }
+  });
 });

@@ -6,6 +6,7 @@
 //   profile "lab": hosts[1] (h2).port: must be ≤ 65535, got 70000
 import { CohortError, ConfigError, FLAG_OF, decodeTrainConfig, overlayTrainConfig, type TrainConfig } from '../../trainer/protocol';
 import { DecodeError, arr, describe, obj, optNum, optStr, str, strRecord, type Obj } from '../../trainer/protocol/validate';
+import { refusedSbatchWord } from './sbatch-args';
 
 export const PROFILE_VERSION = 1;
 /** The built-in profile: ranks run on this machine without SSH. Its name is reserved. */
@@ -59,18 +60,12 @@ export interface SlurmScheduler {
   timeLimit?: string;
   /** `--account`; absent: the user's default account. */
   account?: string;
-  /** More sbatch options, passed as given (each one `--name` or `--name=value`). */
+  /** More sbatch options, passed as given (each one `--name`, `--name=value` or `-Xvalue`); the ones Cohort sets are refused however spelled (sbatch-args.ts). */
   extraArgs: string[];
 }
 
 export type Scheduler = SlurmScheduler;
 
-/** sbatch options Cohort sets itself (from the scheduler fields or the run): refused in extraArgs, naming the field to use. */
-const SBATCH_OWNED: Record<string, string> = {
-  '--nodes': 'nodes', '-N': 'nodes', '--ntasks-per-node': 'tasksPerNode', '--ntasks': 'tasksPerNode', '-n': 'tasksPerNode',
-  '--partition': 'partition', '-p': 'partition', '--time': 'timeLimit', '-t': 'timeLimit', '--account': 'account', '-A': 'account',
-  '--gpus-per-node': 'gpusPerNode', '--job-name': '', '-J': '', '--output': '', '-o': '', '--error': '', '-e': '', '--chdir': '', '-D': '', '--wrap': '', '--requeue': '', '--no-requeue': '', '--parsable': '',
-};
 const TIME_RE = /^(?:\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d+|\d+-\d+:\d{1,2}|\d+-\d+:\d{1,2}:\d{1,2}|UNLIMITED|INFINITE)$/;
 const SLURM_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 
@@ -286,10 +281,10 @@ function decodeScheduler(profile: string, raw: unknown, at: <T>(read: () => T) =
     if (typeof v !== 'string' || !/^--?[A-Za-z]/.test(v) || /[\0\n]/.test(v)) throw new DecodeError(path, `expected an sbatch option such as "--constraint=a100", got ${describe(v)}`);
     return v;
   }));
+  // Read as sbatch's getopt reads them (-Jx, -pname, --job=x): an option Cohort sets is refused however spelled.
   extraArgs.forEach((a, i) => {
-    const flag = /^(--?[A-Za-z][A-Za-z-]*)/.exec(a)![1]!;
-    const owner = SBATCH_OWNED[flag];
-    if (owner !== undefined) fail(`extraArgs[${i}]`, owner ? `${flag} is set from scheduler.${owner}; set that field instead` : `${flag} is set by Cohort for every run; remove it`);
+    const refused = refusedSbatchWord(a);
+    if (refused) fail(`extraArgs[${i}]`, refused);
   });
   return {
     kind: 'slurm',

@@ -2,6 +2,8 @@
 // CLI (list, export) and the dashboard (History, Compare): the spread of a run's throughput over its
 // windows, its bounded curves, its duration and its user-given name. Plain TypeScript.
 
+import { DecodeError, arr, optStr, type Obj } from '../../trainer/protocol/validate';
+
 /**
  * The spread of a run's global throughput over its measured windows (one window per `step` event;
  * warm-up and compile steps are never in a window). Quartiles by linear interpolation (numpy's
@@ -71,6 +73,46 @@ export function checkRunName(name: string): { ok: true; name: string } | { ok: f
   if (n.length > RUN_NAME_MAX) return { ok: false, reason: `a run name is at most ${RUN_NAME_MAX} characters (this one has ${n.length})` };
   if (/[\u0000-\u001f\u007f]/.test(n)) return { ok: false, reason: 'a run name cannot hold line breaks, tabs or other control characters' };
   return { ok: true, name: n };
+}
+
+/** What the user says of a run (user.json beside meta.json): its name (History: editable), tags and notes (`cohort run --name/--tag/--notes`). */
+export interface RunUserFields {
+  name?: string;
+  tags?: string[];
+  notes?: string;
+}
+
+/** The user fields of a request object, each only when present (their content is checked where they are stored). */
+export function decodeRunUserFields(o: Obj, path: string): RunUserFields {
+  const name = optStr(o, 'name', path);
+  const notes = optStr(o, 'notes', path);
+  const tags = o.tags === undefined ? undefined : arr(o, 'tags', path, (v, p) => {
+    if (typeof v !== 'string') throw new DecodeError(p, 'expected a string');
+    return v;
+  });
+  return { ...(name === undefined ? {} : { name }), ...(tags === undefined ? {} : { tags }), ...(notes === undefined ? {} : { notes }) };
+}
+
+export const RUN_TAG_MAX = 40;
+export const RUN_NOTES_MAX = 2000;
+
+/** Tags as the user gave them (`--tag`, repeatable): trimmed, deduplicated; each a short word-like label. */
+export function checkRunTags(tags: string[]): { ok: true; tags: string[] } | { ok: false; reason: string } {
+  const out: string[] = [];
+  for (const raw of tags) {
+    const t = raw.trim();
+    if (!/^[A-Za-z0-9][A-Za-z0-9._:+-]*$/.test(t) || t.length > RUN_TAG_MAX) return { ok: false, reason: `tag ${JSON.stringify(raw)}: letters, digits and . _ : + - only, starting with a letter or digit, at most ${RUN_TAG_MAX} characters` };
+    if (!out.includes(t)) out.push(t);
+  }
+  return { ok: true, tags: out };
+}
+
+/** Notes: free text (line breaks allowed), at most RUN_NOTES_MAX characters, no other control characters. */
+export function checkRunNotes(notes: string): { ok: true; notes: string } | { ok: false; reason: string } {
+  const n = notes.trim();
+  if (n.length > RUN_NOTES_MAX) return { ok: false, reason: `notes are at most ${RUN_NOTES_MAX} characters (these have ${n.length})` };
+  if (/[\u0000-\u0009\u000b-\u001f\u007f]/.test(n)) return { ok: false, reason: 'notes cannot hold control characters other than line breaks' };
+  return { ok: true, notes: n };
 }
 
 /** The run's median throughput: the trainer's own `done` figure, else the median of the windows it measured (a cancelled or failed run). */

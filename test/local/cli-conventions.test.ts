@@ -159,9 +159,11 @@ describe('--json on a refused connection', () => {
     const exit = await r.exit;
     expect(exit.code).toBe(3); // connection
     expect(r.invalidLines).toBe(0);
-    expect(r.events.map((x) => x.type)).toEqual(['error', 'done']);
-    expect(r.events[0]).toMatchObject({ type: 'error', rank: -1, host: '127.0.0.1' });
-    expect((r.events[0] as { message: string }).message).toMatch(/refused/i);
-    expect(r.events[1]).toMatchObject({ type: 'done', status: 'failed', steps: 0 });
+    // First the failed launch's run id (it is in the history), then error, then done.
+    expect(r.events.map((x) => x.type)).toEqual(['log', 'error', 'done']);
+    expect(r.events[0]).toMatchObject({ type: 'log', runId: expect.stringMatching(/^\d{8}-/) });
+    expect(r.events[1]).toMatchObject({ type: 'error', rank: -1, host: '127.0.0.1' });
+    expect((r.events[1] as { message: string }).message).toMatch(/refused/i);
+    expect(r.events[2]).toMatchObject({ type: 'done', status: 'failed', steps: 0 });
   });
 });

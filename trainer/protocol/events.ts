@@ -198,6 +198,8 @@ export interface LogEvent extends EventBase {
   stream?: 'stdout' | 'stderr';
   /** A warning's kind, for clients that show it specially ('slow-rank'). */
   code?: string;
+  /** The run this stream is about: the first line of `cohort run --json` (scripts read the id from it). */
+  runId?: string;
 }
 
 export interface ErrorEvent extends EventBase {
@@ -464,6 +466,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     ...opt('host', optStr(o, 'host', p)),
     ...opt('stream', o.stream === undefined ? undefined : oneOf(o, 'stream', p, ['stdout', 'stderr'] as const)),
     ...opt('code', optStr(o, 'code', p)),
+    ...opt('runId', optStr(o, 'runId', p)),
   }),
   error: (o) => ({
     type: 'error',

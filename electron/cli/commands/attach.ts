@@ -8,6 +8,7 @@ import { makeService } from '../service';
 import { parseCommandLine } from '../train-flags';
 import { exitCodeOf } from './run';
 import { followRun } from '../../common';
+import { resolveRun } from '../../core/runs/run-select';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
 
 export const ATTACH_USAGE = `usage: cohort attach RUN [--json] [--verbose]
@@ -23,9 +24,8 @@ export async function attachCommand(args: string[], io: CliIo): Promise<number> 
   const id = positionals[0];
   if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${ATTACH_USAGE}`);
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
-  const runId = service.runs.meta(id)?.id ?? service.runs.list().find((m) => m.id.startsWith(id))?.id;
-  if (!runId) throw new UsageError(`no run "${id}" in ${service.runs.runsDir}; "cohort runs list" shows the recorded runs`);
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, asked: () => service.runs.meta(runId)?.config });
+  const runId = resolveRun(service.runs, id).id;
   let off = () => undefined as void;
   const detach = () => {
     io.stderr.write(`\ndetached from run ${runId}; it goes on (cohort stop ${runId} stops it)\n`);

@@ -1,9 +1,9 @@
 // `cohort run --local [--ranks N] [trainer flags] [--json]`: trains on this machine with the
 // same agent, events and run history as a cluster run.
 import { join } from 'node:path';
-import { makeEvent, type Disposable } from '../../../trainer/protocol';
+import { makeEvent, type CohortEvent, type Disposable } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
-import { followRun, localProfile, resolveRunConfig } from '../../common';
+import { checkRunName, checkRunNotes, checkRunTags, followRun, localProfile, resolveRunConfig } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
@@ -17,8 +17,10 @@ export const RUN_USAGE = `usage: cohort run --local [--ranks N] [options]
        cohort run --profile NAME [options] [--accept-new-host-key]
 training options (a profile's defaults apply under them; exactly one of --steps/--epochs is > 0):
 ${trainFlagUsage()}
-output: --json (events only, one per line)  --verbose (every rank's log lines)
-  --detach   start the run and return at once, printing its id (with --json: a first event
+output: --json (events only, one per line; the first is a log event carrying runId, the last is done;
+         a failure ends with error, then done)  --verbose (every rank's log lines)
+  --name NAME, --tag TAG (repeatable), --notes TEXT   recorded with the run (runs list/show, History)
+  --detach   start the run and return at once, printing its id (with --json: the first event
              carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
 A run outlives the CLI (killed, terminal closed, SSH link lost); Ctrl-C in the foreground stops
 it, a second Ctrl-C stops waiting for the hosts to confirm.`;
@@ -35,6 +37,9 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     'accept-new-host-key': { type: 'boolean' },
     'max-restarts': { type: 'string' },
     'no-queue': { type: 'boolean' },
+    name: { type: 'string' },
+    tag: { type: 'string', multiple: true },
+    notes: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   });
   if (values.help) {
@@ -55,12 +60,14 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const profile = local ? localProfile(ranks) : await loadProfile(io, values.profile, RUN_USAGE);
   const overrides = trainOverridesFromFlags(values); // profile defaults go under them in core (startRun)
   // Validate at the edge, before any status line or connection: the same resolution core applies
-  // when it starts the run (the result is not used here; core merges the profile defaults once).
-  resolveRunConfig(profile, overrides);
+  // when it starts the run (core merges the profile defaults once; the printer shows what was asked).
+  const asked = resolveRunConfig(profile, overrides);
+  // What the user says of the run, checked here too (a refused name is a usage error before any connection).
+  const user = runUserFields(values.name, values.tag, values.notes);
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose });
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, asked: () => asked });
   let runId: string | undefined;
   let offEvents = () => undefined as void;
   const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));
@@ -74,12 +81,14 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   try {
     printer.status?.(local ? `starting ${ranks} local rank(s)` : `connecting to ${profile.hosts.length} host(s) of ${profile.name}`);
     try {
-      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}), maxRestarts, ...(values['no-queue'] ? { queue: false } : {}) }));
+      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}), maxRestarts, ...(values['no-queue'] ? { queue: false } : {}), ...user }));
     } catch (err) {
       // --json promises a stream that always ends with `done`: a failure before the run exists (a
       // refused connection, a failed deploy) is an `error` event, then `done`, then the exit code.
       if (values.json) {
-        const e = err as Error & { code?: string; hint?: string; host?: string };
+        const e = err as Error & { code?: string; hint?: string; host?: string; runId?: string };
+        // A launch that failed after its run was recorded (a refused connection) still leads with its id.
+        if (typeof e.runId === 'string') printer.event(runIdEvent(e.runId, `run ${e.runId} failed to start`));
         const message = e.hint && !e.message.toLowerCase().includes(e.hint.toLowerCase()) ? `${e.message} (hint: ${e.hint})` : e.message;
         printer.event(makeEvent({ type: 'error', rank: -1, host: e.host ?? profile.hosts[0]?.name ?? profile.name, message, logTail: [], ...(typeof e.code === 'string' ? { code: e.code } : {}) }));
         printer.event(makeEvent({ type: 'done', status: 'failed', steps: 0, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: Date.now() - t0 }));
@@ -90,19 +99,26 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     if (values.detach) {
       // The run lives on its hosts; this process only starts it, and goes away once every host's
       // agent runs (going earlier would close the SSH sessions under the hosts' run-start).
-      if (values.json) io.stdout.write(JSON.stringify({ ...makeEvent({ type: 'log', level: 'info', message: `run ${runId} starting (detached)` }), runId }) + '\n');
+      if (values.json) printer.event(runIdEvent(runId, `run ${runId} starting (detached)`));
       else io.stdout.write(`${runId}\n`);
       if (await (service.started(runId) ?? Promise.resolve(false))) {
         if (!values.json) io.stderr.write(`run ${runId} started; follow it with "cohort attach ${runId}", stop it with "cohort stop ${runId}"\n`);
         return EXIT.ok;
       }
       // It did not start: told like a foreground run that failed (its error, then done), below.
-    }
+    } else if (values.json) printer.event(runIdEvent(runId, `run ${runId} starting`));
     // This run's events only, each printed once in record order (what it recorded before we
     // subscribed comes from attachRun's backfill).
     offEvents = (await followRun(service, runId, (e) => printer.event(e))).dispose;
     const result = await resultOf;
-    if (!result) throw new Error(`run ${runId} ended before it could be followed`);
+    if (!result) {
+      const message = `run ${runId} ended before it could be followed ("cohort runs show ${runId}" shows what it recorded)`;
+      if (values.json) {
+        printer.event(makeEvent({ type: 'error', rank: -1, host: profile.hosts[0]?.name ?? profile.name, message, logTail: [] }));
+        printer.event(makeEvent({ type: 'done', status: 'failed', steps: 0, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: Date.now() - t0 }));
+      }
+      throw new Error(message);
+    }
     if (!local) await reportLeftovers(service, runId, io);
     if (!values.json) io.stderr.write(`run ${runId} recorded in ${join(service.runs.runsDir, runId)}\n`);
     if (result.status === 'cancelled') {
@@ -117,6 +133,22 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     offDeploy();
     service.dispose();
   }
+}
+
+/** --name, --tag (repeatable), --notes as the run record keeps them; a UsageError naming the flag otherwise. */
+function runUserFields(name: string | undefined, tags: string[] | undefined, notes: string | undefined): { name?: string; tags?: string[]; notes?: string } {
+  const n = name === undefined ? undefined : checkRunName(name);
+  if (n && !n.ok) throw new UsageError(`--name: ${n.reason}`);
+  const t = tags === undefined ? undefined : checkRunTags(tags);
+  if (t && !t.ok) throw new UsageError(`--tag: ${t.reason}`);
+  const o = notes === undefined ? undefined : checkRunNotes(notes);
+  if (o && !o.ok) throw new UsageError(`--notes: ${o.reason}`);
+  return { ...(n?.ok && n.name ? { name: n.name } : {}), ...(t?.ok && t.tags.length ? { tags: t.tags } : {}), ...(o?.ok && o.notes ? { notes: o.notes } : {}) };
+}
+
+/** The first line of every `cohort run --json` stream: a log event carrying the run's id. */
+function runIdEvent(runId: string, message: string): CohortEvent {
+  return makeEvent({ type: 'log', level: 'info', message, runId });
 }
 
 /** The run's exit code: 0 ok, 130 cancelled, 3 a connection problem (or lost), 1 failed. */

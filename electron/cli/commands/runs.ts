@@ -1,9 +1,10 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { join } from 'node:path';
-import { runDurationMs, runMedian, type RunMeta } from '../../common';
+import { appliedTokens, bf16Label, compileLabel, fp16Label, runDurationMs, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
-import { RunIdError, RunStore, isValidRunId } from '../../core/runs/run-store';
+import { RunStore } from '../../core/runs/run-store';
+import { matchingRuns, resolveRun } from '../../core/runs/run-select';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
 import type { CliIo } from '../io';
@@ -12,7 +13,10 @@ import { makeService } from '../service';
 export const RUNS_USAGE = `usage: cohort runs list [--json]
        cohort runs show RUN [--json]
        cohort runs rename RUN NAME
-       cohort runs export RUN... [--format csv|summary|json|jsonl] [--baseline RUN]   (csv: one row per step; summary, json: one row per run with speedups)
+       cohort runs rm RUN...   (the local history only; the hosts' records stay under their workdir)
+       cohort runs export [RUN...] [--match PREFIX] [--format csv|summary|json|jsonl] [--baseline RUN]
+         (each RUN is one run: its id or a prefix only it has; --match PREFIX: every run whose id starts
+          with PREFIX, oldest first; csv: one row per step; summary, json: one row per run with speedups)
        cohort stop RUN`;
 
 function storeOf(io: CliIo): RunStore {
@@ -21,15 +25,12 @@ function storeOf(io: CliIo): RunStore {
 
 function requireRun(store: RunStore, id: string | undefined): RunMeta {
   if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${RUNS_USAGE}`);
-  if (!isValidRunId(id)) throw new UsageError(new RunIdError(id).message);
-  const meta = store.meta(id) ?? store.list().find((m) => m.id.startsWith(id));
-  if (!meta) throw new UsageError(`no run "${id}" in ${store.runsDir}; "cohort runs list" shows the recorded runs`);
-  return meta;
+  return resolveRun(store, id);
 }
 
 export async function runsCommand(args: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = args;
-  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' }, baseline: { type: 'string' } });
+  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' }, baseline: { type: 'string' }, match: { type: 'string' } });
   const store = storeOf(io);
   switch (sub) {
     case 'list': {
@@ -43,16 +44,17 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
         for (const m of runs) {
           const median = runMedian(m);
           const dur = runDurationMs(m);
-          io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), median ? median.toFixed(1) : '-', String(m.steps ?? '-'), dur === null ? '-' : fmtDuration(dur), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19), m.name ?? '']) + '\n');
+          io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), median ? median.toFixed(1) : '-', String(m.steps ?? '-'), dur === null ? '-' : fmtDuration(dur), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19), [m.name ?? '', ...(m.tags ?? []).map((t) => `#${t}`)].filter(Boolean).join(' ')]) + '\n');
         }
       }
       return EXIT.ok;
     }
     case 'show': {
-      let meta = requireRun(store, positionals[0]);
-      store.series(meta.id); // an ended run recorded before the spread existed gets it now
-      meta = store.meta(meta.id) ?? meta;
-      const events = store.events(meta.id);
+      const picked = requireRun(store, positionals[0]);
+      // The hosts' word on a run the cache thinks is going (as runs list), through the one Api.
+      const { meta: shown, events } = await withService(io, (service) => service.getRun(picked.id));
+      store.series(shown.id); // an ended run recorded before the spread existed gets it now
+      const meta = store.meta(shown.id) ?? shown;
       if (values.json) {
         io.stdout.write(JSON.stringify({ meta, events }, null, 2) + '\n');
         return EXIT.ok;
@@ -61,12 +63,15 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       io.stdout.write(
         [
           ...(meta.name ? [`name: ${meta.name}`] : []),
+          ...(meta.tags?.length ? [`tags: ${meta.tags.join(', ')}`] : []),
           `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]`).join(' ')}`,
           `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
           `config: ${configSummary(meta)}`,
+          `applied: ${[meta.applied?.engine && `engine ${meta.applied.engine}${meta.applied.backend ? `/${meta.applied.backend}` : ''}`, `compile ${compileLabel(meta)}`, `fp16 ${fp16Label(meta)}`, ...(meta.config.bf16 ? [`bf16 ${bf16Label(meta)}`] : [])].filter(Boolean).join(', ')}`,
           `median throughput: ${spreadLine(meta)}; ${steps.length} step reports`,
           ...(meta.error ? [`error: ${meta.error}`] : []),
           `folder: ${join(store.runsDir, meta.id)}`,
+          ...(meta.notes ? [`notes:\n${meta.notes.replace(/^/gm, '  ')}`] : []),
         ].join('\n') + '\n',
       );
       return EXIT.ok;
@@ -78,11 +83,27 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       io.stdout.write(named?.name ? `run ${meta.id} is now named ${JSON.stringify(named.name)}\n` : `run ${meta.id} has no name now\n`);
       return EXIT.ok;
     }
+    case 'rm': {
+      if (!positionals.length) throw new UsageError(`name the run(s) to delete\n${RUNS_USAGE}`);
+      const picked = positionals.map((id) => requireRun(store, id)); // every one resolved before any is deleted
+      const metas = await withService(io, (service) => Promise.all(picked.map(async (m) => (await service.getRun(m.id)).meta))); // the hosts' word on open ones
+      const running = metas.filter((m) => !['ok', 'failed', 'cancelled', 'lost'].includes(m.status));
+      if (running.length) throw new UsageError(`run ${running.map((m) => m.id).join(', ')} may still be running (${running.map((m) => m.status).join(', ')}); stop it first ("cohort stop RUN"), or "cohort runs list" to ask its hosts`);
+      for (const m of metas) {
+        store.remove(m.id);
+        io.stdout.write(`deleted run ${m.id} from ${store.runsDir} (its hosts' record is untouched)\n`);
+      }
+      return EXIT.ok;
+    }
     case 'export': {
-      if (!positionals.length) throw new UsageError(`name at least one run\n${RUNS_USAGE}`);
+      if (!positionals.length && values.match === undefined) throw new UsageError(`name at least one run, or --match PREFIX\n${RUNS_USAGE}`);
       // Ended runs get their measurements from their events once (old records): list() migrates them.
       store.list();
-      const metas = positionals.map((id) => requireRun(store, id));
+      const named = positionals.map((id) => requireRun(store, id));
+      const matched = values.match === undefined ? [] : matchingRuns(store, values.match as string);
+      const picked = [...named, ...matched.filter((m) => !named.some((n) => n.id === m.id))];
+      // Each as its hosts know it (a run the cache thinks is going is asked about first).
+      const metas = await withService(io, (service) => Promise.all(picked.map(async (m) => (await service.getRun(m.id)).meta)));
       const format = (values.format as string | undefined) ?? 'csv';
       const baseline = values.baseline === undefined ? undefined : requireRun(store, values.baseline as string).id;
       if (baseline !== undefined && !metas.some((m) => m.id === baseline)) throw new UsageError(`--baseline ${baseline} is not one of the exported runs; name it among the RUNs too`);
@@ -96,6 +117,15 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
     }
     default:
       throw new UsageError(sub ? `unknown runs command "${sub}"\n${RUNS_USAGE}` : RUNS_USAGE);
+  }
+}
+
+async function withService<T>(io: CliIo, use: (service: ReturnType<typeof makeService>) => Promise<T>): Promise<T> {
+  const service = makeService(io);
+  try {
+    return await use(service);
+  } finally {
+    service.dispose();
   }
 }
 
@@ -125,9 +155,10 @@ export async function stopCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
+/** The run's setup, compile/fp16/bf16 as applied (`fp16:exchange-only`, `compile:failed`), not as asked. */
 function configSummary(m: RunMeta): string {
   const c = m.config;
-  return `${c.engine} bs${c.batchSize} ${c.imageSize}px ${c.stem}${c.compile ? ' compile' : ''}${c.fp16 ? ' fp16' : ''}${c.bf16 ? ' bf16' : ''} ${c.data}`;
+  return [m.applied?.engine ?? c.engine, `bs${c.batchSize}`, `${c.imageSize}px`, c.stem, ...appliedTokens(m), c.data].join(' ');
 }
 
 /** Median with the spread over the run's windows: `116.2 samples/s (IQR 112.0–118.4, min–max 98.1–121.0, 40 windows)`. */

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAIN_CONFIG, type CohortEvent } from '../../../trainer/protocol';
 import type { AppliedConfig, RunMeta } from '../../common';
 import { applyEvent } from './applied-config';
-import { runSummaryCsv as runsToCsv, runSummaryJson } from './run-csv';
+import { csvCell, runSummaryCsv as runsToCsv, runSummaryJson } from './run-csv';
 
 const run = (id: string, tput: number | null, extra: Partial<RunMeta> = {}): RunMeta => ({
   id, profile: 'local', startedAt: '2026-01-01T00:00:00Z', status: 'ok', config: DEFAULT_TRAIN_CONFIG, hosts: [], worldSize: 2, versions: {}, medianGlobalSamplesPerSec: tput, ...extra,
@@ -42,6 +42,10 @@ describe('runsToCsv', () => {
     const csv = runsToCsv([run('x', 1, { profile: '=HYPERLINK("evil")' }), run('y', 1, { profile: 'a,b' })]);
     expect(csv).toContain(`"'=HYPERLINK(""evil"")"`);
     expect(csv).toContain('"a,b"');
+  });
+  it('neutralises by the whole-number rule (OWASP): a cell starting with = + - @ tab or CR unless it is a number', () => {
+    for (const evil of ['-2+3+HYPERLINK("x")', '+1+1', '@SUM(A1)', '\t=1', '\r=1', '-', '-1-1', '=1']) expect(csvCell(evil), evil).toMatch(/^"?'/);
+    for (const n of ['-7.1', '+3', '12', '-0.5e-3', '.5', 2026, -1.5, 'abc', '2026-01-01T00:00:00Z']) expect(csvCell(n)).toBe(String(n));
   });
 });
 

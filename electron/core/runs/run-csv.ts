@@ -38,7 +38,7 @@ export function runSummaryCsv(runs: RunMeta[], baselineId?: string): string {
       ...appliedCells(m),
     ];
   });
-  return [SUMMARY_COLUMNS.join(','), ...rows.map((r) => r.map(cell).join(','))].join('\n') + '\n';
+  return [SUMMARY_COLUMNS.join(','), ...rows.map((r) => r.map(csvCell).join(','))].join('\n') + '\n';
 }
 
 /**
@@ -66,10 +66,17 @@ function appliedCells(m: RunMeta): unknown[] {
   return [a.engine ?? '', a.backend ?? '', a.devices?.join(' | ') ?? a.device ?? '', a.gpuFellBack ?? '', a.fp16Compute ?? '', a.fp16Transport ?? '', a.bf16Compute ?? '', a.compile ?? '', env];
 }
 
-function cell(v: unknown): string {
+/** A whole cell that is a plain number (`-7.1`, `+3`, `1e-5`): the only cells starting with `-` or `+` left as they are. */
+const NUMBER_CELL = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
+
+/**
+ * One CSV cell: quoted when it would break the row, and neutralised against formula injection by
+ * OWASP's rule: a cell starting with `=`, `+`, `-`, `@`, a tab or a CR gets a leading `'` unless the
+ * whole cell is a number (`-2+3+HYPERLINK(...)` starts like a negative number and is a formula).
+ */
+export function csvCell(v: unknown): string {
   const s = String(v);
-  // Quote what would break the row, and neutralise spreadsheet formulas (CSV injection).
-  const safe = /^[=+\-@]/.test(s) && !/^-?\d/.test(s) ? `'${s}` : s;
+  const safe = /^[=+\-@\t\r]/.test(s) && !NUMBER_CELL.test(s) ? `'${s}` : s;
   return /[",\n\r]/.test(safe) ? `"${safe.replace(/"/g, '""')}"` : safe;
 }
 
@@ -102,7 +109,7 @@ export function runStepsCsv(runs: { meta: RunMeta; events: CohortEvent[] }[]): s
           Math.max(...e.memory.map((m) => m.rssBytes)),
           gpu.some((g) => g > 0) ? Math.max(...gpu) : '',
         ]
-          .map(cell)
+          .map(csvCell)
           .join(','),
       );
     }

@@ -14,11 +14,11 @@
 // (`events.reader-<pid>.jsonl`, removed at close), so no two processes ever write the history's
 // events.jsonl or meta.json. A reader whose writer died before the end takes over at close: its
 // whole copy replaces events.jsonl by rename.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
 import { CohortError, DisposableBase, Emitter, EventLineDecoder, type CohortEvent } from '../../../trainer/protocol';
-import { checkRunName, type RunMeta, type RunSeries, type ThroughputSpread } from '../../common';
+import { checkRunName, checkRunNotes, checkRunTags, type RunMeta, type RunSeries, type ThroughputSpread } from '../../common';
 import { SeriesAccumulator, decodeSeries, encodeSeries, seriesFromRecordText } from './run-series';
 
 export type { RunMeta };
@@ -212,7 +212,7 @@ export class RunRecorder extends DisposableBase {
   }
 
   private writeMeta(): void {
-    const { name: _name, ...meta } = this.meta; // the name lives in user.json
+    const { name: _name, tags: _tags, notes: _notes, ...meta } = this.meta; // these live in user.json
     writeFileAtomicSync(join(this.dir, 'meta.json'), JSON.stringify(meta, null, 2) + '\n', { mode: 0o600 });
   }
 
@@ -314,7 +314,7 @@ export class RunStore {
     // unlessFollowed (a refresh from the hosts): a client following the run keeps its history and
     // knows better; leave the meta to that one.
     if (opts.unlessFollowed && writerLockHeld(join(this.runsDir, id))) return m;
-    const { name: _name, ...next } = { ...m, ...patch }; // the name stays in user.json
+    const { name: _name, tags: _tags, notes: _notes, ...next } = { ...m, ...patch }; // these stay in user.json
     writeFileAtomicSync(join(this.runsDir, id, 'meta.json'), JSON.stringify(next, null, 2) + '\n', { mode: 0o600 });
     return this.meta(id);
   }
@@ -338,12 +338,42 @@ export class RunStore {
 
   /** Names a run (user.json, atomically; '' removes the name). Undefined for an unknown run. */
   rename(id: string, name: string): RunMeta | undefined {
+    return this.annotate(id, { name });
+  }
+
+  /** What the user says of a run (user.json, atomically): the fields given replace theirs ('' / [] clear). Undefined for an unknown run. */
+  annotate(id: string, user: { name?: string; tags?: string[]; notes?: string }): RunMeta | undefined {
     const m = this.meta(id);
-    if (!m) return undefined;
-    const checked = checkRunName(name);
-    if (!checked.ok) throw new CohortError('bad-run-name', `cannot name run ${id}: ${checked.reason}`, { hint: 'give a shorter name on one line' });
-    writeFileAtomicSync(join(this.runsDir, id, USER_FILE), JSON.stringify(checked.name ? { name: checked.name } : {}) + '\n', { mode: 0o600 });
+    if (!m || (user.name === undefined && user.tags === undefined && user.notes === undefined)) return m;
+    const next = { ...this.user(id) };
+    if (user.name !== undefined) {
+      const checked = checkRunName(user.name);
+      if (!checked.ok) throw new CohortError('bad-run-name', `cannot name run ${id}: ${checked.reason}`, { hint: 'give a shorter name on one line' });
+      next.name = checked.name || undefined;
+    }
+    if (user.tags !== undefined) {
+      const checked = checkRunTags(user.tags);
+      if (!checked.ok) throw new CohortError('bad-run-tags', `cannot tag run ${id}: ${checked.reason}`, { hint: 'use short labels such as fp16 or baseline' });
+      next.tags = checked.tags.length ? checked.tags : undefined;
+    }
+    if (user.notes !== undefined) {
+      const checked = checkRunNotes(user.notes);
+      if (!checked.ok) throw new CohortError('bad-run-notes', `cannot keep notes for run ${id}: ${checked.reason}`, { hint: 'shorten the notes' });
+      next.notes = checked.notes || undefined;
+    }
+    writeFileAtomicSync(join(this.runsDir, id, USER_FILE), JSON.stringify(next) + '\n', { mode: 0o600 });
     return this.meta(id);
+  }
+
+  /** Deletes a run's local record (its folder); the hosts' records are not touched. False for an unknown run. */
+  remove(id: string): boolean {
+    const dir = join(this.runsDir, checkRunId(id));
+    if (!existsSync(join(dir, 'meta.json')) && !existsSync(dir)) return false;
+    // Moved aside first (one rename), so a reader never sees half a record.
+    const gone = join(this.runsDir, `.removed-${id}-${process.pid}`);
+    renameSync(dir, gone);
+    rmSync(gone, { recursive: true, force: true });
+    return true;
   }
 
   /**
@@ -409,18 +439,21 @@ export class RunStore {
     }
     if (m.id !== id) return { problem: `it names run "${String(m.id)}" but lies in folder ${id}` };
     // The name is user.json's alone (a meta.json written from a read-back copy may carry an old one).
-    const { name: _stale, ...rest } = raw as RunMeta;
-    const name = this.userName(id);
-    return { meta: name ? { ...rest, name } : rest };
+    const { name: _stale, tags: _t, notes: _n, ...rest } = raw as RunMeta;
+    return { meta: { ...rest, ...this.user(id) } };
   }
 
-  /** The name in user.json, if any (a damaged file is as none: the name is the user's, not the run's record). */
-  private userName(id: string): string | undefined {
+  /** What user.json says (name, tags, notes), each only when well-formed (a damaged file is as none: it is the user's, not the run's record). */
+  private user(id: string): { name?: string; tags?: string[]; notes?: string } {
     try {
-      const u = JSON.parse(readFileSync(join(this.runsDir, id, USER_FILE), 'utf8')) as { name?: unknown };
-      return typeof u.name === 'string' && u.name ? u.name : undefined;
+      const u = JSON.parse(readFileSync(join(this.runsDir, id, USER_FILE), 'utf8')) as { name?: unknown; tags?: unknown; notes?: unknown };
+      return {
+        ...(typeof u.name === 'string' && u.name ? { name: u.name } : {}),
+        ...(Array.isArray(u.tags) && u.tags.length && u.tags.every((t) => typeof t === 'string') ? { tags: u.tags as string[] } : {}),
+        ...(typeof u.notes === 'string' && u.notes ? { notes: u.notes } : {}),
+      };
     } catch {
-      return undefined;
+      return {};
     }
   }
 

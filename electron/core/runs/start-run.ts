@@ -47,6 +47,8 @@ export async function startRun(o: {
     }
   } catch (err) {
     recordFailedLaunch(o.store, { runId, profile: o.profile, config, startedAt, ranks: o.ranks }, err);
+    // The failed launch is in the history under this id: the caller can name it (cohort run --json's first event).
+    if (err !== null && typeof err === 'object' && !('runId' in err)) Object.defineProperty(err, 'runId', { value: runId, enumerable: false });
     throw err;
   }
   // The run's lifetime settings travel in every host's LaunchSpec, local and cluster alike.

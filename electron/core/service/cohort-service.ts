@@ -150,9 +150,12 @@ export class CohortService extends DisposableBase implements CohortApi {
       });
     } catch (err) {
       if (err instanceof ConfigError) throw new ApiCallError({ code: 'bad-config', message: err.message, hint: `fix ${err.flag} (the CLI flag, or the Launch form field of that name)` });
+      const failedId = (err as { runId?: unknown }).runId; // a failed launch is recorded: it keeps what the user said of it too
+      if (typeof failedId === 'string') this.runs.annotate(failedId, req);
       throw err;
     }
     const { runId, controller } = started;
+    this.runs.annotate(runId, req); // name, tags, notes given at launch
     this.track(started);
     // start() resolves once every host has started its agent; failures arrive as `error` events.
     const before = this.lastStart.get(profile.name) ?? Promise.resolve();
@@ -273,15 +276,21 @@ export class CohortService extends DisposableBase implements CohortApi {
   async listRuns(): Promise<RunMeta[]> {
     const onSkip = this.opts.onSkippedRecord;
     const all = this.runs.list(onSkip ? { onSkip } : {});
-    const open = all.filter((m) => !['ok', 'failed', 'cancelled'].includes(m.status) && !this.active.has(m.id));
+    const open = all.filter((m) => this.unsettled(m));
     if (!open.length) return all;
-    await Promise.all(
-      open.map(async (m) => {
-        const now = await this.refresh(m);
-        if (now && ['ok', 'failed', 'cancelled'].includes(now.status)) await this.replayEnded(m);
-      }),
-    );
+    await Promise.all(open.map((m) => this.settle(m)));
     return this.runs.list();
+  }
+
+  /** A run the cache thinks is still going and no client here follows: its hosts know better. */
+  private unsettled(m: RunMeta): boolean {
+    return !['ok', 'failed', 'cancelled'].includes(m.status) && !this.active.has(m.id);
+  }
+
+  /** The hosts' word on an unsettled run (run-status), and what it measured if it has ended. */
+  private async settle(m: RunMeta): Promise<void> {
+    const now = await this.refresh(m);
+    if (now && ['ok', 'failed', 'cancelled'].includes(now.status)) await this.replayEnded(m);
   }
 
   /**
@@ -302,9 +311,11 @@ export class CohortService extends DisposableBase implements CohortApi {
     }
   }
 
+  /** One run as its hosts know it (a run the cache thinks is going is asked about first, as in listRuns). */
   async getRun(runId: string): Promise<{ meta: RunMeta; events: CohortEvent[] }> {
-    const meta = this.runs.meta(runId);
-    if (!meta) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' });
+    const cached = this.runs.meta(runId);
+    if (!cached) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' });
+    const meta = this.unsettled(cached) ? await this.settle(cached).then(() => this.runs.meta(runId) ?? cached) : cached;
     return { meta, events: this.runs.events(runId) };
   }
 
@@ -323,7 +334,8 @@ export class CohortService extends DisposableBase implements CohortApi {
   }
 
   async exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string> {
-    const metas = runIds.map((id) => this.meta(id));
+    for (const id of runIds) this.meta(id); // unknown ids refused before any host is asked
+    const metas = await Promise.all(runIds.map(async (id) => (await this.getRun(id)).meta));
     if (baseline !== undefined && !runIds.includes(baseline)) throw new ApiCallError({ code: 'bad-argument', message: `the baseline ${baseline} is not one of the exported runs`, hint: 'choose the baseline among the runs you export' });
     return format === 'json' ? runSummaryJson(metas, baseline, (id) => this.runs.series(id)) : runSummaryCsv(metas, baseline);
   }
