@@ -2,7 +2,7 @@
 // write each, so a reader at any offset sees whole lines; 0600), state.json (atomic replace),
 // spec.json (0600: it holds the host env), logs/rank-N.log, agent.log. Written only by the run's
 // agent; read by run-follow / run-status / run-stop.
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { CohortError, decodeRunState, encodeEvent, type CohortEvent, type RunStateRecord } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
@@ -27,6 +27,9 @@ export const recordPaths = (dir: string) => ({
   agentLog: join(dir, 'agent.log'),
   logs: join(dir, 'logs'),
 });
+
+/** Written by run-stop on every host it reaches: a stop is final, run-rejoin and a relaunched agent refuse the run (issue 24 defect 6). */
+export const stopMarkerPath = (dir: string): string => join(dir, 'stop');
 
 export function readState(dir: string): RunStateRecord | undefined {
   const path = join(dir, 'state.json');
@@ -87,7 +90,11 @@ export class RunRecordWriter {
     if (e.type === 'step' && e.step !== this.state.lastStep) {
       this.state.lastStep = e.step;
       // step events can be many per second: the state file follows at most every second.
-      if (Date.now() - this.lastStateWrite > 1000) this.flushState();
+      try {
+        if (Date.now() - this.lastStateWrite > 1000) this.flushState();
+      } catch {
+        // a full disk: the agent's beat (touch) reports it; a step must not throw into the rank's pipe
+      }
     }
   }
 
@@ -109,7 +116,7 @@ export class RunRecordWriter {
     this.flushState();
   }
 
-  /** Refreshes updatedAt (the liveness beat readers use). */
+  /** Refreshes updatedAt (the liveness beat readers use). Throws what the write threw (ENOSPC) after its in-place fallback. */
   touch(): void {
     this.flushState();
   }
@@ -117,7 +124,26 @@ export class RunRecordWriter {
   private flushState(): void {
     this.state.updatedAt = Date.now();
     this.lastStateWrite = this.state.updatedAt;
-    writeFileAtomicSync(this.paths.state, JSON.stringify(this.state) + '\n', { mode: 0o600 });
+    const text = JSON.stringify(this.state) + '\n';
+    try {
+      writeFileAtomicSync(this.paths.state, text, { mode: 0o600 });
+    } catch (err) {
+      // A full disk has no room for the temp file: overwrite in place (the file's own blocks), so
+      // state.json still follows the run and its end instead of saying `running` forever (defect 3).
+      // A reader may catch it half-written in that moment; the next beat mends it. Then report.
+      try {
+        const fd = openSync(this.paths.state, 'r+');
+        try {
+          writeAll(fd, Buffer.from(text), 0);
+          ftruncateSync(fd, Buffer.byteLength(text));
+        } finally {
+          closeSync(fd);
+        }
+      } catch {
+        // nothing more to try
+      }
+      throw err;
+    }
   }
 
   close(): void {
@@ -127,7 +153,8 @@ export class RunRecordWriter {
   }
 }
 
-function writeAll(fd: number, buf: Buffer): void {
+/** `at`: a file position (in-place overwrite); none: the fd's own (O_APPEND) position. */
+function writeAll(fd: number, buf: Buffer, at?: number): void {
   let off = 0;
-  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off);
+  while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off, at === undefined ? null : at + off);
 }

@@ -14,7 +14,7 @@ import { HOST_CMD_EXIT, decodeLaunchSpec, isTerminalRunState, type LaunchSpec, t
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
 import { claimSlots, slotsOf } from './leases';
-import { agentAlive, checkRunId, readState, recordPaths, runDirOf } from './run-record';
+import { agentAlive, checkRunId, readState, recordPaths, runDirOf, stopMarkerPath } from './run-record';
 
 const START_TIMEOUT_MS = 10_000;
 /** A rejoin lock older than this was left by a run-rejoin that died: it is taken over. */
@@ -51,6 +51,8 @@ export async function runRejoin(argv: readonly string[], opts: { trainerEntry: s
   const spec = decodeLaunchSpec(JSON.parse(readFileSync(paths.spec, 'utf8')));
   const prior = readState(dir);
   if (prior && isTerminalRunState(prior.state)) throw new HostCmdFailure('run-ended', `run-rejoin: run ${runId} already ended on ${spec.host} (${prior.state})`);
+  // A stop is final (issue 24 defect 6): a run stopped while this host's agent was gone is not relaunched.
+  if (existsSync(stopMarkerPath(dir))) throw new HostCmdFailure('run-stopped', `run-rejoin: run ${runId} was stopped (cohort stop reached ${spec.host}); it is not relaunched: start a new run to train again`);
   const lock = join(dir, 'rejoin.lock');
   const already = (): RunStartReply | undefined => {
     const st = readState(dir);

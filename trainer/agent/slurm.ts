@@ -19,11 +19,12 @@ import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { promisify } from 'node:util';
-import { HOST_CMD_EXIT, decodeLaunchSpec, decodeSlurmRendezvous, decodeSlurmSubmit, slurmJobName, slurmNodeWorkdir, slurmRunDir, type SlurmRendezvous, type SlurmSubmit, type SlurmSubmitReply } from '../protocol';
+import { HOST_CMD_EXIT, buildLaunchSpec, decodeLaunchSpec, decodeSlurmRendezvous, decodeSlurmSubmit, slurmJobName, slurmLayout, slurmNodeWorkdir, slurmRunDir, type SlurmRendezvous, type SlurmSubmit, type SlurmSubmitReply } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
 import { checkRunId, readState, recordPaths, runDirOf } from './run-record';
-import { runDetachedAgent, type SchedulerRestart } from './run-agent';
+import type { SchedulerRestart } from './agent-opts';
+import { runDetachedAgent } from './run-agent';
 
 const execFileP = promisify(execFile);
 const RENDEZVOUS_WAIT_MS = 120_000;
@@ -103,22 +104,22 @@ export async function slurmNodeAgent(opts: { trainerEntry: string; enginesDir: s
   const requeued = nodeIndex === 0 && restartCount > 0 ? await requeueCause(dir, workdir, runId, jobId, restartCount) : undefined;
   const rdv = nodeIndex === 0 ? await publishRendezvous(dir, jobId, restartCount, node, env.SLURM_JOB_NODELIST) : await awaitRendezvous(dir, jobId, restartCount);
   const tpn = req.tasksPerNode;
-  const spec = decodeLaunchSpec({
-    runId,
-    host: node,
-    worldSize: nodes * tpn,
-    masterAddr: rdv.masterAddr,
-    masterPort: rdv.masterPort,
-    ranks: Array.from({ length: tpn }, (_, r) => ({ rank: nodeIndex * tpn + r, localRank: r, ...(req.gpusPerNode ? { gpu: r % req.gpusPerNode } : {}) })),
-    config: req.config,
-    env: req.env,
-    heartbeatTimeoutMs: 0,
-    role: nodeIndex === 0 ? 'leader' : 'follower',
-    ...(nodes > 1 ? { control: { addr: rdv.masterAddr, port: rdv.controlPort, token: req.token } } : {}),
-    maxRestarts: req.maxRestarts,
-    // Slurm placed the job: the node is ours for its lifetime, so a busy slot is a fault, not a queue.
-    queue: false,
-  });
+  const spec = decodeLaunchSpec(
+    buildLaunchSpec({
+      runId,
+      layout: slurmLayout(nodes, tpn, req.gpusPerNode),
+      index: nodeIndex,
+      host: node,
+      masterAddr: rdv.masterAddr,
+      masterPort: rdv.masterPort,
+      config: req.config,
+      env: req.env,
+      control: { addr: rdv.masterAddr, port: rdv.controlPort, token: req.token },
+      maxRestarts: req.maxRestarts,
+      // Slurm placed the job: the node is ours for its lifetime, so a busy slot is a fault, not a queue.
+      queue: false,
+    }),
+  );
   const paths = recordPaths(runDirOf(workdir, runId));
   mkdirSync(paths.logs, { recursive: true, mode: 0o700 });
   writeFileAtomicSync(paths.spec, JSON.stringify(spec) + '\n', { mode: 0o600 });

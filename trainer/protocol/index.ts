@@ -11,3 +11,4 @@ export * from './run-state';
 export * from './slurm-job';
 export * from './slow-rank';
 export * from './env-switches';
+export * from './world-layout';

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import { CohortError, DisposableBase, slurmJobName, slurmNodeWorkdir, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
@@ -160,28 +160,14 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const masterPort = profile.masterPort ?? (await remoteFreePort(masterSession));
     const controlPort = await remoteFreePort(masterSession);
     const token = randomBytes(24).toString('hex');
-    let rank = 0;
-    const ranksOf = profile.hosts.map((h) => Array.from({ length: h.slots }, (_, i) => ({ rank: rank++, localRank: i, ...(h.gpus?.[i] !== undefined ? { gpu: h.gpus[i]! } : {}) })));
+    const layout = worldLayout(profile.hosts);
     const record = this.recordOf(profile, deployed.map((d) => d.remoteDir));
     const hosts: HostLaunch[] = profile.hosts.map((h, hi) => ({
       host: h.name,
       link: this.hostLink(profile, record[hi]!),
-      spec: {
-        runId: req.runId,
-        host: h.name,
-        worldSize: rank,
-        masterAddr,
-        masterPort,
-        ranks: ranksOf[hi]!,
-        config: req.config,
-        // The host's env reaches the agent inside the spec (run-start writes it 0600), never on a command line.
-        // The profile's python is the agent's COHORT_PYTHON (an explicit COHORT_PYTHON in env still wins).
-        env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env,
-        heartbeatTimeoutMs: 0,
-        role: hi === 0 ? 'leader' : 'follower',
-        ...(profile.hosts.length > 1 ? { control: { addr: masterAddr, port: controlPort, token } } : {}),
-        ...(hi > 0 ? { leader: profile.hosts[0]!.name } : {}),
-      },
+      // The host's env reaches the agent inside the spec (run-start writes it 0600), never on a command line.
+      // The profile's python is the agent's COHORT_PYTHON (an explicit COHORT_PYTHON in env still wins).
+      spec: buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env, control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }),
     }));
     return { runId: req.runId, hosts, record, ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
   }

@@ -3,7 +3,7 @@
 // run over SSH, so a local run outlives the CLI or `cohort serve` that started it too.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { TrainConfig } from '../../../trainer/protocol';
+import { buildLaunchSpec, worldLayout, type TrainConfig } from '../../../trainer/protocol';
 import { locateTrainerBundle } from '../trainer-bundle';
 import { freePort } from './free-port';
 import { localHostLink, type HostLink } from './host-link';
@@ -35,18 +35,7 @@ export async function planLocalRun(o: LocalRunOptions): Promise<RunPlan> {
       {
         host: LOCAL_HOST,
         link: localLink(o.workdir),
-        spec: {
-          runId: o.runId,
-          host: LOCAL_HOST,
-          worldSize: o.ranks,
-          masterAddr: '127.0.0.1',
-          masterPort,
-          ranks: Array.from({ length: o.ranks }, (_, i) => ({ rank: i, localRank: i })),
-          config: o.config,
-          env: o.env ?? {},
-          heartbeatTimeoutMs: 0,
-          role: 'leader',
-        },
+        spec: buildLaunchSpec({ runId: o.runId, layout: worldLayout([{ name: LOCAL_HOST, slots: o.ranks }]), index: 0, masterAddr: '127.0.0.1', masterPort, config: o.config, env: o.env ?? {} }),
       },
     ],
   };

@@ -1,7 +1,7 @@
 // Starting and attaching to runs, the same way for every client (CLI, `cohort serve`, Electron):
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees.
-import { CohortError, makeEvent, runSwitches, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, makeEvent, runSwitches, worldLayout, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent } from './applied-config';
@@ -163,8 +163,8 @@ function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profil
   const message = String(e.message ?? err);
   const hint = typeof e.hint === 'string' && e.hint && !message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (hint: ${e.hint})` : '';
   const local = isLocalProfile(o.profile);
-  let rank = 0;
-  const hosts = local ? [{ name: 'local', ranks: Array.from({ length: o.ranks ?? 1 }, () => rank++) }] : o.profile.hosts.map((h) => ({ name: h.name, address: h.address, ranks: Array.from({ length: h.slots }, () => rank++) }));
+  const layout = worldLayout(local ? [{ name: 'local', slots: o.ranks ?? 1 }] : o.profile.hosts);
+  const hosts = layout.hosts.map((h, i) => ({ name: h.host, ...(local ? {} : { address: o.profile.hosts[i]!.address }), ranks: h.ranks.map((r) => r.rank) }));
   try {
     const rec = store.create({
       id: o.runId,
@@ -174,7 +174,7 @@ function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profil
       status: 'failed',
       config: o.config,
       hosts,
-      worldSize: rank,
+      worldSize: layout.worldSize,
       versions: { node: process.versions.node },
       profileSnapshot: o.profile,
       steps: 0,

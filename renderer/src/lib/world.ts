@@ -1,7 +1,7 @@
 // The Launch form's preview: which ranks land on which host, and what each host can provide for
 // the chosen settings (from the profile's last probe). Unknown is shown as unknown, and an
 // unavailable capability is listed with the reason, never hidden.
-import type { TrainConfig } from '../../../trainer/protocol';
+import { slurmLayout, worldLayout, type TrainConfig } from '../../../trainer/protocol';
 import type { HostProbe, Profile } from '../../../electron/common';
 
 export interface WorldHost {
@@ -12,23 +12,20 @@ export interface WorldHost {
 }
 
 export function previewWorld(profile: Profile, localRanks: number): WorldHost[] {
-  let next = 0;
   // A Slurm profile: the nodes come from the allocation (names known only once the job runs),
   // tasksPerNode ranks each, node 0 the leader; GPU i of a node for local rank i when gpusPerNode is set.
+  // The placement is the agents' own (protocol/world-layout.ts).
   const s = profile.scheduler;
   if (s) {
-    return Array.from({ length: s.nodes }, (_, n) => ({
+    return slurmLayout(s.nodes, s.tasksPerNode, s.gpusPerNode).hosts.map((h, n) => ({
       name: `node ${n + 1}`,
       address: s.partition ? `partition ${s.partition}` : 'default partition',
-      ranks: Array.from({ length: s.tasksPerNode }, () => next++),
-      gpus: s.gpusPerNode ? Array.from({ length: s.tasksPerNode }, (_, i) => i % s.gpusPerNode!) : undefined,
+      ranks: h.ranks.map((r) => r.rank),
+      gpus: s.gpusPerNode ? h.ranks.map((r) => r.gpu!) : undefined,
     }));
   }
-  return profile.hosts.map((h) => {
-    const slots = profile.name === 'local' ? localRanks : h.slots;
-    const ranks = Array.from({ length: slots }, () => next++);
-    return { name: h.name, address: h.address, ranks, gpus: h.gpus };
-  });
+  const layout = worldLayout(profile.hosts.map((h) => ({ name: h.name, slots: profile.name === 'local' ? localRanks : h.slots })));
+  return profile.hosts.map((h, i) => ({ name: h.name, address: h.address, ranks: layout.hosts[i]!.ranks.map((r) => r.rank), gpus: h.gpus }));
 }
 
 export type CapState = 'yes' | 'no' | 'unknown';

@@ -32,7 +32,7 @@ def save_checkpoint(path, state, step):
     """Rank 0 only; atomic (write, fsync, rename); keeps the newest two."""
     os.makedirs(path, exist_ok=True)
     final = os.path.join(path, f"torch-step{step:08d}.pt")
-    tmp = final + ".tmp"
+    tmp = f"{final}.{os.getpid()}.tmp"  # the pid: the agent removes a temp whose writer died (stale-temps.ts)
     with open(tmp, "wb") as f:
         torch.save(state, f)
         f.flush()

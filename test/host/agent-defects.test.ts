@@ -1,0 +1,117 @@
+// Issue 24's host-agent defects on real parts: the built bundle's host commands, real agents and
+// ranks, a real tmpfs for the full disk. Each failed on the main of 2026-11-26 (04f6507).
+// 3: ENOSPC from the 2-s state refresh killed the agent and left state.json `running` forever.
+// 6: a run stopped while its host's agent was gone was relaunched by run-rejoin.
+// 10: a follower that reached its leader after the leader refused its start (--no-queue, busy slots)
+//     kept its slots until its own connect timeout and ended `leader-unreachable`.
+// 12: a checkpoint temp file left by a write cut short stayed forever.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { alive } from '../helpers/cli';
+import { freePort, hostCmd, hostTestScope, readStateOf, spec, waitUntil } from '../helpers/host';
+
+const { workdir, runId } = hostTestScope();
+const DEAD_PID = 4194305; // above Linux's default pid_max: never a live process
+const reply = (stdout: string) => JSON.parse(stdout.trim().split('\n').pop()!) as { agentPid?: number; state?: string; error?: { code: string; message: string } };
+const mounts: string[] = [];
+const helpers: number[] = [];
+afterAll(() => {
+  for (const pid of helpers) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+  for (const m of mounts) execFileSync('umount', ['-l', m]);
+});
+
+describe('host agent defects (issue 24)', () => {
+  it('defect 6: run-stop on a host whose agent is gone leaves a stop marker; run-rejoin then refuses to relaunch the run', async () => {
+    const wd = workdir();
+    const id = runId('stopped-lost');
+    const dir = join(wd, 'runs', id);
+    mkdirSync(join(dir, 'logs'), { recursive: true });
+    const control = { addr: '127.0.0.1', port: await freePort(), token: 'a-token-of-sixteen-chars' };
+    writeFileSync(join(dir, 'spec.json'), spec({ runId: id, host: 'h3', role: 'leader', worldSize: 2, ranks: [{ rank: 0, localRank: 0 }], masterPort: await freePort(), control, maxRestarts: 2, config: { steps: 5 } }) + '\n');
+    const now = Date.now();
+    // the leader host was lost mid-run (its agent died with it), with restarts left
+    writeFileSync(join(dir, 'state.json'), JSON.stringify({ v: 1, runId: id, host: 'h3', role: 'leader', state: 'restarting', agentPid: DEAD_PID, startedAt: now - 60_000, updatedAt: now - 30_000, lastStep: 4, restarts: 1 }) + '\n');
+    const stop = await hostCmd(wd, ['run-stop', '--run', id, '--wait-ms', '200']);
+    expect(stop.code, stop.stdout + stop.stderr).toBe(4); // agent lost: nothing to signal
+    const rejoin = await hostCmd(wd, ['run-rejoin', '--run', id]);
+    const r = reply(rejoin.stdout);
+    if (r.agentPid) process.kill(r.agentPid, 'SIGKILL');
+    expect(r.error, rejoin.stdout).toMatchObject({ code: 'run-stopped' });
+    expect(r.error?.message).toMatch(/was stopped/);
+  });
+
+  it('defect 12: a checkpoint temp file whose writer died is removed before the ranks start; the run trains to ok', async () => {
+    const wd = workdir();
+    const id = runId('stale-temp');
+    const ckpt = join(wd, 'runs', id, 'checkpoints');
+    mkdirSync(ckpt, { recursive: true });
+    const stale = `.ckpt-00000002.bin.${DEAD_PID}.0badc0de.tmp`;
+    writeFileSync(join(ckpt, stale), Buffer.alloc(1 << 20)); // what a SIGKILL mid-write leaves
+    const start = await hostCmd(wd, ['run-start'], { stdin: spec({ runId: id, host: 'h1', worldSize: 1, ranks: [{ rank: 0, localRank: 0 }], masterPort: await freePort(), config: { steps: 3, engine: 'tfjs' } }) + '\n' });
+    expect(start.code, start.stdout + start.stderr).toBe(0);
+    await waitUntil('the run to end', () => ['ok', 'failed', 'cancelled'].includes(readStateOf(wd, id)?.state ?? ''), 180_000, 200);
+    expect(readStateOf(wd, id)?.state).toBe('ok');
+    expect(readdirSync(ckpt)).not.toContain(stale);
+  });
+
+  it('defect 10: a follower that reaches its leader after the leader refused its start hears the end at once, not its connect timeout', async () => {
+    const lw = workdir();
+    const fw = workdir();
+    const id = runId('refused-start');
+    const other = runId('slot-holder');
+    // slot 0 on the leader host is busy: a live process naming another run holds its lease
+    const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600000)', other], { stdio: 'ignore' });
+    helpers.push(holder.pid!);
+    mkdirSync(join(lw, 'leases'), { recursive: true });
+    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    writeFileSync(join(lw, 'leases', 'slot-0.json'), JSON.stringify({ runId: other, pid: holder.pid, bootId: boot, slot: 0, at: Date.now() }));
+    const control = { addr: '127.0.0.1', port: await freePort(), token: 'a-token-of-sixteen-chars' };
+    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, queue: false, config: { steps: 3, engine: 'tfjs' } };
+    const lead = await hostCmd(lw, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) + '\n' });
+    expect(lead.code, lead.stdout + lead.stderr).toBe(0);
+    await waitUntil('the leader to refuse its start', () => readStateOf(lw, id)?.state === 'failed', 60_000, 100);
+    expect(readStateOf(lw, id)?.error).toMatchObject({ code: 'slots-busy' });
+    const fol = await hostCmd(fw, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) + '\n' });
+    expect(fol.code, fol.stdout + fol.stderr).toBe(0);
+    const pid = reply(fol.stdout).agentPid!;
+    await waitUntil('the follower to end', () => !alive(pid), 60_000, 100);
+    // the leader's end, not a connect timeout (leader-unreachable), and its slot is free
+    expect(readStateOf(fw, id)).toMatchObject({ state: 'failed', error: { message: expect.stringMatching(/the leader ended the run: slot 0 on h1 is busy/) } });
+    // The slot is free: no lease, or only a stale one (its pid dead). run-start claims for the agent's pid
+    // after the agent's first state write, so an agent that ends that fast can leave a stale file, which
+    // the next claimer reclaims (a run-start/leases race, not this agent's: see leases.ts).
+    const lease = join(fw, 'leases', 'slot-0.json');
+    if (existsSync(lease)) expect(alive((JSON.parse(readFileSync(lease, 'utf8')) as { pid: number }).pid)).toBe(false);
+  });
+
+  it('defect 3: a full disk under the run keeps the agent alive and training; state.json reaches the end, not `running` forever', async () => {
+    const wd = workdir();
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', wd]);
+    mounts.push(wd);
+    const id = runId('full-disk');
+    const start = await hostCmd(wd, ['run-start'], { stdin: spec({ runId: id, host: 'h1', worldSize: 1, ranks: [{ rank: 0, localRank: 0 }], masterPort: await freePort(), config: { steps: 100, engine: 'tfjs' } }) + '\n' });
+    expect(start.code, start.stdout + start.stderr).toBe(0);
+    const pid = reply(start.stdout).agentPid!;
+    await waitUntil('a first step', () => (readStateOf(wd, id)?.lastStep ?? 0) >= 1, 120_000, 100);
+    // fill the disk: dd stops at ENOSPC
+    try {
+      execFileSync('dd', ['if=/dev/zero', `of=${join(wd, 'filler')}`, 'bs=64k'], { stdio: 'ignore' });
+    } catch {
+      // ENOSPC is the point
+    }
+    await waitUntil('the agent to end', () => !alive(pid), 180_000, 200);
+    // It trains on (the ranks write nothing to the workdir): ok at the last step. A failure would have
+    // to be a named one; what it must never be again is `running` with its agent gone.
+    const st = readStateOf(wd, id);
+    expect(st?.state, JSON.stringify(st)).toBe('ok');
+    expect(st?.lastStep).toBe(100);
+  });
+});

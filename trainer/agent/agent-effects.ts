@@ -1,0 +1,44 @@
+// What the host agent's transition function asks its shell to do (agent-lifecycle.ts): effects as
+// data, run in order by run-agent.ts. Each names one piece of I/O.
+import type { HostRunState, RunStateError } from '../protocol';
+import type { ControlMsg } from './control';
+import type { TimerName } from './agent-state';
+
+/** A change to the host's state.json (`ended`: stamp endedAt). */
+export interface RecordPatch {
+  state?: HostRunState;
+  error?: RunStateError;
+  queuedBehind?: string | undefined;
+  restarts?: number;
+  ended?: boolean;
+}
+
+export type Effect =
+  | { do: 'record'; patch: RecordPatch }
+  /** An error event appended to the host's events.jsonl. */
+  | { do: 'event'; event: import('../protocol').ErrorEvent }
+  | { do: 'log'; level: 'info' | 'warn'; message: string }
+  /** A line for agent.log only (the record itself may be what cannot be written). */
+  | { do: 'stderr'; message: string }
+  | { do: 'emit-queued'; host: string; behind: string }
+  /** The `restart` event; `resumeStep` absent: the shell reads the newest checkpoint. */
+  | { do: 'emit-restart'; attempt: number; host: string; rank: number; reason: string; resumeStep?: number; code?: string; waitingFor?: string[]; waitMs?: number }
+  | { do: 'listen' }
+  | { do: 'connect'; withinMs: number }
+  | { do: 'say-hello' }
+  | { do: 'claim' }
+  /** `to`: a follower's host, or 'leader'. */
+  | { do: 'send'; to: string; msg: ControlMsg }
+  | { do: 'accept-link'; host: string }
+  | { do: 'refuse-link'; host: string }
+  | { do: 'close-link'; host: string; why: string }
+  | { do: 'spawn'; attempt: number; resume: boolean }
+  | { do: 'kill-ranks' }
+  | { do: 'timer'; name: TimerName; ms: number }
+  | { do: 'clear-timer'; name: TimerName }
+  | { do: 'clear-timers' }
+  | { do: 'no-more-requeues'; restarts: number }
+  /** Stop: wait for the ranks to exit and the links to flush, then feed `stopped`. */
+  | { do: 'stop' }
+  /** The final record is written: release the slots and exit with the status's code. */
+  | { do: 'exit'; status: 'ok' | 'failed' | 'cancelled' };

@@ -1,0 +1,68 @@
+// What starts a host agent (run-agent.ts): its options (Slurm's agent-slurm adds a scheduler), its
+// exit codes, and the host wait from the host's environment.
+import { HOST_WAIT_MS, type LaunchSpec } from '../protocol';
+import type { AgentConfig } from './agent-state';
+import { claimKey } from './claim-order';
+
+export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
+
+export interface AgentRunOpts {
+  trainerEntry: string;
+  enginesDir: string;
+  workdir: string;
+  runId: string;
+  /** Set when this agent runs on a node other than the one that serves its record (a Slurm node). */
+  agentNode?: string;
+  /** Leader: how long to wait for a lost host's agent to rejoin (default HOST_WAIT_MS). */
+  hostWaitMs?: number;
+  /** Set under a scheduler that may run the job again (Slurm, agent-slurm in slurm.ts). */
+  scheduler?: {
+    /** The scheduler's restart count of this job (SLURM_RESTART_COUNT). */
+    attempt: number;
+    /** The job was submitted requeueable: a lost node is left to the scheduler while restarts are left. */
+    requeueable: boolean;
+    /** The leader of a job the scheduler ran again: why, and the run's restart count with this one. */
+    requeued?: SchedulerRestart;
+    /** Restarts spent: asks the scheduler not to run the job again; resolves to its refusal, if any. */
+    noMoreRequeues: () => Promise<string | undefined>;
+  };
+}
+
+/** A restart the scheduler made (a requeued job): the node it names and its reason. */
+export interface SchedulerRestart {
+  restarts: number;
+  host: string;
+  reason: string;
+}
+
+/** COHORT_HOST_WAIT_MS from the host's env (the profile's host env wins): a whole number of ms, else the default. */
+export function hostWaitMsOf(env: Record<string, string | undefined>): number {
+  const v = env.COHORT_HOST_WAIT_MS;
+  return v !== undefined && /^\d+$/.test(v) ? Number(v) : HOST_WAIT_MS;
+}
+
+
+/** The lifecycle's configuration: what differs between leader and follower, SSH/local and Slurm. */
+export function agentConfigOf(spec: LaunchSpec, opts: AgentRunOpts): AgentConfig {
+  const role = spec.role ?? 'leader';
+  return {
+    role,
+    host: spec.host,
+    runId: spec.runId,
+    maxRestarts: spec.maxRestarts ?? 0,
+    followerRanks: spec.worldSize - spec.ranks.length,
+    queue: spec.queue !== false,
+    hostWaitMs: opts.hostWaitMs ?? HOST_WAIT_MS,
+    claimKey: claimKey(opts.workdir),
+    ...(opts.scheduler ? { scheduler: { requeueable: opts.scheduler.requeueable } } : {}),
+    ...(role === 'follower' && spec.control ? { controlled: true } : {}),
+    ...(role === 'follower' && spec.leader !== undefined && spec.control ? { leaderHost: spec.leader } : {}),
+  };
+}
+
+/** Restarts spent under a requeueing scheduler: ask it not to run the job again; what to log. */
+export async function noMoreRequeues(opts: AgentRunOpts, restarts: number, max: number): Promise<['info' | 'warn', string]> {
+  const refused = await opts.scheduler?.noMoreRequeues();
+  if (refused) return ['warn', `restarts spent, but Slurm would not make the job non-requeueable (${refused}); a requeue will end the run without training`];
+  return ['info', `restarts spent (${restarts} of ${max}): Slurm will not requeue the job again`];
+}

@@ -1,0 +1,172 @@
+// The host agent's lifecycle state, inputs and configuration (agent-lifecycle.ts runs them): plain
+// data, printable and comparable, for leader and follower alike.
+import type { ErrorEvent, HostRunState, RunStateError } from '../protocol';
+import type { ControlMsg } from './control';
+import type { Effect } from './agent-effects';
+
+export interface AgentConfig {
+  role: 'leader' | 'follower';
+  host: string;
+  runId: string;
+  maxRestarts: number;
+  /** Leader: ranks on other hosts (0: a one-host run, no control channel). */
+  followerRanks: number;
+  /** false: busy slots fail the start (--no-queue). */
+  queue: boolean;
+  /** Under a scheduler that may run the job again (Slurm). */
+  scheduler?: { requeueable: boolean };
+  /** Follower: it has the leader's control endpoint (every follower of a run over more than one host). */
+  controlled?: boolean;
+  /** Follower on SSH hosts: the leader's host, waited for when it is lost (undefined: not waited for, Slurm). */
+  leaderHost?: string;
+  hostWaitMs: number;
+  /** This host's place in the global claim order (claim-order.ts's claimKey of its workdir). */
+  claimKey: string;
+}
+
+export interface Failure {
+  error: ErrorEvent;
+  consequence: boolean;
+}
+
+export type Phase =
+  | { k: 'starting' }
+  /** `by`: the follower host that is queued (the leader's own slots may be held). */
+  | { k: 'queued'; behind: string; by?: string }
+  /** Slots held: the leader waits for every follower to be ready; a follower for the leader's go. */
+  | { k: 'rendezvous' }
+  | { k: 'running' }
+  /** Leader: a failure came; the ranks are being stopped and the blame grace runs before deciding. */
+  | { k: 'halting'; failures: Failure[] }
+  /** Leader: restart decided; waits for every rank of the attempt to exit and for lost hosts to come back. */
+  | { k: 'restarting'; cause: ErrorEvent; waitingFor: string[]; told: boolean }
+  /** Leader under a requeueing scheduler: a node is lost, Slurm ends this run of the job. */
+  | { k: 'awaiting-scheduler'; error: RunStateError }
+  /** Follower: halted by the leader, waits for its next go. */
+  | { k: 'halted' }
+  /** Follower: the leader's agent is gone; waits for its relaunch (run-rejoin by a client). */
+  | { k: 'awaiting-leader'; leader: string }
+  /** Ending: ranks killed, links flushed; then `stopped`. */
+  | { k: 'stopping'; status: EndStatus; error?: RunStateError }
+  | { k: 'done'; status: EndStatus; error?: RunStateError };
+export type PhaseName = Phase['k'];
+export type EndStatus = 'ok' | 'failed' | 'cancelled';
+
+export interface FollowerView {
+  ranks: number;
+  ready: boolean;
+  /** The last attempt all of its ranks exited from (-1: none). */
+  exited: number;
+  /** Its place in the global claim order (its hello's key; its host name when an older agent sent none). */
+  key: string;
+  /** Asked to claim its slots (the `claim` message sent; its claim may be queued). */
+  asked: boolean;
+}
+
+export interface AgentState {
+  phase: Phase;
+  attempt: number;
+  restarts: number;
+  /** The host's ranks run (spawned and not all exited). */
+  ranksUp: boolean;
+  leases: boolean;
+  /** This host's claim is under way (its turn in the claim order came; queued while the slots are busy). */
+  claiming: boolean;
+  /** The attempt in which rank 0 reported `done` (-1: none yet). */
+  doneAttempt: number;
+  /** Leader: this host's ranks of the attempt all ended ok. */
+  ownOk: boolean;
+  followers: Record<string, FollowerView>;
+  /** Leader: a restart of an attempt no rank runs any more (requeued job, relaunched leader), done at go. */
+  overCause?: { cause: ErrorEvent; attempt: number };
+  spentSaid: boolean;
+  /** Follower: a pre-launch refusal told to the leader once connected. */
+  refusal?: RunStateError & { hint?: string };
+  connected: boolean;
+  queuedBehind?: string;
+  lastCheckpointStep: number;
+  ioWarned: boolean;
+}
+
+/** Link health at the blame grace's end (the shell measures the sockets). */
+export interface LinkHealth {
+  host: string;
+  closed: boolean;
+  silentMs: number;
+}
+
+export type AgentInput =
+  | { t: 'begin'; requeued?: { restarts: number; host: string; reason: string }; relaunched?: { state: HostRunState; lastStep: number }; stopMarker?: boolean }
+  | { t: 'prepared' }
+  | { t: 'refused'; error: RunStateError & { hint?: string } }
+  /** The agent cannot go on (a bad spec, the control port taken): the run fails with it. */
+  | { t: 'fatal'; error: RunStateError }
+  /** `warnings`: stale or damaged leases the claim took over (leases.ts), each logged. */
+  | { t: 'slots-held'; warnings?: string[] }
+  | { t: 'slots-busy'; slot: number; busyBy: string; warnings?: string[] }
+  | { t: 'rank-done' }
+  | { t: 'rank-error'; event: ErrorEvent; fromExit: boolean }
+  | { t: 'ranks-exited'; attempt: number; ok: boolean; noDone?: ErrorEvent }
+  | { t: 'hello'; host: string; ranks: number; tokenOk: boolean; priorClosed: boolean; key?: string }
+  | { t: 'follower-msg'; host: string; msg: ControlMsg }
+  | { t: 'follower-lost'; host: string; why: string }
+  | { t: 'leader-connected' }
+  | { t: 'leader-msg'; msg: ControlMsg }
+  | { t: 'leader-lost'; why: string }
+  | { t: 'connect-failed'; message: string; addr: string }
+  | { t: 'timer'; name: TimerName; links?: LinkHealth[] }
+  | { t: 'signal'; why: string }
+  | { t: 'io-error'; what: string; message: string }
+  | { t: 'stopped' };
+export type InputName = AgentInput['t'];
+export type TimerName = 'blame' | 'host-wait' | 'leader-wait' | 'followers-deadline';
+
+export interface Step {
+  state: AgentState;
+  effects: Effect[];
+}
+
+export const BLAME_GRACE_MS = 1500;
+export const DECIDE_MS = 200;
+/** A follower agent silent this long (it beats every second) is taken for lost when a peer-lost needs a cause. */
+export const SILENT_FOLLOWER_MS = 5000;
+export const CONNECT_TIMEOUT_MS = 30_000;
+export const CONSEQUENCE = new Set(['peer-lost']);
+
+export function initialState(): AgentState {
+  return { phase: { k: 'starting' }, attempt: 0, restarts: 0, ranksUp: false, leases: false, claiming: false, doneAttempt: -1, ownOk: false, followers: {}, spentSaid: false, connected: false, lastCheckpointStep: 0, ioWarned: false };
+}
+
+export const isEnding = (s: AgentState): boolean => s.phase.k === 'stopping' || s.phase.k === 'done';
+/** The record's state word for a phase. */
+export function recordStateOf(p: Phase): HostRunState {
+  switch (p.k) {
+    case 'queued':
+      return 'queued';
+    case 'running':
+    case 'halting':
+      return 'running';
+    case 'restarting':
+    case 'awaiting-scheduler':
+    case 'halted':
+    case 'awaiting-leader':
+      return 'restarting';
+    case 'done':
+      return p.status;
+    default:
+      return 'starting';
+  }
+}
+
+export const errorOf = (e: ErrorEvent): RunStateError => ({ host: e.host, rank: e.rank, message: e.message, ...(e.code ? { code: e.code } : {}) });
+export const errorEvent = (e: RunStateError & { hint?: string; logTail?: string[] }, time = 0): ErrorEvent => ({
+  v: 1,
+  time,
+  type: 'error',
+  rank: e.rank,
+  host: e.host,
+  message: e.message,
+  logTail: e.logTail ?? [],
+  ...(e.code ? { code: e.code } : {}),
+  ...(e.hint ? { hint: e.hint } : {}),
+});

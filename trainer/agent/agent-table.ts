@@ -1,0 +1,138 @@
+// The host agent's state table (issue 24 item 6): what `transition` (agent-lifecycle.ts) does for
+// every role × phase × input, over one sample state per phase and one sample input per kind. The
+// rows themselves are generated (agent-table-rows.ts) and checked in; agent-table.test.ts fails when
+// the code's behaviour, the checked-in rows and ARCHITECTURE.md's table disagree
+// (COHORT_WRITE_AGENT_TABLE=1 rewrites both after a deliberate change). Pairs not listed are ignored:
+// the phase stays and nothing is done.
+import { errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Phase, type PhaseName } from './agent-lifecycle';
+
+export interface TableRow {
+  role: 'leader' | 'follower';
+  from: PhaseName;
+  input: string;
+  /** The next phase ('=' unchanged). */
+  to: PhaseName | '=';
+  effects: string[];
+}
+
+export const PHASES: PhaseName[] = ['starting', 'queued', 'rendezvous', 'running', 'halting', 'restarting', 'awaiting-scheduler', 'halted', 'awaiting-leader', 'stopping', 'done'];
+
+/** The phases each role can be in. */
+export const ROLE_PHASES: Record<TableRow['role'], PhaseName[]> = {
+  leader: ['starting', 'queued', 'rendezvous', 'running', 'halting', 'restarting', 'awaiting-scheduler', 'stopping', 'done'],
+  follower: ['starting', 'queued', 'rendezvous', 'running', 'halted', 'awaiting-leader', 'stopping', 'done'],
+};
+
+export function sampleConfig(role: TableRow['role']): AgentConfig {
+  return role === 'leader'
+    ? { role, host: 'h1', runId: 'r1', maxRestarts: 1, followerRanks: 1, queue: true, hostWaitMs: 60_000, claimKey: 'm1:/w' }
+    : { role, host: 'h2', runId: 'r1', maxRestarts: 1, followerRanks: 0, queue: true, hostWaitMs: 60_000, controlled: true, leaderHost: 'h1', claimKey: 'm2:/w' };
+}
+
+const rankError = errorEvent({ host: 'h1', rank: 0, message: 'rank 0 on h1 exited with code 1', code: 'rank-exited' });
+
+/** One state per phase: a run of two hosts (h1 leader, h2 follower, one rank each) in its first attempt. */
+export function sampleState(role: TableRow['role'], k: PhaseName): AgentState {
+  const s = initialState();
+  const follower = role === 'follower';
+  const started = k !== 'starting' && k !== 'queued';
+  if (started) s.leases = true;
+  // h1's key sorts first: the leader claims first, then asks h2 (a follower claims while starting or queued)
+  if (!follower && k !== 'starting') s.followers = { h2: { ranks: 1, ready: started, exited: -1, key: 'm2:/w', asked: started } };
+  if (k === 'queued') s.claiming = true;
+  if (follower && k !== 'awaiting-leader') s.connected = true;
+  const inAttempt = k !== 'starting' && k !== 'queued' && k !== 'rendezvous';
+  if (inAttempt) s.attempt = 1;
+  const phases: Record<PhaseName, Phase> = {
+    starting: { k: 'starting' },
+    queued: { k: 'queued', behind: 'other' },
+    rendezvous: { k: 'rendezvous' },
+    running: { k: 'running' },
+    halting: { k: 'halting', failures: [{ error: rankError, consequence: false }] },
+    restarting: { k: 'restarting', cause: rankError, waitingFor: [], told: false },
+    'awaiting-scheduler': { k: 'awaiting-scheduler', error: { host: 'h2', rank: -1, message: 'host h2 lost', code: 'host-lost' } },
+    halted: { k: 'halted' },
+    'awaiting-leader': { k: 'awaiting-leader', leader: 'h1' },
+    stopping: { k: 'stopping', status: 'failed' },
+    done: { k: 'done', status: 'failed' },
+  };
+  s.phase = phases[k];
+  if (k === 'queued') s.queuedBehind = 'other';
+  s.ranksUp = k === 'running' || k === 'halting';
+  return s;
+}
+
+/** One input per kind (control messages and timers by their own name). */
+export const SAMPLE_INPUTS: Record<string, AgentInput> = {
+  begin: { t: 'begin' },
+  'begin:stop-marker': { t: 'begin', stopMarker: true },
+  prepared: { t: 'prepared' },
+  refused: { t: 'refused', error: { host: 'h1', rank: -1, message: 'no GPU', code: 'gpu-missing' } },
+  fatal: { t: 'fatal', error: { host: 'h1', rank: -1, message: 'port taken', code: 'control-listen' } },
+  'slots-held': { t: 'slots-held' },
+  'slots-held:took-stale': { t: 'slots-held', warnings: ['slot 0: took over a damaged lease (truncated JSON)'] },
+  'slots-busy': { t: 'slots-busy', slot: 0, busyBy: 'r0' },
+  'rank-done': { t: 'rank-done' },
+  'rank-error': { t: 'rank-error', event: rankError, fromExit: false },
+  'ranks-exited': { t: 'ranks-exited', attempt: 1, ok: false },
+  hello: { t: 'hello', host: 'h3', ranks: 1, tokenOk: true, priorClosed: true, key: 'm3:/w' },
+  'follower-msg:queued': { t: 'follower-msg', host: 'h2', msg: { t: 'queued', behind: 'r0' } },
+  'follower-msg:ready': { t: 'follower-msg', host: 'h2', msg: { t: 'ready' } },
+  'follower-msg:error': { t: 'follower-msg', host: 'h2', msg: { t: 'error', event: { ...rankError, host: 'h2', rank: 1 } } },
+  'follower-msg:exited': { t: 'follower-msg', host: 'h2', msg: { t: 'exited', attempt: 1, ok: true } },
+  'follower-lost': { t: 'follower-lost', host: 'h2', why: 'connection closed' },
+  'leader-connected': { t: 'leader-connected' },
+  'leader-msg:go': { t: 'leader-msg', msg: { t: 'go', attempt: 2, resume: true } },
+  'leader-msg:halt': { t: 'leader-msg', msg: { t: 'halt', attempt: 1 } },
+  'leader-msg:end': { t: 'leader-msg', msg: { t: 'end', state: 'cancelled', reason: 'stopped' } },
+  'leader-msg:checkpoint': { t: 'leader-msg', msg: { t: 'checkpoint', step: 10 } },
+  'leader-msg:claim': { t: 'leader-msg', msg: { t: 'claim' } },
+  'leader-lost': { t: 'leader-lost', why: 'connection closed' },
+  'connect-failed': { t: 'connect-failed', message: 'ECONNREFUSED', addr: '10.0.0.1:7000' },
+  'timer:blame': { t: 'timer', name: 'blame', links: [{ host: 'h2', closed: false, silentMs: 100 }] },
+  'timer:host-wait': { t: 'timer', name: 'host-wait' },
+  'timer:leader-wait': { t: 'timer', name: 'leader-wait' },
+  'timer:followers-deadline': { t: 'timer', name: 'followers-deadline' },
+  signal: { t: 'signal', why: 'agent received SIGTERM' },
+  'io-error': { t: 'io-error', what: 'state.json', message: 'ENOSPC: no space left on device' },
+  stopped: { t: 'stopped' },
+};
+
+/** The table as the code behaves: every role × phase × input over the samples, ignored pairs left out. */
+export function deriveRows(): TableRow[] {
+  const rows: TableRow[] = [];
+  for (const role of ['leader', 'follower'] as const) {
+    for (const from of ROLE_PHASES[role]) {
+      for (const [input, i] of Object.entries(SAMPLE_INPUTS)) {
+        const s = sampleState(role, from);
+        const r = transition(sampleConfig(role), s, i);
+        const to = r.state.phase.k === from ? '=' : r.state.phase.k;
+        if (to === '=' && r.effects.length === 0) continue;
+        rows.push({ role, from, input, to, effects: r.effects.map(describe) });
+      }
+    }
+  }
+  return rows;
+}
+
+function describe(e: ReturnType<typeof transition>['effects'][number]): string {
+  switch (e.do) {
+    case 'record':
+      return `record(${Object.keys(e.patch).join(',')})`;
+    case 'send':
+      return `send ${e.msg.t}→${e.to}`;
+    case 'timer':
+    case 'clear-timer':
+      return `${e.do} ${e.name}`;
+    case 'event':
+      return `event ${e.event.code ?? 'error'}`;
+    default:
+      return e.do;
+  }
+}
+
+/** The markdown table ARCHITECTURE.md carries between its agent-table markers. */
+export function renderTable(rows: readonly TableRow[]): string {
+  const head = '| role | phase | input | next | effects |\n|---|---|---|---|---|';
+  return [head, ...rows.map((r) => `| ${r.role} | ${r.from} | ${r.input} | ${r.to} | ${r.effects.join('; ')} |`)].join('\n');
+}
