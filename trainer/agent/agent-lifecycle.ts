@@ -40,6 +40,8 @@ class Machine extends LeaderRules {
           this.s.refusal = i.error;
           return void this.fx.push({ do: 'connect', withinMs: CONNECT_TIMEOUT_MS });
         }
+        // a leader listens all the same: followers that say hello hear the end at once (the shell lingers for them, defect 10)
+        if (this.leader && this.c.followerRanks > 0) this.fx.push({ do: 'listen' });
         return this.fail(i.error);
       case 'fatal':
         return this.fail(i.error);

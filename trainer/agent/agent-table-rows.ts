@@ -4,7 +4,7 @@ import type { TableRow } from './agent-table';
 export const AGENT_TABLE_ROWS: TableRow[] = [
   {"role":"leader","from":"starting","input":"begin:stop-marker","to":"stopping","effects":["clear-timers","stop"]},
   {"role":"leader","from":"starting","input":"prepared","to":"=","effects":["listen","timer followers-deadline"]},
-  {"role":"leader","from":"starting","input":"refused","to":"stopping","effects":["event gpu-missing","clear-timers","stop"]},
+  {"role":"leader","from":"starting","input":"refused","to":"stopping","effects":["listen","event gpu-missing","clear-timers","stop"]},
   {"role":"leader","from":"starting","input":"fatal","to":"stopping","effects":["event control-listen","clear-timers","stop"]},
   {"role":"leader","from":"starting","input":"slots-held","to":"rendezvous","effects":[]},
   {"role":"leader","from":"starting","input":"slots-held:took-stale","to":"rendezvous","effects":["log"]},
