@@ -55,6 +55,17 @@ describe('claim order: leader', () => {
     expect(claimsOf(r.effects)).toEqual(['h2']);
   });
 
+  it('a follower first in the order that was queued, then ready: the leader claims, and says go once its own slots are held', () => {
+    const two: AgentConfig = { ...sampleConfig('leader'), claimKey: 'm5:/w' };
+    let r = fold(two, initialState(), { t: 'begin' }, { t: 'prepared' }, hello('h2', 'm1:/w'), { t: 'follower-msg', host: 'h2', msg: { t: 'queued', behind: 'r0' } });
+    expect(r.state.phase).toMatchObject({ k: 'queued', by: 'h2' });
+    r = fold(two, r.state, ready('h2'));
+    expect(claimsOf(r.effects)).toEqual(['self']);
+    r = fold(two, r.state, { t: 'slots-held' });
+    expect(r.effects).toContainEqual({ do: 'spawn', attempt: 1, resume: false });
+    expect(r.state.phase.k).toBe('running');
+  });
+
   it('one host: the leader claims at once when prepared', () => {
     const one: AgentConfig = { ...sampleConfig('leader'), followerRanks: 0 };
     expect(claimsOf(fold(one, initialState(), { t: 'begin' }, { t: 'prepared' }).effects)).toEqual(['self']);

@@ -130,8 +130,9 @@ class Machine extends LeaderRules {
     this.s.claiming = false;
     if (p.k !== 'starting' && p.k !== 'queued') return;
     this.s.leases = true;
-    // queued behind a follower's slots: still queued, now holding this host's (the next host's turn)
-    if (p.k === 'queued' && p.by !== undefined) {
+    // queued behind a follower's slots: still queued while that follower is, now holding this host's (the
+    // next host's turn); a follower earlier in the claim order may have said ready before this claim ended
+    if (p.k === 'queued' && p.by !== undefined && !this.s.followers[p.by]?.ready) {
       this.claimInOrder();
       return this.maybeGo();
     }
