@@ -2,10 +2,11 @@
 // ranks, a real tmpfs for the full disk. Each failed on the main of 2026-11-26 (04f6507).
 // 3: ENOSPC from the 2-s state refresh killed the agent and left state.json `running` forever.
 // 6: a run stopped while its host's agent was gone was relaunched by run-rejoin.
-// 10: a follower that reached its leader after the leader refused its start (--no-queue, busy slots)
-//     kept its slots until its own connect timeout and ended `leader-unreachable`.
+// 10: a follower that reached its leader after the leader refused its start (then: --no-queue, busy
+//     slots; since the global claim order, a refusal before any hello: a missing engine) kept its
+//     slots until its own connect timeout and ended `leader-unreachable`.
 // 12: a checkpoint temp file left by a write cut short stayed forever.
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -16,15 +17,7 @@ const { workdir, runId } = hostTestScope();
 const DEAD_PID = 4194305; // above Linux's default pid_max: never a live process
 const reply = (stdout: string) => JSON.parse(stdout.trim().split('\n').pop()!) as { agentPid?: number; state?: string; error?: { code: string; message: string } };
 const mounts: string[] = [];
-const helpers: number[] = [];
 afterAll(() => {
-  for (const pid of helpers) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // gone
-    }
-  }
   for (const m of mounts) execFileSync('umount', ['-l', m]);
 });
 
@@ -66,25 +59,22 @@ describe('host agent defects (issue 24)', () => {
     const lw = workdir();
     const fw = workdir();
     const id = runId('refused-start');
-    const other = runId('slot-holder');
-    // slot 0 on the leader host is busy: a live process naming another run holds its lease
-    const holder = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600000)', other], { stdio: 'ignore' });
-    helpers.push(holder.pid!);
-    mkdirSync(join(lw, 'leases'), { recursive: true });
-    const boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    writeFileSync(join(lw, 'leases', 'slot-0.json'), JSON.stringify({ runId: other, pid: holder.pid, bootId: boot, slot: 0, at: Date.now() }));
     const control = { addr: '127.0.0.1', port: await freePort(), token: 'a-token-of-sixteen-chars' };
-    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, queue: false, config: { steps: 3, engine: 'tfjs' } };
-    const lead = await hostCmd(lw, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) + '\n' });
+    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, config: { steps: 3, engine: 'tfjs' } };
+    // The leader refuses before any follower says hello: its engine is missing (a pinned Python that is
+    // not there). Not busy slots any more: in the global claim order the leader claims only once every
+    // follower has said hello, so a busy-slot refusal reaches a connected follower (claim-order.ts).
+    const noEngine = { config: { steps: 3, engine: 'torch' }, env: { COHORT_PYTHON: join(lw, 'no-such-python') } };
+    const lead = await hostCmd(lw, ['run-start'], { stdin: spec({ ...common, ...noEngine, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) + '\n' });
     expect(lead.code, lead.stdout + lead.stderr).toBe(0);
     await waitUntil('the leader to refuse its start', () => readStateOf(lw, id)?.state === 'failed', 60_000, 100);
-    expect(readStateOf(lw, id)?.error).toMatchObject({ code: 'slots-busy' });
+    expect(readStateOf(lw, id)?.error).toMatchObject({ code: 'engine-unavailable' });
     const fol = await hostCmd(fw, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) + '\n' });
     expect(fol.code, fol.stdout + fol.stderr).toBe(0);
     const pid = reply(fol.stdout).agentPid!;
     await waitUntil('the follower to end', () => !alive(pid), 60_000, 100);
     // the leader's end, not a connect timeout (leader-unreachable), and its slot is free
-    expect(readStateOf(fw, id)).toMatchObject({ state: 'failed', error: { message: expect.stringMatching(/the leader ended the run: slot 0 on h1 is busy/) } });
+    expect(readStateOf(fw, id)).toMatchObject({ state: 'failed', error: { message: expect.stringMatching(/the leader ended the run: --engine torch: no Python with PyTorch found/) } });
     // The slot is free: no lease, or only a stale one (its pid dead). run-start claims for the agent's pid
     // after the agent's first state write, so an agent that ends that fast can leave a stale file, which
     // the next claimer reclaims (a run-start/leases race, not this agent's: see leases.ts).

@@ -4,6 +4,7 @@
 import type { ErrorEvent, RunStateError } from '../protocol';
 import type { ControlMsg } from './control';
 import type { Effect, RecordPatch } from './agent-effects';
+import { nextClaimer } from './agent-claim';
 import { BLAME_GRACE_MS, CONSEQUENCE, DECIDE_MS, SILENT_FOLLOWER_MS, errorEvent, errorOf, recordStateOf, type AgentConfig, type AgentInput, type AgentState, type EndStatus, type FollowerView, type LinkHealth, type Phase } from './agent-state';
 
 export abstract class LeaderRules {
@@ -182,6 +183,30 @@ export abstract class LeaderRules {
     this.maybeSpent();
   }
 
+  // ---- slots: the global claim order (agent-claim.ts) -----------------------------------
+
+  /**
+   * Leader: once every follower has said hello, ask the next host in the claim order to claim (itself
+   * at its own turn). Only while hosts gather: the first start, and a restart waiting for lost hosts.
+   */
+  protected claimInOrder(): void {
+    const k = this.s.phase.k;
+    if (!this.leader || (k !== 'starting' && k !== 'queued' && k !== 'rendezvous' && k !== 'restarting')) return;
+    const next = nextClaimer(this.c, this.s);
+    if (!next) return;
+    if ('self' in next) return this.claimNow();
+    this.s.followers[next.follower]!.asked = true;
+    this.send(next.follower, { t: 'claim' });
+  }
+
+  /** This host's turn: claim its slots once. Held already (asked again by a relaunched leader): a follower says ready at once. */
+  protected claimNow(): void {
+    if (this.s.leases) return this.leader ? undefined : this.send('leader', { t: 'ready' });
+    if (this.s.claiming) return;
+    this.s.claiming = true;
+    this.fx.push({ do: 'claim' });
+  }
+
   // ---- leader: followers ---------------------------------------------------------------
 
   protected hello(i: Extract<AgentInput, { t: 'hello' }>): void {
@@ -192,9 +217,10 @@ export abstract class LeaderRules {
     const rejoin = prior !== undefined && p.k === 'restarting' && p.waitingFor.includes(i.host) && i.priorClosed;
     if (!i.tokenOk || !i.host || (prior && !rejoin)) return void this.fx.push({ do: 'refuse-link', host: i.host });
     // A rejoined agent runs no ranks of the stopped attempt: it counts as exited from it.
-    this.s.followers[i.host] = { ranks: i.ranks, ready: false, exited: rejoin ? this.s.attempt : -1 };
+    this.s.followers[i.host] = { ranks: i.ranks, ready: false, exited: rejoin ? this.s.attempt : -1, key: i.key ?? i.host, asked: false };
     this.fx.push({ do: 'accept-link', host: i.host });
     if (rejoin) this.log('info', `${i.host}'s agent rejoined run ${this.c.runId}`);
+    this.claimInOrder();
   }
 
   protected followerMsg(host: string, m: ControlMsg): void {
@@ -211,6 +237,7 @@ export abstract class LeaderRules {
         return void this.fx.push({ do: 'emit-queued', host, behind: m.behind });
       case 'ready': {
         f.ready = true;
+        this.claimInOrder();
         const p = this.s.phase;
         if (p.k === 'restarting' && p.waitingFor.includes(host)) {
           // a lost host is back and holds its slots again: restart once every lost host is

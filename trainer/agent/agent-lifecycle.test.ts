@@ -29,9 +29,11 @@ const blame = (links = [{ host: 'h2', closed: false, silentMs: 100 }]): AgentInp
 describe('host agent lifecycle: leader', () => {
   it('starts, says go once the follower is ready, ends ok once every rank of the attempt exited ok with rank 0 done', () => {
     const cfg = leader();
-    let r = fold(cfg, initialState(), { t: 'begin' }, { t: 'prepared' }, { t: 'hello', host: 'h2', ranks: 1, tokenOk: true, priorClosed: true }, { t: 'slots-held' });
+    let r = fold(cfg, initialState(), { t: 'begin' }, { t: 'prepared' }, { t: 'hello', host: 'h2', ranks: 1, tokenOk: true, priorClosed: true, key: 'm2:/w' });
+    expect(kinds(r.effects)).toEqual(['listen', 'timer', 'accept-link', 'claim']); // h1's key is first in the claim order
+    r = fold(cfg, r.state, { t: 'slots-held' });
     expect(r.state.phase.k).toBe('rendezvous');
-    expect(kinds(r.effects)).toEqual(['listen', 'timer', 'claim', 'accept-link']);
+    expect(r.effects).toEqual([{ do: 'send', to: 'h2', msg: { t: 'claim' } }]);
     r = fold(cfg, r.state, { t: 'follower-msg', host: 'h2', msg: { t: 'ready' } });
     expect(r.state.phase.k).toBe('running');
     expect(r.effects).toContainEqual({ do: 'send', to: 'h2', msg: { t: 'go', attempt: 1, resume: false } });
@@ -201,11 +203,13 @@ describe('issue 24 defects, agent side', () => {
     expect(kinds(r.effects)).toEqual(['stderr']);
   });
 
-  it('defect 10: a leader that refuses its start (--no-queue, busy slots) answers a late follower hello with end at once', () => {
-    let r = fold(leader({ queue: false }), initialState(), { t: 'begin' }, { t: 'prepared' }, { t: 'slots-busy', slot: 0, busyBy: 'other' });
+  it('defect 10: a leader that refuses its start (no engine; busy slots wait for the hellos now: the claim order) answers a late follower hello with end at once', () => {
+    const noEngine = { host: 'h1', rank: -1, message: '--engine torch: no Python with PyTorch found on this host', code: 'engine-unavailable' };
+    let r = fold(leader(), initialState(), { t: 'begin' }, { t: 'refused', error: noEngine });
     expect(r.state.phase.k).toBe('stopping');
-    r = fold(leader({ queue: false }), r.state, { t: 'hello', host: 'h2', ranks: 1, tokenOk: true, priorClosed: true });
-    expect(r.effects).toEqual([{ do: 'accept-link', host: 'h2' }, { do: 'send', to: 'h2', msg: { t: 'end', state: 'failed', reason: 'slot 0 on h1 is busy with run other (queue off)' } }]);
+    expect(r.effects[0]).toEqual({ do: 'listen' }); // followers can reach it to hear the end
+    r = fold(leader(), r.state, { t: 'hello', host: 'h2', ranks: 1, tokenOk: true, priorClosed: true });
+    expect(r.effects).toEqual([{ do: 'accept-link', host: 'h2' }, { do: 'send', to: 'h2', msg: { t: 'end', state: 'failed', reason: noEngine.message } }]);
     expect(r.state.followers.h2).toBeDefined(); // the shell's linger stops once every follower rank was told
     // and the follower, queued or waiting for go, ends on it (its exit releases its leases)
     for (const k of ['starting', 'queued', 'rendezvous'] as const) expect(transition(follower(), sampleState('follower', k), { t: 'leader-msg', msg: { t: 'end', state: 'failed', reason: 'x' } }).state.phase.k).toBe('stopping');

@@ -31,7 +31,8 @@ class Machine extends LeaderRules {
         if (p.k !== 'starting') return;
         this.fx.push(this.leader ? { do: 'listen' } : { do: 'connect', withinMs: CONNECT_TIMEOUT_MS });
         if (this.leader && this.c.followerRanks > 0) this.fx.push({ do: 'timer', name: 'followers-deadline', ms: CONNECT_TIMEOUT_MS * 2 });
-        return void this.fx.push({ do: 'claim' });
+        // hosts claim one after another in the global claim order, the leader asking (a follower claims at its `claim`)
+        return this.claimInOrder();
       case 'refused':
         if (p.k !== 'starting') return;
         if (!this.leader && this.c.controlled) {
@@ -39,12 +40,16 @@ class Machine extends LeaderRules {
           this.s.refusal = i.error;
           return void this.fx.push({ do: 'connect', withinMs: CONNECT_TIMEOUT_MS });
         }
+        // a leader listens all the same: followers that say hello hear the end at once (the shell lingers for them, defect 10)
+        if (this.leader && this.c.followerRanks > 0) this.fx.push({ do: 'listen' });
         return this.fail(i.error);
       case 'fatal':
         return this.fail(i.error);
       case 'slots-busy':
+        for (const w of i.warnings ?? []) this.log('warn', `${this.c.host}: ${w}`);
         return this.slotsBusy(i.slot, i.busyBy);
       case 'slots-held':
+        for (const w of i.warnings ?? []) this.log('warn', `${this.c.host}: ${w}`);
         return this.slotsHeld();
       case 'rank-done':
         this.s.doneAttempt = this.s.attempt;
@@ -122,10 +127,15 @@ class Machine extends LeaderRules {
 
   protected slotsHeld(): void {
     const p = this.s.phase;
+    this.s.claiming = false;
     if (p.k !== 'starting' && p.k !== 'queued') return;
     this.s.leases = true;
-    // queued behind a follower's slots: still queued, now holding this host's
-    if (p.k === 'queued' && p.by !== undefined) return this.maybeGo();
+    // queued behind a follower's slots: still queued while that follower is, now holding this host's (the
+    // next host's turn); a follower earlier in the claim order may have said ready before this claim ended
+    if (p.k === 'queued' && p.by !== undefined && !this.s.followers[p.by]?.ready) {
+      this.claimInOrder();
+      return this.maybeGo();
+    }
     const wasQueued = p.k === 'queued';
     this.s.phase = { k: 'rendezvous' };
     if (wasQueued) {
@@ -134,7 +144,10 @@ class Machine extends LeaderRules {
     }
     if (!this.leader) {
       if (this.s.connected) this.send('leader', { t: 'ready' });
-    } else this.maybeGo();
+    } else {
+      this.claimInOrder();
+      this.maybeGo();
+    }
   }
 
   // ---- ranks -----------------------------------------------------------------------------
@@ -211,6 +224,8 @@ class Machine extends LeaderRules {
       case 'checkpoint':
         this.s.lastCheckpointStep = Math.max(this.s.lastCheckpointStep, m.step);
         return;
+      case 'claim':
+        return this.claimNow();
       case 'go':
         if (m.attempt > 1) {
           this.s.restarts = m.attempt - 1;
@@ -289,7 +304,7 @@ class Machine extends LeaderRules {
     // A follower that says hello after the run ended (a start the leader refused; the shell lingers for
     // them): told at once, so it releases its slots now, not at its connect timeout (issue 24 defect 10).
     if (i.t === 'hello' && this.leader && i.tokenOk && i.host && !this.s.followers[i.host]) {
-      this.s.followers[i.host] = { ranks: i.ranks, ready: false, exited: -1 };
+      this.s.followers[i.host] = { ranks: i.ranks, ready: false, exited: -1, key: i.key ?? i.host, asked: false };
       this.fx.push({ do: 'accept-link', host: i.host });
       this.send(i.host, { t: 'end', state: p.status, reason: p.error?.message ?? p.status });
     }

@@ -2,6 +2,7 @@
 // exit codes; the waits from the host's environment are read in run-agent.ts (trainer/protocol/timings.ts).
 import { HOST_WAIT_MS, type LaunchSpec, type Timings } from '../protocol';
 import type { AgentConfig } from './agent-state';
+import { claimKey } from './claim-order';
 
 export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
 
@@ -49,6 +50,7 @@ export function agentConfigOf(spec: LaunchSpec, opts: AgentRunOpts): AgentConfig
     followerRanks: spec.worldSize - spec.ranks.length,
     queue: spec.queue !== false,
     hostWaitMs: opts.hostWaitMs ?? HOST_WAIT_MS,
+    claimKey: claimKey(opts.workdir),
     ...(opts.scheduler ? { scheduler: { requeueable: opts.scheduler.requeueable } } : {}),
     ...(role === 'follower' && spec.control ? { controlled: true } : {}),
     ...(role === 'follower' && spec.leader !== undefined && spec.control ? { leaderHost: spec.leader } : {}),

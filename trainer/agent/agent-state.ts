@@ -20,6 +20,8 @@ export interface AgentConfig {
   /** Follower on SSH hosts: the leader's host, waited for when it is lost (undefined: not waited for, Slurm). */
   leaderHost?: string;
   hostWaitMs: number;
+  /** This host's place in the global claim order (claim-order.ts's claimKey of its workdir). */
+  claimKey: string;
 }
 
 export interface Failure {
@@ -55,6 +57,10 @@ export interface FollowerView {
   ready: boolean;
   /** The last attempt all of its ranks exited from (-1: none). */
   exited: number;
+  /** Its place in the global claim order (its hello's key; its host name when an older agent sent none). */
+  key: string;
+  /** Asked to claim its slots (the `claim` message sent; its claim may be queued). */
+  asked: boolean;
 }
 
 export interface AgentState {
@@ -64,6 +70,8 @@ export interface AgentState {
   /** The host's ranks run (spawned and not all exited). */
   ranksUp: boolean;
   leases: boolean;
+  /** This host's claim is under way (its turn in the claim order came; queued while the slots are busy). */
+  claiming: boolean;
   /** The attempt in which rank 0 reported `done` (-1: none yet). */
   doneAttempt: number;
   /** Leader: this host's ranks of the attempt all ended ok. */
@@ -93,12 +101,13 @@ export type AgentInput =
   | { t: 'refused'; error: RunStateError & { hint?: string } }
   /** The agent cannot go on (a bad spec, the control port taken): the run fails with it. */
   | { t: 'fatal'; error: RunStateError }
-  | { t: 'slots-held' }
-  | { t: 'slots-busy'; slot: number; busyBy: string }
+  /** `warnings`: stale or damaged leases the claim took over (leases.ts), each logged. */
+  | { t: 'slots-held'; warnings?: string[] }
+  | { t: 'slots-busy'; slot: number; busyBy: string; warnings?: string[] }
   | { t: 'rank-done' }
   | { t: 'rank-error'; event: ErrorEvent; fromExit: boolean }
   | { t: 'ranks-exited'; attempt: number; ok: boolean; noDone?: ErrorEvent }
-  | { t: 'hello'; host: string; ranks: number; tokenOk: boolean; priorClosed: boolean }
+  | { t: 'hello'; host: string; ranks: number; tokenOk: boolean; priorClosed: boolean; key?: string }
   | { t: 'follower-msg'; host: string; msg: ControlMsg }
   | { t: 'follower-lost'; host: string; why: string }
   | { t: 'leader-connected' }
@@ -131,7 +140,7 @@ export const CONNECT_TIMEOUT_MS = 30_000;
 export const CONSEQUENCE = new Set(['peer-lost', 'rank-hung']);
 
 export function initialState(): AgentState {
-  return { phase: { k: 'starting' }, attempt: 0, restarts: 0, ranksUp: false, leases: false, doneAttempt: -1, ownOk: false, followers: {}, spentSaid: false, connected: false, lastCheckpointStep: 0, ioWarned: false };
+  return { phase: { k: 'starting' }, attempt: 0, restarts: 0, ranksUp: false, leases: false, claiming: false, doneAttempt: -1, ownOk: false, followers: {}, spentSaid: false, connected: false, lastCheckpointStep: 0, ioWarned: false };
 }
 
 export const isEnding = (s: AgentState): boolean => s.phase.k === 'stopping' || s.phase.k === 'done';

@@ -25,8 +25,8 @@ export const ROLE_PHASES: Record<TableRow['role'], PhaseName[]> = {
 
 export function sampleConfig(role: TableRow['role']): AgentConfig {
   return role === 'leader'
-    ? { role, host: 'h1', runId: 'r1', maxRestarts: 1, followerRanks: 1, queue: true, hostWaitMs: 60_000 }
-    : { role, host: 'h2', runId: 'r1', maxRestarts: 1, followerRanks: 0, queue: true, hostWaitMs: 60_000, controlled: true, leaderHost: 'h1' };
+    ? { role, host: 'h1', runId: 'r1', maxRestarts: 1, followerRanks: 1, queue: true, hostWaitMs: 60_000, claimKey: 'm1:/w' }
+    : { role, host: 'h2', runId: 'r1', maxRestarts: 1, followerRanks: 0, queue: true, hostWaitMs: 60_000, controlled: true, leaderHost: 'h1', claimKey: 'm2:/w' };
 }
 
 const rankError = errorEvent({ host: 'h1', rank: 0, message: 'rank 0 on h1 exited with code 1', code: 'rank-exited' });
@@ -37,7 +37,9 @@ export function sampleState(role: TableRow['role'], k: PhaseName): AgentState {
   const follower = role === 'follower';
   const started = k !== 'starting' && k !== 'queued';
   if (started) s.leases = true;
-  if (!follower && k !== 'starting') s.followers = { h2: { ranks: 1, ready: started, exited: -1 } };
+  // h1's key sorts first: the leader claims first, then asks h2 (a follower claims while starting or queued)
+  if (!follower && k !== 'starting') s.followers = { h2: { ranks: 1, ready: started, exited: -1, key: 'm2:/w', asked: started } };
+  if (k === 'queued') s.claiming = true;
   if (follower && k !== 'awaiting-leader') s.connected = true;
   const inAttempt = k !== 'starting' && k !== 'queued' && k !== 'rendezvous';
   if (inAttempt) s.attempt = 1;
@@ -68,11 +70,12 @@ export const SAMPLE_INPUTS: Record<string, AgentInput> = {
   refused: { t: 'refused', error: { host: 'h1', rank: -1, message: 'no GPU', code: 'gpu-missing' } },
   fatal: { t: 'fatal', error: { host: 'h1', rank: -1, message: 'port taken', code: 'control-listen' } },
   'slots-held': { t: 'slots-held' },
+  'slots-held:took-stale': { t: 'slots-held', warnings: ['slot 0: took over a damaged lease (truncated JSON)'] },
   'slots-busy': { t: 'slots-busy', slot: 0, busyBy: 'r0' },
   'rank-done': { t: 'rank-done' },
   'rank-error': { t: 'rank-error', event: rankError, fromExit: false },
   'ranks-exited': { t: 'ranks-exited', attempt: 1, ok: false },
-  hello: { t: 'hello', host: 'h3', ranks: 1, tokenOk: true, priorClosed: true },
+  hello: { t: 'hello', host: 'h3', ranks: 1, tokenOk: true, priorClosed: true, key: 'm3:/w' },
   'follower-msg:queued': { t: 'follower-msg', host: 'h2', msg: { t: 'queued', behind: 'r0' } },
   'follower-msg:ready': { t: 'follower-msg', host: 'h2', msg: { t: 'ready' } },
   'follower-msg:error': { t: 'follower-msg', host: 'h2', msg: { t: 'error', event: { ...rankError, host: 'h2', rank: 1 } } },
@@ -83,6 +86,7 @@ export const SAMPLE_INPUTS: Record<string, AgentInput> = {
   'leader-msg:halt': { t: 'leader-msg', msg: { t: 'halt', attempt: 1 } },
   'leader-msg:end': { t: 'leader-msg', msg: { t: 'end', state: 'cancelled', reason: 'stopped' } },
   'leader-msg:checkpoint': { t: 'leader-msg', msg: { t: 'checkpoint', step: 10 } },
+  'leader-msg:claim': { t: 'leader-msg', msg: { t: 'claim' } },
   'leader-lost': { t: 'leader-lost', why: 'connection closed' },
   'connect-failed': { t: 'connect-failed', message: 'ECONNREFUSED', addr: '10.0.0.1:7000' },
   'timer:blame': { t: 'timer', name: 'blame', links: [{ host: 'h2', closed: false, silentMs: 100 }] },

@@ -7,7 +7,10 @@ import { createInterface } from 'node:readline';
 import { DisposableBase, decodeEvent, toDisposable, type ErrorEvent } from '../protocol';
 
 export type ControlMsg =
-  | { t: 'hello'; token: string; host: string; ranks: number }
+  /** follower → leader; `key`: the follower's place in the global claim order (claim-order.ts). */
+  | { t: 'hello'; token: string; host: string; ranks: number; key?: string }
+  /** leader → follower: claim this host's slots now (its turn in the claim order), then answer `ready`. */
+  | { t: 'claim' }
   | { t: 'queued'; behind: string }
   | { t: 'ready' }
   | { t: 'beat' }
@@ -40,9 +43,10 @@ function decodeControl(line: string): ControlMsg | undefined {
   const s = (k: string) => (typeof m[k] === 'string' ? (m[k] as string) : '');
   switch (m.t) {
     case 'hello':
-      return { t: 'hello', token: s('token'), host: s('host'), ranks: n('ranks') };
+      return { t: 'hello', token: s('token'), host: s('host'), ranks: n('ranks'), ...(typeof m.key === 'string' ? { key: m.key } : {}) };
     case 'queued':
       return { t: 'queued', behind: s('behind') };
+    case 'claim':
     case 'ready':
     case 'beat':
       return { t: m.t };

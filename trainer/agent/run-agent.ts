@@ -140,7 +140,7 @@ class HostAgent {
         if (this.cfg.followerRanks === 0) return;
         if (!c) return this.input({ t: 'fatal', error: { host: this.spec.host, rank: -1, message: `the spec has ${this.cfg.followerRanks} rank(s) on other hosts but no control endpoint`, code: 'bad-spec' } });
         this.links = new FollowerLinks(c.token, this.timeoutMs, {
-          hello: (_l, m, tokenOk, priorClosed) => this.input({ t: 'hello', host: m.host, ranks: m.ranks, tokenOk, priorClosed }),
+          hello: (_l, m, tokenOk, priorClosed) => this.input({ t: 'hello', host: m.host, ranks: m.ranks, tokenOk, priorClosed, ...(m.key ? { key: m.key } : {}) }),
           msg: (host, msg) => this.input({ t: 'follower-msg', host, msg }),
           lost: (host, why) => this.input({ t: 'follower-lost', host, why }),
           listenError: (err) => this.input({ t: 'fatal', error: { host: this.spec.host, rank: -1, message: `control channel on ${c.addr}:${c.port}: ${err.message}`, code: 'control-listen' } }),
@@ -150,7 +150,7 @@ class HostAgent {
         if (!c) return this.input({ t: 'fatal', error: { host: this.spec.host, rank: -1, message: "a follower needs the leader's control endpoint (spec.control)", code: 'bad-spec' } });
         return connectLoop(c.addr, c.port, fx.withinMs, this.timeoutMs, () => this.state.phase.k !== 'stopping' && this.state.phase.k !== 'done', (link) => this.onLeaderLink(link), (message) => this.input({ t: 'connect-failed', message, addr: `${c.addr}:${c.port}` }));
       case 'say-hello':
-        return this.leaderLink?.send({ t: 'hello', token: c!.token, host: this.spec.host, ranks: this.spec.ranks.length });
+        return this.leaderLink?.send({ t: 'hello', token: c!.token, host: this.spec.host, ranks: this.spec.ranks.length, key: this.cfg.claimKey });
       case 'claim':
         return void claimLoop(this.opts.workdir, this.spec, () => this.state.phase.k === 'starting' || this.state.phase.k === 'queued', (i) => this.input(i), (this.opts.timings ?? DEFAULT_TIMINGS).queuePollMs);
       case 'send':

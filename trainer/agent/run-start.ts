@@ -101,13 +101,18 @@ async function startAgent(opts: { trainerEntry: string; workdir: string; execArg
   for (;;) {
     const st = existsSync(paths.state) ? readState(dir) : undefined;
     if (st && st.agentPid === child.pid) {
-      // Queue order is start order: the slots are claimed for the agent (its pid in the lease) before the
-      // client hears the run started, so a run started after this one queues behind it even if its agent
-      // reaches its own claim first. Busy slots are left to the agent, which queues and says behind whom.
-      try {
-        claimSlots(opts.workdir, spec.runId, slotsOf(spec), child.pid);
-      } catch {
-        // unreadable leases dir: the agent's own claim reports it
+      // A single-host run's queue order is start order: its slots are claimed for the agent (its pid in
+      // the lease) before the client hears the run started, so a run started after this one queues
+      // behind it even if its agent reaches its own claim first. Busy or stale leases are left to the
+      // agent, which queues and says behind whom, or takes the stale one over and says so. A multi-host
+      // run claims host after host in the global claim order (claim-order.ts), never here: a claim out
+      // of that order is how two runs came to hold one host each and wait for the other forever.
+      if (spec.worldSize === spec.ranks.length) {
+        try {
+          claimSlots(opts.workdir, spec.runId, slotsOf(spec), { pid: child.pid, takeOver: false });
+        } catch {
+          // unreadable leases dir: the agent's own claim reports it
+        }
       }
       const reply: RunStartReply = { runId: spec.runId, host: spec.host, agentPid: st.agentPid, state: st.state };
       replyLine(reply);

@@ -230,14 +230,35 @@ function stripUndefined(o: Obj): Obj {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 }
 
+/** One row as the torch engine reads it: its kind, default and flag, and the bounds or values it checks. */
+export interface TorchEngineField {
+  kind: TrainRow['kind'];
+  default: unknown;
+  flag: string;
+  min?: number;
+  max?: number;
+  values?: readonly string[];
+  nonEmpty?: boolean;
+}
+
 /**
  * The torch engine's view of the table: scripts/build.mjs writes this as train-config.json beside
- * torch_engine.py, which takes its DEFAULTS (and flag names, kebab-case of the keys) from it.
- * `kind` keeps a float a float in Python even when its default is a whole number.
+ * torch_engine.py, which takes its DEFAULTS, flag names, per-row checks (bounds, enum values) and
+ * the stems' smallest image sizes from it. `kind` keeps a float a float in Python even when its
+ * default is a whole number. The rules across rows (the budget rule, one of --fp16/--bf16, the data
+ * source) are code on both sides: test/torch/torch-config-rules.test.ts holds them equal.
  */
-export function torchEngineConfigJson(): { generatedFrom: string; fields: Record<string, { kind: TrainRow['kind']; default: unknown; flag: string }> } {
+export function torchEngineConfigJson(): { generatedFrom: string; fields: Record<string, TorchEngineField>; minImageSize: Record<Stem, number> } {
+  const field = (r: TrainRow): TorchEngineField => {
+    const f: TorchEngineField = { kind: r.kind, default: r.default, flag: r.flag };
+    if (r.kind === 'int' || r.kind === 'float') Object.assign(f, { min: r.min }, r.max === undefined ? {} : { max: r.max });
+    if (r.kind === 'enum') f.values = r.values;
+    if (r.kind === 'string' && r.nonEmpty) f.nonEmpty = true;
+    return f;
+  };
   return {
     generatedFrom: 'trainer/protocol/train-config.ts (TRAIN_CONFIG_TABLE); written by scripts/build.mjs, do not edit',
-    fields: Object.fromEntries(TRAIN_ROWS.map((r) => [r.key, { kind: r.kind, default: r.default, flag: r.flag }])),
+    fields: Object.fromEntries(TRAIN_ROWS.map((r) => [r.key, field(r)])),
+    minImageSize: MIN_IMAGE_SIZE,
   };
 }

@@ -7,10 +7,10 @@ import os
 
 import torch
 
-from .defaults import DEFAULTS
+from .defaults import DEFAULTS, FIELDS, MIN_IMAGE_SIZE
 
-# torch.compile's modes (its documentation); a typo fails here, not after rendezvous and warm-up.
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# torch.compile's modes (the table's --compile-mode values); a typo fails here, not after rendezvous and warm-up.
+COMPILE_MODES = tuple(FIELDS["compileMode"]["values"])
 SYNTHETIC_SIZE = 50_000    # nominal synthetic epoch, as the tfjs engine's
 PEER_TIMEOUT_S = float(os.environ.get("COHORT_PEER_TIMEOUT_S", "10"))  # a silent peer fails the run after this long
 HEARTBEAT_S = 1.0          # the watchdog's all-reduce period
@@ -30,15 +30,42 @@ def kebab(key):
     return "".join("-" + c.lower() if c.isupper() else c for c in key)
 
 
+def overlay(base, given):
+    """trainer/protocol/train-config.ts overlayTrainConfig, the budget rule: a layer that gives epochs
+    without steps replaces the step budget beneath it, and the reverse."""
+    out = dict(base)
+    if "epochs" in given and "steps" not in given:
+        out["steps"] = 0
+    if "steps" in given and "epochs" not in given:
+        out["epochs"] = 0
+    out.update(given)
+    return out
+
+
+def _row_problem(key, v):
+    """The row's own check, from the table (train-config.json): kind, bounds, enum values."""
+    f = FIELDS[key]
+    kind, flag = f["kind"], f["flag"]
+    number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if kind in ("int", "float"):
+        if not number or (kind == "int" and not float(v).is_integer()):
+            return f"{flag}: expected {'an integer' if kind == 'int' else 'a number'}, got {v!r}"
+        if v < f["min"] or ("max" in f and v > f["max"]):
+            return f"{flag}: {v} is out of range ({f['min']}..{f.get('max', '')})"
+    elif kind == "bool" and not isinstance(v, bool):
+        return f"{flag}: expected true or false, got {v!r}"
+    elif kind == "enum" and v not in f["values"]:
+        return f"{flag}: expected one of {', '.join(f['values'])}, got {v!r}"
+    elif kind == "string" and (not isinstance(v, str) or (f.get("nonEmpty") and v == "")):
+        return f"{flag}: expected a{' non-empty' if f.get('nonEmpty') else ''} string, got {v!r}"
+    return None
+
+
 def load_config(argv):
-    cfg = dict(DEFAULTS)
     given = json.loads(os.environ.get("COHORT_TRAIN_CONFIG") or "{}")
     unknown = sorted(set(given) - set(DEFAULTS))
     if unknown:
         raise ConfigError(f"COHORT_TRAIN_CONFIG: unknown setting(s) {unknown}; this engine knows {sorted(DEFAULTS)}")
-    if "epochs" in given and "steps" not in given:
-        given["steps"] = 0
-    cfg.update(given)
     parser = argparse.ArgumentParser(description="Cohort torch engine (flags override COHORT_TRAIN_CONFIG)")
     for key, default in DEFAULTS.items():
         if isinstance(default, bool):
@@ -49,21 +76,25 @@ def load_config(argv):
         else:
             parser.add_argument("--" + kebab(key), dest=key, type=type(default), default=None)
     flags = {k: v for k, v in vars(parser.parse_args(argv)).items() if v is not None}
-    if "epochs" in flags and "steps" not in flags:
-        flags["steps"] = 0
-    cfg.update(flags)
-    problems = []
-    if (cfg["steps"] > 0) == (cfg["epochs"] > 0):
-        problems.append("--steps/--epochs: give exactly one of them > 0")
-    if cfg["imageSize"] < {"imagenet": 32, "cifar": 8}.get(cfg["stem"], 32):
-        problems.append(f"--image-size {cfg['imageSize']} is too small for the {cfg['stem']} stem")
-    if cfg["stem"] not in ("imagenet", "cifar"):
-        problems.append(f"--stem: expected imagenet or cifar, got {cfg['stem']!r}")
+    cfg = overlay(overlay(DEFAULTS, given), flags)
+    problems = [p for p in (_row_problem(k, cfg[k]) for k in DEFAULTS) if p]
+    if problems:
+        raise ConfigError("bad configuration: " + "; ".join(problems))
+    for k in DEFAULTS:
+        if FIELDS[k]["kind"] == "int":
+            cfg[k] = int(cfg[k])
+        elif FIELDS[k]["kind"] == "float":
+            cfg[k] = float(cfg[k])
+    # The rules across rows, as decodeTrainConfig's (test/torch/torch-config-rules.test.ts holds them equal).
+    if cfg["steps"] == 0 and cfg["epochs"] == 0:
+        problems.append("--steps: give --steps K or --epochs E (both are 0)")
+    if cfg["steps"] > 0 and cfg["epochs"] > 0:
+        problems.append("--epochs: give either --steps or --epochs, not both")
+    if cfg["imageSize"] < MIN_IMAGE_SIZE[cfg["stem"]]:
+        problems.append(f"--image-size: {cfg['imageSize']} is too small for the {cfg['stem']} stem (ResNet-50 needs at least {MIN_IMAGE_SIZE[cfg['stem']]})")
     if cfg["fp16"] and cfg["bf16"]:
         problems.append("--bf16: choose one of --fp16 and --bf16")
-    if cfg["compileMode"] not in COMPILE_MODES:
-        problems.append(f"--compile-mode: expected one of {', '.join(COMPILE_MODES)}, got {cfg['compileMode']!r}")
-    if not (cfg["data"] == "synthetic" or cfg["data"].startswith("cifar100:")):
+    if not (cfg["data"] == "synthetic" or (cfg["data"].startswith("cifar100:") and len(cfg["data"]) > len("cifar100:"))):
         problems.append(f"--data: expected synthetic or cifar100:DIR, got {cfg['data']!r}")
     if problems:
         raise ConfigError("bad configuration: " + "; ".join(problems))
