@@ -10,24 +10,17 @@
 //   to the right neighbour as piece k of the next step, so sending overlaps receiving and
 //   reducing (the pipelining the issue asks for). f32 pieces are written straight from the
 //   caller's array (zero copy); f16 pieces are encoded into pooled send slots.
+// - Which segment each step carries (the ring schedule) is plain arithmetic, in ring-schedule.ts.
 // - The final owner of each reduced segment applies `average` and (for fp16) rounds its own
 //   copy through f16 before passing it on, so every rank ends with bit-identical values.
 import type { Socket } from 'node:net';
 import { CollectiveError } from './errors';
 import { describeHeader, Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader, type DataHeader } from './data-frames';
 import { createReduceKernel, type ReduceHome, type ReduceKernel } from './reduce-kernel';
+import { broadcastSchedule, ringOpSchedule, ringSegment, type RecvStep } from './ring-schedule';
 
 /** Elements per pipeline piece: 256 KiB of f32 stays in L2 while it is added and forwarded. */
 export const PIECE_ELEMS = 64 * 1024;
-
-interface RecvStep {
-  start: number;
-  end: number;
-  mode: 'add' | 'copy';
-  forward: boolean;
-  /** Last reduce-scatter step: this rank now owns the fully reduced segment. */
-  finalize: boolean;
-}
 
 interface Op {
   header: DataHeader;
@@ -118,25 +111,9 @@ export class RingEngine {
     this.right = right;
   }
 
-  /**
-   * Segment k of a ring op over `len` elements: [k·len/n, (k+1)·len/n) with inner boundaries rounded
-   * down to a multiple of 4, so every segment (and every piece of one) starts on a 16-byte boundary
-   * and the SIMD optimizer can update an owned segment exactly (see shardedUpdate).
-   */
-  private segment(i: number, len: number): [number, number] {
-    const n = this.worldSize;
-    const k = ((i % n) + n) % n;
-    const at = (j: number): number => {
-      if (j === n) return len;
-      const x = Math.floor((j * len) / n);
-      return x - (x % 4);
-    };
-    return [at(k), at(k + 1)];
-  }
-
   /** The segment whose fully reduced values this rank produces in allreduce and shardedUpdate. */
   ownedRange(len: number): [number, number] {
-    return this.segment(this.rank + 1, len);
+    return ringSegment(this.rank + 1, len, this.worldSize);
   }
 
   allreduce(buf: Float32Array, average: boolean, f16: boolean): Promise<void> {
@@ -157,26 +134,12 @@ export class RingEngine {
   }
 
   private ringOp(header: DataHeader, buf: Float32Array, gather: Float32Array, average: boolean, f16: boolean, onOwned: Op['onOwned']): Promise<void> {
-    const n = this.worldSize;
-    const r = this.rank;
-    const len = buf.length;
-    const seg = (i: number): [number, number] => this.segment(i, len);
-    const steps: RecvStep[] = [];
-    for (let s = 0; s < n - 1; s++) {
-      const [start, end] = seg(r - s - 1);
-      steps.push({ start, end, mode: 'add', forward: true, finalize: s === n - 2 });
-    }
-    for (let s = 0; s < n - 1; s++) {
-      const [start, end] = seg(r - s);
-      steps.push({ start, end, mode: 'copy', forward: s < n - 2, finalize: false });
-    }
-    const [s0, e0] = seg(r);
+    const { steps, sendStart: s0, sendEnd: e0 } = ringOpSchedule(this.rank, this.worldSize, buf.length);
     return this.run(header, buf, average, f16, steps, s0, e0, gather, onOwned);
   }
 
   broadcast(buf: Float32Array, root: number): Promise<void> {
-    const rightRank = (this.rank + 1) % this.worldSize;
-    const steps: RecvStep[] = this.rank === root ? [] : [{ start: 0, end: buf.length, mode: 'copy', forward: rightRank !== root, finalize: false }];
+    const steps = broadcastSchedule(this.rank, this.worldSize, root, buf.length);
     const header = { kind: Kind.Broadcast, dtype: Dtype.F32, aux: root, seq: this.seq++, count: buf.length };
     return this.run(header, buf, false, false, steps, 0, this.rank === root ? buf.length : 0);
   }

@@ -4,7 +4,6 @@
 //
 //   RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 \
 //   COHORT_TRAIN_CONFIG='{"steps":10,"imageSize":32}' node resources/trainer/cohort-trainer.mjs rank
-import { createHash } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { PeerLostError, connectCollective, rendezvousEnvFromProcess, type Collective, type RendezvousEnv } from '../collectives';
 import { TensorBytesPeak, applyCompilePlan, compileTrainStep, createResNet50, initBackend, initialParamsParallel, resnet50Spec, tfjsCapabilities, type BackendInfo, type CompileReport, type TfjsResNet } from '../engine/tfjs';
@@ -21,6 +20,7 @@ import { resume } from './resume';
 import { planCacheFile, readCachedPlan, writeCachedPlan } from './compile-cache';
 import { LogTail, reserveStdoutForEvents, stdoutEmitter, type Emit } from './emit';
 import { MemorySampler, nvidiaSmiReader } from './memory';
+import { broadcastJson, paramChecksum } from './rank-sync';
 import { median } from '../util/stats';
 import { join } from 'node:path';
 
@@ -382,20 +382,4 @@ function tryApplyPlan(m: TfjsResNet, plan: Parameters<typeof applyCompilePlan>[1
 
 function prefixed(prefix: string, o: Record<string, Float32Array>): Record<string, Float32Array> {
   return Object.fromEntries(Object.entries(o).map(([k, v]) => [prefix + k, v]));
-}
-
-export function paramChecksum(params: Float32Array): string {
-  return createHash('sha256').update(new Uint8Array(params.buffer, params.byteOffset, params.byteLength)).digest('hex');
-}
-
-
-/** Sends a small JSON value from `root` to every rank (as UTF-16 code units in float32, exact below 2^24). */
-async function broadcastJson<T>(c: Collective, value: T, root: number): Promise<T> {
-  const text = c.rank === root ? JSON.stringify(value) : '';
-  const len = Float32Array.of(text.length);
-  await c.broadcast(len, root);
-  const buf = new Float32Array(len[0]!);
-  if (c.rank === root) for (let i = 0; i < text.length; i++) buf[i] = text.charCodeAt(i);
-  await c.broadcast(buf, root);
-  return c.rank === root ? value : (JSON.parse(String.fromCharCode(...buf)) as T);
 }

@@ -13,7 +13,8 @@ import type { HostLaunch, RunPlan } from '../runs/run-controller';
 import type { HostRecordRef } from '../../common';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps, LeftoverReport } from './cluster-ops';
-import { deployBundle, remoteBundleDir, sha256CheckCommand, type DeployTarget } from './deploy';
+import { deployBundle, remoteBundleDir, sha256CheckCommand } from './deploy';
+import { deployTarget, remoteFreePort } from './session-ops';
 import { parseProbe, probeScript, shellQuote } from './probe';
 import { probeLocal } from './probe-local';
 import { SlurmJob, type LoginShell } from './slurm-job';
@@ -378,26 +379,4 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     for (const p of this.sessions.values()) void p.then((s) => s.dispose(), () => undefined);
     this.sessions.clear();
   }
-}
-
-function deployTarget(s: HostSession): DeployTarget {
-  return {
-    name: s.name,
-    exec: async (command, opts) => {
-      const r = await s.run(command, opts ?? {});
-      return { code: r.code, stdout: r.stdout, stderr: r.stderr };
-    },
-    upload: async (local, remote, opts) => {
-      // The whole bundle is checked with one sha256sum on the host after the upload (deploy.ts).
-      await s.upload(local, remote, { skipIfSame: false, verify: false, ...(opts?.onProgress ? { onProgress: (sent: number) => opts.onProgress!(sent) } : {}), ...(opts?.signal ? { signal: opts.signal } : {}) });
-    },
-  };
-}
-
-/** A free TCP port on the master host, asked of the host itself (its firewall and its other jobs). */
-async function remoteFreePort(s: HostSession): Promise<number> {
-  const r = await s.run(`node -e "const s=require('net').createServer();s.listen(0,()=>{process.stdout.write(String(s.address().port));s.close()})"`);
-  const port = Number(r.stdout.trim());
-  if (!Number.isInteger(port) || port <= 0) throw new Error(`${s.name}: could not find a free port for the rendezvous (${r.stderr.trim()}); set masterPort in the profile`);
-  return port;
 }

@@ -4,11 +4,10 @@
 // `cluster-unavailable` so the dashboard can say so instead of hanging.
 import { join } from 'node:path';
 import { userInfo } from 'node:os';
-import { ConfigError, DisposableBase, Emitter, HOST_CMD_EXIT, KeyedEmitter, decodeRunState, isFinished, isTerminalRunState, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
+import { ConfigError, DisposableBase, Emitter, KeyedEmitter, isFinished, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
 import {
   ApiCallError,
   LOCAL_PROFILE_NAME,
-  resolveRunConfig,
   type CohortApi,
   type ConnectionResult,
   type DeployProgress,
@@ -23,7 +22,6 @@ import {
   type RunEventMessage,
   type RunExportFormat,
   type RunMeta,
-  type RunMetaStatus,
   type RunSeries,
   type StartRunRequest,
   type StopRunOptions,
@@ -34,15 +32,12 @@ import { ProfileStore, importSshConfigFile } from '../profiles';
 import type { RunResult } from '../runs/run-controller';
 import { RunStore } from '../runs/run-store';
 import { attachRun, startRun, type StartedRun } from '../runs/start-run';
-import { attachLocalPlan, localWorkdir } from '../runs/local-run';
 import { runProfile } from '../runs/run-profile';
-import { runHostCommand } from '../runs/host-link';
 import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
 import type { PassphrasePrompts } from './passphrase-prompts';
 import type { CheckResult } from '../../../trainer/protocol/check';
-import { CheckStore } from '../check/check-store';
-import { runCheck } from '../check/run-check';
-import { localLink } from '../runs/local-run';
+import { ProfileChecks } from './profile-checks';
+import { refreshRunStatus } from './refresh-run-status';
 
 export interface CohortServiceOptions {
   paths: CohortPaths;
@@ -64,6 +59,7 @@ type Listener<T> = (value: T) => void;
 export class CohortService extends DisposableBase implements CohortApi {
   readonly profiles: ProfileStore;
   readonly runs: RunStore;
+  private readonly checks: ProfileChecks;
   private readonly active = new Map<string, StartedRun>();
   private readonly starting = new Map<string, Promise<boolean>>();
   /**
@@ -80,6 +76,7 @@ export class CohortService extends DisposableBase implements CohortApi {
     super();
     this.profiles = new ProfileStore(opts.paths.profilesDir);
     this.runs = new RunStore(join(opts.paths.dataDir, 'runs'));
+    this.checks = new ProfileChecks({ dataDir: opts.paths.dataDir, profiles: this.profiles, runs: this.runs, cluster: (what) => this.cluster(what) });
   }
 
   // ---- profiles ------------------------------------------------------------------------------
@@ -135,17 +132,12 @@ export class CohortService extends DisposableBase implements CohortApi {
 
   // ---- the cluster doctor (electron/core/check) ---------------------------------------------
 
-  async checkProfile(profile: string, config: Partial<TrainConfig> = {}): Promise<CheckResult> {
-    const p = await this.profiles.get(profile);
-    const cluster = this.cluster('check hosts');
-    const store = new CheckStore(join(this.opts.paths.dataDir, 'checks'));
-    const result = await runCheck(p, resolveRunConfig(p, config), { cluster, localLink: () => localLink(localWorkdir(this.opts.paths.dataDir)), history: () => this.runs.list(), previous: store.last(p.name) });
-    await store.save(result);
-    return result;
+  checkProfile(profile: string, config: Partial<TrainConfig> = {}): Promise<CheckResult> {
+    return this.checks.check(profile, config);
   }
 
   async lastCheck(profile: string): Promise<CheckResult | null> {
-    return new CheckStore(join(this.opts.paths.dataDir, 'checks')).last(profile) ?? null;
+    return this.checks.last(profile);
   }
 
   // ---- runs ------------------------------------------------------------------------------------
@@ -245,25 +237,6 @@ export class CohortService extends DisposableBase implements CohortApi {
     return started;
   }
 
-  /** The hosts' word on a run's state (run-status on its leader), written into the local history. */
-  private async refresh(meta: RunMeta): Promise<RunMeta | undefined> {
-    try {
-      const plan = meta.profile === LOCAL_PROFILE_NAME ? attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(this.opts.paths.dataDir)) : meta.record?.length && this.opts.cluster ? this.opts.cluster.attachPlan((await runProfile(meta, this.profiles))!, meta.id, meta.record) : undefined;
-      const leader = plan?.hosts[0];
-      if (!leader) return undefined;
-      const r = await runHostCommand(leader.link, ['run-status', '--run', meta.id], { timeoutMs: 5000 });
-      if (r.code === HOST_CMD_EXIT.noSuchRun) return this.runs.patch(meta.id, { status: 'lost', error: `${leader.host} has no record of this run` }, { unlessFollowed: true });
-      const line = r.stdout.trim().split('\n').pop();
-      if (r.code !== 0 || !line) return undefined; // unreachable: keep what the cache says
-      const parsed = JSON.parse(line) as { agentAlive?: boolean };
-      const st = decodeRunState(parsed);
-      const status: RunMetaStatus = isTerminalRunState(st.state) ? st.state : parsed.agentAlive === false ? 'lost' : st.state;
-      return this.runs.patch(meta.id, { status, ...(st.lastStep !== undefined ? { steps: st.lastStep } : {}), lastSeenAt: new Date(st.updatedAt).toISOString(), ...(st.endedAt ? { endedAt: new Date(st.endedAt).toISOString() } : {}), ...(st.error ? { error: `${st.error.rank >= 0 ? `rank ${st.error.rank} on ` : ''}${st.error.host}: ${st.error.message}` } : {}) }, { unlessFollowed: true });
-    } catch {
-      return undefined;
-    }
-  }
-
   private meta(runId: string): RunMeta {
     const meta = this.runs.meta(runId);
     if (!meta) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list, or `cohort runs list`' });
@@ -309,7 +282,7 @@ export class CohortService extends DisposableBase implements CohortApi {
 
   /** The hosts' word on an unsettled run (run-status), and what it measured if it has ended. */
   private async settle(m: RunMeta): Promise<void> {
-    const now = await this.refresh(m);
+    const now = await refreshRunStatus(m, { runs: this.runs, profiles: this.profiles, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}) });
     if (now && isFinished(now.status)) await this.replayEnded(m);
   }
 
@@ -327,7 +300,7 @@ export class CohortService extends DisposableBase implements CohortApi {
       this.track(started);
       await Promise.race([started.controller.result, new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);
     } catch {
-      // the hosts' state (refresh) stands
+      // the hosts' state (refreshRunStatus) stands
     }
   }
 
