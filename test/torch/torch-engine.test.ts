@@ -176,7 +176,7 @@ describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (
     expect(pidAlive(r1.pid)).toBe(false);
   });
 
-  it('a hung peer (SIGSTOP, sockets still open) is detected by the heartbeat within 15 s', async () => {
+  it('a hung peer (SIGSTOP, sockets still open) is detected by the heartbeat and named (rank-hung, its rank, reported by rank 0)', async () => {
     const port = await freePort();
     const config = { ...TINY, steps: 10_000, logSteps: 1 };
     const [r0, r1] = [0, 1].map((rank) => start({ rank, worldSize: 2, port, config })) as [EngineRank, EngineRank];
@@ -186,8 +186,11 @@ describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (
     try {
       const exit = await r0.finished(30_000);
       expect(exit.code, r0.stderr.slice(-2000)).toBe(1);
-      expect(Date.now() - stoppedAt).toBeLessThan(15_000);
-      expect(one(r0, 'error').message).toMatch(/lost contact with a peer rank/);
+      // bounded, not a benchmark: issue 21's goal is the hung rank named within 30 s (store beats every second)
+      expect(Date.now() - stoppedAt).toBeLessThan(30_000);
+      // the hung rank is the error's rank (issue 21 item 4), rank 0 the reporter
+      expect(one(r0, 'error')).toMatchObject({ code: 'rank-hung', rank: 1, reportedBy: [0] });
+      expect(one(r0, 'error').message).toMatch(/rank 1 on \S+ hung/);
     } finally {
       r1.child.kill('SIGKILL'); // a stopped process still dies from SIGKILL
     }
