@@ -72,7 +72,9 @@ describe('run-start / run-follow / run-stop / run-status', () => {
     expect(JSON.parse(bad.stdout).error.message).toMatch(/host/);
     const escape = await hostCmd(wd, ['run-follow', '--run', '../../etc']);
     expect(escape.code).not.toBe(0);
-    expect(JSON.parse(escape.stdout).error.message).toMatch(/bad run id/);
+    // one run-id rule (trainer/protocol/run-id.ts): the code names it, the message quotes the bad id
+    expect(JSON.parse(escape.stdout).error).toMatchObject({ code: 'bad-run-id' });
+    expect(JSON.parse(escape.stdout).error.message).toMatch(/"\.\.\/\.\.\/etc" is not a run id/);
     const none = await hostCmd(wd, ['run-follow', '--run', 'nope']);
     expect(none.code).toBe(5);
   });

@@ -2,7 +2,7 @@
 // JSON reply line, and the workdir.
 import { createInterface } from 'node:readline';
 import { writeStdoutLine } from '../train/emit';
-import { CohortError, HOST_CMD_EXIT } from '../protocol';
+import { CohortError, HOST_CMD_EXIT, toErrorInfo } from '../protocol';
 
 export class HostCmdFailure extends CohortError {
   constructor(
@@ -50,7 +50,9 @@ export async function hostCommand(fn: () => Promise<number>): Promise<number> {
       replyLine({ error: { code: err.code, message: err.message } });
       return err.exitCode;
     }
-    replyLine({ error: { code: 'internal', message: (err as Error).message } });
+    // any other CohortError (a bad run id from the one run-id rule, a damaged record) keeps its code
+    // and hint on the wire; only what has no code of its own is 'internal'
+    replyLine({ error: err instanceof CohortError ? toErrorInfo(err) : { code: 'internal', message: (err as Error).message } });
     return HOST_CMD_EXIT.failed;
   }
 }
