@@ -192,8 +192,11 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
       const meta = (JSON.parse(hist.stdout) as { status: string; error?: string; errorCode?: string }[]).find((m) => m.status === 'lost'); // the only lost run of this file
       expect(meta, hist.stdout).toMatchObject({ status: 'lost', errorCode: 'host-unreachable' });
       expect(meta!.error).toMatch(/^h1: unreachable/);
-      expect(errors.findIndex((e) => e.code === 'peer-lost'), 'peer-lost copies come after the restart event').toBeGreaterThan(-1);
-      expect(run.events.findIndex((e) => e.type === 'error' && e.code === 'peer-lost')).toBeGreaterThan(run.events.indexOf(restart));
+      // the follower ranks' own errors (peer-lost, or rank-hung from the hang watcher) are consequences:
+      // told after the restart event, never before it. Whether they get to tell any before their agents
+      // stop them depends on load (a loaded CI run had none), so the order is what is asserted.
+      const consequences = run.events.filter((e) => e.type === 'error' && (e.code === 'peer-lost' || e.code === 'rank-hung'));
+      for (const c of consequences) expect(run.events.indexOf(c), JSON.stringify(c)).toBeGreaterThan(run.events.indexOf(restart));
       const followers = errors.find((e) => /not back within 8 s/.test(e.message));
       expect(followers, JSON.stringify(errors)).toMatchObject({ host: 'h1', code: 'host-lost' });
       expect(followers!.message).toMatch(/host h1 \(the run's leader\) lost and not back within 8 s/);

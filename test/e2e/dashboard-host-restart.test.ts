@@ -81,9 +81,12 @@ describe.skipIf(!NETNS)("the dashboard's server relaunches a lost host's agent, 
     // The server's controller, the run's only client, relaunched h3's agent: its log line is in the page and in the server's history.
     const relaunched = /h3 is back: its agent of run \S+ runs again/;
     await expect.poll(async () => (await page.getByRole('log').textContent()) ?? '', { timeout: 120_000, interval: 250 }).toMatch(relaunched);
-    await expect.poll(() => events(id).some((e) => e.type === 'log' && relaunched.test(e.message)), { timeout: 10_000 }).toBe(true);
 
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 240_000, interval: 250 }).toBe('ok');
+    // ...and in the server's history: checked once the run has ended, because an attaching client writes
+    // its replay aside and renames it over events.jsonl only when complete (issue 24 defect 1), so
+    // mid-run the file may still be the shorter copy (seen in a loaded CI run).
+    await expect.poll(() => events(id).some((e) => e.type === 'log' && relaunched.test(e.message)), { timeout: 30_000 }).toBe(true);
     if (restart.type !== 'restart') return;
     expect(await page.getByTestId('restarts').textContent()).toContain(`resumed from step ${restart.resumeStep}`);
     for (const chart of ['chart-throughput', 'chart-loss']) expect(await page.getByTestId(chart).getAttribute('data-markers')).toBe('↻ restart 1');
