@@ -10,8 +10,8 @@ import { dirname, join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, LogEvent, StepEvent } from '../../trainer/protocol';
-import { alive, runCli } from '../helpers/cli';
-import { leftovers, rankPid } from '../helpers/run-procs';
+import { runCli } from '../helpers/cli';
+import { leftovers, rankPid, throttle } from '../helpers/run-procs';
 import { openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
@@ -48,16 +48,9 @@ describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort
     const attach = runCli(['attach', runId, '--per-rank'], { env: { COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(dirname(serve.dataDir), 'config'), HOME: join(dirname(serve.dataDir), 'home') } });
     const pid = rankPid(serve.dataDir, 1);
     expect(pid, 'rank 1 process').toBeDefined();
-    let throttling = true;
+    let stopThrottle = (): void => undefined;
     const throttleStart = Date.now();
-    void (async () => {
-      while (throttling && alive(pid!)) {
-        process.kill(pid!, 'SIGSTOP');
-        await new Promise((res) => setTimeout(res, 150));
-        process.kill(pid!, 'SIGCONT');
-        await new Promise((res) => setTimeout(res, 30));
-      }
-    })().catch(() => undefined);
+    stopThrottle = throttle(pid!);
     try {
       // The Live view: the warning, the window's slowest rank, one split row per rank.
       await expect.poll(() => page.getByTestId('slow-rank').first().textContent().catch(() => ''), { timeout: 300_000, interval: 1000 }).toMatch(/rank 1 on local: compute [\d.]+× its peers' median/);
@@ -70,8 +63,7 @@ describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort
       await expect.poll(() => attach.stderr, { timeout: 60_000 }).toMatch(/slow host: rank 1 on local: compute [\d.]+× its peers' median/);
       expect(attach.stdout).toMatch(/rank 0@local +step +\d+ ms +data \d+ · compute \d+ · wait \d+ · exchange \d+ · optimizer \d+/);
     } finally {
-      throttling = false;
-      if (pid && alive(pid)) process.kill(pid, 'SIGCONT');
+      stopThrottle();
     }
     // The record: the warning names rank 1 and the compute phase; count the windows it took.
     const events = readFileSync(join(runs, runId, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as CohortEvent);

@@ -25,6 +25,34 @@ export function rankPid(dataDir: string, rank: number): number | undefined {
   return runProcs(dataDir).find((p) => `\0${p.env}`.includes(`\0RANK=${rank}\0`) && (p.cmd.includes('rank') || p.cmd.some((c) => c.endsWith('.py'))))?.pid;
 }
 
+/**
+ * Slows a process for real, as a straggler: stopped 150 ms, running 30 ms, over and over until the
+ * returned function is called (which leaves it running). For the slow-rank / straggler tests.
+ */
+export function throttle(pid: number): () => void {
+  let on = true;
+  const alive = () => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  void (async () => {
+    while (on && alive()) {
+      process.kill(pid, 'SIGSTOP');
+      await new Promise((res) => setTimeout(res, 150));
+      process.kill(pid, 'SIGCONT');
+      await new Promise((res) => setTimeout(res, 30));
+    }
+  })().catch(() => undefined);
+  return () => {
+    on = false;
+    if (alive()) process.kill(pid, 'SIGCONT');
+  };
+}
+
 /** Every process of the run still there (agent, ranks), waiting up to `graceMs` for them to go; `except`: e.g. the `cohort serve` that is still meant to run. */
 export async function leftovers(dataDir: string, graceMs = 5000, except: (number | undefined)[] = []): Promise<string[]> {
   const end = Date.now() + graceMs;

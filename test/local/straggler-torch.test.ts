@@ -5,8 +5,8 @@
 import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { LogEvent, StepEvent } from '../../trainer/protocol';
-import { alive, runCli, tempDataDir } from '../helpers/cli';
-import { leftovers, rankPid } from '../helpers/run-procs';
+import { runCli, tempDataDir } from '../helpers/cli';
+import { leftovers, rankPid, throttle } from '../helpers/run-procs';
 import { PYTHON, torchUnavailableReason } from '../torch/engine-process';
 
 const skip = torchUnavailableReason();
@@ -17,20 +17,13 @@ describe.skipIf(skip !== undefined)(`straggler (torch)${skip ? ` (skipped: ${ski
   it('names the rank slowed for real, in the compute phase', async () => {
     const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' }, json: true });
     let pid: number | undefined;
-    let throttling = true;
+    let stopThrottle = (): void => undefined;
     try {
       await r.waitFor((e) => e.type === 'step' && e.step >= 3, 300_000);
       pid = rankPid(data, 1);
       expect(pid, 'rank 1 process').toBeDefined();
       const since = Date.now();
-      void (async () => {
-        while (throttling && alive(pid!)) {
-          process.kill(pid!, 'SIGSTOP');
-          await new Promise((res) => setTimeout(res, 150));
-          process.kill(pid!, 'SIGCONT');
-          await new Promise((res) => setTimeout(res, 30));
-        }
-      })().catch(() => undefined);
+      stopThrottle = throttle(pid!);
       const warning = (await r.waitFor((e) => e.type === 'log' && (e as LogEvent).code === 'slow-rank', 300_000)) as LogEvent;
       expect(warning).toMatchObject({ level: 'warn', rank: 1, host: 'local', phase: 'compute' });
       expect(warning.message).toMatch(/^slow host: rank 1 on local: compute [\d.]+× its peers' median/);
@@ -38,8 +31,7 @@ describe.skipIf(skip !== undefined)(`straggler (torch)${skip ? ` (skipped: ${ski
       console.log(`torch straggler named after ${windows.length} step window(s) of throttling; last: ${JSON.stringify(windows.at(-1)?.rankPhases)}`);
       expect(windows.length).toBeLessThanOrEqual(4);
     } finally {
-      throttling = false;
-      if (pid && alive(pid)) process.kill(pid, 'SIGCONT');
+      stopThrottle();
       r.child.kill('SIGINT');
       await r.exit;
     }
