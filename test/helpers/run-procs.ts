@@ -2,6 +2,7 @@
 // the test's own temp dir, so other runs on the machine never count): ranks by RANK, and all of
 // them for the "nothing left behind" checks.
 import { readFileSync, readdirSync } from 'node:fs';
+import { alive } from './cli';
 
 function runProcs(dataDir: string): { pid: number; env: string; cmd: string[] }[] {
   const out: { pid: number; env: string; cmd: string[] }[] = [];
@@ -31,16 +32,8 @@ export function rankPid(dataDir: string, rank: number): number | undefined {
  */
 export function throttle(pid: number): () => void {
   let on = true;
-  const alive = () => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   void (async () => {
-    while (on && alive()) {
+    while (on && alive(pid)) {
       process.kill(pid, 'SIGSTOP');
       await new Promise((res) => setTimeout(res, 150));
       process.kill(pid, 'SIGCONT');
@@ -49,7 +42,7 @@ export function throttle(pid: number): () => void {
   })().catch(() => undefined);
   return () => {
     on = false;
-    if (alive()) process.kill(pid, 'SIGCONT');
+    if (alive(pid)) process.kill(pid, 'SIGCONT');
   };
 }
 
