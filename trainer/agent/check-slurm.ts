@@ -79,8 +79,8 @@ export async function checkSlurm(argv: readonly string[], o: { trainerEntry: str
     });
     srun.on('exit', (c) => resolve(c));
   });
-  const jobId = /job (\d+)/.exec(err)?.[1];
   const reply = collect(dir, req);
+  const jobId = reply.jobId ?? /job (\d+)/.exec(err)?.[1];
   rmSync(dir, { recursive: true, force: true });
   if (cancelled) reply.error = { code: 'cancelled', message: `the check's allocation ${checkJobName(req.id)} was cancelled` };
   else if (!reply.nodes.length || code !== 0) {
@@ -102,10 +102,10 @@ function collect(dir: string, req: SlurmCheckRequest): SlurmCheckReply {
     }
   };
   const files = existsSync(dir) ? readdirSync(dir) : [];
-  const nodes = files.filter((f) => /^node-\d+\.json$/.test(f)).map((f) => read<SlurmCheckReply['nodes'][number]>(f)).filter((x) => !!x).sort((a, b) => a.index - b.index);
+  const nodes = files.filter((f) => /^node-\d+\.json$/.test(f)).map((f) => read<SlurmCheckReply['nodes'][number] & { jobId?: string }>(f)).filter((x) => !!x).sort((a, b) => a.index - b.index);
   const links = files.filter((f) => /^(hop|rdv)-\d+\.json$/.test(f)).map((f) => read<SlurmCheckReply['links'][number]>(f)).filter((x) => !!x);
   const compute = req.compute ? read<NonNullable<SlurmCheckReply['compute']>>('compute.json') : undefined;
-  return { nodes, links, ...(compute ? { compute } : {}) };
+  return { nodes: nodes.map(({ jobId: _j, ...n }) => n), links, ...(compute ? { compute } : {}), ...(nodes[0]?.jobId ? { jobId: nodes[0].jobId } : {}) };
 }
 
 async function scancel(id: string): Promise<void> {
@@ -130,7 +130,7 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
   const host = await run(['check-host', '--engine', req.engine, ...(req.python ? ['--python', req.python] : [])]);
   const report = lastJson<HostCheckReport & { error?: { message: string } }>(host.stdout);
   const ok = report && !report.error && report.v === 1;
-  writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, ...(ok ? { report } : { error: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}` }) }) + '\n');
+  writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, jobId: process.env.SLURM_JOB_ID, ...(ok ? { report } : { error: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}` }) }) + '\n');
 
   // Links: every node listens (node 0 also serves the rendezvous connections of the middle nodes).
   if (n >= 2) {
@@ -164,6 +164,10 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
       await waitFile(`${dir}/hop-${n - 1}.json`, (n + 1) * (req.linkMs + 60_000));
       await send(0, 0, 'rendezvous', `rdv-${i}.json`);
     }
+    // Every hop told (or given up on): a listener whose peer never connected (a firewall) ends now, not at its timeout.
+    const all = [...Array.from({ length: n }, (_, k) => `hop-${k}.json`), ...Array.from({ length: Math.max(0, n - 2) }, (_, k) => `rdv-${k + 1}.json`)];
+    for (const f of all) await waitFile(`${dir}/${f}`, (n + 1) * (req.linkMs + 60_000));
+    listener.kill();
     await listened;
   }
 

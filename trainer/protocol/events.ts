@@ -283,6 +283,12 @@ export interface RestartEvent extends EventBase {
   waitingFor?: string[];
   /** How long the leader waits for the hosts in `waitingFor` to rejoin (default HOST_WAIT_MS). */
   waitMs?: number;
+  /**
+   * Bad node out (issue 21 item 5): the lost host left out of the next attempt, and the profile's
+   * spare host that takes its ranks (then in `waitingFor`: a client starts its agent).
+   */
+  excluded?: string;
+  replacement?: string;
 }
 
 /**
@@ -538,6 +544,8 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     ...opt('code', optStr(o, 'code', p)),
     ...opt('waitingFor', o.waitingFor === undefined ? undefined : strArr(o, 'waitingFor', p)),
     ...opt('waitMs', optNum(o, 'waitMs', p, { int: true, min: 0 })),
+    ...opt('excluded', optStr(o, 'excluded', p)),
+    ...opt('replacement', optStr(o, 'replacement', p)),
   }),
   queued: (o) => ({
     type: 'queued',
