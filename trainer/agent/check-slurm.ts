@@ -12,7 +12,7 @@
 //     the hops i → i+1 stream one after another (ordered through the shared directory), the middle
 //     nodes also reach node 0's port (the rendezvous) — then node 0 measures one rank of the config
 //     (`check-compute`) when asked. Each part is the SSH check's own host command, run as a child.
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { ComputeReport, HostCheckReport, LinkSendReport, SlurmCheckReply, SlurmCheckRequest } from '../protocol/check';
@@ -112,8 +112,24 @@ async function scancel(id: string): Promise<void> {
   await execFileP('scancel', [`--name=${checkJobName(id)}`], { timeout: 15_000 }).catch(() => undefined);
 }
 
+/**
+ * This node's children (check-host, the listener, a sender, check-compute). scancel signals the task
+ * (SIGTERM, later SIGKILL): proctrack/linuxproc does not find a child once its parent is gone, so
+ * the task ends its children itself before it exits (the Slurm test saw a listener outlive scancel).
+ */
+const children = new Set<ChildProcess>();
+function endChildrenOnSignal(): void {
+  for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.on(s, () => {
+      for (const c of children) c.kill('SIGKILL');
+      process.exit(143);
+    });
+  }
+}
+
 /** One node's part, inside the allocation's step. */
 export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry: string }): Promise<number> {
+  endChildrenOnSignal();
   const dir = parseFlags(argv, ['dir'], 'check-slurm-node').dir ?? '';
   const i = Number(process.env.SLURM_NODEID);
   const n = Number(process.env.SLURM_JOB_NUM_NODES ?? process.env.SLURM_NNODES);
@@ -137,7 +153,8 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
     const expect = 1 + (i === 0 ? Math.max(0, n - 2) : 0);
     const listenMs = n * (req.linkMs + 12_000) + PEER_WAIT_MS;
     const listener = spawn(process.execPath, [o.trainerEntry, 'check-link', 'listen', '--port', '0', '--expect', String(expect), '--timeout-ms', String(listenMs)], { cwd: workdir, stdio: ['ignore', 'pipe', 'pipe'] });
-    const listened = new Promise<void>((r) => listener.on('exit', () => r()));
+    children.add(listener);
+    const listened = new Promise<void>((r) => listener.on('exit', () => r(void children.delete(listener))));
     const port = await new Promise<number>((resolve) => {
       let out = '';
       listener.stdout.setEncoding('utf8').on('data', (c: string) => {
@@ -184,6 +201,7 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
 function child(entry: string, args: string[], cwd: string, stdin: string | undefined, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const p = spawn(process.execPath, [entry, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, COHORT_WORKDIR: cwd } });
+    children.add(p);
     let stdout = '';
     let stderr = '';
     p.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -192,6 +210,7 @@ function child(entry: string, args: string[], cwd: string, stdin: string | undef
     p.stdin.end(stdin ?? '');
     const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
     p.on('exit', (code) => {
+      children.delete(p);
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });
