@@ -72,7 +72,7 @@ async function checkProfile(io: CliIo, profile: Profile, config: TrainConfig, o:
 export function formatCheck(r: CheckResult): string {
   const out: string[] = [];
   const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-  out.push(`hosts of ${r.profile}:`);
+  out.push(`hosts of ${r.profile}:${r.allocation ? ` (Slurm nodes, checked inside job ${r.allocation.jobId}, released)` : ''}`);
   for (const h of r.hosts) {
     const x = h.report;
     if (!x) {
