@@ -40,7 +40,8 @@ import {
 import { initialControllerState, isOver, transition, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
 import { runHostCommand, type HostCommand } from './host-link';
 import { hostCmdError, parseLine, slurmJobOver, startReply } from './host-replies';
-import { rejoinOnce } from './run-rejoin';
+import { relaunchUntil } from './run-rejoin';
+import { stopAll, stopHost, type StopContext } from './controller-stop';
 import type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
 export type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd };
@@ -60,8 +61,6 @@ interface Follow {
 const BACKOFF_MS = [250, 500, 1000, 2000, 4000];
 /** A dead leader agent's record, read again after this long: its followers need a moment to say they wait for it. */
 const LEADER_DEAD_GRACE_MS = 3000;
-/** Between tries to reach a lost host and relaunch its agent. */
-const RELAUNCH_BACKOFF_MS = [1000, 1000, 2000, 2000, 4000];
 
 export class RunController extends DisposableBase {
   private readonly events = this.register(new Emitter<CohortEvent>());
@@ -163,6 +162,9 @@ export class RunController extends DisposableBase {
   }
 
   private readonly waitAbort = new AbortController();
+  private get stopCtx(): StopContext {
+    return { plan: this.plan, emit: (e) => this.emit(e), abortWait: () => this.waitAbort.abort() };
+  }
 
   /** The scheduler accepts the job (sbatch): from then on it is detached by nature. False when refused. */
   private async submitScheduled(): Promise<boolean> {
@@ -276,7 +278,7 @@ export class RunController extends DisposableBase {
         const code = reply?.error?.code ?? ('errCode' in r && typeof r.errCode === 'string' ? r.errCode : 'run-start-failed');
         const message = reply?.error?.message ?? `run-start on ${h.host} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`;
         this.emitError({ rank: -1, host: h.host, message, logTail: [], code });
-        await Promise.all(started.map((s) => this.stopHost(s, 'a host of the run could not start', 5000)));
+        await Promise.all(started.map((s) => stopHost(this.stopCtx, s, 'a host of the run could not start', 5000)));
         this.dispatch({ t: 'host-refused' });
         return false;
       }
@@ -309,12 +311,12 @@ export class RunController extends DisposableBase {
   private sendStop(reason: string, force: boolean): void {
     if (force) {
       this.emit(makeEvent({ type: 'log', level: 'warn', message: `forcing: not waiting for the hosts to confirm the stop of ${this.plan.runId}` }));
-      this.stopsInFlight = this.stopAll(reason, 2000);
+      this.stopsInFlight = stopAll(this.stopCtx, reason, 2000);
       setTimeout(() => this.dispatch({ t: 'stop-sent' }), 2000);
       return;
     }
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
-    this.stopsInFlight = this.stopAll(reason, this.plan.stopWaitMs ?? 10_000);
+    this.stopsInFlight = stopAll(this.stopCtx, reason, this.plan.stopWaitMs ?? 10_000);
     void this.stopsInFlight.then(() => {
       // Still queued: nothing to follow, the job is gone.
       if (this.plan.scheduler && this.follows.length === 0) return this.dispatch({ t: 'stop-sent' });
@@ -329,39 +331,6 @@ export class RunController extends DisposableBase {
     super.dispose();
     for (const f of this.follows) f.cmd?.kill();
     for (const h of this.plan.hosts) h.link.dispose?.();
-  }
-
-  /** run-stop on the leader (it stops its followers), then on each follower as a fallback. */
-  private async stopAll(reason: string, waitMs: number): Promise<void> {
-    if (this.plan.scheduler) {
-      // The scheduler stops every node's agent (SIGTERM: each records the end), then nothing of the job is left.
-      this.waitAbort.abort();
-      try {
-        await this.plan.scheduler.cancel();
-      } catch (err) {
-        this.emit(makeEvent({ type: 'log', level: 'warn', message: `could not cancel Slurm job ${this.plan.scheduler.id ?? ''}: ${(err as Error).message}` }));
-      }
-      return;
-    }
-    const [leader, ...followers] = this.plan.hosts;
-    if (leader) await this.stopHost(leader, reason, waitMs);
-    await Promise.all(followers.map((f) => this.stopHost(f, reason, Math.min(waitMs, 5000))));
-  }
-
-  private async stopHost(h: HostLaunch, reason: string, waitMs: number): Promise<RunStatusLine | undefined> {
-    try {
-      const r = await runHostCommand(h.link, ['run-stop', '--run', this.plan.runId, '--reason', reason, '--wait-ms', String(waitMs)], { timeoutMs: waitMs + 5000 });
-      const line = parseLine(r.stdout);
-      if (r.code === HOST_CMD_EXIT.noSuchRun) return undefined; // no record on that host: nothing to stop
-      if (!line || !('runId' in line)) {
-        this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: run-stop did not confirm (exit ${r.code}): ${(line ? JSON.stringify(line.error) : r.stderr.trim()).slice(0, 300)}` }));
-        return undefined;
-      }
-      return { ...decodeRunState(line), agentAlive: (line as { agentAlive?: boolean }).agentAlive === true };
-    } catch (err) {
-      this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: could not ask it to stop: ${(err as Error).message}` }));
-      return undefined;
-    }
   }
 
   private gaveUp(): boolean {
@@ -535,27 +504,7 @@ export class RunController extends DisposableBase {
 
   private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
     const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
-    // a record being replayed (attach) may already show the run stepping again: give it a moment
-    await new Promise((r) => setTimeout(r, 500));
-    if (!still()) return;
-    this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} was lost: trying to reach it to relaunch its agent of run ${this.plan.runId} (for ${Math.round((deadline - Date.now()) / 1000)} s)` }));
-    let attempt = 0;
-    let told = ''; // the last failure told (each different one once, not every try)
-    const tell = (message: string) => {
-      if (message !== told) this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: (told = message) }));
-    };
-    while (still()) {
-      const tried = await rejoinOnce(h, this.plan.runId);
-      if ('agentPid' in tried) {
-        const redeployed = tried.redeployed ? `re-deployed the trainer bundle to ${h.host} (${tried.redeployed}); ` : '';
-        this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: ${redeployed}its agent of run ${this.plan.runId} runs again (pid ${tried.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
-        return;
-      }
-      if (tried.failure) tell(`${h.host}: could not relaunch its agent of run ${this.plan.runId}: ${tried.failure}`);
-      // The host answered and refused (the run ended, its record is gone, another bundle): trying again will not help.
-      if (tried.final) return;
-      await new Promise((res) => setTimeout(res, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]));
-    }
+    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e) });
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
     if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
   }
