@@ -83,6 +83,9 @@ export type ControllerEffect =
   | { e: 'stop-hosts'; reason: string; force: boolean }
   | { e: 'tell'; level: 'info' | 'warn'; message: string }
   | { e: 'stop-following' }
+  /** run-stop on every host once more, after a stop another client sent: a host that was down then
+   *  (no stop marker) learns it now that the run's end was read, so no relaunch of it is accepted. */
+  | { e: 'mark-stopped' }
   | { e: 'finish'; status: RunOutcome };
 
 export interface Transition {
@@ -158,11 +161,15 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
     case 'stop-sent':
       return p.k === 'stopping' ? to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' }) : same;
     case 'leader-ended': {
+      // Another client's stop ended it: every host reachable now gets the stop marker (defect 6).
+      if (i.status === 'cancelled' && s.stopSeen && !s.scheduled && p.k !== 'stopping') return to({ k: 'done', status: 'cancelled' }, { e: 'mark-stopped' }, { e: 'finish', status: 'cancelled' });
       // A stop asked and the record ended otherwise (ok before the stop landed): the record's word stands.
       return to({ k: 'done', status: i.status }, { e: 'finish', status: i.status });
     }
     case 'leader-unreachable':
       if (p.k === 'stopping') return same; // the stop's own end decides
+      // A stop seen in a follower's record while the leader is gone: the run cannot go on (a stop is final).
+      if (s.stopSeen) return to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' });
       return to({ k: 'done', status: 'lost' }, { e: 'finish', status: 'lost' });
     case 'detach':
       return to({ k: 'done', status: 'lost' }, { e: 'stop-following' });

@@ -133,6 +133,9 @@ export class RunController extends DisposableBase {
         return;
       case 'stop-hosts':
         return this.sendStop(fx.reason, fx.force);
+      case 'mark-stopped':
+        this.stopsInFlight = stopAll(this.stopCtx, 'stopped (another client stopped the run)', 1000);
+        return;
       case 'stop-following':
         for (const f of this.follows) f.cmd?.kill();
         return;
