@@ -59,7 +59,7 @@ export type ControllerInput =
   | { t: 'stepped' }
   /** The wait for a lost host is over (its restart's waitMs) and it is not back. */
   | { t: 'wait-over'; host: string }
-  /** A `done` in some host's record (the leader's or a follower's). */
+  /** A `done` in some host's record, or a follower's state record ended (`cancelled`: a stop reached it). */
   | { t: 'record-done'; status: RunStatus }
   | { t: 'stop'; reason: string; force: boolean }
   /** The scheduler's word on a job asked to stop: `over` when it had already ended (its own state, not cancelled). */

@@ -14,7 +14,7 @@ import type { HostLaunch } from './run-plan';
  * run-rejoin's failure would only say "cannot find module" or worse. A host still down fails
  * at its connect, as run-rejoin would. `failure`: what to tell (none while it cannot be reached).
  */
-export async function rejoinOnce(h: HostLaunch, runId: string): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
+export async function rejoinOnce(h: HostLaunch, runId: string, still: () => boolean = () => true): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
   let redeployed: string | undefined;
   // Past ensureBundle the host was reached: a run-rejoin failure after it is worth telling.
   const reached = !!h.link.ensureBundle;
@@ -28,6 +28,10 @@ export async function rejoinOnce(h: HostLaunch, runId: string): Promise<{ agentP
       return { failure: `${e.message}${e.hint ? ` (${e.hint})` : ''}`, final: e.code === 'bundle-mismatch' };
     }
   }
+  // A try that began while the host was down ends here once it answers: the run may have been
+  // stopped meanwhile (a stop is final, issue 24 defect 6: seen relaunching h1 after another
+  // client's stop, its connect attempt from before the stop completing when h1 came back).
+  if (!still()) return { final: true };
   let r: { code: number | null; stdout: string; stderr: string };
   try {
     r = await runHostCommand(h.link, ['run-rejoin', '--run', runId], { timeoutMs: 20_000 });
@@ -62,7 +66,7 @@ export async function relaunchUntil(h: HostLaunch, runId: string, deadline: numb
     if (message !== told) o.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: (told = message) }));
   };
   while (o.still()) {
-    const tried = await rejoinOnce(h, runId);
+    const tried = await rejoinOnce(h, runId, () => o.still());
     if ('agentPid' in tried) {
       const redeployed = tried.redeployed ? `re-deployed the trainer bundle to ${h.host} (${tried.redeployed}); ` : '';
       o.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: ${redeployed}its agent of run ${runId} runs again (pid ${tried.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
