@@ -7,8 +7,9 @@
 // (phase, input) pair is generated from this function into ARCHITECTURE.md (controller-table.ts).
 //
 // UNFINISHED (issue 24 item 1): the follow loops (run-follow re-follow with backoff, the lost-leader
-// grace, a requeued job's re-follow) still keep their own per-host bookkeeping in the shell; the
-// decisions about the run as a whole (start, stop, waiting for lost hosts, the end) are here.
+// grace, a requeued job's re-follow) still keep their own per-host bookkeeping in the shell
+// (controller-follow.ts, controller-scheduled.ts); the decisions about the run as a whole (start,
+// stop, waiting for lost hosts, a stop seen, the end) are here.
 import type { RunStatus } from '../../../trainer/protocol';
 
 export type RunOutcome = RunStatus | 'lost';
