@@ -61,6 +61,9 @@ describe('client controller lifecycle: SSH and local runs', () => {
     const r = walk(false, ['leader-ended(cancelled)'], seen);
     expect(r.state.phase).toEqual({ k: 'done', status: 'cancelled' });
     expect(kinds(r.effects)).toEqual(['mark-stopped', 'finish(cancelled)']);
+    // the leader's agent died with its host: its record never ended, the outcome read is failed; the stop decides
+    expect(walk(false, ['leader-ended(failed)'], seen).state.phase).toEqual({ k: 'done', status: 'cancelled' });
+    expect(walk(false, ['leader-ended(ok)'], seen).state.phase).toEqual({ k: 'done', status: 'ok' });
     expect(walk(false, ['leader-unreachable'], seen).state.phase).toEqual({ k: 'done', status: 'cancelled' });
     // this client's own stop marked the hosts already; a scheduled run's stop is the scheduler's
     expect(kinds(walk(false, ['attach', 'stop', 'leader-ended(cancelled)']).effects)).toEqual(['follow-hosts', 'stop-hosts', 'finish(cancelled)']);

@@ -162,8 +162,10 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
     case 'stop-sent':
       return p.k === 'stopping' ? to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' }) : same;
     case 'leader-ended': {
-      // Another client's stop ended it: every host reachable now gets the stop marker (defect 6).
-      if (i.status === 'cancelled' && s.stopSeen && !s.scheduled && p.k !== 'stopping') return to({ k: 'done', status: 'cancelled' }, { e: 'mark-stopped' }, { e: 'finish', status: 'cancelled' });
+      // Another client's stop ended it (seen in a follower's record; the leader's own record may not
+      // say so: its host was down, its agent died with it): cancelled, and every host reachable now
+      // gets the stop marker (defect 6). An ok end stands: the run finished before the stop landed.
+      if (i.status !== 'ok' && s.stopSeen && !s.scheduled && p.k !== 'stopping') return to({ k: 'done', status: 'cancelled' }, { e: 'mark-stopped' }, { e: 'finish', status: 'cancelled' });
       // A stop asked and the record ended otherwise (ok before the stop landed): the record's word stands.
       return to({ k: 'done', status: i.status }, { e: 'finish', status: i.status });
     }
