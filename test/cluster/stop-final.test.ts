@@ -63,7 +63,7 @@ describe.skipIf(!NETNS)('a stop is final for every client (issue 24 defect 6, cl
 
       const show = fx().cli(['runs', 'show', runId, '--json']);
       expect((await show.exit).code, show.stderr).toBe(0);
-      expect((JSON.parse(show.stdout) as { status: string }).status).toBe('cancelled');
+      expect((JSON.parse(show.stdout) as { meta: { status: string } }).meta.status).toBe('cancelled');
 
       // C: a later attach of the cancelled run replays its record and relaunches nothing
       const c = fx().cli(['attach', runId, '--json'], { json: true });
