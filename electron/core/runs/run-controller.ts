@@ -24,7 +24,6 @@ import {
   DEFAULT_TIMINGS,
   DisposableBase,
   Emitter,
-  HOST_CMD_EXIT,
   HOST_WAIT_MS,
   decodeRunState,
   errorKey,
