@@ -45,10 +45,10 @@ export function runAgain(meta: RunMeta): void {
   launchForm.values = values;
   launchForm.extra = Object.fromEntries(Object.entries(cfg).filter(([k]) => !FORM_KEYS.has(k))) as Partial<TrainConfig>;
   launchForm.from = meta.id;
-  launchForm.profile = meta.profile; // these values, not the profile's: no reload on the switch below
   if (meta.profile === LOCAL_PROFILE_NAME) launchForm.ranks = Math.max(1, meta.worldSize);
   if (profileByName(meta.profile)) profiles.selected = meta.profile;
-  else notify({ code: 'profile-not-found', message: `run ${meta.id} ran on profile "${meta.profile}", which no longer exists`, hint: 'choose a profile in the form; the run\'s settings are filled in' });
+  launchForm.profile = profiles.selected; // the form holds the run's values, not this profile's: no reload
+  if (!profileByName(meta.profile)) notify({ code: 'profile-not-found', message: `run ${meta.id} ran on profile "${meta.profile}", which no longer exists`, hint: 'choose a profile in the form; the run\'s settings are filled in' });
   app.view = 'launch';
 }
 
