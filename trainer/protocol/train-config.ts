@@ -25,7 +25,7 @@ export interface EngineMeaning {
 }
 
 /** What the Launch form shows for a row; rows without it are left to the profile's defaults. */
-export interface GuiSpec<T> {
+export interface GuiSpec {
   label: string;
 }
 
@@ -39,7 +39,7 @@ interface RowCommon<T> {
   arg?: string;
   /** Absent: both engines honour the setting as `help` says. */
   engines?: EngineMeaning;
-  gui?: GuiSpec<T>;
+  gui?: GuiSpec;
 }
 
 export type TrainRow =
@@ -130,7 +130,7 @@ export const DEFAULT_TRAIN_CONFIG: TrainConfig = Object.fromEntries(TRAIN_ROWS.m
 export const FLAG_OF: Record<TrainKey, string> = Object.fromEntries(TRAIN_ROWS.map((r) => [r.key, r.flag])) as Record<TrainKey, string>;
 
 /** The rows the Launch form shows, in table order (one field each); the rest come from the profile's defaults. */
-export const LAUNCH_ROWS: readonly (TrainRow & { key: TrainKey; gui: GuiSpec<unknown> })[] = TRAIN_ROWS.filter((r): r is TrainRow & { key: TrainKey; gui: GuiSpec<unknown> } => r.gui !== undefined);
+export const LAUNCH_ROWS: readonly (TrainRow & { key: TrainKey; gui: GuiSpec })[] = TRAIN_ROWS.filter((r): r is TrainRow & { key: TrainKey; gui: GuiSpec } => r.gui !== undefined);
 
 /** Smallest input side each stem can take: ResNet-50 downsamples 32× (imagenet) or 8× (cifar). */
 export const MIN_IMAGE_SIZE: Record<Stem, number> = { imagenet: 32, cifar: 8 };
