@@ -20,8 +20,20 @@ export function hintFor(e: { code?: string | undefined; hint?: string | undefine
   return e.hint;
 }
 
+/**
+ * The message to show on `surface`. Core's SSH errors end their message with the CLI's hint
+ * ("… Verify the fingerprint, then connect with --accept-new-host-key …"); where the dashboard has
+ * its own wording, that sentence is taken out of the message (the GUI hint is shown instead).
+ */
+export function messageFor(e: { code?: string | undefined; hint?: string | undefined; message: string }, surface: HintSurface): string {
+  if (surface === 'cli' || !e.hint || !e.code || !GUI_HINTS[e.code]) return e.message;
+  const i = e.message.toLowerCase().lastIndexOf(e.hint.toLowerCase());
+  if (i < 0) return e.message;
+  return (e.message.slice(0, i).replace(/[.\s]+$/, '') + e.message.slice(i + e.hint.length)).trim();
+}
+
 /** The hint once: shown only when the message does not already end with it (SSH errors often do). */
 export function hintBesides(e: { code?: string | undefined; hint?: string | undefined; message: string }, surface: HintSurface): string {
   const h = hintFor(e, surface);
-  return h && !e.message.toLowerCase().includes(h.toLowerCase()) ? h : '';
+  return h && !messageFor(e, surface).toLowerCase().includes(h.toLowerCase()) ? h : '';
 }
