@@ -129,19 +129,15 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     );
   }
 
-  /**
-   * Deploys the bundle to every host of the profile at once. `failFast` (a launch): the first host
-   * that fails cancels the others' connect, check and upload at once (their result: code
-   * 'launch-cancelled', naming the host that failed), instead of letting them finish for nothing.
-   */
+  /** Deploys to every host at once; `failFast` (a launch): the first host that fails aborts the
+   *  others' connect, check and upload (their result: 'launch-cancelled', naming that host). */
   async deploy(profile: Profile, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean; failFast?: boolean } = {}): Promise<DeployResult[]> {
     const bundle = (this.o.bundle ?? locateTrainerBundle)();
     const cancel = new AbortController();
     const onOuterAbort = () => cancel.abort();
     if (opts.signal?.aborted) cancel.abort();
-    opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    else opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
     let firstFailed = '';
-    const hostOpts = { ...opts, signal: cancel.signal };
     try {
       return await Promise.all(
         profile.hosts.map(async (h) => {
@@ -149,8 +145,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
             opts.onProgress?.({ host: h.name, phase: 'connect', bytes: 0, totalBytes: 0, message: `${h.address}:${h.port}` });
             const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), signal: cancel.signal });
             await this.requireNode(s, h);
-            if (cancel.signal.aborted) throw new CohortError('ssh-aborted', `${h.name}: cancelled`);
-            return await this.limit(() => deployBundle(deployTarget(s), bundle, h.workdir, hostOpts));
+            return await this.limit(() => deployBundle(deployTarget(s), bundle, h.workdir, { ...opts, signal: cancel.signal }));
           } catch (err) {
             const cancelled = firstFailed !== '' && firstFailed !== h.name && cancel.signal.aborted && !opts.signal?.aborted;
             const e = cancelled ? new CohortError('launch-cancelled', `${h.name}: not prepared: the launch stopped when ${firstFailed} failed`, { fatal: false }) : (err as SshError);
@@ -171,8 +166,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
   async planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan> {
     if (profile.scheduler) return this.planSlurmRun(profile, req);
     const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), failFast: true });
-    // The hosts that failed by themselves (not those cancelled because one did): the launch's error.
-    const failed = deployed.filter((d) => !d.ok && d.error?.code !== 'launch-cancelled');
+    const failed = deployed.filter((d) => !d.ok && d.error?.code !== 'launch-cancelled'); // by themselves, not stopped because one did
     if (failed.length) {
       const first = failed[0]!;
       const stopped = deployed.filter((d) => d.error?.code === 'launch-cancelled').map((d) => d.host);
