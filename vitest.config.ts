@@ -33,8 +33,8 @@ const SLOW_WORKERS = Number(process.env.COHORT_TEST_SLOW_WORKERS ?? 2);
 
 export default defineConfig({
   test: {
-    // Multi-process and sshd tests start real processes; give them room and don't run files in parallel
-    // on a 2-core machine where timing-sensitive failure tests would starve each other.
+    // Multi-process and sshd tests start real processes; give them room. Files run one at a time unless
+    // a project says otherwise (fast and slow do, by measurement; serial does not).
     testTimeout: 120_000,
     hookTimeout: 120_000,
     fileParallelism: false,
