@@ -11,7 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckResult } from '../../trainer/protocol/check';
 import { harnessMode, leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { NFT_MISSING, firewallHost, shapeHost } from '../harness/shape';
+import { PassThrough } from 'node:stream';
+import { main } from '../../electron/cli/cli';
 import { runCli } from '../helpers/cli';
+import { until } from '../helpers/until';
 
 const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
 const netns = !SSHD_MISSING && (await harnessMode()) === 'netns';
@@ -127,6 +130,24 @@ describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
     } finally {
       await firewallHost(cluster, 2, false);
     }
+  }, 180_000);
+
+  // The CLI sets process.exitCode and ends when nothing is pending, so a timer left running after the
+  // answer kept `cohort check` alive ~45 s after its result (each listener's fallback timeout). Run
+  // in this process to see the timers themselves: none of the check's may outlive its answer.
+  it('once it has answered, cohort check leaves no timer running (the CLI process ends with its answer)', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    let text = '';
+    const stdout = new PassThrough().on('data', (b: Buffer) => (text += b.toString()));
+    const stderr = new PassThrough().resume();
+    const code = await main(['check', 'trio', ...TINY, '--no-compute', '--json'], { env: { ...process.env, ...env, COHORT_CHECK_LINK_MS: LINK_MS_UNMEASURED }, stdout, stderr });
+    expect(code, text).toBe(0);
+    expect((JSON.parse(text) as CheckResult).links.filter((l) => l.kind === 'ring')).toHaveLength(3);
+    // SSH sockets close a moment after dispose(); a check's own fallback timers run 30 s and more.
+    await until(`no more timers than before the check (${before})`, () => timers() <= before, 10_000).catch((e: Error) => {
+      throw new Error(`${e.message}: ${timers() - before} timer(s) still pending after the answer would keep the CLI process alive`);
+    });
   }, 180_000);
 
   // The last two cases only read the hosts (their own profiles, nothing shaped or firewalled), so
