@@ -3,15 +3,14 @@
 // throughput number and a chart grow, stop a run, find both in History and compare them.
 // Screenshots go to test-artifacts/ and are checked to be non-blank.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 import { LAUNCH_ROWS } from '../../trainer/protocol';
 
-const ARTIFACTS = join(ROOT, 'test-artifacts');
 const hasChromium = existsSync(CHROMIUM);
 
 /** Distinct colours in a PNG, counted by Chromium itself (no PNG decoder needed in Node). */
@@ -36,7 +35,6 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
   let serve: ServeProcess;
   let ctx: BrowserContext;
   let page: Page;
-  let dash: Dashboard | undefined;
   let checker: Page;
 
   async function shot(name: string): Promise<void> {
@@ -46,14 +44,10 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     expect(await distinctColours(checker, png), `${name}.png looks blank`).toBeGreaterThan(50);
   }
 
+  const ui = useDashboard();
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, ctx, page } = dash = await openDashboard());
+    ({ serve, ctx, page } = ui());
     checker = await ctx.newPage();
-  });
-
-  afterAll(async () => {
-    await dash?.dispose();
   });
 
   it('refuses requests and WebSocket upgrades without the token', async () => {

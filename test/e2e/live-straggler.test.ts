@@ -5,30 +5,23 @@
 // the Live view shows the per-rank split with rank 1 named. How many step windows it took from the
 // first slowed window to the warning is printed and held to at most 3 (+1 for the window in which
 // the throttling began, only partly slowed).
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, LogEvent, StepEvent } from '../../trainer/protocol';
 import { runCli } from '../helpers/cli';
 import { leftovers, rankPid, throttle } from '../helpers/run-procs';
-import { openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort attach --per-rank', () => {
   let serve: ServeProcess;
   let page: Page;
-  let dash: Dashboard | undefined;
+  const ui = useDashboard();
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, page } = dash = await openDashboard());
+    ({ serve, page } = ui());
   });
-  afterAll(async () => {
-    await dash?.dispose();
-  });
-
   it('names rank 1 slowed for real, in the compute phase, in both clients and the record', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
