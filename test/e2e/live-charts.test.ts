@@ -15,9 +15,7 @@ describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
   let page: Page;
 
   const ui = useDashboard();
-  beforeAll(async () => {
-    ({ serve, page } = ui());
-  });
+  beforeAll(() => void ({ serve, page } = ui()));
 
   it('shows compile progress, then hover values on every chart at the same step, and one compute series per rank', async () => {
     await page.goto(serve.url);

@@ -12,26 +12,18 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, LogEvent, StepEvent } from '../../trainer/protocol';
 import { runCli } from '../helpers/cli';
 import { leftovers, rankPid, throttle } from '../helpers/run-procs';
-import { useDashboard } from './open-dashboard';
+import { fillLaunch, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort attach --per-rank', () => {
   let serve: ServeProcess;
   let page: Page;
   const ui = useDashboard();
-  beforeAll(async () => {
-    ({ serve, page } = ui());
-  });
+  beforeAll(() => void ({ serve, page } = ui()));
   it('names rank 1 slowed for real, in the compute phase, in both clients and the record', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('local');
-    await page.getByTestId('launch-ranks').fill('3');
-    await page.getByTestId('launch-batch-size').fill('4');
-    await page.getByTestId('launch-image-size').fill('8');
-    await page.getByTestId('launch-steps').fill('5000');
-    await page.getByTestId('launch-warmup-steps').fill('1');
-    await page.getByTestId('launch-log-steps').fill('2');
+    await fillLaunch(page, { profile: 'local', ranks: 3, 'batch-size': 4, 'image-size': 8, steps: 5000, 'warmup-steps': 1, 'log-steps': 2 });
     await page.getByTestId('launch-start').click();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 300_000, interval: 500 }).toBe('training');
 
