@@ -38,7 +38,9 @@ describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort
     stopThrottle = throttle(pid!);
     try {
       // The Live view: the warning, the window's slowest rank, one split row per rank.
-      await expect.poll(() => page.getByTestId('slow-rank').first().textContent().catch(() => ''), { timeout: 300_000, interval: 1000 }).toMatch(/rank 1 on local: compute [\d.]+× its peers' median/);
+      // Any of the warnings shown: on a loaded machine another rank may be named too, for what was
+      // really measured (a loaded run once warned of rank 0's 25 ms data phase first, and .first() missed rank 1).
+      await expect.poll(async () => (await page.getByTestId('slow-rank').allTextContents()).join('\n'), { timeout: 300_000, interval: 1000 }).toMatch(/rank 1 on local: compute [\d.]+× its peers' median/);
       await expect.poll(() => page.getByTestId('window-straggler').textContent().catch(() => ''), { timeout: 60_000 }).toMatch(/rank 1 on local: compute [\d.]+× its peers' median/);
       expect(await page.locator('[data-testid=rank-phase-table] tbody tr').count()).toBe(3);
       await page.getByTestId('rank-phases').scrollIntoViewIfNeeded();
