@@ -2,13 +2,12 @@
 // `cohort serve` and the real core: create a profile, launch a local 2-rank run, watch the
 // throughput number and a chart grow, stop a run, find both in History and compare them.
 // Screenshots go to test-artifacts/ and are checked to be non-blank.
-import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fillLaunch, useDashboard } from './open-dashboard';
-import { ARTIFACTS, CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 import { LAUNCH_ROWS } from '../../trainer/protocol';
 
 const hasChromium = existsSync(CHROMIUM);
@@ -172,8 +171,8 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     await expect.poll(async () => Number(await page.getByTestId('chart-throughput').getAttribute('data-points')), { timeout: 30_000, interval: 50 }).toBeGreaterThanOrEqual(before);
     process.stderr.write(`dashboard reload -> live view complete (${before} steps backfilled): ${Date.now() - t0} ms\n`);
     expect(await page.getByTestId('phase').textContent()).toBe('training');
-    const stop = spawnSync(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), 'stop', runId], { env: { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config') }, encoding: 'utf8', timeout: 60_000 });
-    expect(stop.status, stop.stderr).toBe(0);
+    const stop = ui().cli(['stop', runId]); // the server's env: its data, config and HOME
+    expect((await stop.exit).code, stop.stderr).toBe(0);
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     expect(serve.child.exitCode).toBeNull();
     // Every step of the host's record is on the chart exactly once (the chart takes new points once per
