@@ -6,7 +6,7 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fillLaunch, useDashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 import { LAUNCH_ROWS } from '../../trainer/protocol';
 
@@ -99,7 +99,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     const fp16Label = await page.locator('[data-config-field=fp16]').textContent();
     expect(fp16Label).toContain('tfjs: fp16 gradient exchange (half the bytes); compute stays fp32');
     expect(fp16Label).not.toMatch(/AMP|autocast/);
-    await fillLaunch(page, { 'batch-size': 2, 'image-size': 8, steps });
+    await fillLaunch(page, { ...TINY_FORM, 'batch-size': 2, 'image-size': 8, steps });
     await page.locator('label:has-text("Warm-up steps") input').fill('0');
     await page.locator('label:has-text("Log every") input').fill('1');
     await shot('03-launch');

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { killLeftovers, ranksOf } from '../helpers/host';
-import { fillLaunch, useDashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, screenshotsAllSizes } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live view', () => {
@@ -39,7 +39,7 @@ describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live vi
   async function launch(o: { ranks: number; steps: number; maxRestarts: number }): Promise<string> {
     const { page } = ui();
     await page.getByTestId('nav-launch').click();
-    await fillLaunch(page, { profile: 'local', ranks: o.ranks, 'batch-size': 2, 'image-size': 8, steps: o.steps, 'warmup-steps': 1, 'log-steps': 1, 'max-restarts': o.maxRestarts });
+    await fillLaunch(page, { profile: 'local', ...TINY_FORM, ranks: o.ranks, 'batch-size': 2, 'image-size': 8, steps: o.steps, 'warmup-steps': 1, 'log-steps': 1, 'max-restarts': o.maxRestarts });
     const before = await page.getByTestId('run-id').textContent().catch(() => '');
     await page.getByTestId('launch-start').click();
     await expect.poll(async () => (await page.getByTestId('run-id').textContent().catch(() => '')) || '', { timeout: 30_000 }).not.toBe(before ?? '');

@@ -23,7 +23,7 @@ describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort
   it('names rank 1 slowed for real, in the compute phase, in both clients and the record', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await fillLaunch(page, { profile: 'local', ranks: 3, 'batch-size': 4, 'image-size': 8, steps: 5000, 'warmup-steps': 1, 'log-steps': 2 });
+    await fillLaunch(page, { profile: 'local', ranks: 3, stem: 'cifar', classes: 10, 'batch-size': 4, 'image-size': 8, steps: 5000, 'warmup-steps': 1, 'log-steps': 2 }); // stem/classes: the form starts from the CLI's defaults (imagenet: 32 px at least)
     await page.getByTestId('launch-start').click();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 300_000, interval: 500 }).toBe('training');
 
