@@ -54,6 +54,7 @@ describe('run history query', () => {
     expect(filterChoices(runs)).toEqual({ status: ['cancelled', 'failed', 'ok'], engine: ['auto', 'tfjs', 'torch'], profile: ['lab', 'local'], tag: ['fp16', 'nightly'] });
   });
   it('round-trips through a string, and falls back on nonsense', () => {
+    expect(queryFromString('q=a%20b%26c&status=%E0%A4')).toEqual({ query: q({ text: 'a b&c' }), sort: DEFAULT_SORT });
     const s = queryToString(q({ text: 'a b', status: 'ok', tag: 'x' }), { key: 'samples', dir: 'asc' });
     expect(queryFromString(s)).toEqual({ query: q({ text: 'a b', status: 'ok', tag: 'x' }), sort: { key: 'samples', dir: 'asc' } });
     expect(queryToString(EMPTY_QUERY, DEFAULT_SORT)).toBe('');

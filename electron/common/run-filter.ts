@@ -108,16 +108,31 @@ export function filterChoices(runs: readonly RunMeta[]): { status: string[]; eng
 
 /** Query and sort as URL search parameters ("q=…&status=ok&sort=-started"): defaults left out. */
 export function queryToString(q: RunQuery, sort: RunSort): string {
-  const p = new URLSearchParams();
-  if (q.text) p.set('q', q.text);
-  for (const k of ['status', 'engine', 'profile', 'tag'] as const) if (q[k]) p.set(k, q[k]);
-  if (sort.key !== DEFAULT_SORT.key || sort.dir !== DEFAULT_SORT.dir) p.set('sort', `${sort.dir === 'desc' ? '-' : ''}${sort.key}`);
-  return p.toString();
+  const p: [string, string][] = [];
+  if (q.text) p.push(['q', q.text]);
+  for (const k of ['status', 'engine', 'profile', 'tag'] as const) if (q[k]) p.push([k, q[k]]);
+  if (sort.key !== DEFAULT_SORT.key || sort.dir !== DEFAULT_SORT.dir) p.push(['sort', `${sort.dir === 'desc' ? '-' : ''}${sort.key}`]);
+  return p.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
+}
+
+/** "a=1&b=x%20y" as a map (plain TS: this layer has no URLSearchParams); malformed escapes are dropped. */
+function parseParams(s: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const part of s.replace(/^[?#]/, '').split('&')) {
+    const eq = part.indexOf('=');
+    if (eq <= 0) continue;
+    try {
+      out.set(part.slice(0, eq), decodeURIComponent(part.slice(eq + 1).replace(/\+/g, ' ')));
+    } catch {
+      // a broken %-escape: that parameter is ignored
+    }
+  }
+  return out;
 }
 
 /** The inverse of queryToString; anything unknown or malformed falls back to the default. */
 export function queryFromString(s: string): { query: RunQuery; sort: RunSort } {
-  const p = new URLSearchParams(s);
+  const p = parseParams(s);
   const query: RunQuery = { text: p.get('q') ?? '', status: p.get('status') ?? '', engine: p.get('engine') ?? '', profile: p.get('profile') ?? '', tag: p.get('tag') ?? '' };
   const raw = p.get('sort') ?? '';
   const key = raw.replace(/^-/, '');
