@@ -81,13 +81,13 @@ describe.skipIf(!existsSync(CHROMIUM))('History tools and chart controls in Chro
     await page.getByTestId('history-filter-tag').selectOption('nightly');
     await expect.poll(rows).toEqual([ids.beta, ids.alpha]);
     await page.getByTestId('history-clear-filters').click();
+    await page.setViewportSize({ width: 1920, height: 1080 }); // the Steps column is shown from ~1500 px
     // Sort by steps: ascending, then descending; the header says which.
     await page.getByTestId('sort-steps').click();
     const stepsTh = page.locator('th', { has: page.getByTestId('sort-steps') });
     expect(await stepsTh.getAttribute('aria-sort')).toBe('ascending');
     await page.getByTestId('sort-steps').click();
     expect(await stepsTh.getAttribute('aria-sort')).toBe('descending');
-    await page.setViewportSize({ width: 1920, height: 1080 }); // the Steps column is shown from ~1500 px
     await expect.poll(rows).toEqual([ids.gamma, ids.beta, ids.alpha, ids.failed]); // 5, 4, 3 steps; none last
     await page.getByTestId('history-filter-tag').selectOption('nightly');
     await page.reload();
@@ -130,8 +130,15 @@ describe.skipIf(!existsSync(CHROMIUM))('History tools and chart controls in Chro
 
   it('smooths, draws loss on a log scale, describes each chart, asks before Stop, and alerts when a run ends', async () => {
     await page.goto(serve.url);
-    await page.getByTestId('run-alerts').click(); // the user gesture that asks for permission (granted here)
-    await expect.poll(() => page.getByTestId('run-alerts').textContent()).toContain('Alerts on');
+    // Permission granted (beforeAll): alerts are on until turned off, and that setting is kept.
+    const alerts = () => page.getByTestId('run-alerts').textContent();
+    await expect.poll(alerts, { timeout: 30_000 }).toBe('Alerts on');
+    await page.getByTestId('run-alerts').click();
+    await expect.poll(alerts).toBe('Alerts off');
+    await page.reload();
+    await expect.poll(alerts, { timeout: 30_000 }).toBe('Alerts off');
+    await page.getByTestId('run-alerts').click(); // the user gesture (asks for permission when not yet granted)
+    await expect.poll(alerts).toBe('Alerts on');
     // Live run follows a run started from the CLI, which ends ok.
     await page.getByTestId('nav-live').click();
     await expect.poll(() => page.getByTestId('run-id').textContent({ timeout: 1000 }).catch(() => null), { timeout: 30_000 }).toBe(ids.gamma);
