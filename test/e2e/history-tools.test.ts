@@ -179,5 +179,5 @@ describe.skipIf(!existsSync(CHROMIUM))('History tools and chart controls in Chro
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     detached = '';
     await expect.poll(notes, { timeout: 30_000 }).toContainEqual(expect.objectContaining({ title: 'Run stopped: long one' }));
-  });
+  }, 600_000);
 });
