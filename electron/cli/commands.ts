@@ -174,7 +174,17 @@ export const COMMANDS: CommandSpec[] = [
     usage: ['COMMAND [options]'],
     examples: ['cohort runs list', 'cohort runs export --match 2026 --format summary'],
     subcommands: [
-      { name: 'runs list', summary: 'every recorded run, newest first (cancelled and failed ones with what they measured)', usage: ['[--json]'], maxPositionals: 0, options: { json }, examples: ['cohort runs list | head -5'], runArgs: (a, io) => runsCommand(['list', ...a], io) },
+      { name: 'runs list', summary: 'every recorded run, newest first (cancelled and failed ones with what they measured)', usage: ['[--json] [--search WORDS] [--status S] [--engine E] [--profile P] [--tag T]'],
+        maxPositionals: 0,
+        options: {
+          json,
+          search: { type: 'string', help: 'only runs with every word in their name, id, tags, notes or profile (as History\'s search)' },
+          status: { type: 'string', help: 'only runs in this state (ok, failed, cancelled, lost, running...)' },
+          engine: { type: 'string', help: 'only runs whose engine (as it ran) is this: tfjs or torch' },
+          profile: { type: 'string', help: 'only runs of this profile' },
+          tag: { type: 'string', help: 'only runs with this tag' },
+        },
+        examples: ['cohort runs list | head -5', 'cohort runs list --status failed --tag nightly'], runArgs: (a, io) => runsCommand(['list', ...a], io) },
       { name: 'runs show', summary: "one run's summary (RUN: its id or a unique prefix)", usage: ['RUN [--json]'], maxPositionals: 1, options: { json: { type: 'boolean', help: 'the run record and every event as JSON' } }, examples: ['cohort runs show 20261123-0912'], runArgs: (a, io) => runsCommand(['show', ...a], io) },
       { name: 'runs rm', summary: "delete runs from the local history (RUN: an id or a prefix only it has); the hosts' records stay", usage: ['RUN...'], examples: ['cohort runs rm 20261123-091200-ab12 20261123-0930'], runArgs: (a, io) => runsCommand(['rm', ...a], io) },
       { name: 'runs rename', summary: 'name a run (shown in History, lists and exports); an empty NAME clears it', usage: ['RUN NAME'], maxPositionals: 2, examples: ['cohort runs rename 20261123-0912 "fp16 + channels-last"'], runArgs: (a, io) => runsCommand(['rename', ...a], io) },

@@ -164,6 +164,9 @@ export interface CohortApi {
   answerPassphrase(id: string, passphrase: string | null): Promise<void>;
   /** Names a run ('' clears the name); returns the run as the history now has it. */
   renameRun(runId: string, name: string): Promise<RunMeta>;
+  /** Deletes runs from the local history (`cohort runs rm`); the hosts' records stay. Refused, deleting
+   *  none, when one may still be running. Returns the ids deleted. */
+  deleteRuns(runIds: string[]): Promise<string[]>;
   /** Each run's curves (throughput, loss, step time per window), bounded, for Compare. */
   getRunSeries(runIds: string[]): Promise<RunSeries[]>;
   /** The runs as CSV (one row per run) or JSON, cancelled and failed runs with what they measured;
@@ -293,6 +296,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     if (typeof a[1] !== 'string') throw new DecodeError('name', "expected a string ('' clears the name)");
     return [name(a[0], 'runId'), a[1]];
   },
+  deleteRuns: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
   getRunSeries: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
   exportRuns: (a) => {
     if (a[1] !== 'csv' && a[1] !== 'json') throw new DecodeError('format', `expected "csv" or "json", got ${JSON.stringify(a[1])}`);

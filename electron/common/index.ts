@@ -10,3 +10,4 @@ export * from './csp';
 export * from './run-expected';
 export * from './applied-labels';
 export * from './error-hints';
+export * from './run-filter';

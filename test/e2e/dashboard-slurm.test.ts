@@ -105,6 +105,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
 
     // Stop while queued: scancel, the job leaves squeue, the run ends cancelled.
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     await expect.poll(cohortJobs, { timeout: 30_000, interval: 500 }).toEqual([]);
     expect((await c.login$(`squeue -h -j ${blocker} -o %T`)).stdout.trim()).toBe('RUNNING');
@@ -118,6 +119,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
     expect(await page.getByTestId('queued-slurm').count()).toBe(0);
     expect((await cohortJobs()).map((l) => l.split(' ')[1])).toEqual(['RUNNING']);
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     await expect.poll(cohortJobs, { timeout: 30_000, interval: 500 }).toEqual([]);
     await expect.poll(nodeTrainers, { timeout: 30_000, interval: 500 }).toEqual([]);

@@ -132,6 +132,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     await page.getByTestId('stop-run').waitFor();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000 }).not.toBe('starting');
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
   }, 240_000);
 

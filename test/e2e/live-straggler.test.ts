@@ -61,6 +61,7 @@ describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort
     expect(windows).toBeLessThanOrEqual(4);
 
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000, interval: 500 }).toBe('cancelled');
     attach.child.kill('SIGINT');
     await attach.exit;

@@ -64,6 +64,7 @@ describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes',
     expect(await page.getByTestId('phase').textContent()).toBe('training');
     await shoot('live-running', true);
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     await launch(6, 4);
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 180_000 }).toBe('ok');
