@@ -94,6 +94,7 @@ async function runRate(profile: string): Promise<{ rate: number; stepMs: number 
   const d = new EventLineDecoder();
   const stepsEv = [...d.push(out), ...d.end()].flatMap((x) => (x.kind === 'event' && x.event.type === 'step' ? [x.event as StepEvent] : []));
   const r = { rate: median(stepsEv.map((s) => s.globalSamplesPerSec)), stepMs: median(stepsEv.map((s) => s.stepTimeMs)) };
-  console.log(`run ${profile}: ${r.rate.toFixed(2)} samples/s, step ${Math.round(r.stepMs)} ms`);
+  const done = [...new EventLineDecoder().push(out)].flatMap((x) => (x.kind === 'event' && x.event.type === 'done' ? [x.event] : []))[0] as { phases?: unknown } | undefined;
+  console.log(`run ${profile}: ${r.rate.toFixed(2)} samples/s, step ${Math.round(r.stepMs)} ms; phases ${JSON.stringify(done?.phases)}; windows ${JSON.stringify(stepsEv.map((s) => s.rankPhases))}`);
   return r;
 }
