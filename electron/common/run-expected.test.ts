@@ -35,6 +35,6 @@ describe('expected vs achieved of a History run', () => {
     const three = run('r3', 3, 150, { check: { checkedAt: '2026-11-26T12:03:40.000Z', oneRankSamplesPerSec: 60, scaling: 0.75, stepMs: 44, worldSize: 3 } });
     const e = runExpected(three, [three]);
     expect(e).toMatchObject({ scaling: { scaling: 150 / 180, source: 'check' }, predictedScaling: 0.75, checkedAt: '2026-11-26T12:03:40.000Z' });
-    expect(describeExpected(e)).toMatch(/^scaling 0\.83 \(one rank 60\.0 samples\/s, from check of 2026-11-26 12:03 UTC\) vs predicted 0\.75 \(check of 2026-11-26 12:03 UTC\)/);
+    expect(describeExpected(e)).toMatch(/^scaling 0\.83 \(one rank 60\.0 samples\/s, from check of 2026-11-26 12:03 UTC\) vs predicted 0\.75 \(step 44 ms, check of 2026-11-26 12:03 UTC\)/);
   });
 });

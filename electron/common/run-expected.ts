@@ -37,6 +37,8 @@ export interface RunExpected {
   predictedScaling: number | null;
   /** When that check ran (ISO time), null without one. */
   checkedAt: string | null;
+  /** The check's predicted step time (ms), when it recorded one. */
+  predictedStepMs: number | null;
   mfu: MfuEstimate | undefined;
 }
 
@@ -54,8 +56,10 @@ export function runExpected(run: RunMeta, history: RunMeta[], rate: number | nul
   const scaling = rate === null || run.worldSize < 2 ? { scaling: null, oneRankSamplesPerSec: baseline?.samplesPerSec ?? null, source: baseline?.source ?? ('unknown' as const) } : scalingEfficiency(rate, run.worldSize, baseline);
   const onGpu = !!run.applied?.device && /cuda|gpu/i.test(run.applied.device) && !run.applied.gpuFellBack;
   const mfu = onGpu && rate !== null ? mfuEstimate({ device: run.applied!.device!, gpus: run.worldSize, dtype: computeDtype(run), samplesPerSec: rate, imageSize: run.config.imageSize, stem: run.config.stem, classes: run.config.classes }) : undefined;
-  return { scaling, predictedScaling: check?.scaling ?? null, checkedAt: check?.checkedAt ?? null, mfu };
+  return { scaling, predictedScaling: check?.scaling ?? null, checkedAt: check?.checkedAt ?? null, predictedStepMs: check?.stepMs ?? null, mfu };
 }
+
+const fmtStep = (ms: number) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${Math.round(ms)} ms`);
 
 /** "check of 2026-11-26 12:03 UTC": where a predicted figure came from. */
 export function checkOf(checkedAt: string | null): string {
@@ -68,7 +72,7 @@ export function describeExpected(e: RunExpected): string {
   const s = e.scaling;
   const from = s.source === 'history' ? `History run ${s.fromRun}` : s.source === 'check' ? checkOf(e.checkedAt) : '';
   const scaling = s.scaling !== null ? `scaling ${s.scaling.toFixed(2)} (one rank ${s.oneRankSamplesPerSec!.toFixed(1)} samples/s, from ${from})` : 'scaling unknown (no one-rank rate of this configuration: run it once with one rank, or cohort check)';
-  const predicted = e.predictedScaling !== null ? ` vs predicted ${e.predictedScaling.toFixed(2)} (${checkOf(e.checkedAt)})` : ' · predicted: none (no cohort check of this profile and configuration)';
+  const predicted = e.predictedScaling !== null ? ` vs predicted ${e.predictedScaling.toFixed(2)} (${e.predictedStepMs !== null ? `step ${fmtStep(e.predictedStepMs)}, ` : ''}${checkOf(e.checkedAt)})` : ' · predicted: none (no cohort check of this profile and configuration)';
   const mfu = e.mfu ? ` · MFU ≈ ${(e.mfu.mfu * 100).toFixed(0)}% (estimate: ${e.mfu.achievedTflops.toFixed(1)} TFLOPS of ${e.mfu.peakTflopsPerGpu} peak ${e.mfu.dtype} per ${e.mfu.gpu})` : '';
   return scaling + predicted + mfu;
 }

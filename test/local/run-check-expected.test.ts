@@ -30,9 +30,9 @@ describe('the check prediction recorded with the run', () => {
     expect(a.check!.scaling).toBeGreaterThan(0);
     expect(a.check!.scaling).toBeLessThanOrEqual(1);
     const predicted = a.check!.scaling.toFixed(2).replace('.', '\\.');
-    expect(first.stderr).toMatch(new RegExp(`expected vs achieved: scaling [\\d.]+ \\(one rank [\\d.]+ samples/s, from check of \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\) vs predicted ${predicted} \\(check of `));
+    expect(first.stderr).toMatch(new RegExp(`expected vs achieved: scaling [\\d.]+ \\(one rank [\\d.]+ samples/s, from check of \\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\d UTC\\) vs predicted ${predicted} \\(step [\\d.]+ m?s, check of `));
     const shown = await cli(['runs', 'show', a.id]);
-    expect(shown.stdout + shown.stderr).toMatch(new RegExp(`vs predicted ${predicted} \\(check of `));
+    expect(shown.stdout + shown.stderr).toMatch(new RegExp(`vs predicted ${predicted} \\(step [\\d.]+ m?s, check of `));
 
     // No --check: the profile's last check planned this very run.
     await cli(['run', '--local', '--ranks', '2', '--steps', '2', ...tinyRun()]);
