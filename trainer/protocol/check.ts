@@ -136,10 +136,12 @@ export interface CheckPrediction {
   exchangeMs: number;
   /**
    * When ranks share one machine's cores (several slots, or hosts with one boot id): one rank's
-   * step time measured with all those ranks computing at once (ms), and which ranks; the predicted
-   * step uses it in place of computeMs.
+   * step time with all those ranks computing at once (ms: computeMs × sharedRatio, at least
+   * computeMs), and which ranks; the predicted step uses it in place of computeMs.
    */
   sharedComputeMs?: number;
+  /** The ranks at once ÷ one rank alone, measured back to back (reused by a later check of the same plan). */
+  sharedRatio?: number;
   sharing?: string;
   /** computeMs ÷ stepMs: the global rate as a fraction of worldSize × the one-rank rate. */
   scaling: number;

@@ -6,8 +6,9 @@
 //     (f32: the sharded update's reduce-scatter + all-gather; --fp16: an allreduce of f16, exchange.ts)
 //   exchange = bytes × 8 / slowest link + 2 (N-1) × its round trip / 2
 //   step = compute' + exchange  (the tfjs ring does not overlap the exchange with compute)
-//     compute' = one rank's step measured with every rank that shares its machine's cores computing
-//     at once (several slots, or hosts with one kernel boot id), else compute
+//     compute' = compute × (one rank's step with every rank that shares its machine's cores computing
+//     at once ÷ one rank alone, measured back to back: several slots, or hosts with one kernel boot
+//     id), else compute
 //   scaling = compute / step    (the global rate over N × the one-rank rate, alone)
 import type { TrainConfig } from '../../../trainer/protocol';
 import type { CheckLink, CheckPrediction } from '../../../trainer/protocol/check';
@@ -29,7 +30,7 @@ export function ringBytesPerRank(params: number, worldSize: number, fp16: boolea
   return worldSize < 2 ? 0 : Math.round((2 * (worldSize - 1) * params * (fp16 ? 2 : 4)) / worldSize);
 }
 
-export function predict(o: { config: Pick<TrainConfig, 'stem' | 'imageSize' | 'classes' | 'fp16' | 'engine'>; worldSize: number; computeMs: number; computeSource: string; links: CheckLink[]; shared?: { ms: number; sharing: string } | undefined }): CheckPrediction {
+export function predict(o: { config: Pick<TrainConfig, 'stem' | 'imageSize' | 'classes' | 'fp16' | 'engine'>; worldSize: number; computeMs: number; computeSource: string; links: CheckLink[]; shared?: { ms: number; ratio?: number; sharing: string } | undefined }): CheckPrediction {
   const params = paramCount(o.config);
   const fp16 = o.config.fp16 && o.config.engine !== 'torch'; // torch --fp16 is autocast; its gradients cross as fp32
   const bytes = ringBytesPerRank(params, o.worldSize, fp16);
@@ -47,7 +48,7 @@ export function predict(o: { config: Pick<TrainConfig, 'stem' | 'imageSize' | 'c
   else if (exchangeMs > rankMs) {
     bottleneck = `${slowest.from}↔${slowest.to} at ${fmtMbps(slowest.mbps)}: exchange ${s(exchangeMs)} vs compute ${s(rankMs)} per step${fp16 ? '' : o.config.engine === 'torch' ? '' : '; --fp16 halves it'}${sharedNote}`;
   } else bottleneck = `compute: ${s(rankMs)} per step vs exchange ${s(exchangeMs)} over the slowest link ${slowest.from}↔${slowest.to} (${fmtMbps(slowest.mbps)})${sharedNote}`;
-  const shared = o.shared && o.worldSize > 1 ? { sharedComputeMs: round1(o.shared.ms), sharing: o.shared.sharing } : {};
+  const shared = o.shared && o.worldSize > 1 ? { sharedComputeMs: round1(o.shared.ms), ...(o.shared.ratio !== undefined ? { sharedRatio: Math.round(o.shared.ratio * 1000) / 1000 } : {}), sharing: o.shared.sharing } : {};
   return { worldSize: o.worldSize, stepMs: round1(stepMs), computeMs: round1(o.computeMs), computeSource: o.computeSource, gradientBytes: bytes, wire: fp16 ? 'fp16' : 'fp32', exchangeMs: round1(exchangeMs), ...shared, scaling: Math.round(scaling * 1000) / 1000, bottleneck };
 }
 

@@ -178,7 +178,7 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
   return { links: results.filter((x): x is CheckLink => !!x), problems };
 }
 
-type Shared = { ms: number; sharing: string };
+type Shared = { ms: number; ratio: number; sharing: string };
 
 async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHost[], links: Record<string, HostLink>, deps: CheckDeps, o: CheckOptions, say: (l: string) => void): Promise<{ ms?: number; source: string; key?: string; shared?: Shared; problems: CheckProblem[] }> {
   const problems: CheckProblem[] = [];
@@ -201,22 +201,28 @@ async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHo
   const key = computeKey(config, [...types.keys(), ...(sharing ? [`sharing ${sharing}`] : [])]);
   const prev = deps.previous?.prediction;
   const cached = prev?.computeKey === key;
-  const shared = async (): Promise<Shared | undefined> => {
+  // The slowdown of sharing, measured as a ratio (the ranks at once ÷ one of them alone, back to
+  // back on the same machine) so that it holds whatever the one-rank time came from (History, a
+  // cached or a fresh measurement) and a load that drifts between checks cancels out.
+  let aloneHere: { host: string; ms: number } | undefined;
+  const shared = async (aloneMs: number): Promise<Shared | undefined> => {
     if (!sharing) return undefined;
-    if (cached && prev.sharedComputeMs !== undefined) return { ms: prev.sharedComputeMs, sharing: prev.sharing ?? sharing };
+    const withRatio = (ratio: number): Shared => ({ ms: aloneMs * Math.max(1, ratio), ratio, sharing });
+    if (cached && prev.sharedRatio !== undefined) return withRatio(prev.sharedRatio);
     if (o.noCompute) return undefined;
-    say(`measuring ${sharing}: one step each, all at once`);
+    const ref = aloneHere && group.some((h) => h.host === aloneHere!.host) ? aloneHere.ms : (await measureCompute(profile, config, group[0]!, links)).rep?.stepMs;
+    say(`measuring ${sharing}: all at once`);
     const all = group.flatMap((h) => Array.from({ length: slotsOf(h) }, () => h));
     const reps = await Promise.all(all.map((h) => measureCompute(profile, config, h, links)));
     const ms = reps.map((r) => r.rep?.stepMs).filter((x): x is number => x !== undefined);
-    if (ms.length === all.length) return { ms: Math.max(...ms), sharing };
-    const failed = reps.find((r) => r.rep?.stepMs === undefined)!;
+    if (ref !== undefined && ms.length === all.length) return withRatio(Math.max(...ms) / ref);
+    const failed = reps.find((r) => r.rep?.stepMs === undefined) ?? reps[0]!;
     problems.push({ severity: 'warning', host: group[0]!.host, code: 'compute-unmeasured', message: `${sharing}: the ranks could not be measured computing at once (${failed.rep?.error?.message ?? (failed.r.stderr.trim().split('\n').pop() || 'no answer')}); the prediction takes one rank alone, too optimistic where they share cores`, hint: 'run the check again; a run of this plan shows the real step time' });
     return undefined;
   };
   const hist = fromHistory(deps.history(), profile, config);
-  if (hist) return { ms: hist.ms, source: hist.source, key, ...opt(await shared()), problems };
-  if (cached && prev.computeSource.startsWith('measured')) return { ms: prev.computeMs, source: `${prev.computeSource.replace(/ \(from the check of .*\)$/, '')} (from the check of ${deps.previous!.checkedAt})`, key, ...opt(await shared()), problems };
+  if (hist) return { ms: hist.ms, source: hist.source, key, ...opt(await shared(hist.ms)), problems };
+  if (cached && prev.computeSource.startsWith('measured')) return { ms: prev.computeMs, source: `${prev.computeSource.replace(/ \(from the check of .*\)$/, '')} (from the check of ${deps.previous!.checkedAt})`, key, ...opt(await shared(prev.computeMs)), problems };
   if (o.noCompute) return { source: 'not measured (--no-compute) and none in History', key, problems };
   let worst: { ms: number; host: string } | undefined;
   for (const [, h] of types) {
@@ -227,10 +233,12 @@ async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHo
       continue;
     }
     if (!worst || rep.stepMs > worst.ms) worst = { ms: rep.stepMs, host: h.host };
+    aloneHere ??= { host: h.host, ms: rep.stepMs };
+    if (group.some((g) => g.host === h.host)) aloneHere = { host: h.host, ms: rep.stepMs };
   }
   if (!worst) return { source: 'not measured', key, problems };
   const typesNote = types.size > 1 ? `, the slowest of ${types.size} host types` : '';
-  return { ms: worst.ms, source: `measured: one rank alone on ${worst.host} for a few steps${typesNote}, ${new Date().toISOString()} from ${hostname()}`, key, ...opt(await shared()), problems };
+  return { ms: worst.ms, source: `measured: one rank alone on ${worst.host} for a few steps${typesNote}, ${new Date().toISOString()} from ${hostname()}`, key, ...opt(await shared(worst.ms)), problems };
 }
 
 const opt = (shared: Shared | undefined) => (shared ? { shared } : {});
