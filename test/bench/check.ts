@@ -59,7 +59,7 @@ try {
   const md = [
     '### cohort check (3 sshd hosts in namespaces, one host\'s link shaped with tc)',
     '',
-    `Measured ${new Date().toISOString()}. Config: ${TINY.join(' ')}, ${steps} steps (1 warm-up). One-rank rate (a real 1-rank run on h1): ${oneRank.rate.toFixed(2)} samples/s (step ${Math.round(oneRank.stepMs)} ms). Measured scaling = 3-rank global rate ÷ (3 × one-rank rate). The three hosts are namespaces of one 2-core machine: the check sees one kernel boot id and measures their 3 ranks computing at once (the "compute" columns: predicted = that measurement; measured = the slowest rank's step without waiting and exchange, from the run's per-rank phases).`,
+    `Measured ${new Date().toISOString()}. Config: ${TINY.join(' ')}, ${steps} steps (1 warm-up). One-rank rate (a real 1-rank run on h1): ${oneRank.rate.toFixed(2)} samples/s (step ${Math.round(oneRank.stepMs)} ms). Measured scaling = 3-rank global rate ÷ (3 × one-rank rate). The three hosts are namespaces of one 2-core machine: the check sees one kernel boot id and measures their 3 ranks computing at once against one alone, back to back (the "compute" columns: predicted = one rank's time × that ratio; measured = the slowest rank's step without waiting and exchange, from the run's per-rank phases).`,
     '',
     '| h3 link (tc) | slowest ring link measured | predicted step | measured step | compute pred / meas | exchange pred / meas | predicted scaling | measured scaling | error | load avg (check → run end) |',
     '|---|---|---|---|---|---|---|---|---|---|',
