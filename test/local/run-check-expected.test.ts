@@ -42,5 +42,5 @@ describe('the check prediction recorded with the run', () => {
     const other = await cli(['run', '--local', '--ranks', '2', '--steps', '2', ...tinyRun({ batchSize: 3 })]);
     expect((await lastRun()).check).toBeUndefined();
     expect(other.stderr).toContain('predicted: none (no cohort check of this profile and configuration)');
-  }, 300_000);
+  }, 600_000);
 });
