@@ -167,8 +167,9 @@ function runIdEvent(runId: string, message: string): CohortEvent {
   return makeEvent({ type: 'log', level: 'info', message, runId });
 }
 
-/** The run's exit code: 0 ok, 130 cancelled, 3 a connection problem (or lost), 1 failed. */
-export function exitCodeOf(result: RunResult): number {
+/** The run's exit code: 0 ok, 130 cancelled, 3 a connection problem (or lost), 1 failed. The one
+ *  mapping, for a run's result and for a finished run's history (`cohort attach`). */
+export function exitCodeOf(result: Pick<RunResult, 'status'> & { error?: { code?: string } }): number {
   if (result.status === 'ok') return EXIT.ok;
   if (result.status === 'cancelled') return EXIT.cancelled;
   if (result.status === 'lost') return EXIT.connection;
