@@ -58,6 +58,20 @@ export interface RunMeta extends RunUserFields {
   profileSnapshot?: unknown;
   /** What ran, from the run's own hello/plan/compile events (config is what was asked for). */
   applied?: AppliedConfig;
+  /** The `cohort check` prediction this run was started under (its own --check, or the profile's last check of the same plan); absent: none. */
+  check?: RunCheckPrediction;
+}
+
+/** A check's prediction as a run records it (issue 21 item 3): compared with the achieved figures in Live, History and Compare. */
+export interface RunCheckPrediction {
+  /** When the check ran (ISO time): the figures say "check of <time>". */
+  checkedAt: string;
+  /** One rank's rate the check measured or took from History (batch ÷ its compute time). */
+  oneRankSamplesPerSec: number;
+  /** Predicted scaling efficiency and step time for this world size. */
+  scaling: number;
+  stepMs: number;
+  worldSize: number;
 }
 
 /** The configuration a run really had, next to RunMeta.config (what was asked). */

@@ -68,6 +68,9 @@ esac
     expect(await page.getByTestId('check-bottleneck').textContent()).toMatch(/^Bottleneck: (h1↔h2|h2↔h1) at \d+ Mbit\/s: exchange/);
     expect(await page.getByTestId('check-verdict').textContent()).toBe('ready to run');
     writeFileSync(join(ROOT, 'test-artifacts', '30-hosts-check.png'), await page.screenshot({ fullPage: true }));
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    writeFileSync(join(ROOT, 'test-artifacts', '30-hosts-check-1920x1080.png'), await page.screenshot({ fullPage: true }));
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     await page.getByTestId('nav-launch').click();
     await page.getByTestId('launch-profile').selectOption('duo');
