@@ -2,6 +2,7 @@
 // every consumer (core, CLI, dashboard, run history). Defined once here, with runtime
 // validation; nothing else declares an event shape. Fields may be added, never renamed.
 import { CohortError } from './errors';
+import { decodeHostSystem, type HostSystem } from './system';
 import {
   DecodeError,
   arr,
@@ -174,6 +175,8 @@ export interface StepEvent extends EventBase {
    * in v1 as an optional field: older readers ignore it, older trainers leave it out.
    */
   rankPhases?: RankStepPhases[];
+  /** Every host's CPU, load, network and memory over the window (issue 22; `protocol/system.ts`), added by the leader's agent. */
+  system?: HostSystem[];
 }
 
 /** The phases of a step, in the order a rank runs them; `RankStepPhases` has a `<phase>Ms` field for each. */
@@ -489,6 +492,7 @@ const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEvent, { t
     ...opt('commBytes', optNum(o, 'commBytes', p, { min: 0 })),
     ...opt('rankComputeMs', o.rankComputeMs === undefined ? undefined : arr(o, 'rankComputeMs', p, (v, at) => num({ v }, 'v', at, { min: 0 }))),
     ...opt('rankPhases', o.rankPhases === undefined ? undefined : arr(o, 'rankPhases', p, rankStepPhases)),
+    ...opt('system', o.system === undefined ? undefined : arr(o, 'system', p, decodeHostSystem)),
   }),
   epoch: (o) => ({
     type: 'epoch',
