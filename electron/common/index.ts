@@ -9,3 +9,5 @@ export * from './run-history';
 export * from './csp';
 export * from './run-expected';
 export * from './applied-labels';
+export * from './run-system';
+export * from './compare-verdict';
