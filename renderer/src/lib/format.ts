@@ -47,6 +47,8 @@ export function bytesTicks(vals: number[]): string[] {
   const [div, unit] = top >= 2 ** 30 ? [2 ** 30, 'GiB'] : [2 ** 20, 'MiB'];
   const steps = vals.slice(1).map((v, i) => Math.abs(v - vals[i]!) / div).filter((d) => d > 0);
   const step = steps.length ? Math.min(...steps) : 1;
-  const dec = step >= 1 ? 0 : Math.min(3, Math.ceil(-Math.log10(step) - 1e-9));
+  // The fewest decimals that write the spacing exactly (0.5 → 1, 0.25 → 2), at most 3.
+  let dec = 0;
+  while (dec < 3 && Math.abs(step * 10 ** dec - Math.round(step * 10 ** dec)) > 1e-6 * 10 ** dec) dec++;
   return vals.map((v) => `${(v / div).toFixed(dec)} ${unit}`);
 }
