@@ -83,7 +83,11 @@ describe.skipIf(!existsSync(CHROMIUM))('system metrics in Compare and Live (Chro
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(`${serve.url}#/runs/${hogged}`);
     const mem = page.getByTestId('chart-memory');
-    await expect.poll(() => mem.getAttribute('data-y-ticks'), { timeout: 30_000 }).toMatch(/\|/);
+    try {
+      await expect.poll(() => mem.getAttribute('data-y-ticks'), { timeout: 30_000 }).toMatch(/\|/);
+    } finally {
+      writeFileSync(join(ARTIFACTS, 'system-live-first.png'), await page.screenshot({ fullPage: true }));
+    }
     const [lo, hi] = (await mem.getAttribute('data-y-range'))!.split(',').map(Number);
     const events = readFileSync(join(serve.dataDir, 'runs', hogged, 'events.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"type":"step"')).map((l) => JSON.parse(l) as { memory: { rssBytes: number; hostTotalBytes: number }[] });
     const rss = Math.max(...events.map((e) => e.memory[0]!.rssBytes));
