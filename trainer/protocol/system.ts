@@ -6,7 +6,7 @@
 // already carries it (nvidia-smi, read by the rank's own sampler), and `hostGpuUtil` groups it per host.
 // Plain TypeScript: the counters' arithmetic and the field's decoder; reading /proc is trainer/util/host-counters.ts.
 import { num, obj, optNum, str } from './validate';
-import type { RankMemory } from './events';
+import type { RankMemory } from './event-types';
 
 /** One host's figures over one window (between two of its agent's samples). */
 export interface HostSystem {
