@@ -49,7 +49,7 @@ export const stepColumn = (s: StepSeries): number => STEP_SERIES.indexOf(s);
  * host's RAM) are not charted: they set the scale and flatten what is used (issue 22 item 5); the
  * Memory now table shows them.
  */
-const MEMORY_KINDS = ['used', 'tensor', 'peak'] as const;
+export const MEMORY_KINDS = ['used', 'tensor', 'peak'] as const;
 export const memoryColumn = (rank: number, which: (typeof MEMORY_KINDS)[number]): number => MEMORY_KINDS.length * rank + MEMORY_KINDS.indexOf(which);
 const memoryColumns = (ranks: number): number => MEMORY_KINDS.length * ranks;
 
