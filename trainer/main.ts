@@ -9,12 +9,14 @@
 //   node cohort-trainer.mjs agent-slurm --run ID   one node's agent inside the job's srun
 //   node cohort-trainer.mjs rank                one data-parallel rank (started by an agent)
 //   node cohort-trainer.mjs check-host|check-link|check-compute   `cohort check`'s short host commands
+//   node cohort-trainer.mjs check-slurm | check-slurm-node --dir D   the same inside a short Slurm allocation
 // The host commands run with cwd = the host's workdir, or COHORT_WORKDIR set.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkCompute } from './agent/check-compute';
 import { checkHost } from './agent/check-host';
 import { checkLink } from './agent/check-link';
+import { checkSlurm, checkSlurmNode } from './agent/check-slurm';
 import { hostCommand, parseFlags } from './agent/host-cmd';
 import { runDetachedAgent } from './agent/run-agent';
 import { runFollow } from './agent/run-follow';
@@ -53,6 +55,10 @@ async function main(): Promise<number> {
       return hostCommand(() => checkHost(rest, { trainerEntry: entry, enginesDir, workdir }));
     case 'check-link':
       return hostCommand(() => checkLink(rest));
+    case 'check-slurm':
+      return hostCommand(() => checkSlurm(rest, { trainerEntry: entry, workdir }));
+    case 'check-slurm-node':
+      return checkSlurmNode(rest, { trainerEntry: entry });
     case 'check-compute':
       process.env.COHORT_WASM_DIR ??= join(here, 'wasm');
       return hostCommand(() => checkCompute(rest, { trainerEntry: entry, enginesDir, workdir }));
@@ -61,7 +67,7 @@ async function main(): Promise<number> {
       holdLifeline(process.env);
       return runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
       return 2;
   }
 }

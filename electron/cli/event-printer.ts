@@ -196,7 +196,7 @@ export function humanPrinter(
           if (e.rank === undefined && /starting \d+ rank/.test(e.message)) status.set(`starting ranks on ${e.host ?? 'the hosts'} (loading the engine, building the model)`, 'starting ranks');
           break;
         case 'restart':
-          say(`${s.yellow('restart')} ${e.attempt}: ${e.rank >= 0 ? `rank ${e.rank} on ${e.host}` : e.host}${e.code ? ` (${e.code})` : ''}: ${e.reason}; resuming from step ${e.resumeStep}${e.waitingFor?.length ? ` once ${e.waitingFor.join(', ')} ${e.waitingFor.length > 1 ? 'are' : 'is'} back (waiting up to ${Math.round((e.waitMs ?? 0) / 1000)} s; this client relaunches its agent)` : ''}\n`);
+          say(`${s.yellow('restart')} ${e.attempt}: ${e.rank >= 0 ? `rank ${e.rank} on ${e.host}` : e.host}${e.code ? ` (${e.code})` : ''}: ${e.reason}; resuming from step ${e.resumeStep}${e.excluded && e.replacement ? `; ${e.excluded} excluded, its ranks move to the spare host ${e.replacement} (waiting up to ${Math.round((e.waitMs ?? 0) / 1000)} s for its agent)` : ''}${e.waitingFor?.length && !e.replacement ? ` once ${e.waitingFor.join(', ')} ${e.waitingFor.length > 1 ? 'are' : 'is'} back (waiting up to ${Math.round((e.waitMs ?? 0) / 1000)} s; this client relaunches its agent)` : ''}\n`);
           break;
         case 'error':
           say(`${s.red('error:')} ${e.rank >= 0 ? `rank ${e.rank} on ${e.host}` : e.host}: ${e.message}\n`);

@@ -22,7 +22,7 @@ export type Effect =
   | { do: 'stderr'; message: string }
   | { do: 'emit-queued'; host: string; behind: string }
   /** The `restart` event; `resumeStep` absent: the shell reads the newest checkpoint. */
-  | { do: 'emit-restart'; attempt: number; host: string; rank: number; reason: string; resumeStep?: number; code?: string; waitingFor?: string[]; waitMs?: number }
+  | { do: 'emit-restart'; attempt: number; host: string; rank: number; reason: string; resumeStep?: number; code?: string; waitingFor?: string[]; waitMs?: number; excluded?: string; replacement?: string }
   | { do: 'listen' }
   | { do: 'connect'; withinMs: number }
   | { do: 'say-hello' }

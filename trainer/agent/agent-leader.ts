@@ -156,18 +156,33 @@ export abstract class LeaderRules {
       f.ready = false;
       this.fx.push({ do: 'close-link', host: h, why: 'host lost' }); // a late beat from a half-dead host must not count as back
     }
-    p.waitingFor = hosts;
+    // Bad node out (issue 21 item 5): a lost host's ranks go to a spare host of the profile when one
+    // is left; the lost host is excluded from the run (a hello from it is refused), the spare waited for.
+    // UNFINISHED: nothing sets LaunchSpec.spares yet (no profile field, no controller start of the spare's agent).
+    const moved: { excluded: string; replacement: string }[] = [];
+    const waiting = hosts.map((h) => {
+      const spare = (this.c.spares ?? []).find((x) => !this.s.followers[x] && !this.s.excluded.includes(x) && !moved.some((m) => m.replacement === x));
+      if (!spare) return h;
+      moved.push({ excluded: h, replacement: spare });
+      this.s.excluded.push(h);
+      delete this.s.followers[h];
+      return spare;
+    });
+    p.waitingFor = waiting;
     const waitMs = this.c.hostWaitMs;
-    this.tellRestart(cause, { code: 'host-lost', waitingFor: hosts, waitMs });
-    this.log('warn', `waiting up to ${Math.round(waitMs / 1000)} s for ${hosts.join(', ')} to come back: a client attached to this run (cohort attach ${this.c.runId}) relaunches its agent`);
+    const swap = moved[0];
+    this.tellRestart(cause, { code: 'host-lost', waitingFor: waiting, waitMs, ...(swap ? swap : {}) });
+    for (const m of moved) this.log('warn', `${m.excluded} is excluded from the next attempt: its ranks move to the spare host ${m.replacement} (a client following the run starts its agent)`);
+    const back = waiting.filter((h) => !moved.some((m) => m.replacement === h));
+    if (back.length) this.log('warn', `waiting up to ${Math.round(waitMs / 1000)} s for ${back.join(', ')} to come back: a client attached to this run (cohort attach ${this.c.runId}) relaunches its agent`);
     this.fx.push({ do: 'timer', name: 'host-wait', ms: waitMs });
   }
 
-  protected tellRestart(cause: ErrorEvent, extra: { code?: string; waitingFor?: string[]; waitMs?: number } = {}): void {
+  protected tellRestart(cause: ErrorEvent, extra: { code?: string; waitingFor?: string[]; waitMs?: number; excluded?: string; replacement?: string } = {}): void {
     this.s.restarts += 1;
     this.record({ restarts: this.s.restarts });
     const code = extra.code ?? cause.code;
-    this.fx.push({ do: 'emit-restart', attempt: this.s.restarts, host: cause.host, rank: cause.rank, reason: cause.message, ...(code ? { code } : {}), ...(extra.waitingFor ? { waitingFor: extra.waitingFor } : {}), ...(extra.waitMs !== undefined ? { waitMs: extra.waitMs } : {}) });
+    this.fx.push({ do: 'emit-restart', attempt: this.s.restarts, host: cause.host, rank: cause.rank, reason: cause.message, ...(code ? { code } : {}), ...(extra.waitingFor ? { waitingFor: extra.waitingFor } : {}), ...(extra.waitMs !== undefined ? { waitMs: extra.waitMs } : {}), ...(extra.excluded && extra.replacement ? { excluded: extra.excluded, replacement: extra.replacement } : {}) });
     if (this.s.phase.k === 'restarting') this.s.phase.told = true;
   }
 
@@ -215,11 +230,14 @@ export abstract class LeaderRules {
     const p = this.s.phase;
     // A host already joined is refused, unless it is a lost one coming back (its old link is closed).
     const rejoin = prior !== undefined && p.k === 'restarting' && p.waitingFor.includes(i.host) && i.priorClosed;
-    if (!i.tokenOk || !i.host || (prior && !rejoin)) return void this.fx.push({ do: 'refuse-link', host: i.host });
+    // A spare host taking a lost host's ranks joins the same way; an excluded host (lost, replaced) never again.
+    const replacing = prior === undefined && p.k === 'restarting' && p.waitingFor.includes(i.host);
+    if (!i.tokenOk || !i.host || (prior && !rejoin) || this.s.excluded.includes(i.host)) return void this.fx.push({ do: 'refuse-link', host: i.host });
     // A rejoined agent runs no ranks of the stopped attempt: it counts as exited from it.
-    this.s.followers[i.host] = { ranks: i.ranks, ready: false, exited: rejoin ? this.s.attempt : -1, key: i.key ?? i.host, asked: false };
+    this.s.followers[i.host] = { ranks: i.ranks, ready: false, exited: rejoin || replacing ? this.s.attempt : -1, key: i.key ?? i.host, asked: false };
     this.fx.push({ do: 'accept-link', host: i.host });
     if (rejoin) this.log('info', `${i.host}'s agent rejoined run ${this.c.runId}`);
+    if (replacing) this.log('info', `the spare host ${i.host}'s agent joined run ${this.c.runId} in place of ${this.s.excluded.join(', ')}`);
     this.claimInOrder();
   }
 

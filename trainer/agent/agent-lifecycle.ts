@@ -254,6 +254,8 @@ class Machine extends LeaderRules {
     if (name === 'host-wait' && p.k === 'restarting' && p.waitingFor.length > 0) {
       const missing = p.waitingFor.join(', ');
       const waitMs = this.c.hostWaitMs;
+      const spares = p.waitingFor.filter((h) => this.c.spares?.includes(h));
+      if (spares.length) return this.fail({ host: spares[0]!, rank: -1, code: 'spare-missing', message: `the spare host ${spares.join(', ')} did not join within ${Math.round(waitMs / 1000)} s to take the ranks of ${this.s.excluded.join(', ')} (${p.cause.message})`, hint: `keep a client following the run (cohort attach ${this.c.runId}): it starts the spare's agent; check that ${spares.join(', ')} is reachable (cohort probe)` });
       return this.fail({ host: p.waitingFor[0]!, rank: -1, code: 'host-lost', message: `host ${missing} lost and not back within ${Math.round(waitMs / 1000)} s (${p.cause.message})`, hint: this.bringBackHint(missing) });
     }
     if (name === 'leader-wait' && p.k === 'awaiting-leader' && !this.s.connected) {

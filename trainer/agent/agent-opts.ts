@@ -54,6 +54,7 @@ export function agentConfigOf(spec: LaunchSpec, opts: AgentRunOpts): AgentConfig
     ...(opts.scheduler ? { scheduler: { requeueable: opts.scheduler.requeueable } } : {}),
     ...(role === 'follower' && spec.control ? { controlled: true } : {}),
     ...(role === 'follower' && spec.leader !== undefined && spec.control ? { leaderHost: spec.leader } : {}),
+    ...(role === 'leader' && spec.spares?.length ? { spares: spec.spares } : {}),
   };
 }
 

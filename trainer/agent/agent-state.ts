@@ -20,6 +20,8 @@ export interface AgentConfig {
   /** Follower on SSH hosts: the leader's host, waited for when it is lost (undefined: not waited for, Slurm). */
   leaderHost?: string;
   hostWaitMs: number;
+  /** Leader: spare hosts (LaunchSpec.spares) a lost follower host's ranks may move to. */
+  spares?: string[];
   /** This host's place in the global claim order (claim-order.ts's claimKey of its workdir). */
   claimKey: string;
 }
@@ -86,6 +88,8 @@ export interface AgentState {
   queuedBehind?: string;
   lastCheckpointStep: number;
   ioWarned: boolean;
+  /** Leader: hosts excluded from the run after they were lost (their ranks moved to a spare); a hello from one is refused. */
+  excluded: string[];
 }
 
 /** Link health at the blame grace's end (the shell measures the sockets). */
@@ -140,7 +144,7 @@ export const CONNECT_TIMEOUT_MS = 30_000;
 export const CONSEQUENCE = new Set(['peer-lost', 'rank-hung']);
 
 export function initialState(): AgentState {
-  return { phase: { k: 'starting' }, attempt: 0, restarts: 0, ranksUp: false, leases: false, claiming: false, doneAttempt: -1, ownOk: false, followers: {}, spentSaid: false, connected: false, lastCheckpointStep: 0, ioWarned: false };
+  return { phase: { k: 'starting' }, attempt: 0, restarts: 0, ranksUp: false, leases: false, claiming: false, doneAttempt: -1, ownOk: false, followers: {}, spentSaid: false, connected: false, lastCheckpointStep: 0, ioWarned: false, excluded: [] };
 }
 
 export const isEnding = (s: AgentState): boolean => s.phase.k === 'stopping' || s.phase.k === 'done';

@@ -7,7 +7,8 @@
 import { errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Phase, type PhaseName } from './agent-lifecycle';
 
 export interface TableRow {
-  role: 'leader' | 'follower';
+  /** 'leader+spare': the leader of a profile with a spare host h3 (issue 21 item 5), where it acts otherwise than 'leader'. */
+  role: 'leader' | 'follower' | 'leader+spare';
   from: PhaseName;
   input: string;
   /** The next phase ('=' unchanged). */
@@ -18,12 +19,12 @@ export interface TableRow {
 export const PHASES: PhaseName[] = ['starting', 'queued', 'rendezvous', 'running', 'halting', 'restarting', 'awaiting-scheduler', 'halted', 'awaiting-leader', 'stopping', 'done'];
 
 /** The phases each role can be in. */
-export const ROLE_PHASES: Record<TableRow['role'], PhaseName[]> = {
+export const ROLE_PHASES: Record<'leader' | 'follower', PhaseName[]> = {
   leader: ['starting', 'queued', 'rendezvous', 'running', 'halting', 'restarting', 'awaiting-scheduler', 'stopping', 'done'],
   follower: ['starting', 'queued', 'rendezvous', 'running', 'halted', 'awaiting-leader', 'stopping', 'done'],
 };
 
-export function sampleConfig(role: TableRow['role']): AgentConfig {
+export function sampleConfig(role: 'leader' | 'follower'): AgentConfig {
   return role === 'leader'
     ? { role, host: 'h1', runId: 'r1', maxRestarts: 1, followerRanks: 1, queue: true, hostWaitMs: 60_000, claimKey: 'm1:/w' }
     : { role, host: 'h2', runId: 'r1', maxRestarts: 1, followerRanks: 0, queue: true, hostWaitMs: 60_000, controlled: true, leaderHost: 'h1', claimKey: 'm2:/w' };
@@ -32,7 +33,7 @@ export function sampleConfig(role: TableRow['role']): AgentConfig {
 const rankError = errorEvent({ host: 'h1', rank: 0, message: 'rank 0 on h1 exited with code 1', code: 'rank-exited' });
 
 /** One state per phase: a run of two hosts (h1 leader, h2 follower, one rank each) in its first attempt. */
-export function sampleState(role: TableRow['role'], k: PhaseName): AgentState {
+export function sampleState(role: 'leader' | 'follower', k: PhaseName): AgentState {
   const s = initialState();
   const follower = role === 'follower';
   const started = k !== 'starting' && k !== 'queued';
@@ -90,6 +91,8 @@ export const SAMPLE_INPUTS: Record<string, AgentInput> = {
   'leader-lost': { t: 'leader-lost', why: 'connection closed' },
   'connect-failed': { t: 'connect-failed', message: 'ECONNREFUSED', addr: '10.0.0.1:7000' },
   'timer:blame': { t: 'timer', name: 'blame', links: [{ host: 'h2', closed: false, silentMs: 100 }] },
+  /** The blame grace ends with h2's control link closed: h2 is the lost host. */
+  'timer:blame:h2-lost': { t: 'timer', name: 'blame', links: [{ host: 'h2', closed: true, silentMs: 6000 }] },
   'timer:host-wait': { t: 'timer', name: 'host-wait' },
   'timer:leader-wait': { t: 'timer', name: 'leader-wait' },
   'timer:followers-deadline': { t: 'timer', name: 'followers-deadline' },
@@ -112,7 +115,33 @@ export function deriveRows(): TableRow[] {
       }
     }
   }
+  // The leader with a spare host h3 in its spec: the rows where it acts otherwise (a lost h2's ranks move to h3).
+  for (const from of ROLE_PHASES.leader) {
+    for (const [input, i] of Object.entries(SAMPLE_INPUTS)) {
+      const r = transition(spareConfig(), spareState(from), i);
+      const row: TableRow = { role: 'leader+spare', from, input, to: r.state.phase.k === from ? '=' : r.state.phase.k, effects: r.effects.map(describe) };
+      const plain = rows.find((x) => x.role === 'leader' && x.from === from && x.input === input) ?? { to: '=', effects: [] };
+      if (row.to !== plain.to || row.effects.join() !== plain.effects.join()) rows.push(row);
+    }
+  }
   return rows;
+}
+
+/** Issue 21 item 5's sample: a leader whose spec names h3 as a spare host (h2 is its follower). */
+export function spareConfig(): AgentConfig {
+  return { ...sampleConfig('leader'), spares: ['h3'] };
+}
+
+/** The leader's sample state; restarting: h2 was lost and excluded, its ranks moved to the spare h3 (waited for). */
+export function spareState(k: PhaseName): AgentState {
+  const s = sampleState('leader', k);
+  if (s.phase.k === 'restarting') {
+    s.phase.waitingFor = ['h3'];
+    s.phase.told = true;
+    s.excluded = ['h2'];
+    delete s.followers.h2;
+  }
+  return s;
 }
 
 function describe(e: ReturnType<typeof transition>['effects'][number]): string {
@@ -126,6 +155,8 @@ function describe(e: ReturnType<typeof transition>['effects'][number]): string {
       return `${e.do} ${e.name}`;
     case 'event':
       return `event ${e.event.code ?? 'error'}`;
+    case 'emit-restart':
+      return e.excluded ? `emit-restart(${e.excluded} out, ${e.replacement} in)` : e.do;
     default:
       return e.do;
   }

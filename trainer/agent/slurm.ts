@@ -196,7 +196,7 @@ async function awaitRendezvous(dir: string, jobId: string, restartCount: number)
 }
 
 /** The address other nodes reach this node at: Slurm's NodeAddr for it (its host name on most clusters). */
-async function nodeAddress(node: string): Promise<string> {
+export async function nodeAddress(node: string): Promise<string> {
   try {
     const out = (await execFileP('scontrol', ['show', 'node', node, '-o'], { encoding: 'utf8', timeout: 15_000 })).stdout;
     const addr = /(?:^|\s)NodeAddr=(\S+)/.exec(out)?.[1];

@@ -147,4 +147,37 @@ export interface CheckResult {
   prediction?: CheckPrediction;
   /** true when no error: a run would start. */
   ok: boolean;
+  /** A Slurm profile: the check's own short allocation (released when the check ended). */
+  allocation?: { jobId: string; nodes: string[] };
+}
+
+// ---- Slurm profiles: the checks inside one short allocation (`check-slurm` on the login node) ----
+
+/** `check-slurm`'s request (one line on stdin): what to allocate and what to check there. */
+export interface SlurmCheckRequest {
+  /** Names the allocation (job name `cohort-check-<id>`) and its files under W/slurm-check/<id>/. */
+  id: string;
+  nodes: number;
+  /** The run's placement options as srun takes them: --partition, --account, --gpus-per-node, the profile's extraArgs. */
+  srunArgs: string[];
+  engine: 'tfjs' | 'torch' | 'auto';
+  python?: string;
+  /** How long each ring hop streams (ms). */
+  linkMs: number;
+  /** How long to wait in the queue for the allocation (s) before giving up (srun --immediate). */
+  queueWaitS: number;
+  /** The allocation's time limit (minutes): it is released by Slurm then at the latest. */
+  timeLimitMin: number;
+  /** When present, node 0 measures one rank of this config (check-compute) with `threads` threads. */
+  compute?: { config: unknown; tasksPerNode: number };
+}
+
+/** `check-slurm`'s reply: every node's facts, the links between them, node 0's compute time. */
+export interface SlurmCheckReply {
+  jobId?: string;
+  nodes: { index: number; node: string; address: string; report?: HostCheckReport; error?: string }[];
+  links: { from: string; to: string; kind: 'ring' | 'rendezvous'; port: number; report: LinkSendReport }[];
+  compute?: ComputeReport & { node: string; threads: number };
+  /** The allocation could not be had or the step failed: Slurm's own words. */
+  error?: { code: string; message: string };
 }

@@ -188,6 +188,8 @@ export const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEve
     ...opt('code', optStr(o, 'code', p)),
     ...opt('waitingFor', o.waitingFor === undefined ? undefined : strArr(o, 'waitingFor', p)),
     ...opt('waitMs', optNum(o, 'waitMs', p, { int: true, min: 0 })),
+    ...opt('excluded', optStr(o, 'excluded', p)),
+    ...opt('replacement', optStr(o, 'replacement', p)),
   }),
   queued: (o) => ({
     type: 'queued',

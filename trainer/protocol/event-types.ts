@@ -270,6 +270,12 @@ export interface RestartEvent extends EventBase {
   waitingFor?: string[];
   /** How long the leader waits for the hosts in `waitingFor` to rejoin (default HOST_WAIT_MS). */
   waitMs?: number;
+  /**
+   * Bad node out (issue 21 item 5): the lost host left out of the next attempt, and the profile's
+   * spare host that takes its ranks (then in `waitingFor`: a client starts its agent).
+   */
+  excluded?: string;
+  replacement?: string;
 }
 
 /**

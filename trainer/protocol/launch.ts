@@ -1,7 +1,7 @@
 // What core hands a host agent (first line on its stdin), and the rendezvous environment every
 // rank process receives (the same names torch.distributed uses, so both engines share it).
 import { decodeTrainConfig, type TrainConfig } from './train-config';
-import { DecodeError, arr, num, obj, oneOf, optBool, optNum, str, strRecord } from './validate';
+import { DecodeError, arr, num, obj, oneOf, optBool, optNum, str, strArr, strRecord } from './validate';
 
 export interface AgentRank {
   rank: number;
@@ -33,6 +33,13 @@ export interface LaunchSpec {
    * with restarts left names it in the `restart` event's waitingFor, so a client relaunches it.
    */
   leader?: string;
+  /**
+   * The leader's: spare hosts of the profile that run nothing (issue 21 item 5). A follower host lost
+   * with restarts left is excluded from the next attempt and its ranks go to the first spare not yet
+   * used; the `restart` event names both (excluded, replacement), and a client starts the spare's agent.
+   * UNFINISHED: nothing sets it yet (no profile field marks a spare; the controller does not start the spare's agent).
+   */
+  spares?: string[];
   /** Restarts from the last checkpoint after a rank or host failure (default 0). */
   maxRestarts?: number;
   /** Busy slots: wait (true, default) or refuse at once with code slots-busy (false). */
@@ -67,6 +74,7 @@ export function decodeLaunchSpec(value: unknown): LaunchSpec {
     ...(o.role === undefined ? {} : { role: oneOf(o, 'role', 'launch', ['leader', 'follower'] as const) }),
     ...(o.control === undefined ? {} : { control: decodeControl(o.control) }),
     ...(o.leader === undefined ? {} : { leader: str(o, 'leader', 'launch', { nonEmpty: true }) }),
+    ...(o.spares === undefined ? {} : { spares: strArr(o, 'spares', 'launch') }),
     maxRestarts: optNum(o, 'maxRestarts', 'launch', { int: true, min: 0 }) ?? 0,
     queue: optBool(o, 'queue', 'launch') ?? true,
     ...(o.slots === undefined ? {} : { slots: arr(o, 'slots', 'launch', (v, p) => num({ v }, 'v', p, { int: true, min: 0 })) }),

@@ -11,6 +11,7 @@ import { runCheck } from '../../core/check/run-check';
 import { resolvePaths } from '../../core/paths';
 import { localLink } from '../../core/runs/local-run';
 import { RunStore } from '../../core/runs/run-store';
+import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
 import { EXIT, UsageError } from '../exit-codes';
 import type { CliIo } from '../io';
 import type { Parsed } from '../command-spec';
@@ -41,16 +42,28 @@ async function checkProfile(io: CliIo, profile: Profile, config: TrainConfig, o:
   const store = new CheckStore(join(paths.dataDir, 'checks'));
   const runs = new RunStore(join(paths.dataDir, 'runs'));
   const cluster = makeCluster(io);
+  // Ctrl-C (or a closed terminal): a Slurm check's allocation is cancelled before the CLI exits;
+  // an SSH check's host commands all end on their own, so it exits at once.
+  const abort = new AbortController();
+  const signals = onProcessSignals(['SIGINT', 'SIGTERM', 'SIGHUP'], () => (profile.scheduler ? abort.abort() : process.exit(EXIT.cancelled)));
   try {
     const result = await runCheck(profile, config, { cluster, localLink: () => localLink(join(paths.dataDir, 'local')), history: () => runs.list(), previous: store.last(profile.name) }, {
       ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}),
       ...(linkMs ? { linkMs } : {}),
       ...(o.noCompute ? { noCompute: true } : {}),
+      signal: abort.signal,
       ...(o.progress ? { onProgress: (l: string) => io.stderr.write(`${l}...\n`) } : {}),
     });
     await store.save(result);
     return result;
+  } catch (err) {
+    if (abort.signal.aborted) {
+      io.stderr.write(`${(err as Error).message}\n`);
+      process.exit(EXIT.cancelled);
+    }
+    throw err;
   } finally {
+    signals.dispose();
     cluster.dispose();
   }
 }
@@ -59,7 +72,7 @@ async function checkProfile(io: CliIo, profile: Profile, config: TrainConfig, o:
 export function formatCheck(r: CheckResult): string {
   const out: string[] = [];
   const gib = (b: number) => `${(b / 2 ** 30).toFixed(1)} GiB`;
-  out.push(`hosts of ${r.profile}:`);
+  out.push(`hosts of ${r.profile}:${r.allocation ? ` (Slurm nodes, checked inside job ${r.allocation.jobId}, released)` : ''}`);
   for (const h of r.hosts) {
     const x = h.report;
     if (!x) {

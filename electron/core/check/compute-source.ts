@@ -23,8 +23,8 @@ export function computeKey(config: Partial<TrainConfig>, types: string[]): strin
   return `${configKey(config)} | ${[...types].sort().join(' | ')}`;
 }
 
-/** The newest ok one-rank run of this config on a host of this profile (by address, or `local` for the local profile). */
-export function fromHistory(runs: RunMeta[], profile: Pick<Profile, 'name' | 'hosts'>, config: Partial<TrainConfig>): { ms: number; source: string } | undefined {
+/** The newest ok one-rank run of this config on a host of this profile (by address; `local`, or a Slurm profile's partition: by profile name). */
+export function fromHistory(runs: RunMeta[], profile: Pick<Profile, 'name' | 'hosts' | 'scheduler'>, config: Partial<TrainConfig>): { ms: number; source: string } | undefined {
   const want = configKey(config);
   const addresses = new Set(profile.hosts.map((h) => h.address));
   for (const r of runs) {
@@ -33,7 +33,7 @@ export function fromHistory(runs: RunMeta[], profile: Pick<Profile, 'name' | 'ho
     // The record's hosts carry names; their addresses are in the profile as it was at the start.
     const snap = r.profileSnapshot as { hosts?: { name?: unknown; address?: unknown }[] } | undefined;
     const address = h?.address ?? snap?.hosts?.find((x) => x.name === h?.name)?.address;
-    const same = profile.name === 'local' ? r.profile === 'local' : typeof address === 'string' && addresses.has(address);
+    const same = profile.name === 'local' || profile.scheduler ? r.profile === profile.name : typeof address === 'string' && addresses.has(address);
     if (!same) continue;
     return { ms: (r.config.batchSize * 1000) / r.medianGlobalSamplesPerSec, source: `History: run ${r.id} (one rank on ${h?.name ?? '?'}, median ${r.medianGlobalSamplesPerSec.toFixed(1)} samples/s)` };
   }

@@ -13,6 +13,7 @@ import { runHostCommand, type HostLink } from '../runs/host-link';
 import { consistency, hostProblems } from './analyze';
 import { computeKey, fromHistory, hostType } from './compute-source';
 import { predict } from './predict';
+import { runSlurmCheck } from './slurm-check';
 
 export interface CheckDeps {
   cluster: Pick<ClusterOps, 'deploy' | 'bundleLink'>;
@@ -31,6 +32,8 @@ export interface CheckOptions {
   /** Skip the one-rank measurement when History and the previous check have none (prediction then says so). */
   noCompute?: boolean;
   onProgress?: (line: string) => void;
+  /** Slurm: aborting (Ctrl-C) cancels the check's allocation. */
+  signal?: AbortSignal;
 }
 
 const LINK_MS = 1500;
@@ -39,11 +42,8 @@ const LISTEN_SLACK_MS = 12_000;
 
 export async function runCheck(profile: Profile, config: TrainConfig, deps: CheckDeps, o: CheckOptions = {}): Promise<CheckResult> {
   const t0 = Date.now();
-  if (profile.scheduler) {
-    // UNFINISHED (issue 21 item 1, last bullet): checks inside a short Slurm allocation on the partition's nodes.
-    const problems: CheckProblem[] = [{ severity: 'warning', host: profile.hosts[0]?.name ?? '*', code: 'check-slurm-unfinished', message: `profile ${profile.name} is a Slurm profile: cohort check does not yet run inside an allocation (unfinished)`, hint: `cohort probe ${profile.name} checks the login node, the partition and the shared workdir` }];
-    return { v: 1, profile: profile.name, checkedAt: new Date(t0).toISOString(), durationMs: Date.now() - t0, hosts: [], links: [], consistency: [], problems, ok: true };
-  }
+  // A Slurm profile: the same checks inside one short allocation on the partition's nodes.
+  if (profile.scheduler) return runSlurmCheck(profile, config, deps, { ...o, linkMs: o.linkMs ?? LINK_MS });
   const say = o.onProgress ?? (() => undefined);
   const problems: CheckProblem[] = [];
   const links: Record<string, HostLink> = {};

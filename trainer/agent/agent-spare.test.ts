@@ -1,0 +1,66 @@
+// Bad node out (issue 21 item 5), the leader agent's part, folded through the pure transition: a
+// follower host lost with restarts left is excluded from the next attempt when the spec names a
+// spare host; the restart event names both; the excluded host's agent is refused if a client brings
+// it back; the spare's agent joins in its place and the restart goes on; no spare: as before.
+import { describe, expect, it } from 'vitest';
+import { transition, type AgentConfig, type AgentInput, type AgentState, type Effect } from './agent-lifecycle';
+import { sampleConfig, sampleState } from './agent-table';
+
+function fold(cfg: AgentConfig, s: AgentState, ...inputs: AgentInput[]): { state: AgentState; effects: Effect[] } {
+  const effects: Effect[] = [];
+  for (const i of inputs) {
+    const r = transition(cfg, s, i);
+    s = r.state;
+    effects.push(...r.effects);
+  }
+  return { state: s, effects };
+}
+const find = <K extends Effect['do']>(fx: Effect[], k: K) => fx.filter((e): e is Extract<Effect, { do: K }> => e.do === k);
+const lostH2: AgentInput[] = [
+  { t: 'follower-lost', host: 'h2', why: 'connection closed' },
+  { t: 'timer', name: 'blame', links: [{ host: 'h2', closed: true, silentMs: 6000 }] },
+];
+const running = (): AgentState => sampleState('leader', 'running');
+const withSpare = (spares = ['h3']): AgentConfig => ({ ...sampleConfig('leader'), spares });
+
+describe('bad node out: the leader moves a lost host\'s ranks to a spare host', () => {
+  it('h2 lost, spare h3: restart names h2 excluded and h3 its replacement, waits for h3 (not h2)', () => {
+    const r = fold(withSpare(), running(), ...lostH2);
+    expect(r.state.phase).toMatchObject({ k: 'restarting', waitingFor: ['h3'] });
+    expect(r.state.excluded).toEqual(['h2']);
+    expect(r.state.followers.h2).toBeUndefined();
+    const [restart] = find(r.effects, 'emit-restart');
+    expect(restart).toMatchObject({ attempt: 1, host: 'h2', code: 'host-lost', waitingFor: ['h3'], excluded: 'h2', replacement: 'h3' });
+    expect(find(r.effects, 'log').map((l) => l.message)).toContain('h2 is excluded from the next attempt: its ranks move to the spare host h3 (a client following the run starts its agent)');
+  });
+
+  it("h2's agent relaunched by a client is refused; h3's agent joins, claims, and the attempt restarts with it", () => {
+    let r = fold(withSpare(), running(), ...lostH2, { t: 'ranks-exited', attempt: 1, ok: false });
+    expect(find(fold(withSpare(), r.state, { t: 'hello', host: 'h2', ranks: 1, tokenOk: true, priorClosed: true, key: 'm2:/w' }).effects, 'refuse-link')).toHaveLength(1);
+    r = fold(withSpare(), r.state, { t: 'hello', host: 'h3', ranks: 1, tokenOk: true, priorClosed: true, key: 'm3:/w' });
+    expect(find(r.effects, 'accept-link')).toHaveLength(1);
+    expect(r.effects).toContainEqual({ do: 'send', to: 'h3', msg: { t: 'claim' } });
+    r = fold(withSpare(), r.state, { t: 'follower-msg', host: 'h3', msg: { t: 'ready' } });
+    expect(r.effects).toContainEqual({ do: 'send', to: 'h3', msg: { t: 'go', attempt: 2, resume: true } });
+    expect(r.effects).toContainEqual({ do: 'spawn', attempt: 2, resume: true });
+    expect(r.state.phase.k).toBe('running');
+  });
+
+  it('the spare never joins: the run fails spare-missing naming it and the excluded host', () => {
+    const r = fold(withSpare(), running(), ...lostH2, { t: 'ranks-exited', attempt: 1, ok: false }, { t: 'timer', name: 'host-wait' });
+    const ev = find(r.effects, 'event').pop();
+    expect(ev!.event).toMatchObject({ code: 'spare-missing', host: 'h3' });
+    expect(ev!.event.message).toMatch(/^the spare host h3 did not join within 60 s to take the ranks of h2/);
+  });
+
+  it('no spare (none named, or the one spare already in use): behaviour as before, the lost host is waited for', () => {
+    for (const cfg of [sampleConfig('leader'), withSpare(['h2'])]) {
+      const r = fold(cfg, running(), ...lostH2);
+      expect(r.state.phase).toMatchObject({ k: 'restarting', waitingFor: ['h2'] });
+      expect(r.state.excluded).toEqual([]);
+      const [restart] = find(r.effects, 'emit-restart');
+      expect(restart).toMatchObject({ host: 'h2', waitingFor: ['h2'] });
+      expect(restart).not.toHaveProperty('excluded');
+    }
+  });
+});

@@ -1,0 +1,242 @@
+// `cohort check` on a Slurm profile (issue 21): the same host checks inside one short allocation on
+// the nodes a run would get. Two commands of the deployed bundle, daemon-free:
+//   `check-slurm` (on the login node): SlurmCheckRequest on stdin → one `srun` (job name
+//     cohort-check-<id>, the run's partition, node count and extraArgs, --immediate so a full
+//     partition is an answer rather than a wait, a short --time) of `check-slurm-node` on every
+//     node; then it reads what the nodes wrote in W/slurm-check/<id>/, removes that directory and
+//     prints one SlurmCheckReply line. The allocation is srun's own: it is released when srun exits;
+//     SIGINT/SIGTERM/SIGHUP (the client gone or cancelling) scancel it by name first.
+//   `check-slurm cancel --id ID`: scancel of that allocation (the client's Ctrl-C; idempotent).
+//   `check-slurm-node --dir D` (one task per node): this node's `check-host`, then plain TCP along
+//     the ring the run's ranks would form — every node listens on a free port (as a run's ranks do),
+//     the hops i → i+1 stream one after another (ordered through the shared directory), the middle
+//     nodes also reach node 0's port (the rendezvous) — then node 0 measures one rank of the config
+//     (`check-compute`) when asked. Each part is the SSH check's own host command, run as a child.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { promisify } from 'node:util';
+import type { ComputeReport, HostCheckReport, LinkSendReport, SlurmCheckReply, SlurmCheckRequest } from '../protocol/check';
+import { writeFileAtomicSync } from '../util/atomic-write';
+import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
+import { nodeAddress } from './slurm';
+
+const execFileP = promisify(execFile);
+const checkJobName = (id: string): string => `cohort-check-${id}`;
+const checkDir = (workdir: string, id: string): string => `${workdir.replace(/\/+$/, '')}/slurm-check/${id}`;
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+/** How long a node waits for its peers' files (they start at once; a node's check-host may take a while). */
+const PEER_WAIT_MS = 120_000;
+
+export async function checkSlurm(argv: readonly string[], o: { trainerEntry: string; workdir: string }): Promise<number> {
+  if (argv[0] === 'cancel') {
+    const id = parseFlags(argv.slice(1), ['id'], 'check-slurm cancel').id ?? '';
+    if (!ID.test(id)) throw new HostCmdFailure('usage', 'check-slurm cancel --id ID', 3);
+    await scancel(id);
+    replyLine({ cancelled: checkJobName(id) });
+    return 0;
+  }
+  const line = await firstStdinLine();
+  let req: SlurmCheckRequest;
+  try {
+    req = JSON.parse(line ?? '') as SlurmCheckRequest;
+    if (!ID.test(req.id) || !Number.isInteger(req.nodes) || req.nodes < 1 || !Array.isArray(req.srunArgs)) throw new Error('id, nodes and srunArgs are required');
+  } catch (err) {
+    throw new HostCmdFailure('bad-spec', `check-slurm: bad request: ${(err as Error).message}`, 3);
+  }
+  const dir = checkDir(o.workdir, req.id);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  writeFileAtomicSync(`${dir}/request.json`, JSON.stringify(req) + '\n', { mode: 0o600 });
+  const args = [
+    `--job-name=${checkJobName(req.id)}`,
+    `--nodes=${req.nodes}`,
+    `--ntasks=${req.nodes}`,
+    '--ntasks-per-node=1',
+    `--time=${req.timeLimitMin}`,
+    `--immediate=${req.queueWaitS}`,
+    '--kill-on-bad-exit=0',
+    ...req.srunArgs,
+    process.execPath,
+    o.trainerEntry,
+    'check-slurm-node',
+    '--dir',
+    dir,
+  ];
+  const srun = spawn('srun', args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, COHORT_WORKDIR: o.workdir } });
+  let err = '';
+  srun.stderr.setEncoding('utf8').on('data', (c: string) => (err = (err + c).slice(-8000)));
+  srun.stdout.resume();
+  // The client gone (SSH channel closed: SIGHUP) or cancelling: the allocation goes first, then srun.
+  let cancelled = false;
+  const onSignal = () => {
+    cancelled = true;
+    void scancel(req.id).finally(() => srun.kill('SIGKILL'));
+  };
+  for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, onSignal);
+  const code = await new Promise<number | null>((resolve) => {
+    srun.on('error', (e) => {
+      err += e.message;
+      resolve(null);
+    });
+    srun.on('exit', (c) => resolve(c));
+  });
+  const reply = collect(dir, req);
+  const jobId = reply.jobId ?? /job (\d+)/.exec(err)?.[1];
+  rmSync(dir, { recursive: true, force: true });
+  if (cancelled) reply.error = { code: 'cancelled', message: `the check's allocation ${checkJobName(req.id)} was cancelled` };
+  else if (!reply.nodes.length || code !== 0) {
+    const words = err.split('\n').map((l) => l.replace(/^srun: (error: )?/, '').trim()).filter((l) => l && !/^job \d+ queued|^Job \d+ step creation|^Step created/.test(l));
+    const unavailable = /Unable to allocate resources|immediate|Requested node configuration is not available|not available/i.test(err);
+    if (!reply.nodes.length || !words.length || unavailable) reply.error = { code: unavailable ? 'slurm-no-allocation' : 'slurm-check-failed', message: `srun ${code === null ? 'could not run' : `exited ${code}`}: ${words.slice(-3).join(' | ') || 'no output'}` };
+  }
+  replyLine({ ...reply, ...(jobId ? { jobId } : {}) });
+  return 0;
+}
+
+/** Everything the nodes wrote (a node that wrote nothing is absent: the client names it from Slurm's node list). */
+function collect(dir: string, req: SlurmCheckRequest): SlurmCheckReply {
+  const read = <T>(f: string): T | undefined => {
+    try {
+      return JSON.parse(readFileSync(`${dir}/${f}`, 'utf8')) as T;
+    } catch {
+      return undefined;
+    }
+  };
+  const files = existsSync(dir) ? readdirSync(dir) : [];
+  const nodes = files.filter((f) => /^node-\d+\.json$/.test(f)).map((f) => read<SlurmCheckReply['nodes'][number] & { jobId?: string }>(f)).filter((x) => !!x).sort((a, b) => a.index - b.index);
+  const links = files.filter((f) => /^(hop|rdv)-\d+\.json$/.test(f)).map((f) => read<SlurmCheckReply['links'][number]>(f)).filter((x) => !!x);
+  const compute = req.compute ? read<NonNullable<SlurmCheckReply['compute']>>('compute.json') : undefined;
+  return { nodes: nodes.map(({ jobId: _j, ...n }) => n), links, ...(compute ? { compute } : {}), ...(nodes[0]?.jobId ? { jobId: nodes[0].jobId } : {}) };
+}
+
+async function scancel(id: string): Promise<void> {
+  await execFileP('scancel', [`--name=${checkJobName(id)}`], { timeout: 15_000 }).catch(() => undefined);
+}
+
+/**
+ * This node's children (check-host, the listener, a sender, check-compute). scancel signals the task
+ * (SIGTERM, later SIGKILL): proctrack/linuxproc does not find a child once its parent is gone, so
+ * the task ends its children itself before it exits (the Slurm test saw a listener outlive scancel).
+ */
+const children = new Set<ChildProcess>();
+function endChildrenOnSignal(): void {
+  for (const s of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.on(s, () => {
+      for (const c of children) c.kill('SIGKILL');
+      process.exit(143);
+    });
+  }
+}
+
+/** One node's part, inside the allocation's step. */
+export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry: string }): Promise<number> {
+  endChildrenOnSignal();
+  const dir = parseFlags(argv, ['dir'], 'check-slurm-node').dir ?? '';
+  const i = Number(process.env.SLURM_NODEID);
+  const n = Number(process.env.SLURM_JOB_NUM_NODES ?? process.env.SLURM_NNODES);
+  const node = process.env.SLURMD_NODENAME ?? '';
+  if (!dir || !Number.isInteger(i) || !Number.isInteger(n) || !node) {
+    process.stderr.write('check-slurm-node: runs only inside a Slurm job step (SLURM_NODEID, SLURM_JOB_NUM_NODES, SLURMD_NODENAME) with --dir\n');
+    return 2;
+  }
+  const req = JSON.parse(readFileSync(`${dir}/request.json`, 'utf8')) as SlurmCheckRequest;
+  const workdir = `${dir}/node-${i}`;
+  mkdirSync(workdir, { recursive: true, mode: 0o700 });
+  const run = (args: string[], stdin?: string, timeoutMs = 90_000) => child(o.trainerEntry, args, workdir, stdin, timeoutMs);
+  const address = await nodeAddress(node);
+  const host = await run(['check-host', '--engine', req.engine, ...(req.python ? ['--python', req.python] : [])]);
+  const report = lastJson<HostCheckReport & { error?: { message: string } }>(host.stdout);
+  const ok = report && !report.error && report.v === 1;
+  writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, jobId: process.env.SLURM_JOB_ID, ...(ok ? { report } : { error: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}` }) }) + '\n');
+
+  // Links: every node listens (node 0 also serves the rendezvous connections of the middle nodes).
+  if (n >= 2) {
+    const expect = 1 + (i === 0 ? Math.max(0, n - 2) : 0);
+    const listenMs = n * (req.linkMs + 12_000) + PEER_WAIT_MS;
+    const listener = spawn(process.execPath, [o.trainerEntry, 'check-link', 'listen', '--port', '0', '--expect', String(expect), '--timeout-ms', String(listenMs)], { cwd: workdir, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.add(listener);
+    const listened = new Promise<void>((r) => listener.on('exit', () => r(void children.delete(listener))));
+    const port = await new Promise<number>((resolve) => {
+      let out = '';
+      listener.stdout.setEncoding('utf8').on('data', (c: string) => {
+        out += c;
+        const j = lastJson<{ port?: number; error?: unknown }>(out.split('\n')[0] + '\n');
+        if (j?.port) resolve(j.port);
+        else if (j?.error) resolve(0);
+      });
+      void listened.then(() => resolve(0));
+    });
+    writeFileAtomicSync(`${dir}/listen-${i}.json`, JSON.stringify({ node, address, port }) + '\n');
+    const peer = async (k: number) => (await waitFile<{ node: string; address: string; port: number }>(`${dir}/listen-${k}.json`)) ?? { node: `node ${k}`, address: '', port: 0 };
+    const send = async (to: number, ms: number, kind: 'ring' | 'rendezvous', file: string) => {
+      const p = await peer(to);
+      const r: LinkSendReport = p.port
+        ? (lastJson<LinkSendReport>((await run(['check-link', 'send', '--to', p.address, '--port', String(p.port), '--ms', String(ms)], undefined, ms + 60_000)).stdout) ?? { ok: false, error: { code: 'no-answer', message: 'check-link send gave no answer' } })
+        : { ok: false, error: { code: 'listen-failed', message: `${p.node} did not listen on a TCP port` } };
+      writeFileAtomicSync(`${dir}/${file}`, JSON.stringify({ from: node, to: p.node, kind, port: p.port, report: r }) + '\n');
+    };
+    // The ring hops one after another (as in the SSH check: nodes sharing CPUs would measure the CPU).
+    if (i > 0) await waitFile(`${dir}/hop-${i - 1}.json`, (n + 1) * (req.linkMs + 60_000));
+    await send((i + 1) % n, req.linkMs, 'ring', `hop-${i}.json`);
+    if (i >= 1 && i <= n - 2) {
+      await waitFile(`${dir}/hop-${n - 1}.json`, (n + 1) * (req.linkMs + 60_000));
+      await send(0, 0, 'rendezvous', `rdv-${i}.json`);
+    }
+    // Every hop told (or given up on): a listener whose peer never connected (a firewall) ends now, not at its timeout.
+    const all = [...Array.from({ length: n }, (_, k) => `hop-${k}.json`), ...Array.from({ length: Math.max(0, n - 2) }, (_, k) => `rdv-${k + 1}.json`)];
+    for (const f of all) await waitFile(`${dir}/${f}`, (n + 1) * (req.linkMs + 60_000));
+    listener.kill();
+    await listened;
+  }
+
+  // Node 0: one rank of the planned config, after the links (it would skew them), as the SSH check does.
+  if (i === 0 && req.compute && ok) {
+    const threads = Math.max(1, Math.floor(report.cores / Math.max(1, req.compute.tasksPerNode)));
+    const r = await run(['check-compute', '--threads', String(threads), ...(req.python ? ['--python', req.python] : [])], JSON.stringify(req.compute.config) + '\n', 240_000);
+    const rep = lastJson<ComputeReport>(r.stdout) ?? { ok: false, error: { code: 'no-answer', message: r.stderr.trim().split('\n').pop() ?? `exit ${r.code}` } };
+    writeFileAtomicSync(`${dir}/compute.json`, JSON.stringify({ ...rep, node, threads }) + '\n');
+  }
+  return 0;
+}
+
+function child(entry: string, args: string[], cwd: string, stdin: string | undefined, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [entry, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, COHORT_WORKDIR: cwd } });
+    children.add(p);
+    let stdout = '';
+    let stderr = '';
+    p.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    p.stderr.setEncoding('utf8').on('data', (c: string) => (stderr = (stderr + c).slice(-8000)));
+    p.stdin.on('error', () => undefined);
+    p.stdin.end(stdin ?? '');
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('exit', (code) => {
+      children.delete(p);
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+async function waitFile<T>(path: string, ms = PEER_WAIT_MS): Promise<T | undefined> {
+  const deadline = Date.now() + ms;
+  while (Date.now() < deadline) {
+    try {
+      return JSON.parse(readFileSync(path, 'utf8')) as T;
+    } catch {
+      await sleep(100);
+    }
+  }
+  return undefined;
+}
+
+function lastJson<T>(text: string): T | undefined {
+  const lines = text.split('\n').filter((l) => l.trim().startsWith('{'));
+  for (let k = lines.length - 1; k >= 0; k--) {
+    try {
+      return JSON.parse(lines[k]!) as T;
+    } catch {
+      // not JSON after all
+    }
+  }
+  return undefined;
+}
