@@ -4,6 +4,7 @@
 // methods return Promises, `onXxx` subscriptions return a disposer.
 import { CohortError, toErrorInfo, type CheckResult, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
+import type { RunSystemSummary } from './run-system';
 import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 import type { ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe } from './host-info';
@@ -46,6 +47,8 @@ export interface RunMeta extends RunUserFields {
   medianGlobalSamplesPerSec?: number | null;
   /** The spread over every measured window (runs recorded before it existed get it on first read). */
   throughput?: ThroughputSpread;
+  /** What its hosts did meanwhile: per host, medians over the windows of CPU, load, network, GPU (run-system.ts). */
+  system?: RunSystemSummary;
   /** The last step reported (a cancelled or failed run: how far it got). */
   steps?: number;
   /** Restarts told in the run's record (the run view's count, trainer/protocol/run-view.ts). */

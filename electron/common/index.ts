@@ -11,3 +11,5 @@ export * from './run-expected';
 export * from './applied-labels';
 export * from './error-hints';
 export * from './run-filter';
+export * from './run-system';
+export * from './compare-verdict';

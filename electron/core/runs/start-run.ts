@@ -139,6 +139,7 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
   });
   void controller.result.then((result) => {
     const throughput = recorder.measured();
+    const system = recorder.measuredSystem();
     recorder.update({
       status: result.status,
       endedAt: new Date().toISOString(),
@@ -149,6 +150,7 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
             // The trainer's figure when it finished; a cancelled or failed run keeps the median of the windows it measured.
             medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? throughput.median,
             throughput,
+            ...(system ? { system } : {}),
             steps: view.step || result.lastStep,
             restarts: view.restarts,
           }
