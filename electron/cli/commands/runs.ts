@@ -1,5 +1,6 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { join } from 'node:path';
+import { isFinished } from '../../../trainer/protocol';
 import { appliedTokens, bf16Label, compileLabel, describeExpected, fp16Label, runDurationMs, runExpected, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
@@ -89,7 +90,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       if (!positionals.length) throw new UsageError(`name the run(s) to delete\n${RUNS_USAGE}`);
       const picked = positionals.map((id) => requireRun(store, id)); // every one resolved before any is deleted
       const metas = await withService(io, (service) => Promise.all(picked.map(async (m) => (await service.getRun(m.id)).meta))); // the hosts' word on open ones
-      const running = metas.filter((m) => !['ok', 'failed', 'cancelled', 'lost'].includes(m.status));
+      const running = metas.filter((m) => !isFinished(m.status) && m.status !== 'lost'); // a lost run's hosts no longer know it: deletable
       if (running.length) throw new UsageError(`run ${running.map((m) => m.id).join(', ')} may still be running (${running.map((m) => m.status).join(', ')}); stop it first ("cohort stop RUN"), or "cohort runs list" to ask its hosts`);
       for (const m of metas) {
         store.remove(m.id);
