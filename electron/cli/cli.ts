@@ -1,5 +1,6 @@
 // `cohort ARGS` → exit code: help, --version, the command table's lookup and parsing, and how
 // errors are printed. Commands, their help and their options: commands.ts.
+import { hintFor } from '../common';
 import { COMMANDS } from './commands';
 import { closest, findCommand, helpText, parseFor, topHelp, wantsHelp, type CommandSpec } from './command-spec';
 import { EXIT, UsageError } from './exit-codes';
@@ -57,7 +58,8 @@ export async function main(argv: string[], io: CliIo, table: readonly CommandSpe
       return EXIT.usage;
     }
     const x = e as Error & { code?: string; hint?: string };
-    io.stderr.write(`${err.red('cohort:')} ${x.message}\n${x.hint ? `  ${err.bold('hint:')} ${x.hint}\n` : ''}`);
+    const hint = hintFor(x, 'cli'); // the terminal's wording (common/error-hints.ts)
+    io.stderr.write(`${err.red('cohort:')} ${x.message}\n${hint ? `  ${err.bold('hint:')} ${hint}\n` : ''}`);
     return exitCodeFor(x);
   }
 }
@@ -67,6 +69,6 @@ function exitCodeFor(e: Error & { code?: string }): number {
   const code = typeof e.code === 'string' ? e.code : '';
   if (code.startsWith('ssh-') || code === 'deploy-failed') return EXIT.connection;
   // A bad run configuration reaches the CLI from core (the one Api decodes it) as `bad-config`.
-  if (code.startsWith('profile-') || code === 'bad-config' || code === 'run-ambiguous' || code === 'run-not-found' || code === 'bad-run-id' || e.name === 'ProfileError' || e.name === 'DecodeError' || e.name === 'ConfigError') return EXIT.usage;
+  if (code.startsWith('profile-') || code === 'bad-config' || code === 'run-ambiguous' || code === 'run-not-found' || code === 'run-still-running' || code === 'bad-run-id' || e.name === 'ProfileError' || e.name === 'DecodeError' || e.name === 'ConfigError') return EXIT.usage;
   return EXIT.trainingFailed;
 }

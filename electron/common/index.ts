@@ -9,3 +9,7 @@ export * from './run-history';
 export * from './csp';
 export * from './run-expected';
 export * from './applied-labels';
+export * from './error-hints';
+export * from './run-filter';
+export * from './run-system';
+export * from './compare-verdict';

@@ -4,6 +4,7 @@
 import { isFinished } from '../../trainer/protocol';
 
 import { DecodeError, arr, optStr, type Obj } from '../../trainer/protocol/validate';
+import type { RunSystemSummary } from './run-system';
 
 /**
  * The spread of a run's global throughput over its measured windows (one window per `step` event;
@@ -38,6 +39,8 @@ export interface RunSeries {
   stepTimeMs: number[];
   /** Over every window, not just the points kept. */
   throughput: ThroughputSpread;
+  /** The hosts' system figures over every window (absent: none recorded). */
+  system?: RunSystemSummary;
 }
 
 export const RUN_SERIES_MAX_POINTS = 2048;
@@ -114,6 +117,26 @@ export function checkRunNotes(notes: string): { ok: true; notes: string } | { ok
   if (n.length > RUN_NOTES_MAX) return { ok: false, reason: `notes are at most ${RUN_NOTES_MAX} characters (these have ${n.length})` };
   if (/[\u0000-\u0009\u000b-\u001f\u007f]/.test(n)) return { ok: false, reason: 'notes cannot hold control characters other than line breaks' };
   return { ok: true, notes: n };
+}
+
+/**
+ * What the user says of a run at launch (`cohort run --name/--tag/--notes`, Launch's Name, Tags and
+ * Notes): each checked by the rule above, empty ones left out. The one definition both clients use;
+ * a refusal names the field ('name' | 'tags' | 'notes') for the client to word as its own (a flag, a field).
+ */
+export function checkRunUserFields(u: { name?: string; tags?: string[]; notes?: string }): { ok: true; fields: RunUserFields } | { ok: false; field: 'name' | 'tags' | 'notes'; reason: string } {
+  const n = u.name === undefined ? undefined : checkRunName(u.name);
+  if (n && !n.ok) return { ok: false, field: 'name', reason: n.reason };
+  const t = u.tags === undefined ? undefined : checkRunTags(u.tags);
+  if (t && !t.ok) return { ok: false, field: 'tags', reason: t.reason };
+  const o = u.notes === undefined ? undefined : checkRunNotes(u.notes);
+  if (o && !o.ok) return { ok: false, field: 'notes', reason: o.reason };
+  return { ok: true, fields: { ...(n?.ok && n.name ? { name: n.name } : {}), ...(t?.ok && t.tags.length ? { tags: t.tags } : {}), ...(o?.ok && o.notes ? { notes: o.notes } : {}) } };
+}
+
+/** Tags as typed in one text field (Launch): separated by commas or spaces (a tag holds neither). */
+export function splitRunTags(text: string): string[] {
+  return text.split(/[\s,]+/).filter((t) => t !== '');
 }
 
 /** The run's median throughput: the trainer's own `done` figure, else the median of the windows it measured (a cancelled or failed run). */

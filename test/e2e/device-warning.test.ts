@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { torchUnavailableReason } from '../torch/engine-process';
-import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
 import { CHROMIUM, type ServeProcess } from './serve-process';
 
 const skip = !existsSync(CHROMIUM) ? `no ${CHROMIUM}` : torchUnavailableReason();
@@ -18,24 +18,23 @@ const skip = !existsSync(CHROMIUM) ? `no ${CHROMIUM}` : torchUnavailableReason()
 describe.skipIf(skip !== undefined)(`the dashboard says when a run is not on a GPU${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let serve: ServeProcess;
   let page: Page;
-  let dash: Dashboard | undefined;
   const bin = mkdtempSync(join(tmpdir(), 'cohort-fake-smi-'));
 
+  const ui = useDashboard({ env: { PATH: `${bin}:${process.env.PATH}`, COHORT_PYTHON: '/usr/bin/python3', COHORT_THREADS: '1' } });
   beforeAll(async () => {
     writeFileSync(join(bin, 'nvidia-smi'), '#!/bin/sh\ncase "$*" in -L) echo "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff)";; *) exit 2;; esac\n');
     chmodSync(join(bin, 'nvidia-smi'), 0o755);
-    ({ serve, page } = dash = await openDashboard({ env: { PATH: `${bin}:${process.env.PATH}`, COHORT_PYTHON: '/usr/bin/python3', COHORT_THREADS: '1' } }));
+    ({ serve, page } = ui());
   });
 
   afterAll(async () => {
-    await dash?.dispose();
     rmSync(bin, { recursive: true, force: true });
   });
 
   it('Live: NOT ON A GPU with the reason; History: the run is marked CPU, not GPU', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await fillLaunch(page, { profile: 'local', engine: 'torch', ranks: 1, 'batch-size': 2, 'image-size': 32, steps: 2, 'warmup-steps': 1, 'log-steps': 1 });
+    await fillLaunch(page, { profile: 'local', ...TINY_FORM, engine: 'torch', ranks: 1, 'batch-size': 2, 'image-size': 32, steps: 2, 'warmup-steps': 1, 'log-steps': 1 });
     await page.getByTestId('launch-start').click();
 
     const warning = page.getByTestId('device-warning');

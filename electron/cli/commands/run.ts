@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { makeEvent, type CohortEvent, type Disposable } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
-import { checkRunName, checkRunNotes, checkRunTags, describeExpected, followRun, localProfile, resolveRunConfig, runExpected } from '../../common';
+import { checkRunUserFields, describeExpected, followRun, localProfile, resolveRunConfig, runExpected, type RunUserFields } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
@@ -21,6 +21,7 @@ ${trainFlagUsage()}
 output: --json (events only, one per line; the first is a log event carrying runId, the last is done;
          a failure ends with error, then done)  --verbose (every rank's log lines)
   --per-rank (one line per rank every window: data, compute, wait, exchange, optimizer)
+  --system   (one line per host every window: CPU % of the host and of the run's ranks, load, net MB/s, memory, GPU %)
   --name NAME, --tag TAG (repeatable), --notes TEXT   recorded with the run (runs list/show, History)
   --check    run \`cohort check\` on the profile first (printed on stderr); refuse to start on errors
   --detach   start the run and return at once, printing its id (with --json: the first event
@@ -38,6 +39,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     detach: { type: 'boolean' },
     verbose: { type: 'boolean' },
     'per-rank': { type: 'boolean' },
+    system: { type: 'boolean' },
     'accept-new-host-key': { type: 'boolean' },
     'max-restarts': { type: 'string' },
     'no-queue': { type: 'boolean' },
@@ -81,7 +83,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, perRank: !!values['per-rank'], asked: () => asked });
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, perRank: !!values['per-rank'], system: !!values.system, asked: () => asked });
   let runId: string | undefined;
   let offEvents = () => undefined as void;
   const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));
@@ -151,16 +153,13 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** --name, --tag (repeatable), --notes as the run record keeps them; a UsageError naming the flag otherwise. */
-function runUserFields(name: string | undefined, tags: string[] | undefined, notes: string | undefined): { name?: string; tags?: string[]; notes?: string } {
-  const n = name === undefined ? undefined : checkRunName(name);
-  if (n && !n.ok) throw new UsageError(`--name: ${n.reason}`);
-  const t = tags === undefined ? undefined : checkRunTags(tags);
-  if (t && !t.ok) throw new UsageError(`--tag: ${t.reason}`);
-  const o = notes === undefined ? undefined : checkRunNotes(notes);
-  if (o && !o.ok) throw new UsageError(`--notes: ${o.reason}`);
-  return { ...(n?.ok && n.name ? { name: n.name } : {}), ...(t?.ok && t.tags.length ? { tags: t.tags } : {}), ...(o?.ok && o.notes ? { notes: o.notes } : {}) };
+/** --name, --tag (repeatable), --notes as the run record keeps them (the rule Launch applies too); a UsageError naming the flag otherwise. */
+function runUserFields(name: string | undefined, tags: string[] | undefined, notes: string | undefined): RunUserFields {
+  const r = checkRunUserFields({ name, tags, notes });
+  if (!r.ok) throw new UsageError(`${USER_FIELD_FLAG[r.field]}: ${r.reason}`);
+  return r.fields;
 }
+const USER_FIELD_FLAG = { name: '--name', tags: '--tag', notes: '--notes' } as const;
 
 /** The first line of every `cohort run --json` stream: a log event carrying the run's id. */
 function runIdEvent(runId: string, message: string): CohortEvent {

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import { CohortError, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
@@ -28,6 +28,8 @@ export interface SshClusterOptions {
   connectTimeoutMs?: number;
   /** A run whose leader host is silent this long is `lost` (RunPlan.lostAfterMs; default 60 s). */
   lostAfterMs?: number;
+  /** A login-node command (sinfo...) is given up after this long (Timings.loginCommandTimeoutMs; default 30 s). */
+  loginCommandTimeoutMs?: number;
   onHostKeyAdded?: SshConnectOptions['onHostKeyAdded'];
   bundle?: () => TrainerBundle;
 }
@@ -129,31 +131,49 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     );
   }
 
-  async deploy(profile: Profile, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean } = {}): Promise<DeployResult[]> {
+  /** Deploys to every host at once; `failFast` (a launch): the first host that fails aborts the
+   *  others' connect, check and upload (their result: 'launch-cancelled', naming that host). */
+  async deploy(profile: Profile, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean; failFast?: boolean } = {}): Promise<DeployResult[]> {
     const bundle = (this.o.bundle ?? locateTrainerBundle)();
-    return Promise.all(
-      profile.hosts.map(async (h) => {
-        try {
-          opts.onProgress?.({ host: h.name, phase: 'connect', bytes: 0, totalBytes: 0, message: `${h.address}:${h.port}` });
-          const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
-          await this.requireNode(s, h);
-          return await this.limit(() => deployBundle(deployTarget(s), bundle, h.workdir, opts));
-        } catch (err) {
-          const e = err as SshError;
-          opts.onProgress?.({ host: h.name, phase: 'failed', bytes: 0, totalBytes: 0, message: e.message, error: toApiError(e) });
-          return { host: h.name, ok: false, cached: false, bytesSent: 0, remoteDir: '', error: toApiError(e) };
-        }
-      }),
-    );
+    const cancel = new AbortController();
+    const onOuterAbort = () => cancel.abort();
+    if (opts.signal?.aborted) cancel.abort();
+    else opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    let firstFailed = '';
+    try {
+      return await Promise.all(
+        profile.hosts.map(async (h) => {
+          try {
+            opts.onProgress?.({ host: h.name, phase: 'connect', bytes: 0, totalBytes: 0, message: `${h.address}:${h.port}` });
+            const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), signal: cancel.signal });
+            await this.requireNode(s, h);
+            return await this.limit(() => deployBundle(deployTarget(s), bundle, h.workdir, { ...opts, signal: cancel.signal }));
+          } catch (err) {
+            const cancelled = firstFailed !== '' && firstFailed !== h.name && cancel.signal.aborted && !opts.signal?.aborted;
+            const e = cancelled ? new CohortError('launch-cancelled', `${h.name}: not prepared: the launch stopped when ${firstFailed} failed`, { fatal: false }) : (err as SshError);
+            if (!cancelled && opts.failFast && !firstFailed) {
+              firstFailed = h.name;
+              cancel.abort(); // the other hosts stop connecting and uploading now
+            }
+            opts.onProgress?.({ host: h.name, phase: 'failed', bytes: 0, totalBytes: 0, message: e.message, error: toApiError(e) });
+            return { host: h.name, ok: false, cached: false, bytesSent: 0, remoteDir: '', error: toApiError(e) };
+          }
+        }),
+      );
+    } finally {
+      opts.signal?.removeEventListener('abort', onOuterAbort);
+    }
   }
 
   async planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan> {
     if (profile.scheduler) return this.planSlurmRun(profile, req);
-    const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
-    const failed = deployed.filter((d) => !d.ok);
+    const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), failFast: true });
+    const failed = deployed.filter((d) => !d.ok && d.error?.code !== 'launch-cancelled'); // by themselves, not stopped because one did
     if (failed.length) {
       const first = failed[0]!;
-      throw new CohortError(first.error?.code ?? 'deploy-failed', failed.map((d) => `${d.host}: ${d.error?.message}`).join('\n'), first.error?.hint ? { hint: first.error.hint } : {});
+      const stopped = deployed.filter((d) => d.error?.code === 'launch-cancelled').map((d) => d.host);
+      const message = failed.map((d) => `${d.host}: ${d.error?.message}`).join('\n') + (stopped.length ? `\n(the launch stopped preparing ${stopped.join(', ')})` : '');
+      throw new CohortError(first.error?.code ?? 'deploy-failed', message, first.error?.hint ? { hint: first.error.hint } : {});
     }
     const master = profile.hosts[0]!;
     const masterSession = await this.session(profile, master.name);
@@ -245,7 +265,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     return {
       run: async (command, opts = {}) => {
         const s = await this.session(profile, h.name);
-        const ms = opts.timeoutMs ?? 30_000;
+        const ms = opts.timeoutMs ?? this.o.loginCommandTimeoutMs ?? DEFAULT_TIMINGS.loginCommandTimeoutMs;
         const signal = AbortSignal.timeout(ms);
         try {
           return await s.run(command, { env: h.env, signal });
