@@ -30,7 +30,7 @@ function checkoutBase(rev: string): string {
   return dir;
 }
 
-/** One `cohort run --local` from `root`; reads its human `done:` line, which both sides print the same way. */
+/** One `cohort run --local` from `root`; reads the median rate and the weights hash from its human `done:` line. */
 function runOnce(root: string, args: string[]): { samplesPerSec: number | null; weights: string | null } {
   const config = mkdtempSync(join(tmpdir(), 'cohort-ab-cfg-'));
   try {
@@ -39,8 +39,12 @@ function runOnce(root: string, args: string[]): { samplesPerSec: number | null; 
       env: { ...process.env, COHORT_CONFIG_DIR: config, COHORT_DATA_DIR: config },
       encoding: 'utf8',
     });
-    const m = /median ([\d.]+) samples\/s, weights sha256 ([0-9a-f]+)/.exec(`${r.stdout}\n${r.stderr}`);
-    return m ? { samplesPerSec: Number(m[1]), weights: m[2] ?? null } : { samplesPerSec: null, weights: null };
+    // The `done:` line's wording changed after 04f6507 ("median X samples/s, weights sha256 H" then,
+    // "median X samples/s — done: ok, N steps, weights sha256 H…" now): both numbers read on their own.
+    const out = `${r.stdout}\n${r.stderr}`;
+    const rate = /median ([\d.]+) samples\/s/.exec(out);
+    const sha = /weights sha256 ([0-9a-f]+)/.exec(out);
+    return rate && sha ? { samplesPerSec: Number(rate[1]), weights: sha[1] ?? null } : { samplesPerSec: null, weights: null };
   } finally {
     rmSync(config, { recursive: true, force: true });
   }

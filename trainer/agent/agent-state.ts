@@ -1,6 +1,6 @@
 // The host agent's lifecycle state, inputs and configuration (agent-lifecycle.ts runs them): plain
 // data, printable and comparable, for leader and follower alike.
-import type { ErrorEvent, HostRunState, RunStateError } from '../protocol';
+import type { ErrorEvent, HostRunState, RunStateError, RunStatus } from '../protocol';
 import type { ControlMsg } from './control';
 import type { Effect } from './agent-effects';
 
@@ -52,7 +52,8 @@ export type Phase =
   | { k: 'stopping'; status: EndStatus; error?: RunStateError }
   | { k: 'done'; status: EndStatus; error?: RunStateError };
 export type PhaseName = Phase['k'];
-export type EndStatus = 'ok' | 'failed' | 'cancelled';
+/** How a run ended: the protocol's one RunStatus (isFinished's set, run-view.ts). */
+export type EndStatus = RunStatus;
 
 export interface FollowerView {
   ranks: number;

@@ -1,14 +1,15 @@
 // The run shown in "Live run": fed by its own onRunEvent subscription (a running job) or by a history record's events.
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
-import { initialRunView, isFinished, stepRunView, type CohortEvent, type ErrorEvent, type HelloEvent, type PlanEvent, type RestartEvent, type RunView, type SchedulerQueue, type StepEvent } from '../../../trainer/protocol';
+import { initialRunView, isFinished, stepRunView, type CohortEvent, type ErrorEvent, type HelloEvent, type PlanEvent, type RestartEvent, type RunPhase, type RunView, type SchedulerQueue, type StepEvent } from '../../../trainer/protocol';
 import { followRun, type CohortApi, type RunMeta } from '../../../electron/common';
 import { reloadHistory } from './history.svelte';
 import { SeriesBuffer } from '../lib/series-buffer';
 import { busyMs, recordRankWindow, resetRankWindows } from './rank-windows.svelte';
 import { recordSystem, resetSystem, system } from './system-windows.svelte';
 
-export type Phase = 'idle' | 'queued' | 'starting' | 'warmup' | 'training' | 'restarting' | 'ok' | 'failed' | 'cancelled';
+/** The run view's phase (trainer/protocol/run-view.ts), or nothing shown yet. */
+export type Phase = 'idle' | RunPhase;
 
 /** Phases in which the run is still going (Stop applies). */
 export const isRunningPhase = (p: Phase): boolean => p === 'queued' || p === 'starting' || p === 'warmup' || p === 'training' || p === 'restarting';
