@@ -5,11 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
 import { CohortError, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
+import { isLocalProfile, spareHosts, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
 import type { BundleCheck, HostLink } from '../runs/host-link';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
+import type { SpareLaunch } from '../runs/run-plan';
 import type { HostRecordRef } from '../../common';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps, LeftoverReport } from './cluster-ops';
@@ -161,16 +162,26 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const masterPort = profile.masterPort ?? (await remoteFreePort(masterSession));
     const controlPort = await remoteFreePort(masterSession);
     const token = randomBytes(24).toString('hex');
-    const layout = worldLayout(profile.hosts);
-    const record = this.recordOf(profile, deployed.map((d) => d.remoteDir));
-    const hosts: HostLaunch[] = profile.hosts.map((h, hi) => ({
+    // Spare hosts (profile `spare: true`) run nothing at the start: the leader's spec names them, and
+    // the controller starts one's agent when a restart moves a lost host's ranks to it (issue 21 item 5).
+    const inWorld = profile.hosts.map((h, i) => ({ h, i })).filter((x) => !x.h.spare);
+    const layout = worldLayout(inWorld.map((x) => x.h));
+    const spareNames = spareHosts(profile).map((h) => h.name);
+    const refs = this.recordOf(profile, deployed.map((d) => d.remoteDir));
+    const record = inWorld.map((x) => refs[x.i]!); // where attach follows: the world's hosts (a started spare is not recorded: UNFINISHED)
+    const envOf = (h: ProfileHost): Record<string, string> => (h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env);
+    const hosts: HostLaunch[] = inWorld.map(({ h, i }, hi) => ({
       host: h.name,
-      link: this.hostLink(profile, record[hi]!),
+      link: this.hostLink(profile, refs[i]!),
       // The host's env reaches the agent inside the spec (run-start writes it 0600), never on a command line.
       // The profile's python is the agent's COHORT_PYTHON (an explicit COHORT_PYTHON in env still wins).
-      spec: buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env, control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }),
+      spec: {
+        ...buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: envOf(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }),
+        ...(hi === 0 && spareNames.length ? { spares: spareNames } : {}),
+      },
     }));
-    return { runId: req.runId, hosts, record, ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
+    const spares: SpareLaunch[] = profile.hosts.flatMap((h, i) => (h.spare ? [{ host: h.name, link: this.hostLink(profile, refs[i]!), env: envOf(h), ...(h.gpus ? { gpus: h.gpus } : {}) }] : []));
+    return { runId: req.runId, hosts, record, ...(spares.length ? { spares } : {}), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
   }
 
   /**

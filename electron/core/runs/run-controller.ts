@@ -41,6 +41,7 @@ import { initialControllerState, isOver, transition, type ControllerEffect, type
 import { runHostCommand, type HostCommand } from './host-link';
 import { hostCmdError, parseLine, slurmJobOver, startReply } from './host-replies';
 import { rejoinOnce } from './run-rejoin';
+import { startSpare, type SpareShell } from './run-spare';
 import type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
 export type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd };
@@ -146,6 +147,29 @@ export class RunController extends DisposableBase {
   }
 
   private relaunchWaitMs = HOST_WAIT_MS;
+  /** A restart's spare host → the excluded host whose ranks it takes (issue 21 item 5). */
+  private readonly replacing = new Map<string, string>();
+
+  /** What startSpare needs of this controller: the spare started is followed in the excluded host's place. */
+  private spareShell(): SpareShell {
+    return {
+      runId: this.plan.runId,
+      hosts: this.plan.hosts,
+      still: (host, deadline) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline,
+      tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })),
+      follow: (h, excluded) => {
+        const i = this.plan.hosts.findIndex((x) => x.host === excluded);
+        if (i > 0) this.plan.hosts[i] = h; // stops reach the spare; the excluded host is no longer the run's
+        for (const f of this.follows.filter((x) => x.host.host === excluded)) {
+          f.retired = f.ended = true; // its record ended with the attempt it was lost in
+          f.cmd?.kill();
+        }
+        const f: Follow = { host: h, offset: 0, ended: false, lastContact: Date.now() };
+        this.follows.push(f);
+        void this.follow(f);
+      },
+    };
+  }
 
   get runId(): string {
     return this.plan.runId;
@@ -503,6 +527,7 @@ export class RunController extends DisposableBase {
     if (e.type === 'restart') {
       if (e.waitingFor?.length) {
         this.relaunchWaitMs = e.waitMs ?? HOST_WAIT_MS;
+        if (e.excluded && e.replacement) this.replacing.set(e.replacement, e.excluded); // the relaunch of a spare is its start
         this.dispatch({ t: 'restart', waitingFor: e.waitingFor }); // relaunch: unless a stop was seen (defect 6)
       }
       if (e.attempt <= this.restartsTold) return; // told already, from another host's record
@@ -525,6 +550,12 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
       const h = this.plan.hosts.find((x) => x.host === name);
+      const spare = this.plan.spares?.find((x) => x.host === name);
+      const excluded = this.replacing.get(name);
+      if (!h && spare && excluded) {
+        void startSpare(this.spareShell(), spare, excluded, deadline);
+        continue;
+      }
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;
