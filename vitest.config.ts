@@ -15,23 +15,40 @@ export const FAST_TEST_FILES = [
   'test/local/cli-conventions.test.ts',
 ];
 
-/** COHORT_TEST_FAST_WORKERS overrides it (to measure 1 against 2). */
+/**
+ * Slow-tier files that must have the machine to themselves, each with why. They run in the `serial`
+ * project, after the slow tier, one at a time.
+ */
+export const SERIAL_TEST_FILES = [
+  // A straggler is made by SIGSTOP/SIGCONT (throttle()) and told by comparing the ranks' step times:
+  // another file's ranks on the same 2 cores slow the other ranks too and blur that comparison.
+  'test/local/slow-rank.test.ts',
+  'test/local/straggler-torch.test.ts',
+  'test/e2e/live-straggler.test.ts',
+];
+
+/** COHORT_TEST_FAST_WORKERS / COHORT_TEST_SLOW_WORKERS override them (to measure 1 against 2). */
 const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
+const SLOW_WORKERS = Number(process.env.COHORT_TEST_SLOW_WORKERS ?? 2);
 
 export default defineConfig({
   test: {
-    // Multi-process and sshd tests start real processes; give them room and don't run files in parallel
-    // on a 2-core machine where timing-sensitive failure tests would starve each other.
+    // Multi-process and sshd tests start real processes; give them room. Files run one at a time unless
+    // a project says otherwise (fast and slow do, by measurement; serial does not).
     testTimeout: 120_000,
     hookTimeout: 120_000,
     fileParallelism: false,
     reporters: ['default'],
     globalSetup: ['test/global-setup.ts'],
-    // groupOrder: the fast tier first, then the slow one (projects without it would run at the same time).
-    // FAST_WORKERS: files of the fast tier at once (measured, bench/results/suite.md); the slow tier one at a time.
+    // groupOrder: the fast tier first, then the slow one, then the serial one (projects without it
+    // would run at the same time). FAST_WORKERS / SLOW_WORKERS: files of that tier at once (measured,
+    // bench/results/suite.md). Every slow file is safe beside another: its own hosts/namespaces/subnet
+    // (test/harness), its own temp and data dirs, and leftover checks that count only its own processes
+    // (by cluster marker, run id or COHORT_DATA_DIR).
     projects: [
       { extends: true, test: { name: 'fast', include: [...BESIDE_THE_CODE, ...FAST_TEST_FILES], sequence: { groupOrder: 0 }, fileParallelism: FAST_WORKERS > 1, maxWorkers: FAST_WORKERS } },
-      { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: FAST_TEST_FILES, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: [...FAST_TEST_FILES, ...SERIAL_TEST_FILES], sequence: { groupOrder: 1 }, fileParallelism: SLOW_WORKERS > 1, maxWorkers: SLOW_WORKERS } },
+      { extends: true, test: { name: 'serial', include: SERIAL_TEST_FILES, sequence: { groupOrder: 2 } } },
     ],
   },
 });

@@ -1,5 +1,6 @@
 // `cohort ARGS` → exit code: help, --version, the command table's lookup and parsing, and how
 // errors are printed. Commands, their help and their options: commands.ts.
+import { hintFor } from '../common';
 import { COMMANDS } from './commands';
 import { closest, findCommand, helpText, parseFor, topHelp, wantsHelp, type CommandSpec } from './command-spec';
 import { EXIT, UsageError } from './exit-codes';
@@ -57,7 +58,8 @@ export async function main(argv: string[], io: CliIo, table: readonly CommandSpe
       return EXIT.usage;
     }
     const x = e as Error & { code?: string; hint?: string };
-    io.stderr.write(`${err.red('cohort:')} ${x.message}\n${x.hint ? `  ${err.bold('hint:')} ${x.hint}\n` : ''}`);
+    const hint = hintFor(x, 'cli'); // the terminal's wording (common/error-hints.ts)
+    io.stderr.write(`${err.red('cohort:')} ${x.message}\n${hint ? `  ${err.bold('hint:')} ${hint}\n` : ''}`);
     return exitCodeFor(x);
   }
 }

@@ -48,6 +48,8 @@ export interface RunMeta extends RunUserFields {
   throughput?: ThroughputSpread;
   /** The last step reported (a cancelled or failed run: how far it got). */
   steps?: number;
+  /** Restarts told in the run's record (the run view's count, trainer/protocol/run-view.ts). */
+  restarts?: number;
   error?: string;
   /** The error's code (e.g. ssh-auth-failed for a launch a host refused). */
   errorCode?: string;

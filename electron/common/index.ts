@@ -9,3 +9,4 @@ export * from './run-history';
 export * from './csp';
 export * from './run-expected';
 export * from './applied-labels';
+export * from './error-hints';

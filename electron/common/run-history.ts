@@ -116,6 +116,26 @@ export function checkRunNotes(notes: string): { ok: true; notes: string } | { ok
   return { ok: true, notes: n };
 }
 
+/**
+ * What the user says of a run at launch (`cohort run --name/--tag/--notes`, Launch's Name, Tags and
+ * Notes): each checked by the rule above, empty ones left out. The one definition both clients use;
+ * a refusal names the field ('name' | 'tags' | 'notes') for the client to word as its own (a flag, a field).
+ */
+export function checkRunUserFields(u: { name?: string; tags?: string[]; notes?: string }): { ok: true; fields: RunUserFields } | { ok: false; field: 'name' | 'tags' | 'notes'; reason: string } {
+  const n = u.name === undefined ? undefined : checkRunName(u.name);
+  if (n && !n.ok) return { ok: false, field: 'name', reason: n.reason };
+  const t = u.tags === undefined ? undefined : checkRunTags(u.tags);
+  if (t && !t.ok) return { ok: false, field: 'tags', reason: t.reason };
+  const o = u.notes === undefined ? undefined : checkRunNotes(u.notes);
+  if (o && !o.ok) return { ok: false, field: 'notes', reason: o.reason };
+  return { ok: true, fields: { ...(n?.ok && n.name ? { name: n.name } : {}), ...(t?.ok && t.tags.length ? { tags: t.tags } : {}), ...(o?.ok && o.notes ? { notes: o.notes } : {}) } };
+}
+
+/** Tags as typed in one text field (Launch): separated by commas or spaces (a tag holds neither). */
+export function splitRunTags(text: string): string[] {
+  return text.split(/[\s,]+/).filter((t) => t !== '');
+}
+
 /** The run's median throughput: the trainer's own `done` figure, else the median of the windows it measured (a cancelled or failed run). */
 export function runMedian(m: { medianGlobalSamplesPerSec?: number | null; throughput?: ThroughputSpread }): number | null {
   return m.medianGlobalSamplesPerSec ?? m.throughput?.median ?? null;

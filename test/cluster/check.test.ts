@@ -11,7 +11,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckResult } from '../../trainer/protocol/check';
 import { harnessMode, leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { NFT_MISSING, firewallHost, shapeHost } from '../harness/shape';
+import { PassThrough } from 'node:stream';
+import { main } from '../../electron/cli/cli';
 import { runCli } from '../helpers/cli';
+import { until } from '../helpers/until';
 
 const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
 const netns = !SSHD_MISSING && (await harnessMode()) === 'netns';
@@ -25,8 +28,11 @@ function profile(name: string, extra: (i: number) => Record<string, unknown> = (
   return file;
 }
 
-async function check(args: string[]): Promise<{ code: number | null; result: CheckResult; stderr: string }> {
-  const r = runCli(['check', ...args, '--json'], { env });
+/** The cases that assert nothing about link speeds stream each link this long (the CLI's minimum): their links only need to connect. */
+const LINK_MS_UNMEASURED = '200';
+
+async function check(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; result: CheckResult; stderr: string }> {
+  const r = runCli(['check', ...args, '--json'], { env: { ...env, ...extraEnv } });
   const exit = await r.exit;
   let result: CheckResult;
   try {
@@ -44,6 +50,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cohort-check-test-'));
   const knownHosts = join(dir, 'known_hosts');
   copyFileSync(cluster.knownHostsPath, knownHosts);
+  // 2 s a link for the shaped-link case: long enough for the ±30% (tbf's 64 kB burst is ~1% of it).
   env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '', COHORT_CHECK_LINK_MS: '2000' };
   // The stand-in nvidia-smi on h2 (PATH from the profile's host env): two H100s; GPU 0 throttled
   // by a hardware slowdown, GPU 1 with 3 uncorrected ECC errors and 70 GiB held by a python process
@@ -110,7 +117,7 @@ describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
   it.skipIf(!!NFT_MISSING)('a host that drops inbound connections except ssh: exit 1 naming it', async () => {
     await firewallHost(cluster, 2, true);
     try {
-      const { code, result, stderr } = await check(['trio', ...TINY, '--no-compute']);
+      const { code, result, stderr } = await check(['trio', ...TINY, '--no-compute'], { COHORT_CHECK_LINK_MS: LINK_MS_UNMEASURED });
       expect(code, stderr).toBe(1);
       const errors = result.problems.filter((p) => p.severity === 'error');
       expect(errors.length).toBeGreaterThan(0);
@@ -125,16 +132,36 @@ describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
     }
   }, 180_000);
 
-  it('an engine mismatch (h2 has no torch, --engine auto) is an error naming h2', async () => {
-    const { code, result, stderr } = await check(['trio-mixed', ...TINY, '--engine', 'auto', '--no-compute']);
+  // The CLI sets process.exitCode and ends when nothing is pending, so a timer left running after the
+  // answer kept `cohort check` alive ~45 s after its result (each listener's fallback timeout). Run
+  // in this process to see the timers themselves: none of the check's may outlive its answer.
+  it('once it has answered, cohort check leaves no timer running (the CLI process ends with its answer)', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    let text = '';
+    const stdout = new PassThrough().on('data', (b: Buffer) => (text += b.toString()));
+    const stderr = new PassThrough().resume();
+    const code = await main(['check', 'trio', ...TINY, '--no-compute', '--json'], { env: { ...process.env, ...env, COHORT_CHECK_LINK_MS: LINK_MS_UNMEASURED }, stdout, stderr });
+    expect(code, text).toBe(0);
+    expect((JSON.parse(text) as CheckResult).links.filter((l) => l.kind === 'ring')).toHaveLength(3);
+    // SSH sockets close a moment after dispose(); a check's own fallback timers run 30 s and more.
+    await until(`no more timers than before the check (${before})`, () => timers() <= before, 10_000).catch((e: Error) => {
+      throw new Error(`${e.message}: ${timers() - before} timer(s) still pending after the answer would keep the CLI process alive`);
+    });
+  }, 180_000);
+
+  // The last two cases only read the hosts (their own profiles, nothing shaped or firewalled), so
+  // they run at once: each check waits on SSH round trips and process starts far more than on CPU.
+  it.concurrent('an engine mismatch (h2 has no torch, --engine auto) is an error naming h2', async ({ expect }) => {
+    const { code, result, stderr } = await check(['trio-mixed', ...TINY, '--engine', 'auto', '--no-compute'], { COHORT_CHECK_LINK_MS: LINK_MS_UNMEASURED });
     expect(code, stderr + JSON.stringify(result.consistency)).toBe(1);
     const row = result.consistency.find((r) => r.what === 'Engine')!;
     expect(row).toMatchObject({ verdict: 'error', values: { h1: 'torch', h2: 'tfjs', h3: 'torch' } });
     expect(result.problems.find((p) => p.code === 'mismatch-engine')).toMatchObject({ severity: 'error', host: 'h2' });
-  }, 180_000);
+  }, 240_000);
 
-  it('stand-in nvidia-smi (ECC errors, a throttle reason, a foreign process): warnings naming host and GPU index; exit 0', async () => {
-    const { code, result, stderr } = await check(['trio-smi', ...TINY, '--no-compute']);
+  it.concurrent('stand-in nvidia-smi (ECC errors, a throttle reason, a foreign process): warnings naming host and GPU index; exit 0', async ({ expect }) => {
+    const { code, result, stderr } = await check(['trio-smi', ...TINY, '--no-compute'], { COHORT_CHECK_LINK_MS: LINK_MS_UNMEASURED });
     expect(code, stderr).toBe(0);
     const w = result.problems.filter((p) => p.host === 'h2' && p.code.startsWith('gpu-'));
     expect(w.map((p) => [p.severity, p.code, p.message.slice(0, 33)]).sort()).toEqual(
@@ -146,5 +173,5 @@ describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
     );
     expect(w.find((p) => p.code === 'gpu-memory-held')!.message).toContain('pid 999999 python3 70.0 GiB');
     expect(result.hosts[1]!.report!.gpus.map((g) => g.index)).toEqual([0, 1]);
-  }, 180_000);
+  }, 240_000);
 });

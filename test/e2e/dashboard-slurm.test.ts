@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
-import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -40,7 +40,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
     await page.getByTestId('nav-launch').click();
     await fillLaunch(page, { profile: 'hpc' });
     expect(await page.getByTestId('world-size').textContent()).toContain('Slurm: 2 node(s) × 1 task(s) per node = 2 rank(s)');
-    await fillLaunch(page, { 'batch-size': 2, 'image-size': 8, steps: 100000, 'warmup-steps': 1, 'log-steps': 1 });
+    await fillLaunch(page, { ...TINY_FORM, 'batch-size': 2, 'image-size': 8, steps: 100000, 'warmup-steps': 1, 'log-steps': 1 });
     const before = (await page.getByTestId('run-id').textContent().catch(() => '')) ?? '';
     await page.getByTestId('launch-start').click();
     await expect.poll(async () => (await page.getByTestId('run-id').textContent().catch(() => '')) || '', { timeout: 60_000 }).not.toBe(before);

@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 import { LAUNCH_ROWS } from '../../trainer/protocol';
 
@@ -106,7 +106,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     const fp16Label = await page.locator('[data-config-field=fp16]').textContent();
     expect(fp16Label).toContain('tfjs: fp16 gradient exchange (half the bytes); compute stays fp32');
     expect(fp16Label).not.toMatch(/AMP|autocast/);
-    await fillLaunch(page, { 'batch-size': 2, 'image-size': 8, steps });
+    await fillLaunch(page, { ...TINY_FORM, 'batch-size': 2, 'image-size': 8, steps });
     await page.locator('label:has-text("Warm-up steps") input').fill('0');
     await page.locator('label:has-text("Log every") input').fill('1');
     await shot('03-launch');

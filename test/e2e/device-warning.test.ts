@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { torchUnavailableReason } from '../torch/engine-process';
-import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, type ServeProcess } from './serve-process';
 
 const skip = !existsSync(CHROMIUM) ? `no ${CHROMIUM}` : torchUnavailableReason();
@@ -35,7 +35,7 @@ describe.skipIf(skip !== undefined)(`the dashboard says when a run is not on a G
   it('Live: NOT ON A GPU with the reason; History: the run is marked CPU, not GPU', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await fillLaunch(page, { profile: 'local', engine: 'torch', ranks: 1, 'batch-size': 2, 'image-size': 32, steps: 2, 'warmup-steps': 1, 'log-steps': 1 });
+    await fillLaunch(page, { profile: 'local', ...TINY_FORM, engine: 'torch', ranks: 1, 'batch-size': 2, 'image-size': 32, steps: 2, 'warmup-steps': 1, 'log-steps': 1 });
     await page.getByTestId('launch-start').click();
 
     const warning = page.getByTestId('device-warning');

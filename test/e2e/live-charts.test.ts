@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -29,7 +29,7 @@ describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
   it('shows compile progress, then hover values on every chart at the same step, and one compute series per rank', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await fillLaunch(page, { profile: 'local', ranks: 2, 'batch-size': 2, 'image-size': 8, steps: 10, 'warmup-steps': 2, 'log-steps': 1, compile: true, fp16: true });
+    await fillLaunch(page, { profile: 'local', ...TINY_FORM, ranks: 2, 'batch-size': 2, 'image-size': 8, steps: 10, 'warmup-steps': 2, 'log-steps': 1, compile: true, fp16: true });
     await page.getByTestId('launch-start').click();
 
     // Compile reports "i of n" while it runs (the kernel timing takes tens of seconds here).

@@ -9,7 +9,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { killLeftovers, ranksOf } from '../helpers/host';
-import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -37,7 +37,7 @@ describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live vi
 
   async function launch(o: { ranks: number; steps: number; maxRestarts: number }): Promise<string> {
     await page.getByTestId('nav-launch').click();
-    await fillLaunch(page, { profile: 'local', ranks: o.ranks, 'batch-size': 2, 'image-size': 8, steps: o.steps, 'warmup-steps': 1, 'log-steps': 1, 'max-restarts': o.maxRestarts });
+    await fillLaunch(page, { profile: 'local', ...TINY_FORM, ranks: o.ranks, 'batch-size': 2, 'image-size': 8, steps: o.steps, 'warmup-steps': 1, 'log-steps': 1, 'max-restarts': o.maxRestarts });
     const before = await page.getByTestId('run-id').textContent().catch(() => '');
     await page.getByTestId('launch-start').click();
     await expect.poll(async () => (await page.getByTestId('run-id').textContent().catch(() => '')) || '', { timeout: 30_000 }).not.toBe(before ?? '');

@@ -34,6 +34,8 @@ describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort
     await page.getByTestId('nav-launch').click();
     await page.getByTestId('launch-profile').selectOption('local');
     await page.getByTestId('launch-ranks').fill('3');
+    await page.getByTestId('launch-stem').selectOption('cifar'); // the form starts from the CLI's defaults (imagenet: 32 px at least)
+    await page.getByTestId('launch-classes').fill('10');
     await page.getByTestId('launch-batch-size').fill('4');
     await page.getByTestId('launch-image-size').fill('8');
     await page.getByTestId('launch-steps').fill('5000');

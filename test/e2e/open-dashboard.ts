@@ -43,6 +43,13 @@ export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<s
 export type LaunchFields = Record<string, string | number | boolean>;
 
 /**
+ * The settings a tiny test run needs beyond batch, image size and steps: the cifar stem (an 8 px
+ * image), 10 classes, a step event every step, 1 warm-up step. The form starts from the profile's
+ * resolved config (the CLI's defaults: imagenet stem, log every 10), so a test sets these itself.
+ */
+export const TINY_FORM: LaunchFields = { stem: 'cifar', classes: 10, 'log-steps': 1, 'warmup-steps': 1 };
+
+/**
  * Types the Launch form, field by field in the order given (a profile first: it sets which fields
  * the form shows): a `<select>` gets selectOption, a checkbox check/uncheck (true/false), any other
  * input fill. Does not click Start. The one place the e2e tests type the form.

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, SHOT_SIZES, screenshotsAllSizes } from './serve-process';
 
 const SHOTS = process.env.COHORT_SHOTS_DIR ?? join(ROOT, 'test-artifacts', 'views');
@@ -43,7 +43,7 @@ describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes',
 
   async function launch(steps: number, batch: number): Promise<void> {
     await page.getByTestId('nav-launch').click();
-    await fillLaunch(page, { profile: 'local', ranks: 1, 'batch-size': batch, 'image-size': 8, steps, 'warmup-steps': 1, 'log-steps': 1 });
+    await fillLaunch(page, { profile: 'local', ...TINY_FORM, ranks: 1, 'batch-size': batch, 'image-size': 8, steps, 'warmup-steps': 1, 'log-steps': 1 });
     await page.getByTestId('launch-start').click();
   }
 

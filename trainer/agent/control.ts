@@ -4,7 +4,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
-import { DisposableBase, decodeEvent, toDisposable, type ErrorEvent } from '../protocol';
+import { DisposableBase, decodeEvent, isFinished, toDisposable, type ErrorEvent } from '../protocol';
 
 export type ControlMsg =
   /** follower → leader; `key`: the follower's place in the global claim order (claim-order.ts). */
@@ -68,7 +68,7 @@ function decodeControl(line: string): ControlMsg | undefined {
       return { t: 'checkpoint', step: n('step') };
     case 'end': {
       const st = s('state');
-      return st === 'ok' || st === 'failed' || st === 'cancelled' ? { t: 'end', state: st, reason: s('reason') } : undefined;
+      return isFinished(st) ? { t: 'end', state: st, reason: s('reason') } : undefined;
     }
     default:
       return undefined;

@@ -92,9 +92,8 @@ describe('the run-configuration table', () => {
     expect(JSON.stringify(fp16)).not.toMatch(/AMP/);
   });
 
-  it('gives the Launch form one row per gui entry, each starting value valid', () => {
+  it('gives the Launch form one row per gui entry (its starting values are the profile\'s resolved config, not the table\'s)', () => {
     expect(LAUNCH_ROWS.map((r) => r.key)).toEqual(TRAIN_ROWS.filter((r) => r.gui).map((r) => r.key));
-    const start = Object.fromEntries(LAUNCH_ROWS.map((r) => [r.key, r.gui.initial ?? r.default]));
-    expect(() => decodeTrainConfig(start)).not.toThrow();
+    expect(LAUNCH_ROWS.some((r) => 'initial' in r.gui)).toBe(false);
   });
 });

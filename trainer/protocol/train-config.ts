@@ -25,10 +25,8 @@ export interface EngineMeaning {
 }
 
 /** What the Launch form shows for a row; rows without it are left to the profile's defaults. */
-export interface GuiSpec<T> {
+export interface GuiSpec {
   label: string;
-  /** The form's starting value when it differs from the run default (a quick demo run). */
-  initial?: T;
 }
 
 interface RowCommon<T> {
@@ -41,7 +39,7 @@ interface RowCommon<T> {
   arg?: string;
   /** Absent: both engines honour the setting as `help` says. */
   engines?: EngineMeaning;
-  gui?: GuiSpec<T>;
+  gui?: GuiSpec;
 }
 
 export type TrainRow =
@@ -72,12 +70,12 @@ export const TRAIN_CONFIG_TABLE = {
   backend: choice(BACKENDS, { flag: '--backend', default: 'auto', help: 'compute backend (auto: tensorflow when tfjs-node is installed, else wasm)', engines: { tfjs: 'which tfjs backend runs the model', torch: 'ignored: torch runs on CUDA when it sees a GPU, else on the CPU' }, gui: { label: 'Backend' } }),
   batchSize: int(1, 65536, { flag: '--batch-size', arg: 'B', default: 16, help: 'samples per rank per step (global batch = B × ranks)', gui: { label: 'Batch size (per rank)' } }),
   imageSize: int(1, 4096, { flag: '--image-size', arg: 'S', default: 32, help: 'square input side, pixels', gui: { label: 'Image size (px)' } }),
-  stem: choice(STEMS, { flag: '--stem', default: 'imagenet', help: 'ResNet-50 stem: imagenet (7×7/2 conv + max-pool) or cifar (3×3/1 conv, no pool)', gui: { label: 'Stem', initial: 'cifar' } }),
-  classes: int(2, 100000, { flag: '--classes', arg: 'C', default: 100, help: 'output classes (CIFAR-100 needs 100)', gui: { label: 'Classes', initial: 10 } }),
+  stem: choice(STEMS, { flag: '--stem', default: 'imagenet', help: 'ResNet-50 stem: imagenet (7×7/2 conv + max-pool) or cifar (3×3/1 conv, no pool)', gui: { label: 'Stem' } }),
+  classes: int(2, 100000, { flag: '--classes', arg: 'C', default: 100, help: 'output classes (CIFAR-100 needs 100)', gui: { label: 'Classes' } }),
   steps: int(0, undefined, { flag: '--steps', arg: 'K', default: 30, help: 'optimizer steps to run (0: run --epochs instead)', gui: { label: 'Steps (0 = epochs)' } }),
   epochs: int(0, undefined, { flag: '--epochs', arg: 'E', default: 0, help: 'epochs to run instead of --steps (given alone, it replaces the step budget)', gui: { label: 'Epochs (0 = steps)' } }),
-  logSteps: int(1, undefined, { flag: '--log-steps', arg: 'L', default: 10, help: 'a step event (loss, samples/s) every L steps', gui: { label: 'Log every (steps)', initial: 1 } }),
-  warmupSteps: int(0, undefined, { flag: '--warmup-steps', arg: 'W', default: 2, help: 'first W steps (compile, autotune) left out of throughput', gui: { label: 'Warm-up steps', initial: 1 } }),
+  logSteps: int(1, undefined, { flag: '--log-steps', arg: 'L', default: 10, help: 'a step event (loss, samples/s) every L steps', gui: { label: 'Log every (steps)' } }),
+  warmupSteps: int(0, undefined, { flag: '--warmup-steps', arg: 'W', default: 2, help: 'first W steps (compile, autotune) left out of throughput', gui: { label: 'Warm-up steps' } }),
   lr: float(0, 10, { flag: '--lr', arg: 'X', default: 1e-3, help: 'peak learning rate' }),
   optimizer: choice(OPTIMIZERS, { flag: '--optimizer', default: 'adamw', help: 'optimizer' }),
   momentum: float(0, 1, { flag: '--momentum', arg: 'M', default: 0.9, help: 'SGD momentum (AdamW: beta1)' }),
@@ -132,12 +130,7 @@ export const DEFAULT_TRAIN_CONFIG: TrainConfig = Object.fromEntries(TRAIN_ROWS.m
 export const FLAG_OF: Record<TrainKey, string> = Object.fromEntries(TRAIN_ROWS.map((r) => [r.key, r.flag])) as Record<TrainKey, string>;
 
 /** The rows the Launch form shows, in table order (one field each); the rest come from the profile's defaults. */
-export const LAUNCH_ROWS: readonly (TrainRow & { key: TrainKey; gui: GuiSpec<unknown> })[] = TRAIN_ROWS.filter((r): r is TrainRow & { key: TrainKey; gui: GuiSpec<unknown> } => r.gui !== undefined);
-
-/** The Launch form's starting values: each shown row's `gui.initial`, else its default. */
-export function launchFormInitial(): Partial<TrainConfig> {
-  return Object.fromEntries(LAUNCH_ROWS.map((r) => [r.key, r.gui.initial ?? r.default])) as Partial<TrainConfig>;
-}
+export const LAUNCH_ROWS: readonly (TrainRow & { key: TrainKey; gui: GuiSpec })[] = TRAIN_ROWS.filter((r): r is TrainRow & { key: TrainKey; gui: GuiSpec } => r.gui !== undefined);
 
 /** Smallest input side each stem can take: ResNet-50 downsamples 32× (imagenet) or 8× (cifar). */
 export const MIN_IMAGE_SIZE: Record<Stem, number> = { imagenet: 32, cifar: 8 };

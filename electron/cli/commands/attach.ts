@@ -7,6 +7,7 @@ import type { CliIo } from '../io';
 import { makeService } from '../service';
 import { parseCommandLine } from '../train-flags';
 import { exitCodeOf } from './run';
+import type { RunResult } from '../../core/runs/run-controller';
 import { followRun } from '../../common';
 import { resolveRun } from '../../core/runs/run-select';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
@@ -39,7 +40,7 @@ export async function attachCommand(args: string[], io: CliIo): Promise<number> 
     const result = service.runResult(runId);
     if (!a.live || !result) {
       if (!values.json) io.stderr.write(`run ${runId}: ${a.meta.status}${a.meta.error ? ` (${a.meta.error})` : ''}\n`);
-      return a.meta.status === 'ok' ? EXIT.ok : a.meta.status === 'cancelled' ? EXIT.cancelled : a.meta.status === 'lost' ? EXIT.connection : EXIT.trainingFailed;
+      return exitCodeOf({ status: a.meta.status as RunResult['status'], ...(a.meta.errorCode ? { error: { code: a.meta.errorCode } } : {}) });
     }
     return exitCodeOf(await result);
   } finally {

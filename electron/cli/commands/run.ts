@@ -3,7 +3,7 @@
 import { join } from 'node:path';
 import { makeEvent, type CohortEvent, type Disposable } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
-import { checkRunName, checkRunNotes, checkRunTags, describeExpected, followRun, localProfile, resolveRunConfig, runExpected } from '../../common';
+import { checkRunUserFields, describeExpected, followRun, localProfile, resolveRunConfig, runExpected, type RunUserFields } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
 import type { RunResult } from '../../core/runs/run-controller';
 import { makeService } from '../service';
@@ -151,24 +151,22 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   }
 }
 
-/** --name, --tag (repeatable), --notes as the run record keeps them; a UsageError naming the flag otherwise. */
-function runUserFields(name: string | undefined, tags: string[] | undefined, notes: string | undefined): { name?: string; tags?: string[]; notes?: string } {
-  const n = name === undefined ? undefined : checkRunName(name);
-  if (n && !n.ok) throw new UsageError(`--name: ${n.reason}`);
-  const t = tags === undefined ? undefined : checkRunTags(tags);
-  if (t && !t.ok) throw new UsageError(`--tag: ${t.reason}`);
-  const o = notes === undefined ? undefined : checkRunNotes(notes);
-  if (o && !o.ok) throw new UsageError(`--notes: ${o.reason}`);
-  return { ...(n?.ok && n.name ? { name: n.name } : {}), ...(t?.ok && t.tags.length ? { tags: t.tags } : {}), ...(o?.ok && o.notes ? { notes: o.notes } : {}) };
+/** --name, --tag (repeatable), --notes as the run record keeps them (the rule Launch applies too); a UsageError naming the flag otherwise. */
+function runUserFields(name: string | undefined, tags: string[] | undefined, notes: string | undefined): RunUserFields {
+  const r = checkRunUserFields({ name, tags, notes });
+  if (!r.ok) throw new UsageError(`${USER_FIELD_FLAG[r.field]}: ${r.reason}`);
+  return r.fields;
 }
+const USER_FIELD_FLAG = { name: '--name', tags: '--tag', notes: '--notes' } as const;
 
 /** The first line of every `cohort run --json` stream: a log event carrying the run's id. */
 function runIdEvent(runId: string, message: string): CohortEvent {
   return makeEvent({ type: 'log', level: 'info', message, runId });
 }
 
-/** The run's exit code: 0 ok, 130 cancelled, 3 a connection problem (or lost), 1 failed. */
-export function exitCodeOf(result: RunResult): number {
+/** The run's exit code: 0 ok, 130 cancelled, 3 a connection problem (or lost), 1 failed. The one
+ *  mapping, for a run's result and for a finished run's history (`cohort attach`). */
+export function exitCodeOf(result: Pick<RunResult, 'status'> & { error?: { code?: string } }): number {
   if (result.status === 'ok') return EXIT.ok;
   if (result.status === 'cancelled') return EXIT.cancelled;
   if (result.status === 'lost') return EXIT.connection;

@@ -69,6 +69,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
           `config: ${configSummary(meta)}`,
           `applied: ${[meta.applied?.engine && `engine ${meta.applied.engine}${meta.applied.backend ? `/${meta.applied.backend}` : ''}`, `compile ${compileLabel(meta)}`, `fp16 ${fp16Label(meta)}`, ...(meta.config.bf16 ? [`bf16 ${bf16Label(meta)}`] : [])].filter(Boolean).join(', ')}`,
           `median throughput: ${spreadLine(meta)}; ${steps.length} step reports`,
+          ...(meta.restarts ? [`restarts: ${meta.restarts} (from the last checkpoint)`] : []),
           ...(meta.worldSize > 1 ? [`expected vs achieved: ${describeExpected(runExpected(meta, store.list()))}`] : []),
           ...(meta.error ? [`error: ${meta.error}`] : []),
           `folder: ${join(store.runsDir, meta.id)}`,

@@ -126,7 +126,7 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
         });
         void cmd.exit.then(() => resolve(0));
       });
-      const port0 = await Promise.race([gotPort, new Promise<number>((r) => setTimeout(() => r(0), 30_000))]);
+      const port0 = await within(gotPort, 30_000, 0);
       return { name, port: port0, pid, cmd, out: () => out };
     }),
   );
@@ -169,9 +169,9 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
   // ends at its own timeout, which is waited for: nothing is left running.
   await Promise.all(
     listeners.map(async (l) => {
-      const exited = await Promise.race([l.cmd.exit.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 1000))]);
+      const exited = await within(l.cmd.exit.then(() => true), 1000, false);
       if (!exited && l.pid) await runHostCommand(links[l.name]!, ['check-link', 'stop', '--pid', String(l.pid)], { timeoutMs: 15_000 });
-      await Promise.race([l.cmd.exit, new Promise((r) => setTimeout(r, listenMs + 5000))]);
+      await within(l.cmd.exit.then(() => undefined), listenMs + 5000, undefined);
       l.cmd.kill();
     }),
   );
@@ -229,4 +229,13 @@ function lastJson<T>(text: string): T | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * `p`, or `fallback` once `ms` passed; the timer is cleared as soon as `p` settles. (A timer left
+ * pending kept the `cohort check` process alive ~45 s after its answer: the CLI ends when nothing is.)
+ */
+function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([p, new Promise<T>((r) => (timer = setTimeout(() => r(fallback), ms)))]).finally(() => clearTimeout(timer));
 }

@@ -61,7 +61,9 @@ export async function runSlurmCheck(profile: Profile, config: TrainConfig, deps:
     const first = await Promise.race([running, aborted]);
     if (first === 'aborted') {
       await cancel();
-      await Promise.race([running, new Promise((res) => setTimeout(res, 30_000))]);
+      // Wait for srun to go (at most 30 s), and clear the timer: a pending timer keeps the CLI alive.
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([running, new Promise((res) => (timer = setTimeout(res, 30_000)))]).finally(() => clearTimeout(timer));
       throw new Error(`cohort check ${profile.name}: cancelled; its allocation cohort-check-${id} was released (scancel)`);
     }
     r = first;

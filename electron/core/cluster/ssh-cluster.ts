@@ -5,12 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
 import { CohortError, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, spareHosts, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
+import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
 import type { BundleCheck, HostLink } from '../runs/host-link';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
-import type { SpareLaunch } from '../runs/run-plan';
 import type { HostRecordRef } from '../../common';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps, LeftoverReport } from './cluster-ops';
@@ -130,31 +129,49 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     );
   }
 
-  async deploy(profile: Profile, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean } = {}): Promise<DeployResult[]> {
+  /** Deploys to every host at once; `failFast` (a launch): the first host that fails aborts the
+   *  others' connect, check and upload (their result: 'launch-cancelled', naming that host). */
+  async deploy(profile: Profile, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean; failFast?: boolean } = {}): Promise<DeployResult[]> {
     const bundle = (this.o.bundle ?? locateTrainerBundle)();
-    return Promise.all(
-      profile.hosts.map(async (h) => {
-        try {
-          opts.onProgress?.({ host: h.name, phase: 'connect', bytes: 0, totalBytes: 0, message: `${h.address}:${h.port}` });
-          const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
-          await this.requireNode(s, h);
-          return await this.limit(() => deployBundle(deployTarget(s), bundle, h.workdir, opts));
-        } catch (err) {
-          const e = err as SshError;
-          opts.onProgress?.({ host: h.name, phase: 'failed', bytes: 0, totalBytes: 0, message: e.message, error: toApiError(e) });
-          return { host: h.name, ok: false, cached: false, bytesSent: 0, remoteDir: '', error: toApiError(e) };
-        }
-      }),
-    );
+    const cancel = new AbortController();
+    const onOuterAbort = () => cancel.abort();
+    if (opts.signal?.aborted) cancel.abort();
+    else opts.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    let firstFailed = '';
+    try {
+      return await Promise.all(
+        profile.hosts.map(async (h) => {
+          try {
+            opts.onProgress?.({ host: h.name, phase: 'connect', bytes: 0, totalBytes: 0, message: `${h.address}:${h.port}` });
+            const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), signal: cancel.signal });
+            await this.requireNode(s, h);
+            return await this.limit(() => deployBundle(deployTarget(s), bundle, h.workdir, { ...opts, signal: cancel.signal }));
+          } catch (err) {
+            const cancelled = firstFailed !== '' && firstFailed !== h.name && cancel.signal.aborted && !opts.signal?.aborted;
+            const e = cancelled ? new CohortError('launch-cancelled', `${h.name}: not prepared: the launch stopped when ${firstFailed} failed`, { fatal: false }) : (err as SshError);
+            if (!cancelled && opts.failFast && !firstFailed) {
+              firstFailed = h.name;
+              cancel.abort(); // the other hosts stop connecting and uploading now
+            }
+            opts.onProgress?.({ host: h.name, phase: 'failed', bytes: 0, totalBytes: 0, message: e.message, error: toApiError(e) });
+            return { host: h.name, ok: false, cached: false, bytesSent: 0, remoteDir: '', error: toApiError(e) };
+          }
+        }),
+      );
+    } finally {
+      opts.signal?.removeEventListener('abort', onOuterAbort);
+    }
   }
 
   async planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan> {
     if (profile.scheduler) return this.planSlurmRun(profile, req);
-    const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
-    const failed = deployed.filter((d) => !d.ok);
+    const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), failFast: true });
+    const failed = deployed.filter((d) => !d.ok && d.error?.code !== 'launch-cancelled'); // by themselves, not stopped because one did
     if (failed.length) {
       const first = failed[0]!;
-      throw new CohortError(first.error?.code ?? 'deploy-failed', failed.map((d) => `${d.host}: ${d.error?.message}`).join('\n'), first.error?.hint ? { hint: first.error.hint } : {});
+      const stopped = deployed.filter((d) => d.error?.code === 'launch-cancelled').map((d) => d.host);
+      const message = failed.map((d) => `${d.host}: ${d.error?.message}`).join('\n') + (stopped.length ? `\n(the launch stopped preparing ${stopped.join(', ')})` : '');
+      throw new CohortError(first.error?.code ?? 'deploy-failed', message, first.error?.hint ? { hint: first.error.hint } : {});
     }
     const master = profile.hosts[0]!;
     const masterSession = await this.session(profile, master.name);
@@ -162,26 +179,16 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const masterPort = profile.masterPort ?? (await remoteFreePort(masterSession));
     const controlPort = await remoteFreePort(masterSession);
     const token = randomBytes(24).toString('hex');
-    // Spare hosts (profile `spare: true`) run nothing at the start: the leader's spec names them, and
-    // the controller starts one's agent when a restart moves a lost host's ranks to it (issue 21 item 5).
-    const inWorld = profile.hosts.map((h, i) => ({ h, i })).filter((x) => !x.h.spare);
-    const layout = worldLayout(inWorld.map((x) => x.h));
-    const spareNames = spareHosts(profile).map((h) => h.name);
     const refs = this.recordOf(profile, deployed.map((d) => d.remoteDir));
-    const record = inWorld.map((x) => refs[x.i]!); // where attach follows: the world's hosts (a started spare is not recorded: UNFINISHED)
-    const envOf = (h: ProfileHost): Record<string, string> => (h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env);
-    const hosts: HostLaunch[] = inWorld.map(({ h, i }, hi) => ({
+    const envOf = (h: ProfileHost): Record<string, string> => (h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env); // in the spec (run-start writes it 0600), never on a command line; an explicit COHORT_PYTHON in env wins
+    const spares = profile.hosts.flatMap((h, i) => (h.spare ? [{ host: h.name, link: this.hostLink(profile, refs[i]!), env: envOf(h), ...(h.gpus ? { gpus: h.gpus } : {}) }] : [])); // run nothing until a restart moves a lost host's ranks to one (issue 21 item 5)
+    const world = profile.hosts.filter((h) => !h.spare), layout = worldLayout(world);
+    const hosts: HostLaunch[] = world.map((h, hi) => ({
       host: h.name,
-      link: this.hostLink(profile, refs[i]!),
-      // The host's env reaches the agent inside the spec (run-start writes it 0600), never on a command line.
-      // The profile's python is the agent's COHORT_PYTHON (an explicit COHORT_PYTHON in env still wins).
-      spec: {
-        ...buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: envOf(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }),
-        ...(hi === 0 && spareNames.length ? { spares: spareNames } : {}),
-      },
+      link: this.hostLink(profile, refs[profile.hosts.indexOf(h)]!),
+      spec: { ...buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: envOf(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }), ...(hi === 0 && spares.length ? { spares: spares.map((x) => x.host) } : {}) },
     }));
-    const spares: SpareLaunch[] = profile.hosts.flatMap((h, i) => (h.spare ? [{ host: h.name, link: this.hostLink(profile, refs[i]!), env: envOf(h), ...(h.gpus ? { gpus: h.gpus } : {}) }] : []));
-    return { runId: req.runId, hosts, record, ...(spares.length ? { spares } : {}), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
+    return { runId: req.runId, hosts, record: world.map((h) => refs[profile.hosts.indexOf(h)]!), ...(spares.length ? { spares } : {}), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) }; // record: where attach follows (a started spare is not in it: UNFINISHED)
   }
 
   /**

@@ -56,6 +56,20 @@ describe('client controller lifecycle: SSH and local runs', () => {
     expect(walk(false, ['record-done(ok)'], walk(false, ['attach']).state).state.stopSeen).toBe(false);
   });
 
+  it("defect 6: another client's stop ended the run: the end is cancelled and every host gets run-stop again (a host down during the stop learns it); lost leader + stop seen is cancelled, not lost", () => {
+    const seen = walk(false, ['attach', 'restart(h2)', 'record-done(cancelled)']).state;
+    const r = walk(false, ['leader-ended(cancelled)'], seen);
+    expect(r.state.phase).toEqual({ k: 'done', status: 'cancelled' });
+    expect(kinds(r.effects)).toEqual(['mark-stopped', 'finish(cancelled)']);
+    // the leader's agent died with its host: its record never ended, the outcome read is failed; the stop decides
+    expect(walk(false, ['leader-ended(failed)'], seen).state.phase).toEqual({ k: 'done', status: 'cancelled' });
+    expect(walk(false, ['leader-ended(ok)'], seen).state.phase).toEqual({ k: 'done', status: 'ok' });
+    expect(walk(false, ['leader-unreachable'], seen).state.phase).toEqual({ k: 'done', status: 'cancelled' });
+    // this client's own stop marked the hosts already; a scheduled run's stop is the scheduler's
+    expect(kinds(walk(false, ['attach', 'stop', 'leader-ended(cancelled)']).effects)).toEqual(['follow-hosts', 'stop-hosts', 'finish(cancelled)']);
+    expect(kinds(walk(true, ['leader-ended(cancelled)'], { ...seen, scheduled: true }).effects)).toEqual(['finish(cancelled)']);
+  });
+
   it('stop: run-stop, then cancelled once the stop commands returned; a second stop forces; force stops following', () => {
     let r = walk(false, ['attach', 'stop', 'stop', 'leader-unreachable']);
     expect(r.state.phase).toEqual({ k: 'stopping', force: false });

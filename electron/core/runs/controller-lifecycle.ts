@@ -7,8 +7,9 @@
 // (phase, input) pair is generated from this function into ARCHITECTURE.md (controller-table.ts).
 //
 // UNFINISHED (issue 24 item 1): the follow loops (run-follow re-follow with backoff, the lost-leader
-// grace, a requeued job's re-follow) still keep their own per-host bookkeeping in the shell; the
-// decisions about the run as a whole (start, stop, waiting for lost hosts, the end) are here.
+// grace, a requeued job's re-follow) still keep their own per-host bookkeeping in the shell
+// (controller-follow.ts, controller-scheduled.ts); the decisions about the run as a whole (start,
+// stop, waiting for lost hosts, a stop seen, the end) are here.
 import type { RunStatus } from '../../../trainer/protocol';
 
 export type RunOutcome = RunStatus | 'lost';
@@ -59,7 +60,7 @@ export type ControllerInput =
   | { t: 'stepped' }
   /** The wait for a lost host is over (its restart's waitMs) and it is not back. */
   | { t: 'wait-over'; host: string }
-  /** A `done` in some host's record (the leader's or a follower's). */
+  /** A `done` in some host's record, or a follower's state record ended (`cancelled`: a stop reached it). */
   | { t: 'record-done'; status: RunStatus }
   | { t: 'stop'; reason: string; force: boolean }
   /** The scheduler's word on a job asked to stop: `over` when it had already ended (its own state, not cancelled). */
@@ -83,6 +84,9 @@ export type ControllerEffect =
   | { e: 'stop-hosts'; reason: string; force: boolean }
   | { e: 'tell'; level: 'info' | 'warn'; message: string }
   | { e: 'stop-following' }
+  /** run-stop on every host once more, after a stop another client sent: a host that was down then
+   *  (no stop marker) learns it now that the run's end was read, so no relaunch of it is accepted. */
+  | { e: 'mark-stopped' }
   | { e: 'finish'; status: RunOutcome };
 
 export interface Transition {
@@ -158,11 +162,17 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
     case 'stop-sent':
       return p.k === 'stopping' ? to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' }) : same;
     case 'leader-ended': {
+      // Another client's stop ended it (seen in a follower's record; the leader's own record may not
+      // say so: its host was down, its agent died with it): cancelled, and every host reachable now
+      // gets the stop marker (defect 6). An ok end stands: the run finished before the stop landed.
+      if (i.status !== 'ok' && s.stopSeen && !s.scheduled && p.k !== 'stopping') return to({ k: 'done', status: 'cancelled' }, { e: 'mark-stopped' }, { e: 'finish', status: 'cancelled' });
       // A stop asked and the record ended otherwise (ok before the stop landed): the record's word stands.
       return to({ k: 'done', status: i.status }, { e: 'finish', status: i.status });
     }
     case 'leader-unreachable':
       if (p.k === 'stopping') return same; // the stop's own end decides
+      // A stop seen in a follower's record while the leader is gone: the run cannot go on (a stop is final).
+      if (s.stopSeen) return to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' });
       return to({ k: 'done', status: 'lost' }, { e: 'finish', status: 'lost' });
     case 'detach':
       return to({ k: 'done', status: 'lost' }, { e: 'stop-following' });

@@ -58,6 +58,8 @@ export const CONTROLLER_INPUTS: Record<string, ControllerInput> = {
   'job-state(running)': { t: 'job-state', over: false },
   'stop-sent': { t: 'stop-sent' },
   'leader-ended(ok)': { t: 'leader-ended', status: 'ok' },
+  'leader-ended(cancelled)': { t: 'leader-ended', status: 'cancelled' },
+  'leader-ended(failed)': { t: 'leader-ended', status: 'failed' },
   'leader-unreachable': { t: 'leader-unreachable' },
   detach: { t: 'detach' },
 };

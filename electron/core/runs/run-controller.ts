@@ -24,8 +24,6 @@ import {
   DEFAULT_TIMINGS,
   DisposableBase,
   Emitter,
-  EventLineDecoder,
-  HOST_CMD_EXIT,
   HOST_WAIT_MS,
   decodeRunState,
   errorKey,
@@ -35,34 +33,18 @@ import {
   type ErrorEvent,
   type RunStatus,
   type RunStatusLine,
-  type SchedulerQueue,
 } from '../../../trainer/protocol';
 import { initialControllerState, isOver, transition, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
-import { runHostCommand, type HostCommand } from './host-link';
-import { hostCmdError, parseLine, slurmJobOver, startReply } from './host-replies';
-import { rejoinOnce } from './run-rejoin';
-import { startSpare, type SpareShell } from './run-spare';
+import { runHostCommand } from './host-link';
+import { parseLine, startReply } from './host-replies';
+import { relaunchUntil } from './run-rejoin';
+import { followHost, type Follow } from './controller-follow';
+import { ScheduledSide } from './controller-scheduled';
+import { stopAll, stopHost, type StopContext } from './controller-stop';
+import { noteReplacement, startSpareFor, takePlace } from './run-spare';
 import type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
 export type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd };
-
-interface Follow {
-  host: HostLaunch;
-  offset: number;
-  /** The leader's agent found dead once: a follower may be about to say it waits for it (a restart). */
-  deadOnce?: boolean;
-  /** A requeued Slurm job's last run: its records are no longer followed. */
-  retired?: boolean;
-  cmd?: HostCommand;
-  ended: boolean;
-  lastContact: number;
-}
-
-const BACKOFF_MS = [250, 500, 1000, 2000, 4000];
-/** A dead leader agent's record, read again after this long: its followers need a moment to say they wait for it. */
-const LEADER_DEAD_GRACE_MS = 3000;
-/** Between tries to reach a lost host and relaunch its agent. */
-const RELAUNCH_BACKOFF_MS = [1000, 1000, 2000, 2000, 4000];
 
 export class RunController extends DisposableBase {
   private readonly events = this.register(new Emitter<CohortEvent>());
@@ -94,6 +76,29 @@ export class RunController extends DisposableBase {
     super();
     this.state = initialControllerState(!!plan.scheduler);
     this.result = new Promise((res) => (this.resolveResult = res));
+    this.sched = new ScheduledSide({
+      plan: this.plan,
+      emit: (e) => this.emit(e),
+      emitError: (e) => this.emitError(e),
+      dispatch: (i) => this.dispatch(i),
+      queued: (q) => {
+        for (const l of this.queueListeners) l(q);
+      },
+      signal: this.waitAbort.signal,
+      over: () => this.finished,
+      stopRequested: () => this.stopRequested,
+      stopping: () => this.state.phase.k === 'stopping',
+      retireFollows: () => {
+        const offsets = this.follows.map((f) => f.offset);
+        for (const f of this.follows) {
+          f.retired = true;
+          f.cmd?.kill();
+        }
+        this.follows = [];
+        return offsets;
+      },
+      attach: (offsets) => this.attach(offsets),
+    });
   }
 
   private get finished(): boolean {
@@ -124,17 +129,12 @@ export class RunController extends DisposableBase {
       case 'relaunch':
         return this.relaunchLost(fx.hosts, this.relaunchWaitMs);
       case 'ask-job':
-        void this.plan
-          .scheduler!.ended()
-          .catch(() => undefined)
-          .then((end) => {
-            const over = !!end && slurmJobOver(end.state) && end.state !== 'CANCELLED';
-            if (over) this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${end.jobId} had already ended (JobState=${end.state}) before the stop: nothing to stop; its record tells how the run ended` }));
-            this.dispatch({ t: 'job-state', over });
-          });
-        return;
+        return this.sched.askJob();
       case 'stop-hosts':
         return this.sendStop(fx.reason, fx.force);
+      case 'mark-stopped':
+        this.stopsInFlight = stopAll(this.stopCtx, 'stopped (another client stopped the run)', 1000);
+        return;
       case 'stop-following':
         for (const f of this.follows) f.cmd?.kill();
         return;
@@ -147,30 +147,6 @@ export class RunController extends DisposableBase {
   }
 
   private relaunchWaitMs = HOST_WAIT_MS;
-  /** A restart's spare host → the excluded host whose ranks it takes (issue 21 item 5). */
-  private readonly replacing = new Map<string, string>();
-
-  /** What startSpare needs of this controller: the spare started is followed in the excluded host's place. */
-  private spareShell(): SpareShell {
-    return {
-      runId: this.plan.runId,
-      hosts: this.plan.hosts,
-      still: (host, deadline) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline,
-      tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })),
-      follow: (h, excluded) => {
-        const i = this.plan.hosts.findIndex((x) => x.host === excluded);
-        if (i > 0) this.plan.hosts[i] = h; // stops reach the spare; the excluded host is no longer the run's
-        for (const f of this.follows.filter((x) => x.host.host === excluded)) {
-          f.retired = f.ended = true; // its record ended with the attempt it was lost in
-          f.cmd?.kill();
-        }
-        const f: Follow = { host: h, offset: 0, ended: false, lastContact: Date.now() };
-        this.follows.push(f);
-        void this.follow(f);
-      },
-    };
-  }
-
   get runId(): string {
     return this.plan.runId;
   }
@@ -187,91 +163,10 @@ export class RunController extends DisposableBase {
   }
 
   private readonly waitAbort = new AbortController();
-
-  /** The scheduler accepts the job (sbatch): from then on it is detached by nature. False when refused. */
-  private async submitScheduled(): Promise<boolean> {
-    const job = this.plan.scheduler!;
-    try {
-      const id = await job.submit();
-      this.emit(makeEvent({ type: 'log', level: 'info', message: `submitted Slurm job ${id} (run ${this.plan.runId})` }));
-      this.dispatch({ t: 'submitted' });
-      return true;
-    } catch (err) {
-      this.schedulerFailed(err);
-      return false;
-    }
-  }
-
-  /**
-   * Waits while the scheduler's job is queued (telling why and where), then follows its nodes.
-   * After a requeue (`requeue`): waits for that run of the job, and follows each node index's
-   * record on from where the last run's left off (the allocation may have other nodes now).
-   */
-  private async followScheduled(offsets: Record<string, number> = {}, requeue?: { attempt: number; reason: string; offsets: number[] }): Promise<void> {
-    const job = this.plan.scheduler!;
-    try {
-      const hosts = await job.waitRunning(
-        (q) => {
-          const where = `${q.position ? `, position ${q.position} in partition ${q.partition ?? ''}`.trimEnd() : ''}`;
-          // A client attaching while a requeued job waits learns it from Slurm's Restarts.
-          const restarting = requeue?.reason ?? (q.restarts ? `Slurm requeued job ${q.jobId} (Restarts=${q.restarts})` : undefined);
-          this.emit(makeEvent({ type: 'log', level: 'info', message: restarting ? `restarting: Slurm job ${q.jobId} is pending again (${q.reason})${where}: ${restarting}` : `queued: Slurm job ${q.jobId} is pending (${q.reason})${where}` }));
-          const slurm: SchedulerQueue = { jobId: q.jobId, reason: q.reason, ...(q.position ? { position: q.position } : {}), ...(q.partition ? { partition: q.partition } : {}) };
-          this.emit(makeEvent({ type: 'queued', host: this.plan.hosts[0]?.host ?? 'slurm', behind: '', slurm }));
-          for (const l of this.queueListeners) l(restarting ? { ...q, restarting } : q);
-        },
-        this.waitAbort.signal,
-        requeue ? { minAttempt: requeue.attempt } : {},
-      );
-      // (a stop still being checked with the scheduler goes on following: the job may have ended on its own)
-      if (this.finished || this.state.phase.k === 'stopping') return;
-      for (const l of this.queueListeners) l(undefined);
-      this.plan.hosts = hosts;
-      this.dispatch({ t: 'job-running' });
-      this.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${job.id} runs on ${hosts.map((h) => h.host).join(', ')}` }));
-      this.attach(requeue ? Object.fromEntries(hosts.map((h, i) => [h.host, requeue.offsets[i] ?? 0])) : offsets);
-    } catch (err) {
-      this.schedulerFailed(err);
-    }
-  }
-
-  /**
-   * The leader's record ended, not ok, and no stop was asked for: did Slurm requeue the job (a node
-   * failure or a preemption of a run with --max-restarts)? Then wait for its next run and follow it.
-   */
-  private async followRequeued(followedAttempt: number): Promise<boolean> {
-    const job = this.plan.scheduler!;
-    // Slurm counts the requeue before it signals the job's steps; a still-finishing job gets a moment.
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const end = await job.ended().catch(() => undefined);
-      if (!end || this.stopRequested || this.finished) return false;
-      if (end.restarts > followedAttempt && !slurmJobOver(end.state)) {
-        const offsets = this.follows.map((f) => f.offset);
-        for (const f of this.follows) {
-          f.retired = true;
-          f.cmd?.kill();
-        }
-        const reason = `Slurm requeued job ${end.jobId} (Restarts=${end.restarts}, JobState=${end.state}, Reason=${end.reason})`;
-        this.emit(makeEvent({ type: 'log', level: 'warn', message: `restarting: ${reason}; the run resumes from its last checkpoint when the job runs again` }));
-        for (const l of this.queueListeners) l({ jobId: end.jobId, reason: end.reason, restarting: reason });
-        this.follows = [];
-        this.dispatch({ t: 'job-requeued' });
-        void this.followScheduled({}, { attempt: end.restarts, reason, offsets });
-        return true;
-      }
-      if (!/^(COMPLETING|RUNNING)$/.test(end.state) || Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
-
-  private schedulerFailed(err: unknown): void {
-    if (this.finished) return;
-    if (!this.stopRequested) {
-      const e = err as { code?: string; message: string; hint?: string };
-      this.emitError({ rank: -1, host: this.plan.hosts[0]?.host ?? 'slurm', message: e.message, logTail: [], code: e.code ?? 'slurm-failed' });
-    }
-    this.dispatch({ t: 'job-failed' });
+  /** A scheduled run's side of the shell (controller-scheduled.ts). */
+  private readonly sched: ScheduledSide;
+  private get stopCtx(): StopContext {
+    return { plan: this.plan, emit: (e) => this.emit(e), abortWait: () => this.waitAbort.abort() };
   }
 
   /**
@@ -282,8 +177,8 @@ export class RunController extends DisposableBase {
   async start(): Promise<boolean> {
     this.dispatch({ t: 'start' });
     if (this.plan.scheduler) {
-      if (!(await this.submitScheduled())) return false;
-      void this.followScheduled();
+      if (!(await this.sched.submit())) return false;
+      void this.sched.follow();
       return true;
     }
     const started: HostLaunch[] = [];
@@ -300,7 +195,7 @@ export class RunController extends DisposableBase {
         const code = reply?.error?.code ?? ('errCode' in r && typeof r.errCode === 'string' ? r.errCode : 'run-start-failed');
         const message = reply?.error?.message ?? `run-start on ${h.host} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`;
         this.emitError({ rank: -1, host: h.host, message, logTail: [], code });
-        await Promise.all(started.map((s) => this.stopHost(s, 'a host of the run could not start', 5000)));
+        await Promise.all(started.map((s) => stopHost(this.stopCtx, s, 'a host of the run could not start', 5000)));
         this.dispatch({ t: 'host-refused' });
         return false;
       }
@@ -315,7 +210,7 @@ export class RunController extends DisposableBase {
   attach(offsets: Record<string, number> = {}): void {
     this.dispatch({ t: 'attach' });
     if (this.plan.scheduler && this.plan.hosts.length === 0) {
-      void this.followScheduled(offsets);
+      void this.sched.follow(offsets);
       return;
     }
     this.follows = this.plan.hosts.map((host) => ({ host, offset: offsets[host.host] ?? 0, ended: false, lastContact: Date.now() }));
@@ -333,12 +228,12 @@ export class RunController extends DisposableBase {
   private sendStop(reason: string, force: boolean): void {
     if (force) {
       this.emit(makeEvent({ type: 'log', level: 'warn', message: `forcing: not waiting for the hosts to confirm the stop of ${this.plan.runId}` }));
-      this.stopsInFlight = this.stopAll(reason, 2000);
+      this.stopsInFlight = stopAll(this.stopCtx, reason, 2000);
       setTimeout(() => this.dispatch({ t: 'stop-sent' }), 2000);
       return;
     }
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
-    this.stopsInFlight = this.stopAll(reason, this.plan.stopWaitMs ?? 10_000);
+    this.stopsInFlight = stopAll(this.stopCtx, reason, this.plan.stopWaitMs ?? 10_000);
     void this.stopsInFlight.then(() => {
       // Still queued: nothing to follow, the job is gone.
       if (this.plan.scheduler && this.follows.length === 0) return this.dispatch({ t: 'stop-sent' });
@@ -355,124 +250,36 @@ export class RunController extends DisposableBase {
     for (const h of this.plan.hosts) h.link.dispose?.();
   }
 
-  /** run-stop on the leader (it stops its followers), then on each follower as a fallback. */
-  private async stopAll(reason: string, waitMs: number): Promise<void> {
-    if (this.plan.scheduler) {
-      // The scheduler stops every node's agent (SIGTERM: each records the end), then nothing of the job is left.
-      this.waitAbort.abort();
-      try {
-        await this.plan.scheduler.cancel();
-      } catch (err) {
-        this.emit(makeEvent({ type: 'log', level: 'warn', message: `could not cancel Slurm job ${this.plan.scheduler.id ?? ''}: ${(err as Error).message}` }));
-      }
-      return;
-    }
-    const [leader, ...followers] = this.plan.hosts;
-    if (leader) await this.stopHost(leader, reason, waitMs);
-    await Promise.all(followers.map((f) => this.stopHost(f, reason, Math.min(waitMs, 5000))));
-  }
-
-  private async stopHost(h: HostLaunch, reason: string, waitMs: number): Promise<RunStatusLine | undefined> {
-    try {
-      const r = await runHostCommand(h.link, ['run-stop', '--run', this.plan.runId, '--reason', reason, '--wait-ms', String(waitMs)], { timeoutMs: waitMs + 5000 });
-      const line = parseLine(r.stdout);
-      if (r.code === HOST_CMD_EXIT.noSuchRun) return undefined; // no record on that host: nothing to stop
-      if (!line || !('runId' in line)) {
-        this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: run-stop did not confirm (exit ${r.code}): ${(line ? JSON.stringify(line.error) : r.stderr.trim()).slice(0, 300)}` }));
-        return undefined;
-      }
-      return { ...decodeRunState(line), agentAlive: (line as { agentAlive?: boolean }).agentAlive === true };
-    } catch (err) {
-      this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: could not ask it to stop: ${(err as Error).message}` }));
-      return undefined;
-    }
-  }
-
   private gaveUp(): boolean {
     const p = this.state.phase;
     return this.finished || this.isDisposed || (p.k === 'stopping' && p.force);
   }
 
-  private async follow(f: Follow): Promise<void> {
-    const lostAfter = this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs;
-    const isLeader = f.host === this.plan.hosts[0];
-    let attempt = 0;
-    while (!this.gaveUp() && !f.retired) {
-      let code: number | null = null;
-      let stderr = '';
-      let hostError: { code: string; message: string } | undefined;
-      try {
-        const cmd = await f.host.link.command(['run-follow', '--run', this.plan.runId, '--offset', String(f.offset)]);
-        f.cmd = cmd;
-        f.lastContact = Date.now();
-        const decoder = new EventLineDecoder();
-        let pending = 0;
-        cmd.onStdout((chunk) => {
-          f.lastContact = Date.now();
-          // Count the bytes of whole lines only: that is the offset a re-follow starts from.
-          const nl = chunk.lastIndexOf(0x0a);
-          if (nl < 0) pending += chunk.length;
-          else {
-            f.offset += pending + nl + 1;
-            pending = chunk.length - nl - 1;
-          }
-          for (const r of decoder.push(chunk.toString('utf8'))) {
-            if (r.kind === 'event' && r.event.type === 'error' && !isLeader) this.followerErrors.push(r.event);
-            else if (r.kind === 'event') this.handle(r.event);
-            else if (r.kind === 'invalid' && hostCmdError(r.text)) hostError = hostCmdError(r.text); // the command's own failure line, told by its exit code
-            else if (r.kind === 'invalid') this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: record line is not a valid event (${r.error})` }));
-          }
-        });
-        const exit = await cmd.exit;
-        code = exit.code;
-        stderr = cmd.stderr();
-        f.cmd = undefined;
-        if (code === 0) attempt = 0;
-      } catch (err) {
-        stderr = (err as Error).message;
-      }
-      if (f.retired) return;
-      // A lost host the run waits for: its old agent's record says dead until the relaunched one writes.
-      const waited = this.waits(f.host.host);
-      // The leader's agent died with its host up (or the host came back first): give the followers a
-      // moment to say whether the run waits for it (restarts left) before calling the run over.
-      const { agentLost, noSuchRun, recordDamaged } = HOST_CMD_EXIT;
-      if (code === agentLost && isLeader && !waited && this.plan.hosts.length > 1 && !f.deadOnce) {
-        f.deadOnce = true;
-        await new Promise((r) => setTimeout(r, LEADER_DEAD_GRACE_MS));
-        continue;
-      }
-      if (code === 0 || (code === agentLost && !waited) || code === noSuchRun || code === recordDamaged) {
-        f.ended = true;
-        // A damaged record is final (asking again reads the same bytes): said once, with the host's words.
-        if (code === recordDamaged) {
-          if (isLeader) this.leaderRecordGone = true;
-          const message = hostError?.message ?? `the record of run ${this.plan.runId} on ${f.host.host} is damaged`;
-          // Its events told the end already: a warning then, not the run's error.
-          if (this.doneEvent) this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, code: 'record-damaged', message: `${f.host.host}: ${message}` }));
-          else this.emitError({ rank: -1, host: f.host.host, message, logTail: [], code: 'record-damaged', hint: `its events and logs are still on ${f.host.host}; \`cohort runs show ${this.plan.runId}\` has what this client recorded` });
-        }
-        if (code === agentLost) this.emitError({ rank: -1, host: f.host.host, message: `the agent of run ${this.plan.runId} on ${f.host.host} died without recording an end`, logTail: [], code: 'agent-lost' });
-        if (code === noSuchRun && isLeader) {
-          // Its record gone (or never there): the outcome is not known from here, as refresh() says too.
-          this.leaderRecordGone = true;
-          this.emitError({ rank: -1, host: f.host.host, message: `${f.host.host} has no record of run ${this.plan.runId}`, logTail: [], code: 'no-such-run' });
-        }
-        if (isLeader) await this.leaderEnded();
-        return;
-      }
-      if (this.gaveUp()) return;
-      if (Date.now() - f.lastContact > lostAfter && !waited) {
-        const message = `unreachable for ${Math.round((Date.now() - f.lastContact) / 1000)} s (${stderr.trim().slice(0, 200)})`; // printers put the host first
-        // The leader holds the run's outcome: without it the run is `lost`, and the error names it.
-        if (isLeader) {
-          this.emitError({ rank: -1, host: f.host.host, message: `${message}; it leads run ${this.plan.runId}, whose outcome it holds: the run is lost from here (cohort attach ${this.plan.runId} asks again once it answers)`, logTail: [], code: 'host-unreachable' });
-          this.dispatch({ t: 'leader-unreachable' });
-        } else this.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: ${message}` }));
-        return;
-      }
-      await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(attempt++, BACKOFF_MS.length - 1)]));
-    }
+  private follow(f: Follow): Promise<void> {
+    return followHost(f, {
+      runId: this.plan.runId,
+      isLeader: f.host === this.plan.hosts[0],
+      hosts: this.plan.hosts.length,
+      lostAfterMs: this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs,
+      gaveUp: () => this.gaveUp(),
+      waits: (host) => this.waits(host),
+      event: (e, fromLeader) => (e.type === 'error' && !fromLeader ? void this.followerErrors.push(e) : this.handle(e)),
+      emit: (e) => this.emit(e),
+      emitError: (e) => this.emitError(e),
+      doneSeen: () => !!this.doneEvent,
+      leaderRecordGone: () => void (this.leaderRecordGone = true),
+      leaderUnreachable: () => this.dispatch({ t: 'leader-unreachable' }),
+      leaderEnded: () => this.leaderEnded(),
+      followerEnded: () => void this.followerEnded(f.host),
+    });
+  }
+
+  /** A follower's record ended: a follower records no `done`, its state says whether a stop ended it
+   *  (another client's `cohort stop`: then no lost host is relaunched, issue 24 defect 6). */
+  private async followerEnded(h: HostLaunch): Promise<void> {
+    const r = await runHostCommand(h.link, ['run-status', '--run', this.plan.runId], { timeoutMs: 15_000 }).catch(() => undefined);
+    const line = r && parseLine(r.stdout);
+    if (line && 'runId' in line && decodeRunState(line).state === 'cancelled') this.dispatch({ t: 'record-done', status: 'cancelled' });
   }
 
   /** The leader's record is drained: read its state for the outcome, give followers a moment to drain. */
@@ -494,29 +301,11 @@ export class RunController extends DisposableBase {
     if (state && isTerminalRunState(state.state)) status = state.state as RunStatus;
     else if (this.doneEvent) status = this.doneEvent.status;
     else status = this.firstError && !this.leaderRecordGone ? 'failed' : 'lost';
-    if (this.plan.scheduler && status !== 'ok' && !this.stopRequested && (await this.followRequeued(state?.schedulerAttempt ?? 0))) return;
-    if (this.plan.scheduler && status !== 'ok') status = await this.schedulerVerdict(status);
+    if (this.plan.scheduler && status !== 'ok' && !this.stopRequested && (await this.sched.followRequeued(state?.schedulerAttempt ?? 0))) return;
+    if (this.plan.scheduler && status !== 'ok') status = await this.sched.verdict(status);
     if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
     this.leaderState = state;
     this.dispatch({ t: 'leader-ended', status });
-  }
-
-  /**
-   * A scheduled run that did not end ok: the scheduler's account wins where it says more. A job
-   * the scheduler ended (time limit, node failure, preemption) is `failed` with its reason even
-   * though its agents only saw a SIGTERM; a cancel we asked for stays `cancelled`.
-   */
-  private async schedulerVerdict(status: RunOutcome): Promise<RunOutcome> {
-    const end = await this.plan.scheduler!.ended().catch(() => undefined);
-    if (!end || this.stopRequested) return status;
-    const why: Record<string, string> = { TIMEOUT: 'it reached its time limit', NODE_FAIL: `node ${end.nodes} failed`, PREEMPTED: 'it was preempted', OUT_OF_MEMORY: 'it ran out of memory', BOOT_FAIL: 'a node failed to boot', DEADLINE: 'it reached its deadline' };
-    const said = why[end.state];
-    if (!said) return status;
-    const message = `Slurm ended job ${end.jobId}: ${said} (JobState=${end.state}, Reason=${end.reason})`;
-    // A time limit is not a fault to restart from (the next run would hit it too): a longer limit is the fix.
-    const hint = end.state === 'TIMEOUT' ? 'a time limit is not restarted, even with --max-restarts: ask for a longer limit (the profile\'s scheduler.timeLimit, sbatch --time) and resume with --resume from the run\'s checkpoints' : undefined;
-    this.emitError({ rank: -1, host: end.state === 'NODE_FAIL' ? end.nodes : (this.plan.hosts[0]?.host ?? 'slurm'), message, logTail: [], code: `slurm-${end.state.toLowerCase().replace(/_/g, '-')}`, ...(hint ? { hint } : {}) });
-    return 'failed';
   }
 
   private handle(e: CohortEvent): void {
@@ -527,7 +316,7 @@ export class RunController extends DisposableBase {
     if (e.type === 'restart') {
       if (e.waitingFor?.length) {
         this.relaunchWaitMs = e.waitMs ?? HOST_WAIT_MS;
-        if (e.excluded && e.replacement) this.replacing.set(e.replacement, e.excluded); // the relaunch of a spare is its start
+        noteReplacement(this.plan.spares, e); // a spare named: its relaunch is its start (run-spare.ts)
         this.dispatch({ t: 'restart', waitingFor: e.waitingFor }); // relaunch: unless a stop was seen (defect 6)
       }
       if (e.attempt <= this.restartsTold) return; // told already, from another host's record
@@ -550,12 +339,7 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
       const h = this.plan.hosts.find((x) => x.host === name);
-      const spare = this.plan.spares?.find((x) => x.host === name);
-      const excluded = this.replacing.get(name);
-      if (!h && spare && excluded) {
-        void startSpare(this.spareShell(), spare, excluded, deadline);
-        continue;
-      }
+      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => void this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;
@@ -566,27 +350,7 @@ export class RunController extends DisposableBase {
 
   private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
     const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
-    // a record being replayed (attach) may already show the run stepping again: give it a moment
-    await new Promise((r) => setTimeout(r, 500));
-    if (!still()) return;
-    this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} was lost: trying to reach it to relaunch its agent of run ${this.plan.runId} (for ${Math.round((deadline - Date.now()) / 1000)} s)` }));
-    let attempt = 0;
-    let told = ''; // the last failure told (each different one once, not every try)
-    const tell = (message: string) => {
-      if (message !== told) this.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: (told = message) }));
-    };
-    while (still()) {
-      const tried = await rejoinOnce(h, this.plan.runId);
-      if ('agentPid' in tried) {
-        const redeployed = tried.redeployed ? `re-deployed the trainer bundle to ${h.host} (${tried.redeployed}); ` : '';
-        this.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: ${redeployed}its agent of run ${this.plan.runId} runs again (pid ${tried.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
-        return;
-      }
-      if (tried.failure) tell(`${h.host}: could not relaunch its agent of run ${this.plan.runId}: ${tried.failure}`);
-      // The host answered and refused (the run ended, its record is gone, another bundle): trying again will not help.
-      if (tried.final) return;
-      await new Promise((res) => setTimeout(res, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]));
-    }
+    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e) });
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
     if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
   }

@@ -24,6 +24,8 @@ export interface SpareLaunch {
   env: Record<string, string>;
   /** The profile host's GPU indices, one per slot. */
   gpus?: number[];
+  /** Set once a `restart` names this spare as the replacement of that (excluded) host. */
+  replaces?: string;
 }
 
 /** The spare's LaunchSpec: the excluded host's (its ranks, rendezvous, control), under the spare's name, env and GPUs. */

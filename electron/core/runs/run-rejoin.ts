@@ -1,5 +1,6 @@
 // One try at relaunching a lost host's agent of a run (`run-rejoin`), for the controller's
 // relaunch loop (split from run-controller.ts, issue 24 item 7).
+import { makeEvent, type CohortEvent } from '../../../trainer/protocol';
 import { runHostCommand } from './host-link';
 import { startReply } from './host-replies';
 import type { HostLaunch } from './run-plan';
@@ -13,7 +14,7 @@ import type { HostLaunch } from './run-plan';
  * run-rejoin's failure would only say "cannot find module" or worse. A host still down fails
  * at its connect, as run-rejoin would. `failure`: what to tell (none while it cannot be reached).
  */
-export async function rejoinOnce(h: HostLaunch, runId: string): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
+export async function rejoinOnce(h: HostLaunch, runId: string, still: () => boolean = () => true): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
   let redeployed: string | undefined;
   // Past ensureBundle the host was reached: a run-rejoin failure after it is worth telling.
   const reached = !!h.link.ensureBundle;
@@ -27,6 +28,10 @@ export async function rejoinOnce(h: HostLaunch, runId: string): Promise<{ agentP
       return { failure: `${e.message}${e.hint ? ` (${e.hint})` : ''}`, final: e.code === 'bundle-mismatch' };
     }
   }
+  // A try that began while the host was down ends here once it answers: the run may have been
+  // stopped meanwhile (a stop is final, issue 24 defect 6: seen relaunching h1 after another
+  // client's stop, its connect attempt from before the stop completing when h1 came back).
+  if (!still()) return { final: true };
   let r: { code: number | null; stdout: string; stderr: string };
   try {
     r = await runHostCommand(h.link, ['run-rejoin', '--run', runId], { timeoutMs: 20_000 });
@@ -40,4 +45,36 @@ export async function rejoinOnce(h: HostLaunch, runId: string): Promise<{ agentP
   if (r.code === null && !reached) return {};
   const tail = r.stderr.trim().split('\n').slice(-3).join(' | ').slice(0, 300);
   return { failure: `run-rejoin ${r.code === null ? 'did not finish' : `exited ${r.code}`}${tail ? `: ${tail}` : ''}` };
+}
+
+/** Between tries to reach a lost host and relaunch its agent. */
+const RELAUNCH_BACKOFF_MS = [1000, 1000, 2000, 2000, 4000];
+
+/**
+ * The relaunch effect for one lost host: tries (rejoinOnce) with backoff while `still()` (the run
+ * waits for the host, no stop, the wait not over), telling each different failure once. Resolves
+ * `relaunched`, `refused` (the host answered and refused: trying again will not help) or `over`.
+ */
+export async function relaunchUntil(h: HostLaunch, runId: string, deadline: number, o: { still(): boolean; emit(e: CohortEvent): void }): Promise<'relaunched' | 'refused' | 'over'> {
+  // a record being replayed (attach) may already show the run stepping again: give it a moment
+  await new Promise((r) => setTimeout(r, 500));
+  if (!o.still()) return 'over';
+  o.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} was lost: trying to reach it to relaunch its agent of run ${runId} (for ${Math.round((deadline - Date.now()) / 1000)} s)` }));
+  let attempt = 0;
+  let told = ''; // the last failure told (each different one once, not every try)
+  const tell = (message: string) => {
+    if (message !== told) o.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: (told = message) }));
+  };
+  while (o.still()) {
+    const tried = await rejoinOnce(h, runId, () => o.still());
+    if ('agentPid' in tried) {
+      const redeployed = tried.redeployed ? `re-deployed the trainer bundle to ${h.host} (${tried.redeployed}); ` : '';
+      o.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: ${redeployed}its agent of run ${runId} runs again (pid ${tried.agentPid}); the run restarts from its last checkpoint once it rejoins` }));
+      return 'relaunched';
+    }
+    if (tried.failure) tell(`${h.host}: could not relaunch its agent of run ${runId}: ${tried.failure}`);
+    if (tried.final) return 'refused';
+    await new Promise((res) => setTimeout(res, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]));
+  }
+  return 'over';
 }

@@ -8,6 +8,7 @@
 import type { LaunchSpec } from '../../../trainer/protocol';
 import { runHostCommand } from './host-link';
 import { startReply } from './host-replies';
+import type { Follow } from './controller-follow';
 import { spareSpec, type HostLaunch, type SpareLaunch } from './run-plan';
 
 /** What starting a spare needs of the controller following the run. */
@@ -24,8 +25,36 @@ export interface SpareShell {
 
 const BACKOFF_MS = [500, 1000, 2000, 4000];
 
+/** A `restart` naming a replacement: that spare takes the excluded host's ranks (its relaunch is its start). */
+export function noteReplacement(spares: SpareLaunch[] | undefined, e: { excluded?: string; replacement?: string }): void {
+  const spare = e.excluded && spares?.find((s) => s.host === e.replacement);
+  if (spare) spare.replaces = e.excluded;
+}
+
+/** The spare's agent runs: it takes the excluded host's place in the run's hosts (stops reach it), whose follow is retired. */
+export function takePlace(hosts: HostLaunch[], follows: Follow[], h: HostLaunch, excluded: string): Follow {
+  const i = hosts.findIndex((x) => x.host === excluded);
+  if (i > 0) hosts[i] = h;
+  for (const f of follows.filter((x) => x.host.host === excluded)) {
+    f.retired = f.ended = true; // its record ended with the attempt it was lost in
+    f.cmd?.kill();
+  }
+  const f: Follow = { host: h, offset: 0, ended: false, lastContact: Date.now() };
+  follows.push(f);
+  return f;
+}
+
+/** The run waits for `name`: when it is a spare a restart named, start its agent (async) and say true. */
+export function startSpareFor(name: string, spares: SpareLaunch[] | undefined, deadline: number, sh: SpareShell): boolean {
+  const spare = spares?.find((x) => x.host === name && x.replaces);
+  if (spare) void startSpare(sh, spare, deadline);
+  return !!spare;
+}
+
 /** Starts the spare's agent with the excluded host's ranks; tells each distinct failure once. */
-export async function startSpare(sh: SpareShell, spare: SpareLaunch, excluded: string, deadline: number): Promise<void> {
+export async function startSpare(sh: SpareShell, spare: SpareLaunch, deadline: number): Promise<void> {
+  const excluded = spare.replaces;
+  if (!excluded) return;
   const from = sh.hosts.find((h) => h.host === excluded)?.spec;
   if (!from) {
     // UNFINISHED: a client that attached (`cohort attach`) has no launch specs, so it cannot start a spare.

@@ -1,7 +1,7 @@
 // Starting and attaching to runs, the same way for every client (CLI, `cohort serve`, Electron):
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees.
-import { CohortError, makeEvent, runSwitches, worldLayout, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, initialRunView, makeEvent, reduceRunView, runSwitches, runViewStatus, worldLayout, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, worldHosts, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent } from './applied-config';
@@ -97,29 +97,32 @@ export function attachRun(o: { meta: RunMeta; store: RunStore; dataDir: string; 
 function track(controller: RunController, recorder: RunRecorder, meta: RunMeta): StartedRun {
   let applied = meta.applied ?? {};
   const recorded = new Set<(event: CohortEvent, seq: number) => void>();
-  let running = false;
+  // Where the run stands, from the one run view (trainer/protocol/run-view.ts) over its events: the
+  // history's status while it goes (running, restarting), its steps and restarts (issue 24 item 2).
+  let view = initialRunView();
+  let told = meta.status;
   // A scheduled run waits in the scheduler's queue first: `queued`, then `starting` when its job runs.
   let requeued = false;
   controller.onQueue((q) => {
     // A requeued Slurm job: `restarting` until its next run starts (cohort attach prints Slurm's reason).
     if (q?.restarting) {
       requeued = true;
-      return recorder.update({ status: 'restarting' });
+      return recorder.update({ status: (told = 'restarting') });
     }
     if (!q && requeued) {
       requeued = false;
-      return recorder.update({ status: 'running' });
+      return recorder.update({ status: (told = 'running') });
     }
-    if (!running) recorder.update({ status: q ? 'queued' : 'starting' });
+    if (view.phase === 'starting' || view.phase === 'queued') recorder.update({ status: (told = q ? 'queued' : 'starting') });
   });
   controller.onEvent((e) => {
     const seq = recorder.record(e);
     const next = applyEvent(applied, meta.config, e);
     if (next !== applied) recorder.update({ applied: (applied = next) });
-    if (!running && (e.type === 'step' || e.type === 'plan' || e.type === 'hello')) {
-      running = true;
-      recorder.update({ status: 'running' });
-    }
+    view = reduceRunView(view, e);
+    const status = runViewStatus(view);
+    // (the end is the controller's result below: it also knows `lost`, which no event says)
+    if ((status === 'running' || status === 'restarting') && status !== told) recorder.update({ status: (told = status) });
     for (const l of recorded) l(e, seq);
   });
   // A record that cannot be written (disk full) is said once to the clients, as a warning outside
@@ -140,7 +143,8 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
             // The trainer's figure when it finished; a cancelled or failed run keeps the median of the windows it measured.
             medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? throughput.median,
             throughput,
-            steps: result.lastStep,
+            steps: view.step || result.lastStep,
+            restarts: view.restarts,
           }
         : {}),
       ...(result.status === 'lost' ? { lastSeenAt: new Date().toISOString() } : {}),

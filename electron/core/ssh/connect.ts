@@ -62,6 +62,23 @@ export interface ConnectedClient {
 
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
+/**
+ * Ends a connection politely (SSH disconnect, then FIN) and, if the server has not closed it within
+ * `graceMs`, destroys its socket. ssh2's own `destroy()` cannot be used for that: it only destroys a
+ * socket that is still writable, and `end()` has made it not writable, so a connection to a host
+ * that stopped answering (link down, host dead) stayed half-closed for as long as the kernel
+ * retransmits its FIN (many minutes), keeping the process alive: `cohort attach` got `done` and
+ * never exited (issue 24). ssh2 keeps the socket as `_sock` (its keepalive stops after `end()` too).
+ */
+export function closeClient(client: Client, graceMs = 2_000): void {
+  client.end();
+  const sock = (client as unknown as { _sock?: { destroyed?: boolean; destroy(): void } })._sock;
+  if (!sock || sock.destroyed) return;
+  setTimeout(() => {
+    if (!sock.destroyed) sock.destroy();
+  }, graceMs).unref();
+}
+
 interface AuthAttempt {
   label: string;
   method: AuthenticationType;
@@ -119,8 +136,7 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
       settled = true;
       opts.signal?.removeEventListener('abort', onAbort);
       client.removeAllListeners('ready');
-      client.end();
-      client.destroy();
+      closeClient(client, 0); // giving up: the socket goes now, connecting or not
       reject(err);
     };
     const onAbort = () => fail(aborted(endpoint, who));
@@ -136,7 +152,7 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
       opts.signal?.removeEventListener('abort', onAbort);
       if (!hostKey) {
         // Unreachable with ssh2's handshake order; refuse rather than trust an unverified host.
-        client.end();
+        closeClient(client);
         reject(new SshError('ssh-protocol', endpoint.name, `${who}: connected without a host key check`, ''));
         return;
       }
@@ -325,7 +341,7 @@ export async function connectChain(target: SshEndpoint, opts: SshConnectOptions)
     }
     return chain;
   } catch (err) {
-    for (const c of chain.reverse()) c.client.end();
+    for (const c of chain.reverse()) closeClient(c.client);
     throw err;
   }
 }

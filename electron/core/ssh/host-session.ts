@@ -9,7 +9,7 @@ import { posix } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import type { ClientChannel, SFTPWrapper } from 'ssh2';
 import { DisposableBase, Emitter } from '../../../trainer/protocol';
-import { connectChain, type ConnectedClient, type HostKeyInfo, type SshConnectOptions, type SshEndpoint } from './connect';
+import { closeClient, connectChain, type ConnectedClient, type HostKeyInfo, type SshConnectOptions, type SshEndpoint } from './connect';
 import { SshError, classifySshError, describeHost } from './ssh-error';
 import { ENV_PRELUDE, envLines, shQuote } from './remote-shell';
 
@@ -271,11 +271,8 @@ export class HostSession extends DisposableBase {
     const err = new SshError('ssh-disconnected', this.name, `${this.name}: the session was closed`, '', { fatal: false });
     this.rejectPending(err);
     for (const ch of this.channels) ch.close();
-    for (const c of [...this.chain].reverse()) {
-      c.client.end();
-      // end() waits for the server; make sure the sockets go even if it never answers.
-      setTimeout(() => c.client.destroy(), 2_000).unref();
-    }
+    // end() waits for the server; closeClient makes sure the sockets go even if it never answers.
+    for (const c of [...this.chain].reverse()) closeClient(c.client);
     this.fireClose(undefined);
   }
 
@@ -359,7 +356,7 @@ export class HostSession extends DisposableBase {
         ? base
         : new SshError('ssh-disconnected', this.name, `${describeHost(this.endpoint)}: connection lost because jump host ${c.endpoint.name} went away (${base.message})`, base.hint ?? '', { cause: base });
     this.rejectPending(this.closedWith);
-    for (const other of this.chain) other.client.end();
+    for (const other of this.chain) closeClient(other.client);
     this.fireClose(this.closedWith);
   }
 

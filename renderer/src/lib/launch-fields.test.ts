@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { resolveRunConfig } from '../../../electron/common';
 import { LAUNCH_ROWS, TRAIN_ROWS } from '../../../trainer/protocol';
-import { LAUNCH_FIELDS, engineNote, initialLaunchValues, launchOverrides } from './launch-fields';
+import { LAUNCH_FIELDS, engineNote, launchOverrides, launchValuesFrom, launchValuesOf } from './launch-fields';
 
 describe('Launch form fields, derived from the run-configuration table', () => {
   it('has one field per row the table marks for the form, in table order, with the row\'s flag and bounds', () => {
@@ -17,14 +17,22 @@ describe('Launch form fields, derived from the run-configuration table', () => {
     }
   });
 
-  it('starts from valid values and sends only the shown fields, numbers as numbers', () => {
-    const values = initialLaunchValues();
+  it('starts from the profile\'s resolved config (what the CLI runs) and sends only the shown fields, numbers as numbers', () => {
+    const profile = { defaults: { lr: 0.05, batchSize: 8, imageSize: 64, stem: 'cifar' as const } };
+    const values = launchValuesOf(resolveRunConfig(profile));
+    expect(values).toMatchObject({ batchSize: 8, imageSize: 64, stem: 'cifar', classes: 100, logSteps: 10, warmupSteps: 2 });
+    expect(resolveRunConfig(profile, launchOverrides(values))).toEqual(resolveRunConfig(profile)); // unedited form = the CLI's run
     values.batchSize = '4'; // what a cleared-and-typed input may hold
     const o = launchOverrides(values);
     expect(Object.keys(o)).toEqual(LAUNCH_FIELDS.map((f) => f.key));
     expect(o.batchSize).toBe(4);
     // Hidden settings come from the profile's defaults, resolved as core resolves them.
-    expect(resolveRunConfig({ defaults: { lr: 0.05 } }, o)).toMatchObject({ lr: 0.05, batchSize: 4, stem: 'cifar' });
+    expect(resolveRunConfig(profile, o)).toMatchObject({ lr: 0.05, batchSize: 4, stem: 'cifar' });
+  });
+
+  it('reads a remembered launch back field by field, dropping unknown keys and wrong kinds', () => {
+    expect(launchValuesFrom({ batchSize: 4, stem: 'cifar', fp16: true, bogus: 1, classes: 'ten' })).toEqual({ batchSize: 4, stem: 'cifar', fp16: true });
+    expect(launchValuesFrom(null)).toEqual({});
   });
 
   it('labels fp16 by what it does on the chosen engine (never "AMP" on tfjs)', () => {

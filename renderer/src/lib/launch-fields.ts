@@ -1,7 +1,7 @@
 // The Launch form's fields, derived from the run configuration's table (LAUNCH_ROWS: the rows with
 // a `gui` entry): one field per row, its widget from the row's kind, its bounds, label and per-engine
 // meaning from the row. Adding a setting to the form is `gui: { label }` on its row.
-import { LAUNCH_ROWS, launchFormInitial, type Engine, type TrainConfig, type TrainKey } from '../../../trainer/protocol';
+import { LAUNCH_ROWS, type Engine, type TrainConfig, type TrainKey } from '../../../trainer/protocol';
 
 export type FormValue = string | number | boolean;
 
@@ -35,9 +35,23 @@ export const LAUNCH_FIELDS: readonly LaunchField[] = LAUNCH_ROWS.map((r) => ({
   ...(r.engines ? { engines: r.engines } : {}),
 }));
 
-/** The form's starting values (the rows' `gui.initial`, else their defaults). */
-export function initialLaunchValues(): Record<string, FormValue> {
-  return { ...(launchFormInitial() as Record<string, FormValue>) };
+/** The form's values for a resolved run config (resolveRunConfig(profile): what the CLI would run). */
+export function launchValuesOf(config: TrainConfig): Record<string, FormValue> {
+  const c = config as unknown as Record<string, unknown>;
+  return Object.fromEntries(LAUNCH_FIELDS.map((f) => [f.key, c[f.key] as FormValue]));
+}
+
+/** A remembered launch's values as the form can hold them: known fields of the right kind only. */
+export function launchValuesFrom(saved: unknown): Record<string, FormValue> {
+  if (typeof saved !== 'object' || saved === null) return {};
+  const s = saved as Record<string, unknown>;
+  const out: Record<string, FormValue> = {};
+  for (const f of LAUNCH_FIELDS) {
+    const v = s[f.key];
+    const kind = f.widget === 'checkbox' ? 'boolean' : f.widget === 'number' ? 'number' : 'string';
+    if (typeof v === kind) out[f.key] = v as FormValue;
+  }
+  return out;
 }
 
 /** The form's values as run overrides: only the fields the form shows, numbers as numbers. */

@@ -1,0 +1,50 @@
+// The controller's stop commands (split from run-controller.ts, issue 24 item 7): `run-stop` on the
+// leader (it stops its followers), then on each follower as a fallback; a scheduled run's stop is
+// the scheduler's (scancel). Used by the stop-hosts effect and by a failed start.
+import { HOST_CMD_EXIT, decodeRunState, makeEvent, type CohortEvent, type RunStatusLine } from '../../../trainer/protocol';
+import { runHostCommand } from './host-link';
+import { parseLine } from './host-replies';
+import type { HostLaunch, RunPlan } from './run-plan';
+
+export interface StopContext {
+  plan: RunPlan;
+  emit(e: CohortEvent): void;
+  /** Ends a scheduled run's wait in the queue (the scheduler's job is going away). */
+  abortWait(): void;
+}
+
+/** run-stop on the leader, then the followers (each bounded); a scheduled run: scancel. */
+export async function stopAll(ctx: StopContext, reason: string, waitMs: number): Promise<void> {
+  const { plan } = ctx;
+  if (plan.scheduler) {
+    // The scheduler stops every node's agent (SIGTERM: each records the end), then nothing of the job is left.
+    ctx.abortWait();
+    try {
+      await plan.scheduler.cancel();
+    } catch (err) {
+      ctx.emit(makeEvent({ type: 'log', level: 'warn', message: `could not cancel Slurm job ${plan.scheduler.id ?? ''}: ${(err as Error).message}` }));
+    }
+    return;
+  }
+  const [leader, ...followers] = plan.hosts;
+  if (leader) await stopHost(ctx, leader, reason, waitMs);
+  await Promise.all(followers.map((f) => stopHost(ctx, f, reason, Math.min(waitMs, 5000))));
+}
+
+/** run-stop on one host: its state record after the stop, or undefined (no record there, or no answer: told). */
+export async function stopHost(ctx: StopContext, h: HostLaunch, reason: string, waitMs: number): Promise<RunStatusLine | undefined> {
+  const runId = ctx.plan.runId;
+  try {
+    const r = await runHostCommand(h.link, ['run-stop', '--run', runId, '--reason', reason, '--wait-ms', String(waitMs)], { timeoutMs: waitMs + 5000 });
+    const line = parseLine(r.stdout);
+    if (r.code === HOST_CMD_EXIT.noSuchRun) return undefined; // no record on that host: nothing to stop
+    if (!line || !('runId' in line)) {
+      ctx.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: run-stop did not confirm (exit ${r.code}): ${(line ? JSON.stringify(line.error) : r.stderr.trim()).slice(0, 300)}` }));
+      return undefined;
+    }
+    return { ...decodeRunState(line), agentAlive: (line as { agentAlive?: boolean }).agentAlive === true };
+  } catch (err) {
+    ctx.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: could not ask it to stop: ${(err as Error).message}` }));
+    return undefined;
+  }
+}

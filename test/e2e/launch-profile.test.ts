@@ -1,0 +1,151 @@
+// Issue 22 items 1, 10 and 11 (Launch half) in Chromium against the real `cohort serve` and a real
+// sshd host: the Launch form starts from the profile's resolved config (its `defaults` over the
+// built-in ones: what `cohort run --profile P` runs), so the same profile and settings started
+// from the CLI and from the dashboard apply the same config (the run records' `config` and
+// `applied` blocks are compared); the form remembers the last launch per profile across a reload;
+// name, tags and notes typed in Launch are recorded as `cohort run --name/--tag/--notes` records
+// them, refused by the same rule; Compare opens in sight at 1280×800 above a long History table.
+// Screenshots of Launch and History+Compare at 1280×800 and 1920×1080 in test-artifacts/.
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunMeta } from '../../electron/common';
+import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
+import { runCli } from '../helpers/cli';
+import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+
+const ARTIFACTS = join(ROOT, 'test-artifacts');
+/** The profile's run defaults: a tiny run, unlike the built-in defaults (imagenet stem, 100 classes, log every 10). */
+const DEFAULTS = { stem: 'cifar', imageSize: 8, batchSize: 2, classes: 10, steps: 3, logSteps: 1, warmupSteps: 0, lr: 0.05, seed: 7 };
+
+describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the profile, as the CLI does', () => {
+  let hosts: SshdCluster;
+  let dash: Dashboard | undefined;
+  let serve: ServeProcess;
+  let page: Page;
+  let dir: string;
+  let env: NodeJS.ProcessEnv;
+  const ids = { cli: '', gui: '' };
+
+  const cli = async (args: string[]) => {
+    const r = runCli(args, { env });
+    const exit = await r.exit;
+    return { code: exit.code, stdout: r.stdout, stderr: r.stderr };
+  };
+  const meta = (id: string) => JSON.parse(readFileSync(join(serve.dataDir, 'runs', id, 'meta.json'), 'utf8')) as RunMeta;
+  const value = (name: string) => page.getByTestId(`launch-${name}`).inputValue();
+  const shots = async (name: string) => {
+    for (const [w, h] of [[1280, 800], [1920, 1080]] as const) {
+      await page.setViewportSize({ width: w, height: h });
+      writeFileSync(join(ARTIFACTS, `${name}-${w}x${h}.png`), await page.screenshot());
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  };
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    hosts = await startHosts(1);
+    dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-launch-profile-'));
+    const kh = join(dir, 'known_hosts');
+    copyFileSync(hosts.knownHostsPath, kh);
+    ({ serve, page } = dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } }));
+    env = { COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), COHORT_DATA_DIR: serve.dataDir, HOME: join(serve.dataDir, '..', 'home'), COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '', NO_COLOR: '1' };
+    const h = hosts.hosts[0]!;
+    const file = join(dir, 'tuned.json');
+    writeFileSync(file, JSON.stringify({ name: 'tuned', defaults: DEFAULTS, hosts: [{ name: h.name, address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir }] }));
+    const imported = await cli(['profiles', 'import', file]);
+    expect(imported.code, imported.stderr).toBe(0);
+  }, 120_000);
+
+  afterAll(async () => {
+    await dash?.dispose();
+    await hosts?.dispose();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('the form holds the profile\'s defaults; the same settings from the CLI and the GUI apply the same config; name, tags and notes recorded', async () => {
+    const run = runCli(['run', '--profile', 'tuned', '--batch-size', '4', '--json'], { env, json: true });
+    const exit = await run.exit;
+    expect(exit.code, run.stderr).toBe(0);
+    ids.cli = (run.events[0] as { runId?: string }).runId ?? '';
+    expect(ids.cli).not.toBe('');
+
+    await page.goto(serve.url);
+    await page.getByTestId('nav-launch').click();
+    await fillLaunch(page, { profile: 'tuned' });
+    // What `cohort run --profile tuned` runs, not the form's own values.
+    expect({ batch: await value('batch-size'), image: await value('image-size'), stem: await value('stem'), classes: await value('classes'), steps: await value('steps'), log: await value('log-steps'), warmup: await value('warmup-steps') }).toEqual({ batch: '2', image: '8', stem: 'cifar', classes: '10', steps: '3', log: '1', warmup: '0' });
+    expect(await page.getByTestId('launch-source').textContent()).toContain('cohort run --profile tuned');
+    await fillLaunch(page, { 'batch-size': 4, name: 'from the gui', tags: 'ablation, bs4 fp32', notes: 'first line\nsecond line' });
+    await shots('launch-profile');
+    await page.getByTestId('launch-start').click();
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 240_000 }).toBe('ok');
+
+    const list = JSON.parse((await cli(['runs', 'list', '--json'])).stdout) as RunMeta[];
+    ids.gui = list.find((r) => r.id !== ids.cli)?.id ?? '';
+    expect(ids.gui).not.toBe('');
+    const [a, b] = [meta(ids.cli), meta(ids.gui)];
+    expect(b.config).toEqual(a.config);
+    expect(b.config).toMatchObject({ ...DEFAULTS, batchSize: 4 });
+    expect(b.applied).toEqual(a.applied);
+    // Recorded like --name/--tag/--notes: trimmed, tags split and kept in order.
+    const user = JSON.parse(readFileSync(join(serve.dataDir, 'runs', ids.gui, 'user.json'), 'utf8')) as Record<string, unknown>;
+    expect(user).toMatchObject({ name: 'from the gui', tags: ['ablation', 'bs4', 'fp32'], notes: 'first line\nsecond line' });
+  }, 400_000);
+
+  it('remembers the last launch on the profile across a reload; Reset goes back to the profile\'s', async () => {
+    await page.reload();
+    await page.getByTestId('nav-launch').click();
+    await fillLaunch(page, { profile: 'local' });
+    expect(await value('stem')).toBe('imagenet'); // the built-in profile: the CLI's built-in defaults
+    await fillLaunch(page, { profile: 'tuned' });
+    expect(await page.getByTestId('launch-source').textContent()).toMatch(/last launch/);
+    expect(await value('batch-size')).toBe('4');
+    expect(await value('name')).toBe(''); // a name is the run's own, not remembered
+    await page.getByTestId('launch-reset').click();
+    expect(await value('batch-size')).toBe('2');
+    expect(await page.getByTestId('launch-source').textContent()).toContain('cohort run --profile tuned');
+  });
+
+  it('refuses a bad tag in the form with the rule `cohort run --tag` applies', async () => {
+    await fillLaunch(page, { tags: 'fine bad/tag' });
+    const shown = await page.getByTestId('launch-user-error').textContent();
+    expect(await page.getByTestId('launch-start').isDisabled()).toBe(true);
+    const r = await cli(['run', '--profile', 'tuned', '--tag', 'bad/tag']);
+    expect(r.code).toBe(2);
+    const reason = /--tag: (.*)/.exec(r.stderr)?.[1] ?? 'none';
+    expect(shown).toBe(`Tags: ${reason}`);
+    await fillLaunch(page, { tags: '' });
+    expect(await page.getByTestId('launch-user-error').count()).toBe(0);
+  });
+
+  it('Compare opens in sight at 1280×800, above a long History table', async () => {
+    // A long History: copies of the real runs' records under new ids (the table's length is what matters here).
+    const real = (JSON.parse((await cli(['runs', 'list', '--json'])).stdout) as RunMeta[]).map((r) => r.id);
+    expect(real.length).toBeGreaterThan(0);
+    for (let i = 0; i < 14; i++) {
+      const src = real[i % real.length]!;
+      const id = `20200101-0000${String(i).padStart(2, '0')}-c${i.toString(36)}`;
+      cpSync(join(serve.dataDir, 'runs', src), join(serve.dataDir, 'runs', id), { recursive: true });
+      writeFileSync(join(serve.dataDir, 'runs', id, 'meta.json'), JSON.stringify({ ...meta(src), id }));
+    }
+    await page.getByTestId('nav-history').click();
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await expect.poll(() => page.getByTestId('history-row').count()).toBe(14 + real.length);
+    // Select the last two rows (scrolled to, as a user would), then Compare.
+    const rows = page.getByTestId('history-row');
+    await rows.nth(12 + real.length).locator('input[type=checkbox]').check();
+    await rows.nth(13 + real.length).locator('input[type=checkbox]').check();
+    await page.getByTestId('compare').click();
+    const summary = page.getByTestId('compare-summary');
+    await summary.waitFor();
+    const box = await summary.boundingBox();
+    expect(box, 'Compare has no box').not.toBeNull();
+    expect(box!.y, `Compare's summary at y=${box!.y}, outside the 800 px window`).toBeGreaterThanOrEqual(0);
+    expect(box!.y + box!.height).toBeLessThanOrEqual(800);
+    await shots('history-compare-open');
+  }, 120_000);
+});
