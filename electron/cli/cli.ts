@@ -69,6 +69,6 @@ function exitCodeFor(e: Error & { code?: string }): number {
   const code = typeof e.code === 'string' ? e.code : '';
   if (code.startsWith('ssh-') || code === 'deploy-failed') return EXIT.connection;
   // A bad run configuration reaches the CLI from core (the one Api decodes it) as `bad-config`.
-  if (code.startsWith('profile-') || code === 'bad-config' || code === 'run-ambiguous' || code === 'run-not-found' || code === 'bad-run-id' || e.name === 'ProfileError' || e.name === 'DecodeError' || e.name === 'ConfigError') return EXIT.usage;
+  if (code.startsWith('profile-') || code === 'bad-config' || code === 'run-ambiguous' || code === 'run-not-found' || code === 'run-still-running' || code === 'bad-run-id' || e.name === 'ProfileError' || e.name === 'DecodeError' || e.name === 'ConfigError') return EXIT.usage;
   return EXIT.trainingFailed;
 }

@@ -8,6 +8,7 @@ import { bf16Label, fp16Label, type DeployProgress } from '../common';
 import { applyEvent } from '../core/runs/applied-config';
 import { styleFor } from './style';
 import { perRankLines } from './per-rank-lines';
+import { systemLines } from './system-lines';
 
 export interface Printer {
   event(e: CohortEvent): void;
@@ -99,7 +100,7 @@ export function humanPrinter(
   out: NodeJS.WritableStream,
   err: NodeJS.WritableStream,
   /** asked: the run's configuration (what was asked), so the start block can say what this run does next to what the host offers. perRank: --per-rank. */
-  opts: { verbose?: boolean; perRank?: boolean; env?: NodeJS.ProcessEnv; now?: () => number; asked?: () => TrainConfig | undefined } = {},
+  opts: { verbose?: boolean; perRank?: boolean; system?: boolean; env?: NodeJS.ProcessEnv; now?: () => number; asked?: () => TrainConfig | undefined } = {},
 ): Printer {
   const now = opts.now ?? Date.now;
   const t0 = now();
@@ -166,6 +167,7 @@ export function humanPrinter(
           const eta = totalSteps ? formatDuration((totalSteps - e.step) * rateMs) : '?';
           print(`${formatStepLine(e, totalSteps || undefined)}\n  memory: ${e.memory.map(formatMemory).join(' | ')}\n`);
           if (opts.perRank) print(perRankLines(e).join(''));
+          if (opts.system) print(systemLines(e).join(''));
           status.set(`training: Step ${e.step}${totalSteps ? `/${totalSteps}` : ''}, ${e.globalSamplesPerSec.toFixed(1)} samples/s, ETA ${eta}`, 'step');
           break;
         }

@@ -4,6 +4,7 @@
 // methods return Promises, `onXxx` subscriptions return a disposer.
 import { CohortError, toErrorInfo, type CheckResult, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
+import type { RunSystemSummary } from './run-system';
 import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 import type { ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe } from './host-info';
@@ -46,6 +47,8 @@ export interface RunMeta extends RunUserFields {
   medianGlobalSamplesPerSec?: number | null;
   /** The spread over every measured window (runs recorded before it existed get it on first read). */
   throughput?: ThroughputSpread;
+  /** What its hosts did meanwhile: per host, medians over the windows of CPU, load, network, GPU (run-system.ts). */
+  system?: RunSystemSummary;
   /** The last step reported (a cancelled or failed run: how far it got). */
   steps?: number;
   /** Restarts told in the run's record (the run view's count, trainer/protocol/run-view.ts). */
@@ -58,6 +61,20 @@ export interface RunMeta extends RunUserFields {
   profileSnapshot?: unknown;
   /** What ran, from the run's own hello/plan/compile events (config is what was asked for). */
   applied?: AppliedConfig;
+  /** The `cohort check` prediction this run was started under (its own --check, or the profile's last check of the same plan); absent: none. */
+  check?: RunCheckPrediction;
+}
+
+/** A check's prediction as a run records it (issue 21 item 3): compared with the achieved figures in Live, History and Compare. */
+export interface RunCheckPrediction {
+  /** When the check ran (ISO time): the figures say "check of <time>". */
+  checkedAt: string;
+  /** One rank's rate the check measured or took from History (batch ÷ its compute time). */
+  oneRankSamplesPerSec: number;
+  /** Predicted scaling efficiency and step time for this world size. */
+  scaling: number;
+  stepMs: number;
+  worldSize: number;
 }
 
 /** The configuration a run really had, next to RunMeta.config (what was asked). */
@@ -164,6 +181,9 @@ export interface CohortApi {
   answerPassphrase(id: string, passphrase: string | null): Promise<void>;
   /** Names a run ('' clears the name); returns the run as the history now has it. */
   renameRun(runId: string, name: string): Promise<RunMeta>;
+  /** Deletes runs from the local history (`cohort runs rm`); the hosts' records stay. Refused, deleting
+   *  none, when one may still be running. Returns the ids deleted. */
+  deleteRuns(runIds: string[]): Promise<string[]>;
   /** Each run's curves (throughput, loss, step time per window), bounded, for Compare. */
   getRunSeries(runIds: string[]): Promise<RunSeries[]>;
   /** The runs as CSV (one row per run) or JSON, cancelled and failed runs with what they measured;
@@ -293,6 +313,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     if (typeof a[1] !== 'string') throw new DecodeError('name', "expected a string ('' clears the name)");
     return [name(a[0], 'runId'), a[1]];
   },
+  deleteRuns: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
   getRunSeries: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
   exportRuns: (a) => {
     if (a[1] !== 'csv' && a[1] !== 'json') throw new DecodeError('format', `expected "csv" or "json", got ${JSON.stringify(a[1])}`);

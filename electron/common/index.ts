@@ -10,3 +10,6 @@ export * from './csp';
 export * from './run-expected';
 export * from './applied-labels';
 export * from './error-hints';
+export * from './run-filter';
+export * from './run-system';
+export * from './compare-verdict';

@@ -18,7 +18,7 @@ describe('expected vs achieved of a History run', () => {
     const e = runExpected(three, [three, otherBatch, otherDevice, one]);
     expect(e.scaling).toEqual({ scaling: 150 / 180, oneRankSamplesPerSec: 60, source: 'history', fromRun: 'r1' });
     expect(e.mfu).toMatchObject({ gpu: 'A100', dtype: 'tf32' }); // torch's fp32 convs run as TF32 on Ampere
-    expect(describeExpected(e)).toMatch(/^scaling 0\.83 \(one rank 60\.0 samples\/s, from History run r1\) · MFU ≈ \d+% \(estimate/);
+    expect(describeExpected(e)).toMatch(/^scaling 0\.83 \(one rank 60\.0 samples\/s, from History run r1\) · predicted: none \(no cohort check of this profile and configuration\) · MFU ≈ \d+% \(estimate/);
   });
 
   it('is unknown without such a run; no MFU on the CPU; the check hook wins when given', () => {
@@ -29,5 +29,12 @@ describe('expected vs achieved of a History run', () => {
     expect(describeExpected(e)).toMatch(/scaling unknown/);
     const c = runExpected(three, [three], 150, { oneRankSamplesPerSec: 75, scaling: 0.7, checkedAt: 'x' });
     expect(c).toMatchObject({ scaling: { scaling: 150 / 225, source: 'check' }, predictedScaling: 0.7 });
+  });
+
+  it("takes the check the run recorded (RunMeta.check) and says which check", () => {
+    const three = run('r3', 3, 150, { check: { checkedAt: '2026-11-26T12:03:40.000Z', oneRankSamplesPerSec: 60, scaling: 0.75, stepMs: 44, worldSize: 3 } });
+    const e = runExpected(three, [three]);
+    expect(e).toMatchObject({ scaling: { scaling: 150 / 180, source: 'check' }, predictedScaling: 0.75, checkedAt: '2026-11-26T12:03:40.000Z' });
+    expect(describeExpected(e)).toMatch(/^scaling 0\.83 \(one rank 60\.0 samples\/s, from check of 2026-11-26 12:03 UTC\) vs predicted 0\.75 \(step 44 ms, check of 2026-11-26 12:03 UTC\)/);
   });
 });

@@ -4,6 +4,7 @@
 import { isFinished } from '../../trainer/protocol';
 
 import { DecodeError, arr, optStr, type Obj } from '../../trainer/protocol/validate';
+import type { RunSystemSummary } from './run-system';
 
 /**
  * The spread of a run's global throughput over its measured windows (one window per `step` event;
@@ -38,6 +39,8 @@ export interface RunSeries {
   stepTimeMs: number[];
   /** Over every window, not just the points kept. */
   throughput: ThroughputSpread;
+  /** The hosts' system figures over every window (absent: none recorded). */
+  system?: RunSystemSummary;
 }
 
 export const RUN_SERIES_MAX_POINTS = 2048;

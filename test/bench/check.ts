@@ -7,7 +7,7 @@
 //     measurement; second: reusing it, the normal case). Goal ≤ 15 s.
 //   npm run bench -- check [--rates 100mbit,300mbit] [--steps 4]
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CheckResult } from '../../trainer/protocol/check';
 import { EventLineDecoder, type StepEvent } from '../../trainer/protocol';
@@ -41,16 +41,17 @@ try {
 
   // ---- 1. prediction vs measurement ----
   const oneRank = await runRate('solo');
-  const rows: { rate: string; linkMbps: number; predicted: number; measured: number; errorPct: number; stepPredMs: number; stepMeasMs: number; bottleneck: string }[] = [];
+  const rows: { rate: string; linkMbps: number; predicted: number; measured: number; errorPct: number; stepPredMs: number; stepMeasMs: number; computePredMs: number; computeMeasMs: number; exchangePredMs: number; exchangeMeasMs: number; load: string; bottleneck: string }[] = [];
   for (const rate of rates) {
     await shapeHost(cluster, 2, rate);
     try {
       const c = await check();
       const p = c.prediction!;
+      const load = loadavg().map((x) => x.toFixed(1)).join(' ');
       const three = await runRate('trio');
       const measured = three.rate / (3 * oneRank.rate);
       const slow = Math.min(...c.links.filter((l) => l.kind === 'ring').map((l) => l.mbps));
-      rows.push({ rate, linkMbps: slow, predicted: p.scaling, measured, errorPct: ((p.scaling - measured) / measured) * 100, stepPredMs: p.stepMs, stepMeasMs: three.stepMs, bottleneck: p.bottleneck });
+      rows.push({ rate, linkMbps: slow, predicted: p.scaling, measured, errorPct: ((p.scaling - measured) / measured) * 100, stepPredMs: p.stepMs, stepMeasMs: three.stepMs, computePredMs: p.sharedComputeMs ?? p.computeMs, computeMeasMs: three.busyMs, exchangePredMs: p.exchangeMs, exchangeMeasMs: three.exchangeMs, load: `${load} → ${loadavg().map((x) => x.toFixed(1)).join(' ')}`, bottleneck: p.bottleneck });
     } finally {
       await shapeHost(cluster, 2, undefined);
     }
@@ -58,11 +59,11 @@ try {
   const md = [
     '### cohort check (3 sshd hosts in namespaces, one host\'s link shaped with tc)',
     '',
-    `Config: ${TINY.join(' ')}, ${steps} steps (1 warm-up). One-rank rate (a real 1-rank run on h1): ${oneRank.rate.toFixed(2)} samples/s (step ${Math.round(oneRank.stepMs)} ms). Measured scaling = 3-rank global rate ÷ (3 × one-rank rate).`,
+    `Measured ${new Date().toISOString()}. Config: ${TINY.join(' ')}, ${steps} steps (1 warm-up). One-rank rate (a real 1-rank run on h1): ${oneRank.rate.toFixed(2)} samples/s (step ${Math.round(oneRank.stepMs)} ms). Measured scaling = 3-rank global rate ÷ (3 × one-rank rate). The three hosts are namespaces of one 2-core machine: the check sees one kernel boot id and measures their 3 ranks computing at once against one alone, back to back (the "compute" columns: predicted = one rank's time × that ratio; measured = the slowest rank's step without waiting and exchange, from the run's per-rank phases).`,
     '',
-    '| h3 link (tc) | slowest ring link measured | predicted step | measured step | predicted scaling | measured scaling | error |',
-    '|---|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.rate} | ${r.linkMbps} Mbit/s | ${(r.stepPredMs / 1000).toFixed(2)} s | ${(r.stepMeasMs / 1000).toFixed(2)} s | ${(r.predicted * 100).toFixed(1)}% | ${(r.measured * 100).toFixed(1)}% | ${r.errorPct >= 0 ? '+' : ''}${r.errorPct.toFixed(1)}% |`),
+    '| h3 link (tc) | slowest ring link measured | predicted step | measured step | compute pred / meas | exchange pred / meas | predicted scaling | measured scaling | error | load avg (check → run end) |',
+    '|---|---|---|---|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.rate} | ${r.linkMbps} Mbit/s | ${(r.stepPredMs / 1000).toFixed(2)} s | ${(r.stepMeasMs / 1000).toFixed(2)} s | ${(r.computePredMs / 1000).toFixed(2)} / ${(r.computeMeasMs / 1000).toFixed(2)} s | ${(r.exchangePredMs / 1000).toFixed(2)} / ${(r.exchangeMeasMs / 1000).toFixed(2)} s | ${(r.predicted * 100).toFixed(1)}% | ${(r.measured * 100).toFixed(1)}% | ${r.errorPct >= 0 ? '+' : ''}${r.errorPct.toFixed(1)}% | ${r.load} |`),
     '',
     `Bottleneck sentences: ${rows.map((r) => `"${r.bottleneck}"`).join('; ')}.`,
     '',
@@ -84,16 +85,19 @@ async function check(): Promise<CheckResult> {
   const r = await cohortCli(['check', 'trio', ...TINY, '--json'], env);
   const c = JSON.parse(r.stdout) as CheckResult;
   if (!c.prediction) throw new Error(`no prediction: ${r.stdout}`);
-  console.log(`check: ${(c.durationMs / 1000).toFixed(1)} s; ${c.links.map((l) => `${l.from}>${l.to} ${l.mbps}`).join(', ')}; ${c.prediction.bottleneck}`);
+  console.log(`check: ${(c.durationMs / 1000).toFixed(1)} s; compute ${c.prediction.computeMs} alone, ${c.prediction.sharedComputeMs ?? '-'} shared (${c.prediction.sharing ?? 'none'}); ${c.links.map((l) => `${l.from}>${l.to} ${l.mbps}`).join(', ')}; ${c.prediction.bottleneck}`);
   return c;
 }
 
 /** Median global samples/s and step time over the run's windows (warm-up excluded by the trainer). */
-async function runRate(profile: string): Promise<{ rate: number; stepMs: number }> {
+async function runRate(profile: string): Promise<{ rate: number; stepMs: number; busyMs: number; exchangeMs: number }> {
   const out = await must(['run', '--profile', profile, ...TINY, '--steps', String(steps), '--warmup-steps', '1', '--log-steps', '1', '--json']);
   const d = new EventLineDecoder();
   const stepsEv = [...d.push(out), ...d.end()].flatMap((x) => (x.kind === 'event' && x.event.type === 'step' ? [x.event as StepEvent] : []));
-  const r = { rate: median(stepsEv.map((s) => s.globalSamplesPerSec)), stepMs: median(stepsEv.map((s) => s.stepTimeMs)) };
-  console.log(`run ${profile}: ${r.rate.toFixed(2)} samples/s, step ${Math.round(r.stepMs)} ms`);
+  // Per window: the slowest rank's step without waiting and exchanging, and the exchange (the same on every rank).
+  const busy = stepsEv.map((s) => Math.max(0, ...(s.rankPhases ?? []).map((p) => p.dataMs + p.computeMs + p.optimizerMs)));
+  const exch = stepsEv.map((s) => Math.min(Infinity, ...(s.rankPhases ?? []).map((p) => p.exchangeMs)));
+  const r = { rate: median(stepsEv.map((s) => s.globalSamplesPerSec)), stepMs: median(stepsEv.map((s) => s.stepTimeMs)), busyMs: median(busy), exchangeMs: Number.isFinite(median(exch)) ? median(exch) : 0 };
+  console.log(`run ${profile}: ${r.rate.toFixed(2)} samples/s, step ${Math.round(r.stepMs)} ms (busy ${Math.round(r.busyMs)}, exchange ${Math.round(r.exchangeMs)}); windows ${JSON.stringify(stepsEv.map((s) => s.rankPhases))}`);
   return r;
 }

@@ -106,13 +106,16 @@ describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
       expect(s.find((l) => l.from === 'h1')!.mbps).toBeGreaterThan(200);
       expect(result.links.filter((l) => l.kind === 'rendezvous').map((l) => `${l.from}>${l.to}`)).toEqual(['h2>h1']);
       expect(result.prediction!.worldSize).toBe(3);
-      expect(result.prediction!.bottleneck).toMatch(/^(h2↔h3|h3↔h1) at \d+ Mbit\/s: exchange [\d.]+ s vs compute .* per step; --fp16 halves it$/);
+      expect(result.prediction!.bottleneck).toMatch(/^(h2↔h3|h3↔h1) at \d+ Mbit\/s: exchange [\d.]+ s vs compute .* per step; --fp16 halves it(; 3 ranks on h1\+h2\+h3 \(\d+ cores\) share cores: compute .* with them at once vs .* alone)?$/);
+      // The namespaces are one kernel (one boot id): their 3 ranks are measured computing at once.
+      expect(result.prediction!.sharing).toMatch(/^3 ranks on h1\+h2\+h3 \(\d+ cores\)$/);
+      expect(result.prediction!.sharedComputeMs).toBeGreaterThanOrEqual(result.prediction!.computeMs);
       expect(result.prediction!.computeSource).toMatch(/^measured: one rank alone on h1/);
       expect(result.hosts.map((x) => x.report?.bundleHash)).toEqual(Array(3).fill(result.hosts[0]!.report!.bundleHash));
     } finally {
       await shapeHost(cluster, 2, undefined);
     }
-  }, 240_000);
+  }, 360_000);
 
   it.skipIf(!!NFT_MISSING)('a host that drops inbound connections except ssh: exit 1 naming it', async () => {
     await firewallHost(cluster, 2, true);

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { harnessMode, startHosts, type SshdCluster } from '../harness/sshd-hosts';
 import { shapeHost } from '../harness/shape';
 import { runCli } from '../helpers/cli';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { useDashboard } from './open-dashboard';
 import { CHROMIUM, ROOT } from './serve-process';
 
 const netns = existsSync('/usr/sbin/sshd') && (await harnessMode()) === 'netns';
@@ -18,7 +18,6 @@ const netns = existsSync('/usr/sbin/sshd') && (await harnessMode()) === 'netns';
 describe.skipIf(!existsSync(CHROMIUM) || !netns)('dashboard: Hosts → Check', () => {
   let hosts: SshdCluster;
   let page: Page;
-  let dash: Dashboard | undefined;
   let dir: string;
 
   beforeAll(async () => {
@@ -43,15 +42,15 @@ esac
     }));
     const r = runCli(['profiles', 'import', file], { env });
     expect((await r.exit).code, r.stderr).toBe(0);
-    ({ page } = dash = await openDashboard({ env: { COHORT_CONFIG_DIR: env.COHORT_CONFIG_DIR, COHORT_KNOWN_HOSTS: env.COHORT_KNOWN_HOSTS, SSH_AUTH_SOCK: '' } }));
-    await page.goto(dash.serve.url);
   }, 120_000);
 
   afterAll(async () => {
-    await dash?.dispose();
     await hosts?.dispose();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
+
+  const ui = useDashboard({ goto: true, env: () => ({ COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_KNOWN_HOSTS: hosts.knownHostsPath, SSH_AUTH_SOCK: '' }) });
+  beforeAll(() => void ({ page } = ui()));
 
   it('shows links, problems and the prediction; Launch shows the last check', async () => {
     await page.getByTestId('nav-hosts').click();
@@ -69,6 +68,9 @@ esac
     expect(await page.getByTestId('check-bottleneck').textContent()).toMatch(/^Bottleneck: (h1↔h2|h2↔h1) at \d+ Mbit\/s: exchange/);
     expect(await page.getByTestId('check-verdict').textContent()).toBe('ready to run');
     writeFileSync(join(ROOT, 'test-artifacts', '30-hosts-check.png'), await page.screenshot({ fullPage: true }));
+    await page.setViewportSize({ width: 1920, height: 1080 });
+    writeFileSync(join(ROOT, 'test-artifacts', '30-hosts-check-1920x1080.png'), await page.screenshot({ fullPage: true }));
+    await page.setViewportSize({ width: 1280, height: 800 });
 
     await page.getByTestId('nav-launch').click();
     await page.getByTestId('launch-profile').selectOption('duo');

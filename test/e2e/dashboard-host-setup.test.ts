@@ -5,16 +5,14 @@
 // - an encrypted key with no ssh-agent: the dashboard asks for the passphrase in a dialog (a wrong
 //   one is asked again), connects, and the passphrase appears in no file or log of the server.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
-import { openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 const PASSPHRASE = 'correct horse 7 battery';
 
@@ -33,25 +31,23 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SSHD_MISSING)('host setup in the dash
   let hosts: SshdCluster;
   let serve: ServeProcess;
   let page: Page;
-  let dash: Dashboard | undefined;
   let dir: string;
   let encKey: string;
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     hosts = await startHosts(1);
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-hostsetup-'));
     encKey = join(dir, 'enc_ed25519');
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', PASSPHRASE, '-C', 'cohort-enc', '-f', encKey]);
     await hosts.authorize(readFileSync(`${encKey}.pub`, 'utf8'));
-    // No ssh-agent: the encrypted key can only be unlocked with its passphrase.
-    ({ serve, page } = dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: hosts.knownHostsPath, SSH_AUTH_SOCK: '' } }));
   });
   afterAll(async () => {
-    await dash?.dispose();
     await hosts?.dispose();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
+  // No ssh-agent: the encrypted key can only be unlocked with its passphrase.
+  const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: hosts.knownHostsPath, SSH_AUTH_SOCK: '' }) });
+  beforeAll(() => void ({ serve, page } = ui()));
 
   async function fillHost(keyPath: string): Promise<void> {
     const h = hosts.hosts[0]!;

@@ -5,32 +5,29 @@
 // launched while a blocker job holds every node shows "queued: Slurm reason …, position 1". Stop
 // while queued cancels the job (scancel: it leaves squeue); a second run starts when the blocker
 // ends, trains, and is stopped with nothing left on any node.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
-import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+/** A Slurm command that cannot reach its controller is given up after 10 s here, not the product's 30 s (trainer/protocol/timings.ts). */
+const LOGIN_COMMAND_TIMEOUT_S = 10;
 
 describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real Slurm cluster', () => {
   let c: SlurmCluster;
-  let serve: ServeProcess;
-  let page: Page;
-  let dash: Dashboard | undefined;
-
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     c = await startSlurmCluster({ nodes: 2 });
-    ({ serve, page } = dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: c.ssh.knownHostsPath, SSH_AUTH_SOCK: '' } }));
   }, 120_000);
-
   afterAll(async () => {
-    await dash?.dispose();
     await c?.dispose();
   });
+  const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: c.ssh.knownHostsPath, SSH_AUTH_SOCK: '', COHORT_LOGIN_COMMAND_TIMEOUT_MS: String(LOGIN_COMMAND_TIMEOUT_S * 1000) }) });
+  let serve: ServeProcess;
+  let page: Page;
+  beforeEach(() => void ({ serve, page } = ui()));
 
   /** Cohort's jobs in squeue (the blocker is named "wrap"). */
   const cohortJobs = async () => (await c.login$(`squeue -h -o '%j %T'`)).stdout.split('\n').filter((l) => l.startsWith('cohort-'));
@@ -108,6 +105,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
 
     // Stop while queued: scancel, the job leaves squeue, the run ends cancelled.
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     await expect.poll(cohortJobs, { timeout: 30_000, interval: 500 }).toEqual([]);
     expect((await c.login$(`squeue -h -j ${blocker} -o %T`)).stdout.trim()).toBe('RUNNING');
@@ -121,6 +119,7 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
     expect(await page.getByTestId('queued-slurm').count()).toBe(0);
     expect((await cohortJobs()).map((l) => l.split(' ')[1])).toEqual(['RUNNING']);
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     await expect.poll(cohortJobs, { timeout: 30_000, interval: 500 }).toEqual([]);
     await expect.poll(nodeTrainers, { timeout: 30_000, interval: 500 }).toEqual([]);
@@ -145,7 +144,8 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
     await probeAfterEdit(() => page.locator('label:has-text("Env") textarea').fill('SLURM_CONF=/nonexistent/slurm.conf'));
     const failed = page.getByTestId('slurm-probe-error');
     await failed.waitFor({ timeout: 60_000 });
-    expect(await failed.textContent()).toMatch(/Probe failed: (login: `sinfo[^`]*` did not finish within 30 s on the login node|sinfo failed on the login node \(exit \d+\)).*SLURM_CONF/s);
+    // The server's env set the login-command timeout (COHORT_LOGIN_COMMAND_TIMEOUT_MS): the message names it.
+    expect(await failed.textContent()).toMatch(new RegExp(`Probe failed: (login: \`sinfo[^\`]*\` did not finish within ${LOGIN_COMMAND_TIMEOUT_S} s on the login node|sinfo failed on the login node \\(exit \\d+\\)).*SLURM_CONF`, 's'));
     expect(await page.getByTestId('slurm-partitions').count()).toBe(0);
     // A partition that does not exist: the probe works and says which partitions there are.
     await probeAfterEdit(async () => {

@@ -2,35 +2,32 @@
 // connection" meeting an unknown host key, the trust prompt showing the SHA256 fingerprint that
 // ssh-keygen computes from the host's key, trusting it, then connecting and probing.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startHosts, type SshdCluster } from '../harness/sshd-hosts';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { useDashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM) || !existsSync('/usr/sbin/sshd'))('dashboard with a real SSH host', () => {
   let hosts: SshdCluster;
   let serve: ServeProcess;
   let page: Page;
-  let dash: Dashboard | undefined;
   let dir: string;
 
   beforeAll(async () => {
-    mkdirSync(join(ROOT, 'test-artifacts'), { recursive: true }); // run alone, no other test has made it
     hosts = await startHosts(1, { knownHosts: 'empty' });
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-ssh-'));
-    const kh = join(dir, 'known_hosts');
-    writeFileSync(kh, '');
-    ({ serve, page } = dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } }));
+    writeFileSync(join(dir, 'known_hosts'), '');
   });
   afterAll(async () => {
-    await dash?.dispose();
     await hosts?.dispose();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
+  const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: join(dir, 'known_hosts'), SSH_AUTH_SOCK: '' }) });
+  beforeAll(() => void ({ serve, page } = ui()));
 
   it('prompts with the SHA256 fingerprint and sends the trust to core', async () => {
     const h = hosts.hosts[0]!;

@@ -2,16 +2,14 @@
 // `cohort serve` and the real core: create a profile, launch a local 2-rank run, watch the
 // throughput number and a chart grow, stop a run, find both in History and compare them.
 // Screenshots go to test-artifacts/ and are checked to be non-blank.
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 import { LAUNCH_ROWS } from '../../trainer/protocol';
 
-const ARTIFACTS = join(ROOT, 'test-artifacts');
 const hasChromium = existsSync(CHROMIUM);
 
 /** Distinct colours in a PNG, counted by Chromium itself (no PNG decoder needed in Node). */
@@ -36,7 +34,6 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
   let serve: ServeProcess;
   let ctx: BrowserContext;
   let page: Page;
-  let dash: Dashboard | undefined;
   let checker: Page;
 
   async function shot(name: string): Promise<void> {
@@ -46,14 +43,10 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     expect(await distinctColours(checker, png), `${name}.png looks blank`).toBeGreaterThan(50);
   }
 
+  const ui = useDashboard();
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, ctx, page } = dash = await openDashboard());
+    ({ serve, ctx, page } = ui());
     checker = await ctx.newPage();
-  });
-
-  afterAll(async () => {
-    await dash?.dispose();
   });
 
   it('refuses requests and WebSocket upgrades without the token', async () => {
@@ -139,6 +132,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     await page.getByTestId('stop-run').waitFor();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000 }).not.toBe('starting');
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
   }, 240_000);
 
@@ -178,8 +172,8 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     await expect.poll(async () => Number(await page.getByTestId('chart-throughput').getAttribute('data-points')), { timeout: 30_000, interval: 50 }).toBeGreaterThanOrEqual(before);
     process.stderr.write(`dashboard reload -> live view complete (${before} steps backfilled): ${Date.now() - t0} ms\n`);
     expect(await page.getByTestId('phase').textContent()).toBe('training');
-    const stop = spawnSync(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), 'stop', runId], { env: { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config') }, encoding: 'utf8', timeout: 60_000 });
-    expect(stop.status, stop.stderr).toBe(0);
+    const stop = ui().cli(['stop', runId]); // the server's env: its data, config and HOME
+    expect((await stop.exit).code, stop.stderr).toBe(0);
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     expect(serve.child.exitCode).toBeNull();
     // Every step of the host's record is on the chart exactly once (the chart takes new points once per

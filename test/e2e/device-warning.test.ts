@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { torchUnavailableReason } from '../torch/engine-process';
-import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
 import { CHROMIUM, type ServeProcess } from './serve-process';
 
 const skip = !existsSync(CHROMIUM) ? `no ${CHROMIUM}` : torchUnavailableReason();
@@ -18,17 +18,16 @@ const skip = !existsSync(CHROMIUM) ? `no ${CHROMIUM}` : torchUnavailableReason()
 describe.skipIf(skip !== undefined)(`the dashboard says when a run is not on a GPU${skip ? ` (skipped: ${skip})` : ''}`, () => {
   let serve: ServeProcess;
   let page: Page;
-  let dash: Dashboard | undefined;
   const bin = mkdtempSync(join(tmpdir(), 'cohort-fake-smi-'));
 
+  const ui = useDashboard({ env: { PATH: `${bin}:${process.env.PATH}`, COHORT_PYTHON: '/usr/bin/python3', COHORT_THREADS: '1' } });
   beforeAll(async () => {
     writeFileSync(join(bin, 'nvidia-smi'), '#!/bin/sh\ncase "$*" in -L) echo "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff)";; *) exit 2;; esac\n');
     chmodSync(join(bin, 'nvidia-smi'), 0o755);
-    ({ serve, page } = dash = await openDashboard({ env: { PATH: `${bin}:${process.env.PATH}`, COHORT_PYTHON: '/usr/bin/python3', COHORT_THREADS: '1' } }));
+    ({ serve, page } = ui());
   });
 
   afterAll(async () => {
-    await dash?.dispose();
     rmSync(bin, { recursive: true, force: true });
   });
 

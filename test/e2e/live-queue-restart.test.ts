@@ -2,40 +2,42 @@
 // asked for on busy slots shows `queued behind RUN`, starts when the slots free, and a rank killed
 // with SIGKILL after a checkpoint (max restarts 1) shows as a restart: the Restarts row, a marker
 // on every chart at the step resumed from, the run finishing ok. Also the time x axis (issue 15).
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { killLeftovers, ranksOf } from '../helpers/host';
-import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, screenshotsAllSizes, type ServeProcess } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, screenshotsAllSizes } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live view', () => {
-  let serve: ServeProcess;
-  let page: Page;
-  let dash: Dashboard | undefined;
+  const ui = useDashboard();
   const runIds: string[] = [];
-
-  beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, page } = dash = await openDashboard());
-  });
-
-  afterAll(async () => {
-    await dash?.dispose();
-    killLeftovers(runIds);
-  });
+  afterAll(() => killLeftovers(runIds));
 
   const events = (id: string): CohortEvent[] => {
-    const p = join(serve.dataDir, 'runs', id, 'events.jsonl');
+    const p = join(ui().serve.dataDir, 'runs', id, 'events.jsonl');
     return existsSync(p) ? readFileSync(p, 'utf8').split('\n').filter(Boolean).map((l) => decodeEvent(JSON.parse(l))) : [];
   };
 
+  /** The runs holding slot `n` of the local profile's workdir (the agents' lease files). */
+  const leaseHolders = (n: number): string[] => {
+    const dir = join(ui().serve.dataDir, 'local', 'leases', `slot-${n}`);
+    if (!existsSync(dir)) return [];
+    return readdirSync(dir)
+      .filter((f) => /^held-.*\.json$/.test(f))
+      .map((f) => {
+        try {
+          return (JSON.parse(readFileSync(join(dir, f), 'utf8')) as { runId?: string }).runId ?? '';
+        } catch {
+          return ''; // being written
+        }
+      })
+      .filter(Boolean);
+  };
+
   async function launch(o: { ranks: number; steps: number; maxRestarts: number }): Promise<string> {
+    const { page } = ui();
     await page.getByTestId('nav-launch').click();
     await fillLaunch(page, { profile: 'local', ...TINY_FORM, ranks: o.ranks, 'batch-size': 2, 'image-size': 8, steps: o.steps, 'warmup-steps': 1, 'log-steps': 1, 'max-restarts': o.maxRestarts });
     const before = await page.getByTestId('run-id').textContent().catch(() => '');
@@ -47,25 +49,31 @@ describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live vi
   }
 
   it('shows a run queued behind the one holding its slots, then its restart after a rank is killed', async () => {
+    const { page, serve } = ui();
     await page.goto(serve.url);
     const a = await launch({ ranks: 1, steps: 5000, maxRestarts: 0 });
-    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000 }).toBe('training');
+    // A holds slot 0 once its agent's lease is there (trainer/agent/leases.ts): B is launched while
+    // A's rank still starts, so the page's queue is shown during A's start-up, not after it.
+    await expect.poll(() => leaseHolders(0), { timeout: 120_000, interval: 100 }).toEqual([a]);
 
-    // B needs slots 0 and 1; A holds slot 0.
-    const b = await launch({ ranks: 2, steps: 14, maxRestarts: 1 });
+    // B needs slot 0, which A holds.
+    const b = await launch({ ranks: 1, steps: 8, maxRestarts: 1 });
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 30_000 }).toBe('queued');
     expect(await page.getByTestId('queued-behind').textContent()).toContain(`queued behind ${a}`);
     await screenshotsAllSizes(page, ARTIFACTS, 'live-queued');
+    // B stays queued while A trains (A's record has steps).
+    await expect.poll(() => events(a).some((e) => e.type === 'step'), { timeout: 180_000, interval: 250 }).toBe(true);
+    expect(await page.getByTestId('phase').textContent()).toBe('queued');
 
-    // A ends (stopped from the CLI): B starts on the freed slots.
-    const stop = spawnSync(process.execPath, [join(ROOT, 'bin', 'cohort.mjs'), 'stop', a], { env: { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home') }, encoding: 'utf8', timeout: 60_000 });
-    expect(stop.status, stop.stderr).toBe(0);
+    // A ends (stopped from the CLI): B starts on the freed slot.
+    const stop = ui().cli(['stop', a]);
+    expect((await stop.exit).code, stop.stderr).toBe(0);
     await expect.poll(() => events(b).some((e) => e.type === 'checkpoint' && e.action === 'saved'), { timeout: 180_000, interval: 100 }).toBe(true);
     expect(await page.getByTestId('queued-behind').count()).toBe(0);
 
-    // Kill rank 1 after the checkpoint: the run restarts from it and finishes ok.
-    const rank1 = ranksOf(b).sort((x, y) => x.pid - y.pid)[1]!;
-    process.kill(rank1.pid, 'SIGKILL');
+    // Kill B's rank after the checkpoint: the run restarts from it and finishes ok.
+    const rank = ranksOf(b)[0]!;
+    process.kill(rank.pid, 'SIGKILL');
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 240_000, interval: 250 }).toBe('ok');
     const restart = events(b).find((e) => e.type === 'restart');
     expect(restart?.type).toBe('restart');

@@ -5,42 +5,25 @@
 // the Live view shows the per-rank split with rank 1 named. How many step windows it took from the
 // first slowed window to the warning is printed and held to at most 3 (+1 for the window in which
 // the throttling began, only partly slowed).
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, LogEvent, StepEvent } from '../../trainer/protocol';
 import { runCli } from '../helpers/cli';
 import { leftovers, rankPid, throttle } from '../helpers/run-procs';
-import { openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort attach --per-rank', () => {
   let serve: ServeProcess;
   let page: Page;
-  let dash: Dashboard | undefined;
-  beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, page } = dash = await openDashboard());
-  });
-  afterAll(async () => {
-    await dash?.dispose();
-  });
-
+  const ui = useDashboard();
+  beforeAll(() => void ({ serve, page } = ui()));
   it('names rank 1 slowed for real, in the compute phase, in both clients and the record', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('local');
-    await page.getByTestId('launch-ranks').fill('3');
-    await page.getByTestId('launch-stem').selectOption('cifar'); // the form starts from the CLI's defaults (imagenet: 32 px at least)
-    await page.getByTestId('launch-classes').fill('10');
-    await page.getByTestId('launch-batch-size').fill('4');
-    await page.getByTestId('launch-image-size').fill('8');
-    await page.getByTestId('launch-steps').fill('5000');
-    await page.getByTestId('launch-warmup-steps').fill('1');
-    await page.getByTestId('launch-log-steps').fill('2');
+    await fillLaunch(page, { profile: 'local', ranks: 3, stem: 'cifar', classes: 10, 'batch-size': 4, 'image-size': 8, steps: 5000, 'warmup-steps': 1, 'log-steps': 2 }); // stem/classes: the form starts from the CLI's defaults (imagenet: 32 px at least)
     await page.getByTestId('launch-start').click();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 300_000, interval: 500 }).toBe('training');
 
@@ -55,7 +38,9 @@ describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort
     stopThrottle = throttle(pid!);
     try {
       // The Live view: the warning, the window's slowest rank, one split row per rank.
-      await expect.poll(() => page.getByTestId('slow-rank').first().textContent().catch(() => ''), { timeout: 300_000, interval: 1000 }).toMatch(/rank 1 on local: compute [\d.]+× its peers' median/);
+      // Any of the warnings shown: on a loaded machine another rank may be named too, for what was
+      // really measured (a loaded run once warned of rank 0's 25 ms data phase first, and .first() missed rank 1).
+      await expect.poll(async () => (await page.getByTestId('slow-rank').allTextContents()).join('\n'), { timeout: 300_000, interval: 1000 }).toMatch(/rank 1 on local: compute [\d.]+× its peers' median/);
       await expect.poll(() => page.getByTestId('window-straggler').textContent().catch(() => ''), { timeout: 60_000 }).toMatch(/rank 1 on local: compute [\d.]+× its peers' median/);
       expect(await page.locator('[data-testid=rank-phase-table] tbody tr').count()).toBe(3);
       await page.getByTestId('rank-phases').scrollIntoViewIfNeeded();
@@ -76,6 +61,7 @@ describe.skipIf(!existsSync(CHROMIUM))('straggler in the Live view and in cohort
     expect(windows).toBeLessThanOrEqual(4);
 
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000, interval: 500 }).toBe('cancelled');
     attach.child.kill('SIGINT');
     await attach.exit;

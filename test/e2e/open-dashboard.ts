@@ -1,17 +1,31 @@
-// The Chromium e2e tests' common setup: the real `cohort serve` (private config and data dirs),
-// a headless Chromium with its own profile at 1280×800, and one page, whose uncaught errors are
-// logged. The page is not navigated: a test goes to `serve.url` (which carries the token) when it
-// is ready. dispose() closes the browser, stops the server and its runs, and removes the profile.
-import { mkdtempSync, rmSync } from 'node:fs';
+// The Chromium e2e tests' common setup: the real `cohort serve` (private config, data and HOME
+// dirs), a headless Chromium with its own profile at 1280×800, and one page, whose uncaught errors
+// are logged. The page is not navigated: a test goes to `serve.url` (which carries the token) when
+// it is ready. dispose() kills the CLIs it started, closes the browser, stops the server and its
+// runs, and removes the profile. A test file takes it through useDashboard() (one per file):
+//
+//   const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: fx().cluster.knownHostsPath }) });
+//   it('…', async () => { const { page, serve } = ui(); await page.goto(serve.url); … });
+//
+// Everything it starts is private to the file (free port, temp dirs, its own Chromium profile), so
+// two files can run at once (test/README.md).
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { CHROMIUM, CHROMIUM_ARGS, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { runCli, type CliRun } from '../helpers/cli';
+import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
 
 export interface Dashboard {
   serve: ServeProcess;
   ctx: BrowserContext;
+  /** The current page (useDashboard({ page: 'case' }) replaces it before each case). */
   page: Page;
+  /** The real `cohort` CLI with the server's env (same history and profiles) plus `opts.env`; killed at dispose if still running. */
+  cli(args: string[], opts?: { json?: boolean; env?: NodeJS.ProcessEnv }): CliRun;
+  /** Closes the current page and opens a fresh one in the same browser (errors logged); it becomes `page`. */
+  newPage(): Promise<Page>;
   dispose(): Promise<void>;
 }
 
@@ -22,21 +36,92 @@ export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<s
   const profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-'));
   let ctx: BrowserContext | undefined;
   let disposed: Promise<void> | undefined;
+  const clients: CliRun[] = [];
   const dispose = () =>
     (disposed ??= (async () => {
+      for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
       await ctx?.close();
       await serve.dispose();
       rmSync(profileDir, { recursive: true, force: true });
     })());
   try {
     ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
-    const page = await ctx.newPage();
-    page.on('pageerror', (e) => console.error('[page error]', e.message));
-    return { serve, ctx, page, dispose };
+    const browser = ctx;
+    const open = async () => {
+      const p = await browser.newPage();
+      p.on('pageerror', (e) => console.error('[page error]', e.message));
+      return p;
+    };
+    const d: Dashboard = {
+      serve,
+      ctx,
+      page: await open(),
+      cli(args, o = {}) {
+        const r = runCli(args, { env: { ...serve.env, ...o.env }, json: !!o.json });
+        clients.push(r);
+        return r;
+      },
+      async newPage() {
+        await d.page.close();
+        return (d.page = await open());
+      },
+      dispose,
+    };
+    return d;
   } catch (err) {
     await dispose();
     throw err;
   }
+}
+
+export interface UseDashboardOptions {
+  /** false: start nothing (the file's describe is skipped: no Chromium, no sshd...). */
+  enabled?: boolean;
+  serveArgs?: string[];
+  /**
+   * `cohort serve`'s extra env. A function is called in beforeAll, after the hooks registered before
+   * this call: so a cluster fixture declared first (useCohortCluster) can give its known_hosts.
+   */
+  env?: Record<string, string> | (() => Record<string, string> | Promise<Record<string, string>>);
+  /**
+   * 'file' (default): one page for the whole file, its cases a story told in steps (the state one
+   * case leaves is where the next begins). 'case': a fresh page at `serve.url` before each case,
+   * for files whose cases stand alone.
+   */
+  page?: 'file' | 'case';
+  /** Opens `serve.url` in the first page in beforeAll (default false: a case goes there). */
+  goto?: boolean;
+}
+
+/**
+ * One `cohort serve` + Chromium for a test file, shared by its cases: opened in beforeAll (with
+ * test-artifacts/ made), disposed in afterAll. Returns a getter: call it inside tests and hooks.
+ */
+export function useDashboard(opts: UseDashboardOptions = {}): () => Dashboard {
+  let dash: Dashboard | undefined;
+  let first = true;
+  beforeAll(async () => {
+    if (opts.enabled === false) return;
+    if (!existsSync(ARTIFACTS)) mkdirSync(ARTIFACTS, { recursive: true });
+    const env = typeof opts.env === 'function' ? await opts.env() : opts.env;
+    dash = await openDashboard({ serveArgs: opts.serveArgs, env });
+    if (opts.goto) await dash.page.goto(dash.serve.url);
+  }, 120_000);
+  if (opts.page === 'case')
+    beforeEach(async () => {
+      if (!dash) return;
+      // The first case has the page beforeAll opened; each later one a fresh page.
+      if (!first) await dash.newPage();
+      first = false;
+      await dash.page.goto(dash.serve.url);
+    });
+  afterAll(async () => {
+    await dash?.dispose();
+  });
+  return () => {
+    if (!dash) throw new Error('the dashboard fixture is not started (use it inside a test or a hook after beforeAll)');
+    return dash;
+  };
 }
 
 /** The Launch form's fields, by the `launch-<name>` test id (profile, engine, stem, ranks, batch-size, …). */

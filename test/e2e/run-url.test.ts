@@ -5,14 +5,13 @@
 // the CLI with --detach while the page is open appears in Live by itself. Screenshot at 1280×800 in
 // test-artifacts/run-url-live.png.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+import { useDashboard, type Dashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
-const ARTIFACTS = join(ROOT, 'test-artifacts');
 const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--log-steps', '1', '--warmup-steps', '0'];
 
 describe.skipIf(!existsSync(CHROMIUM))('a URL per run, and Live following any client', () => {
@@ -37,9 +36,9 @@ describe.skipIf(!existsSync(CHROMIUM))('a URL per run, and Live following any cl
   const shownRun = (p: Page = page) => p.getByTestId('run-id').textContent({ timeout: 1000 }).catch(() => null);
   const currentView = (p: Page = page) => p.locator('nav [aria-current=page]').getAttribute('data-testid', { timeout: 1000 }).catch(() => null);
 
+  const ui = useDashboard();
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, page } = dash = await openDashboard());
+    ({ serve, page } = dash = ui());
     env = { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home'), NO_COLOR: '1' };
     older = finishedRun();
     latest = finishedRun();
@@ -49,7 +48,6 @@ describe.skipIf(!existsSync(CHROMIUM))('a URL per run, and Live following any cl
 
   afterAll(async () => {
     if (detached) cohort(['stop', detached], 60_000);
-    await dash?.dispose();
   });
 
   it("a fresh page's Live run shows the latest run", async () => {

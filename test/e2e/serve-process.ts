@@ -9,6 +9,8 @@ import { ROOT } from '../helpers/cli';
 
 export { ROOT };
 export const CHROMIUM = '/usr/bin/chromium';
+/** Where the e2e tests put their screenshots (useDashboard makes it). */
+export const ARTIFACTS = join(ROOT, 'test-artifacts');
 /** ../shared/ENV-NOTES.md: without the resolver rule Chromium still looks up Google hosts. */
 export const CHROMIUM_ARGS = [
   '--headless',
@@ -55,6 +57,8 @@ export interface ServeProcess {
   stdout: () => string;
   stderr: () => string;
   dataDir: string;
+  /** The env the server runs with (its config, data and HOME dirs): a `cohort` CLI given it shares the server's history and profiles. */
+  env: NodeJS.ProcessEnv;
   dispose(): Promise<void>;
 }
 
@@ -110,7 +114,7 @@ export async function startServe(args: string[] = [], opts: { timeoutMs?: number
     throw e;
   });
   const u = new URL(url);
-  return { url, origin: u.origin, token: u.searchParams.get('token') ?? '', child, stdout: () => out, stderr: () => err, dataDir: join(dir, 'data'), dispose };
+  return { url, origin: u.origin, token: u.searchParams.get('token') ?? '', child, stdout: () => out, stderr: () => err, dataDir: join(dir, 'data'), env, dispose };
 }
 
 /** The window sizes and themes every view is checked at (issue 15): 1024×700 and 1920×1080, light and dark. */

@@ -7,8 +7,8 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { TINY_FORM, fillLaunch, useDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, SHOT_SIZES, screenshotsAllSizes } from './serve-process';
 
 const SHOTS = process.env.COHORT_SHOTS_DIR ?? join(ROOT, 'test-artifacts', 'views');
@@ -17,15 +17,12 @@ describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes',
   let page: Page;
   let dash: Dashboard | undefined;
 
+  const ui = useDashboard();
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
-    dash = await openDashboard();
+    dash = ui();
     page = dash.page;
     await page.goto(dash.serve.url);
-  });
-
-  afterAll(async () => {
-    await dash?.dispose();
   });
 
   /** Screenshots of the view as it is now; at each size the page itself must not scroll sideways. */
@@ -67,6 +64,7 @@ describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes',
     expect(await page.getByTestId('phase').textContent()).toBe('training');
     await shoot('live-running', true);
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     await launch(6, 4);
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 180_000 }).toBe('ok');

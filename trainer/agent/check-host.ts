@@ -54,6 +54,7 @@ export async function checkHost(argv: readonly string[], o: { trainerEntry: stri
     hostname: hostname(),
     cpuModel: cpus()[0]?.model.trim() ?? '?',
     cores: cpus().length,
+    ...bootId(),
     memBytes: totalmem(),
     engine: choice,
     tfjsBackend: tfjsGpuInstalled() ? 'tensorflow-gpu' : tfjsNodeInstalled() ? 'tensorflow' : 'wasm',
@@ -65,6 +66,16 @@ export async function checkHost(argv: readonly string[], o: { trainerEntry: stri
   report.timeMs = Date.now();
   replyLine(report);
   return 0;
+}
+
+/** The kernel's boot id (Linux): hosts that report the same one are one machine (namespaces, containers) and share its cores. */
+function bootId(): { bootId?: string } {
+  try {
+    const id = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+    return id ? { bootId: id } : {};
+  } catch {
+    return {}; // not Linux: each host counts as its own machine
+  }
 }
 
 function bundleHash(entry: string): string {

@@ -4,7 +4,7 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
-import { DisposableBase, decodeEvent, isFinished, toDisposable, type ErrorEvent } from '../protocol';
+import { DisposableBase, decodeEvent, decodeHostCounters, isFinished, toDisposable, type ErrorEvent, type HostCounters } from '../protocol';
 
 export type ControlMsg =
   /** follower → leader; `key`: the follower's place in the global claim order (claim-order.ts). */
@@ -13,7 +13,8 @@ export type ControlMsg =
   | { t: 'claim' }
   | { t: 'queued'; behind: string }
   | { t: 'ready' }
-  | { t: 'beat' }
+  /** Both ways every second; a follower's carries its host's counters for the system metrics (protocol/system.ts). */
+  | { t: 'beat'; sys?: HostCounters }
   /** follower → leader: an error event of one of its ranks (or its own), for the leader's record. */
   | { t: 'error'; event: ErrorEvent }
   /** follower → leader: all its ranks of `attempt` have exited. */
@@ -48,8 +49,11 @@ function decodeControl(line: string): ControlMsg | undefined {
       return { t: 'queued', behind: s('behind') };
     case 'claim':
     case 'ready':
-    case 'beat':
       return { t: m.t };
+    case 'beat': {
+      const sys = decodeHostCounters(m.sys);
+      return sys ? { t: 'beat', sys } : { t: 'beat' };
+    }
     case 'error': {
       try {
         const e = decodeEvent(m.event);
@@ -86,6 +90,10 @@ export class ControlLink extends DisposableBase {
   private lastHeard = Date.now();
   private onMsg: (m: ControlMsg) => void = () => {};
   private onEnd: (why: string) => void = () => {};
+  /** What this end's beats carry (a follower: its host's counters). */
+  beatCounters: (() => HostCounters | undefined) | undefined;
+  /** The other end's counters from its latest beat. */
+  peerCounters: HostCounters | undefined;
 
   constructor(
     private readonly sock: Socket,
@@ -100,13 +108,17 @@ export class ControlLink extends DisposableBase {
       if (!m) return this.close('sent a malformed control message');
       this.lastHeard = Date.now();
       if (m.t !== 'beat') this.onMsg(m);
+      else if (m.sys) this.peerCounters = m.sys;
     });
     sock.on('error', () => {}); // 'close' follows
     // readline re-emits its input's errors: without this a peer's reset (ECONNRESET, e.g. a follower that
     // exits with our beats unread) was an unhandled 'error' that killed this agent.
     lines.on('error', () => {});
     sock.on('close', () => this.close('connection closed'));
-    const beat = setInterval(() => this.send({ t: 'beat' }), BEAT_MS);
+    const beat = setInterval(() => {
+      const sys = this.beatCounters?.();
+      this.send(sys ? { t: 'beat', sys } : { t: 'beat' });
+    }, BEAT_MS);
     const watch = setInterval(() => {
       if (Date.now() - this.lastHeard > timeoutMs) this.close(`no heartbeat for ${Math.round(timeoutMs / 1000)} s`);
     }, Math.min(1000, timeoutMs));

@@ -20,6 +20,7 @@ import { RankGroup, emitTo, type RankExit } from './ranks';
 import { AGENT_RUN_EXIT, agentConfigOf, noMoreRequeues, type AgentRunOpts } from './agent-opts';
 import { checkpointingOf, envPayload, noDoneError, rankExitError } from './rank-outcome';
 import { RunRecordWriter, readState, recordPaths, runDirOf, stopMarkerPath } from './run-record';
+import { SystemWindows, systemMetricsOn } from './system-windows';
 
 /** After a failed start the leader keeps listening up to a follower's own connect window, so late followers hear the end at once (defect 10). */
 const LINGER_MS = CONNECT_TIMEOUT_MS;
@@ -48,6 +49,8 @@ class HostAgent {
   private links: FollowerLinks | undefined;
   private leaderLink: ControlLink | undefined;
   private envTold = false;
+  /** The system metrics on rank 0's steps (system-windows.ts); undefined when switched off. */
+  private readonly sys: SystemWindows | undefined;
   private readonly timeoutMs: number;
   private readonly checkpointDir: string;
   private finish: (code: number) => void = () => {};
@@ -65,6 +68,8 @@ class HostAgent {
     this.timeoutMs = spec.heartbeatTimeoutMs > 0 ? spec.heartbeatTimeoutMs : (opts.timings ?? DEFAULT_TIMINGS).heartbeatTimeoutMs;
     this.checkpointDir = spec.config.checkpointDir || join(dir, 'checkpoints');
     this.emit = emitTo({ event: (e) => this.record.event(e) });
+    const rankPids = () => (this.group?.procs ?? []).flatMap((p) => (p.child.pid === undefined || p.exited ? [] : [p.child.pid]));
+    this.sys = systemMetricsOn({ ...process.env, ...spec.env }) ? new SystemWindows(spec.host, rankPids) : undefined;
   }
 
   async run(): Promise<number> {
@@ -203,6 +208,7 @@ class HostAgent {
 
   private onLeaderLink(link: ControlLink): void {
     this.leaderLink = link;
+    link.beatCounters = () => this.sys?.counters();
     link.on(
       (m) => this.input({ t: 'leader-msg', msg: m }),
       (why) => this.leaderLink === link && this.input({ t: 'leader-lost', why }),
@@ -212,7 +218,8 @@ class HostAgent {
 
   private onEvent(e: CohortEvent): void {
     if (e.type === 'step') {
-      this.record.event(e);
+      const followers = [...(this.links?.byHost.values() ?? [])].map((l) => (l.isClosed ? undefined : l.peerCounters));
+      this.record.event(this.sys ? this.sys.attach(e, followers) : e);
       // Rank 0's step carries every rank's compute time: a persistently slow one is named once.
       for (const r of this.slowRanks.observe(e)) this.emit(slowRankEvent(r));
       return;
@@ -232,6 +239,7 @@ class HostAgent {
     const sink = { event: (e: CohortEvent) => this.onEvent(e), line: (rank: number, _s: 'stdout' | 'stderr', text: string) => this.record.rankLine(rank, text) };
     const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, sink, (x) => this.onRankExit(group, x), this.rankEnv);
     this.group = group;
+    this.sys?.prime();
     if (!this.envTold) this.emit(envPayload(this.spec.host, group));
     this.envTold = true;
     void group.done.then(() => {

@@ -42,6 +42,11 @@ export interface HostCheckReport {
   hostname: string;
   cpuModel: string;
   cores: number;
+  /**
+   * The kernel's boot id (Linux). Hosts with the same one are one machine (network namespaces,
+   * containers): their ranks share its cores, so the check measures them computing at once.
+   */
+  bootId?: string;
   memBytes: number;
   /** The engine the agent would pick for the planned run's --engine, or why none. */
   engine: { name: 'tfjs' | 'torch'; reason: string; cuda?: boolean } | { error: string; hint?: string };
@@ -129,6 +134,15 @@ export interface CheckPrediction {
   wire: 'fp32' | 'fp16';
   /** Ring allreduce over the slowest link (ms). */
   exchangeMs: number;
+  /**
+   * When ranks share one machine's cores (several slots, or hosts with one boot id): one rank's
+   * step time with all those ranks computing at once (ms: computeMs × sharedRatio, at least
+   * computeMs), and which ranks; the predicted step uses it in place of computeMs.
+   */
+  sharedComputeMs?: number;
+  /** The ranks at once ÷ one rank alone, measured back to back (reused by a later check of the same plan). */
+  sharedRatio?: number;
+  sharing?: string;
   /** computeMs ÷ stepMs: the global rate as a fraction of worldSize × the one-rank rate. */
   scaling: number;
   bottleneck: string;

@@ -28,6 +28,7 @@ import {
   type RankStepPhases,
   type SchedulerQueue,
 } from './event-types';
+import { decodeHostSystem } from './system';
 
 
 function capability(v: unknown, path: string): Capability {
@@ -137,6 +138,7 @@ export const decoders: { [K in EventType]: (o: Obj) => Payload<Extract<CohortEve
     ...opt('commBytes', optNum(o, 'commBytes', p, { min: 0 })),
     ...opt('rankComputeMs', o.rankComputeMs === undefined ? undefined : arr(o, 'rankComputeMs', p, (v, at) => num({ v }, 'v', at, { min: 0 }))),
     ...opt('rankPhases', o.rankPhases === undefined ? undefined : arr(o, 'rankPhases', p, rankStepPhases)),
+    ...opt('system', o.system === undefined ? undefined : arr(o, 'system', p, decodeHostSystem)),
   }),
   epoch: (o) => ({
     type: 'epoch',

@@ -2,6 +2,8 @@
 // Defined once here (re-exported by events.ts, the one import place); nothing else declares an
 // event shape. Fields may be added, never renamed.
 
+import type { HostSystem } from './system';
+
 export const PROTOCOL_VERSION = 1;
 
 export const EVENT_TYPES = [
@@ -157,6 +159,8 @@ export interface StepEvent extends EventBase {
    * in v1 as an optional field: older readers ignore it, older trainers leave it out.
    */
   rankPhases?: RankStepPhases[];
+  /** Every host's CPU, load, network and memory over the window (issue 22; `protocol/system.ts`), added by the leader's agent. */
+  system?: HostSystem[];
 }
 
 /** The phases of a step, in the order a rank runs them; `RankStepPhases` has a `<phase>Ms` field for each. */

@@ -2,6 +2,7 @@
 // contract. Plain TypeScript, usable from the trainer, core, CLI, preload and renderer. The app's
 // own contract (the Api, its wire, profiles) is in electron/common.
 export * from './events';
+export * from './system';
 export * from './launch';
 export * from './train-config';
 export { DecodeError } from './validate';

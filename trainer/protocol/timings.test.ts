@@ -4,7 +4,7 @@ import { DEFAULT_TIMINGS, TIMINGS, readTimings } from './timings';
 
 describe('timings', () => {
   it('the production defaults, pinned once here (tests shorten them through the environment only)', () => {
-    expect(DEFAULT_TIMINGS).toEqual({ heartbeatTimeoutMs: 20_000, hostWaitMs: 180_000, lostAfterMs: 60_000, queuePollMs: 500, rendezvousTimeoutMs: 60_000 });
+    expect(DEFAULT_TIMINGS).toEqual({ heartbeatTimeoutMs: 20_000, hostWaitMs: 180_000, lostAfterMs: 60_000, queuePollMs: 500, rendezvousTimeoutMs: 60_000, loginCommandTimeoutMs: 30_000 });
     expect(DEFAULT_TIMINGS.hostWaitMs).toBe(HOST_WAIT_MS);
     expect(readTimings({}).timings).toEqual(DEFAULT_TIMINGS);
     expect(readTimings({ COHORT_HOST_WAIT_MS: '', PATH: '/bin' })).toEqual({ timings: DEFAULT_TIMINGS, invalid: [] });

@@ -29,6 +29,8 @@ export const TIMINGS = {
   queuePollMs: { env: 'COHORT_QUEUE_POLL_MS', defaultMs: 500, minMs: 10, what: 'how often a queued host agent tries to claim its GPU slots again' },
   /** A rank waits this long for its peers at the collective's rendezvous. */
   rendezvousTimeoutMs: { env: 'COHORT_RENDEZVOUS_TIMEOUT_MS', defaultMs: 60_000, minMs: 1000, what: "how long a rank waits for its peers' collective links" },
+  /** A Slurm command on a profile's login node (sinfo, squeue...) is given up after this long: one that cannot reach its controller waits instead of failing. */
+  loginCommandTimeoutMs: { env: 'COHORT_LOGIN_COMMAND_TIMEOUT_MS', defaultMs: 30_000, minMs: 1000, what: "how long the client waits for a Slurm command on a profile's login node" },
 } as const satisfies Record<string, TimingKnob>;
 
 export type TimingName = keyof typeof TIMINGS;

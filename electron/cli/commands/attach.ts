@@ -12,12 +12,12 @@ import { followRun } from '../../common';
 import { resolveRun } from '../../core/runs/run-select';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
 
-export const ATTACH_USAGE = `usage: cohort attach RUN [--json] [--verbose] [--per-rank]
+export const ATTACH_USAGE = `usage: cohort attach RUN [--json] [--verbose] [--per-rank] [--system]
   streams the run's events from the start of its record and exits with its exit code
   (0 ok, 1 failed, 3 lost/connection, 130 cancelled); Ctrl-C detaches, the run goes on`;
 
 export async function attachCommand(args: string[], io: CliIo): Promise<number> {
-  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, verbose: { type: 'boolean' }, 'per-rank': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
+  const { values, positionals } = parseCommandLine(args, { json: { type: 'boolean' }, verbose: { type: 'boolean' }, 'per-rank': { type: 'boolean' }, system: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } });
   if (values.help) {
     io.stdout.write(ATTACH_USAGE + '\n');
     return EXIT.ok;
@@ -25,7 +25,7 @@ export async function attachCommand(args: string[], io: CliIo): Promise<number> 
   const id = positionals[0];
   if (!id) throw new UsageError(`name a run (see "cohort runs list")\n${ATTACH_USAGE}`);
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, perRank: !!values['per-rank'], asked: () => service.runs.meta(runId)?.config });
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, perRank: !!values['per-rank'], system: !!values.system, asked: () => service.runs.meta(runId)?.config });
   const runId = resolveRun(service.runs, id).id;
   let off = () => undefined as void;
   const detach = () => {

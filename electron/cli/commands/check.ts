@@ -93,7 +93,7 @@ export function formatCheck(r: CheckResult): string {
   if (r.prediction) {
     const p = r.prediction;
     out.push(`prediction for ${p.worldSize} rank(s):`);
-    out.push(`  compute ${ms(p.computeMs)} per step (${p.computeSource})`);
+    out.push(`  compute ${ms(p.computeMs)} per step alone (${p.computeSource})${p.sharedComputeMs !== undefined && p.sharing ? `; ${ms(p.sharedComputeMs)} with ${p.sharing} at once` : ''}`);
     out.push(`  gradients ${(p.gradientBytes / 1e6).toFixed(1)} MB per rank per step (${p.wire} wire); exchange ${ms(p.exchangeMs)} over the slowest link`);
     out.push(`  step ${ms(p.stepMs)}, scaling efficiency ${(p.scaling * 100).toFixed(1)}%`);
     out.push(`  bottleneck: ${p.bottleneck}`);

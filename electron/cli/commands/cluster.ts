@@ -24,6 +24,7 @@ export function makeCluster(io: CliIo): SshCluster {
   return new SshCluster({
     env: io.env,
     lostAfterMs: clientTimings(io).lostAfterMs,
+    loginCommandTimeoutMs: clientTimings(io).loginCommandTimeoutMs,
     keys: new KeyRing(ttyPassphraseProvider()),
     onHostKeyAdded: (e) => io.stderr.write(`Permanently added ${e.knownHostsName} (${e.keyType} ${e.fingerprint}) to ${e.path} (line ${e.line})\n`),
   });

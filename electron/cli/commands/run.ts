@@ -21,6 +21,7 @@ ${trainFlagUsage()}
 output: --json (events only, one per line; the first is a log event carrying runId, the last is done;
          a failure ends with error, then done)  --verbose (every rank's log lines)
   --per-rank (one line per rank every window: data, compute, wait, exchange, optimizer)
+  --system   (one line per host every window: CPU % of the host and of the run's ranks, load, net MB/s, memory, GPU %)
   --name NAME, --tag TAG (repeatable), --notes TEXT   recorded with the run (runs list/show, History)
   --check    run \`cohort check\` on the profile first (printed on stderr); refuse to start on errors
   --detach   start the run and return at once, printing its id (with --json: the first event
@@ -38,6 +39,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
     detach: { type: 'boolean' },
     verbose: { type: 'boolean' },
     'per-rank': { type: 'boolean' },
+    system: { type: 'boolean' },
     'accept-new-host-key': { type: 'boolean' },
     'max-restarts': { type: 'string' },
     'no-queue': { type: 'boolean' },
@@ -81,7 +83,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
-  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, perRank: !!values['per-rank'], asked: () => asked });
+  const printer = values.json ? jsonPrinter(io.stdout) : humanPrinter(io.stdout, io.stderr, { verbose: !!values.verbose, perRank: !!values['per-rank'], system: !!values.system, asked: () => asked });
   let runId: string | undefined;
   let offEvents = () => undefined as void;
   const offDeploy = values.json ? () => undefined : service.onDeployProgress(progressPrinter(io));

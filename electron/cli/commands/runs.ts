@@ -1,6 +1,6 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { join } from 'node:path';
-import { appliedTokens, bf16Label, compileLabel, describeExpected, fp16Label, runDurationMs, runExpected, runMedian, type RunMeta } from '../../common';
+import { DEFAULT_SORT, EMPTY_QUERY, queryToString, runMatches, appliedTokens, bf16Label, compileLabel, describeExpected, fp16Label, runDurationMs, runExpected, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
 import { RunStore } from '../../core/runs/run-store';
@@ -10,7 +10,8 @@ import { parseCommandLine } from '../train-flags';
 import type { CliIo } from '../io';
 import { makeService } from '../service';
 
-export const RUNS_USAGE = `usage: cohort runs list [--json]
+export const RUNS_USAGE = `usage: cohort runs list [--json] [--search WORDS] [--status S] [--engine E] [--profile P] [--tag T]
+         (the filters History has: words in the name, id, tags, notes or profile; the engine that ran)
        cohort runs show RUN [--json]
        cohort runs rename RUN NAME
        cohort runs rm RUN...   (the local history only; the hosts' records stay under their workdir)
@@ -30,15 +31,16 @@ function requireRun(store: RunStore, id: string | undefined): RunMeta {
 
 export async function runsCommand(args: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = args;
-  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' }, baseline: { type: 'string' }, match: { type: 'string' } });
+  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' }, baseline: { type: 'string' }, match: { type: 'string' }, search: { type: 'string' }, status: { type: 'string' }, engine: { type: 'string' }, profile: { type: 'string' }, tag: { type: 'string' } });
   const store = storeOf(io);
   switch (sub) {
     case 'list': {
       // The hosts' word on runs the cache thinks are still going (run-status), through the one Api.
       const service = makeService(io);
-      const runs = await service.listRuns().finally(() => service.dispose());
+      const query = { ...EMPTY_QUERY, text: (values.search as string | undefined) ?? '', ...Object.fromEntries((['status', 'engine', 'profile', 'tag'] as const).flatMap((k) => (typeof values[k] === 'string' ? [[k, values[k]]] : []))) };
+      const runs = (await service.listRuns().finally(() => service.dispose())).filter((r) => runMatches(r, query));
       if (values.json) io.stdout.write(JSON.stringify(runs, null, 2) + '\n');
-      else if (!runs.length) io.stdout.write(`no runs recorded yet in ${store.runsDir}\n`);
+      else if (!runs.length) io.stdout.write(queryToString(query, DEFAULT_SORT) ? `no run matches (${queryToString(query, DEFAULT_SORT)}) in ${store.runsDir}\n` : `no runs recorded yet in ${store.runsDir}\n`);
       else {
         io.stdout.write(pad(['RUN', 'PROFILE', 'STATUS', 'RANKS', 'IMG/S', 'STEPS', 'TIME', 'CONFIG', 'STARTED', 'NAME']) + '\n');
         for (const m of runs) {
@@ -88,13 +90,9 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
     case 'rm': {
       if (!positionals.length) throw new UsageError(`name the run(s) to delete\n${RUNS_USAGE}`);
       const picked = positionals.map((id) => requireRun(store, id)); // every one resolved before any is deleted
-      const metas = await withService(io, (service) => Promise.all(picked.map(async (m) => (await service.getRun(m.id)).meta))); // the hosts' word on open ones
-      const running = metas.filter((m) => !['ok', 'failed', 'cancelled', 'lost'].includes(m.status));
-      if (running.length) throw new UsageError(`run ${running.map((m) => m.id).join(', ')} may still be running (${running.map((m) => m.status).join(', ')}); stop it first ("cohort stop RUN"), or "cohort runs list" to ask its hosts`);
-      for (const m of metas) {
-        store.remove(m.id);
-        io.stdout.write(`deleted run ${m.id} from ${store.runsDir} (its hosts' record is untouched)\n`);
-      }
+      // The one core function History's Delete uses too (Api.deleteRuns): the hosts' word on open ones first.
+      const deleted = await withService(io, (service) => service.deleteRuns(picked.map((m) => m.id)));
+      for (const id of deleted) io.stdout.write(`deleted run ${id} from ${store.runsDir} (its hosts' record is untouched)\n`);
       return EXIT.ok;
     }
     case 'export': {

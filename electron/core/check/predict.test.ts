@@ -44,4 +44,17 @@ describe('check prediction', () => {
     const fast = links.map((l) => ({ ...l, mbps: 100_000 }));
     expect(predict({ config: cfg, worldSize: 3, computeMs: 4000, computeSource: 'm', links: fast }).bottleneck).toMatch(/^compute: 4\.0 s per step/);
   });
+
+  it('ranks that share cores: the step uses their compute measured at once, the scaling stays against one rank alone', () => {
+    const shared = { ms: 900, sharing: '3 ranks on h1+h2+h3 (2 cores)' };
+    const r = predict({ config: cfg, worldSize: 3, computeMs: 400, computeSource: 'measured', links, shared });
+    const alone = predict({ config: cfg, worldSize: 3, computeMs: 400, computeSource: 'measured', links });
+    expect(r.stepMs).toBeCloseTo(900 + r.exchangeMs, 0);
+    expect(r.scaling).toBeCloseTo(400 / r.stepMs, 3);
+    expect(r.scaling).toBeLessThan(alone.scaling);
+    expect(r).toMatchObject({ sharedComputeMs: 900, sharing: shared.sharing });
+    expect(r.bottleneck).toMatch(/exchange 20\.9 s vs compute 900 ms per step; --fp16 halves it; 3 ranks on h1\+h2\+h3 \(2 cores\) share cores: compute 900 ms with them at once vs 400 ms alone$/);
+    // one rank: nothing shares, nothing changes
+    expect(predict({ config: cfg, worldSize: 1, computeMs: 400, computeSource: 'm', links: [], shared }).stepMs).toBe(400);
+  });
 });

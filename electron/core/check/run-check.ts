@@ -94,7 +94,7 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
   const worldSize = profileWorldSize(profile); // spare hosts run no ranks
   const compute = await computeTime(profile, config, hosts, links, deps, o, say);
   problems.push(...compute.problems);
-  const prediction = compute.ms === undefined ? undefined : { ...predict({ config, worldSize, computeMs: compute.ms, computeSource: compute.source, links: measured.links }), computeKey: compute.key };
+  const prediction = compute.ms === undefined ? undefined : { ...predict({ config, worldSize, computeMs: compute.ms, computeSource: compute.source, links: measured.links, shared: compute.shared }), computeKey: compute.key };
   return { v: 1, profile: profile.name, checkedAt: new Date(t0).toISOString(), durationMs: Date.now() - t0, hosts, links: measured.links, consistency: table.rows, problems, ...(prediction ? { prediction } : {}), ok: !problems.some((p) => p.severity === 'error') };
 }
 
@@ -178,38 +178,77 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
   return { links: results.filter((x): x is CheckLink => !!x), problems };
 }
 
-async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHost[], links: Record<string, HostLink>, deps: CheckDeps, o: CheckOptions, say: (l: string) => void): Promise<{ ms?: number; source: string; key?: string; problems: CheckProblem[] }> {
+type Shared = { ms: number; ratio: number; sharing: string };
+
+async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHost[], links: Record<string, HostLink>, deps: CheckDeps, o: CheckOptions, say: (l: string) => void): Promise<{ ms?: number; source: string; key?: string; shared?: Shared; problems: CheckProblem[] }> {
   const problems: CheckProblem[] = [];
   const ready = hosts.filter((h) => h.report && links[h.host]);
   if (!ready.length) return { source: 'no host answered', problems };
+  const slotsOf = (h: CheckHost) => profile.hosts.find((x) => x.name === h.host)!.slots;
   const types = new Map<string, CheckHost>();
   for (const h of ready) {
-    const slots = profile.hosts.find((x) => x.name === h.host)!.slots;
-    const t = hostType(h.report!, slots);
+    const t = hostType(h.report!, slotsOf(h));
     if (!types.has(t)) types.set(t, h);
   }
-  const key = computeKey(config, [...types.keys()]);
-  const hist = fromHistory(deps.history(), profile, config);
-  if (hist) return { ms: hist.ms, source: hist.source, key, problems };
+  // Ranks that share one machine's cores (several slots, or hosts reporting one kernel boot id:
+  // namespaces, containers) compute at the same time in a run, so they are measured that way too.
+  const kernels = new Map<string, CheckHost[]>();
+  for (const h of ready) kernels.set(h.report!.bootId ?? `host ${h.host}`, [...(kernels.get(h.report!.bootId ?? `host ${h.host}`) ?? []), h]);
+  const ranksOn = (g: CheckHost[]) => g.reduce((n, h) => n + slotsOf(h), 0);
+  const group = [...kernels.values()].sort((a, b) => ranksOn(b) - ranksOn(a))[0]!;
+  const worldSize = profile.hosts.reduce((n, h) => n + h.slots, 0);
+  const sharing = worldSize > 1 && ranksOn(group) > 1 ? `${ranksOn(group)} ranks on ${group.map((h) => h.host).join('+')} (${group[0]!.report!.cores} cores)` : undefined;
+  const key = computeKey(config, [...types.keys(), ...(sharing ? [`sharing ${sharing}`] : [])]);
   const prev = deps.previous?.prediction;
-  if (prev?.computeKey === key && prev.computeSource.startsWith('measured')) return { ms: prev.computeMs, source: `${prev.computeSource.replace(/ \(from the check of .*\)$/, '')} (from the check of ${deps.previous!.checkedAt})`, key, problems };
+  const cached = prev?.computeKey === key;
+  // The slowdown of sharing, measured as a ratio (the ranks at once ÷ one of them alone, back to
+  // back on the same machine) so that it holds whatever the one-rank time came from (History, a
+  // cached or a fresh measurement) and a load that drifts between checks cancels out.
+  let aloneHere: { host: string; ms: number } | undefined;
+  const shared = async (aloneMs: number): Promise<Shared | undefined> => {
+    if (!sharing) return undefined;
+    const withRatio = (ratio: number): Shared => ({ ms: aloneMs * Math.max(1, ratio), ratio, sharing });
+    if (cached && prev.sharedRatio !== undefined) return withRatio(prev.sharedRatio);
+    if (o.noCompute) return undefined;
+    const ref = aloneHere && group.some((h) => h.host === aloneHere!.host) ? aloneHere.ms : (await measureCompute(profile, config, group[0]!, links)).rep?.stepMs;
+    say(`measuring ${sharing}: all at once`);
+    const all = group.flatMap((h) => Array.from({ length: slotsOf(h) }, () => h));
+    const reps = await Promise.all(all.map((h) => measureCompute(profile, config, h, links)));
+    const ms = reps.map((r) => r.rep?.stepMs).filter((x): x is number => x !== undefined);
+    if (ref !== undefined && ms.length === all.length) return withRatio(Math.max(...ms) / ref);
+    const failed = reps.find((r) => r.rep?.stepMs === undefined) ?? reps[0]!;
+    problems.push({ severity: 'warning', host: group[0]!.host, code: 'compute-unmeasured', message: `${sharing}: the ranks could not be measured computing at once (${failed.rep?.error?.message ?? (failed.r.stderr.trim().split('\n').pop() || 'no answer')}); the prediction takes one rank alone, too optimistic where they share cores`, hint: 'run the check again; a run of this plan shows the real step time' });
+    return undefined;
+  };
+  const hist = fromHistory(deps.history(), profile, config);
+  if (hist) return { ms: hist.ms, source: hist.source, key, ...opt(await shared(hist.ms)), problems };
+  if (cached && prev.computeSource.startsWith('measured')) return { ms: prev.computeMs, source: `${prev.computeSource.replace(/ \(from the check of .*\)$/, '')} (from the check of ${deps.previous!.checkedAt})`, key, ...opt(await shared(prev.computeMs)), problems };
   if (o.noCompute) return { source: 'not measured (--no-compute) and none in History', key, problems };
   let worst: { ms: number; host: string } | undefined;
   for (const [, h] of types) {
-    const slots = profile.hosts.find((x) => x.name === h.host)!.slots;
-    const threads = Math.max(1, Math.floor(h.report!.cores / slots));
-    say(`measuring one rank's step on ${h.host} (${threads} thread(s))`);
-    const r = await runHostCommand(links[h.host]!, ['check-compute', '--threads', String(threads), ...pythonFlag(profile, h.host)], { stdin: JSON.stringify(config) + '\n', timeoutMs: 240_000 });
-    const rep = lastJson<ComputeReport>(r.stdout);
+    say(`measuring one rank's step on ${h.host} (${Math.max(1, Math.floor(h.report!.cores / slotsOf(h)))} thread(s))`);
+    const { r, rep } = await measureCompute(profile, config, h, links);
     if (!rep?.ok || rep.stepMs === undefined) {
       problems.push({ severity: 'warning', host: h.host, code: 'compute-unmeasured', message: `${h.host}: one rank of this config could not be measured: ${rep?.error?.message ?? r.stderr.trim().split('\n').pop() ?? 'no answer'}`, hint: 'a run of this config would likely fail the same way: try it with cohort run --steps 2' });
       continue;
     }
     if (!worst || rep.stepMs > worst.ms) worst = { ms: rep.stepMs, host: h.host };
+    aloneHere ??= { host: h.host, ms: rep.stepMs };
+    if (group.some((g) => g.host === h.host)) aloneHere = { host: h.host, ms: rep.stepMs };
   }
   if (!worst) return { source: 'not measured', key, problems };
   const typesNote = types.size > 1 ? `, the slowest of ${types.size} host types` : '';
-  return { ms: worst.ms, source: `measured: one rank alone on ${worst.host} for a few steps${typesNote}, ${new Date().toISOString()} from ${hostname()}`, key, problems };
+  return { ms: worst.ms, source: `measured: one rank alone on ${worst.host} for a few steps${typesNote}, ${new Date().toISOString()} from ${hostname()}`, key, ...opt(await shared(worst.ms)), problems };
+}
+
+const opt = (shared: Shared | undefined) => (shared ? { shared } : {});
+
+/** `check-compute` on a host: one rank of the planned config for a few steps, with the threads a run would give it. */
+async function measureCompute(profile: Profile, config: TrainConfig, h: CheckHost, links: Record<string, HostLink>) {
+  const slots = profile.hosts.find((x) => x.name === h.host)!.slots;
+  const threads = Math.max(1, Math.floor(h.report!.cores / slots));
+  const r = await runHostCommand(links[h.host]!, ['check-compute', '--threads', String(threads), ...pythonFlag(profile, h.host)], { stdin: JSON.stringify(config) + '\n', timeoutMs: 240_000 });
+  return { r, rep: lastJson<ComputeReport>(r.stdout) };
 }
 
 /** The profile's python for a host (the agent's COHORT_PYTHON; an explicit COHORT_PYTHON in its env wins, as in planRun). */

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import { CohortError, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
@@ -28,6 +28,8 @@ export interface SshClusterOptions {
   connectTimeoutMs?: number;
   /** A run whose leader host is silent this long is `lost` (RunPlan.lostAfterMs; default 60 s). */
   lostAfterMs?: number;
+  /** A login-node command (sinfo...) is given up after this long (Timings.loginCommandTimeoutMs; default 30 s). */
+  loginCommandTimeoutMs?: number;
   onHostKeyAdded?: SshConnectOptions['onHostKeyAdded'];
   bundle?: () => TrainerBundle;
 }
@@ -263,7 +265,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     return {
       run: async (command, opts = {}) => {
         const s = await this.session(profile, h.name);
-        const ms = opts.timeoutMs ?? 30_000;
+        const ms = opts.timeoutMs ?? this.o.loginCommandTimeoutMs ?? DEFAULT_TIMINGS.loginCommandTimeoutMs;
         const signal = AbortSignal.timeout(ms);
         try {
           return await s.run(command, { env: h.env, signal });

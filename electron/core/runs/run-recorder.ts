@@ -4,7 +4,7 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, w
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
 import { DisposableBase, Emitter, EventLineDecoder, checkRunId, type CohortEvent } from '../../../trainer/protocol';
-import type { RunMeta, ThroughputSpread } from '../../common';
+import type { RunMeta, RunSystemSummary, ThroughputSpread } from '../../common';
 import { SeriesAccumulator, encodeSeries } from './run-series';
 import { historyEnded, releaseWriterLock, removeDeadReaderCopies, rmQuiet, takeWriterLock } from './writer-lock';
 
@@ -128,6 +128,11 @@ export class RunRecorder extends DisposableBase {
   /** What the run measured so far: the spread of its windows' throughput. */
   measured(): ThroughputSpread {
     return this.series.spread();
+  }
+
+  /** What the hosts did meanwhile (per host, medians over the windows); undefined when no window had figures. */
+  measuredSystem(): RunSystemSummary | undefined {
+    return this.series.system.summary();
   }
 
   log(host: string, rank: number | undefined, line: string): void {

@@ -4,7 +4,7 @@
 // series.json; a record without that file (older Cohort, a write that failed) is rebuilt from
 // events.jsonl, which keeps every event.
 import type { CohortEvent, StepEvent } from '../../../trainer/protocol';
-import { RUN_SERIES_MAX_POINTS, spreadOf, type RunSeries, type ThroughputSpread } from '../../common';
+import { RUN_SERIES_MAX_POINTS, SystemAccumulator, spreadOf, type RunSeries, type ThroughputSpread } from '../../common';
 
 export const SERIES_FILE_VERSION = 1;
 
@@ -21,6 +21,8 @@ export class SeriesAccumulator {
   private since = 0;
   private last: StepEvent | undefined;
   private lastKept = true;
+  /** The hosts' figures of every window (History and Compare's machine verdict). */
+  readonly system = new SystemAccumulator();
 
   constructor(
     readonly runId: string,
@@ -31,6 +33,7 @@ export class SeriesAccumulator {
   add(e: CohortEvent): boolean {
     if (e.type !== 'step') return false;
     this.rates.push(e.globalSamplesPerSec);
+    this.system.add(e);
     // A restart resumes from its checkpoint and reports those steps again: the curve goes on from there.
     while (this.step.length && this.step[this.step.length - 1]! >= e.step) this.pop();
     this.last = e;
@@ -54,6 +57,8 @@ export class SeriesAccumulator {
   /** The curves: the kept points, plus the latest window when thinning skipped it. */
   toSeries(): RunSeries {
     const s: RunSeries = { runId: this.runId, windows: this.rates.length, stride: this.stride, step: [...this.step], time: [...this.time], samplesPerSec: [...this.rate], loss: [...this.loss], stepTimeMs: [...this.stepMs], throughput: this.spread() };
+    const sys = this.system.summary();
+    if (sys) s.system = sys;
     const e = this.last;
     if (e && !this.lastKept && (!s.step.length || s.step[s.step.length - 1]! < e.step)) {
       s.step.push(e.step);
@@ -154,5 +159,6 @@ export function decodeSeries(text: string, runId: string): RunSeries | undefined
     loss: r.loss as (number | null)[],
     stepTimeMs: r.stepTimeMs as number[],
     throughput: t as unknown as ThroughputSpread,
+    ...(typeof r.system === 'object' && r.system !== null && Array.isArray((r.system as { hosts?: unknown }).hosts) ? { system: r.system as RunSeries['system'] } : {}),
   };
 }

@@ -141,6 +141,7 @@ export class RunStore {
   private migrate(meta: RunMeta, s: RunSeries = this.seriesFromRecord(meta.id)): RunMeta {
     const patch: Partial<RunMeta> = {
       throughput: s.throughput,
+      ...(s.system && !meta.system ? { system: s.system } : {}),
       // A run that ended without the trainer's `done` (cancelled, failed) keeps what it measured.
       ...(meta.medianGlobalSamplesPerSec == null && s.throughput.median !== null ? { medianGlobalSamplesPerSec: s.throughput.median } : {}),
       ...(meta.steps === undefined && s.step.length ? { steps: s.step[s.step.length - 1]! } : {}),

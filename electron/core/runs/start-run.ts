@@ -3,6 +3,8 @@
 // the hosts' record) in step with what the controller sees.
 import { CohortError, initialRunView, makeEvent, reduceRunView, runSwitches, runViewStatus, worldLayout, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, worldHosts, type DeployProgress, type Profile, type RunMeta } from '../../common';
+import { join } from 'node:path';
+import { CheckStore, checkForRun } from '../check/check-store';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent } from './applied-config';
 import { attachLocalPlan, localWorkdir, planLocalRun } from './local-run';
@@ -55,6 +57,9 @@ export async function startRun(o: {
   for (const h of plan.hosts) {
     if (h.spec) h.spec = { ...h.spec, ...(o.maxRestarts !== undefined ? { maxRestarts: o.maxRestarts } : {}), ...(o.queue !== undefined ? { queue: o.queue } : {}) };
   }
+  const worldSize = plan.scheduler ? profileWorldSize(o.profile) : (plan.hosts[0]?.spec?.worldSize ?? 0);
+  // The profile's last check (`cohort run --check` has just stored its own) when it planned this run.
+  const check = checkForRun(new CheckStore(join(o.dataDir, 'checks')).last(o.profile.name), config, worldSize);
   const meta: RunMeta = {
     id: runId,
     profile: o.profile.name,
@@ -62,7 +67,8 @@ export async function startRun(o: {
     status: 'starting',
     config,
     hosts: plan.hosts.map((h) => ({ name: h.host, ranks: h.spec?.ranks.map((r) => r.rank) ?? [] })),
-    worldSize: plan.scheduler ? profileWorldSize(o.profile) : (plan.hosts[0]?.spec?.worldSize ?? 0),
+    worldSize,
+    ...(check ? { check } : {}),
     versions: { node: process.versions.node },
     controllerPid: process.pid,
     profileSnapshot: o.profile,
@@ -133,6 +139,7 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
   });
   void controller.result.then((result) => {
     const throughput = recorder.measured();
+    const system = recorder.measuredSystem();
     recorder.update({
       status: result.status,
       endedAt: new Date().toISOString(),
@@ -143,6 +150,7 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
             // The trainer's figure when it finished; a cancelled or failed run keeps the median of the windows it measured.
             medianGlobalSamplesPerSec: result.done?.medianGlobalSamplesPerSec ?? throughput.median,
             throughput,
+            ...(system ? { system } : {}),
             steps: view.step || result.lastStep,
             restarts: view.restarts,
           }

@@ -34,6 +34,7 @@ import { RunStore } from '../runs/run-store';
 import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { runProfile } from '../runs/run-profile';
 import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
+import { deleteRuns } from '../runs/delete-runs';
 import type { PassphrasePrompts } from './passphrase-prompts';
 import type { CheckResult } from '../../../trainer/protocol/check';
 import { ProfileChecks } from './profile-checks';
@@ -316,6 +317,10 @@ export class CohortService extends DisposableBase implements CohortApi {
     const m = this.runs.rename(runId, name);
     if (!m) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${runId}`, hint: 'refresh the history list' });
     return m;
+  }
+
+  async deleteRuns(runIds: string[]): Promise<string[]> {
+    return (await deleteRuns(this.runs, runIds, async (id) => (await this.getRun(id)).meta)).map((m) => m.id);
   }
 
   async getRunSeries(runIds: string[]): Promise<RunSeries[]> {

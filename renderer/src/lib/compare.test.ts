@@ -14,7 +14,7 @@ describe('compareRuns', () => {
     const compiled = run('b', [1160, 1150, 1170], { name: 'compile', config: { ...DEFAULT_TRAIN_CONFIG, compile: true }, applied: { engine: 'torch', compile: 'on' } });
     const c = compareRuns([native, compiled])!;
     expect(c.baseline.id).toBe('a');
-    expect(c.summary).toEqual(['compile is 24.7% faster than native (median 1160.0 vs 930.0 samples/s, 3 windows)']);
+    expect(c.summary).toEqual(['compile is 24.7% faster than native (median 1160 vs 930 samples/s); settings that differ: compile, compile (ran).']);
     expect(c.diff.map((d) => [d.key, d.values])).toEqual([
       ['config.compile', ['no', 'yes']],
       ['applied.compile', ['off', 'on']],
@@ -30,14 +30,25 @@ describe('compareRuns', () => {
     const b = run('b', [103, 93, 113, 98, 108], { status: 'cancelled', steps: 40 });
     const c = compareRuns([a, b])!;
     expect(c.rows[1]!.withinNoise).toBe(true);
-    expect(c.summary[0]).toMatch(/^b is 3\.0% faster than a .*within run-to-run noise.*\[cancelled after 40 steps\]$/);
+    expect(c.summary[0]).toMatch(/^b and a are within run-to-run noise .*\[cancelled after 40 steps\]$/);
     expect(c.diff).toEqual([]);
   });
 
   it('a run with no windows (a failed launch) is said to have nothing to compare', () => {
     const c = compareRuns([run('a', [10]), run('b', [], { status: 'failed', medianGlobalSamplesPerSec: null })])!;
-    expect(c.summary[0]).toBe('b: no throughput measured (failed), nothing to compare with a');
+    expect(c.summary[0]).toBe('b: no throughput measured, nothing to compare with a [failed after 0 steps]');
     expect(c.rows[1]!.speedupPct).toBeNull();
+  });
+
+  it('identical settings and a 4.4× swing (issue 22 item 3): the headline says the machines, quoting each run\'s load, never a bare "+340% faster"', () => {
+    const sys = (load: number, others: number) => ({ hosts: [{ host: 'local', windows: 3, cpus: 2, cpuPercent: 50 + others, othersCpuPercent: others, load1: load, netRxMBps: 0, netTxMBps: 0, busyWindows: others > 25 ? 3 : 0 }] });
+    const a = run('a', [44, 44.2, 43.9], { system: sys(0.5, 2) });
+    const b = run('b', [10, 10.1, 9.9], { system: sys(3.2, 50) });
+    const c = compareRuns([b, a])!;
+    expect(c.diff).toEqual([]);
+    expect(c.rows[1]!.verdict?.kind).toBe('machines');
+    expect(c.summary[0]).toMatch(/^a ran 340\.0% faster than b with the same settings .*: the difference comes from the machines\. a — local: load 0\.50\/2 CPUs, CPU 52% \(others 2%\); b — local: load 3\.20\/2 CPUs, CPU 100% \(others 50%\)$/);
+    expect(c.flags).toEqual(['b: 3 of 3 windows on a busy local (other processes above 25% of its CPU)']);
   });
 
   it('environment switches are compared one by one', () => {

@@ -4,8 +4,7 @@
 // the noise reads as noise), and the configuration difference — only the fields that differ, what
 // ran (RunMeta.applied) where the run recorded it — so the table says what changed.
 import { DEFAULT_TRAIN_CONFIG } from '../../../trainer/protocol';
-import { runMedian, type RunMeta, type ThroughputSpread } from '../../../electron/common';
-import { fmtRate } from './format';
+import { compareVerdict, noiseFlags, runMedian, type RunMeta, type ThroughputSpread, type Verdict, type VerdictSide } from '../../../electron/common';
 
 export interface CompareRow {
   run: RunMeta;
@@ -15,6 +14,8 @@ export interface CompareRow {
   speedupPct: number | null;
   /** The interquartile ranges overlap: the difference is within run-to-run noise. */
   withinNoise: boolean;
+  /** Why it differs from the baseline (electron/common/compare-verdict.ts; absent on the baseline's row). */
+  verdict?: Verdict;
 }
 
 export interface DiffRow {
@@ -31,18 +32,15 @@ export interface Comparison {
   rows: CompareRow[];
   /** Only the fields whose values differ between the runs. */
   diff: DiffRow[];
-  /** The seeds' sentences: "B is 16.2% faster than A (…)", one per run other than the baseline. */
+  /** The verdicts' sentences, one per run other than the baseline: noise, the machines, or the settings that differ. */
   summary: string[];
+  /** Runs whose figures are shaky (a wide spread, windows on a busy host). */
+  flags: string[];
 }
 
 /** What a run is called in tables: its name, else its id. */
 export function runLabel(run: RunMeta): string {
   return run.name || run.id;
-}
-
-function overlaps(a: ThroughputSpread | undefined, b: ThroughputSpread | undefined): boolean {
-  if (!a || !b || a.q1 === null || a.q3 === null || b.q1 === null || b.q3 === null) return false;
-  return a.q1 <= b.q3 && b.q1 <= a.q3;
 }
 
 const show = (v: unknown): string => (v === undefined || v === null || v === '' ? '—' : typeof v === 'boolean' ? (v ? 'yes' : 'no') : String(v));
@@ -78,31 +76,23 @@ function fields(runs: RunMeta[]): { key: string; label: string; applied: boolean
 export function compareRuns(runs: RunMeta[], baselineId?: string): Comparison | null {
   if (runs.length < 2) return null;
   const baseline = runs.find((r) => r.id === baselineId) ?? runs[0]!;
-  const base = runMedian(baseline);
+  const side = (r: RunMeta): VerdictSide => ({ label: runLabel(r), median: runMedian(r), ...(r.throughput ? { spread: r.throughput } : {}), ...(r.system ? { system: r.system } : {}) });
+  const all = fields(runs);
+  // Where the runs ran is the machines' side of the rule, not a setting.
+  const settings = all.filter((f) => f.key !== 'profile' && f.key !== 'hosts');
   const rows: CompareRow[] = runs.map((run) => {
-    const t = runMedian(run);
-    return { run, throughput: t, spread: run.throughput, speedupPct: base && t !== null ? (t / base - 1) * 100 : null, withinNoise: run !== baseline && overlaps(run.throughput, baseline.throughput) };
+    if (run === baseline) return { run, throughput: runMedian(run), spread: run.throughput, speedupPct: runMedian(run) === null ? null : 0, withinNoise: false };
+    const verdict = compareVerdict(side(run), side(baseline), settings.filter((f) => f.get(run) !== f.get(baseline)).map((f) => f.label));
+    return { run, throughput: runMedian(run), spread: run.throughput, speedupPct: verdict.pct, withinNoise: verdict.kind === 'noise', verdict };
   });
   const diff: DiffRow[] = [];
-  for (const f of fields(runs)) {
+  for (const f of all) {
     const values = runs.map(f.get);
     if (new Set(values).size > 1) diff.push({ key: f.key, label: f.label, values, applied: f.applied });
   }
-  const summary = rows.filter((r) => r.run !== baseline).map((r) => summarize(r, baseline, base));
-  return { baseline, rows, diff, summary };
-}
-
-function summarize(r: CompareRow, baseline: RunMeta, base: number | null): string {
-  const who = runLabel(r.run);
-  const than = runLabel(baseline);
-  if (r.speedupPct === null || base === null || r.throughput === null) return `${who}: no throughput measured${r.run.status === 'ok' ? '' : ` (${r.run.status})`}, nothing to compare with ${than}`;
-  const pct = Math.abs(r.speedupPct).toFixed(1);
-  const verdict = Math.abs(r.speedupPct) < 0.05 ? `${who} is as fast as ${than}` : `${who} is ${pct}% ${r.speedupPct > 0 ? 'faster' : 'slower'} than ${than}`;
-  const n = (s: ThroughputSpread | undefined) => (s?.windows ? `, ${s.windows} windows` : '');
-  const detail = ` (median ${fmtRate(r.throughput)} vs ${fmtRate(base)} samples/s${n(r.spread)})`;
-  const noise = r.withinNoise ? ' — within run-to-run noise: the interquartile ranges overlap' : '';
-  const partial = r.run.status === 'ok' ? '' : ` [${r.run.status} after ${r.run.steps ?? 0} steps]`;
-  return verdict + detail + noise + partial;
+  const partial = (r: RunMeta) => (r.status === 'ok' ? '' : ` [${r.status} after ${r.steps ?? 0} steps]`);
+  const summary = rows.filter((r) => r.verdict).map((r) => r.verdict!.text + partial(r.run));
+  return { baseline, rows, diff, summary, flags: runs.flatMap((r) => noiseFlags(side(r))) };
 }
 
 /** The settings a "Run again" keeps that differ from the defaults, for the Launch form's note. */

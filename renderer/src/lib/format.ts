@@ -36,3 +36,19 @@ export function fmtPct(p: number | null): string {
   if (p === null || !Number.isFinite(p)) return '—';
   return `${p >= 0 ? '+' : ''}${p.toFixed(1)}%`;
 }
+
+/**
+ * A bytes axis's tick labels in one unit (issue 22 item 5: "0 MiB" next to "1.0 GiB" misread the
+ * scale): GiB when the largest tick reaches 1 GiB, else MiB, with as many decimals as the ticks'
+ * spacing needs to tell them apart.
+ */
+export function bytesTicks(vals: number[]): string[] {
+  const top = Math.max(0, ...vals.map(Math.abs).filter(Number.isFinite));
+  const [div, unit] = top >= 2 ** 30 ? [2 ** 30, 'GiB'] : [2 ** 20, 'MiB'];
+  const steps = vals.slice(1).map((v, i) => Math.abs(v - vals[i]!) / div).filter((d) => d > 0);
+  const step = steps.length ? Math.min(...steps) : 1;
+  // The fewest decimals that write the spacing exactly (0.5 → 1, 0.25 → 2), at most 3.
+  let dec = 0;
+  while (dec < 3 && Math.abs(step * 10 ** dec - Math.round(step * 10 ** dec)) > 1e-6 * 10 ** dec) dec++;
+  return vals.map((v) => `${(v / div).toFixed(dec)} ${unit}`);
+}

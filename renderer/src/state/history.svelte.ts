@@ -1,6 +1,6 @@
 // Run history: the list from core, the runs selected for comparison (in selection order), the
 // chosen baseline, and the compared runs' curves (fetched once per run).
-import type { RunExportFormat, RunMeta, RunSeries } from '../../../electron/common';
+import { DEFAULT_SORT, EMPTY_QUERY, queryFromString, queryToString, type RunExportFormat, type RunMeta, type RunQuery, type RunSeries, type RunSort } from '../../../electron/common';
 import { isFinished } from '../../../trainer/protocol';
 import { attempt, getApi } from './app.svelte';
 
@@ -11,7 +11,40 @@ export const history = $state({
   /** The run the others are measured against ('' = the first selected). */
   baseline: '',
   series: {} as Record<string, RunSeries>,
+  /** Search, filters and sort (electron/common/run-filter.ts), kept across reloads in localStorage. */
+  query: { ...EMPTY_QUERY } as RunQuery,
+  sort: { ...DEFAULT_SORT } as RunSort,
 });
+
+const QUERY_KEY = 'cohort.history.query';
+try {
+  const saved = queryFromString(localStorage.getItem(QUERY_KEY) ?? '');
+  history.query = saved.query;
+  history.sort = saved.sort;
+} catch {
+  // no storage (a sandboxed page): the defaults stand
+}
+
+/** Changes the search/filters/sort and remembers them. */
+export function setQuery(query: Partial<RunQuery>, sort?: RunSort): void {
+  history.query = { ...history.query, ...query };
+  if (sort) history.sort = sort;
+  try {
+    localStorage.setItem(QUERY_KEY, queryToString(history.query, history.sort));
+  } catch {
+    // not remembered; the view still filters
+  }
+}
+
+/** Deletes runs from the local history (the one core function `cohort runs rm` uses); true when done. */
+export async function deleteRuns(ids: string[]): Promise<boolean> {
+  const deleted = await attempt(() => getApi().deleteRuns(ids));
+  if (!deleted) return false;
+  history.selected = history.selected.filter((id) => !deleted.includes(id));
+  if (history.selected.length < 2) history.comparing = false;
+  await reloadHistory();
+  return true;
+}
 
 export async function reloadHistory(): Promise<void> {
   const runs = await attempt(() => getApi().listRuns());

@@ -6,6 +6,7 @@ import { followRun, type CohortApi, type RunMeta } from '../../../electron/commo
 import { reloadHistory } from './history.svelte';
 import { SeriesBuffer } from '../lib/series-buffer';
 import { busyMs, recordRankWindow, resetRankWindows } from './rank-windows.svelte';
+import { recordSystem, resetSystem, system } from './system-windows.svelte';
 
 export type Phase = 'idle' | 'queued' | 'starting' | 'warmup' | 'training' | 'restarting' | 'ok' | 'failed' | 'cancelled';
 
@@ -42,14 +43,20 @@ export const STEP_SERIES = ['throughput', 'loss', 'stepTimeMs'] as const;
 export type StepSeries = (typeof STEP_SERIES)[number];
 /** The column of a step series in metrics.steps. */
 export const stepColumn = (s: StepSeries): number => STEP_SERIES.indexOf(s);
-/** memory.buffer (x = step) holds, per rank, used bytes then device total bytes (NaN when unknown). */
-export const memoryColumn = (rank: number, which: 'used' | 'total'): number => 2 * rank + (which === 'total' ? 1 : 0);
-const memoryColumns = (ranks: number): number => 2 * ranks;
+/**
+ * memory.buffer (x = step) holds, per rank, what the rank uses (its own GPU bytes, else the GPU's, else
+ * its RSS), its framework's tensor bytes and their peak (NaN when unknown). Totals (the device, the
+ * host's RAM) are not charted: they set the scale and flatten what is used (issue 22 item 5); the
+ * Memory now table shows them.
+ */
+export const MEMORY_KINDS = ['used', 'tensor', 'peak'] as const;
+export const memoryColumn = (rank: number, which: (typeof MEMORY_KINDS)[number]): number => MEMORY_KINDS.length * rank + MEMORY_KINDS.indexOf(which);
+const memoryColumns = (ranks: number): number => MEMORY_KINDS.length * ranks;
 
 /** x = step; series: STEP_SERIES. `ranks`: x = step, one series per rank: compute ms/step. */
 export const metrics = { steps: new SeriesBuffer(STEP_SERIES.length), ranks: new SeriesBuffer(0) };
-/** x = step (the last reported, 0 before training); series per rank: used bytes, device total (GPU, else host RAM; NaN when unknown). */
-export const memory = { buffer: new SeriesBuffer(2), ranks: 0, hasTotal: false, step: 0 };
+/** x = step (the last reported, 0 before training); series per rank: memoryColumn's. hasTensor: some rank reported tensor bytes. */
+export const memory = { buffer: new SeriesBuffer(MEMORY_KINDS.length), ranks: 0, hasTensor: false, step: 0 };
 
 /** x = step; one series per rank: its GPU's utilisation in % (NaN when that rank reported none). */
 export const gpuUtil = { buffer: new SeriesBuffer(1) };
@@ -92,7 +99,7 @@ export const live = $state({
   median: null as number | null,
   /** Bumps whenever buffers changed (charts also check buffer versions). */
   tick: 0,
-  memoryRanks: [] as { rank: number; host: string; used: number; total: number | null; kind: string }[],
+  memoryRanks: [] as { rank: number; host: string; used: number; total: number | null; kind: string; tensor: number | null; peak: number | null }[],
   /** Some rank reported its GPU's utilisation (else the chart says why there is none). */
   gpuUtilSeen: false,
   /** Some rank reported GPU memory (a GPU exists even when its utilisation is not reported). */
@@ -123,13 +130,14 @@ export function resetLive(runId: string, source: 'live' | 'history'): void {
   metrics.steps = new SeriesBuffer(STEP_SERIES.length);
   metrics.ranks = new SeriesBuffer(0);
   memory.ranks = 0;
-  memory.buffer = new SeriesBuffer(2);
+  memory.buffer = new SeriesBuffer(MEMORY_KINDS.length);
   gpuUtil.buffer = new SeriesBuffer(1);
   live.gpuUtilSeen = false;
   live.gpuSeen = false;
   live.asked = null;
   memory.step = 0;
-  memory.hasTotal = false;
+  memory.hasTensor = false;
+  resetSystem();
   phases.warmupEnd = 0;
   phases.compiled = false;
   phases.restarts = [];
@@ -238,6 +246,7 @@ export function applyEvent(e: CohortEvent): void {
       recordRankWindow(e);
       memory.step = e.step;
       recordMemory(e.memory);
+      recordSystem(e);
       scheduleFlush();
       return;
     }
@@ -266,7 +275,7 @@ function restart(e: RestartEvent): void {
   live.phase = view.phase;
   // The failure was handled (it is listed with the restart); a later one shows its own banner.
   live.error = view.error;
-  for (const b of [metrics.steps, metrics.ranks, memory.buffer, gpuUtil.buffer]) b.dropAfter(e.resumeStep);
+  for (const b of [metrics.steps, metrics.ranks, memory.buffer, gpuUtil.buffer, system.buffer]) b.dropAfter(e.resumeStep);
   pushLog({ time: e.time, rank: e.rank >= 0 ? e.rank : undefined, host: e.host, level: 'warn', text: `restart ${e.attempt}: ${e.reason}; resuming from step ${e.resumeStep}${e.waitingFor?.length ? ` once ${e.waitingFor.join(', ')} is back (a client following the run relaunches its agent)` : ''}` });
 }
 
@@ -284,14 +293,15 @@ function recordMemory(mem: StepEvent['memory']): void {
     const used = own ? m.gpuProcessBytes! : gpu ? m.gpuUsedBytes! : m.rssBytes;
     const total = (gpu ? m.gpuTotalBytes : m.hostTotalBytes) ?? null;
     ys[memoryColumn(m.rank, 'used')] = used;
-    ys[memoryColumn(m.rank, 'total')] = total ?? NaN;
-    if (total !== null) memory.hasTotal = true;
+    ys[memoryColumn(m.rank, 'tensor')] = m.tensorBytes ?? NaN;
+    ys[memoryColumn(m.rank, 'peak')] = m.peakTensorBytes ?? NaN;
+    if (m.tensorBytes !== undefined) memory.hasTensor = true;
     if (gpu || m.gpuUuid !== undefined) live.gpuSeen ||= true;
     if (m.gpuUtilPercent !== undefined) {
       util[m.rank] = m.gpuUtilPercent;
       live.gpuUtilSeen ||= true;
     }
-    rows.push({ rank: m.rank, host: m.host, used, total, kind: own ? 'GPU (this rank)' : gpu ? 'GPU device' : 'RSS' });
+    rows.push({ rank: m.rank, host: m.host, used, total, kind: own ? 'GPU (this rank)' : gpu ? 'GPU device' : 'RSS', tensor: m.tensorBytes ?? null, peak: m.peakTensorBytes ?? null });
   }
   memory.buffer.push(memory.step, ...ys);
   gpuUtil.buffer.push(memory.step, ...util);
