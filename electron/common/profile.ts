@@ -5,7 +5,7 @@
 // Errors name the profile, the host and the field, e.g.
 //   profile "lab": hosts[1] (h2).port: must be ≤ 65535, got 70000
 import { CohortError, ConfigError, FLAG_OF, decodeTrainConfig, overlayTrainConfig, type TrainConfig } from '../../trainer/protocol';
-import { DecodeError, arr, describe, obj, optNum, optStr, str, strRecord, type Obj } from '../../trainer/protocol/validate';
+import { DecodeError, arr, describe, obj, optBool, optNum, optStr, str, strRecord, type Obj } from '../../trainer/protocol/validate';
 import { refusedSbatchWord } from './sbatch-args';
 
 export const PROFILE_VERSION = 1;
@@ -38,6 +38,11 @@ export interface ProfileHost {
   python?: string;
   /** Extra environment for every rank on this host. */
   env: Record<string, string>;
+  /**
+   * A spare host (issue 21 item 5): it runs nothing at the start; a run with restarts that loses a
+   * follower host excludes that host and moves its ranks here. Not the first host (the leader).
+   */
+  spare?: true;
 }
 
 /**
@@ -178,6 +183,8 @@ export function decodeProfile(input: unknown, opts: { allowLocal?: boolean } = {
     }
   });
 
+  checkSpares(name, hosts);
+
   const masterAddr = at(() => optStr(o, 'masterAddr', ''));
   if (masterAddr !== undefined && masterAddr.trim() === '') throw new ProfileError(name, 'masterAddr', 'must not be empty (omit it to use the first host)');
   const masterPort = at(() => optNum(o, 'masterPort', '', { int: true, min: 1, max: 65535 }));
@@ -212,7 +219,7 @@ function decodeHost(raw: unknown, i: number, at: <T>(read: () => T, host?: strin
     throw new DecodeError(path, problem);
   });
 
-  const known = new Set(['name', 'address', 'port', 'user', 'identityFile', 'proxyJump', 'slots', 'gpus', 'workdir', 'python', 'env']);
+  const known = new Set(['name', 'address', 'port', 'user', 'identityFile', 'proxyJump', 'slots', 'gpus', 'workdir', 'python', 'env', 'spare']);
   for (const key of Object.keys(h)) {
     if (!known.has(key)) fail(`${p}.${key}`, `unknown field (expected one of ${[...known].join(', ')})`);
   }
@@ -243,6 +250,7 @@ function decodeHost(raw: unknown, i: number, at: <T>(read: () => T, host?: strin
   for (const key of Object.keys(env)) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) fail(`${p}.env`, `${describe(key)} is not a valid environment variable name`);
   }
+  const spare = read(() => optBool(h, 'spare', p));
   return {
     name,
     address,
@@ -255,6 +263,7 @@ function decodeHost(raw: unknown, i: number, at: <T>(read: () => T, host?: strin
     workdir,
     ...(python === undefined ? {} : { python }),
     env,
+    ...(spare ? { spare: true as const } : {}),
   };
 }
 
@@ -339,8 +348,36 @@ export function isLocalProfile(p: Pick<Profile, 'name'>): boolean {
   return p.name === LOCAL_PROFILE_NAME;
 }
 
-/** Total ranks a profile starts (the world size). */
+/** Total ranks a profile starts (the world size); spare hosts run none. */
 export function profileWorldSize(p: Pick<Profile, 'hosts' | 'scheduler'>): number {
   if (p.scheduler) return p.scheduler.nodes * p.scheduler.tasksPerNode;
-  return p.hosts.reduce((n, h) => n + h.slots, 0);
+  return worldHosts(p).reduce((n, h) => n + h.slots, 0);
+}
+
+/** The hosts a run starts ranks on (leader first): every host but the spares. */
+export function worldHosts<H extends Pick<ProfileHost, 'spare'>>(p: { hosts: readonly H[] }): H[] {
+  return p.hosts.filter((h) => !h.spare);
+}
+
+/** The spare hosts (`spare: true`): they take a lost follower host's ranks on a restart. */
+export function spareHosts<H extends Pick<ProfileHost, 'spare'>>(p: { hosts: readonly H[] }): H[] {
+  return p.hosts.filter((h) => h.spare);
+}
+
+/**
+ * Spares: never the first host (the leader holds the run's record and rendezvous), never every host,
+ * and enough slots for any follower's ranks (a spare takes all of one lost host's ranks).
+ */
+function checkSpares(profile: string, hosts: readonly ProfileHost[]): void {
+  const at = (i: number, h: ProfileHost, problem: string): never => {
+    throw new ProfileError(profile, `hosts[${i}] (${h.name}).spare`, problem, h.name);
+  };
+  if (hosts[0]?.spare) at(0, hosts[0], 'the first host is the leader (rank 0, the run\'s record and rendezvous) and cannot be a spare; put a spare host after it');
+  const followers = hosts.slice(1).filter((h) => !h.spare);
+  const need = Math.max(0, ...followers.map((h) => h.slots));
+  hosts.forEach((h, i) => {
+    if (!h.spare) return;
+    if (!followers.length) at(i, h, 'a spare takes the ranks of a lost follower host, and this profile has none (only the first host runs ranks); remove spare or add a host that runs ranks');
+    if (h.slots < need) at(i, h, `a spare takes all the ranks of a lost follower host: it needs slots ≥ ${need} (the largest follower's), has ${h.slots}; raise its slots or remove spare`);
+  });
 }

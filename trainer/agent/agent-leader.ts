@@ -158,7 +158,7 @@ export abstract class LeaderRules {
     }
     // Bad node out (issue 21 item 5): a lost host's ranks go to a spare host of the profile when one
     // is left; the lost host is excluded from the run (a hello from it is refused), the spare waited for.
-    // UNFINISHED: nothing sets LaunchSpec.spares yet (no profile field, no controller start of the spare's agent).
+    // The profile's `spare: true` hosts (planRun); a client following the run starts the spare's agent (electron/core/runs/run-spare.ts).
     const moved: { excluded: string; replacement: string }[] = [];
     const waiting = hosts.map((h) => {
       const spare = (this.c.spares ?? []).find((x) => !this.s.followers[x] && !this.s.excluded.includes(x) && !moved.some((m) => m.replacement === x));

@@ -37,7 +37,7 @@ export interface LaunchSpec {
    * The leader's: spare hosts of the profile that run nothing (issue 21 item 5). A follower host lost
    * with restarts left is excluded from the next attempt and its ranks go to the first spare not yet
    * used; the `restart` event names both (excluded, replacement), and a client starts the spare's agent.
-   * UNFINISHED: nothing sets it yet (no profile field marks a spare; the controller does not start the spare's agent).
+   * Set by planRun from the profile's `spare: true` hosts; the controller starts the spare's agent (electron/core/runs/run-spare.ts).
    */
   spares?: string[];
   /** Restarts from the last checkpoint after a rank or host failure (default 0). */

@@ -7,7 +7,7 @@
 import { hostname } from 'node:os';
 import type { TrainConfig } from '../../../trainer/protocol';
 import type { CheckHost, CheckLink, CheckProblem, CheckResult, ComputeReport, HostCheckReport, LinkSendReport } from '../../../trainer/protocol/check';
-import { isLocalProfile, type Profile, type RunMeta } from '../../common';
+import { isLocalProfile, profileWorldSize, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { runHostCommand, type HostLink } from '../runs/host-link';
 import { consistency, hostProblems } from './analyze';
@@ -91,7 +91,7 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
   problems.push(...measured.problems);
 
   // 3. Compute time of one rank, then the prediction.
-  const worldSize = profile.hosts.reduce((s, h) => s + h.slots, 0);
+  const worldSize = profileWorldSize(profile); // spare hosts run no ranks
   const compute = await computeTime(profile, config, hosts, links, deps, o, say);
   problems.push(...compute.problems);
   const prediction = compute.ms === undefined ? undefined : { ...predict({ config, worldSize, computeMs: compute.ms, computeSource: compute.source, links: measured.links, shared: compute.shared }), computeKey: compute.key };

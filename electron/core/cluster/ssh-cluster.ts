@@ -181,16 +181,16 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const masterPort = profile.masterPort ?? (await remoteFreePort(masterSession));
     const controlPort = await remoteFreePort(masterSession);
     const token = randomBytes(24).toString('hex');
-    const layout = worldLayout(profile.hosts);
-    const record = this.recordOf(profile, deployed.map((d) => d.remoteDir));
-    const hosts: HostLaunch[] = profile.hosts.map((h, hi) => ({
+    const refs = this.recordOf(profile, deployed.map((d) => d.remoteDir));
+    const envOf = (h: ProfileHost): Record<string, string> => (h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env); // in the spec (run-start writes it 0600), never on a command line; an explicit COHORT_PYTHON in env wins
+    const spares = profile.hosts.flatMap((h, i) => (h.spare ? [{ host: h.name, link: this.hostLink(profile, refs[i]!), env: envOf(h), ...(h.gpus ? { gpus: h.gpus } : {}) }] : [])); // run nothing until a restart moves a lost host's ranks to one (issue 21 item 5)
+    const world = profile.hosts.filter((h) => !h.spare), layout = worldLayout(world);
+    const hosts: HostLaunch[] = world.map((h, hi) => ({
       host: h.name,
-      link: this.hostLink(profile, record[hi]!),
-      // The host's env reaches the agent inside the spec (run-start writes it 0600), never on a command line.
-      // The profile's python is the agent's COHORT_PYTHON (an explicit COHORT_PYTHON in env still wins).
-      spec: buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env, control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }),
+      link: this.hostLink(profile, refs[profile.hosts.indexOf(h)]!),
+      spec: { ...buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: envOf(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }), ...(hi === 0 && spares.length ? { spares: spares.map((x) => x.host) } : {}) },
     }));
-    return { runId: req.runId, hosts, record, ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
+    return { runId: req.runId, hosts, record: world.map((h) => refs[profile.hosts.indexOf(h)]!), ...(spares.length ? { spares } : {}), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) }; // record: where attach follows (a started spare is not in it: UNFINISHED)
   }
 
   /**

@@ -41,6 +41,7 @@ import { relaunchUntil } from './run-rejoin';
 import { followHost, type Follow } from './controller-follow';
 import { ScheduledSide } from './controller-scheduled';
 import { stopAll, stopHost, type StopContext } from './controller-stop';
+import { noteReplacement, startSpareFor, takePlace } from './run-spare';
 import type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
 export type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd };
@@ -146,7 +147,6 @@ export class RunController extends DisposableBase {
   }
 
   private relaunchWaitMs = HOST_WAIT_MS;
-
   get runId(): string {
     return this.plan.runId;
   }
@@ -316,6 +316,7 @@ export class RunController extends DisposableBase {
     if (e.type === 'restart') {
       if (e.waitingFor?.length) {
         this.relaunchWaitMs = e.waitMs ?? HOST_WAIT_MS;
+        noteReplacement(this.plan.spares, e); // a spare named: its relaunch is its start (run-spare.ts)
         this.dispatch({ t: 'restart', waitingFor: e.waitingFor }); // relaunch: unless a stop was seen (defect 6)
       }
       if (e.attempt <= this.restartsTold) return; // told already, from another host's record
@@ -338,6 +339,7 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
       const h = this.plan.hosts.find((x) => x.host === name);
+      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => void this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;

@@ -13,6 +13,32 @@ export interface HostLaunch {
 }
 
 /**
+ * A spare host of the profile (`spare: true`, issue 21 item 5): deployed to, running nothing. When a
+ * restart moves a lost host's ranks to it, the controller starts its agent with the lost host's
+ * ranks (spareSpec) and follows it like any host.
+ */
+export interface SpareLaunch {
+  host: string;
+  link: HostLink;
+  /** The profile host's env (and COHORT_PYTHON), for its spec. */
+  env: Record<string, string>;
+  /** The profile host's GPU indices, one per slot. */
+  gpus?: number[];
+  /** Set once a `restart` names this spare as the replacement of that (excluded) host. */
+  replaces?: string;
+}
+
+/** The spare's LaunchSpec: the excluded host's (its ranks, rendezvous, control), under the spare's name, env and GPUs. */
+export function spareSpec(excluded: LaunchSpec, spare: SpareLaunch): LaunchSpec {
+  const ranks = excluded.ranks.map((r) => {
+    const { gpu: _gpu, ...rest } = r;
+    return spare.gpus?.[r.localRank] !== undefined ? { ...rest, gpu: spare.gpus[r.localRank]! } : rest;
+  });
+  const { slots: _slots, ...spec } = excluded;
+  return { ...spec, host: spare.host, env: spare.env, ranks, role: 'follower' };
+}
+
+/**
  * Where a scheduled run waits: the scheduler's pending reason and its place in the queue (the
  * `queued` event's `slurm`), and, while a requeued job waits to run again (the run is
  * `restarting`), why Slurm requeued it and its Restarts count.
@@ -49,6 +75,8 @@ export interface RunPlan {
   runId: string;
   /** hosts[0] is the leader (rank 0's host). Empty for a scheduled run until its job runs. */
   hosts: HostLaunch[];
+  /** Spare hosts that run nothing until a restart moves a lost host's ranks to one. */
+  spares?: SpareLaunch[];
   /** Set: the run is a batch job; hosts come from its allocation. */
   scheduler?: ScheduledJob;
   /** Where each host keeps the record (kept in the local history so any client can attach later). */

@@ -2,7 +2,7 @@
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees.
 import { CohortError, initialRunView, makeEvent, reduceRunView, runSwitches, runViewStatus, worldLayout, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, type DeployProgress, type Profile, type RunMeta } from '../../common';
+import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, worldHosts, type DeployProgress, type Profile, type RunMeta } from '../../common';
 import { join } from 'node:path';
 import { CheckStore, checkForRun } from '../check/check-store';
 import type { ClusterOps } from '../cluster/cluster-ops';
@@ -183,8 +183,9 @@ function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profil
   const message = String(e.message ?? err);
   const hint = typeof e.hint === 'string' && e.hint && !message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (hint: ${e.hint})` : '';
   const local = isLocalProfile(o.profile);
-  const layout = worldLayout(local ? [{ name: 'local', slots: o.ranks ?? 1 }] : o.profile.hosts);
-  const hosts = layout.hosts.map((h, i) => ({ name: h.host, ...(local ? {} : { address: o.profile.hosts[i]!.address }), ranks: h.ranks.map((r) => r.rank) }));
+  const world = worldHosts(o.profile); // spare hosts run no ranks
+  const layout = worldLayout(local ? [{ name: 'local', slots: o.ranks ?? 1 }] : world);
+  const hosts = layout.hosts.map((h, i) => ({ name: h.host, ...(local ? {} : { address: world[i]!.address }), ranks: h.ranks.map((r) => r.rank) }));
   try {
     const rec = store.create({
       id: o.runId,

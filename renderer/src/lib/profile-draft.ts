@@ -14,6 +14,8 @@ export interface HostDraft {
   gpus: string;
   workdir: string;
   env: string;
+  /** `spare: true` kept through an edit (issue 21 item 5). UNFINISHED: the form has no control for it yet. */
+  spare?: boolean;
 }
 
 /** The Slurm scheduler's fields as typed (issue 16); the profile's first host is then the login node. */
@@ -73,6 +75,7 @@ export function draftFrom(p: Profile): ProfileDraft {
       gpus: h.gpus?.join(',') ?? '',
       workdir: h.workdir,
       env: Object.entries(h.env).map(([k, v]) => `${k}=${v}`).join('\n'),
+      ...(h.spare ? { spare: true } : {}),
     })),
   };
 }
@@ -99,6 +102,7 @@ function hostInput(h: HostDraft, slurm: boolean): Record<string, unknown> {
     // The login node of a Slurm profile runs no ranks: slots and GPUs come from the scheduler fields.
     ...(slurm ? {} : { slots: num(h.slots || '1') }),
     ...(!slurm && h.gpus.trim() ? { gpus: h.gpus.split(',').map((g) => num(g.trim())) } : {}),
+    ...(!slurm && h.spare ? { spare: true } : {}),
     workdir: h.workdir,
     env: Object.fromEntries(
       h.env

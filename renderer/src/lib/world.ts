@@ -24,8 +24,9 @@ export function previewWorld(profile: Profile, localRanks: number): WorldHost[] 
       gpus: s.gpusPerNode ? h.ranks.map((r) => r.gpu!) : undefined,
     }));
   }
-  const layout = worldLayout(profile.hosts.map((h) => ({ name: h.name, slots: profile.name === 'local' ? localRanks : h.slots })));
-  return profile.hosts.map((h, i) => ({ name: h.name, address: h.address, ranks: layout.hosts[i]!.ranks.map((r) => r.rank), gpus: h.gpus }));
+  const world = profile.hosts.filter((h) => !h.spare); // spare hosts run no ranks until a restart needs one
+  const layout = worldLayout(world.map((h) => ({ name: h.name, slots: profile.name === 'local' ? localRanks : h.slots })));
+  return world.map((h, i) => ({ name: h.name, address: h.address, ranks: layout.hosts[i]!.ranks.map((r) => r.rank), gpus: h.gpus }));
 }
 
 export type CapState = 'yes' | 'no' | 'unknown';
