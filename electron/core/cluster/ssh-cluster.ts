@@ -5,12 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
 import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type Profile, type ProfileHost } from '../../common';
+import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type HostRecordRef, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
 import type { BundleCheck, HostLink } from '../runs/host-link';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
-import type { HostRecordRef } from '../../common';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps, LeftoverReport } from './cluster-ops';
 import { deployBundle, remoteBundleDir, sha256CheckCommand } from './deploy';
@@ -387,9 +386,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const r = await s.run('command -v node >/dev/null 2>&1 && node -e "process.stdout.write(process.versions.node)"', { env: h.env });
     const major = Number(/^(\d+)/.exec(r.stdout.trim())?.[1]);
     if (!(major >= 20)) {
-      throw new CohortError('node-missing', r.stdout.trim() ? `${h.name} has Node.js ${r.stdout.trim()}; the trainer needs 20 or newer` : `${h.name} has no Node.js on the PATH of a non-interactive SSH login`, {
-        hint: `install Node.js 20+ on ${h.name} (nodejs.org or the distribution's nodejs 20.x), or add its bin directory to PATH in ~/.profile or the profile host's env`,
-      });
+      throw new CohortError('node-missing', r.stdout.trim() ? `${h.name} has Node.js ${r.stdout.trim()}; the trainer needs 20 or newer` : `${h.name} has no Node.js on the PATH of a non-interactive SSH login`, { hint: `install Node.js 20+ on ${h.name} (nodejs.org or the distribution's nodejs 20.x), or add its bin directory to PATH in ~/.profile or the profile host's env` });
     }
   }
 
