@@ -45,6 +45,16 @@ describe.skipIf(SSHD_MISSING)('network failures', () => {
     expect(Date.now() - started).toBeLessThan(20_000);
   });
 
+  it.runIf(netns())('stops connecting when the AbortSignal fires while the keys and known_hosts are still being read', async () => {
+    // The abort lands after connectOne's first look at the signal and before it listens for it (seen in
+    // CI on a loaded machine: the connect went on to "no route" instead of stopping).
+    const ac = new AbortController();
+    const connecting = HostSession.connect(cluster.endpoint(0, { address: cluster.unusedAddress as string }), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 30_000, signal: ac.signal });
+    setImmediate(() => ac.abort());
+    const err = await connectFailure(connecting);
+    expect(err.code).toBe('ssh-aborted');
+  });
+
   it.runIf(netns())('says "no route" for a host that is only reachable through a jump host', async () => {
     const err = await connectFailure(HostSession.connect(cluster.endpoint(2), { knownHostsPath: cluster.knownHostsPath, connectTimeoutMs: 2000 }));
     expect(err.code).toBe('ssh-unreachable');

@@ -140,6 +140,9 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
       reject(err);
     };
     const onAbort = () => fail(aborted(endpoint, who));
+    // An abort during the awaits above (reading keys and known_hosts: slow on a loaded machine) fired
+    // before this listener existed: honour it now, or the connect would go on to its timeout.
+    if (opts.signal?.aborted) return onAbort();
     opts.signal?.addEventListener('abort', onAbort, { once: true });
 
     client.on('connect', () => {
