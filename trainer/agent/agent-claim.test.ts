@@ -3,18 +3,9 @@
 // claim-key order once every follower said hello, claims its own slots at its own turn, and a
 // follower claims only when asked. Pure: inputs folded through `transition`, no process.
 import { describe, expect, it } from 'vitest';
-import { initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect } from './agent-lifecycle';
-import { sampleConfig, sampleState } from './agent-table';
+import { initialState, type AgentConfig, type AgentInput, type Effect } from './agent-lifecycle';
+import { fold, sampleConfig, sampleState } from './agent-table';
 
-function fold(cfg: AgentConfig, s: AgentState, ...inputs: AgentInput[]): { state: AgentState; effects: Effect[] } {
-  const effects: Effect[] = [];
-  for (const i of inputs) {
-    const r = transition(cfg, s, i);
-    s = r.state;
-    effects.push(...r.effects);
-  }
-  return { state: s, effects };
-}
 const hello = (host: string, key: string): AgentInput => ({ t: 'hello', host, ranks: 1, tokenOk: true, priorClosed: true, key });
 const ready = (host: string): AgentInput => ({ t: 'follower-msg', host, msg: { t: 'ready' } });
 const claimsOf = (fx: Effect[]) => fx.flatMap((e) => (e.do === 'claim' ? ['self'] : e.do === 'send' && e.msg.t === 'claim' ? [e.to] : []));

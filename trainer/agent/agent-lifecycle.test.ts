@@ -6,21 +6,12 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { BLAME_GRACE_MS, DECIDE_MS, errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect } from './agent-lifecycle';
-import { sampleConfig, sampleState } from './agent-table';
+import { BLAME_GRACE_MS, DECIDE_MS, errorEvent, initialState, transition, type AgentConfig, type AgentInput, type Effect } from './agent-lifecycle';
+import { effectsOf, fold, sampleConfig, sampleState } from './agent-table';
 import { cleanStaleTemps } from './stale-temps';
 
-function fold(cfg: AgentConfig, s: AgentState, ...inputs: AgentInput[]): { state: AgentState; effects: Effect[] } {
-  const effects: Effect[] = [];
-  for (const i of inputs) {
-    const r = transition(cfg, s, i);
-    s = r.state;
-    effects.push(...r.effects);
-  }
-  return { state: s, effects };
-}
 const kinds = (fx: Effect[]) => fx.map((e) => e.do);
-const find = <K extends Effect['do']>(fx: Effect[], k: K) => fx.filter((e): e is Extract<Effect, { do: K }> => e.do === k);
+const find = effectsOf;
 const leader = (o: Partial<AgentConfig> = {}): AgentConfig => ({ ...sampleConfig('leader'), ...o });
 const follower = (o: Partial<AgentConfig> = {}): AgentConfig => ({ ...sampleConfig('follower'), ...o });
 const rankErr = errorEvent({ host: 'h1', rank: 0, message: 'rank 0 on h1 exited with code 1', code: 'rank-exited' });

@@ -3,19 +3,10 @@
 // spare host; the restart event names both; the excluded host's agent is refused if a client brings
 // it back; the spare's agent joins in its place and the restart goes on; no spare: as before.
 import { describe, expect, it } from 'vitest';
-import { transition, type AgentConfig, type AgentInput, type AgentState, type Effect } from './agent-lifecycle';
-import { sampleConfig, sampleState } from './agent-table';
+import { type AgentConfig, type AgentInput, type AgentState } from './agent-lifecycle';
+import { effectsOf, fold, sampleConfig, sampleState } from './agent-table';
 
-function fold(cfg: AgentConfig, s: AgentState, ...inputs: AgentInput[]): { state: AgentState; effects: Effect[] } {
-  const effects: Effect[] = [];
-  for (const i of inputs) {
-    const r = transition(cfg, s, i);
-    s = r.state;
-    effects.push(...r.effects);
-  }
-  return { state: s, effects };
-}
-const find = <K extends Effect['do']>(fx: Effect[], k: K) => fx.filter((e): e is Extract<Effect, { do: K }> => e.do === k);
+const find = effectsOf;
 const lostH2: AgentInput[] = [
   { t: 'follower-lost', host: 'h2', why: 'connection closed' },
   { t: 'timer', name: 'blame', links: [{ host: 'h2', closed: true, silentMs: 6000 }] },

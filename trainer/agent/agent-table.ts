@@ -4,7 +4,7 @@
 // the code's behaviour, the checked-in rows and ARCHITECTURE.md's table disagree
 // (COHORT_WRITE_AGENT_TABLE=1 rewrites both after a deliberate change). Pairs not listed are ignored:
 // the phase stays and nothing is done.
-import { errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Phase, type PhaseName } from './agent-lifecycle';
+import { errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type Phase, type PhaseName } from './agent-lifecycle';
 
 export interface TableRow {
   /** 'leader+spare': the leader of a profile with a spare host h3 (issue 21 item 5), where it acts otherwise than 'leader'. */
@@ -167,3 +167,17 @@ export function renderTable(rows: readonly TableRow[]): string {
   const head = '| role | phase | input | next | effects |\n|---|---|---|---|---|';
   return [head, ...rows.map((r) => `| ${r.role} | ${r.from} | ${r.input} | ${r.to} | ${r.effects.join('; ')} |`)].join('\n');
 }
+
+/** Inputs folded through the pure transition: the last state and every effect, in order (scenario tests). */
+export function fold(cfg: AgentConfig, s: AgentState, ...inputs: AgentInput[]): { state: AgentState; effects: Effect[] } {
+  const effects: Effect[] = [];
+  for (const i of inputs) {
+    const r = transition(cfg, s, i);
+    s = r.state;
+    effects.push(...r.effects);
+  }
+  return { state: s, effects };
+}
+
+/** The effects of one kind, typed. */
+export const effectsOf = <K extends Effect['do']>(fx: Effect[], k: K) => fx.filter((e): e is Extract<Effect, { do: K }> => e.do === k);
