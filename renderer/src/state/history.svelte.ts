@@ -48,12 +48,15 @@ export async function deleteRuns(ids: string[]): Promise<boolean> {
 
 export async function reloadHistory(): Promise<void> {
   const runs = await attempt(() => getApi().listRuns());
-  if (runs) {
-    history.runs = runs;
-    history.selected = history.selected.filter((id) => runs.some((r) => r.id === id));
-    // A run still going grows: its curves are fetched again when compared.
-    for (const r of runs) if (!isFinished(r.status)) delete history.series[r.id];
-  }
+  if (runs) takeRuns(runs);
+}
+
+/** A fresh run list (History's Refresh, or Live's poll for other clients' runs): one list for every view. */
+export function takeRuns(runs: RunMeta[]): void {
+  history.runs = runs;
+  history.selected = history.selected.filter((id) => runs.some((r) => r.id === id));
+  // A run still going grows: its curves are fetched again when compared.
+  for (const r of runs) if (!isFinished(r.status)) delete history.series[r.id];
 }
 
 export function toggleSelected(id: string): void {

@@ -7,6 +7,7 @@
 // (no push from the server yet: an Api event "runs changed" would replace this poll; unfinished).
 import { app, attempt, getApi } from './app.svelte';
 import { attachLive, isOpenStatus, isRunningPhase, live, loadHistory } from './live-run.svelte';
+import { takeRuns } from './history.svelte';
 import { formatRoute, parseRoute, type Route } from '../lib/route';
 import type { RunMeta } from '../../../electron/common';
 
@@ -62,7 +63,9 @@ async function poll(): Promise<void> {
   if (polling || document.hidden) return;
   polling = true;
   try {
-    await followRuns(await getApi().listRuns());
+    const runs = await getApi().listRuns();
+    takeRuns(runs); // History and the run alerts (a run's name) see runs other clients started
+    await followRuns(runs);
   } catch {
     // disconnected or refused: the connection badge says so; the next poll tries again
   } finally {
