@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leftovers, rankPid, throttle } from '../helpers/run-procs';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -28,13 +28,8 @@ describe.skipIf(!existsSync(CHROMIUM))('Live: ranks × time heat map', () => {
   it('4 ranks: a row per rank, the slowed rank darkest, a clicked window shows its split', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await page.getByTestId('launch-profile').selectOption('local');
-    await page.getByTestId('launch-ranks').fill('4');
-    await page.getByTestId('launch-batch-size').fill('2');
-    await page.getByTestId('launch-image-size').fill('8');
-    await page.getByTestId('launch-steps').fill('5000');
-    await page.getByTestId('launch-warmup-steps').fill('1');
-    await page.getByTestId('launch-log-steps').fill('1');
+    // The form starts from the profile's own config (issue 22 item 1): a tiny run sets the stem too.
+    await fillLaunch(page, { profile: 'local', ranks: 4, ...TINY_FORM, 'batch-size': 2, 'image-size': 8, steps: 5000 });
     await page.getByTestId('launch-start').click();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 300_000, interval: 500 }).toBe('training');
     const pid = rankPid(serve.dataDir, 2);
@@ -72,6 +67,7 @@ describe.skipIf(!existsSync(CHROMIUM))('Live: ranks × time heat map', () => {
       stopThrottle();
     }
     await page.getByTestId('stop-run').click();
+    await page.getByTestId('stop-confirm-yes').click(); // Stop asks first (issue 22 item 12)
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000, interval: 500 }).toBe('cancelled');
     expect(await leftovers(serve.dataDir, 10_000, [serve.child.pid])).toEqual([]);
   }, 600_000);
