@@ -14,6 +14,7 @@ import { NFT_MISSING, firewallHost, shapeHost } from '../harness/shape';
 import { PassThrough } from 'node:stream';
 import { main } from '../../electron/cli/cli';
 import { runCli } from '../helpers/cli';
+import { runCheck } from '../helpers/check-cli';
 import { until } from '../helpers/until';
 
 const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
@@ -32,16 +33,7 @@ function profile(name: string, extra: (i: number) => Record<string, unknown> = (
 const LINK_MS_UNMEASURED = '200';
 
 async function check(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; result: CheckResult; stderr: string }> {
-  const r = runCli(['check', ...args, '--json'], { env: { ...env, ...extraEnv } });
-  const exit = await r.exit;
-  let result: CheckResult;
-  try {
-    result = JSON.parse(r.stdout) as CheckResult;
-  } catch {
-    throw new Error(`not one JSON document (exit ${exit.code}):\n${r.stdout}\n${r.stderr}`);
-  }
-  process.stderr.write(`cohort check ${args[0]}: ${(result.durationMs / 1000).toFixed(1)} s, exit ${exit.code}\n`);
-  return { code: exit.code, result, stderr: r.stderr };
+  return runCheck(args, { ...env, ...extraEnv });
 }
 
 beforeAll(async () => {

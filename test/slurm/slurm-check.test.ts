@@ -13,6 +13,7 @@ import type { CheckResult } from '../../trainer/protocol/check';
 import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { NFT_MISSING } from '../harness/shape';
 import { runCli } from '../helpers/cli';
+import { runCheck } from '../helpers/check-cli';
 
 const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
 let c: SlurmCluster;
@@ -26,16 +27,7 @@ function importProfile(name: string, scheduler: Record<string, unknown>): Promis
 }
 
 async function check(args: string[]): Promise<{ code: number | null; result: CheckResult; stderr: string }> {
-  const r = runCli(['check', ...args, '--json'], { env });
-  const exit = await r.exit;
-  let result: CheckResult;
-  try {
-    result = JSON.parse(r.stdout) as CheckResult;
-  } catch {
-    throw new Error(`not one JSON document (exit ${exit.code}):\n${r.stdout}\n${r.stderr}`);
-  }
-  process.stderr.write(`cohort check ${args[0]}: ${(result.durationMs / 1000).toFixed(1)} s, exit ${exit.code}\n`);
-  return { code: exit.code, result, stderr: r.stderr };
+  return runCheck(args, env);
 }
 
 /** No job in squeue (the check's allocation released) and no trainer process on any node. */
