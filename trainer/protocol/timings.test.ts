@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { HOST_WAIT_MS } from './events';
-import { DEFAULT_TIMINGS, TIMINGS, readTimings } from './timings';
+import { DEFAULT_TIMINGS, SSH_KEEPALIVE_COUNT, TIMINGS, readTimings } from './timings';
 
 describe('timings', () => {
   it('the production defaults, pinned once here (tests shorten them through the environment only)', () => {
-    expect(DEFAULT_TIMINGS).toEqual({ heartbeatTimeoutMs: 20_000, hostWaitMs: 180_000, lostAfterMs: 60_000, queuePollMs: 500, rendezvousTimeoutMs: 60_000, loginCommandTimeoutMs: 30_000 });
+    expect(DEFAULT_TIMINGS).toEqual({ heartbeatTimeoutMs: 20_000, hostWaitMs: 180_000, lostAfterMs: 60_000, queuePollMs: 500, rendezvousTimeoutMs: 60_000, loginCommandTimeoutMs: 30_000, sshConnectTimeoutMs: 10_000, sshKeepaliveMs: 5_000, silentFollowerMs: 5_000, retryMaxMs: 4_000 });
+    expect(SSH_KEEPALIVE_COUNT).toBe(3); // an SSH connection is dropped after 5 s × 3 unanswered
     expect(DEFAULT_TIMINGS.hostWaitMs).toBe(HOST_WAIT_MS);
     expect(readTimings({}).timings).toEqual(DEFAULT_TIMINGS);
     expect(readTimings({ COHORT_HOST_WAIT_MS: '', PATH: '/bin' })).toEqual({ timings: DEFAULT_TIMINGS, invalid: [] });
