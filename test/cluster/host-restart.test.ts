@@ -24,7 +24,7 @@ import type { CohortEvent, DoneEvent, ErrorEvent, RestartEvent, StepEvent } from
 import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import type { CliRun } from '../helpers/cli';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
@@ -34,10 +34,13 @@ const fixed = ['--steps', '14', '--checkpoint-every', '3'];
 
 // Every host's agent takes a silent peer for lost after 6 s, not the product's 20 s (QUICK_HOST_TIMINGS),
 // and the client says a run lost after 20 s without its leader, not 60 s (trainer/protocol/timings.ts).
+// The client's tries to reach a lost host come at most 1 s apart, each given up after 4 s (not 4 s apart,
+// 10 s each: a try begun while the host was down held the relaunch up to ~6 s after it was back, CI), and
+// its SSH connections to a dead host drop after 3 keepalives 2 s apart (QUICK_CLIENT_SSH).
 const quick = (host: number, env: Record<string, string> = {}) => ({ host, env: { ...QUICK_HOST_TIMINGS, ...env } });
 const fx = useCohortCluster(3, {
   enabled: NETNS,
-  clientEnv: { COHORT_LOST_AFTER_MS: '20000' },
+  clientEnv: { COHORT_LOST_AFTER_MS: '20000', ...QUICK_CLIENT_SSH, COHORT_SSH_CONNECT_TIMEOUT_MS: '4000' },
   profiles: {
     // trio: the product's host wait (180 s); brief: the leader (h1) waits 8 s for a lost host
     trio: [quick(0), quick(1), quick(2)],
