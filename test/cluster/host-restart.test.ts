@@ -49,9 +49,10 @@ const fx = useCohortCluster(3, {
     // trio: the product's host wait (180 s); brief: the leader (h1) waits 8 s for a lost host
     trio: [quick(0), quick(1), quick(2)],
     brief: [quick(0, { COHORT_HOST_WAIT_MS: '8000' }), quick(1), quick(2)],
-    // brief-lead: the followers (h2, h3) wait 8 s for a lost leader (with the product's heartbeat timeout:
-    // with 6 s the followers stop their ranks before those tell their peer-lost copies, which the case checks)
-    'brief-lead': [0, { host: 1, env: { COHORT_HOST_WAIT_MS: '8000' } }, { host: 2, env: { COHORT_HOST_WAIT_MS: '8000' } }],
+    // brief-lead: the followers (h2, h3) wait 8 s for a lost leader. (They kept the product's 20 s heartbeat
+    // while the case required the ranks' peer-lost copies, which a 6 s one stops first; it asserts only their
+    // order now, so the 6 s one is back, issue 25.)
+    'brief-lead': [quick(0), quick(1, { COHORT_HOST_WAIT_MS: '8000' }), quick(2, { COHORT_HOST_WAIT_MS: '8000' })],
   },
   deploy: 'trio',
 });
@@ -152,10 +153,10 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
   }, 600_000);
 
   it('the leader h1 not back within the followers\' wait (COHORT_HOST_WAIT_MS 8 s): the followers fail host-lost naming h1 with the hint, the client ends lost naming h1, nothing left on h2/h3', async () => {
-    // The followers here keep the product's 20 s heartbeat timeout, so the client's 20 s lost-after raced
-    // their detection: under load (~30) the client said lost and exited before any restart event (seen once,
-    // issue 25). 40 s puts the client's verdict after the followers' detection and 8 s wait.
-    const run = cli(['run', '--profile', 'brief-lead', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--json'], { json: true, env: { COHORT_LOST_AFTER_MS: '40000' } });
+    // The client's verdict must come after the followers' detection (6 s heartbeat) and their 8 s wait: with the
+    // product's 20 s heartbeat a 20 s lost-after raced it under load (~30: lost said before any restart event,
+    // issue 25) and the case used 40 s; 30 s leaves the same 12 s margin over 6 + 8 s.
+    const run = cli(['run', '--profile', 'brief-lead', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--json'], { json: true, env: { COHORT_LOST_AFTER_MS: '30000' } });
     await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
     const killedAt = await killHost(0);
     try {
@@ -179,7 +180,7 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
       const followers = errors.find((e) => /not back within 8 s/.test(e.message));
       expect(followers, JSON.stringify(errors)).toMatchObject({ host: 'h1', code: 'host-lost' });
       expect(followers!.message).toMatch(/host h1 \(the run's leader\) lost and not back within 8 s/);
-      // bounded: the followers' detection (20 s beat here), their 8 s wait, the client's 40 s without the leader (COHORT_LOST_AFTER_MS)
+      // bounded: the followers' detection (6 s beat), their 8 s wait, the client's 30 s without the leader (COHORT_LOST_AFTER_MS)
       expect(endedAfter).toBeLessThan(120_000);
       await until('nothing left on h2/h3', async () => (await trainerProcesses([1, 2])).length === 0, 15_000);
     } finally {
