@@ -89,7 +89,7 @@ function timeline(what: string, at: number, events: CohortEvent[]): string {
 
 describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
   it('h3 not back within the leader wait (COHORT_HOST_WAIT_MS 8 s): the run fails host-lost naming h3, with the hint; nothing left on h1/h2', async () => {
-    const run = cli(['run', '--profile', 'brief', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--json'], { json: true });
+    const run = cli(['run', '--profile', 'brief', '--steps', '100000', '--checkpoint-every', String(EVERY), ...tiny, '--max-restarts', '1', '--json'], { json: true });
     await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
     const killedAt = await killHost(2);
     try {
@@ -156,7 +156,7 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     // The client's verdict must come after the followers' detection (6 s heartbeat) and their 8 s wait: with the
     // product's 20 s heartbeat a 20 s lost-after raced it under load (~30: lost said before any restart event,
     // issue 25) and the case used 40 s (12 s over 20 + 8 s); 30 s leaves 16 s over 6 + 8 s.
-    const run = cli(['run', '--profile', 'brief-lead', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--json'], { json: true, env: { COHORT_LOST_AFTER_MS: '30000' } });
+    const run = cli(['run', '--profile', 'brief-lead', '--steps', '100000', '--checkpoint-every', String(EVERY), ...tiny, '--max-restarts', '1', '--json'], { json: true, env: { COHORT_LOST_AFTER_MS: '30000' } });
     await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
     const killedAt = await killHost(0);
     try {
