@@ -132,7 +132,8 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
     }
     expect(attach.child.exitCode).toBeNull(); // the attached client waited through the cut
     await attach.waitFor((e) => e.type === 'step' && e.step > resumedAt + 1, 120_000);
-    // it took the silent connection for dropped and logged in again (not the old TCP connection resuming)
+    // it logged in again after the cut. (Not proof of the keepalive knob: with the product's 5 s × 3 a 12 s cut
+    // also ended in a new login, seen once, cause not diagnosed; the knob's wiring is client-timings.test.ts's.)
     expect(await logins(), 'the attached client connected to h1 again after the cut').toBeGreaterThan(loginsBefore);
 
     const stop = cli(['stop', runId]);
