@@ -15,8 +15,7 @@ afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 describe.skipIf(skip !== undefined)(`straggler (torch)${skip ? ` (skipped: ${skip})` : ''}`, () => {
   it('names the rank slowed for real, in the compute phase', async () => {
-    // 2 slow step windows in a row name a rank here, not the product's 3 (COHORT_SLOW_RANK_WINDOWS, read by the agent)
-    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1', COHORT_SLOW_RANK_WINDOWS: '2' }, json: true });
+    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' }, json: true });
     let pid: number | undefined;
     let stopThrottle = (): void => undefined;
     try {
@@ -27,7 +26,7 @@ describe.skipIf(skip !== undefined)(`straggler (torch)${skip ? ` (skipped: ${ski
       stopThrottle = throttle(pid!);
       const warning = (await r.waitFor((e) => e.type === 'log' && (e as LogEvent).code === 'slow-rank', 300_000)) as LogEvent;
       expect(warning).toMatchObject({ level: 'warn', rank: 1, host: 'local', phase: 'compute' });
-      expect(warning.message).toMatch(/^slow host: rank 1 on local: compute [\d.]+× its peers' median .*, 2 step windows in a row\)/);
+      expect(warning.message).toMatch(/^slow host: rank 1 on local: compute [\d.]+× its peers' median/);
       const windows = r.events.filter((e): e is StepEvent => e.type === 'step' && e.time >= since && e.time <= warning.time);
       console.log(`torch straggler named after ${windows.length} step window(s) of throttling; last: ${JSON.stringify(windows.at(-1)?.rankPhases)}`);
       expect(windows.length).toBeLessThanOrEqual(4);
