@@ -261,6 +261,7 @@ export class RunController extends DisposableBase {
       isLeader: f.host === this.plan.hosts[0],
       hosts: this.plan.hosts.length,
       lostAfterMs: this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs,
+      retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs,
       gaveUp: () => this.gaveUp(),
       waits: (host) => this.waits(host),
       event: (e, fromLeader) => (e.type === 'error' && !fromLeader ? void this.followerErrors.push(e) : this.handle(e)),
@@ -350,7 +351,7 @@ export class RunController extends DisposableBase {
 
   private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
     const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
-    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e) });
+    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e), retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs });
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
     if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
   }

@@ -87,6 +87,8 @@ export interface RunPlan {
   record?: HostRecordRef[];
   /** No contact with the leader for this long: the run is `lost` (default 60 s). */
   lostAfterMs?: number;
+  /** The longest pause between this client's tries to re-follow a host or relaunch a lost host's agent (Timings.retryMaxMs; default 4 s). */
+  retryMaxMs?: number;
   /** How long run-stop waits for the run to end (default 10 s). */
   stopWaitMs?: number;
 }
