@@ -63,7 +63,7 @@ describe.skipIf(!existsSync(CHROMIUM))('Compare chart controls and a failed laun
     const charts = ['compare-chart-throughput', 'compare-chart-loss'];
     for (const c of charts) await expect.poll(() => page.getByTestId(c).getAttribute('data-points'), { timeout: 20_000 }).toBe('6');
 
-    await compare.getByTestId('smoothing').fill('0.8');
+    await compare.getByTestId('smoothing').fill('0.8', { timeout: 10_000 });
     for (const c of charts) await expect.poll(() => page.getByTestId(c).getAttribute('data-smoothing')).toBe('0.8');
     // Each run's raw curve stays, faint, behind its smoothed one.
     const labels = await page.locator('[data-testid=compare-chart-loss] .u-legend .u-series .u-label').allTextContents();
@@ -99,12 +99,12 @@ describe.skipIf(!existsSync(CHROMIUM))('Compare chart controls and a failed laun
     expect(failed?.status).toBe('failed');
     const host = failed!.hosts[0]!.name;
     // The host's row: core's message (which host, what) and the table's sentence for its code.
-    const hostError = (await page.getByTestId(`launch-failed-${host}`).textContent())!;
+    const hostError = (await page.getByTestId(`launch-failed-${host}`).textContent({ timeout: 10_000 }))!;
     expect(hostError).toContain(`hint: ${guiWording(failed!.errorCode!, host)}`);
     expect(hostError).not.toMatch(/(^|\s)--[a-z]/);
 
     const link = page.getByTestId('launch-run-link');
-    expect(await link.textContent()).toBe(failed!.id);
+    expect(await link.textContent({ timeout: 10_000 })).toBe(failed!.id);
     expect(await link.getAttribute('href')).toBe(`#/runs/${failed!.id}`);
     await shots(page, 'launch-failed', async () => {
       await page.getByTestId('launch-progress').scrollIntoViewIfNeeded();
