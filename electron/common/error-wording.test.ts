@@ -71,8 +71,9 @@ describe('the dashboard words every error code (error-wording.ts)', () => {
       expect(text.length, code).toBeGreaterThan(30);
       expect(guiWording(code, 'h7'), code).not.toContain('{host}');
     }
-    expect(guiWording('ssh-auth', 'h7')).toMatch(/^h7 refused every key offered: in Profiles/);
-    expect(guiWording('ssh-auth')).toMatch(/^The host refused/);
+    expect(guiWording('ssh-auth', 'h7')).toMatch(/^Cohort could not log in to h7 \(.*\): in Profiles, give this host a key file/);
+    expect(guiWording('ssh-refused')).toMatch(/^The host refused the connection/);
+    expect(guiWording('ssh-timeout', 'gpu2')).toMatch(/^gpu2 did not answer/);
     expect(hintFor({ code: 'ssh-timeout', host: 'gpu2', hint: 'the host is down, firewalled, or the address is wrong' }, 'gui')).toMatch(/^gpu2 did not answer in time/);
     expect(hintFor({ code: 'ssh-timeout', host: 'gpu2', hint: 'core' }, 'cli')).toBe('core');
     expect(hintFor({ code: 'saved', hint: 'Profile saved' }, 'gui')).toBe('Profile saved');

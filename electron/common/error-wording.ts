@@ -16,7 +16,7 @@ export const ERROR_WORDING = {
   'ssh-refused': '{host} refused the connection: nothing listens on its SSH port. Check that sshd runs there and that the port in Profiles is right, then Test connection',
   'ssh-timeout': '{host} did not answer in time: it may be down, firewalled, or its address in Profiles may be wrong. Check it, then Test connection',
   'ssh-unreachable': 'There is no network route to {host}: it is down or on a network this machine cannot reach. Check the address in Profiles, or add a jump host, then Test connection',
-  'ssh-auth': "{host} refused every key offered: in Profiles, check this host's user and key file (or load the key into ssh-agent), make sure the key's public half is in the host's authorized_keys, then Test connection",
+  'ssh-auth': "Cohort could not log in to {host} (no key to offer, or none accepted): in Profiles, give this host a key file or load your key into ssh-agent, check the user, make sure the key's public half is in the host's authorized_keys, then Test connection",
   'ssh-key': "The key file for {host} cannot be read or is not a private key: in Profiles, point the host's key path at a readable private key, then Test connection",
   'ssh-key-passphrase': "The key for {host} is encrypted and its passphrase was missing or wrong: enter it when the dashboard asks, or load the key into ssh-agent, then start again",
   'ssh-agent': 'ssh-agent could not be used for {host}: start it and add your key (ssh-add in a terminal), or give the host a key file in Profiles',
