@@ -76,8 +76,11 @@ describe.skipIf(!existsSync(CHROMIUM))('Compare chart controls and a failed laun
     expect(await compare.getByTestId('chart-controls').getByTestId('x-time').count()).toBe(1);
 
     await shots(page, 'compare', async () => {
-      await page.getByTestId('compare-chart-loss').scrollIntoViewIfNeeded();
-      await page.getByTestId('chart-controls').evaluate((el) => el.scrollIntoView({ block: 'start' }));
+      // The control row at the top, below the sticky header, the charts under it.
+      await page.getByTestId('chart-controls').evaluate((el) => {
+        el.scrollIntoView({ block: 'start' });
+        window.scrollBy(0, -(document.querySelector('header')?.getBoundingClientRect().height ?? 60) - 8);
+      });
     });
 
     // One setting: Live run's slider shows what Compare set.
