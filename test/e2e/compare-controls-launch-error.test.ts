@@ -51,6 +51,8 @@ describe.skipIf(!existsSync(CHROMIUM))('Compare chart controls and a failed laun
 
   it('Compare has the smoothing slider and a log y axis per chart, the same controls and setting as Live run', async () => {
     const { page, serve } = ui();
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message)); // a log axis's unlabelled ticks once threw in yFmt
     await page.goto(serve.url);
     await page.getByTestId('nav-history').click();
     const row = (id: string) => page.locator(`[data-testid=history-row][data-run-id="${id}"]`);
@@ -87,6 +89,7 @@ describe.skipIf(!existsSync(CHROMIUM))('Compare chart controls and a failed laun
     await page.getByTestId('nav-live').click();
     await expect.poll(() => page.getByTestId('smoothing-value').textContent(), { timeout: 20_000 }).toBe('0.80');
     await page.getByTestId('smoothing').fill('0');
+    expect(pageErrors).toEqual([]);
   }, 180_000);
 
   it('a refused launch says which host, what and what to do in dashboard words, and links to its recorded run', async () => {
