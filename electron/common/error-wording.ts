@@ -5,7 +5,7 @@
 // GUI; `ErrorCode` is its keys. A code made at run time from a family (`slurm-<job state>`,
 // `mismatch-<what>` from cohort check) is worded by its family below.
 //
-// Keeping it whole: error-wording.test.ts reads the sources for the codes errors are made with (an
+// Keeping it whole: test/build/error-wording.test.ts reads the sources for the codes errors are made with (an
 // error class's code argument, a code field, a class's fixed code, the *ErrorCode unions, check
 // problems) and fails on a code this table does not word. A new code is a new row here.
 

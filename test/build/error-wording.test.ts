@@ -1,13 +1,12 @@
-// Every error code the sources make has the dashboard's sentence (error-wording.ts): the codes are
+// Every error code the sources make has the dashboard's sentence (electron/common/error-wording.ts): the codes are
 // read from the sources themselves, the ways errors are made here, so a new code without a row in
 // the table fails this test (issue 22, GUI error wording).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERROR_FAMILIES, ERROR_WORDING, NOTICE_CODES, guiWording } from './error-wording';
-import { hintFor } from './error-hints';
+import { ERROR_FAMILIES, ERROR_WORDING, NOTICE_CODES, guiWording, hintFor } from '../../electron/common';
 
-const ROOT = join(__dirname, '..', '..');
+const ROOT = join(import.meta.dirname, '..', '..');
 
 /**
  * Where a code is given to an error in the sources: an error class's code argument (a class's fixed
