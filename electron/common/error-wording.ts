@@ -8,6 +8,9 @@
 // Keeping it whole: test/build/error-wording.test.ts reads the sources for the codes errors are made with (an
 // error class's code argument, a code field, a class's fixed code, the *ErrorCode unions, check
 // problems) and fails on a code this table does not word. A new code is a new row here.
+// UNFINISHED: the CLI still prints core's per-error hint (no CLI table existed to share; core's hints
+// carry specifics such as key paths); a Node errno code that crosses as an error's code (EADDRINUSE
+// from a plain Error) has no row and keeps core's hint — the scan reads Cohort's own codes only.
 
 /** The dashboard's sentence per code; `{host}` becomes the host the error names ("the host" if none). */
 export const ERROR_WORDING = {

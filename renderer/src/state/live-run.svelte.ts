@@ -329,7 +329,8 @@ export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
 }
 
 /** The error a run's record keeps, as the banner shows an error event. The host: the one core's
- *  failed-launch record names ("launch failed on HOST: …", start-run.ts recordFailedLaunch). */
+ *  failed-launch record names ("launch failed on HOST: …", start-run.ts recordFailedLaunch).
+ *  UNFINISHED: read from the message's wording; a RunMeta field for the failed host would not be. */
 function recordedError(meta: RunMeta, message: string): ErrorEvent {
   const host = /^launch failed on (\S+?):/.exec(message)?.[1] ?? '';
   return { v: PROTOCOL_VERSION, type: 'error', time: Date.parse(meta.endedAt ?? meta.startedAt) || 0, rank: -1, host, message, logTail: [], ...(meta.errorCode ? { code: meta.errorCode } : {}) };
