@@ -343,10 +343,15 @@ export function toApiError(err: unknown): ApiErrorInfo {
 export class ApiCallError extends CohortError {
   /** The class of the error on the side that threw it (SshError, ProfileError, ...), if it said. */
   readonly remoteName: string | undefined;
+  /** The host and the run it concerns, when core said (toErrorInfo keeps them across the wire). */
+  readonly host: string | undefined;
+  readonly runId: string | undefined;
   constructor(info: ApiErrorInfo) {
     super(info.code, info.message, info.hint ? { hint: info.hint } : {});
     this.name = 'ApiCallError';
     this.remoteName = info.name;
+    this.host = info.host;
+    this.runId = info.runId;
   }
 }
 

@@ -177,7 +177,8 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       const first = failed[0]!;
       const stopped = deployed.filter((d) => d.error?.code === 'launch-cancelled').map((d) => d.host);
       const message = failed.map((d) => `${d.host}: ${d.error?.message}`).join('\n') + (stopped.length ? `\n(the launch stopped preparing ${stopped.join(', ')})` : '');
-      throw new CohortError(first.error?.code ?? 'deploy-failed', message, first.error?.hint ? { hint: first.error.hint } : {});
+      // Which host failed travels with the error (toErrorInfo's `host`): the dashboard's sentence and the failed launch's record name it.
+      throw Object.assign(new CohortError(first.error?.code ?? 'deploy-failed', message, first.error?.hint ? { hint: first.error.hint } : {}), { host: first.host });
     }
     const master = profile.hosts[0]!;
     const masterSession = await this.session(profile, master.name);
@@ -207,7 +208,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const login = profile.hosts[0]!;
     const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
     const d = deployed[0]!;
-    if (!d.ok) throw new CohortError(d.error?.code ?? 'deploy-failed', `${d.host}: ${d.error?.message}`, d.error?.hint ? { hint: d.error.hint } : {});
+    if (!d.ok) throw Object.assign(new CohortError(d.error?.code ?? 'deploy-failed', `${d.host}: ${d.error?.message}`, d.error?.hint ? { hint: d.error.hint } : {}), { host: d.host });
     const record = this.recordOf(profile, [d.remoteDir]);
     const shell = this.loginShell(profile);
     const part = await checkSlurmRequest(shell, profile.name, sched);

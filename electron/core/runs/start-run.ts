@@ -187,7 +187,10 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta, 
  */
 function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profile; config: TrainConfig; startedAt: string; ranks: number | undefined }, err: unknown): void {
   const e = err as { message?: unknown; code?: unknown; hint?: unknown; host?: unknown };
-  const message = String(e.message ?? err);
+  const host = typeof e.host === 'string' ? e.host : undefined;
+  // "launch failed on h1: …", not "launch failed on h1: h1: …" (core's messages start with their host).
+  const full = String(e.message ?? err);
+  const message = host && full.startsWith(`${host}: `) ? full.slice(host.length + 2) : full;
   const hint = typeof e.hint === 'string' && e.hint && !message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (hint: ${e.hint})` : '';
   const local = isLocalProfile(o.profile);
   const world = worldHosts(o.profile); // spare hosts run no ranks
@@ -208,7 +211,7 @@ function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profil
       steps: 0,
       medianGlobalSamplesPerSec: null,
       throughput: spreadOf([]),
-      error: `launch failed${typeof e.host === 'string' ? ` on ${e.host}` : ''}: ${message}${hint}`,
+      error: `launch failed${host ? ` on ${host}` : ''}: ${message}${hint}`,
       ...(typeof e.code === 'string' ? { errorCode: e.code } : {}),
     });
     rec.close();
