@@ -180,8 +180,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       // Which host failed travels with the error (toErrorInfo's `host`): the dashboard's sentence and the failed launch's record name it.
       throw Object.assign(new CohortError(first.error?.code ?? 'deploy-failed', message, first.error?.hint ? { hint: first.error.hint } : {}), { host: first.host });
     }
-    const master = profile.hosts[0]!;
-    const masterSession = await this.session(profile, master.name);
+    const master = profile.hosts[0]!, masterSession = await this.session(profile, master.name);
     const masterAddr = profile.masterAddr ?? master.address;
     const masterPort = profile.masterPort ?? (await remoteFreePort(masterSession));
     const controlPort = await remoteFreePort(masterSession);
