@@ -153,6 +153,8 @@ export interface CheckResult {
   profile: string;
   checkedAt: string;
   durationMs: number;
+  /** Where durationMs went, phase by phase (ms; absent on a check written before they were kept). */
+  phasesMs?: CheckPhases;
   hosts: CheckHost[];
   links: CheckLink[];
   consistency: ConsistencyRow[];
@@ -163,6 +165,20 @@ export interface CheckResult {
   ok: boolean;
   /** A Slurm profile: the check's own short allocation (released when the check ended). */
   allocation?: { jobId: string; nodes: string[] };
+}
+
+/**
+ * The check's phases, one after another: reach (connect, Node, the bundle's manifest; a Slurm
+ * check: the deploy to the login node), hosts (check-host everywhere), links (the ring's streams
+ * and the rendezvous connections), compute (one rank, the ranks sharing cores; 0 when reused),
+ * allocation (a Slurm check: the whole srun, hosts, links and compute inside it).
+ */
+export interface CheckPhases {
+  reach: number;
+  hosts?: number;
+  links?: number;
+  compute?: number;
+  allocation?: number;
 }
 
 // ---- Slurm profiles: the checks inside one short allocation (`check-slurm` on the login node) ----

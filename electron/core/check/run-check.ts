@@ -6,7 +6,7 @@
 // per distinct host type) and the prediction. Daemon-free: every host command exits on its own.
 import { hostname } from 'node:os';
 import type { TrainConfig } from '../../../trainer/protocol';
-import type { CheckHost, CheckLink, CheckProblem, CheckResult, ComputeReport, HostCheckReport, LinkSendReport } from '../../../trainer/protocol/check';
+import type { CheckHost, CheckLink, CheckPhases, CheckProblem, CheckResult, ComputeReport, HostCheckReport, LinkSendReport } from '../../../trainer/protocol/check';
 import { isLocalProfile, profileWorldSize, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { runHostCommand, type HostLink } from '../runs/host-link';
@@ -48,6 +48,14 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
   const problems: CheckProblem[] = [];
   const links: Record<string, HostLink> = {};
   const hosts: CheckHost[] = profile.hosts.map((h) => ({ host: h.name, address: h.address, reachable: false }));
+  const phases: CheckPhases = { reach: 0 };
+  let mark = t0;
+  const lap = (): number => {
+    const now = Date.now();
+    const ms = now - mark;
+    mark = now;
+    return ms;
+  };
 
   // 1. Reach, deploy, check-host: every host at once.
   say(`checking ${profile.hosts.length} host(s) of ${profile.name}`);
@@ -65,6 +73,7 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
       else problems.push({ severity: 'error', host: d.host, code: d.error?.code ?? 'deploy-failed', message: d.error?.message ?? `${d.host}: deploy failed`, hint: d.error?.hint ?? `cohort deploy ${profile.name} --force` });
     }
   }
+  phases.reach = lap();
   await Promise.all(
     hosts.map(async (h) => {
       const link = links[h.host];
@@ -84,18 +93,21 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
   );
   const table = consistency(hosts, config.engine);
   problems.push(...table.problems);
+  phases.hosts = lap();
 
   // 2. Links, measured the way a run uses them (only between hosts whose check-host answered).
   const ready = profile.hosts.filter((h) => links[h.name] && hosts.find((x) => x.host === h.name)?.report);
   const measured = ready.length >= 2 ? await measureLinks(profile, ready.map((h) => h.name), links, o.linkMs ?? LINK_MS, say) : { links: [], problems: [] };
   problems.push(...measured.problems);
+  phases.links = lap();
 
   // 3. Compute time of one rank, then the prediction.
   const worldSize = profileWorldSize(profile); // spare hosts run no ranks
   const compute = await computeTime(profile, config, hosts, links, deps, o, say);
   problems.push(...compute.problems);
+  phases.compute = lap();
   const prediction = compute.ms === undefined ? undefined : { ...predict({ config, worldSize, computeMs: compute.ms, computeSource: compute.source, links: measured.links, shared: compute.shared }), computeKey: compute.key };
-  return { v: 1, profile: profile.name, checkedAt: new Date(t0).toISOString(), durationMs: Date.now() - t0, hosts, links: measured.links, consistency: table.rows, problems, ...(prediction ? { prediction } : {}), ok: !problems.some((p) => p.severity === 'error') };
+  return { v: 1, profile: profile.name, checkedAt: new Date(t0).toISOString(), durationMs: Date.now() - t0, phasesMs: phases, hosts, links: measured.links, consistency: table.rows, problems, ...(prediction ? { prediction } : {}), ok: !problems.some((p) => p.severity === 'error') };
 }
 
 /**
@@ -139,30 +151,56 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
   }
   const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number }[] = names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms }));
   if (n > 2) for (let i = 1; i < n - 1; i++) hops.push({ from: names[i]!, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0 });
-  const measure = async (hop: (typeof hops)[number]): Promise<CheckLink | undefined> => {
+  // Every sender starts at once (a host command's start, Node loading the bundle, is seconds on a
+  // busy host: paid once, in parallel, not once per hop in turn); the rendezvous connections
+  // (latency only) answer right away; the ring's senders connect, time their round trips and wait
+  // for "GO" on stdin: the ring hops stream one after another, since hosts that share CPUs
+  // (namespaces on one machine, busy nodes) measured the CPU, not the link, with every unshaped
+  // stream at full blast, and a ring never drives its fast hops harder than its slowest.
+  const senders = await Promise.all(
+    hops.map(async (hop) => {
       const target = listeners[hop.toIndex]!;
       if (!target.port) return undefined;
-      const r = await runHostCommand(links[hop.from]!, ['check-link', 'send', '--to', addr(hop.to, hop.toIndex), '--port', String(target.port), '--ms', String(hop.ms)], { timeoutMs: hop.ms + 90_000 });
-      const rep = lastJson<LinkSendReport>(r.stdout);
-      if (!rep?.ok) {
-        const why = rep?.error?.message ?? (r.stderr.trim() || `exit ${r.code}`);
-        problems.push({
-          severity: 'error',
-          host: hop.to,
-          code: rep?.error?.code === 'connect-refused' ? 'port-refused' : 'port-blocked',
-          message: `${hop.to} does not accept TCP connections from ${hop.from} on port ${target.port} (${why})${hop.toIndex === 0 ? ': the rendezvous of a run would fail' : ': the ranks\' ring would fail'}`,
-          hint: `open inbound TCP on ${hop.to} from the other hosts of ${profile.name}: a run listens on the rendezvous port (${profile.masterPort ?? 'a free port'}) and one free port per rank; e.g. accept the cluster's subnet in ${hop.to}'s firewall (nftables/iptables, cloud security group)`,
+      const ring = hop.kind === 'ring';
+      const cmd = await links[hop.from]!.command(['check-link', 'send', '--to', addr(hop.to, hop.toIndex), '--port', String(target.port), '--ms', String(hop.ms), ...(ring ? ['--start', 'stdin'] : [])], { openStdin: ring });
+      let out = '';
+      const ready = new Promise<boolean>((resolve) => {
+        cmd.onStdout((b) => {
+          out += b.toString('utf8');
+          if (out.includes('"ready":true')) resolve(true);
         });
-        return undefined;
-      }
-      return { from: hop.from, to: hop.to, mbps: rep.bytes && rep.ms ? Math.round((rep.bytes * 8) / (rep.ms * 1000)) : 0, latencyMs: Math.round((rep.rttMs ?? 0) * 100) / 100, kind: hop.kind };
+        void cmd.exit.then(() => resolve(false));
+      });
+      return { hop, cmd, ready, port: target.port, out: () => out };
+    }),
+  );
+  await within(Promise.all(senders.map((x) => x?.ready)), 90_000, undefined);
+  const finish = async (x: (typeof senders)[number]): Promise<CheckLink | undefined> => {
+    if (!x) return undefined;
+    const { hop, cmd } = x;
+    if (cmd.writeStdin && cmd.endStdin) {
+      cmd.writeStdin('GO\n');
+      cmd.endStdin();
+    }
+    const exit = await within(cmd.exit, hop.ms + 90_000, undefined);
+    if (!exit) cmd.kill();
+    const rep = lastJson<LinkSendReport>(x.out());
+    if (!rep?.ok) {
+      const why = rep?.error?.message ?? (cmd.stderr().trim() || (exit ? `exit ${exit.code}` : `no answer within ${(hop.ms + 90_000) / 1000} s`));
+      problems.push({
+        severity: 'error',
+        host: hop.to,
+        code: rep?.error?.code === 'connect-refused' ? 'port-refused' : 'port-blocked',
+        message: `${hop.to} does not accept TCP connections from ${hop.from} on port ${x.port} (${why})${hop.toIndex === 0 ? ': the rendezvous of a run would fail' : ': the ranks\' ring would fail'}`,
+        hint: `open inbound TCP on ${hop.to} from the other hosts of ${profile.name}: a run listens on the rendezvous port (${profile.masterPort ?? 'a free port'}) and one free port per rank; e.g. accept the cluster's subnet in ${hop.to}'s firewall (nftables/iptables, cloud security group)`,
+      });
+      return undefined;
+    }
+    return { from: hop.from, to: hop.to, mbps: rep.bytes && rep.ms ? Math.round((rep.bytes * 8) / (rep.ms * 1000)) : 0, latencyMs: Math.round((rep.rttMs ?? 0) * 100) / 100, kind: hop.kind };
   };
-  // The rendezvous connections (latency only) at once; the ring hops one after another: hosts that
-  // share CPUs (namespaces on one machine, busy nodes) measured the CPU, not the link, with every
-  // unshaped stream at full blast, and a ring never drives its fast hops harder than its slowest.
-  const rendezvous = await Promise.all(hops.filter((h) => h.kind === 'rendezvous').map(measure));
+  const rendezvous = await Promise.all(senders.filter((x) => x?.hop.kind === 'rendezvous').map(finish));
   const ring: (CheckLink | undefined)[] = [];
-  for (const hop of hops.filter((h) => h.kind === 'ring')) ring.push(await measure(hop));
+  for (const x of senders.filter((y) => !y || y.hop.kind === 'ring')) ring.push(await finish(x));
   const results = [...ring, ...rendezvous];
   // Listeners exit once served; one whose peer never connected (a firewall) is stopped by pid with
   // `check-link stop` (closing the SSH channel does not reliably end a remote process), else it
