@@ -198,16 +198,31 @@ export interface SlurmCheckRequest {
   queueWaitS: number;
   /** The allocation's time limit (minutes): it is released by Slurm then at the latest. */
   timeLimitMin: number;
-  /** When present, node 0 measures one rank of this config (check-compute) with `threads` threads. */
-  compute?: { config: unknown; tasksPerNode: number };
+  /**
+   * When present, one rank of this config is measured (check-compute, cores ÷ tasksPerNode threads)
+   * after the links: alone on node 0, or, when ranks share one machine's cores (core-sharing.ts:
+   * nodes with one kernel boot id, several tasks per node), alone on that machine's first node and
+   * then all of them at once. `alone: false` (History has one rank's time): only the sharing ranks
+   * and their one-alone reference are measured.
+   */
+  compute?: { config: unknown; tasksPerNode: number; alone?: boolean };
+  /** Set by check-slurm for its nodes: its clock's TCP port (every node measures its offset there, at SLURM_SRUN_COMM_HOST). */
+  clockPort?: number;
 }
+
+/** A node's clock against the login node's (check-slurm's clock port): node minus login, ms; the round trip bounds it (± half). */
+export type NodeClock = { offsetMs: number; rttMs: number } | { error: string };
 
 /** `check-slurm`'s reply: every node's facts, the links between them, node 0's compute time. */
 export interface SlurmCheckReply {
   jobId?: string;
-  nodes: { index: number; node: string; address: string; report?: HostCheckReport; error?: string }[];
+  nodes: { index: number; node: string; address: string; report?: HostCheckReport; error?: string; clock?: NodeClock }[];
   links: { from: string; to: string; kind: 'ring' | 'rendezvous'; port: number; report: LinkSendReport }[];
   compute?: ComputeReport & { node: string; threads: number };
+  /** The ranks that share one machine's cores, each measured while all of them computed at once (after `compute`, their one alone). */
+  shared?: (ComputeReport & { node: string })[];
+  /** Date.now() on the login node when it wrote this reply (the client's offset to the login node). */
+  timeMs?: number;
   /** The allocation could not be had or the step failed: Slurm's own words. */
   error?: { code: string; message: string };
 }

@@ -6,6 +6,7 @@
 // per distinct host type) and the prediction. Daemon-free: every host command exits on its own.
 import { hostname } from 'node:os';
 import type { TrainConfig } from '../../../trainer/protocol';
+import { coreSharing } from '../../../trainer/protocol/core-sharing';
 import type { CheckHost, CheckLink, CheckPhases, CheckProblem, CheckResult, ComputeReport, HostCheckReport, LinkSendReport } from '../../../trainer/protocol/check';
 import { isLocalProfile, profileWorldSize, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
@@ -79,7 +80,7 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
       const link = links[h.host];
       if (!link) return;
       const r = await runHostCommand(link, ['check-host', '--engine', config.engine, ...pythonFlag(profile, h.host)], { timeoutMs: 90_000 });
-      const received = Date.now();
+      const received = r.stdoutAt ?? Date.now();
       const report = lastJson<HostCheckReport & { error?: { message: string } }>(r.stdout);
       if (!report || report.error || report.v !== 1) {
         problems.push({ severity: 'error', host: h.host, code: 'check-host-failed', message: `${h.host}: the check's host command failed (exit ${r.code}): ${report?.error?.message ?? (r.stderr.trim().split('\n').pop() || 'no answer')}`, hint: `cohort deploy ${profile.name} --force puts the bundle back; run "cohort probe ${profile.name}" to see the host` });
@@ -230,12 +231,9 @@ async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHo
   }
   // Ranks that share one machine's cores (several slots, or hosts reporting one kernel boot id:
   // namespaces, containers) compute at the same time in a run, so they are measured that way too.
-  const kernels = new Map<string, CheckHost[]>();
-  for (const h of ready) kernels.set(h.report!.bootId ?? `host ${h.host}`, [...(kernels.get(h.report!.bootId ?? `host ${h.host}`) ?? []), h]);
-  const ranksOn = (g: CheckHost[]) => g.reduce((n, h) => n + slotsOf(h), 0);
-  const group = [...kernels.values()].sort((a, b) => ranksOn(b) - ranksOn(a))[0]!;
-  const worldSize = profile.hosts.reduce((n, h) => n + h.slots, 0);
-  const sharing = worldSize > 1 && ranksOn(group) > 1 ? `${ranksOn(group)} ranks on ${group.map((h) => h.host).join('+')} (${group[0]!.report!.cores} cores)` : undefined;
+  const sh = coreSharing(ready.map((h) => ({ host: h.host, bootId: h.report!.bootId, cores: h.report!.cores, ranks: slotsOf(h) })));
+  const group = ready.filter((h) => sh?.hosts.includes(h.host));
+  const sharing = sh?.description;
   const key = computeKey(config, [...types.keys(), ...(sharing ? [`sharing ${sharing}`] : [])]);
   const prev = deps.previous?.prediction;
   const cached = prev?.computeKey === key;

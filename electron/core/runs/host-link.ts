@@ -81,12 +81,17 @@ export function localHostLink(o: { host: string; nodePath: string; trainerEntry:
   };
 }
 
-/** Runs a host command to completion and returns its stdout (capped at 16 MiB), stderr and exit. */
-export async function runHostCommand(link: HostLink, args: string[], opts: { stdin?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * Runs a host command to completion and returns its stdout (capped at 16 MiB), stderr and exit;
+ * `stdoutAt`: Date.now() when its last stdout arrived (a reply's host time against ours: clock offsets).
+ */
+export async function runHostCommand(link: HostLink, args: string[], opts: { stdin?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string; stdoutAt?: number }> {
   const cmd = await link.command(args, opts.stdin === undefined ? {} : { stdin: opts.stdin });
   const chunks: Buffer[] = [];
   let size = 0;
+  let stdoutAt: number | undefined;
   cmd.onStdout((b) => {
+    stdoutAt = Date.now();
     if (size < 16 << 20) chunks.push(b);
     size += b.length;
   });
@@ -97,5 +102,5 @@ export async function runHostCommand(link: HostLink, args: string[], opts: { std
   const exit = await Promise.race([cmd.exit, timeout]);
   if (timer) clearTimeout(timer);
   if (exit.signal === 'TIMEOUT') cmd.kill();
-  return { code: exit.code, stdout: Buffer.concat(chunks).toString('utf8'), stderr: exit.signal === 'TIMEOUT' ? `${link.host}: ${args[0]} did not answer within ${opts.timeoutMs} ms` : cmd.stderr() };
+  return { code: exit.code, stdout: Buffer.concat(chunks).toString('utf8'), stderr: exit.signal === 'TIMEOUT' ? `${link.host}: ${args[0]} did not answer within ${opts.timeoutMs} ms` : cmd.stderr(), ...(stdoutAt !== undefined ? { stdoutAt } : {}) };
 }
