@@ -212,21 +212,31 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
     writeFileAtomicSync(`${dir}/listen-${i}.json`, JSON.stringify({ node, address, port }) + '\n');
     const peer = async (k: number) => (await waitFile<{ node: string; address: string; port: number }>(`${dir}/listen-${k}.json`)) ?? { node: `node ${k}`, address: '', port: 0 };
     const hopMs = (n + 1) * (req.linkMs + 60_000);
-    // A sender connects and times its round trips at once; a ring sender (--start stdin) then
-    // streams on "GO", given once the hop before it is written: the hops one after another (as in
-    // the SSH check: nodes sharing CPUs would measure the CPU), each sender's start paid at once.
-    const send = async (to: number, kind: 'ring' | 'rendezvous', file: string, after?: string) => {
+    // Every sender starts at once, connects and times its round trips (a rendezvous connection is
+    // only that); a ring sender (--start stdin) then streams on "GO": node 0 once every node's
+    // senders are ready, node i once hop i-1 is written — the hops one after another (as in the
+    // SSH check: nodes sharing CPUs would measure the CPU), no process start during a stream.
+    const start = async (to: number, kind: 'ring' | 'rendezvous', file: string) => {
       const p = await peer(to);
-      const ms = kind === 'ring' ? req.linkMs : 0;
-      const sender = p.port ? startChild(o.trainerEntry, ['check-link', 'send', '--to', p.address, '--port', String(p.port), '--ms', String(ms), ...(kind === 'ring' ? ['--start', 'stdin'] : [])], workdir, hopMs) : undefined;
-      if (after) await waitFile(`${dir}/${after}`, hopMs);
-      sender?.stdin.end(kind === 'ring' ? 'GO\n' : '');
-      const r: LinkSendReport = sender
-        ? (lastJson<LinkSendReport>((await sender.done).stdout) ?? { ok: false, error: { code: 'no-answer', message: 'check-link send gave no answer' } })
-        : { ok: false, error: { code: 'listen-failed', message: `${p.node} did not listen on a TCP port` } };
-      writeFileAtomicSync(`${dir}/${file}`, JSON.stringify({ from: node, to: p.node, kind, port: p.port, report: r }) + '\n');
+      const sender = p.port ? startChild(o.trainerEntry, ['check-link', 'send', '--to', p.address, '--port', String(p.port), '--ms', String(kind === 'ring' ? req.linkMs : 0), ...(kind === 'ring' ? ['--start', 'stdin'] : [])], workdir, hopMs) : undefined;
+      if (kind === 'rendezvous') sender?.stdin.end();
+      const finish = async () => {
+        sender?.stdin.end(kind === 'ring' ? 'GO\n' : '');
+        const r: LinkSendReport = sender
+          ? (lastJson<LinkSendReport>((await sender.done).stdout) ?? { ok: false, error: { code: 'no-answer', message: 'check-link send gave no answer' } })
+          : { ok: false, error: { code: 'listen-failed', message: `${p.node} did not listen on a TCP port` } };
+        writeFileAtomicSync(`${dir}/${file}`, JSON.stringify({ from: node, to: p.node, kind, port: p.port, report: r }) + '\n');
+      };
+      return { ready: kind === 'ring' ? sender?.ready : sender?.done, finish };
     };
-    await Promise.all([send((i + 1) % n, 'ring', `hop-${i}.json`, i > 0 ? `hop-${i - 1}.json` : undefined), ...(i >= 1 && i <= n - 2 ? [send(0, 'rendezvous', `rdv-${i}.json`)] : [])]);
+    const ring = await start((i + 1) % n, 'ring', `hop-${i}.json`);
+    const rdv = i >= 1 && i <= n - 2 ? await start(0, 'rendezvous', `rdv-${i}.json`) : undefined;
+    await Promise.all([ring.ready, rdv?.ready]);
+    await rdv?.finish();
+    writeFileAtomicSync(`${dir}/ready-${i}.json`, '{}\n');
+    if (i === 0) for (let k = 0; k < n; k++) await waitFile(`${dir}/ready-${k}.json`, hopMs);
+    else await waitFile(`${dir}/hop-${i - 1}.json`, hopMs);
+    await ring.finish();
     // Every hop told (or given up on): a listener whose peer never connected (a firewall) ends now, not at its timeout.
     const all = [...Array.from({ length: n }, (_, k) => `hop-${k}.json`), ...Array.from({ length: Math.max(0, n - 2) }, (_, k) => `rdv-${k + 1}.json`)];
     for (const f of all) await waitFile(`${dir}/${f}`, hopMs);
@@ -294,14 +304,20 @@ async function clockAgainstLogin(host: string | undefined, port: number | undefi
 }
 
 /** A child of this node's task (a host command of the bundle), its stdin left open for the caller to end. */
-function startChild(entry: string, args: string[], cwd: string, timeoutMs: number): { stdin: Writable; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+function startChild(entry: string, args: string[], cwd: string, timeoutMs: number): { stdin: Writable; ready: Promise<void>; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
   const p = spawn(process.execPath, [entry, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, COHORT_WORKDIR: cwd } });
   children.add(p);
   let stdout = '';
   let stderr = '';
-  p.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  let onReady!: () => void;
+  const ready = new Promise<void>((r) => (onReady = () => r()));
+  p.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c;
+    if (stdout.includes('"ready":true')) onReady(); // check-link send --start stdin: connected, waiting for GO
+  });
   p.stderr.setEncoding('utf8').on('data', (c: string) => (stderr = (stderr + c).slice(-8000)));
   p.stdin.on('error', () => undefined);
+  p.on('exit', () => onReady());
   const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
   const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
     p.on('exit', (code) => {
@@ -310,7 +326,7 @@ function startChild(entry: string, args: string[], cwd: string, timeoutMs: numbe
       resolve({ code, stdout, stderr });
     }),
   );
-  return { stdin: p.stdin, done };
+  return { stdin: p.stdin, ready, done };
 }
 
 function child(entry: string, args: string[], cwd: string, stdin: string | undefined, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
