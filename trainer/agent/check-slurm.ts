@@ -55,7 +55,9 @@ export async function checkSlurm(argv: readonly string[], o: { trainerEntry: str
   const dir = checkDir(o.workdir, req.id);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const clock = await clockServer().catch(() => undefined);
-  writeFileAtomicSync(`${dir}/request.json`, JSON.stringify({ ...req, ...(clock ? { clockPort: clock.port } : {}) }) + '\n', { mode: 0o600 });
+  // The clock's addresses for the nodes: srun's own (SLURM_SRUN_COMM_HOST, in the step), then the one this SSH session came in on.
+  const sshServer = process.env.SSH_CONNECTION?.split(' ')[2];
+  writeFileAtomicSync(`${dir}/request.json`, JSON.stringify({ ...req, ...(clock ? { clock: { port: clock.port, addresses: sshServer ? [sshServer] : [] } } : {}) }) + '\n', { mode: 0o600 });
   const args = [
     `--job-name=${checkJobName(req.id)}`,
     `--nodes=${req.nodes}`,
@@ -189,7 +191,12 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
   const host = await run(['check-host', '--engine', req.engine, ...(req.python ? ['--python', req.python] : [])]);
   const report = lastJson<HostCheckReport & { error?: { message: string } }>(host.stdout);
   const ok = report && !report.error && report.v === 1;
-  const clock = await clockAgainstLogin(process.env.SLURM_SRUN_COMM_HOST, req.clockPort);
+  let clock: NodeClock | undefined;
+  for (const at of req.clock ? [...new Set([process.env.SLURM_SRUN_COMM_HOST, ...req.clock.addresses].filter((x): x is string => !!x))] : []) {
+    clock = await clockAgainstLogin(at, req.clock!.port);
+    if (clock && 'offsetMs' in clock) break;
+  }
+  if (req.clock && !clock) clock = { error: 'no address of the login node to reach (SLURM_SRUN_COMM_HOST unset)' };
   writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, jobId: process.env.SLURM_JOB_ID, ...(clock ? { clock } : {}), ...(ok ? { report } : { error: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}` }) }) + '\n');
 
   // Links: every node listens (node 0 also serves the rendezvous connections of the middle nodes).
@@ -271,13 +278,12 @@ async function computeOnNode(c: NonNullable<SlurmCheckRequest['compute']>, o: { 
   reps.forEach((r, k) => writeFileAtomicSync(`${o.dir}/share-${o.i}-${k}.json`, JSON.stringify({ ...r, node: o.node }) + '\n'));
 }
 
-/** This node's clock minus the login node's (check-slurm's clock port at srun's host): the answer of the fastest of a few round trips. */
-async function clockAgainstLogin(host: string | undefined, port: number | undefined): Promise<NodeClock | undefined> {
-  if (!port) return undefined;
-  if (!host) return { error: 'SLURM_SRUN_COMM_HOST is not set in the job step' };
+/** This node's clock minus the login node's (check-slurm's clock port): the answer of the fastest of a few round trips. */
+async function clockAgainstLogin(host: string, port: number): Promise<NodeClock> {
   const now = () => performance.timeOrigin + performance.now();
   const sock = connect({ host, port });
   sock.setNoDelay(true);
+  sock.on('error', () => undefined); // a reset ends the lines below; the connect's own error is taken there
   try {
     const lines = createInterface({ input: sock, crlfDelay: Infinity })[Symbol.asyncIterator]();
     await new Promise<void>((resolve, reject) => {
@@ -295,7 +301,7 @@ async function clockAgainstLogin(host: string | undefined, port: number | undefi
       const at = Number(line.value);
       if (!best || t2 - t0 < best.rttMs) best = { offsetMs: Math.round(((t0 + t2) / 2 - at) * 10) / 10, rttMs: Math.round((t2 - t0) * 100) / 100 };
     }
-    return best;
+    return best!;
   } catch (err) {
     return { error: `the login node's clock at ${host}:${port}: ${(err as Error).message}` };
   } finally {

@@ -206,8 +206,11 @@ export interface SlurmCheckRequest {
    * and their one-alone reference are measured.
    */
   compute?: { config: unknown; tasksPerNode: number; alone?: boolean };
-  /** Set by check-slurm for its nodes: its clock's TCP port (every node measures its offset there, at SLURM_SRUN_COMM_HOST). */
-  clockPort?: number;
+  /**
+   * Set by check-slurm for its nodes: the login node's clock on a TCP port; every node measures its
+   * offset there, at SLURM_SRUN_COMM_HOST (srun's address in the step), else at these addresses.
+   */
+  clock?: { port: number; addresses: string[] };
 }
 
 /** A node's clock against the login node's (check-slurm's clock port): node minus login, ms; the round trip bounds it (± half). */
