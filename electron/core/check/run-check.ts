@@ -1,19 +1,20 @@
 // `cohort check PROFILE`: the cluster doctor, in core so the CLI, `cohort serve` and the desktop app
 // share it. In parallel over the hosts: reach each and deploy the bundle as a run does (SSH with
 // host-key verification, Node, the cached bundle), then the bundle's `check-host`. Then plain
-// TCP between the hosts along the ring the ranks would form, all hops at once as in a run
-// (`check-link`), a one-rank compute time (History, a cached measurement, or `check-compute` once
+// TCP between the hosts along the ring the ranks would form (check-links.ts), a one-rank compute time (History, a cached measurement, or `check-compute` once
 // per distinct host type) and the prediction. Daemon-free: every host command exits on its own.
 import { hostname } from 'node:os';
 import type { TrainConfig } from '../../../trainer/protocol';
 import { coreSharing } from '../../../trainer/protocol/core-sharing';
-import type { CheckHost, CheckLink, CheckPhases, CheckProblem, CheckResult, ComputeReport, HostCheckReport, LinkSendReport } from '../../../trainer/protocol/check';
+import type { CheckHost, CheckPhases, CheckProblem, CheckResult, ComputeReport, HostCheckReport } from '../../../trainer/protocol/check';
 import { isLocalProfile, profileWorldSize, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { runHostCommand, type HostLink } from '../runs/host-link';
 import { consistency, hostProblems } from './analyze';
+import { measureLinks, startListeners, stopListeners } from './check-links';
 import { computeKey, fromHistory, hostType } from './compute-source';
 import { predict } from './predict';
+import { lastJson } from './replies';
 import { runSlurmCheck } from './slurm-check';
 
 export interface CheckDeps {
@@ -38,8 +39,8 @@ export interface CheckOptions {
 }
 
 const LINK_MS = 1500;
-/** A listener's life beyond the stream: a dropped connection's 5 s limit, the pings, the answer. */
-const LISTEN_SLACK_MS = 12_000;
+/** check-host's limit on each host. */
+const HOST_CMD_MS = 90_000;
 
 export async function runCheck(profile: Profile, config: TrainConfig, deps: CheckDeps, o: CheckOptions = {}): Promise<CheckResult> {
   const t0 = Date.now();
@@ -75,11 +76,17 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
     }
   }
   phases.reach = lap();
+  // The ring's listeners start beside check-host (a process start each, seconds on a busy host):
+  // used when every host's check-host answers, else stopped and started again for those that did.
+  const linkMs = o.linkMs ?? LINK_MS;
+  const deployed = profile.hosts.filter((h) => links[h.name]).map((h) => h.name);
+  const early = deployed.length >= 2 ? startListeners(profile, deployed, links, linkMs, HOST_CMD_MS) : undefined;
+  void early?.catch(() => undefined); // awaited below; its failure is the check's
   await Promise.all(
     hosts.map(async (h) => {
       const link = links[h.host];
       if (!link) return;
-      const r = await runHostCommand(link, ['check-host', '--engine', config.engine, ...pythonFlag(profile, h.host)], { timeoutMs: 90_000 });
+      const r = await runHostCommand(link, ['check-host', '--engine', config.engine, ...pythonFlag(profile, h.host)], { timeoutMs: HOST_CMD_MS });
       const received = r.stdoutAt ?? Date.now();
       const report = lastJson<HostCheckReport & { error?: { message: string } }>(r.stdout);
       if (!report || report.error || report.v !== 1) {
@@ -91,14 +98,20 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
       h.clockOffsetMs = report.timeMs - received;
       problems.push(...hostProblems(h));
     }),
-  );
+  ).catch(async (err: unknown) => {
+    await early?.then(stopListeners, () => undefined);
+    throw err;
+  });
   const table = consistency(hosts, config.engine);
   problems.push(...table.problems);
   phases.hosts = lap();
 
   // 2. Links, measured the way a run uses them (only between hosts whose check-host answered).
-  const ready = profile.hosts.filter((h) => links[h.name] && hosts.find((x) => x.host === h.name)?.report);
-  const measured = ready.length >= 2 ? await measureLinks(profile, ready.map((h) => h.name), links, o.linkMs ?? LINK_MS, say) : { links: [], problems: [] };
+  const ready = profile.hosts.filter((h) => links[h.name] && hosts.find((x) => x.host === h.name)?.report).map((h) => h.name);
+  const started = await early;
+  const usable = started && started.names.join('\n') === ready.join('\n') ? started : undefined;
+  if (started && !usable) await stopListeners(started);
+  const measured = ready.length >= 2 ? await measureLinks(profile, ready, links, linkMs, say, usable) : { links: [], problems: [] };
   problems.push(...measured.problems);
   phases.links = lap();
 
@@ -109,112 +122,6 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
   phases.compute = lap();
   const prediction = compute.ms === undefined ? undefined : { ...predict({ config, worldSize, computeMs: compute.ms, computeSource: compute.source, links: measured.links, shared: compute.shared }), computeKey: compute.key };
   return { v: 1, profile: profile.name, checkedAt: new Date(t0).toISOString(), durationMs: Date.now() - t0, phasesMs: phases, hosts, links: measured.links, consistency: table.rows, problems, ...(prediction ? { prediction } : {}), ok: !problems.some((p) => p.severity === 'error') };
-}
-
-/**
- * Every ring hop i → i+1 (and the last back to the leader) streams at once, as the ranks' ring does;
- * followers that are not the leader's ring neighbour also connect to the leader's port (the
- * rendezvous; the profile's masterPort when it names one), latency only.
- */
-async function measureLinks(profile: Profile, names: string[], links: Record<string, HostLink>, ms: number, say: (l: string) => void): Promise<{ links: CheckLink[]; problems: CheckProblem[] }> {
-  const n = names.length;
-  const addr = (name: string, i: number) => (i === 0 ? profile.masterAddr : undefined) ?? profile.hosts.find((h) => h.name === name)!.address;
-  say(`measuring ${n} link(s) along the ring (${ms / 1000} s each)`);
-  // Every listener lives through all the ring hops before its own (they run one after another).
-  const listenMs = n * (ms + LISTEN_SLACK_MS);
-  const listeners = await Promise.all(
-    names.map(async (name, i) => {
-      const expect = 1 + (i === 0 ? Math.max(0, n - 2) : 0);
-      const port = i === 0 && profile.masterPort ? profile.masterPort : 0;
-      const cmd = await links[name]!.command(['check-link', 'listen', '--port', String(port), '--expect', String(expect), '--timeout-ms', String(listenMs)]);
-      let out = '';
-      let pid = 0;
-      const gotPort = new Promise<number>((resolve) => {
-        cmd.onStdout((b) => {
-          out += b.toString('utf8');
-          const j = lastJson<{ port?: number; pid?: number; error?: { message: string } }>(out.split('\n')[0] + '\n');
-          if (j?.pid) pid = j.pid;
-          if (j?.port) resolve(j.port);
-          if (j?.error) resolve(0);
-        });
-        void cmd.exit.then(() => resolve(0));
-      });
-      const port0 = await within(gotPort, 30_000, 0);
-      return { name, port: port0, pid, cmd, out: () => out };
-    }),
-  );
-  const problems: CheckProblem[] = [];
-  for (const l of listeners) {
-    if (!l.port) {
-      problems.push({ severity: 'error', host: l.name, code: 'listen-failed', message: `${l.name}: could not listen on a TCP port${profile.masterPort && l === listeners[0] ? ` (masterPort ${profile.masterPort})` : ''}: ${lastJson<{ error?: { message: string } }>(l.out())?.error?.message ?? l.cmd.stderr().trim()}`, hint: profile.masterPort ? `free port ${profile.masterPort} on ${l.name} or change the profile's masterPort` : `check ${l.name}'s network settings` });
-      l.cmd.kill();
-    }
-  }
-  const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number }[] = names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms }));
-  if (n > 2) for (let i = 1; i < n - 1; i++) hops.push({ from: names[i]!, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0 });
-  // Every sender starts at once (a host command's start, Node loading the bundle, is seconds on a
-  // busy host: paid once, in parallel, not once per hop in turn); the rendezvous connections
-  // (latency only) answer right away; the ring's senders connect, time their round trips and wait
-  // for "GO" on stdin: the ring hops stream one after another, since hosts that share CPUs
-  // (namespaces on one machine, busy nodes) measured the CPU, not the link, with every unshaped
-  // stream at full blast, and a ring never drives its fast hops harder than its slowest.
-  const senders = await Promise.all(
-    hops.map(async (hop) => {
-      const target = listeners[hop.toIndex]!;
-      if (!target.port) return undefined;
-      const ring = hop.kind === 'ring';
-      const cmd = await links[hop.from]!.command(['check-link', 'send', '--to', addr(hop.to, hop.toIndex), '--port', String(target.port), '--ms', String(hop.ms), ...(ring ? ['--start', 'stdin'] : [])], { openStdin: ring });
-      let out = '';
-      const ready = new Promise<boolean>((resolve) => {
-        cmd.onStdout((b) => {
-          out += b.toString('utf8');
-          if (out.includes('"ready":true')) resolve(true);
-        });
-        void cmd.exit.then(() => resolve(false));
-      });
-      return { hop, cmd, ready, port: target.port, out: () => out };
-    }),
-  );
-  await within(Promise.all(senders.map((x) => x?.ready)), 90_000, undefined);
-  const finish = async (x: (typeof senders)[number]): Promise<CheckLink | undefined> => {
-    if (!x) return undefined;
-    const { hop, cmd } = x;
-    if (cmd.writeStdin && cmd.endStdin) {
-      cmd.writeStdin('GO\n');
-      cmd.endStdin();
-    }
-    const exit = await within(cmd.exit, hop.ms + 90_000, undefined);
-    if (!exit) cmd.kill();
-    const rep = lastJson<LinkSendReport>(x.out());
-    if (!rep?.ok) {
-      const why = rep?.error?.message ?? (cmd.stderr().trim() || (exit ? `exit ${exit.code}` : `no answer within ${(hop.ms + 90_000) / 1000} s`));
-      problems.push({
-        severity: 'error',
-        host: hop.to,
-        code: rep?.error?.code === 'connect-refused' ? 'port-refused' : 'port-blocked',
-        message: `${hop.to} does not accept TCP connections from ${hop.from} on port ${x.port} (${why})${hop.toIndex === 0 ? ': the rendezvous of a run would fail' : ': the ranks\' ring would fail'}`,
-        hint: `open inbound TCP on ${hop.to} from the other hosts of ${profile.name}: a run listens on the rendezvous port (${profile.masterPort ?? 'a free port'}) and one free port per rank; e.g. accept the cluster's subnet in ${hop.to}'s firewall (nftables/iptables, cloud security group)`,
-      });
-      return undefined;
-    }
-    return { from: hop.from, to: hop.to, mbps: rep.bytes && rep.ms ? Math.round((rep.bytes * 8) / (rep.ms * 1000)) : 0, latencyMs: Math.round((rep.rttMs ?? 0) * 100) / 100, kind: hop.kind };
-  };
-  const rendezvous = await Promise.all(senders.filter((x) => x?.hop.kind === 'rendezvous').map(finish));
-  const ring: (CheckLink | undefined)[] = [];
-  for (const x of senders.filter((y) => !y || y.hop.kind === 'ring')) ring.push(await finish(x));
-  const results = [...ring, ...rendezvous];
-  // Listeners exit once served; one whose peer never connected (a firewall) is stopped by pid with
-  // `check-link stop` (closing the SSH channel does not reliably end a remote process), else it
-  // ends at its own timeout, which is waited for: nothing is left running.
-  await Promise.all(
-    listeners.map(async (l) => {
-      const exited = await within(l.cmd.exit.then(() => true), 1000, false);
-      if (!exited && l.pid) await runHostCommand(links[l.name]!, ['check-link', 'stop', '--pid', String(l.pid)], { timeoutMs: 15_000 });
-      await within(l.cmd.exit.then(() => undefined), listenMs + 5000, undefined);
-      l.cmd.kill();
-    }),
-  );
-  return { links: results.filter((x): x is CheckLink => !!x), problems };
 }
 
 type Shared = { ms: number; ratio: number; sharing: string };
@@ -292,25 +199,4 @@ function pythonFlag(profile: Profile, host: string): string[] {
   const h = profile.hosts.find((x) => x.name === host);
   const python = h?.env.COHORT_PYTHON ?? h?.python;
   return python ? ['--python', python] : [];
-}
-
-function lastJson<T>(text: string): T | undefined {
-  const lines = text.split('\n').filter((l) => l.trim().startsWith('{'));
-  for (let i = lines.length - 1; i >= 0; i--) {
-    try {
-      return JSON.parse(lines[i]!) as T;
-    } catch {
-      // not JSON after all
-    }
-  }
-  return undefined;
-}
-
-/**
- * `p`, or `fallback` once `ms` passed; the timer is cleared as soon as `p` settles. (A timer left
- * pending kept the `cohort check` process alive ~45 s after its answer: the CLI ends when nothing is.)
- */
-function within<T>(p: Promise<T>, ms: number, fallback: T): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  return Promise.race([p, new Promise<T>((r) => (timer = setTimeout(() => r(fallback), ms)))]).finally(() => clearTimeout(timer));
 }

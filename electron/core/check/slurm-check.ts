@@ -15,6 +15,7 @@ import { runHostCommand } from '../runs/host-link';
 import { consistency, hostProblems } from './analyze';
 import { computeKey, fromHistory, hostType } from './compute-source';
 import { predict } from './predict';
+import { lastJson } from './replies';
 import type { CheckDeps, CheckOptions } from './run-check';
 
 /** How long the check waits for its allocation before it says the partition is full (s). */
@@ -135,13 +136,4 @@ export async function runSlurmCheck(profile: Profile, config: TrainConfig, deps:
   const worldSize = sched.nodes * sched.tasksPerNode;
   const prediction = compute ? { ...predict({ config, worldSize, computeMs: compute.ms, computeSource: compute.source, links, shared }), computeKey: key } : undefined;
   return result(hosts, links, { phasesMs, consistency: table.rows, ...(prediction ? { prediction } : {}), ...(reply.jobId ? { allocation: { jobId: reply.jobId, nodes: reply.nodes.map((n) => n.node) } } : {}) });
-}
-
-function lastJson<T>(text: string): T | undefined {
-  const line = text.split('\n').filter((l) => l.trim().startsWith('{')).pop();
-  try {
-    return line ? (JSON.parse(line) as T) : undefined;
-  } catch {
-    return undefined;
-  }
 }
