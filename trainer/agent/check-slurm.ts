@@ -22,6 +22,7 @@ import { createInterface } from 'node:readline';
 import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import type { ComputeReport, HostCheckReport, LinkSendReport, NodeClock, SlurmCheckReply, SlurmCheckRequest } from '../protocol/check';
+import type { HostCmdError } from '../protocol';
 import { coreSharing } from '../protocol/core-sharing';
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
@@ -189,14 +190,14 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
   const run = (args: string[], stdin?: string, timeoutMs = 90_000) => child(o.trainerEntry, args, workdir, stdin, timeoutMs);
   const address = await nodeAddress(node);
   const host = await run(['check-host', '--engine', req.engine, ...(req.python ? ['--python', req.python] : [])]);
-  const report = lastJson<HostCheckReport & { error?: { message: string } }>(host.stdout);
+  const report = lastJson<HostCheckReport & Partial<HostCmdError>>(host.stdout);
   const ok = report && !report.error && report.v === 1;
   let clock: NodeClock | undefined;
   for (const at of req.clock ? [...new Set([process.env.SLURM_SRUN_COMM_HOST, ...req.clock.addresses].filter((x): x is string => !!x))] : []) {
     clock = await clockAgainstLogin(at, req.clock!.port);
     if (clock && 'offsetMs' in clock) break;
   }
-  if (req.clock && !clock) clock = { error: 'no address of the login node to reach (SLURM_SRUN_COMM_HOST unset)' };
+  if (req.clock && !clock) clock = { error: { code: 'clock-unreachable', message: 'no address of the login node to reach (SLURM_SRUN_COMM_HOST unset)' } };
   writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, jobId: process.env.SLURM_JOB_ID, ...(clock ? { clock } : {}), ...(ok ? { report } : { error: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}` }) }) + '\n');
 
   // Links: every node listens (node 0 also serves the rendezvous connections of the middle nodes).
@@ -303,7 +304,7 @@ async function clockAgainstLogin(host: string, port: number): Promise<NodeClock>
     }
     return best!;
   } catch (err) {
-    return { error: `the login node's clock at ${host}:${port}: ${(err as Error).message}` };
+    return { error: { code: 'clock-unreachable', message: `the login node's clock at ${host}:${port}: ${(err as Error).message}` } };
   } finally {
     sock.destroy();
   }

@@ -5,6 +5,7 @@
 // client's "GO"; the followers that are not the leader's ring neighbour reach its port (the
 // rendezvous), latency only. Nothing is left running: each listener exits once served, is stopped
 // by pid when its peer never came, or ends at its own timeout, which is waited for.
+import type { HostCmdError } from '../../../trainer/protocol';
 import type { CheckLink, CheckProblem, LinkSendReport } from '../../../trainer/protocol/check';
 import type { Profile } from '../../common';
 import { runHostCommand, type HostCommand, type HostLink } from '../runs/host-link';
@@ -38,7 +39,7 @@ export async function startListeners(profile: Profile, names: string[], links: R
       const gotPort = new Promise<number>((resolve) => {
         cmd.onStdout((b) => {
           out += b.toString('utf8');
-          const j = lastJson<{ port?: number; pid?: number; error?: { message: string } }>(out.split('\n')[0] + '\n');
+          const j = lastJson<{ port?: number; pid?: number } & Partial<HostCmdError>>(out.split('\n')[0] + '\n');
           if (j?.pid) pid = j.pid;
           if (j?.port) resolve(j.port);
           if (j?.error) resolve(0);
@@ -78,7 +79,7 @@ export async function measureLinks(profile: Profile, names: string[], links: Rec
   const problems: CheckProblem[] = [];
   for (const l of listeners) {
     if (!l.port) {
-      problems.push({ severity: 'error', host: l.name, code: 'listen-failed', message: `${l.name}: could not listen on a TCP port${profile.masterPort && l === listeners[0] ? ` (masterPort ${profile.masterPort})` : ''}: ${lastJson<{ error?: { message: string } }>(l.out())?.error?.message ?? l.cmd.stderr().trim()}`, hint: profile.masterPort ? `free port ${profile.masterPort} on ${l.name} or change the profile's masterPort` : `check ${l.name}'s network settings` });
+      problems.push({ severity: 'error', host: l.name, code: 'listen-failed', message: `${l.name}: could not listen on a TCP port${profile.masterPort && l === listeners[0] ? ` (masterPort ${profile.masterPort})` : ''}: ${lastJson<Partial<HostCmdError>>(l.out())?.error?.message ?? l.cmd.stderr().trim()}`, hint: profile.masterPort ? `free port ${profile.masterPort} on ${l.name} or change the profile's masterPort` : `check ${l.name}'s network settings` });
       l.cmd.kill();
     }
   }

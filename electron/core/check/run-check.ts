@@ -4,7 +4,7 @@
 // TCP between the hosts along the ring the ranks would form (check-links.ts), a one-rank compute time (History, a cached measurement, or `check-compute` once
 // per distinct host type) and the prediction. Daemon-free: every host command exits on its own.
 import { hostname } from 'node:os';
-import type { TrainConfig } from '../../../trainer/protocol';
+import type { HostCmdError, TrainConfig } from '../../../trainer/protocol';
 import { coreSharing } from '../../../trainer/protocol/core-sharing';
 import type { CheckHost, CheckPhases, CheckProblem, CheckResult, ComputeReport, HostCheckReport } from '../../../trainer/protocol/check';
 import { isLocalProfile, profileWorldSize, type Profile, type RunMeta } from '../../common';
@@ -88,7 +88,7 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
       if (!link) return;
       const r = await runHostCommand(link, ['check-host', '--engine', config.engine, ...pythonFlag(profile, h.host)], { timeoutMs: HOST_CMD_MS });
       const received = r.stdoutAt ?? Date.now();
-      const report = lastJson<HostCheckReport & { error?: { message: string } }>(r.stdout);
+      const report = lastJson<HostCheckReport & Partial<HostCmdError>>(r.stdout);
       if (!report || report.error || report.v !== 1) {
         problems.push({ severity: 'error', host: h.host, code: 'check-host-failed', message: `${h.host}: the check's host command failed (exit ${r.code}): ${report?.error?.message ?? (r.stderr.trim().split('\n').pop() || 'no answer')}`, hint: `cohort deploy ${profile.name} --force puts the bundle back; run "cohort probe ${profile.name}" to see the host` });
         delete links[h.host];
