@@ -4,6 +4,7 @@
 //   node cohort-trainer.mjs run-follow --run ID [--offset BYTES]   stream the host's events.jsonl
 //   node cohort-trainer.mjs run-stop --run ID [--reason TEXT] [--wait-ms N]
 //   node cohort-trainer.mjs run-status [--run ID]
+//   node cohort-trainer.mjs run-spec --run ID   the run's spec on this host, without env (a spare's start, issue 21)
 //   node cohort-trainer.mjs agent-run --run ID  the detached agent itself (started by run-start)
 //   node cohort-trainer.mjs slurm-submit        Slurm run: SlurmSubmit line on stdin → sbatch (login node)
 //   node cohort-trainer.mjs agent-slurm --run ID   one node's agent inside the job's srun
@@ -44,6 +45,8 @@ async function main(): Promise<number> {
       return hostCommand(async () => (await import('./agent/run-stop')).runStop(rest, workdir));
     case 'run-status':
       return hostCommand(async () => (await import('./agent/run-status')).runStatus(rest, workdir));
+    case 'run-spec':
+      return hostCommand(async () => (await import('./agent/run-spec')).runSpec(rest, workdir));
     case 'check-host':
       return hostCommand(async () => (await import('./agent/check-host')).checkHost(rest, { trainerEntry: entry, enginesDir, workdir }));
     case 'check-link':
@@ -60,7 +63,7 @@ async function main(): Promise<number> {
       holdLifeline(process.env);
       return (await import('./train/rank')).runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|run-spec|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
       return 2;
   }
 }

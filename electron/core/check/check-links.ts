@@ -3,7 +3,10 @@
 // port (the leader on the profile's masterPort when it names one); every sender then starts at
 // once, connects and times its round trips; the ring hops stream one after another on the
 // client's "GO"; the followers that are not the leader's ring neighbour reach its port (the
-// rendezvous), latency only. Nothing is left running: each listener exits once served, is stopped
+// rendezvous), latency only. Spare hosts (issue 21 item 5) are not in the ring (they run no ranks):
+// each connects to the leader's port as a spare taking a lost host's ranks would (its agent's
+// control link, its ranks' rendezvous), latency only. UNFINISHED: the links a spare would have to
+// the lost host's ring neighbours are not measured. Nothing is left running: each listener exits once served, is stopped
 // by pid when its peer never came, or ends at its own timeout, which is waited for.
 import type { HostCmdError } from '../../../trainer/protocol';
 import type { CheckLink, CheckProblem, LinkSendReport } from '../../../trainer/protocol/check';
@@ -15,6 +18,7 @@ import { lastJson, within } from './replies';
 const LISTEN_SLACK_MS = 12_000;
 
 export interface Listeners {
+  /** The hosts they were started for, spares included (a later ring of other hosts needs new ones). */
   names: string[];
   /** Each listener's own timeout (ms). */
   listenMs: number;
@@ -25,13 +29,14 @@ export interface Listeners {
  * Every host of the ring listens (its port once it answers, 0 when it could not). `earlyMs`: how much
  * sooner than the links they start (runCheck starts them beside check-host, whose limit that is).
  */
-export async function startListeners(profile: Profile, names: string[], links: Record<string, HostLink>, ms: number, earlyMs = 0): Promise<Listeners> {
+export async function startListeners(profile: Profile, ready: string[], links: Record<string, HostLink>, ms: number, earlyMs = 0): Promise<Listeners> {
+  const { names, spares } = ringOf(profile, ready);
   const n = names.length;
   // Every listener lives through all the ring hops before its own (they run one after another).
   const listenMs = n * (ms + LISTEN_SLACK_MS) + earlyMs;
   const list = await Promise.all(
     names.map(async (name, i) => {
-      const expect = 1 + (i === 0 ? Math.max(0, n - 2) : 0);
+      const expect = (n > 1 ? 1 : 0) + (i === 0 ? Math.max(0, n - 2) + spares.length : 0);
       const port = i === 0 && profile.masterPort ? profile.masterPort : 0;
       const cmd = await links[name]!.command(['check-link', 'listen', '--port', String(port), '--expect', String(expect), '--timeout-ms', String(listenMs)]);
       let out = '';
@@ -50,7 +55,24 @@ export async function startListeners(profile: Profile, names: string[], links: R
       return { name, link: links[name]!, port: port0, pid, cmd, out: () => out };
     }),
   );
-  return { names, listenMs, list };
+  return { names: ready, listenMs, list };
+}
+
+/** The ring's hosts (in profile order) and the spares among `ready`. */
+function ringOf(profile: Profile, ready: string[]): { names: string[]; spares: string[] } {
+  const isSpare = (name: string) => !!profile.hosts.find((h) => h.name === name)?.spare;
+  return { names: ready.filter((x) => !isSpare(x)), spares: ready.filter(isSpare) };
+}
+
+/** A spare host that cannot reach the leader: a restart that moves a lost host's ranks to it would fail (spare-missing). */
+function spareProblem(profile: Profile, spare: string, leader: string, port: number, why: string): CheckProblem {
+  return {
+    severity: 'error',
+    host: spare,
+    code: 'spare-unreachable',
+    message: `the spare host ${spare} cannot open a TCP connection to the leader ${leader} on port ${port} (${why}): a restart that moves a lost host's ranks to ${spare} would fail`,
+    hint: `allow TCP from ${spare} to ${leader} (${spare}'s outbound and ${leader}'s inbound firewall rules: a run listens on the rendezvous port ${profile.masterPort ?? '(a free port)'} and one free port per rank), or remove "spare": true from ${spare} in ${profile.name}`,
+  };
 }
 
 /**
@@ -69,12 +91,14 @@ export async function stopListeners(l: Listeners): Promise<void> {
   );
 }
 
-/** The ring's hops and the rendezvous connections between `names` (in ring order), over `started` listeners or new ones. */
-export async function measureLinks(profile: Profile, names: string[], links: Record<string, HostLink>, ms: number, say: (l: string) => void, started?: Listeners): Promise<{ links: CheckLink[]; problems: CheckProblem[] }> {
+/** The ring's hops and the rendezvous connections between `ready` (in profile order; spares reach the leader only), over `started` listeners or new ones. */
+export async function measureLinks(profile: Profile, ready: string[], links: Record<string, HostLink>, ms: number, say: (l: string) => void, started?: Listeners): Promise<{ links: CheckLink[]; problems: CheckProblem[] }> {
+  const { names, spares } = ringOf(profile, ready);
   const n = names.length;
+  if (!n) return { links: [], problems: [] };
   const addr = (name: string, i: number) => (i === 0 ? profile.masterAddr : undefined) ?? profile.hosts.find((h) => h.name === name)!.address;
   say(`measuring ${n} link(s) along the ring (${ms / 1000} s each)`);
-  const all = started ?? (await startListeners(profile, names, links, ms));
+  const all = started ?? (await startListeners(profile, ready, links, ms));
   const listeners = all.list;
   const problems: CheckProblem[] = [];
   for (const l of listeners) {
@@ -83,8 +107,9 @@ export async function measureLinks(profile: Profile, names: string[], links: Rec
       l.cmd.kill();
     }
   }
-  const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number }[] = names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms }));
+  const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number; spare?: true }[] = n > 1 ? names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms })) : [];
   if (n > 2) for (let i = 1; i < n - 1; i++) hops.push({ from: names[i]!, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0 });
+  for (const from of spares) hops.push({ from, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0, spare: true });
   // Every sender starts at once (a host command's start, Node loading the bundle, is seconds on a
   // busy host: paid once, in parallel, not once per hop in turn). The ring hops then stream one
   // after another on "GO": hosts that share CPUs (namespaces on one machine, busy nodes) measured
@@ -120,6 +145,7 @@ export async function measureLinks(profile: Profile, names: string[], links: Rec
     const rep = lastJson<LinkSendReport>(x.out());
     if (!rep?.ok) {
       const why = rep?.error?.message ?? (cmd.stderr().trim() || (exit ? `exit ${exit.code}` : `no answer within ${(hop.ms + 90_000) / 1000} s`));
+      if (hop.spare) return void problems.push(spareProblem(profile, hop.from, hop.to, x.port, why));
       problems.push({
         severity: 'error',
         host: hop.to,

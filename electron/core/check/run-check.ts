@@ -128,7 +128,7 @@ type Shared = { ms: number; ratio: number; sharing: string };
 
 async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHost[], links: Record<string, HostLink>, deps: CheckDeps, o: CheckOptions, say: (l: string) => void): Promise<{ ms?: number; source: string; key?: string; shared?: Shared; problems: CheckProblem[] }> {
   const problems: CheckProblem[] = [];
-  const ready = hosts.filter((h) => h.report && links[h.host]);
+  const ready = hosts.filter((h) => h.report && links[h.host] && !profile.hosts.find((x) => x.name === h.host)?.spare); // spares run no ranks
   if (!ready.length) return { source: 'no host answered', problems };
   const slotsOf = (h: CheckHost) => profile.hosts.find((x) => x.name === h.host)!.slots;
   const types = new Map<string, CheckHost>();

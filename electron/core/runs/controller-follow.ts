@@ -27,6 +27,8 @@ export interface FollowContext {
   /** How many hosts the run has. */
   hosts: number;
   lostAfterMs: number;
+  /** The backoff between re-follows grows to this (Timings.retryMaxMs). */
+  retryMaxMs: number;
   gaveUp(): boolean;
   /** The run waits for this (lost) host. */
   waits(host: string): boolean;
@@ -123,6 +125,6 @@ export async function followHost(f: Follow, c: FollowContext): Promise<void> {
       } else c.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: ${message}` }));
       return;
     }
-    await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(attempt++, BACKOFF_MS.length - 1)]));
+    await new Promise((r) => setTimeout(r, Math.min(c.retryMaxMs, BACKOFF_MS[Math.min(attempt++, BACKOFF_MS.length - 1)]!)));
   }
 }

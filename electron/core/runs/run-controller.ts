@@ -261,6 +261,7 @@ export class RunController extends DisposableBase {
       isLeader: f.host === this.plan.hosts[0],
       hosts: this.plan.hosts.length,
       lostAfterMs: this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs,
+      retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs,
       gaveUp: () => this.gaveUp(),
       waits: (host) => this.waits(host),
       event: (e, fromLeader) => (e.type === 'error' && !fromLeader ? void this.followerErrors.push(e) : this.handle(e)),
@@ -339,7 +340,7 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
       const h = this.plan.hosts.find((x) => x.host === name);
-      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => void this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
+      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, ranks: this.plan.hostRanks, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => void this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;
@@ -350,7 +351,7 @@ export class RunController extends DisposableBase {
 
   private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
     const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
-    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e) });
+    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e), retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs });
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
     if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
   }
