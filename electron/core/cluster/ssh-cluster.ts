@@ -330,8 +330,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
             return { code: null, signal: 'DISCONNECTED' };
           },
         );
-        const stdin = opts.openStdin ? { writeStdin: (t: string) => void proc.stdin.write(t), endStdin: () => void proc.stdin.end() } : {};
-        return { onStdout: (l) => (proc.stdout.on('data', l), () => void proc.stdout.off('data', l)), stderr: () => err, exit, kill: () => proc.close(), ...stdin };
+        return { onStdout: (l) => (proc.stdout.on('data', l), () => void proc.stdout.off('data', l)), stderr: () => err, exit, kill: () => proc.close(), ...(opts.openStdin ? { writeStdin: (t: string) => void proc.stdin.write(t), endStdin: () => void proc.stdin.end() } : {}) };
       },
     };
   }
