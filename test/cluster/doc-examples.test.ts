@@ -6,7 +6,8 @@
 // names a placeholder (RUN, A, B, a run id of the docs) in AS_TYPED with what a user types instead.
 // Each example gets a fresh copy of the state (so `profiles rm lab` or `runs rm` never changes the
 // next one's world) in a fresh working directory holding lab.json, with a HOME holding
-// ~/.ssh/config (gpu1, gpu2) and ~/.ssh/id_ed25519.
+// ~/.ssh/config (gpu1, gpu2) and ~/.ssh/id_ed25519. An unquoted glob character fails too (zsh, the
+// macOS shell, refuses a glob that matches nothing).
 import { spawn } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -126,7 +127,7 @@ async function runExample(cmd: string, n: number): Promise<{ code: number | null
   const root = join(base, `ex-${n}`);
   const cwd = join(root, 'cwd');
   mkdirSync(cwd, { recursive: true });
-  copyFileSync(join(base, 'lab.json'), join(cwd, 'lab.json'));
+  if (/ import lab\.json\b/.test(cmd)) copyFileSync(join(base, 'lab.json'), join(cwd, 'lab.json')); // made by `profiles export` before
   const { env: fxEnv } = fx();
   cpSync(fxEnv.COHORT_DATA_DIR!, join(root, 'data'), { recursive: true });
   if (makesProfile(cmd)) mkdirSync(join(root, 'config'));
@@ -166,6 +167,12 @@ describe.skipIf(SSHD_MISSING)('README and --help examples, as typed', () => {
       }
       if (isSynopsis(ex.text)) {
         skipped.push(`${ex.text} (${ex.from}): a usage synopsis, not an example`);
+        continue;
+      }
+      // zsh (macOS's shell) aborts on a glob that matches nothing ("no matches found"): an example's
+      // brackets, * and ? must be quoted, whatever bash does with them.
+      if (/[*?[\]]/.test(ex.text.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, ''))) {
+        failures.push(`${ex.text} (${ex.from}): an unquoted glob character (zsh: "no matches found"); quote it`);
         continue;
       }
       const typed = asTyped(ex.text, run1, run2);
