@@ -19,7 +19,7 @@ describe.skipIf(SSHD_MISSING)('system metrics on 3 sshd hosts', () => {
     const { cluster } = fx();
     const names = cluster.hosts.map((h) => h.name);
     // Windows of 4 steps over ~40 steps: several follower beats (1 s) fall inside the run.
-    const run = fx().cli(['run', '--profile', 'trio', ...tinyRun({ logSteps: 4 }), '--steps', '40'], { json: true });
+    const run = fx().cli(['run', '--profile', 'trio', ...tinyRun({ logSteps: 4 }), '--steps', '40', '--json'], { json: true });
     const { code } = await run.exit;
     expect(code, run.stderr).toBe(0);
     const live = steps(run.events);
