@@ -23,6 +23,7 @@ import { tinyRun } from '../helpers/tiny';
 /** Examples that cannot run here, each with why (exact text as extracted). */
 const SKIPPED: Record<string, string> = {
   'npm install': 'installs packages from the registry (this checkout is installed already)',
+  'npm test': 'the whole test suite (this file is part of it)',
   'cohort run --profile lab --batch-size 64 --image-size 224 --steps 500 --name "bs64 224px" --tag baseline': 'ResNet-50 at 224 px, batch 64: a GPU cluster\'s run; on these CPU sshd hosts tfjs-wasm would take hours (the same flags at a small size: the other run examples)',
   'cohort run --profile lab --batch-size 32 --epochs 1 --data cifar100:~/data/cifar-100-binary': 'needs the CIFAR-100 binary files under ~/data on the hosts (no download here); --data is covered by the trainer tests',
   'cohort provision lab': 'installs @tensorflow/tfjs-node(-gpu) on the hosts from the npm registry: no network beyond the test hosts',
@@ -45,7 +46,7 @@ function asTyped(example: string, run1: string, run2: string): string {
     [/\bRUN\b/g, run1],
     [/^cohort runs export A B (.*)--baseline A\b/, `cohort runs export ${run1} ${run2} $1--baseline ${run1}`],
   ];
-  let s = example.replace(/^npx cohort /, 'cohort '); // no npx: it would ask the registry for a package named cohort
+  let s = example.replace(/^node bin\/cohort\.mjs /, 'cohort '); // the same program (`npm link`'s cohort), from any directory
   for (const [re, to] of ids) s = s.replace(re, to);
   // A training example's length is not what is checked (its flags, profile and output are): 2 steps.
   if (/^cohort run /.test(s)) s = s.replace(/--steps \d+/, '--steps 2');
@@ -73,7 +74,7 @@ function readmeExamples(): Example[] {
     while (line.endsWith('\\') && i + 1 < lines.length) line = line.slice(0, -1) + lines[++i]!.trim();
     for (const part of line.split('&&').map((p) => p.replace(/\s+#.*$/, '').trim())) {
       const cmd = part.replace(/^[A-Z_]+=\S+\s+/, '');
-      if (/^(npx )?cohort /.test(cmd) || cmd.startsWith('npm ')) out.push({ text: cmd, from: `README.md:${at}` });
+      if (/^(node bin\/cohort\.mjs|cohort) /.test(cmd) || cmd.startsWith('npm ') || cmd.startsWith('npx ')) out.push({ text: cmd, from: `README.md:${at}` });
     }
   }
   return out;
@@ -81,8 +82,10 @@ function readmeExamples(): Example[] {
 
 const helpExamples = (): Example[] => allCommands(COMMANDS).flatMap((c) => (c.examples ?? []).map((text) => ({ text, from: `cohort ${c.name} --help` })));
 
+/** The command without its quoted words (what the shell itself reads). */
+const unquoted = (s: string) => s.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, '');
 /** A usage synopsis (`[--json]`, `NAME`, `...`), not an example to type. */
-const isSynopsis = (s: string) => /\[[^\]]*\]|\s\.\.\.(\s|$)|\b(PROFILE|NAME)\b/.test(s);
+const isSynopsis = (s: string) => /\[[^\]]+\]|\s\.\.\.(\s|$)|\b(PROFILE|NAME)\b/.test(unquoted(s));
 /** Examples that need no profile (they make one); the others start with the `lab` profile saved. */
 const makesProfile = (s: string) => /^cohort profiles (add|add-slurm|import|import-ssh-config) /.test(s);
 /** Destructive ones last (they run in copies, but stop/rm touch the hosts' shared record). */
@@ -161,8 +164,12 @@ describe.skipIf(SSHD_MISSING)('README and --help examples, as typed', () => {
     const failures: string[] = [];
     const todo = [...examples].sort((a, b) => order(a.text) - order(b.text));
     for (const [n, ex] of todo.entries()) {
-      if (SKIPPED[ex.text] !== undefined || (ex.text.startsWith('npm ') && SKIPPED['npm install'])) {
-        skipped.push(`${ex.text} (${ex.from}): ${SKIPPED[ex.text] ?? SKIPPED['npm install']}`);
+      if (SKIPPED[ex.text] !== undefined) {
+        skipped.push(`${ex.text} (${ex.from}): ${SKIPPED[ex.text]}`);
+        continue;
+      }
+      if (/^np[mx] /.test(ex.text)) {
+        failures.push(`${ex.text} (${ex.from}): an npm/npx line not listed in SKIPPED (never run here: it may ask the registry)`);
         continue;
       }
       if (isSynopsis(ex.text)) {
@@ -171,17 +178,18 @@ describe.skipIf(SSHD_MISSING)('README and --help examples, as typed', () => {
       }
       // zsh (macOS's shell) aborts on a glob that matches nothing ("no matches found"): an example's
       // brackets, * and ? must be quoted, whatever bash does with them.
-      if (/[*?[\]]/.test(ex.text.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, ''))) {
+      if (/[*?[\]]/.test(unquoted(ex.text))) {
         failures.push(`${ex.text} (${ex.from}): an unquoted glob character (zsh: "no matches found"); quote it`);
         continue;
       }
       const typed = asTyped(ex.text, run1, run2);
+      const t0 = Date.now();
       const r = await runExample(typed, n);
-      if (r.code === 0) ran.push(typed);
+      if (r.code === 0) ran.push(`${typed} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
       else if (/port is taken/.test(r.out) && /--port \d+/.test(typed)) skipped.push(`${typed} (${ex.from}): its fixed port is taken on this shared machine`);
       else failures.push(`${ex.text} (${ex.from})${typed !== ex.text ? `, typed as: ${typed}` : ''}\n  exit ${r.code}: ${r.out.trim().split('\n').slice(-6).join('\n  ')}`);
     }
-    console.log(`ran ${ran.length} examples; skipped ${skipped.length}:\n  ${skipped.join('\n  ')}`);
+    console.log(`ran ${ran.length} examples:\n  ${ran.join('\n  ')}\nskipped ${skipped.length}:\n  ${skipped.join('\n  ')}`);
     expect(failures, `examples that failed:\n${failures.join('\n')}`).toEqual([]);
     expect(ran.length).toBeGreaterThan(20);
   }, 1_200_000);
