@@ -5,6 +5,7 @@
 //   node cohort-trainer.mjs run-stop --run ID [--reason TEXT] [--wait-ms N]
 //   node cohort-trainer.mjs run-status [--run ID]
 //   node cohort-trainer.mjs run-remove --run ID   remove an ended run's record here (cohort runs rm --hosts)
+//   node cohort-trainer.mjs run-spec --run ID   the run's spec on this host, without env (a spare's start, issue 21)
 //   node cohort-trainer.mjs agent-run --run ID  the detached agent itself (started by run-start)
 //   node cohort-trainer.mjs slurm-submit        Slurm run: SlurmSubmit line on stdin → sbatch (login node)
 //   node cohort-trainer.mjs agent-slurm --run ID   one node's agent inside the job's srun
@@ -23,6 +24,7 @@ import { runDetachedAgent } from './agent/run-agent';
 import { runFollow } from './agent/run-follow';
 import { runRemove } from './agent/run-remove';
 import { runRejoin, runStart } from './agent/run-start';
+import { runSpec } from './agent/run-spec';
 import { runStatus } from './agent/run-status';
 import { runStop } from './agent/run-stop';
 import { slurmNodeAgent, slurmSubmit } from './agent/slurm';
@@ -55,6 +57,8 @@ async function main(): Promise<number> {
       return hostCommand(() => runStatus(rest, workdir));
     case 'run-remove':
       return hostCommand(() => runRemove(rest, workdir));
+    case 'run-spec':
+      return hostCommand(() => runSpec(rest, workdir));
     case 'check-host':
       return hostCommand(() => checkHost(rest, { trainerEntry: entry, enginesDir, workdir }));
     case 'check-link':
@@ -71,7 +75,8 @@ async function main(): Promise<number> {
       holdLifeline(process.env);
       return runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|run-remove|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|run-remove|run-spec|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node
+');
       return 2;
   }
 }

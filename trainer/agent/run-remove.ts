@@ -11,7 +11,7 @@ import { HostCmdFailure, parseFlags, replyLine } from './host-cmd';
 import { readState, recordAgentAlive, recordPaths, runDirOf } from './run-record';
 
 /** Host commands that only read, stop or remove the record: another client's, not the run itself. */
-const RECORD_COMMANDS = ['run-follow', 'run-status', 'run-stop', 'run-remove'];
+const RECORD_COMMANDS = ['run-follow', 'run-status', 'run-stop', 'run-remove', 'run-spec'];
 
 export async function runRemove(argv: readonly string[], workdir: string): Promise<number> {
   const flags = parseFlags(argv, ['run'], 'run-remove');
