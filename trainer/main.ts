@@ -4,6 +4,7 @@
 //   node cohort-trainer.mjs run-follow --run ID [--offset BYTES]   stream the host's events.jsonl
 //   node cohort-trainer.mjs run-stop --run ID [--reason TEXT] [--wait-ms N]
 //   node cohort-trainer.mjs run-status [--run ID]
+//   node cohort-trainer.mjs run-remove --run ID   remove an ended run's record here (cohort runs rm --hosts)
 //   node cohort-trainer.mjs run-spec --run ID   the run's spec on this host, without env (a spare's start, issue 21)
 //   node cohort-trainer.mjs agent-run --run ID  the detached agent itself (started by run-start)
 //   node cohort-trainer.mjs slurm-submit        Slurm run: SlurmSubmit line on stdin → sbatch (login node)
@@ -45,6 +46,8 @@ async function main(): Promise<number> {
       return hostCommand(async () => (await import('./agent/run-stop')).runStop(rest, workdir));
     case 'run-status':
       return hostCommand(async () => (await import('./agent/run-status')).runStatus(rest, workdir));
+    case 'run-remove':
+      return hostCommand(async () => (await import('./agent/run-remove')).runRemove(rest, workdir));
     case 'run-spec':
       return hostCommand(async () => (await import('./agent/run-spec')).runSpec(rest, workdir));
     case 'check-host':
@@ -63,7 +66,7 @@ async function main(): Promise<number> {
       holdLifeline(process.env);
       return (await import('./train/rank')).runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|run-spec|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|run-remove|run-spec|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
       return 2;
   }
 }

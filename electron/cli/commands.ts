@@ -187,7 +187,12 @@ export const COMMANDS: CommandSpec[] = [
         },
         examples: ['cohort runs list | head -5', 'cohort runs list --status failed --tag nightly'], runArgs: (a, io) => runsCommand(['list', ...a], io) },
       { name: 'runs show', summary: "one run's summary (RUN: its id or a unique prefix)", usage: ['RUN [--json]'], maxPositionals: 1, options: { json: { type: 'boolean', help: 'the run record and every event as JSON' } }, examples: ['cohort runs show 20261123-0912'], runArgs: (a, io) => runsCommand(['show', ...a], io) },
-      { name: 'runs rm', summary: "delete runs from the local history (RUN: an id or a prefix only it has); the hosts' records stay", usage: ['RUN...'], examples: ['cohort runs rm 20261123-091200-ab12 20261123-0930'], runArgs: (a, io) => runsCommand(['rm', ...a], io) },
+      { name: 'runs rm', summary: "delete ended runs from the local history (RUN: an id or a prefix only it has); the hosts' records stay unless --hosts", usage: ['RUN... [--hosts [--yes]]'],
+        options: {
+          hosts: { type: 'boolean', help: "also remove each run's record on its hosts (events, logs, checkpoints under the workdir); each host says what it removed or why not" },
+          yes: { type: 'boolean', help: 'with --hosts: delete the local record even when a host kept its own (not reached); without it you are asked, or (no terminal) it is kept' },
+        },
+        examples: ['cohort runs rm 20261123-091200-ab12 20261123-0930', 'cohort runs rm 20261123-0912 --hosts'], runArgs: (a, io) => runsCommand(['rm', ...a], io) },
       { name: 'runs rename', summary: 'name a run (shown in History, lists and exports); an empty NAME clears it', usage: ['RUN NAME'], maxPositionals: 2, examples: ['cohort runs rename 20261123-0912 "fp16 + channels-last"'], runArgs: (a, io) => runsCommand(['rename', ...a], io) },
       {
         name: 'runs export',
@@ -198,7 +203,7 @@ export const COMMANDS: CommandSpec[] = [
           format: { type: 'string', arg: 'csv|summary|json|jsonl', help: 'what to write', default: 'csv' },
           baseline: { type: 'string', arg: 'RUN', help: 'the run speedups are measured against (summary, json)', default: 'the first RUN' },
         },
-        examples: ['cohort runs export RUN1 RUN2 --format summary > compare.csv', 'cohort runs export --match 20261126 --format summary', 'cohort runs export RUN1 RUN2 --format json --baseline RUN1 | jq .runs[].speedupVsBaselinePct'],
+        examples: ['cohort runs export RUN1 RUN2 --format summary > compare.csv', 'cohort runs export --match 20261126 --format summary', 'cohort runs export RUN1 RUN2 --format json --baseline RUN1 | jq \'.runs[].speedupVsBaselinePct\''],
         runArgs: (a, io) => runsCommand(['export', ...a], io),
       },
     ],

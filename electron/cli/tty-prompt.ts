@@ -28,3 +28,17 @@ export function ttyPassphraseProvider(input: NodeJS.ReadStream = process.stdin, 
       input.on('data', onData);
     });
 }
+
+/** A yes/no question on the terminal (default no); undefined without a TTY (nobody to ask). */
+export function ttyConfirm(question: string, input: NodeJS.ReadStream = process.stdin, output: NodeJS.WritableStream = process.stderr): Promise<boolean> | undefined {
+  if (!input.isTTY) return undefined;
+  output.write(`${question} [y/N] `);
+  return new Promise((resolve) => {
+    input.setEncoding('utf8');
+    input.resume();
+    input.once('data', (answer: string) => {
+      input.pause();
+      resolve(/^\s*y(es)?\s*$/i.test(answer));
+    });
+  });
+}

@@ -1,6 +1,6 @@
 // What the user says of a run at launch, and deleting runs (issue 22 item 11, CLI part): `cohort run
 // --name --tag (repeatable) --notes` are recorded and shown by runs list/show; `cohort runs rm RUN...`
-// deletes the local record only (the host's record stays). Real CLI, a real local rank.
+// deletes the local record only (the host's record stays) unless --hosts. Real CLI, a real local rank.
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
@@ -51,3 +51,18 @@ it('runs rm deletes the local record and leaves the host\'s', async () => {
   expect(show.code).toBe(2);
   expect(show.stderr).toContain(`no run matches ${runId}`);
 }, 60_000);
+
+it("runs rm --hosts removes the local host's record too (the local profile's workdir)", async () => {
+  const r = await cli('run', '--local', ...TINY, '--detach');
+  expect(r.code, r.stderr).toBe(0);
+  const id = r.stdout.trim();
+  expect((await cli('attach', id)).code).toBe(0);
+  const hostRecord = join(data, 'local', 'runs', id);
+  expect(existsSync(join(hostRecord, 'events.jsonl'))).toBe(true);
+  const rm = await cli('runs', 'rm', id, '--hosts');
+  expect(rm.code, rm.stderr).toBe(0);
+  expect(rm.stdout).toMatch(new RegExp(`${id} \\S+: removed ${hostRecord} \\(\\d+ files, `));
+  expect(rm.stdout).toContain(`deleted run ${id} from`);
+  expect(existsSync(hostRecord)).toBe(false);
+  expect(existsSync(join(data, 'runs', id))).toBe(false);
+}, 120_000);

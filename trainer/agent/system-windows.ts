@@ -5,8 +5,8 @@
 // implementation for the tfjs and torch engines, nothing added to a training process's step, and
 // the agent already beats every second. Off with COHORT_SYSTEM_METRICS=0 in the host's env (the
 // overhead bench's "off" runs).
-// UNFINISHED (issue 22): the followers' path (counters on the control beat, `ControlMsg` beat.sys)
-// has no test on real sshd hosts yet; test/local/system-metrics.test.ts covers the leader's.
+// Tests: the leader's path test/local/system-metrics.test.ts; the followers' (counters on the control
+// beat, `ControlMsg` beat.sys) on 3 real sshd hosts test/cluster/system-metrics-hosts.test.ts.
 import type { HostCounters, HostSystem, StepEvent } from '../protocol';
 import { systemBetween } from '../protocol';
 import { readHostCounters } from '../util/host-counters';

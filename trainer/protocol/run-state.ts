@@ -93,6 +93,18 @@ export interface RunStartReply {
   agentPid: number;
   state: HostRunState;
 }
+/** What run-remove prints when it removed a run's record on a host (one JSON line; `cohort runs rm --hosts`). */
+export interface RunRemoveReply {
+  runId: string;
+  /** The run directory removed (`<workdir>/runs/<id>`: events, state, spec, logs, default checkpoints). */
+  dir: string;
+  files: number;
+  bytes: number;
+  /** Checkpoint files among them (the run directory's `checkpoints/`). */
+  checkpoints: number;
+  /** A `--checkpoint-dir` outside the run directory: left in place (it may hold other runs' files). */
+  keptCheckpointDir?: string;
+}
 /** What a host command prints when it fails (one JSON line): the one error wire shape (ErrorInfo, errors.ts). */
 export interface HostCmdError {
   error: ErrorInfo;

@@ -4,7 +4,10 @@ import { DEFAULT_SORT, EMPTY_QUERY, queryToString, runMatches, appliedTokens, bf
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
 import { RunStore } from '../../core/runs/run-store';
+import type { DeletedRun } from '../../core/runs/delete-runs';
+import type { HostRemoval } from '../../core/runs/remove-host-records';
 import { matchingRuns, resolveRun } from '../../core/runs/run-select';
+import { ttyConfirm } from '../tty-prompt';
 import { EXIT, UsageError } from '../exit-codes';
 import { parseCommandLine } from '../train-flags';
 import type { CliIo } from '../io';
@@ -14,7 +17,9 @@ export const RUNS_USAGE = `usage: cohort runs list [--json] [--search WORDS] [--
          (the filters History has: words in the name, id, tags, notes or profile; the engine that ran)
        cohort runs show RUN [--json]
        cohort runs rename RUN NAME
-       cohort runs rm RUN...   (the local history only; the hosts' records stay under their workdir)
+       cohort runs rm RUN... [--hosts [--yes]]
+         (the local history; --hosts: each host's record too: events, logs, checkpoints under its workdir;
+          a run a host kept, not reached, stays in the local history unless --yes or you confirm)
        cohort runs export [RUN...] [--match PREFIX] [--format csv|summary|json|jsonl] [--baseline RUN]
          (each RUN is one run: its id or a prefix only it has; --match PREFIX: every run whose id starts
           with PREFIX, oldest first; csv: one row per step; summary, json: one row per run with speedups)
@@ -31,7 +36,7 @@ function requireRun(store: RunStore, id: string | undefined): RunMeta {
 
 export async function runsCommand(args: string[], io: CliIo): Promise<number> {
   const [sub, ...rest] = args;
-  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' }, baseline: { type: 'string' }, match: { type: 'string' }, search: { type: 'string' }, status: { type: 'string' }, engine: { type: 'string' }, profile: { type: 'string' }, tag: { type: 'string' } });
+  const { values, positionals } = parseCommandLine(rest, { json: { type: 'boolean' }, format: { type: 'string' }, baseline: { type: 'string' }, match: { type: 'string' }, search: { type: 'string' }, status: { type: 'string' }, engine: { type: 'string' }, profile: { type: 'string' }, tag: { type: 'string' }, hosts: { type: 'boolean' }, yes: { type: 'boolean' } });
   const store = storeOf(io);
   switch (sub) {
     case 'list': {
@@ -91,9 +96,9 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
       if (!positionals.length) throw new UsageError(`name the run(s) to delete\n${RUNS_USAGE}`);
       const picked = positionals.map((id) => requireRun(store, id)); // every one resolved before any is deleted
       // The one core function History's Delete uses too (Api.deleteRuns): the hosts' word on open ones first.
-      const deleted = await withService(io, (service) => service.deleteRuns(picked.map((m) => m.id)));
-      for (const id of deleted) io.stdout.write(`deleted run ${id} from ${store.runsDir} (its hosts' record is untouched)\n`);
-      return EXIT.ok;
+      const confirm = async (m: RunMeta, kept: HostRemoval[]) => !!values.yes || ((await ttyConfirm(`${kept.map((h) => h.host).join(', ')} kept run ${m.id}'s record; delete it from the local history anyway?`)) ?? false);
+      const done = await withService(io, (service) => service.removeRuns(picked.map((m) => m.id), { hosts: !!values.hosts, confirm }));
+      return reportRemoved(done, store.runsDir, io);
     }
     case 'export': {
       if (!positionals.length && values.match === undefined) throw new UsageError(`name at least one run, or --match PREFIX\n${RUNS_USAGE}`);
@@ -118,6 +123,22 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
     default:
       throw new UsageError(sub ? `unknown runs command "${sub}"\n${RUNS_USAGE}` : RUNS_USAGE);
   }
+}
+
+/** Each run's hosts' answers (with --hosts), then deleted or kept; exit 3 when a host was not reached, 1 when one refused or failed. */
+function reportRemoved(done: DeletedRun[], runsDir: string, io: CliIo): number {
+  let code: number = EXIT.ok;
+  for (const { meta, deleted, hosts } of done) {
+    for (const h of hosts ?? []) (h.outcome === 'removed' || h.outcome === 'absent' ? io.stdout : io.stderr).write(`${meta.id} ${h.host}: ${h.detail}\n`);
+    if (deleted) {
+      io.stdout.write(`deleted run ${meta.id} from ${runsDir}${hosts ? '' : " (its hosts' record is untouched; --hosts removes it too)"}\n`);
+      continue;
+    }
+    const unreached = hosts?.some((h) => h.outcome === 'unreachable');
+    io.stderr.write(`kept run ${meta.id} in ${runsDir}: ${hosts?.some((h) => h.outcome === 'refused') ? 'a host still runs it; stop it first' : `${unreached ? 'a host was not reached' : 'a host kept its record'}; run "cohort runs rm ${meta.id} --hosts" again once it is back, or add --yes to delete the local record anyway`}\n`);
+    if (code === EXIT.ok || unreached) code = unreached ? EXIT.connection : EXIT.trainingFailed;
+  }
+  return code;
 }
 
 async function withService<T>(io: CliIo, use: (service: ReturnType<typeof makeService>) => Promise<T>): Promise<T> {

@@ -376,7 +376,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
           const s = await this.session(profile, h.name, { signal });
           // Every process of a run carries `--run <id>` (node) or `-X cohort_run=<id>` (python) in its arguments.
           // Host commands that only read or stop the record (another client's run-follow, a run-stop) are not the run.
-          const r = await s.run(`ps -eo pid,args | grep -F -e ${shellQuote(`--run ${runId}`)} -e ${shellQuote(`cohort_run=${runId}`)} | grep -v -e grep -e ' run-follow ' -e ' run-status ' -e ' run-stop ' || true`, { signal });
+          const r = await s.run(`ps -eo pid,args | grep -F -e ${shellQuote(`--run ${runId}`)} -e ${shellQuote(`cohort_run=${runId}`)} | grep -v -e grep -e ' run-follow ' -e ' run-status ' -e ' run-stop ' -e ' run-remove ' || true`, { signal });
           return { host: h.name, processes: r.stdout.split('\n').filter((l) => l.trim()) };
         } catch (err) {
           return { host: h.name, processes: [], error: toApiError(err) };

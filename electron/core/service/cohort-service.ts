@@ -34,7 +34,7 @@ import { RunStore } from '../runs/run-store';
 import { attachRun, startRun, type StartedRun } from '../runs/start-run';
 import { runProfile } from '../runs/run-profile';
 import { runSummaryCsv, runSummaryJson } from '../runs/run-csv';
-import { deleteRuns } from '../runs/delete-runs';
+import { deleteRuns, type DeletedRun, type DeleteRunsOptions } from '../runs/delete-runs';
 import type { PassphrasePrompts } from './passphrase-prompts';
 import type { CheckResult } from '../../../trainer/protocol/check';
 import { ProfileChecks } from './profile-checks';
@@ -320,7 +320,12 @@ export class CohortService extends DisposableBase implements CohortApi {
   }
 
   async deleteRuns(runIds: string[]): Promise<string[]> {
-    return (await deleteRuns(this.runs, runIds, async (id) => (await this.getRun(id)).meta)).map((m) => m.id);
+    return (await this.removeRuns(runIds)).filter((d) => d.deleted).map((d) => d.meta.id);
+  }
+
+  /** deleteRuns with its report; `hosts`: the hosts' records too (`cohort runs rm --hosts`, core/runs/delete-runs.ts). */
+  removeRuns(runIds: string[], opts: { hosts?: boolean; confirm?: DeleteRunsOptions['confirm'] } = {}): Promise<DeletedRun[]> {
+    return deleteRuns(this.runs, runIds, async (id) => (await this.getRun(id)).meta, { ...opts, profiles: this.profiles, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}) });
   }
 
   async getRunSeries(runIds: string[]): Promise<RunSeries[]> {
