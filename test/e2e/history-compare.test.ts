@@ -47,9 +47,31 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
   const meta = (id: string) => JSON.parse(readFileSync(join(serve.dataDir, 'runs', id, 'meta.json'), 'utf8')) as RunMeta;
   const runIdOf = (stderr: string) => /run (\S+) recorded in/.exec(stderr)?.[1] ?? '';
 
+  /** Answers the page got to its run-list calls (`listRuns` over its WebSocket: Live's 3-s poll, History's loads). */
+  let listRunsAnswers = 0;
+
   const ui = useDashboard();
   beforeAll(async () => {
     ({ serve, page } = ui());
+    const asked = new Set<number>();
+    const callId = (payload: string | Buffer, method?: string): number | undefined => {
+      try {
+        const m = JSON.parse(String(payload)) as { id?: unknown; method?: unknown };
+        return typeof m.id === 'number' && (method === undefined || m.method === method) ? m.id : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    page.on('websocket', (ws) => {
+      ws.on('framesent', (f) => {
+        const id = callId(f.payload, 'listRuns');
+        if (id !== undefined) asked.add(id);
+      });
+      ws.on('framereceived', (f) => {
+        const id = callId(f.payload);
+        if (id !== undefined && asked.delete(id)) listRunsAnswers++;
+      });
+    });
     env = { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home'), NO_COLOR: '1' };
     // Two finished runs that differ only in batch size (both single-rank, side by side).
     const [a, b] = await Promise.all([cohortAsync(['run', '--local', ...TINY, '--batch-size', '2', '--steps', '6']), cohortAsync(['run', '--local', ...TINY, '--batch-size', '4', '--steps', '6'])]);
@@ -260,6 +282,16 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     await page.mouse.move(0, 0);
     await page.getByTestId('comparison').getByTestId('x-step').click();
     await expect.poll(() => chart.getAttribute('data-x-axis')).toBe('step');
+  });
+
+  it("Compare's charts are not rebuilt by the page's run-list polls when nothing changed", async () => {
+    await page.getByTestId('comparison').waitFor();
+    const kept = '[data-testid=compare-chart-throughput] .u-over[data-kept]';
+    await page.locator('[data-testid=compare-chart-throughput] .u-over').evaluate((el) => el.setAttribute('data-kept', ''));
+    // Two answers to the page's own poll: the first one's redraw (if any) has happened by the second.
+    const seen = listRunsAnswers;
+    await expect.poll(() => listRunsAnswers, { timeout: 60_000, interval: 250 }).toBeGreaterThanOrEqual(seen + 2);
+    expect(await page.locator(kept).count(), 'the chart was remade (its element replaced)').toBe(1);
   });
 
   it('screenshots History and Compare at two sizes in both themes', async () => {
