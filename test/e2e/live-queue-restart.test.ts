@@ -38,11 +38,14 @@ describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live vi
 
   async function launch(o: { ranks: number; steps: number; maxRestarts: number }): Promise<string> {
     const { page } = ui();
+    // The run Live shows now, read without waiting (Launch has no run id: reading it there waited
+    // out playwright's 30 s default for nothing, twice a file).
+    const before = (await page.getByTestId('run-id').count()) ? ((await page.getByTestId('run-id').textContent()) ?? '').trim() : '';
     await page.getByTestId('nav-launch').click();
     await fillLaunch(page, { profile: 'local', ...TINY_FORM, ranks: o.ranks, 'batch-size': 2, 'image-size': 8, steps: o.steps, 'warmup-steps': 1, 'log-steps': 1, 'max-restarts': o.maxRestarts });
-    const before = await page.getByTestId('run-id').textContent().catch(() => '');
     await page.getByTestId('launch-start').click();
-    await expect.poll(async () => (await page.getByTestId('run-id').textContent().catch(() => '')) || '', { timeout: 30_000 }).not.toBe(before ?? '');
+    const shown = async () => ((await page.getByTestId('run-id').textContent({ timeout: 1000 }).catch(() => '')) ?? '').trim();
+    await expect.poll(async () => { const id = await shown(); return id !== before ? id : ''; }, { timeout: 30_000 }).toMatch(/\S/); // Live shows the new run
     const id = (await page.getByTestId('run-id').textContent())!.trim();
     runIds.push(id);
     return id;
