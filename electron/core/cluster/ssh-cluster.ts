@@ -5,11 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
 import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type HostRecordRef, type Profile, type ProfileHost } from '../../common';
+import { agentEnv, isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type HostRecordRef, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
 import type { BundleCheck, HostLink } from '../runs/host-link';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
+import { spareLaunches } from '../runs/run-spare';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps, LeftoverReport } from './cluster-ops';
 import { deployBundle, remoteBundleDir, sha256CheckCommand } from './deploy';
@@ -115,7 +116,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       profile.hosts.map(async (h) => {
         try {
           const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
-          const r = await s.run(probeScript(h.workdir), { ...opts, env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env });
+          const r = await s.run(probeScript(h.workdir), { ...opts, env: agentEnv(h) });
           const probe = parseProbe(h.name, r.stdout);
           if (!profile.scheduler) return probe;
           try {
@@ -181,15 +182,14 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const controlPort = await remoteFreePort(masterSession);
     const token = randomBytes(24).toString('hex');
     const refs = this.recordOf(profile, deployed.map((d) => d.remoteDir));
-    const envOf = (h: ProfileHost): Record<string, string> => (h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env); // in the spec (run-start writes it 0600), never on a command line; an explicit COHORT_PYTHON in env wins
-    const spares = profile.hosts.flatMap((h, i) => (h.spare ? [{ host: h.name, link: this.hostLink(profile, refs[i]!), env: envOf(h), ...(h.gpus ? { gpus: h.gpus } : {}) }] : [])); // run nothing until a restart moves a lost host's ranks to one (issue 21 item 5)
+    const spares = spareLaunches(profile, refs.filter((r, i) => profile.hosts[i]!.spare), (r) => this.hostLink(profile, r)); // run nothing until a restart moves a lost host's ranks to one (issue 21 item 5)
     const world = profile.hosts.filter((h) => !h.spare), layout = worldLayout(world);
     const hosts: HostLaunch[] = world.map((h, hi) => ({
       host: h.name,
       link: this.hostLink(profile, refs[profile.hosts.indexOf(h)]!),
-      spec: { ...buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: envOf(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }), ...(hi === 0 && spares.length ? { spares: spares.map((x) => x.host) } : {}) },
+      spec: { ...buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: agentEnv(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }), ...(hi === 0 && spares.length ? { spares: spares.map((x) => x.host) } : {}) },
     }));
-    return { runId: req.runId, hosts, record: world.map((h) => refs[profile.hosts.indexOf(h)]!), ...(spares.length ? { spares } : {}), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) }; // record: where attach follows (a started spare is not in it: UNFINISHED)
+    return { runId: req.runId, hosts, record: world.map((h) => refs[profile.hosts.indexOf(h)]!), ...(spares.length ? { spares } : {}), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) }; // record: where attach follows (a spare that takes a host's place joins it: start-run.ts)
   }
 
   /**
@@ -215,7 +215,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       ...(sched.gpusPerNode ? { gpusPerNode: sched.gpusPerNode } : {}),
       sbatchArgs: [...(sched.partition ? [`--partition=${sched.partition}`] : []), ...(sched.timeLimit ? [`--time=${sched.timeLimit}`] : []), ...(sched.account ? [`--account=${sched.account}`] : []), ...sched.extraArgs],
       config: req.config,
-      env: login.python ? { COHORT_PYTHON: login.python, ...login.env } : login.env,
+      env: agentEnv(login),
       // Rank failures restart inside the allocation; node failures and preemptions through Slurm's requeue (agent-slurm).
       maxRestarts: req.maxRestarts ?? 0,
       token: randomBytes(24).toString('hex'),
@@ -292,9 +292,10 @@ export class SshCluster extends DisposableBase implements ClusterOps {
   }
 
   /** The plan of a run started elsewhere (attach, stop), from the record locations kept in its history. */
-  attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan {
+  attachPlan(profile: Profile, runId: string, record: HostRecordRef[], spareRecord: HostRecordRef[] = []): RunPlan {
     if (profile.scheduler) return { runId, hosts: [], record, scheduler: this.slurmJob(profile, runId, record[0]!), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
-    return { runId, hosts: record.map((r) => ({ host: r.host, link: this.hostLink(profile, r) })), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
+    const spares = spareLaunches(profile, spareRecord.filter((r) => !record.some((x) => x.host === r.host)), (r) => this.hostLink(profile, r)); // one that took a host's place is in the record
+    return { runId, hosts: record.map((r) => ({ host: r.host, link: this.hostLink(profile, r) })), ...(spares.length ? { spares } : {}), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
   }
 
   /**

@@ -24,6 +24,8 @@ export interface SpareLaunch {
   env: Record<string, string>;
   /** The profile host's GPU indices, one per slot. */
   gpus?: number[];
+  /** Where it keeps the run's record once it runs (its workdir, the run's bundle there): RunMeta.spareRecord. */
+  record: HostRecordRef;
   /** Set once a `restart` names this spare as the replacement of that (excluded) host. */
   replaces?: string;
 }
@@ -77,6 +79,8 @@ export interface RunPlan {
   hosts: HostLaunch[];
   /** Spare hosts that run nothing until a restart moves a lost host's ranks to one. */
   spares?: SpareLaunch[];
+  /** Each host's ranks, for a plan without launch specs (attach): a spare's spec takes the excluded host's. */
+  hostRanks?: Record<string, number[]>;
   /** Set: the run is a batch job; hosts come from its allocation. */
   scheduler?: ScheduledJob;
   /** Where each host keeps the record (kept in the local history so any client can attach later). */
