@@ -34,13 +34,16 @@ describe.skipIf(!existsSync(CHROMIUM) || !!SLURM_MISSING)('dashboard with a real
   const nodeTrainers = () => nodeTrainerProcesses(c);
 
   async function launch(): Promise<string> {
+    // The run Live shows now, read without waiting (Launch has no run id: reading it there waited
+    // out playwright's 30 s default for nothing, twice a file).
+    const before = (await page.getByTestId('run-id').count()) ? ((await page.getByTestId('run-id').textContent()) ?? '').trim() : '';
     await page.getByTestId('nav-launch').click();
     await fillLaunch(page, { profile: 'hpc' });
     expect(await page.getByTestId('world-size').textContent()).toContain('Slurm: 2 node(s) × 1 task(s) per node = 2 rank(s)');
     await fillLaunch(page, { ...TINY_FORM, 'batch-size': 2, 'image-size': 8, steps: 100000, 'warmup-steps': 1, 'log-steps': 1 });
-    const before = (await page.getByTestId('run-id').textContent().catch(() => '')) ?? '';
     await page.getByTestId('launch-start').click();
-    await expect.poll(async () => (await page.getByTestId('run-id').textContent().catch(() => '')) || '', { timeout: 60_000 }).not.toBe(before);
+    const shown = async () => ((await page.getByTestId('run-id').textContent({ timeout: 1000 }).catch(() => '')) ?? '').trim();
+    await expect.poll(async () => { const id = await shown(); return id !== before ? id : ''; }, { timeout: 60_000 }).toMatch(/\S/); // Live shows the new run
     return (await page.getByTestId('run-id').textContent())!.trim();
   }
 

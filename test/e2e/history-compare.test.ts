@@ -47,9 +47,31 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
   const meta = (id: string) => JSON.parse(readFileSync(join(serve.dataDir, 'runs', id, 'meta.json'), 'utf8')) as RunMeta;
   const runIdOf = (stderr: string) => /run (\S+) recorded in/.exec(stderr)?.[1] ?? '';
 
+  /** Answers the page got to its run-list calls (`listRuns` over its WebSocket: Live's 3-s poll, History's loads). */
+  let listRunsAnswers = 0;
+
   const ui = useDashboard();
   beforeAll(async () => {
     ({ serve, page } = ui());
+    const asked = new Set<number>();
+    const callId = (payload: string | Buffer, method?: string): number | undefined => {
+      try {
+        const m = JSON.parse(String(payload)) as { id?: unknown; method?: unknown };
+        return typeof m.id === 'number' && (method === undefined || m.method === method) ? m.id : undefined;
+      } catch {
+        return undefined;
+      }
+    };
+    page.on('websocket', (ws) => {
+      ws.on('framesent', (f) => {
+        const id = callId(f.payload, 'listRuns');
+        if (id !== undefined) asked.add(id);
+      });
+      ws.on('framereceived', (f) => {
+        const id = callId(f.payload);
+        if (id !== undefined && asked.delete(id)) listRunsAnswers++;
+      });
+    });
     env = { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home'), NO_COLOR: '1' };
     // Two finished runs that differ only in batch size (both single-rank, side by side).
     const [a, b] = await Promise.all([cohortAsync(['run', '--local', ...TINY, '--batch-size', '2', '--steps', '6']), cohortAsync(['run', '--local', ...TINY, '--batch-size', '4', '--steps', '6'])]);
@@ -123,7 +145,10 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     // The run list's 3-s poll (router FOLLOW_POLL_MS) must not rebuild the compared charts: a hover
     // was lost every 3 s, and once the plot was gone between these two lines (CI: boundingBox null).
     await over.evaluate((el) => el.setAttribute('data-kept', 'yes'));
-    await page.waitForTimeout(7_000); // two polls
+    // Two answers to the page's own poll (seen on its WebSocket, not guessed from the clock): the
+    // first one's rebuild, if any, has happened by the second.
+    const seen = listRunsAnswers;
+    await expect.poll(() => listRunsAnswers, { timeout: 60_000, interval: 250 }).toBeGreaterThanOrEqual(seen + 2);
     expect(await page.locator('[data-testid=compare-chart-throughput] .u-over[data-kept=yes]').count()).toBe(1);
     await over.scrollIntoViewIfNeeded();
     const box = (await over.boundingBox())!;

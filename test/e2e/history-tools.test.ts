@@ -5,21 +5,20 @@
 // asks it to show (the browser/OS boundary: a headless Chromium shows no desktop notification).
 // Screenshots in test-artifacts/history-tools-*.png.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
-import { openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+import { tinyRun } from '../helpers/tiny';
+import { useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
-const ARTIFACTS = join(ROOT, 'test-artifacts');
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--log-steps', '1', '--warmup-steps', '0'];
+const TINY = tinyRun({ warmupSteps: 0 });
 
 describe.skipIf(!existsSync(CHROMIUM))('History tools and chart controls in Chromium', () => {
   let serve: ServeProcess;
   let page: Page;
-  let dash: Dashboard | undefined;
   let env: NodeJS.ProcessEnv;
   let detached = '';
   const ids = { alpha: '', beta: '', gamma: '', failed: '' };
@@ -37,10 +36,11 @@ describe.skipIf(!existsSync(CHROMIUM))('History tools and chart controls in Chro
   const list = () => JSON.parse(cohort(['runs', 'list', '--json']).stdout) as RunMeta[];
   const notes = () => page.evaluate(() => (window as unknown as { __notes: { title: string; body: string }[] }).__notes);
 
+  const ui = useDashboard();
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, page } = dash = await openDashboard());
-    env = { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home'), NO_COLOR: '1' };
+    const dash = ui();
+    ({ serve, page } = dash);
+    env = { ...serve.env, NO_COLOR: '1' };
     ids.alpha = finished(['--name', 'alpha sweep', '--tag', 'nightly', '--notes', 'baseline for the NIC test'], 3);
     ids.beta = finished(['--name', 'beta', '--tag', 'nightly', '--tag', 'fp16'], 4);
     ids.gamma = finished(['--name', 'gamma'], 5);
@@ -62,9 +62,8 @@ describe.skipIf(!existsSync(CHROMIUM))('History tools and chart controls in Chro
     });
   }, 600_000);
 
-  afterAll(async () => {
+  afterAll(() => {
     if (detached) cohort(['stop', detached], 60_000);
-    await dash?.dispose();
   });
 
   it('searches, filters and sorts by a header, and keeps that across a reload', async () => {

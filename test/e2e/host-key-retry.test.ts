@@ -6,45 +6,42 @@
 // - "Test connection" meets the unknown key, the dialog shows it (screenshots at 1280×800 and
 //   1920×1080), and "Trust and remember" tests the host again by itself: the red result gives way
 //   to "connected" without another click.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
-import { runCli } from '../helpers/cli';
-import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('unknown host key in the dashboard: errors with their launch, trust retries the test', () => {
   let hosts: SshdCluster;
-  let dash: Dashboard | undefined;
   let serve: ServeProcess;
   let page: Page;
   let dir: string;
+  let kh: string;
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     hosts = await startHosts(1, { knownHosts: 'empty' });
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-host-key-'));
-    const kh = join(dir, 'known_hosts');
+    kh = join(dir, 'known_hosts');
     writeFileSync(kh, '');
-    ({ serve, page } = dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } }));
-    const env = { COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), COHORT_DATA_DIR: serve.dataDir, HOME: join(serve.dataDir, '..', 'home'), COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' };
-    const h = hosts.hosts[0]!;
-    const file = join(dir, 'lab.json');
-    writeFileSync(file, JSON.stringify({ name: 'lab', hosts: [{ name: 'h1', address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir }] }));
-    const r = runCli(['profiles', 'import', file], { env });
-    expect((await r.exit).code, r.stderr).toBe(0);
   }, 120_000);
-
   afterAll(async () => {
-    await dash?.dispose();
     await hosts?.dispose();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
+  // Disposed before the hosts (after-hooks run in reverse order).
+  const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' }) });
+  beforeAll(async () => {
+    ({ serve, page } = ui());
+    const h = hosts.hosts[0]!;
+    const file = join(dir, 'lab.json');
+    writeFileSync(file, JSON.stringify({ name: 'lab', hosts: [{ name: 'h1', address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir }] }));
+    const r = ui().cli(['profiles', 'import', file]);
+    expect((await r.exit).code, r.stderr).toBe(0);
+  }, 120_000);
 
   it('a refused launch: its error stays with it, in GUI words, never over the other views', async () => {
     await page.goto(serve.url);

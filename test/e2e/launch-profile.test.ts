@@ -6,32 +6,28 @@
 // name, tags and notes typed in Launch are recorded as `cohort run --name/--tag/--notes` records
 // them, refused by the same rule; Compare opens in sight at 1280×800 above a long History table.
 // Screenshots of Launch and History+Compare at 1280×800 and 1920×1080 in test-artifacts/.
-import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
-import { runCli } from '../helpers/cli';
-import { fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+import { fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 
-const ARTIFACTS = join(ROOT, 'test-artifacts');
 /** The profile's run defaults: a tiny run, unlike the built-in defaults (imagenet stem, 100 classes, log every 10). */
 const DEFAULTS = { stem: 'cifar', imageSize: 8, batchSize: 2, classes: 10, steps: 3, logSteps: 1, warmupSteps: 0, lr: 0.05, seed: 7 };
 
 describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the profile, as the CLI does', () => {
   let hosts: SshdCluster;
-  let dash: Dashboard | undefined;
   let serve: ServeProcess;
   let page: Page;
   let dir: string;
-  let env: NodeJS.ProcessEnv;
   const ids = { cli: '', gui: '' };
 
   const cli = async (args: string[]) => {
-    const r = runCli(args, { env });
+    const r = ui().cli(args, { env: { NO_COLOR: '1' } });
     const exit = await r.exit;
     return { code: exit.code, stdout: r.stdout, stderr: r.stderr };
   };
@@ -46,13 +42,18 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the p
   };
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
     hosts = await startHosts(1);
     dir = mkdtempSync(join(tmpdir(), 'cohort-e2e-launch-profile-'));
-    const kh = join(dir, 'known_hosts');
-    copyFileSync(hosts.knownHostsPath, kh);
-    ({ serve, page } = dash = await openDashboard({ env: { COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '' } }));
-    env = { COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), COHORT_DATA_DIR: serve.dataDir, HOME: join(serve.dataDir, '..', 'home'), COHORT_KNOWN_HOSTS: kh, SSH_AUTH_SOCK: '', NO_COLOR: '1' };
+    copyFileSync(hosts.knownHostsPath, join(dir, 'known_hosts'));
+  }, 120_000);
+  afterAll(async () => {
+    await hosts?.dispose();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+  // A copy of the hosts' known_hosts as the server's; disposed before the hosts (after-hooks run in reverse order).
+  const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: join(dir, 'known_hosts'), SSH_AUTH_SOCK: '' }) });
+  beforeAll(async () => {
+    ({ serve, page } = ui());
     const h = hosts.hosts[0]!;
     const file = join(dir, 'tuned.json');
     writeFileSync(file, JSON.stringify({ name: 'tuned', defaults: DEFAULTS, hosts: [{ name: h.name, address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir }] }));
@@ -60,14 +61,8 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the p
     expect(imported.code, imported.stderr).toBe(0);
   }, 120_000);
 
-  afterAll(async () => {
-    await dash?.dispose();
-    await hosts?.dispose();
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
-
   it('the form holds the profile\'s defaults; the same settings from the CLI and the GUI apply the same config; name, tags and notes recorded', async () => {
-    const run = runCli(['run', '--profile', 'tuned', '--batch-size', '4', '--json'], { env, json: true });
+    const run = ui().cli(['run', '--profile', 'tuned', '--batch-size', '4', '--json'], { json: true, env: { NO_COLOR: '1' } });
     const exit = await run.exit;
     expect(exit.code, run.stderr).toBe(0);
     ids.cli = (run.events[0] as { runId?: string }).runId ?? '';

@@ -3,29 +3,18 @@
 // slowed by SIGSTOP/SIGCONT bursts. The heat map has a row per rank, rank 2's cells are the
 // darkest, and clicking a window's cell shows that window's split. Screenshots of Live's per-rank
 // part at 1280×800 and 1920×1080 in test-artifacts/ (looked at when this test was written).
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { leftovers, rankPid, throttle } from '../helpers/run-procs';
-import { TINY_FORM, fillLaunch, openDashboard, type Dashboard } from './open-dashboard';
-import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
-
-const ARTIFACTS = join(ROOT, 'test-artifacts');
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
+import { ARTIFACTS, CHROMIUM } from './serve-process';
 
 describe.skipIf(!existsSync(CHROMIUM))('Live: ranks × time heat map', () => {
-  let serve: ServeProcess;
-  let page: Page;
-  let dash: Dashboard | undefined;
-  beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, page } = dash = await openDashboard());
-  });
-  afterAll(async () => {
-    await dash?.dispose();
-  });
+  const ui = useDashboard();
 
   it('4 ranks: a row per rank, the slowed rank darkest, a clicked window shows its split', async () => {
+    const { page, serve } = ui();
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
     // The form starts from the profile's own config (issue 22 item 1): a tiny run sets the stem too.

@@ -9,10 +9,11 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { tinyRun } from '../helpers/tiny';
 import { useDashboard, type Dashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--log-steps', '1', '--warmup-steps', '0'];
+const TINY = tinyRun({ warmupSteps: 0 });
 
 describe.skipIf(!existsSync(CHROMIUM))('a URL per run, and Live following any client', () => {
   let serve: ServeProcess;
@@ -39,7 +40,7 @@ describe.skipIf(!existsSync(CHROMIUM))('a URL per run, and Live following any cl
   const ui = useDashboard();
   beforeAll(async () => {
     ({ serve, page } = dash = ui());
-    env = { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home'), NO_COLOR: '1' };
+    env = { ...serve.env, NO_COLOR: '1' };
     older = finishedRun();
     latest = finishedRun();
     expect(older).not.toBe('');
@@ -90,8 +91,10 @@ describe.skipIf(!existsSync(CHROMIUM))('a URL per run, and Live following any cl
     expect(started.code, started.stderr).toBe(0);
     detached = started.stdout.trim();
     await expect.poll(() => shownRun(), { timeout: 60_000 }).toBe(detached);
-    await expect.poll(() => page.getByTestId('stop-run').count(), { timeout: 60_000 }).toBe(1);
-    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000 }).toBe('training');
+    // Training is the signal that the page follows the run live; Stop is offered then (not a guess
+    // at how long a loaded machine takes to start it).
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 180_000 }).toBe('training');
+    expect(await page.getByTestId('stop-run').count()).toBe(1);
     expect(new URL(page.url()).hash).toBe(`#/runs/${detached}`);
     await page.screenshot({ path: join(ARTIFACTS, 'run-url-live.png') });
     expect(cohort(['stop', detached], 60_000).code).toBe(0);
@@ -110,7 +113,8 @@ describe.skipIf(!existsSync(CHROMIUM))('a URL per run, and Live following any cl
     await page.screenshot({ path: join(ARTIFACTS, 'run-url-newer.png') });
     await page.getByTestId('show-newer-run').click();
     await expect.poll(() => shownRun(), { timeout: 30_000 }).toBe(detached);
-    await expect.poll(() => page.getByTestId('stop-run').count(), { timeout: 60_000 }).toBe(1);
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 180_000 }).toBe('training');
+    expect(await page.getByTestId('stop-run').count()).toBe(1);
     expect(await page.getByTestId('newer-run').count()).toBe(0);
     expect(cohort(['stop', detached], 60_000).code).toBe(0);
     detached = '';
