@@ -54,7 +54,6 @@ export interface CohortServiceOptions {
    *  through `passphrases.ask`). Absent: answerPassphrase is refused, no request is ever pushed. */
   passphrases?: PassphrasePrompts;
 }
-
 type Listener<T> = (value: T) => void;
 
 export class CohortService extends DisposableBase implements CohortApi {
@@ -329,11 +328,9 @@ export class CohortService extends DisposableBase implements CohortApi {
   }
 
   async getRunSeries(runIds: string[]): Promise<RunSeries[]> {
-    return runIds.map((id) => {
-      const s = this.runs.series(id);
-      if (!s) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${id}`, hint: 'refresh the history list' });
-      return s;
-    });
+    const missing = runIds.find((id) => !this.runs.series(id));
+    if (missing !== undefined) throw new ApiCallError({ code: 'run-not-found', message: `no run with id ${missing}`, hint: 'refresh the history list' });
+    return runIds.map((id) => this.runs.series(id)!);
   }
 
   async exportRuns(runIds: string[], format: RunExportFormat, baseline?: string): Promise<string> {
