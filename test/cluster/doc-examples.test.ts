@@ -163,6 +163,7 @@ describe.skipIf(SSHD_MISSING)('README and --help examples, as typed', () => {
     const skipped: string[] = [];
     const failures: string[] = [];
     const todo = [...examples].sort((a, b) => order(a.text) - order(b.text));
+    const runnable: { ex: Example; n: number }[] = [];
     for (const [n, ex] of todo.entries()) {
       if (SKIPPED[ex.text] !== undefined) {
         skipped.push(`${ex.text} (${ex.from}): ${SKIPPED[ex.text]}`);
@@ -182,13 +183,26 @@ describe.skipIf(SSHD_MISSING)('README and --help examples, as typed', () => {
         failures.push(`${ex.text} (${ex.from}): an unquoted glob character (zsh: "no matches found"); quote it`);
         continue;
       }
+      runnable.push({ ex, n });
+    }
+    const one = async ({ ex, n }: { ex: Example; n: number }): Promise<void> => {
       const typed = asTyped(ex.text, run1, run2);
       const t0 = Date.now();
       const r = await runExample(typed, n);
       if (r.code === 0) ran.push(`${typed} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
       else if (/port is taken/.test(r.out) && /--port \d+/.test(typed)) skipped.push(`${typed} (${ex.from}): its fixed port is taken on this shared machine`);
       else failures.push(`${ex.text} (${ex.from})${typed !== ex.text ? `, typed as: ${typed}` : ''}\n  exit ${r.code}: ${r.out.trim().split('\n').slice(-6).join('\n  ')}`);
-    }
+    };
+    // Each example has its own copy of the state and its own working directory, so the ones that
+    // only read or write that copy run three at a time (most of their time is starting Node and SSH
+    // round trips). Those that take the hosts' slots or a port (run, check, serve) or touch the
+    // hosts' shared record (stop, runs rm) run after, one by one, in the order above.
+    const exclusive = (ex: Example) => /^cohort (run|check|serve|stop|runs rm)\b/.test(ex.text);
+    const light = runnable.filter(({ ex }) => !exclusive(ex));
+    await Promise.all(Array.from({ length: 3 }, async () => {
+      for (let next = light.shift(); next; next = light.shift()) await one(next);
+    }));
+    for (const r of runnable.filter(({ ex }) => exclusive(ex))) await one(r);
     console.log(`ran ${ran.length} examples:\n  ${ran.join('\n  ')}\nskipped ${skipped.length}:\n  ${skipped.join('\n  ')}`);
     expect(failures, `examples that failed:\n${failures.join('\n')}`).toEqual([]);
     expect(ran.length).toBeGreaterThan(20);
