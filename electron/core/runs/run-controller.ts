@@ -36,6 +36,7 @@ import {
 } from '../../../trainer/protocol';
 import { initialControllerState, isOver, transition, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
 import { runHostCommand } from './host-link';
+import { HostQueries } from './controller-queries';
 import { parseLine, startReply } from './host-replies';
 import { relaunchUntil } from './run-rejoin';
 import { followHost, type Follow } from './controller-follow';
@@ -58,9 +59,9 @@ export class RunController extends DisposableBase {
   private lastStep = 0;
   /** The run as a whole, as controller-lifecycle.ts's transition keeps it. */
   private state: ControllerState;
-  /** The stop commands in flight: the result waits for them (bounded), so a caller's leftover
-   *  check never finds Cohort's own `run-stop` still running on a follower. */
+  /** The stop commands in flight: the result waits for them (bounded): no leftover `run-stop` on a follower. */
   private stopsInFlight: Promise<void> | undefined;
+  private readonly queries = new HostQueries(); // its run-status queries: the result waits for them too
   /** The leader's state record read at its end (finish's second argument). */
   private leaderState: RunStatusLine | undefined;
   private resolved = false;
@@ -277,7 +278,7 @@ export class RunController extends DisposableBase {
   /** A follower's record ended: a follower records no `done`, its state says whether a stop ended it
    *  (another client's `cohort stop`: then no lost host is relaunched, issue 24 defect 6). */
   private async followerEnded(h: HostLaunch): Promise<void> {
-    const r = await runHostCommand(h.link, ['run-status', '--run', this.plan.runId], { timeoutMs: 15_000 }).catch(() => undefined);
+    const r = await this.queries.run(h.link, ['run-status', '--run', this.plan.runId]).catch(() => undefined);
     const line = r && parseLine(r.stdout);
     if (line && 'runId' in line && decodeRunState(line).state === 'cancelled') this.dispatch({ t: 'record-done', status: 'cancelled' });
   }
@@ -287,7 +288,7 @@ export class RunController extends DisposableBase {
     const leader = this.plan.hosts[0]!;
     let state: RunStatusLine | undefined;
     try {
-      const r = await runHostCommand(leader.link, ['run-status', '--run', this.plan.runId], { timeoutMs: 15_000 });
+      const r = await this.queries.run(leader.link, ['run-status', '--run', this.plan.runId]);
       const line = parseLine(r.stdout);
       // A state record has runId (its `error` is the run's); a host command's failure has only `error`.
       if (line && 'runId' in line) state = { ...decodeRunState(line), agentAlive: (line as { agentAlive?: boolean }).agentAlive === true };
@@ -388,9 +389,9 @@ export class RunController extends DisposableBase {
       this.doneEvent = this.doneEvent ?? done;
     }
     const result = { status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) };
-    if (!this.stopsInFlight) return this.resolveResult(result);
-    const bound = new Promise<void>((res) => setTimeout(res, 7000).unref());
-    void Promise.race([this.stopsInFlight, bound]).then(() => this.resolveResult(result));
+    // Its host commands end before its result (a CLI exits on it): stops bounded, queries by their timeout.
+    const stops = this.stopsInFlight && Promise.race([this.stopsInFlight, new Promise<void>((res) => setTimeout(res, 7000).unref())]);
+    void Promise.all([stops, this.queries.drained()]).then(() => this.resolveResult(result));
   }
 
   private emit(e: CohortEvent): void {
