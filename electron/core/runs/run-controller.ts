@@ -34,12 +34,12 @@ import {
   type RunStatus,
   type RunStatusLine,
 } from '../../../trainer/protocol';
-import { initialControllerState, isOver, transition, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
+import { initialControllerState, isOver, stopAsked, transition, waitsFor, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
 import { runHostCommand } from './host-link';
 import { HostQueries } from './controller-queries';
 import { parseLine, startReply } from './host-replies';
 import { relaunchUntil } from './run-rejoin';
-import { followHost, type Follow } from './controller-follow';
+import { followOnce, retireFollows, tellFollowEnd, tellSilent, type Follow, type FollowContext } from './controller-follow';
 import { ScheduledSide } from './controller-scheduled';
 import { stopAll, stopHost, type StopContext } from './controller-stop';
 import { noteReplacement, startSpareFor, takePlace } from './run-spare';
@@ -89,16 +89,7 @@ export class RunController extends DisposableBase {
       over: () => this.finished,
       stopRequested: () => this.stopRequested,
       stopping: () => this.state.phase.k === 'stopping',
-      retireFollows: () => {
-        const offsets = this.follows.map((f) => f.offset);
-        for (const f of this.follows) {
-          f.retired = true;
-          f.cmd?.kill();
-        }
-        this.follows = [];
-        return offsets;
-      },
-      attach: (offsets) => this.attach(offsets),
+      retireFollows: () => retireFollows(this.follows.splice(0)),
     });
   }
 
@@ -108,13 +99,9 @@ export class RunController extends DisposableBase {
 
   /** A stop was asked (or is being checked with the scheduler). */
   private get stopRequested(): boolean {
-    const k = this.state.phase.k;
-    return k === 'stopping' || k === 'checking-job';
+    return stopAsked(this.state);
   }
-
-  private waits(host: string): boolean {
-    return this.state.phase.k === 'awaiting-hosts' && this.state.phase.waitingFor.includes(host);
-  }
+  private readonly waits = (host: string): boolean => waitsFor(this.state, host);
 
   /** One input through the lifecycle's transition; its effects run here (the shell). */
   private dispatch(input: ControllerInput): void {
@@ -139,11 +126,21 @@ export class RunController extends DisposableBase {
       case 'stop-following':
         for (const f of this.follows) f.cmd?.kill();
         return;
+      case 'follow-hosts':
+        this.follows = this.plan.hosts.map((host) => ({ host, offset: fx.offsets[host.host] ?? 0, ended: false, lastContact: Date.now() }));
+        for (const f of this.follows) this.follow(f);
+        return;
+      case 'refollow':
+        return void this.followOf(fx.host, (f) => setTimeout(() => this.follow(f), fx.afterMs));
+      case 'follow-ended':
+        return this.followOf(fx.host, (f) => tellFollowEnd(f, fx.end, fx.leader, this.followCtx));
+      case 'host-silent':
+        return this.followOf(fx.host, (f) => tellSilent(f, fx.leader, this.followCtx));
       case 'tell':
         if (fx.message.startsWith('the job had already ended')) return; // said with the job's id by ask-job
         return this.emit(makeEvent({ type: 'log', level: fx.level, message: fx.message }));
       default:
-        return; // submit, wait-job, start-hosts, follow-hosts: the shell's own start()/attach() run them (UNFINISHED: not yet driven from here)
+        return; // submit, wait-job, start-hosts: the shell's own start()/attach() run them (UNFINISHED: not yet driven from here)
     }
   }
 
@@ -202,20 +199,14 @@ export class RunController extends DisposableBase {
       }
       started.push(h);
     }
-    this.dispatch({ t: 'hosts-started' });
-    this.attach();
+    this.dispatch({ t: 'hosts-started', hosts: this.plan.hosts.map((h) => h.host) }); // follow-hosts
     return true;
   }
 
-  /** Follows every host's record from the start (or from given byte offsets). */
-  attach(offsets: Record<string, number> = {}): void {
-    this.dispatch({ t: 'attach' });
-    if (this.plan.scheduler && this.plan.hosts.length === 0) {
-      void this.sched.follow(offsets);
-      return;
-    }
-    this.follows = this.plan.hosts.map((host) => ({ host, offset: offsets[host.host] ?? 0, ended: false, lastContact: Date.now() }));
-    for (const f of this.follows) void this.follow(f);
+  /** Follows every host's record from the start (a scheduled run's once its job runs). */
+  attach(): void {
+    this.dispatch({ t: 'attach', hosts: this.plan.hosts.map((h) => h.host) }); // follow-hosts (wait-job: a scheduled run)
+    if (this.plan.scheduler && this.plan.hosts.length === 0) void this.sched.follow();
   }
 
   /** Stops the run on every host (whoever started it). `force`: stop waiting at once. Idempotent. */
@@ -256,23 +247,32 @@ export class RunController extends DisposableBase {
     return this.finished || this.isDisposed || (p.k === 'stopping' && p.force);
   }
 
-  private follow(f: Follow): Promise<void> {
-    return followHost(f, {
+  /** One `run-follow` of f's host; its exit is the lifecycle's follow-exit input (re-follow, end, or silence). */
+  private follow(f: Follow): void {
+    if (this.gaveUp() || f.retired) return;
+    const leader = f.host === this.plan.hosts[0];
+    void followOnce(f, leader, this.followCtx).then((code) => {
+      if (f.retired || this.isDisposed) return;
+      this.dispatch({ t: 'follow-exit', host: f.host.host, leader, code, silent: Date.now() - f.lastContact > (this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs) });
+    });
+  }
+
+  private followOf(host: string, fn: (f: Follow) => void): void {
+    const f = this.follows.find((x) => x.host.host === host && !x.retired);
+    if (f) fn(f);
+  }
+
+  private get followCtx(): FollowContext {
+    return {
       runId: this.plan.runId,
-      isLeader: f.host === this.plan.hosts[0],
-      hosts: this.plan.hosts.length,
-      lostAfterMs: this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs,
-      gaveUp: () => this.gaveUp(),
-      waits: (host) => this.waits(host),
       event: (e, fromLeader) => (e.type === 'error' && !fromLeader ? void this.followerErrors.push(e) : this.handle(e)),
       emit: (e) => this.emit(e),
       emitError: (e) => this.emitError(e),
       doneSeen: () => !!this.doneEvent,
       leaderRecordGone: () => void (this.leaderRecordGone = true),
-      leaderUnreachable: () => this.dispatch({ t: 'leader-unreachable' }),
       leaderEnded: () => this.leaderEnded(),
-      followerEnded: () => void this.followerEnded(f.host),
-    });
+      followerEnded: (f) => void this.followerEnded(f.host),
+    };
   }
 
   /** A follower's record ended: a follower records no `done`, its state says whether a stop ended it
@@ -340,7 +340,7 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
       const h = this.plan.hosts.find((x) => x.host === name);
-      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => void this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
+      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;
