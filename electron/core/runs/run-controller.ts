@@ -35,13 +35,13 @@ import {
   type RunStatusLine,
 } from '../../../trainer/protocol';
 import { initialControllerState, isOver, stopAsked, transition, waitsFor, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
-import { runHostCommand } from './host-link';
+import { startOnHost } from './controller-start';
 import { HostQueries } from './controller-queries';
-import { parseLine, startReply } from './host-replies';
+import { parseLine } from './host-replies';
 import { relaunchUntil } from './run-rejoin';
 import { followOnce, retireFollows, tellFollowEnd, tellSilent, type Follow, type FollowContext } from './controller-follow';
 import { ScheduledSide } from './controller-scheduled';
-import { stopAll, stopHost, type StopContext } from './controller-stop';
+import { stopAll, stopHost, stoppedElsewhere, type StopContext } from './controller-stop';
 import { noteReplacement, startSpareFor, takePlace } from './run-spare';
 import type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
@@ -181,18 +181,9 @@ export class RunController extends DisposableBase {
     }
     const started: HostLaunch[] = [];
     for (const h of this.plan.hosts) {
-      if (!h.spec) throw new Error(`${h.host}: no launch spec; attach() follows a run started elsewhere`);
-      let r;
-      try {
-        r = await runHostCommand(h.link, ['run-start'], { stdin: JSON.stringify(h.spec) + '\n', timeoutMs: 30_000 });
-      } catch (err) {
-        r = { code: null, stdout: '', stderr: (err as Error).message, errCode: (err as { code?: string }).code };
-      }
-      const reply = startReply(r.stdout);
-      if (r.code !== 0 || !reply || reply.error) {
-        const code = reply?.error?.code ?? ('errCode' in r && typeof r.errCode === 'string' ? r.errCode : 'run-start-failed');
-        const message = reply?.error?.message ?? `run-start on ${h.host} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`;
-        this.emitError({ rank: -1, host: h.host, message, logTail: [], code });
+      const refused = await startOnHost(h);
+      if (refused) {
+        this.emitError({ rank: -1, host: h.host, message: refused.message, logTail: [], code: refused.code });
         await Promise.all(started.map((s) => stopHost(this.stopCtx, s, 'a host of the run could not start', 5000)));
         this.dispatch({ t: 'host-refused' });
         return false;
@@ -351,7 +342,13 @@ export class RunController extends DisposableBase {
 
   private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
     const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
-    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e) });
+    // A stop that reached the other hosts while h was down is seen here too: no relaunch, h gets its marker.
+    const stopped = async () => {
+      const yes = await stoppedElsewhere(this.stopCtx, h, this.queries);
+      if (yes) this.dispatch({ t: 'record-done', status: 'cancelled' });
+      return yes;
+    };
+    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e), stopped });
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
     if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
   }
