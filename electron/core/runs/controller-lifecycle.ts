@@ -158,8 +158,8 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       return to({ k: 'done', status: 'failed' }, { e: 'finish', status: 'failed' });
     case 'job-running':
       // A requeued job's next run: each node index's record goes on from where the last run's left off
-      // (the allocation may have other nodes now).
-      // A stop still being checked with the scheduler follows too (the job may have ended on its own).
+      // (the allocation may have other nodes now). While a stop is checked with the scheduler the
+      // nodes are followed too (the job may have ended on its own).
       if (p.k !== 'queued' && p.k !== 'checking-job') return same;
       return follow(s, i.hosts, Object.fromEntries(i.hosts.flatMap((h, n) => (s.resumeOffsets[n] === undefined ? [] : [[h, s.resumeOffsets[n]]]))), p.k === 'checking-job' ? p : undefined);
     case 'job-requeued':
