@@ -56,9 +56,10 @@ export async function stopHost(ctx: StopContext, h: HostLaunch, reason: string, 
  * no stop marker, and a client replaying the records may not have read the others' end yet (issue 24
  * item 3). Then the stop is final here too: true, and this host gets its stop marker now (run-stop:
  * its agent is dead, so only the marker is written), so its own run-rejoin refuses whoever asks.
+ * `others`: the run's hosts not lost themselves (a host still down would hold the answer up to its
+ * connect timeout).
  */
-export async function stoppedElsewhere(ctx: StopContext, h: HostLaunch, queries: HostQueries): Promise<boolean> {
-  const others = ctx.plan.hosts.filter((x) => x !== h);
+export async function stoppedElsewhere(ctx: StopContext, h: HostLaunch, others: HostLaunch[], queries: HostQueries): Promise<boolean> {
   const lines = await Promise.all(others.map((x) => queries.run(x.link, ['run-status', '--run', ctx.plan.runId]).then((r) => parseLine(r.stdout), () => undefined)));
   const stopped = lines.some((l) => !!l && 'runId' in l && decodeRunState(l).state === 'cancelled');
   if (stopped) await stopHost(ctx, h, 'stopped (the stop reached the other hosts of the run while this one was down)', 1000);

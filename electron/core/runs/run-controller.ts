@@ -344,7 +344,7 @@ export class RunController extends DisposableBase {
     const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
     // A stop that reached the other hosts while h was down is seen here too: no relaunch, h gets its marker.
     const stopped = async () => {
-      const yes = await stoppedElsewhere(this.stopCtx, h, this.queries);
+      const yes = await stoppedElsewhere(this.stopCtx, h, this.plan.hosts.filter((x) => x !== h && !this.waits(x.host)), this.queries);
       if (yes) this.dispatch({ t: 'record-done', status: 'cancelled' });
       return yes;
     };
