@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/longest-first';
 
 // Two tiers (test/README.md). `npm test` runs both; `npm run test:fast` (= `vitest run --project fast`)
 // runs the fast one before each commit: every *.test.ts beside the code lands there by itself, plus the
@@ -45,6 +46,8 @@ export default defineConfig({
     fileParallelism: false,
     reporters: ['default'],
     globalSetup: ['test/global-setup.ts'],
+    // Longest files first, by test/file-durations.json (why: test/longest-first.ts).
+    sequence: { sequencer: LongestFirst },
     // groupOrder: the fast tier first, then the slow one, then the serial one (projects without it
     // would run at the same time). FAST_WORKERS / SLOW_WORKERS: files of that tier at once (measured,
     // bench/results/suite.md). Every slow file is safe beside another: its own hosts/namespaces/subnet

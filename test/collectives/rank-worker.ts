@@ -10,7 +10,7 @@ function say(line: Record<string, unknown>): void {
 }
 
 function describeError(err: unknown): Record<string, unknown> {
-  if (err instanceof PeerLostError) return { name: err.name, code: err.code, message: err.message, peerRank: err.peerRank, peerHost: err.peerHost };
+  if (err instanceof PeerLostError) return { name: err.name, code: err.code, message: err.message, peerRank: err.peerRank, peerHost: err.peerHost, observedBy: err.observedBy, ...(err.hang ? { hang: err.hang } : {}) };
   if (err instanceof CollectiveError) return { name: err.name, code: err.code, message: err.message };
   return { name: 'Error', message: err instanceof Error ? err.message : String(err) };
 }

@@ -120,6 +120,11 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
       expect(labels.slice(1)).toEqual(['bs2 baseline', ids.b]);
     }
     const over = page.locator('[data-testid=compare-chart-throughput] .u-over');
+    // The run list's 3-s poll (router FOLLOW_POLL_MS) must not rebuild the compared charts: a hover
+    // was lost every 3 s, and once the plot was gone between these two lines (CI: boundingBox null).
+    await over.evaluate((el) => el.setAttribute('data-kept', 'yes'));
+    await page.waitForTimeout(7_000); // two polls
+    expect(await page.locator('[data-testid=compare-chart-throughput] .u-over[data-kept=yes]').count()).toBe(1);
     await over.scrollIntoViewIfNeeded();
     const box = (await over.boundingBox())!;
     await page.mouse.move(box.x + box.width * 0.7, box.y + box.height / 2);

@@ -24,7 +24,7 @@ describe('hang location (tfjs)', () => {
       process.kill(pid!, 'SIGSTOP');
       const stoppedAt = Date.now();
       const first = (await r.waitFor((e) => e.type === 'error', 120_000)) as ErrorEvent;
-      console.log(`hang location (tfjs, 3 local ranks): first error ${((first.time - stoppedAt) / 1000).toFixed(1)} s after SIGSTOP of rank 2`);
+      console.log(`hang location (tfjs, 3 local ranks): first error ${((first.time - stoppedAt) / 1000).toFixed(1)} s after SIGSTOP of rank 2: [${first.code}] rank ${first.rank}: ${first.message}`);
       expect(first).toMatchObject({ rank: 2, host: 'local', code: 'rank-hung', reportedBy: [0] });
       expect(first.collective).toBeTruthy();
       expect(first.seq).toBeGreaterThan(0);

@@ -16,6 +16,7 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import type { ComputeReport, HostCheckReport, LinkSendReport, SlurmCheckReply, SlurmCheckRequest } from '../protocol/check';
+import type { HostCmdError } from '../protocol';
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
 import { nodeAddress } from './slurm';
@@ -144,7 +145,7 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
   const run = (args: string[], stdin?: string, timeoutMs = 90_000) => child(o.trainerEntry, args, workdir, stdin, timeoutMs);
   const address = await nodeAddress(node);
   const host = await run(['check-host', '--engine', req.engine, ...(req.python ? ['--python', req.python] : [])]);
-  const report = lastJson<HostCheckReport & { error?: { message: string } }>(host.stdout);
+  const report = lastJson<HostCheckReport & Partial<HostCmdError>>(host.stdout);
   const ok = report && !report.error && report.v === 1;
   writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, jobId: process.env.SLURM_JOB_ID, ...(ok ? { report } : { error: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}` }) }) + '\n');
 

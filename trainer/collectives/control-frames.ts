@@ -1,7 +1,7 @@
 // Control-plane framing: [u32 big-endian length][UTF-8 JSON]. Only small messages travel here
 // (rendezvous, heartbeats, barrier, gather, failure notices); gradients never do.
-import { obj, num, optStr, str, type Obj } from '../protocol/validate';
-import { CollectiveError } from './errors';
+import { arr, obj, num, optNum, optStr, str, type Obj } from '../protocol/validate';
+import { CollectiveError, type HangReport } from './errors';
 
 export const PROTOCOL_NAME = 'cohort-collective';
 /**
@@ -35,8 +35,12 @@ export type ControlMessage =
   | { t: 'release'; seq: number }
   | { t: 'gather'; seq: number; root: number; value: unknown }
   | { t: 'gathered'; seq: number; values: unknown[] }
-  /** A peer is gone; `graceful` when it disposed without a pending failure. */
-  | { t: 'lost'; rank: number; host: string; reason: string; graceful: boolean }
+  /**
+   * A peer is gone; `graceful` when it disposed without a pending failure. A hung peer's notice
+   * carries the hang report and the rank that found it, so every rank reports the same story
+   * (whichever rank's error reaches the client first names the hung rank, not itself).
+   */
+  | { t: 'lost'; rank: number; host: string; reason: string; graceful: boolean; hang?: HangReport; observedBy?: number }
   /** Sender is leaving; `lost` names the rank whose loss made it leave, if any. */
   | { t: 'bye'; lost?: { rank: number; host: string; reason: string } };
 
@@ -61,6 +65,19 @@ function peer(v: unknown, path: string): PeerInfo {
 
 function lostRef(o: Obj, path: string): { rank: number; host: string; reason: string } {
   return { rank: num(o, 'rank', path, { int: true, min: 0 }), host: str(o, 'host', path), reason: str(o, 'reason', path) };
+}
+
+function hangReport(o: Obj, path: string): HangReport {
+  return {
+    collective: str(o, 'collective', path),
+    seq: num(o, 'seq', path, { int: true, min: 0 }),
+    lastPhases: arr(o, 'lastPhases', path, (v, at) => {
+      const ph = obj(v, at);
+      const step = optNum(ph, 'step', at, { int: true, min: 0 });
+      const ageMs = optNum(ph, 'ageMs', at, { min: 0 });
+      return { rank: num(ph, 'rank', at, { int: true, min: 0 }), host: str(ph, 'host', at), phase: str(ph, 'phase', at), ...(step === undefined ? {} : { step }), ...(ageMs === undefined ? {} : { ageMs }) };
+    }),
+  };
 }
 
 export function decodeControl(value: unknown): ControlMessage {
@@ -91,8 +108,10 @@ export function decodeControl(value: unknown): ControlMessage {
     case 'gathered':
       if (!Array.isArray(o.values)) throw new CollectiveError('protocol', `${p}.values: expected an array`);
       return { t, seq: seq(), values: o.values };
-    case 'lost':
-      return { t, ...lostRef(o, p), graceful: o.graceful === true };
+    case 'lost': {
+      const observedBy = optNum(o, 'observedBy', p, { int: true, min: 0 });
+      return { t, ...lostRef(o, p), graceful: o.graceful === true, ...(o.hang === undefined ? {} : { hang: hangReport(obj(o.hang, `${p}.hang`), `${p}.hang`) }), ...(observedBy === undefined ? {} : { observedBy }) };
+    }
     case 'bye':
       return o.lost === undefined ? { t } : { t, lost: lostRef(obj(o.lost, `${p}.lost`), `${p}.lost`) };
     default:

@@ -329,6 +329,8 @@ export class TcpRingCollective extends DisposableBase implements Collective {
         return this.settle(`gathered:${m.seq}`, m.values);
       case 'lost':
         if (m.graceful) return this.leaving(m.rank, 'relay');
+        // A relayed hang keeps its words and its finder: this rank's error tells the same story.
+        if (m.hang) return this.departed(m.rank, m.reason, m.host, false, m.hang, m.observedBy ?? from);
         return this.departed(m.rank, `${m.reason} (reported by rank ${from})`, m.host);
       case 'bye':
         return this.onBye(from, 'control', m.lost?.rank, m.lost?.reason);
@@ -361,12 +363,13 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     if (stuck) this.setFailure(err, false);
   }
 
-  private departed(rank: number, reason: string, host?: string, force = false, hang?: HangReport): void {
+  /** `observedBy`: the rank that found a hang (this one unless the hang was relayed to it). */
+  private departed(rank: number, reason: string, host?: string, force = false, hang?: HangReport, observedBy = this.rank): void {
     if (this.isDisposed || this.failure || (this.leftRanks.has(rank) && !force)) return;
-    const err = new PeerLostError(rank, host ?? this.peers[rank]?.host ?? 'unknown host', reason, { observedBy: this.rank, ...(hang ? { hang } : {}) });
+    const err = new PeerLostError(rank, host ?? this.peers[rank]?.host ?? 'unknown host', reason, { observedBy, ...(hang ? { hang } : {}) });
     this.setFailure(err, true);
     // Ranks that are not neighbours of the lost one learn it through rank 0.
-    const notice: ControlMessage = { t: 'lost', rank, host: err.peerHost, reason, graceful: false };
+    const notice: ControlMessage = { t: 'lost', rank, host: err.peerHost, reason, graceful: false, ...(hang ? { hang, observedBy } : {}) };
     if (this.rank === 0) for (const [k, ch] of this.control) if (k !== rank) ch.send(notice);
     if (this.rank !== 0 && rank !== 0) this.control.get(0)?.send(notice);
   }

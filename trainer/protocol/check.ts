@@ -1,7 +1,9 @@
 // `cohort check` (the cluster doctor, issue 21): what the host commands `check-host`,
 // `check-link` and `check-compute` of the trainer bundle answer (one JSON line each), and the one
 // result document the CLI prints with --json, `cohort serve` and the desktop app show. Defined
-// once here: the bundle writes these, core reads them, the renderer draws them.
+// once here: the bundle writes these, core reads them, the renderer draws them. A host's or the
+// scheduler's refusal travels as the one wire shape of an error, `ErrorInfo` (errors.ts).
+import type { ErrorInfo } from './errors';
 
 /** One GPU as nvidia-smi's query interface describes it (fields the driver does not know are absent). */
 export interface GpuHealth {
@@ -67,7 +69,7 @@ export interface LinkSendReport {
   /** Bytes the receiver counted and over how long (its clock: sender-side buffers do not count). */
   bytes?: number;
   ms?: number;
-  error?: { code: string; message: string };
+  error?: ErrorInfo;
 }
 
 /** `check-compute`'s reply: a one-rank run of the planned config on this host. */
@@ -78,7 +80,7 @@ export interface ComputeReport {
   steps?: number;
   engine?: string;
   backend?: string;
-  error?: { code: string; message: string };
+  error?: ErrorInfo;
 }
 
 // ---- the result document (`cohort check --json`) ----
@@ -193,5 +195,5 @@ export interface SlurmCheckReply {
   links: { from: string; to: string; kind: 'ring' | 'rendezvous'; port: number; report: LinkSendReport }[];
   compute?: ComputeReport & { node: string; threads: number };
   /** The allocation could not be had or the step failed: Slurm's own words. */
-  error?: { code: string; message: string };
+  error?: ErrorInfo;
 }

@@ -90,7 +90,7 @@ function rankContext(env: NodeJS.ProcessEnv): RankContext {
     // Every rank reports its own failure; core shows the first one (the root cause) prominently.
     // A hung peer is the story, not this rank: the error is that rank's, this one only reported it.
     const hung = err instanceof PeerLostError && err.hang ? err : undefined;
-    const who = hung ? { rank: hung.peerRank, host: hung.peerHost, reportedBy: [rdv.rank], ...hung.hang } : { rank: rdv.rank, host };
+    const who = hung ? { rank: hung.peerRank, host: hung.peerHost, reportedBy: [hung.observedBy ?? rdv.rank], ...hung.hang } : { rank: rdv.rank, host };
     stdoutEmit({ type: 'error', ...who, message, logTail: tail.get(), code, ...(hint ? { hint } : {}) });
     return 1;
   };

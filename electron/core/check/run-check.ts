@@ -5,7 +5,7 @@
 // (`check-link`), a one-rank compute time (History, a cached measurement, or `check-compute` once
 // per distinct host type) and the prediction. Daemon-free: every host command exits on its own.
 import { hostname } from 'node:os';
-import type { TrainConfig } from '../../../trainer/protocol';
+import type { HostCmdError, TrainConfig } from '../../../trainer/protocol';
 import type { CheckHost, CheckLink, CheckProblem, CheckResult, ComputeReport, HostCheckReport, LinkSendReport } from '../../../trainer/protocol/check';
 import { isLocalProfile, profileWorldSize, type Profile, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
@@ -71,7 +71,7 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
       if (!link) return;
       const r = await runHostCommand(link, ['check-host', '--engine', config.engine, ...pythonFlag(profile, h.host)], { timeoutMs: 90_000 });
       const received = Date.now();
-      const report = lastJson<HostCheckReport & { error?: { message: string } }>(r.stdout);
+      const report = lastJson<HostCheckReport & Partial<HostCmdError>>(r.stdout);
       if (!report || report.error || report.v !== 1) {
         problems.push({ severity: 'error', host: h.host, code: 'check-host-failed', message: `${h.host}: the check's host command failed (exit ${r.code}): ${report?.error?.message ?? (r.stderr.trim().split('\n').pop() || 'no answer')}`, hint: `cohort deploy ${profile.name} --force puts the bundle back; run "cohort probe ${profile.name}" to see the host` });
         delete links[h.host];
@@ -119,7 +119,7 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
       const gotPort = new Promise<number>((resolve) => {
         cmd.onStdout((b) => {
           out += b.toString('utf8');
-          const j = lastJson<{ port?: number; pid?: number; error?: { message: string } }>(out.split('\n')[0] + '\n');
+          const j = lastJson<{ port?: number; pid?: number } & Partial<HostCmdError>>(out.split('\n')[0] + '\n');
           if (j?.pid) pid = j.pid;
           if (j?.port) resolve(j.port);
           if (j?.error) resolve(0);
@@ -133,7 +133,7 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
   const problems: CheckProblem[] = [];
   for (const l of listeners) {
     if (!l.port) {
-      problems.push({ severity: 'error', host: l.name, code: 'listen-failed', message: `${l.name}: could not listen on a TCP port${profile.masterPort && l === listeners[0] ? ` (masterPort ${profile.masterPort})` : ''}: ${lastJson<{ error?: { message: string } }>(l.out())?.error?.message ?? l.cmd.stderr().trim()}`, hint: profile.masterPort ? `free port ${profile.masterPort} on ${l.name} or change the profile's masterPort` : `check ${l.name}'s network settings` });
+      problems.push({ severity: 'error', host: l.name, code: 'listen-failed', message: `${l.name}: could not listen on a TCP port${profile.masterPort && l === listeners[0] ? ` (masterPort ${profile.masterPort})` : ''}: ${lastJson<Partial<HostCmdError>>(l.out())?.error?.message ?? l.cmd.stderr().trim()}`, hint: profile.masterPort ? `free port ${profile.masterPort} on ${l.name} or change the profile's masterPort` : `check ${l.name}'s network settings` });
       l.cmd.kill();
     }
   }

@@ -71,7 +71,7 @@ export async function runSlurmCheck(profile: Profile, config: TrainConfig, deps:
     await cancel().catch(() => undefined);
     throw err;
   }
-  const reply = lastJson<SlurmCheckReply & { error?: { code: string; message: string } }>(r.stdout);
+  const reply = lastJson<SlurmCheckReply>(r.stdout);
   if (!reply || r.code !== 0) {
     await cancel().catch(() => undefined);
     problems.push({ severity: 'error', host: login.name, code: reply?.error?.code ?? 'check-slurm-failed', message: `${login.name}: the check's allocation failed (exit ${r.code}): ${reply?.error?.message ?? (r.stderr.trim().split('\n').pop() || 'no answer')}`, hint: `cohort probe ${profile.name} checks the login node, the partition and the shared workdir` });

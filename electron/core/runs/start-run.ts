@@ -1,8 +1,9 @@
 // Starting and attaching to runs, the same way for every client (CLI, `cohort serve`, Electron):
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
-// the hosts' record) in step with what the controller sees.
-import { CohortError, initialRunView, makeEvent, reduceRunView, runSwitches, runViewStatus, worldLayout, type CohortEvent, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, worldHosts, type DeployProgress, type Profile, type RunMeta } from '../../common';
+// the hosts' record) in step with what the controller sees, and hand each recorded event, with its
+// seq, to the run's subscribers (RunEvents).
+import { CohortError, initialRunView, makeEvent, reduceRunView, runSwitches, runViewStatus, worldLayout, type KeyedEmitter, type TrainConfig } from '../../../trainer/protocol';
+import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, worldHosts, type DeployProgress, type Profile, type RunEventMessage, type RunMeta } from '../../common';
 import { join } from 'node:path';
 import { CheckStore, checkForRun } from '../check/check-store';
 import type { ClusterOps } from '../cluster/cluster-ops';
@@ -15,9 +16,14 @@ export interface StartedRun {
   runId: string;
   controller: RunController;
   recorder: RunRecorder;
-  /** Every event after it is in the record, with its sequence number there (what re-attach counts on). */
-  onRecorded(listener: (event: CohortEvent, seq: number) => void): () => void;
 }
+
+/**
+ * Where a run's events go once they are in the record: the Api's per-run stream (the service's
+ * `onRunEvent` listeners), each as the RunEventMessage clients receive, with its seq in the record
+ * (what re-attach counts on). Fired here, where the seq is known, not relayed by the service.
+ */
+export type RunEvents = Pick<KeyedEmitter<string, RunEventMessage>, 'fire'>;
 
 export async function startRun(o: {
   profile: Profile;
@@ -33,6 +39,7 @@ export async function startRun(o: {
   maxRestarts?: number;
   /** Busy slots: wait (default) or fail at once with slots-busy. */
   queue?: boolean;
+  events: RunEvents;
 }): Promise<StartedRun> {
   const runId = o.runId ?? newRunId();
   const config = resolveRunConfig(o.profile, o.overrides); // bad input: refused, not a run
@@ -78,14 +85,14 @@ export async function startRun(o: {
     applied: { envSwitches: runSwitches(Object.assign({}, isLocalProfile(o.profile) ? process.env : {}, ...plan.hosts.map((h) => h.spec?.env ?? {}))) },
   };
   const recorder = o.store.create(meta);
-  return track(new RunController(plan), recorder, meta);
+  return track(new RunController(plan), recorder, meta, o.events);
 }
 
 /**
  * Follows a run started elsewhere (another CLI, a dashboard that went away) from the beginning of
  * its hosts' record; the local history's events are rewritten from that record as it streams.
  */
-export function attachRun(o: { meta: RunMeta; store: RunStore; dataDir: string; cluster?: ClusterOps; profile?: Profile }): StartedRun {
+export function attachRun(o: { meta: RunMeta; store: RunStore; dataDir: string; cluster?: ClusterOps; profile?: Profile; events: RunEvents }): StartedRun {
   const { meta } = o;
   let plan: RunPlan;
   if (meta.profile === 'local') plan = attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(o.dataDir));
@@ -95,14 +102,14 @@ export function attachRun(o: { meta: RunMeta; store: RunStore; dataDir: string; 
     plan = o.cluster.attachPlan(o.profile, meta.id, meta.record);
   }
   const recorder = o.store.reopen(meta);
-  const started = track(new RunController(plan), recorder, meta);
+  const started = track(new RunController(plan), recorder, meta, o.events);
   started.controller.attach();
   return started;
 }
 
-function track(controller: RunController, recorder: RunRecorder, meta: RunMeta): StartedRun {
+function track(controller: RunController, recorder: RunRecorder, meta: RunMeta, events: RunEvents): StartedRun {
+  const runId = controller.runId;
   let applied = meta.applied ?? {};
-  const recorded = new Set<(event: CohortEvent, seq: number) => void>();
   // Where the run stands, from the one run view (trainer/protocol/run-view.ts) over its events: the
   // history's status while it goes (running, restarting), its steps and restarts (issue 24 item 2).
   let view = initialRunView();
@@ -129,13 +136,12 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
     const status = runViewStatus(view);
     // (the end is the controller's result below: it also knows `lost`, which no event says)
     if ((status === 'running' || status === 'restarting') && status !== told) recorder.update({ status: (told = status) });
-    for (const l of recorded) l(e, seq);
+    events.fire(runId, { runId, seq, event: e });
   });
   // A record that cannot be written (disk full) is said once to the clients, as a warning outside
   // the record (seq -1: not an index in events.jsonl, so attachers' seq filters leave it out).
   recorder.onWriteProblem((message) => {
-    const warning = makeEvent({ type: 'log', level: 'warn', message });
-    for (const l of recorded) l(warning, -1);
+    events.fire(runId, { runId, seq: -1, event: makeEvent({ type: 'log', level: 'warn', message }) });
   });
   void controller.result.then((result) => {
     const throughput = recorder.measured();
@@ -162,15 +168,7 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta):
     });
     recorder.close();
   });
-  return {
-    runId: controller.runId,
-    controller,
-    recorder,
-    onRecorded: (l) => {
-      recorded.add(l);
-      return () => recorded.delete(l);
-    },
-  };
+  return { runId, controller, recorder };
 }
 
 /**

@@ -160,6 +160,7 @@ export class CohortService extends DisposableBase implements CohortApi {
         ...(req.maxRestarts !== undefined ? { maxRestarts: req.maxRestarts } : {}),
         ...(req.queue !== undefined ? { queue: req.queue } : {}),
         onDeployProgress: (p) => this.deployEvents.fire(p),
+        events: this.runEvents,
       });
     } catch (err) {
       if (err instanceof ConfigError) throw new ApiCallError({ code: 'bad-config', message: err.message, hint: `fix ${err.flag} (the CLI flag, or the Launch form field of that name)` });
@@ -233,7 +234,7 @@ export class CohortService extends DisposableBase implements CohortApi {
     // No run-status first (one command fewer before the first event): the follow itself finds out,
     // and replays the record once even when the run has ended, so the local history is complete.
     const profile = await runProfile(meta, this.profiles);
-    const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
+    const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}), events: this.runEvents });
     this.track(started);
     return started;
   }
@@ -247,7 +248,6 @@ export class CohortService extends DisposableBase implements CohortApi {
   private track(started: StartedRun): void {
     const { runId, controller } = started;
     this.active.set(runId, started);
-    started.onRecorded((event: CohortEvent, seq) => this.runEvents.fire(runId, { runId, seq, event }));
     void controller.result.finally(() => {
       this.active.delete(runId);
       controller.dispose();
@@ -297,7 +297,7 @@ export class CohortService extends DisposableBase implements CohortApi {
     if (this.active.has(meta.id) || this.isDisposed) return;
     try {
       const profile = await runProfile(meta, this.profiles);
-      const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}) });
+      const started = attachRun({ meta, store: this.runs, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}), ...(profile ? { profile } : {}), events: this.runEvents });
       this.track(started);
       await Promise.race([started.controller.result, new Promise<void>((r) => setTimeout(r, timeoutMs).unref())]);
     } catch {

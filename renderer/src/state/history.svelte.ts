@@ -53,8 +53,17 @@ export async function reloadHistory(): Promise<void> {
 
 /** A fresh run list (History's Refresh, or Live's poll for other clients' runs): one list for every view. */
 export function takeRuns(runs: RunMeta[]): void {
-  history.runs = runs;
-  history.selected = history.selected.filter((id) => runs.some((r) => r.id === id));
+  // The list comes every 3 s (Live's poll). A run that did not change keeps its object, and an
+  // unchanged list is not assigned at all: otherwise every poll re-derived Compare's buffers and
+  // rebuilt its charts (a hover or a pointer on the plot lost every 3 s; seen in CI).
+  const before = new Map(history.runs.map((r) => [r.id, r]));
+  const kept = runs.map((r) => {
+    const old = before.get(r.id);
+    return old && JSON.stringify(old) === JSON.stringify(r) ? old : r;
+  });
+  if (kept.length !== history.runs.length || kept.some((r, i) => r !== history.runs[i])) history.runs = kept;
+  const selected = history.selected.filter((id) => runs.some((r) => r.id === id));
+  if (selected.length !== history.selected.length) history.selected = selected;
   // A run still going grows: its curves are fetched again when compared.
   for (const r of runs) if (!isFinished(r.status)) delete history.series[r.id];
 }
