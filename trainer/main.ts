@@ -4,6 +4,7 @@
 //   node cohort-trainer.mjs run-follow --run ID [--offset BYTES]   stream the host's events.jsonl
 //   node cohort-trainer.mjs run-stop --run ID [--reason TEXT] [--wait-ms N]
 //   node cohort-trainer.mjs run-status [--run ID]
+//   node cohort-trainer.mjs run-spec --run ID   the run's spec on this host, without env (a spare's start, issue 21)
 //   node cohort-trainer.mjs agent-run --run ID  the detached agent itself (started by run-start)
 //   node cohort-trainer.mjs slurm-submit        Slurm run: SlurmSubmit line on stdin → sbatch (login node)
 //   node cohort-trainer.mjs agent-slurm --run ID   one node's agent inside the job's srun
@@ -21,6 +22,7 @@ import { hostCommand, parseFlags } from './agent/host-cmd';
 import { runDetachedAgent } from './agent/run-agent';
 import { runFollow } from './agent/run-follow';
 import { runRejoin, runStart } from './agent/run-start';
+import { runSpec } from './agent/run-spec';
 import { runStatus } from './agent/run-status';
 import { runStop } from './agent/run-stop';
 import { slurmNodeAgent, slurmSubmit } from './agent/slurm';
@@ -51,6 +53,8 @@ async function main(): Promise<number> {
       return hostCommand(() => runStop(rest, workdir));
     case 'run-status':
       return hostCommand(() => runStatus(rest, workdir));
+    case 'run-spec':
+      return hostCommand(() => runSpec(rest, workdir));
     case 'check-host':
       return hostCommand(() => checkHost(rest, { trainerEntry: entry, enginesDir, workdir }));
     case 'check-link':
@@ -67,7 +71,7 @@ async function main(): Promise<number> {
       holdLifeline(process.env);
       return runRank(process.env);
     default:
-      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
+      process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|run-spec|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
       return 2;
   }
 }

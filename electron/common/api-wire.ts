@@ -62,7 +62,7 @@ export function decodeIncoming(raw: unknown): Incoming {
 function decodeErrorInfo(raw: unknown): ApiErrorInfo | undefined {
   const e = raw as Record<string, unknown> | null;
   if (typeof e !== 'object' || e === null || typeof e.message !== 'string') return undefined;
-  return { ...(typeof e.name === 'string' && e.name ? { name: e.name } : {}), code: typeof e.code === 'string' ? e.code : 'error', message: e.message, ...(typeof e.hint === 'string' ? { hint: e.hint } : {}) };
+  return { ...(typeof e.name === 'string' && e.name ? { name: e.name } : {}), code: typeof e.code === 'string' ? e.code : 'error', message: e.message, ...(typeof e.hint === 'string' ? { hint: e.hint } : {}), ...(typeof e.host === 'string' && e.host ? { host: e.host } : {}), ...(typeof e.runId === 'string' && e.runId ? { runId: e.runId } : {}) };
 }
 
 const isListenId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;

@@ -59,6 +59,8 @@ describe('wire decoding of subscriptions', () => {
     expect(decodeIncoming({ listen: 3, payload: { a: 1 } })).toEqual({ kind: 'push', push: { listen: 3, payload: { a: 1 } } });
     expect(decodeIncoming({ listen: 3, error: { code: 'bad-argument', message: 'm' } })).toEqual({ kind: 'refused', listen: 3, error: { code: 'bad-argument', message: 'm' } });
     expect(decodeIncoming({ id: 1, result: 2 })).toEqual({ kind: 'reply', reply: { id: 1, result: 2 } });
+    // An error's host and run (a failed launch's record) cross the wire, as toErrorInfo wrote them.
+    expect(decodeIncoming({ id: 2, error: { code: 'ssh-auth', message: 'm', host: 'h1', runId: 'r1' } })).toEqual({ kind: 'reply', reply: { id: 2, error: { code: 'ssh-auth', message: 'm', host: 'h1', runId: 'r1' } } });
   });
 });
 

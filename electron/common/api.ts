@@ -37,10 +37,17 @@ export interface RunMeta extends RunUserFields {
   status: RunMetaStatus;
   /** Where each host keeps the run's record (attach and stop from any client go there). */
   record?: HostRecordRef[];
+  /**
+   * Where the profile's spare hosts (`spare: true`, issue 21 item 5) keep the run's record once one
+   * takes a lost host's ranks. The `restart` that names a replacement moves that spare into `record`
+   * and `hosts` in place of the excluded host (attach, stop and `runs show` then reach the spare).
+   */
+  spareRecord?: HostRecordRef[];
   /** When a host of the run last answered (ISO time); set with status `lost`. */
   lastSeenAt?: string;
   config: TrainConfig;
-  hosts: { name: string; address?: string; ranks: number[] }[];
+  /** `replaces`: a spare host that took these ranks from that (lost, excluded) host in a restart. */
+  hosts: { name: string; address?: string; ranks: number[]; replaces?: string }[];
   worldSize: number;
   versions: Record<string, string>;
   /** The trainer's median over the run's windows; for a cancelled or failed run, the median of the windows it measured. */
@@ -336,10 +343,15 @@ export function toApiError(err: unknown): ApiErrorInfo {
 export class ApiCallError extends CohortError {
   /** The class of the error on the side that threw it (SshError, ProfileError, ...), if it said. */
   readonly remoteName: string | undefined;
+  /** The host and the run it concerns, when core said (toErrorInfo keeps them across the wire). */
+  readonly host: string | undefined;
+  readonly runId: string | undefined;
   constructor(info: ApiErrorInfo) {
     super(info.code, info.message, info.hint ? { hint: info.hint } : {});
     this.name = 'ApiCallError';
     this.remoteName = info.name;
+    this.host = info.host;
+    this.runId = info.runId;
   }
 }
 

@@ -17,8 +17,9 @@ describe('hints per surface (issue 22 item 8)', () => {
     expect(hintBesides(ssh, 'gui')).toContain('Trust and remember');
   });
 
-  it('keeps core\'s hint where the dashboard has no wording of its own, and shows a hint once', () => {
-    expect(hintFor({ code: 'deploy-failed', hint: 'check the disk' }, 'gui')).toBe('check the disk');
+  it('words every code for the dashboard, naming the host; keeps core\'s hint for a code it does not know (the table test forbids those)', () => {
+    expect(hintFor({ code: 'deploy-failed', host: 'h2', hint: 'check the disk and permissions on the host' }, 'gui')).toMatch(/^Deploying the trainer to h2 failed: check the host's disk/);
+    expect(hintFor({ code: 'a-code-from-the-future', hint: 'check the disk' }, 'gui')).toBe('check the disk');
     expect(hintFor({ hint: 'h' }, 'gui')).toBe('h');
     expect(hintBesides({ code: 'x', message: 'it failed: check the disk', hint: 'check the disk' }, 'gui')).toBe('');
   });

@@ -10,6 +10,7 @@ export * from './csp';
 export * from './run-expected';
 export * from './applied-labels';
 export * from './error-hints';
+export * from './error-wording';
 export * from './run-filter';
 export * from './run-system';
 export * from './compare-verdict';

@@ -359,6 +359,11 @@ export function worldHosts<H extends Pick<ProfileHost, 'spare'>>(p: { hosts: rea
   return p.hosts.filter((h) => !h.spare);
 }
 
+/** A host's agent env: its `env` and COHORT_PYTHON from `python` (an explicit COHORT_PYTHON in env wins); it travels in the LaunchSpec (run-start writes it 0600), never on a command line. */
+export function agentEnv(h: Pick<ProfileHost, 'env' | 'python'>): Record<string, string> {
+  return h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env;
+}
+
 /** The spare hosts (`spare: true`): they take a lost follower host's ranks on a restart. */
 export function spareHosts<H extends Pick<ProfileHost, 'spare'>>(p: { hosts: readonly H[] }): H[] {
   return p.hosts.filter((h) => h.spare);

@@ -18,7 +18,7 @@ const api: Record<string, unknown> = {};
 for (const method of API_METHODS) {
   api[method] = async (...args: unknown[]) => {
     const reply = (await ipcRenderer.invoke(CALL_CHANNEL, { method, args })) as { result?: unknown; error?: ApiErrorInfo };
-    if (reply && reply.error) throw { ...(reply.error.name ? { name: reply.error.name } : {}), code: reply.error.code, message: reply.error.message, ...(reply.error.hint ? { hint: reply.error.hint } : {}) };
+    if (reply && reply.error) throw { ...(reply.error.name ? { name: reply.error.name } : {}), code: reply.error.code, message: reply.error.message, ...(reply.error.hint ? { hint: reply.error.hint } : {}), ...(reply.error.host ? { host: reply.error.host } : {}), ...(reply.error.runId ? { runId: reply.error.runId } : {}) };
     return reply?.result;
   };
 }

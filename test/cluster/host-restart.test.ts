@@ -24,27 +24,35 @@ import type { CohortEvent, DoneEvent, ErrorEvent, RestartEvent, StepEvent } from
 import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import type { CliRun } from '../helpers/cli';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
 
 const tiny = tinyRun({ warmupSteps: 0, seed: 7 });
-const fixed = ['--steps', '14', '--checkpoint-every', '3'];
+// 10 steps, a checkpoint every 2 (were 14 and 3, issue 25: 4 steps less in each of the 3 whole runs); the
+// kill still comes after the first checkpoint, with steps left to resume.
+const STEPS = 10;
+const EVERY = 2;
+const fixed = ['--steps', String(STEPS), '--checkpoint-every', String(EVERY)];
 
 // Every host's agent takes a silent peer for lost after 6 s, not the product's 20 s (QUICK_HOST_TIMINGS),
 // and the client says a run lost after 20 s without its leader, not 60 s (trainer/protocol/timings.ts).
+// The client's tries to reach a lost host come at most 1 s apart, each given up after 4 s (not 4 s apart,
+// 10 s each: a try begun while the host was down held the relaunch up to ~6 s after it was back, CI), and
+// its SSH connections to a dead host drop after 3 keepalives 2 s apart (QUICK_CLIENT_SSH).
 const quick = (host: number, env: Record<string, string> = {}) => ({ host, env: { ...QUICK_HOST_TIMINGS, ...env } });
 const fx = useCohortCluster(3, {
   enabled: NETNS,
-  clientEnv: { COHORT_LOST_AFTER_MS: '20000' },
+  clientEnv: { COHORT_LOST_AFTER_MS: '20000', ...QUICK_CLIENT_SSH, COHORT_SSH_CONNECT_TIMEOUT_MS: '4000' },
   profiles: {
     // trio: the product's host wait (180 s); brief: the leader (h1) waits 8 s for a lost host
     trio: [quick(0), quick(1), quick(2)],
     brief: [quick(0, { COHORT_HOST_WAIT_MS: '8000' }), quick(1), quick(2)],
-    // brief-lead: the followers (h2, h3) wait 8 s for a lost leader (with the product's heartbeat timeout:
-    // with 6 s the followers stop their ranks before those tell their peer-lost copies, which the case checks)
-    'brief-lead': [0, { host: 1, env: { COHORT_HOST_WAIT_MS: '8000' } }, { host: 2, env: { COHORT_HOST_WAIT_MS: '8000' } }],
+    // brief-lead: the followers (h2, h3) wait 8 s for a lost leader. (They kept the product's 20 s heartbeat
+    // while the case required the ranks' peer-lost copies, which a 6 s one stops first; it asserts only their
+    // order now, so the 6 s one is back, issue 25.)
+    'brief-lead': [quick(0), quick(1, { COHORT_HOST_WAIT_MS: '8000' }), quick(2, { COHORT_HOST_WAIT_MS: '8000' })],
   },
   deploy: 'trio',
 });
@@ -73,9 +81,15 @@ function refSum(): Promise<string> {
   return refSumOnce;
 }
 
+/** Where the time between a host's return and the first step after resume goes (printed, never asserted: issue 25). */
+function timeline(what: string, at: number, events: CohortEvent[]): string {
+  const says = (e: CohortEvent) => (e.type === 'log' || e.type === 'error' ? e.message.slice(0, 110) : e.type === 'checkpoint' ? `${e.action} ${e.step}` : e.type === 'step' ? `step ${e.step}` : '');
+  return `${events.map((e) => `  ${what} ${((e.time - at) / 1000).toFixed(1).padStart(6)} s  ${e.type} ${'host' in e ? (e.host ?? '') : ''} ${'rank' in e ? `r${e.rank}` : ''} ${says(e)}`).join('\n')}\n`;
+}
+
 describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
   it('h3 not back within the leader wait (COHORT_HOST_WAIT_MS 8 s): the run fails host-lost naming h3, with the hint; nothing left on h1/h2', async () => {
-    const run = cli(['run', '--profile', 'brief', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--json'], { json: true });
+    const run = cli(['run', '--profile', 'brief', '--steps', '100000', '--checkpoint-every', String(EVERY), ...tiny, '--max-restarts', '1', '--json'], { json: true });
     await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
     const killedAt = await killHost(2);
     try {
@@ -110,7 +124,7 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     const killedAt = await killHost(0);
     const restart = (await att.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
     expect(restart).toMatchObject({ attempt: 1, host: 'h1', rank: -1, code: 'host-lost', waitingFor: ['h1'] });
-    expect(restart.resumeStep).toBeGreaterThanOrEqual(3);
+    expect(restart.resumeStep).toBeGreaterThanOrEqual(EVERY); // from a checkpoint, not from the start
     // the followers stopped their ranks and wait (their agents stay, holding the slots)
     await until('the ranks on h2 and h3 stopped', async () => (await trainerProcesses([1, 2])).every((p) => !/ rank --run /.test(p)), 30_000);
     await new Promise((r) => setTimeout(r, 3000));
@@ -126,7 +140,7 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     const relaunched = ev.find((e) => e.type === 'log' && /h1 is back: its agent of run .* runs again/.test(e.message));
     expect(relaunched, 'the attach relaunched h1').toBeDefined();
     const done = ev.find((e): e is DoneEvent => e.type === 'done')!;
-    expect(done).toMatchObject({ status: 'ok', steps: 14 });
+    expect(done).toMatchObject({ status: 'ok', steps: STEPS });
     expect(done.paramChecksum).toBe(uninterrupted);
     // every follower's record and the relaunched leader's tell the restart: the client tells it once
     expect(ev.filter((e) => e.type === 'restart')).toHaveLength(1);
@@ -135,13 +149,14 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     expect(hist.stdout).toMatch(/"status":\s*"ok"/);
     await until('0 processes on every host', async () => (await trainerProcesses()).length === 0, 15_000);
     process.stderr.write(`lost leader restart: kill h1 -> restart event ${restart.time - killedAt} ms; h1 back -> agent relaunched ${relaunched!.time - backAt} ms; h1 back -> first step after resume ${firstAfter.time - backAt} ms\n`);
+    process.stderr.write(timeline('h1 back', backAt, ev.slice(ev.indexOf(restart), ev.indexOf(firstAfter) + 1)));
   }, 600_000);
 
   it('the leader h1 not back within the followers\' wait (COHORT_HOST_WAIT_MS 8 s): the followers fail host-lost naming h1 with the hint, the client ends lost naming h1, nothing left on h2/h3', async () => {
-    // The followers here keep the product's 20 s heartbeat timeout, so the client's 20 s lost-after raced
-    // their detection: under load (~30) the client said lost and exited before any restart event (seen once,
-    // issue 25). 40 s puts the client's verdict after the followers' detection and 8 s wait.
-    const run = cli(['run', '--profile', 'brief-lead', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--json'], { json: true, env: { COHORT_LOST_AFTER_MS: '40000' } });
+    // The client's verdict must come after the followers' detection (6 s heartbeat) and their 8 s wait: with the
+    // product's 20 s heartbeat a 20 s lost-after raced it under load (~30: lost said before any restart event,
+    // issue 25) and the case used 40 s (12 s over 20 + 8 s); 30 s leaves 16 s over 6 + 8 s.
+    const run = cli(['run', '--profile', 'brief-lead', '--steps', '100000', '--checkpoint-every', String(EVERY), ...tiny, '--max-restarts', '1', '--json'], { json: true, env: { COHORT_LOST_AFTER_MS: '30000' } });
     await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
     const killedAt = await killHost(0);
     try {
@@ -165,7 +180,7 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
       const followers = errors.find((e) => /not back within 8 s/.test(e.message));
       expect(followers, JSON.stringify(errors)).toMatchObject({ host: 'h1', code: 'host-lost' });
       expect(followers!.message).toMatch(/host h1 \(the run's leader\) lost and not back within 8 s/);
-      // bounded: the followers' detection (20 s beat here), their 8 s wait, the client's 40 s without the leader (COHORT_LOST_AFTER_MS)
+      // bounded: the followers' detection (6 s beat), their 8 s wait, the client's 30 s without the leader (COHORT_LOST_AFTER_MS)
       expect(endedAfter).toBeLessThan(120_000);
       await until('nothing left on h2/h3', async () => (await trainerProcesses([1, 2])).length === 0, 15_000);
     } finally {
@@ -184,7 +199,7 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     const killedAt = await killHost(2);
     const restart = (await run.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
     expect(restart).toMatchObject({ attempt: 1, host: 'h3', rank: -1, code: 'host-lost', waitingFor: ['h3'] });
-    expect(restart.resumeStep).toBeGreaterThanOrEqual(3);
+    expect(restart.resumeStep).toBeGreaterThanOrEqual(EVERY); // from a checkpoint, not from the start
     // the leader stopped the surviving ranks and waits (its agent and h2's stay, holding the slots)
     await until('the ranks on h1 and h2 stopped', async () => (await trainerProcesses([0, 1])).every((p) => !/ rank --run /.test(p)), 20_000);
     // While h3 is down its bundle goes; its workdir's runs/ (the run's spec and record) stays.
@@ -209,10 +224,11 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
     expect(relaunched!.type === 'log' && relaunched!.message).toMatch(/^h3 is back: re-deployed the trainer bundle to h3/);
     expect(existsSync(bundles), 'the bundle is on h3 again').toBe(true);
     const done = ev.find((e): e is DoneEvent => e.type === 'done')!;
-    expect(done).toMatchObject({ status: 'ok', steps: 14 });
+    expect(done).toMatchObject({ status: 'ok', steps: STEPS });
     expect(done.paramChecksum).toBe(uninterrupted);
     expect(ev.filter((e) => e.type === 'restart')).toHaveLength(1);
     await until('0 processes on every host', async () => (await trainerProcesses()).length === 0, 15_000);
     process.stderr.write(`lost host restart: kill h3 -> restart event ${restart.time - killedAt} ms; h3 back -> its agent relaunched with the bundle re-deployed ${relaunched!.time - backAt} ms; -> first step after resume ${firstAfter.time - backAt} ms\n`);
+    process.stderr.write(timeline('h3 back', backAt, ev.slice(ev.indexOf(restart), ev.indexOf(firstAfter) + 1)));
   }, 600_000);
 });

@@ -26,3 +26,10 @@ export const tinyConfig = { stem: 'cifar', imageSize: 8, batchSize: 4, classes: 
  * a silent agent is lost after 6 s instead of 20. Put it in a profile host's `env`.
  */
 export const QUICK_HOST_TIMINGS = { COHORT_HEARTBEAT_TIMEOUT_MS: '6000' } as const;
+
+/**
+ * Client env (the CLI's, `cohort serve`'s) that notices a dead SSH link in seconds: a keepalive every
+ * 2 s (dropped after 3 unanswered: ~6 s, not the product's 15 s) and at most 1 s between its tries to
+ * follow a host again or relaunch a lost one (not 4 s). trainer/protocol/timings.ts.
+ */
+export const QUICK_CLIENT_SSH = { COHORT_SSH_KEEPALIVE_MS: '2000', COHORT_RETRY_MAX_MS: '1000' } as const;

@@ -162,6 +162,9 @@ describe('cohort run --local: data, checkpoints, stop', () => {
   it('saves checkpoints atomically and resumes from the newest one', async () => {
     const ck = dataDir();
     const common = ['--local', '--ranks', '2', ...tiny, '--warmup-steps', '0', '--log-steps', '1', '--checkpoint-dir', ck, '--checkpoint-every', '2', '--json'];
+    // The uninterrupted run (its own checkpoint dir) trains beside the first one: they share nothing (issue 25).
+    const ckStraight = dataDir();
+    const straight = runCli(['run', ...common.map((a) => (a === ck ? ckStraight : a)), '--steps', '6'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
     const first = runCli(['run', ...common, '--steps', '4'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
     expect((await first.exit).code, first.stderr).toBe(0);
     expect(of(first.events, 'checkpoint').map((c) => c.step)).toEqual([2, 4]);
@@ -172,8 +175,6 @@ describe('cohort run --local: data, checkpoints, stop', () => {
     expect(loadLatestCheckpoint(ck)!.step).toBe(6);
     // Stopping at 4 and resuming equals never stopping, bit for bit: the checkpoint holds every
     // rank's shard of the AdamW state (each rank updates only its own segment of the parameters).
-    const ckStraight = dataDir();
-    const straight = runCli(['run', ...common.map((a) => (a === ck ? ckStraight : a)), '--steps', '6'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
     expect((await straight.exit).code, straight.stderr).toBe(0);
     const resumed = loadLatestCheckpoint(ck)!;
     const whole = loadLatestCheckpoint(ckStraight)!;

@@ -20,8 +20,11 @@ let dir: string;
 let env: NodeJS.ProcessEnv;
 let localSum = '';
 
-const STEPS = 16;
-const train = ['--steps', String(STEPS), '--checkpoint-every', '3', ...tinyRun({ seed: 7 })];
+// 10 steps, a checkpoint every 2 (were 16 and 3, issue 25: 6 steps less in each of the 4 whole runs); each
+// fault still comes after the first checkpoint, with steps left to resume.
+const STEPS = 10;
+const EVERY = 2;
+const train = ['--steps', String(STEPS), '--checkpoint-every', String(EVERY), ...tinyRun({ seed: 7 })];
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
 async function cli(args: string[], json = false) {
@@ -66,7 +69,7 @@ afterAll(async () => {
 });
 
 function checkResumed(events: CohortEvent[], restart: RestartEvent): void {
-  expect(restart.resumeStep).toBeGreaterThanOrEqual(3);
+  expect(restart.resumeStep).toBeGreaterThanOrEqual(EVERY); // from a checkpoint, not from the start
   expect(events.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep)).toBe(true);
   // --warmup-steps 1: each start's first step is a warm-up (a `warmup` event, no `step`), so the first step told is resumeStep + 2.
   const after = events.slice(events.indexOf(restart));

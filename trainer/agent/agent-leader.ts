@@ -114,7 +114,7 @@ export abstract class LeaderRules {
   protected decide(links: LinkHealth[]): void {
     const p = this.s.phase;
     if (p.k !== 'halting') return;
-    const isLost = (l: LinkHealth) => l.closed || l.silentMs > SILENT_FOLLOWER_MS;
+    const isLost = (l: LinkHealth) => l.closed || l.silentMs > (this.c.silentFollowerMs ?? SILENT_FOLLOWER_MS);
     let root = p.failures.find((f) => !f.consequence);
     if (!root) {
       // Only consequences (a rank saw a peer vanish): a follower whose agent has gone silent is the cause

@@ -15,7 +15,7 @@ export interface AgentRunOpts {
   agentNode?: string;
   /** Leader: how long to wait for a lost host's agent to rejoin (default HOST_WAIT_MS). */
   hostWaitMs?: number;
-  /** The heartbeat timeout and queue poll (default DEFAULT_TIMINGS; runDetachedAgent reads the host env, trainer/protocol/timings.ts). */
+  /** The heartbeat timeout, queue poll, silent-follower blame (default DEFAULT_TIMINGS; runDetachedAgent reads the host env, trainer/protocol/timings.ts). */
   timings?: Timings;
   /** Set under a scheduler that may run the job again (Slurm, agent-slurm in slurm.ts). */
   scheduler?: {
@@ -50,6 +50,7 @@ export function agentConfigOf(spec: LaunchSpec, opts: AgentRunOpts): AgentConfig
     followerRanks: spec.worldSize - spec.ranks.length,
     queue: spec.queue !== false,
     hostWaitMs: opts.hostWaitMs ?? HOST_WAIT_MS,
+    ...(opts.timings ? { silentFollowerMs: opts.timings.silentFollowerMs } : {}),
     claimKey: claimKey(opts.workdir),
     ...(opts.scheduler ? { scheduler: { requeueable: opts.scheduler.requeueable } } : {}),
     ...(role === 'follower' && spec.control ? { controlled: true } : {}),

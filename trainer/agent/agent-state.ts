@@ -1,6 +1,6 @@
 // The host agent's lifecycle state, inputs and configuration (agent-lifecycle.ts runs them): plain
 // data, printable and comparable, for leader and follower alike.
-import type { ErrorEvent, HostRunState, RunStateError, RunStatus } from '../protocol';
+import { DEFAULT_TIMINGS, type ErrorEvent, type HostRunState, type RunStateError, type RunStatus } from '../protocol';
 import type { ControlMsg } from './control';
 import type { Effect } from './agent-effects';
 
@@ -20,6 +20,8 @@ export interface AgentConfig {
   /** Follower on SSH hosts: the leader's host, waited for when it is lost (undefined: not waited for, Slurm). */
   leaderHost?: string;
   hostWaitMs: number;
+  /** Leader: a follower agent silent this long is blamed for a peer-lost (Timings.silentFollowerMs; default SILENT_FOLLOWER_MS). */
+  silentFollowerMs?: number;
   /** Leader: spare hosts (LaunchSpec.spares) a lost follower host's ranks may move to. */
   spares?: string[];
   /** This host's place in the global claim order (claim-order.ts's claimKey of its workdir). */
@@ -134,7 +136,7 @@ export interface Step {
 export const BLAME_GRACE_MS = 1500;
 export const DECIDE_MS = 200;
 /** A follower agent silent this long (it beats every second) is taken for lost when a peer-lost needs a cause. */
-export const SILENT_FOLLOWER_MS = 5000;
+export const SILENT_FOLLOWER_MS = DEFAULT_TIMINGS.silentFollowerMs;
 export const CONNECT_TIMEOUT_MS = 30_000;
 /**
  * Codes that describe a consequence of another rank's failure, never the cause. `rank-hung` names

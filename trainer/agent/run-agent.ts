@@ -5,7 +5,7 @@
 // and runs the effects it returns (spawn, kill, write the record, send, listen, connect, exit).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_TIMINGS, DisposableStore, SlowRankWatch, readTimings, decodeLaunchSpec, isTerminalRunState, slowRankEvent, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../protocol';
+import { DEFAULT_TIMINGS, DisposableStore, SLOW_RANK, SlowRankWatch, readTimings, decodeLaunchSpec, isTerminalRunState, slowRankEvent, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../protocol';
 import { newestCheckpointStep } from '../train/checkpoint';
 import { onProcessSignals } from '../util/node-lifecycle';
 import { CONNECT_TIMEOUT_MS, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
@@ -42,7 +42,7 @@ class HostAgent {
   private readonly record: RunRecordWriter;
   private readonly emit: ReturnType<typeof emitTo>;
   private readonly timers = new Map<TimerName, NodeJS.Timeout>();
-  private readonly slowRanks = new SlowRankWatch();
+  private readonly slowRanks: SlowRankWatch;
   private engine: EngineChoice | undefined;
   private rankEnv: Record<string, string>[] = [];
   private group: RankGroup | undefined;
@@ -65,6 +65,7 @@ class HostAgent {
     this.cfg = agentConfigOf(spec, opts);
     this.record = new RunRecordWriter(dir, { runId: spec.runId, host: spec.host, role, state: 'starting', agentPid: process.pid, ...(opts.agentNode ? { agentNode: opts.agentNode } : {}), ...(opts.scheduler ? { schedulerAttempt: opts.scheduler.attempt } : {}) }, relaunched);
     this.state.restarts = this.record.current.restarts;
+    this.slowRanks = new SlowRankWatch({ ...SLOW_RANK, windows: (opts.timings ?? DEFAULT_TIMINGS).slowRankWindows });
     this.timeoutMs = spec.heartbeatTimeoutMs > 0 ? spec.heartbeatTimeoutMs : (opts.timings ?? DEFAULT_TIMINGS).heartbeatTimeoutMs;
     this.checkpointDir = spec.config.checkpointDir || join(dir, 'checkpoints');
     this.emit = emitTo({ event: (e) => this.record.event(e) });

@@ -29,6 +29,13 @@ describe('CohortError', () => {
     expect(toErrorInfo(Object.assign(new Error('in use'), { code: 'EADDRINUSE' })).code).toBe('EADDRINUSE');
   });
 
+  it('toErrorInfo keeps the host an error names and the run a failed launch was recorded as (issue 22: the GUI names the host, links the run)', () => {
+    const e = Object.assign(new CohortError('ssh-refused', 'h1: connection refused'), { host: 'h1' });
+    Object.defineProperty(e, 'runId', { value: '20261126-101010-abcd', enumerable: false }); // as startRun adds it
+    expect(toErrorInfo(e)).toEqual({ name: 'CohortError', code: 'ssh-refused', message: 'h1: connection refused', host: 'h1', runId: '20261126-101010-abcd' });
+    expect(toErrorInfo(Object.assign(new Error('x'), { host: 42, runId: '' }))).toEqual({ name: 'Error', code: 'error', message: 'x' });
+  });
+
   it('codes are kebab-case', () => {
     expect(ERROR_CODE_RE.test('ssh-host-key-changed')).toBe(true);
     expect(ERROR_CODE_RE.test('PEER_LOST')).toBe(false);

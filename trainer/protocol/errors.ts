@@ -12,6 +12,10 @@ export interface ErrorInfo {
   code: string;
   message: string;
   hint?: string;
+  /** The host the failure concerns, where the error named one (SshError's host): the dashboard's sentence names it. */
+  host?: string;
+  /** The run the failure belongs to, where one exists (a launch that failed after its run id was made, issue 22): the dashboard links to it. */
+  runId?: string;
 }
 
 export interface CohortErrorOptions {
@@ -56,12 +60,14 @@ export class CohortError extends Error {
  * errors) keeps it; anything else gets `fallbackCode`.
  */
 export function toErrorInfo(err: unknown, fallbackCode = 'error'): ErrorInfo {
-  const e = err as { name?: unknown; code?: unknown; message?: unknown; hint?: unknown } | null | undefined;
+  const e = err as { name?: unknown; code?: unknown; message?: unknown; hint?: unknown; host?: unknown; runId?: unknown } | null | undefined;
   const isObj = typeof e === 'object' && e !== null;
   return {
     ...(isObj && typeof e.name === 'string' && e.name ? { name: e.name } : {}),
     code: isObj && typeof e.code === 'string' && e.code ? e.code : fallbackCode,
     message: isObj && typeof e.message === 'string' ? e.message : String(err),
     ...(isObj && typeof e.hint === 'string' && e.hint ? { hint: e.hint } : {}),
+    ...(isObj && typeof e.host === 'string' && e.host ? { host: e.host } : {}),
+    ...(isObj && typeof e.runId === 'string' && e.runId ? { runId: e.runId } : {}),
   };
 }

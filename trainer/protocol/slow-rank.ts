@@ -8,6 +8,7 @@
 // `slowestRank` for the window on screen.
 import type { LogEvent, RankStepPhases, StepEvent, StepPhase } from './events';
 
+/** The rule; `windows` is read from the host env where the agent starts (Timings.slowRankWindows, COHORT_SLOW_RANK_WINDOWS). */
 export const SLOW_RANK = {
   /** Slow: a phase's time above this multiple of the median of the other ranks' same phase. */
   factor: 1.5,

@@ -14,6 +14,8 @@ export interface TimingKnob {
   defaultMs: number;
   /** The smallest value accepted, ms. */
   minMs: number;
+  /** What the number counts when it is not milliseconds (plural, e.g. 'step windows'). */
+  unit?: string;
   /** Who waits, and what for (said in errors and docs). */
   what: string;
 }
@@ -31,7 +33,20 @@ export const TIMINGS = {
   rendezvousTimeoutMs: { env: 'COHORT_RENDEZVOUS_TIMEOUT_MS', defaultMs: 60_000, minMs: 1000, what: "how long a rank waits for its peers' collective links" },
   /** A Slurm command on a profile's login node (sinfo, squeue...) is given up after this long: one that cannot reach its controller waits instead of failing. */
   loginCommandTimeoutMs: { env: 'COHORT_LOGIN_COMMAND_TIMEOUT_MS', defaultMs: 30_000, minMs: 1000, what: "how long the client waits for a Slurm command on a profile's login node" },
+  /** The client's SSH connect (TCP, handshake, authentication) to one hop is given up after this long. */
+  sshConnectTimeoutMs: { env: 'COHORT_SSH_CONNECT_TIMEOUT_MS', defaultMs: 10_000, minMs: 100, what: "how long the client waits for a host's SSH connection (TCP, handshake and authentication, per hop)" },
+  /** The client pings each SSH connection this often; SSH_KEEPALIVE_COUNT pings unanswered and it is taken for dropped (5 s × 3: 15 s). */
+  sshKeepaliveMs: { env: 'COHORT_SSH_KEEPALIVE_MS', defaultMs: 5_000, minMs: 100, what: 'how often the client pings a host over SSH (3 pings unanswered: the connection is taken for dropped, and re-made)' },
+  /** Leader agent: a follower agent silent this long (it beats every second) is blamed when its ranks' peers lost them. */
+  silentFollowerMs: { env: 'COHORT_SILENT_FOLLOWER_MS', defaultMs: 5_000, minMs: 100, what: "how long a follower host's agent may be silent before the leader's agent blames that host for a peer-lost" },
+  /** The longest pause between a client's tries to follow a host's record again or to relaunch a lost host's agent (the backoffs grow to it). */
+  /** A rank is named slow after this many slow step windows in a row (SLOW_RANK's rule, slow-rank.ts; a count, not ms). */
+  slowRankWindows: { env: 'COHORT_SLOW_RANK_WINDOWS', defaultMs: 3, minMs: 1, unit: 'step windows', what: 'how many slow step windows in a row before the leader agent names a rank slow' },
+  retryMaxMs: { env: 'COHORT_RETRY_MAX_MS', defaultMs: 4_000, minMs: 10, what: "the longest pause between a client's tries to follow a host's record again or to relaunch a lost host's agent" },
 } as const satisfies Record<string, TimingKnob>;
+
+/** Unanswered keepalives (every `sshKeepaliveMs`) after which an SSH connection is taken for dropped. */
+export const SSH_KEEPALIVE_COUNT = 3;
 
 export type TimingName = keyof typeof TIMINGS;
 export type Timings = Record<TimingName, number>;
@@ -54,11 +69,12 @@ export function readTimings(env: Record<string, string | undefined>): ReadTiming
   const timings = { ...DEFAULT_TIMINGS };
   const invalid: string[] = [];
   for (const [name, knob] of Object.entries(TIMINGS) as [TimingName, TimingKnob][]) {
+    const give = knob.unit ? `a whole number of ${knob.unit}` : 'whole milliseconds';
     const raw = env[knob.env];
     if (raw === undefined || raw === '') continue;
     const v = /^\d+$/.test(raw.trim()) ? Number(raw.trim()) : NaN;
     if (Number.isSafeInteger(v) && v >= knob.minMs) timings[name] = v;
-    else invalid.push(`${knob.env}=${JSON.stringify(raw)}: give whole milliseconds, at least ${knob.minMs} (unset it for the default, ${knob.defaultMs}); it sets ${knob.what}`);
+    else invalid.push(`${knob.env}=${JSON.stringify(raw)}: give ${give}, at least ${knob.minMs} (unset it for the default, ${knob.defaultMs}); it sets ${knob.what}`);
   }
   return { timings, invalid };
 }

@@ -2,7 +2,7 @@
 // profile's hosts over SSH.
 import { isLocalProfile, type DeployProgress, type Profile } from '../../common';
 import { readTimings, type Timings } from '../../../trainer/protocol';
-import { SshCluster } from '../../core/cluster/ssh-cluster';
+import { SshCluster, type SshClusterOptions } from '../../core/cluster/ssh-cluster';
 import { probeSummary, shellQuote } from '../../core/cluster/probe';
 import { PROVISION_CHECK, provisionPlan, provisionVerdict } from '../../core/cluster/provision';
 import { resolvePaths } from '../../core/paths';
@@ -20,11 +20,16 @@ export function clientTimings(io: CliIo): Timings {
   return timings;
 }
 
+/** The SshCluster options the client's waits set (every client: the CLI's commands and `cohort serve`). */
+export function clusterTimings(io: CliIo): Pick<SshClusterOptions, 'lostAfterMs' | 'loginCommandTimeoutMs' | 'connectTimeoutMs' | 'keepaliveIntervalMs' | 'retryMaxMs'> {
+  const t = clientTimings(io);
+  return { lostAfterMs: t.lostAfterMs, loginCommandTimeoutMs: t.loginCommandTimeoutMs, connectTimeoutMs: t.sshConnectTimeoutMs, keepaliveIntervalMs: t.sshKeepaliveMs, retryMaxMs: t.retryMaxMs };
+}
+
 export function makeCluster(io: CliIo): SshCluster {
   return new SshCluster({
     env: io.env,
-    lostAfterMs: clientTimings(io).lostAfterMs,
-    loginCommandTimeoutMs: clientTimings(io).loginCommandTimeoutMs,
+    ...clusterTimings(io),
     keys: new KeyRing(ttyPassphraseProvider()),
     onHostKeyAdded: (e) => io.stderr.write(`Permanently added ${e.knownHostsName} (${e.keyType} ${e.fingerprint}) to ${e.path} (line ${e.line})\n`),
   });

@@ -15,7 +15,7 @@ import { CohortError, DisposableStore } from '../../../trainer/protocol';
 import { onAbort, onProcessSignals } from '../../../trainer/util/node-lifecycle';
 import { EXIT, UsageError } from '../exit-codes';
 import type { Parsed } from '../command-spec';
-import { clientTimings } from './cluster';
+import { clusterTimings } from './cluster';
 
 /** dist/renderer next to the built CLI, or at the repo root when run from source; COHORT_RENDERER_DIR overrides. */
 export function findRendererDir(env: NodeJS.ProcessEnv): string {
@@ -51,7 +51,7 @@ export async function serveCommand(
   // Keys by path or ssh-agent (tried first); an encrypted key the agent does not hold is unlocked
   // with a passphrase the dashboard asks for (never stored).
   const passphrases = new PassphrasePrompts();
-  const service = new CohortService({ paths: resolvePaths(io.env), env: io.env, cluster: new SshCluster({ env: io.env, lostAfterMs: clientTimings(io).lostAfterMs, loginCommandTimeoutMs: clientTimings(io).loginCommandTimeoutMs, keys: new KeyRing(passphrases.ask) }), passphrases });
+  const service = new CohortService({ paths: resolvePaths(io.env), env: io.env, cluster: new SshCluster({ env: io.env, ...clusterTimings(io), keys: new KeyRing(passphrases.ask) }), passphrases });
   const server = new WebServer({ api: service, staticDir, host, port });
   try {
     try {

@@ -101,9 +101,14 @@ export async function runCheck(profile: Profile, config: TrainConfig, deps: Chec
 /**
  * Every ring hop i → i+1 (and the last back to the leader) streams at once, as the ranks' ring does;
  * followers that are not the leader's ring neighbour also connect to the leader's port (the
- * rendezvous; the profile's masterPort when it names one), latency only.
+ * rendezvous; the profile's masterPort when it names one), latency only. Spare hosts (issue 21
+ * item 5) are not in the ring (they run no ranks): each connects to the leader's port as a spare
+ * taking a lost host's ranks would (its agent's control link, its ranks' rendezvous), latency only.
+ * UNFINISHED: the links a spare would have to the lost host's ring neighbours are not measured.
  */
-async function measureLinks(profile: Profile, names: string[], links: Record<string, HostLink>, ms: number, say: (l: string) => void): Promise<{ links: CheckLink[]; problems: CheckProblem[] }> {
+async function measureLinks(profile: Profile, ready: string[], links: Record<string, HostLink>, ms: number, say: (l: string) => void): Promise<{ links: CheckLink[]; problems: CheckProblem[] }> {
+  const isSpare = (name: string) => !!profile.hosts.find((h) => h.name === name)?.spare;
+  const names = ready.filter((x) => !isSpare(x)), spares = ready.filter(isSpare);
   const n = names.length;
   const addr = (name: string, i: number) => (i === 0 ? profile.masterAddr : undefined) ?? profile.hosts.find((h) => h.name === name)!.address;
   say(`measuring ${n} link(s) along the ring (${ms / 1000} s each)`);
@@ -111,7 +116,7 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
   const listenMs = n * (ms + LISTEN_SLACK_MS);
   const listeners = await Promise.all(
     names.map(async (name, i) => {
-      const expect = 1 + (i === 0 ? Math.max(0, n - 2) : 0);
+      const expect = (n > 1 ? 1 : 0) + (i === 0 ? Math.max(0, n - 2) + spares.length : 0);
       const port = i === 0 && profile.masterPort ? profile.masterPort : 0;
       const cmd = await links[name]!.command(['check-link', 'listen', '--port', String(port), '--expect', String(expect), '--timeout-ms', String(listenMs)]);
       let out = '';
@@ -137,8 +142,9 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
       l.cmd.kill();
     }
   }
-  const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number }[] = names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms }));
+  const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number; spare?: true }[] = n > 1 ? names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms })) : [];
   if (n > 2) for (let i = 1; i < n - 1; i++) hops.push({ from: names[i]!, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0 });
+  for (const from of spares) hops.push({ from, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0, spare: true });
   const measure = async (hop: (typeof hops)[number]): Promise<CheckLink | undefined> => {
       const target = listeners[hop.toIndex]!;
       if (!target.port) return undefined;
@@ -146,6 +152,7 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
       const rep = lastJson<LinkSendReport>(r.stdout);
       if (!rep?.ok) {
         const why = rep?.error?.message ?? (r.stderr.trim() || `exit ${r.code}`);
+        if (hop.spare) return void problems.push(spareProblem(profile, hop.from, hop.to, target.port, why));
         problems.push({
           severity: 'error',
           host: hop.to,
@@ -178,11 +185,22 @@ async function measureLinks(profile: Profile, names: string[], links: Record<str
   return { links: results.filter((x): x is CheckLink => !!x), problems };
 }
 
+/** A spare host that cannot reach the leader: a restart that moves a lost host's ranks to it would fail (spare-missing). */
+function spareProblem(profile: Profile, spare: string, leader: string, port: number, why: string): CheckProblem {
+  return {
+    severity: 'error',
+    host: spare,
+    code: 'spare-unreachable',
+    message: `the spare host ${spare} cannot open a TCP connection to the leader ${leader} on port ${port} (${why}): a restart that moves a lost host's ranks to ${spare} would fail`,
+    hint: `allow TCP from ${spare} to ${leader} (${spare}'s outbound and ${leader}'s inbound firewall rules: a run listens on the rendezvous port ${profile.masterPort ?? '(a free port)'} and one free port per rank), or remove "spare": true from ${spare} in ${profile.name}`,
+  };
+}
+
 type Shared = { ms: number; ratio: number; sharing: string };
 
 async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHost[], links: Record<string, HostLink>, deps: CheckDeps, o: CheckOptions, say: (l: string) => void): Promise<{ ms?: number; source: string; key?: string; shared?: Shared; problems: CheckProblem[] }> {
   const problems: CheckProblem[] = [];
-  const ready = hosts.filter((h) => h.report && links[h.host]);
+  const ready = hosts.filter((h) => h.report && links[h.host] && !profile.hosts.find((x) => x.name === h.host)?.spare); // spares run no ranks
   if (!ready.length) return { source: 'no host answered', problems };
   const slotsOf = (h: CheckHost) => profile.hosts.find((x) => x.name === h.host)!.slots;
   const types = new Map<string, CheckHost>();
@@ -196,7 +214,7 @@ async function computeTime(profile: Profile, config: TrainConfig, hosts: CheckHo
   for (const h of ready) kernels.set(h.report!.bootId ?? `host ${h.host}`, [...(kernels.get(h.report!.bootId ?? `host ${h.host}`) ?? []), h]);
   const ranksOn = (g: CheckHost[]) => g.reduce((n, h) => n + slotsOf(h), 0);
   const group = [...kernels.values()].sort((a, b) => ranksOn(b) - ranksOn(a))[0]!;
-  const worldSize = profile.hosts.reduce((n, h) => n + h.slots, 0);
+  const worldSize = profileWorldSize(profile);
   const sharing = worldSize > 1 && ranksOn(group) > 1 ? `${ranksOn(group)} ranks on ${group.map((h) => h.host).join('+')} (${group[0]!.report!.cores} cores)` : undefined;
   const key = computeKey(config, [...types.keys(), ...(sharing ? [`sharing ${sharing}`] : [])]);
   const prev = deps.previous?.prediction;

@@ -20,7 +20,8 @@ export interface ClusterOps extends Disposable {
   /** Deploys (cached when unchanged) and returns a plan whose hosts open agents over SSH. */
   planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan>;
   /** The plan of a run started elsewhere (attach, stop), from the record locations in its history. */
-  attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan;
+  /** spareRecord: where the profile's spare hosts would keep it (RunMeta.spareRecord): the plan can start one. */
+  attachPlan(profile: Profile, runId: string, record: HostRecordRef[], spareRecord?: HostRecordRef[]): RunPlan;
   /** Host commands of the bundle deployed at `remoteDir` on `host` (cohort check). */
   bundleLink(profile: Profile, host: string, remoteDir: string): HostLink;
   /** After a run ended: processes of this run still alive on each host (should be none); each host checked on its own, within timeoutMs. */

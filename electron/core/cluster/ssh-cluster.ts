@@ -5,11 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
 import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type HostRecordRef, type Profile, type ProfileHost } from '../../common';
+import { agentEnv, isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type HostRecordRef, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
 import type { BundleCheck, HostLink } from '../runs/host-link';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
+import { spareLaunches } from '../runs/run-spare';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
 import type { ClusterOps, LeftoverReport } from './cluster-ops';
 import { deployBundle, remoteBundleDir, sha256CheckCommand } from './deploy';
@@ -27,11 +28,17 @@ export interface SshClusterOptions {
   connectTimeoutMs?: number;
   /** A run whose leader host is silent this long is `lost` (RunPlan.lostAfterMs; default 60 s). */
   lostAfterMs?: number;
+  /** Timings.sshKeepaliveMs (default 5 s); RunPlan.retryMaxMs: the longest pause between tries to re-follow or relaunch a host (default 4 s). */
+  keepaliveIntervalMs?: number;
+  retryMaxMs?: number;
   /** A login-node command (sinfo...) is given up after this long (Timings.loginCommandTimeoutMs; default 30 s). */
   loginCommandTimeoutMs?: number;
   onHostKeyAdded?: SshConnectOptions['onHostKeyAdded'];
   bundle?: () => TrainerBundle;
 }
+
+/** The client's waits a run plan carries (from its env, trainer/protocol/timings.ts). */
+const planTimings = (o: SshClusterOptions): Pick<RunPlan, 'lostAfterMs' | 'retryMaxMs'> => ({ ...(o.lostAfterMs ? { lostAfterMs: o.lostAfterMs } : {}), ...(o.retryMaxMs ? { retryMaxMs: o.retryMaxMs } : {}) });
 
 export class SshCluster extends DisposableBase implements ClusterOps {
   private readonly sessions = new Map<string, Promise<HostSession>>();
@@ -70,6 +77,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
         jump: target.jump,
         ...(opts.acceptNewHostKey ? { acceptNewHostKey: true } : {}),
         ...(this.o.connectTimeoutMs ? { connectTimeoutMs: this.o.connectTimeoutMs } : {}),
+        ...(this.o.keepaliveIntervalMs ? { keepaliveIntervalMs: this.o.keepaliveIntervalMs } : {}),
         ...(this.o.onHostKeyAdded ? { onHostKeyAdded: this.o.onHostKeyAdded } : {}),
         ...(opts.signal ? { signal: opts.signal } : {}),
       }),
@@ -91,10 +99,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       const e = err as SshError;
       const h = profile.hosts.find((x) => x.name === host);
       const d = (e.details ?? {}) as { keyType?: string; fingerprint?: string; knownFingerprint?: string };
-      const hostKey: HostKeyInfo | undefined =
-        (e.code === 'ssh-host-key-unknown' || e.code === 'ssh-host-key-changed') && d.fingerprint && h
-          ? { host, address: h.address, port: h.port, keyType: d.keyType ?? '', fingerprint: d.fingerprint, ...(d.knownFingerprint ? { knownFingerprint: d.knownFingerprint } : {}) }
-          : undefined;
+      const hostKey: HostKeyInfo | undefined = (e.code === 'ssh-host-key-unknown' || e.code === 'ssh-host-key-changed') && d.fingerprint && h ? { host, address: h.address, port: h.port, keyType: d.keyType ?? '', fingerprint: d.fingerprint, ...(d.knownFingerprint ? { knownFingerprint: d.knownFingerprint } : {}) } : undefined;
       return { ok: false, host, error: toApiError(e), ...(hostKey ? { hostKey } : {}) };
     } finally {
       s?.dispose();
@@ -115,7 +120,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       profile.hosts.map(async (h) => {
         try {
           const s = await this.session(profile, h.name, { ...(opts.acceptNewHostKeys ? { acceptNewHostKey: true } : {}), ...(opts.signal ? { signal: opts.signal } : {}) });
-          const r = await s.run(probeScript(h.workdir), { ...opts, env: h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env });
+          const r = await s.run(probeScript(h.workdir), { ...opts, env: agentEnv(h) });
           const probe = parseProbe(h.name, r.stdout);
           if (!profile.scheduler) return probe;
           try {
@@ -172,24 +177,23 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       const first = failed[0]!;
       const stopped = deployed.filter((d) => d.error?.code === 'launch-cancelled').map((d) => d.host);
       const message = failed.map((d) => `${d.host}: ${d.error?.message}`).join('\n') + (stopped.length ? `\n(the launch stopped preparing ${stopped.join(', ')})` : '');
-      throw new CohortError(first.error?.code ?? 'deploy-failed', message, first.error?.hint ? { hint: first.error.hint } : {});
+      // Which host failed travels with the error (toErrorInfo's `host`): the dashboard's sentence and the failed launch's record name it.
+      throw Object.assign(new CohortError(first.error?.code ?? 'deploy-failed', message, first.error?.hint ? { hint: first.error.hint } : {}), { host: first.host });
     }
-    const master = profile.hosts[0]!;
-    const masterSession = await this.session(profile, master.name);
+    const master = profile.hosts[0]!, masterSession = await this.session(profile, master.name);
     const masterAddr = profile.masterAddr ?? master.address;
     const masterPort = profile.masterPort ?? (await remoteFreePort(masterSession));
     const controlPort = await remoteFreePort(masterSession);
     const token = randomBytes(24).toString('hex');
     const refs = this.recordOf(profile, deployed.map((d) => d.remoteDir));
-    const envOf = (h: ProfileHost): Record<string, string> => (h.python ? { COHORT_PYTHON: h.python, ...h.env } : h.env); // in the spec (run-start writes it 0600), never on a command line; an explicit COHORT_PYTHON in env wins
-    const spares = profile.hosts.flatMap((h, i) => (h.spare ? [{ host: h.name, link: this.hostLink(profile, refs[i]!), env: envOf(h), ...(h.gpus ? { gpus: h.gpus } : {}) }] : [])); // run nothing until a restart moves a lost host's ranks to one (issue 21 item 5)
+    const spares = spareLaunches(profile, refs.filter((r, i) => profile.hosts[i]!.spare), (r) => this.hostLink(profile, r)); // run nothing until a restart moves a lost host's ranks to one (issue 21 item 5)
     const world = profile.hosts.filter((h) => !h.spare), layout = worldLayout(world);
     const hosts: HostLaunch[] = world.map((h, hi) => ({
       host: h.name,
       link: this.hostLink(profile, refs[profile.hosts.indexOf(h)]!),
-      spec: { ...buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: envOf(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }), ...(hi === 0 && spares.length ? { spares: spares.map((x) => x.host) } : {}) },
+      spec: { ...buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: agentEnv(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }), ...(hi === 0 && spares.length ? { spares: spares.map((x) => x.host) } : {}) },
     }));
-    return { runId: req.runId, hosts, record: world.map((h) => refs[profile.hosts.indexOf(h)]!), ...(spares.length ? { spares } : {}), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) }; // record: where attach follows (a started spare is not in it: UNFINISHED)
+    return { runId: req.runId, hosts, record: world.map((h) => refs[profile.hosts.indexOf(h)]!), ...(spares.length ? { spares } : {}), ...planTimings(this.o) }; // record: where attach follows (a spare that takes a host's place joins it: start-run.ts)
   }
 
   /**
@@ -203,7 +207,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const login = profile.hosts[0]!;
     const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });
     const d = deployed[0]!;
-    if (!d.ok) throw new CohortError(d.error?.code ?? 'deploy-failed', `${d.host}: ${d.error?.message}`, d.error?.hint ? { hint: d.error.hint } : {});
+    if (!d.ok) throw Object.assign(new CohortError(d.error?.code ?? 'deploy-failed', `${d.host}: ${d.error?.message}`, d.error?.hint ? { hint: d.error.hint } : {}), { host: d.host });
     const record = this.recordOf(profile, [d.remoteDir]);
     const shell = this.loginShell(profile);
     const part = await checkSlurmRequest(shell, profile.name, sched);
@@ -215,7 +219,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       ...(sched.gpusPerNode ? { gpusPerNode: sched.gpusPerNode } : {}),
       sbatchArgs: [...(sched.partition ? [`--partition=${sched.partition}`] : []), ...(sched.timeLimit ? [`--time=${sched.timeLimit}`] : []), ...(sched.account ? [`--account=${sched.account}`] : []), ...sched.extraArgs],
       config: req.config,
-      env: login.python ? { COHORT_PYTHON: login.python, ...login.env } : login.env,
+      env: agentEnv(login),
       // Rank failures restart inside the allocation; node failures and preemptions through Slurm's requeue (agent-slurm).
       maxRestarts: req.maxRestarts ?? 0,
       token: randomBytes(24).toString('hex'),
@@ -292,9 +296,10 @@ export class SshCluster extends DisposableBase implements ClusterOps {
   }
 
   /** The plan of a run started elsewhere (attach, stop), from the record locations kept in its history. */
-  attachPlan(profile: Profile, runId: string, record: HostRecordRef[]): RunPlan {
-    if (profile.scheduler) return { runId, hosts: [], record, scheduler: this.slurmJob(profile, runId, record[0]!), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
-    return { runId, hosts: record.map((r) => ({ host: r.host, link: this.hostLink(profile, r) })), ...(this.o.lostAfterMs ? { lostAfterMs: this.o.lostAfterMs } : {}) };
+  attachPlan(profile: Profile, runId: string, record: HostRecordRef[], spareRecord: HostRecordRef[] = []): RunPlan {
+    if (profile.scheduler) return { runId, hosts: [], record, scheduler: this.slurmJob(profile, runId, record[0]!), ...planTimings(this.o) };
+    const spares = spareLaunches(profile, spareRecord.filter((r) => !record.some((x) => x.host === r.host)), (r) => this.hostLink(profile, r)); // one that took a host's place is in the record
+    return { runId, hosts: record.map((r) => ({ host: r.host, link: this.hostLink(profile, r) })), ...(spares.length ? { spares } : {}), ...planTimings(this.o) };
   }
 
   /**
@@ -347,9 +352,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const q = shellQuote(runDir);
     const check = await s.run(`cd ${q} 2>/dev/null && test -f .complete && ${sha256CheckCommand('.sha256')} >/dev/null 2>&1`, opts);
     if (check.code === 0) return { redeployed: false, bytesSent: 0, remoteDir: runDir };
-    throw new CohortError('bundle-mismatch', `${r.host}: the trainer bundle this run was started with (${runDir}) is missing or damaged, and this client has another version (${bundle.hash.slice(0, 16)}) that cannot stand in for it under a running run`, {
-      hint: 'attach from a client with the Cohort version that started the run, or stop the run (cohort stop RUN) and start a new one',
-    });
+    throw new CohortError('bundle-mismatch', `${r.host}: the trainer bundle this run was started with (${runDir}) is missing or damaged, and this client has another version (${bundle.hash.slice(0, 16)}) that cannot stand in for it under a running run`, { hint: 'attach from a client with the Cohort version that started the run, or stop the run (cohort stop RUN) and start a new one' });
   }
 
   async leftovers(profile: Profile, runId: string, opts: { timeoutMs?: number } = {}): Promise<LeftoverReport[]> {
@@ -385,9 +388,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
   private async requireNode(s: HostSession, h: ProfileHost): Promise<void> {
     const r = await s.run('command -v node >/dev/null 2>&1 && node -e "process.stdout.write(process.versions.node)"', { env: h.env });
     const major = Number(/^(\d+)/.exec(r.stdout.trim())?.[1]);
-    if (!(major >= 20)) {
-      throw new CohortError('node-missing', r.stdout.trim() ? `${h.name} has Node.js ${r.stdout.trim()}; the trainer needs 20 or newer` : `${h.name} has no Node.js on the PATH of a non-interactive SSH login`, { hint: `install Node.js 20+ on ${h.name} (nodejs.org or the distribution's nodejs 20.x), or add its bin directory to PATH in ~/.profile or the profile host's env` });
-    }
+    if (!(major >= 20)) throw new CohortError('node-missing', r.stdout.trim() ? `${h.name} has Node.js ${r.stdout.trim()}; the trainer needs 20 or newer` : `${h.name} has no Node.js on the PATH of a non-interactive SSH login`, { hint: `install Node.js 20+ on ${h.name} (nodejs.org or the distribution's nodejs 20.x), or add its bin directory to PATH in ~/.profile or the profile host's env` });
   }
 
   override dispose(): void {

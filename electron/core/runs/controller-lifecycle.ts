@@ -10,7 +10,7 @@
 // the command, its byte offset and when the host was last heard from (controller-follow.ts).
 // UNFINISHED: the submit, wait-job and start-hosts effects are still run by the shell's own start()
 // and attach() (the effect is the record of what they do), not driven from the effect.
-import { HOST_CMD_EXIT, type RunStatus } from '../../../trainer/protocol';
+import { DEFAULT_TIMINGS, HOST_CMD_EXIT, type RunStatus } from '../../../trainer/protocol';
 
 export type RunOutcome = RunStatus | 'lost';
 
@@ -46,6 +46,8 @@ export interface ControllerState {
   follows: Record<string, FollowBook>;
   /** A requeued job: where each node index's record was left off, for the next run's follow. */
   resumeOffsets: number[];
+  /** The re-follow backoff grows to this at most (Timings.retryMaxMs). */
+  retryMaxMs: number;
 }
 
 /** One host's follow, as the transition keeps it. */
@@ -59,7 +61,7 @@ export interface FollowBook {
 /** How a host's `run-follow` ended for good (its exit code, HOST_CMD_EXIT). */
 export type FollowEnd = 'drained' | 'agent-lost' | 'no-such-run' | 'record-damaged';
 
-/** Between re-follows of a dropped link. */
+/** Between re-follows of a dropped link (at most the state's retryMaxMs). */
 export const FOLLOW_BACKOFF_MS = [250, 500, 1000, 2000, 4000];
 /** A dead leader agent's record is read again after this long: its followers need a moment to say they wait for it. */
 export const LEADER_DEAD_GRACE_MS = 3000;
@@ -125,7 +127,7 @@ export interface Transition {
   effects: ControllerEffect[];
 }
 
-export const initialControllerState = (scheduled: boolean): ControllerState => ({ phase: { k: 'idle' }, scheduled, stopSeen: false, hosts: [], follows: {}, resumeOffsets: [] });
+export const initialControllerState = (scheduled: boolean, retryMaxMs: number = DEFAULT_TIMINGS.retryMaxMs): ControllerState => ({ phase: { k: 'idle' }, scheduled, stopSeen: false, hosts: [], follows: {}, resumeOffsets: [], retryMaxMs });
 
 export const isOver = (s: ControllerState): boolean => s.phase.k === 'done';
 /** Whether a stop was asked (or the run is over): the shell then stops relaunching and re-following. */
@@ -249,5 +251,5 @@ function followExit(s: ControllerState, i: Extract<ControllerInput, { t: 'follow
     const status = s.stopSeen ? 'cancelled' : 'lost';
     return { state: { ...s, phase: { k: 'done', status } }, effects: [silent, { e: 'finish', status }] };
   }
-  return keep({ ...book, attempt: book.attempt + 1 }, { e: 'refollow', host: i.host, afterMs: FOLLOW_BACKOFF_MS[Math.min(book.attempt, FOLLOW_BACKOFF_MS.length - 1)]! });
+  return keep({ ...book, attempt: book.attempt + 1 }, { e: 'refollow', host: i.host, afterMs: Math.min(s.retryMaxMs, FOLLOW_BACKOFF_MS[Math.min(book.attempt, FOLLOW_BACKOFF_MS.length - 1)]!) });
 }

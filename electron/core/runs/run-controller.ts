@@ -75,7 +75,7 @@ export class RunController extends DisposableBase {
 
   constructor(private readonly plan: RunPlan) {
     super();
-    this.state = initialControllerState(!!plan.scheduler);
+    this.state = initialControllerState(!!plan.scheduler, plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs);
     this.result = new Promise((res) => (this.resolveResult = res));
     this.sched = new ScheduledSide({
       plan: this.plan,
@@ -331,7 +331,7 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
       const h = this.plan.hosts.find((x) => x.host === name);
-      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
+      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, ranks: this.plan.hostRanks, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;
@@ -348,7 +348,7 @@ export class RunController extends DisposableBase {
       if (yes) this.dispatch({ t: 'record-done', status: 'cancelled' });
       return yes;
     };
-    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e), stopped });
+    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e), stopped, retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs });
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
     if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
   }

@@ -24,6 +24,8 @@ export interface SpareLaunch {
   env: Record<string, string>;
   /** The profile host's GPU indices, one per slot. */
   gpus?: number[];
+  /** Where it keeps the run's record once it runs (its workdir, the run's bundle there): RunMeta.spareRecord. */
+  record: HostRecordRef;
   /** Set once a `restart` names this spare as the replacement of that (excluded) host. */
   replaces?: string;
 }
@@ -77,12 +79,16 @@ export interface RunPlan {
   hosts: HostLaunch[];
   /** Spare hosts that run nothing until a restart moves a lost host's ranks to one. */
   spares?: SpareLaunch[];
+  /** Each host's ranks, for a plan without launch specs (attach): a spare's spec takes the excluded host's. */
+  hostRanks?: Record<string, number[]>;
   /** Set: the run is a batch job; hosts come from its allocation. */
   scheduler?: ScheduledJob;
   /** Where each host keeps the record (kept in the local history so any client can attach later). */
   record?: HostRecordRef[];
   /** No contact with the leader for this long: the run is `lost` (default 60 s). */
   lostAfterMs?: number;
+  /** The longest pause between this client's tries to re-follow a host or relaunch a lost host's agent (Timings.retryMaxMs; default 4 s). */
+  retryMaxMs?: number;
   /** How long run-stop waits for the run to end (default 10 s). */
   stopWaitMs?: number;
 }

@@ -57,7 +57,7 @@ const RELAUNCH_BACKOFF_MS = [1000, 1000, 2000, 2000, 4000];
  * waits for the host, no stop, the wait not over), telling each different failure once. Resolves
  * `relaunched`, `refused` (the host answered and refused: trying again will not help) or `over`.
  */
-export async function relaunchUntil(h: HostLaunch, runId: string, deadline: number, o: { still(): boolean; emit(e: CohortEvent): void; stopped?(): Promise<boolean> }): Promise<'relaunched' | 'refused' | 'over'> {
+export async function relaunchUntil(h: HostLaunch, runId: string, deadline: number, o: { still(): boolean; emit(e: CohortEvent): void; stopped?(): Promise<boolean>; retryMaxMs?: number }): Promise<'relaunched' | 'refused' | 'over'> {
   // a record being replayed (attach) may already show the run stepping again: give it a moment
   await new Promise((r) => setTimeout(r, 500));
   if (!o.still()) return 'over';
@@ -76,7 +76,7 @@ export async function relaunchUntil(h: HostLaunch, runId: string, deadline: numb
     }
     if (tried.failure) tell(`${h.host}: could not relaunch its agent of run ${runId}: ${tried.failure}`);
     if (tried.final) return 'refused';
-    await new Promise((res) => setTimeout(res, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]));
+    await new Promise((res) => setTimeout(res, Math.min(o.retryMaxMs ?? Infinity, RELAUNCH_BACKOFF_MS[Math.min(attempt++, RELAUNCH_BACKOFF_MS.length - 1)]!)));
   }
   return 'over';
 }

@@ -5,17 +5,41 @@
 // (ensureBundle; planRun deployed it with the profile's other hosts), then `run-start` with the
 // excluded host's spec under the spare's name (spareSpec), tried until the leader's wait is over.
 // Once it runs, the controller follows the spare like any host, in the excluded host's place.
-import type { LaunchSpec } from '../../../trainer/protocol';
-import { runHostCommand } from './host-link';
+import { decodeLaunchSpec, type LaunchSpec } from '../../../trainer/protocol';
+import { agentEnv, type HostRecordRef, type Profile, type RunMeta } from '../../common';
+import { runHostCommand, type HostLink } from './host-link';
 import { startReply } from './host-replies';
 import type { Follow } from './controller-follow';
 import { spareSpec, type HostLaunch, type SpareLaunch } from './run-plan';
 
+/** The profile's spare hosts at these record locations (a host no longer in the profile is left out): planRun's and attachPlan's. */
+export function spareLaunches(profile: Profile, refs: HostRecordRef[], link: (r: HostRecordRef) => HostLink): SpareLaunch[] {
+  return refs.flatMap((r) => {
+    const h = profile.hosts.find((x) => x.name === r.host);
+    return h ? [{ host: h.name, link: link(r), env: agentEnv(h), record: r, ...(h.gpus ? { gpus: h.gpus } : {}) }] : [];
+  });
+}
+
+/**
+ * A `restart` that moves an excluded host's ranks to a spare: the run's history puts the spare in
+ * that host's place (its record location from RunMeta.spareRecord, the ranks it takes), so attach,
+ * stop and `runs show` reach it; undefined when the event names no spare of this run's.
+ */
+export function spareTookPlace(meta: Pick<RunMeta, 'record' | 'hosts' | 'spareRecord'>, e: { excluded?: string; replacement?: string }): Pick<RunMeta, 'record' | 'hosts'> | undefined {
+  const ref = e.excluded && meta.spareRecord?.find((r) => r.host === e.replacement);
+  const i = meta.hosts.findIndex((h) => h.name === e.excluded);
+  if (!ref || i < 0 || !meta.record) return undefined;
+  const hosts = meta.hosts.map((h, j) => (j === i ? { name: ref.host, ranks: h.ranks, replaces: h.name } : h));
+  return { record: meta.record.map((r) => (r.host === e.excluded ? ref : r)), hosts };
+}
+
 /** What starting a spare needs of the controller following the run. */
 export interface SpareShell {
   runId: string;
-  /** The run's hosts (the excluded one still among them, with its spec). */
+  /** The run's hosts (the excluded one still among them, with its spec when this client started the run). */
   hosts: readonly HostLaunch[];
+  /** Each host's ranks (RunPlan.hostRanks), for a client that attached: it has no specs. */
+  ranks?: Record<string, number[]> | undefined;
   /** The run still waits for this host (no stop, no end, the wait not over). */
   still(host: string, deadline: number): boolean;
   tell(level: 'info' | 'warn', host: string, message: string): void;
@@ -54,13 +78,9 @@ export function startSpareFor(name: string, spares: SpareLaunch[] | undefined, d
 /** Starts the spare's agent with the excluded host's ranks; tells each distinct failure once. */
 export async function startSpare(sh: SpareShell, spare: SpareLaunch, deadline: number): Promise<void> {
   const excluded = spare.replaces;
-  if (!excluded) return;
-  const from = sh.hosts.find((h) => h.host === excluded)?.spec;
-  if (!from) {
-    // UNFINISHED: a client that attached (`cohort attach`) has no launch specs, so it cannot start a spare.
-    sh.tell('warn', spare.host, `the run moves ${excluded}'s ranks to the spare host ${spare.host}, but this client attached without the run's launch specs and cannot start its agent: follow the run from the client that started it`);
-    return;
-  }
+  if (!excluded || !sh.still(spare.host, deadline)) return; // (an attach replaying an old restart: it is over)
+  const from = sh.hosts.find((h) => h.host === excluded)?.spec ?? (await attachedSpec(sh, excluded, spare.host));
+  if (!from) return;
   const spec = spareSpec(from, spare);
   sh.tell('info', spare.host, `${excluded} is excluded from run ${sh.runId}: starting the spare host ${spare.host}'s agent with its ranks ${spec.ranks.map((r) => r.rank).join(', ')}`);
   let told = '';
@@ -77,6 +97,32 @@ export async function startSpare(sh: SpareShell, spare: SpareLaunch, deadline: n
     if (failure.final) return;
     await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]));
   }
+}
+
+/**
+ * A client that attached has no launch specs: the excluded host's is the leader's (`run-spec`: the
+ * run's rendezvous, control endpoint and settings) with that host's ranks from the run's history.
+ */
+async function attachedSpec(sh: SpareShell, excluded: string, spareHost: string): Promise<LaunchSpec | undefined> {
+  const ranks = sh.ranks?.[excluded];
+  const leader = sh.hosts[0];
+  const cannot = (why: string) => void sh.tell('warn', spareHost, `the run moves ${excluded}'s ranks to the spare host ${spareHost}, but this client cannot start its agent: ${why}`);
+  if (!ranks?.length || !leader) return cannot(`the run's history does not say which ranks ${excluded} ran; follow the run from the client that started it`);
+  let r;
+  try {
+    r = await runHostCommand(leader.link, ['run-spec', '--run', sh.runId], { timeoutMs: 30_000 });
+  } catch (err) {
+    return cannot(`the leader ${leader.host} did not give the run's spec (${(err as Error).message})`);
+  }
+  const line = r.stdout.trim().split('\n').pop() ?? '';
+  let spec: LaunchSpec;
+  try {
+    spec = decodeLaunchSpec((JSON.parse(line) as { spec?: unknown }).spec);
+  } catch (err) {
+    return cannot(`the leader ${leader.host} did not give the run's spec (run-spec exited ${r.code}: ${(line || r.stderr.trim()).slice(0, 300)}; ${(err as Error).message}); its bundle may predate run-spec: follow the run from the client that started it`);
+  }
+  const { spares: _spares, slots: _slots, ...rest } = spec;
+  return { ...rest, host: excluded, role: 'follower', leader: leader.host, ranks: [...ranks].sort((a, b) => a - b).map((rank, localRank) => ({ rank, localRank })) };
 }
 
 /** One try: the agent's pid, or why not (final: the host answered and refused; trying again will not help). */

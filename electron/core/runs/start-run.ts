@@ -10,6 +10,7 @@ import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent } from './applied-config';
 import { attachLocalPlan, localWorkdir, planLocalRun } from './local-run';
 import { RunController, type RunPlan } from './run-controller';
+import { spareTookPlace } from './run-spare';
 import { newRunId, type RunRecorder, type RunStore } from './run-store';
 
 export interface StartedRun {
@@ -80,6 +81,7 @@ export async function startRun(o: {
     controllerPid: process.pid,
     profileSnapshot: o.profile,
     ...(plan.record ? { record: plan.record } : {}),
+    ...(plan.spares?.length ? { spareRecord: plan.spares.map((s) => s.record) } : {}),
     // What ran, filled from the run's events (track); switches as the hosts' profile env gives them
     // (a local run's agent also inherits this process's environment).
     applied: { envSwitches: runSwitches(Object.assign({}, isLocalProfile(o.profile) ? process.env : {}, ...plan.hosts.map((h) => h.spec?.env ?? {}))) },
@@ -99,7 +101,8 @@ export function attachRun(o: { meta: RunMeta; store: RunStore; dataDir: string; 
   else {
     if (!o.cluster || !o.profile) throw new CohortError('cluster-unavailable', `run ${meta.id} is on profile ${meta.profile}: attaching needs the SSH layer and that profile`);
     if (!meta.record?.length) throw new CohortError('run-not-durable', `run ${meta.id} was recorded by an older Cohort without its hosts' record locations; it cannot be attached to`, { hint: 'its hosts still hold its logs under their workdir' });
-    plan = o.cluster.attachPlan(o.profile, meta.id, meta.record);
+    plan = o.cluster.attachPlan(o.profile, meta.id, meta.record, meta.spareRecord);
+    plan.hostRanks = Object.fromEntries(meta.hosts.map((h) => [h.name, h.ranks])); // a spare's spec takes the excluded host's ranks
   }
   const recorder = o.store.reopen(meta);
   const started = track(new RunController(plan), recorder, meta, o.events);
@@ -128,8 +131,14 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta, 
     }
     if (view.phase === 'starting' || view.phase === 'queued') recorder.update({ status: (told = q ? 'queued' : 'starting') });
   });
+  let placed: Pick<RunMeta, 'record' | 'hosts' | 'spareRecord'> = meta;
   controller.onEvent((e) => {
     const seq = recorder.record(e);
+    const took = e.type === 'restart' ? spareTookPlace(placed, e) : undefined;
+    if (took) {
+      recorder.update(took); // a spare in the excluded host's place (issue 21 item 5)
+      placed = { ...placed, ...took };
+    }
     const next = applyEvent(applied, meta.config, e);
     if (next !== applied) recorder.update({ applied: (applied = next) });
     view = reduceRunView(view, e);
@@ -178,7 +187,10 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta, 
  */
 function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profile; config: TrainConfig; startedAt: string; ranks: number | undefined }, err: unknown): void {
   const e = err as { message?: unknown; code?: unknown; hint?: unknown; host?: unknown };
-  const message = String(e.message ?? err);
+  const host = typeof e.host === 'string' ? e.host : undefined;
+  // "launch failed on h1: …", not "launch failed on h1: h1: …" (core's messages start with their host).
+  const full = String(e.message ?? err);
+  const message = host && full.startsWith(`${host}: `) ? full.slice(host.length + 2) : full;
   const hint = typeof e.hint === 'string' && e.hint && !message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (hint: ${e.hint})` : '';
   const local = isLocalProfile(o.profile);
   const world = worldHosts(o.profile); // spare hosts run no ranks
@@ -199,7 +211,7 @@ function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profil
       steps: 0,
       medianGlobalSamplesPerSec: null,
       throughput: spreadOf([]),
-      error: `launch failed${typeof e.host === 'string' ? ` on ${e.host}` : ''}: ${message}${hint}`,
+      error: `launch failed${host ? ` on ${host}` : ''}: ${message}${hint}`,
       ...(typeof e.code === 'string' ? { errorCode: e.code } : {}),
     });
     rec.close();

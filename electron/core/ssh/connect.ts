@@ -7,6 +7,7 @@ import { access } from 'node:fs/promises';
 import { KeyRing, agentPublicBlobs, inspectIdentity, type IdentityInfo } from './keys';
 import { addKnownHost, checkHostKey, fingerprintSha256, keyTypeOf, knownHostsName, knownKeyTypes, preferredHostKeyAlgorithms, readKnownHosts } from './known-hosts';
 import { SshError, classifySshError, describeHost } from './ssh-error';
+import { DEFAULT_TIMINGS, SSH_KEEPALIVE_COUNT } from '../../../trainer/protocol';
 
 export interface SshEndpoint {
   /** Profile host name (or the hop as written in ProxyJump). */
@@ -40,9 +41,9 @@ export interface SshConnectOptions {
   defaultIdentityFiles?: string[];
   /** Decrypted-key cache and passphrase prompt; default: a KeyRing that cannot prompt. */
   keys?: KeyRing;
-  /** TCP connect + handshake + authentication budget per hop. Default 10 s. */
+  /** TCP connect + handshake + authentication budget per hop. Default 10 s (Timings.sshConnectTimeoutMs, trainer/protocol/timings.ts). */
   connectTimeoutMs?: number;
-  /** SSH keepalive: a ping every interval, the connection is declared dead after countMax unanswered. Default 5 s × 3. */
+  /** SSH keepalive: a ping every interval, the connection is declared dead after countMax unanswered. Default 5 s × 3 (Timings.sshKeepaliveMs × SSH_KEEPALIVE_COUNT). */
   keepaliveIntervalMs?: number;
   keepaliveCountMax?: number;
   /** ProxyJump hops, outermost first; each hop is verified and authenticated like a target. */
@@ -60,7 +61,7 @@ export interface ConnectedClient {
   lastError(): unknown;
 }
 
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const DEFAULT_CONNECT_TIMEOUT_MS = DEFAULT_TIMINGS.sshConnectTimeoutMs;
 
 /**
  * Ends a connection politely (SSH disconnect, then FIN) and, if the server has not closed it within
@@ -194,8 +195,8 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
         authHandler,
         ...(hostKeyAlgorithms ? { algorithms: { serverHostKey: hostKeyAlgorithms } } : {}),
         readyTimeout: timeoutMs,
-        keepaliveInterval: opts.keepaliveIntervalMs ?? 5_000,
-        keepaliveCountMax: opts.keepaliveCountMax ?? 3,
+        keepaliveInterval: opts.keepaliveIntervalMs ?? DEFAULT_TIMINGS.sshKeepaliveMs,
+        keepaliveCountMax: opts.keepaliveCountMax ?? SSH_KEEPALIVE_COUNT,
       });
     } catch (err) {
       fail(new SshError('ssh-protocol', endpoint.name, `${who}: invalid connection settings: ${(err as Error).message}`, '', { cause: err }));

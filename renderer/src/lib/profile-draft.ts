@@ -14,7 +14,7 @@ export interface HostDraft {
   gpus: string;
   workdir: string;
   env: string;
-  /** `spare: true` kept through an edit (issue 21 item 5). UNFINISHED: the form has no control for it yet. */
+  /** `spare: true` (issue 21 item 5): the host row's Spare checkbox; runs no ranks until a restart needs it. */
   spare?: boolean;
 }
 

@@ -47,4 +47,7 @@ export function launchStarted(runId: string): void {
 export function launchFailed(err: unknown): void {
   launching.state = 'failed';
   launching.error = toApiError(err);
+  // A launch that failed after its run id was made is recorded under it (core says which): the
+  // banner links to that record (issue 22). A local launch has no progress messages: only the error names it.
+  if (!launching.runId && launching.error.runId) launching.runId = launching.error.runId;
 }

@@ -1,0 +1,52 @@
+// `cohort check` on a profile with a spare host (issue 21 item 5), 3 real OpenSSH hosts in network
+// namespaces: h1, h2 run the ranks, h3 is `spare: true`. The spare is checked as a host (reach,
+// bundle, check-host) and for the link a restart needs (h3 → the leader's port, as its agent's
+// control link and its ranks' rendezvous), but it is not in the ranks' ring: 2 ring hops
+// (h1 → h2 → h1), and h3 → h1 as a rendezvous link. A spare whose outbound TCP is dropped (an
+// nftables rule in its namespace, ssh replies allowed) cannot take a lost host's ranks: exit 1,
+// the error names h3 (spare-unreachable). Nothing is left running on the hosts.
+import { describe, expect, it } from 'vitest';
+import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
+import { NFT_MISSING } from '../harness/shape';
+import { useCohortCluster } from '../helpers/cohort-cluster';
+import { runCheck } from '../helpers/check-cli';
+
+const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
+const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--no-compute'];
+const fx = useCohortCluster(3, { enabled: NETNS, profiles: { 'duo-spare': [0, 1, { host: 2, spare: true }] } });
+const check = () => runCheck(['duo-spare', ...TINY], { ...fx().env, COHORT_CHECK_LINK_MS: '200' });
+
+/** Host i opens no new outbound TCP connection but to port 22 (its sshd's replies are not new). */
+async function dropOutbound(i: number, on: boolean): Promise<void> {
+  const r = on
+    ? await fx().cluster.exec(i, "nft add table inet cohort_spare_test && nft 'add chain inet cohort_spare_test out { type filter hook output priority 0; policy accept; }' && nft add rule inet cohort_spare_test out tcp dport != 22 ct state new drop")
+    : await fx().cluster.exec(i, 'nft delete table inet cohort_spare_test 2>/dev/null; true');
+  if (r.code !== 0) throw new Error(`nft in host ${i}: ${r.stderr}`);
+}
+
+describe.skipIf(!NETNS)('cohort check with a spare host, 3 sshd hosts', () => {
+  it('the spare is checked as a host and for its link to the leader, outside the ring; exit 0', async () => {
+    const { code, result, stderr } = await check();
+    expect(code, stderr + JSON.stringify(result.problems)).toBe(0);
+    expect(result.hosts.map((h) => [h.host, !!h.report])).toEqual([['h1', true], ['h2', true], ['h3', true]]);
+    const links = result.links.map((l) => `${l.kind} ${l.from}->${l.to}`).sort();
+    expect(links).toEqual(['rendezvous h3->h1', 'ring h1->h2', 'ring h2->h1']);
+    expect(await fx().trainerProcesses()).toEqual([]);
+  }, 240_000);
+
+  it.skipIf(!!NFT_MISSING)('a spare that cannot open a connection to the leader: exit 1 naming the spare', async () => {
+    await dropOutbound(2, true);
+    try {
+      const { code, result, stderr } = await check();
+      expect(code, stderr).toBe(1);
+      const errors = result.problems.filter((p) => p.severity === 'error');
+      expect(errors.map((p) => [p.host, p.code])).toEqual([['h3', 'spare-unreachable']]);
+      expect(errors[0]!.message).toMatch(/^the spare host h3 cannot open a TCP connection to the leader h1 on port \d+ \(.*\): a restart that moves a lost host's ranks to h3 would fail$/);
+      expect(errors[0]!.hint).toContain('allow TCP from h3 to h1');
+      expect(result.links.map((l) => `${l.kind} ${l.from}->${l.to}`).sort()).toEqual(['ring h1->h2', 'ring h2->h1']);
+    } finally {
+      await dropOutbound(2, false);
+    }
+    expect(await fx().trainerProcesses()).toEqual([]);
+  }, 240_000);
+});
