@@ -134,6 +134,9 @@ describe("each host's follow (issue 24 item 1: the bookkeeping the shell kept)",
     const r = walk(false, ['attach', ...Array<string>(7).fill('follow-exit(h2 dropped)')]);
     expect(fx(r)).toEqual(['follow-hosts', ...[250, 500, 1000, 2000, 4000, 4000, 4000].map((ms) => `refollow(h2,${ms})`)]);
     expect(r.state.follows).toEqual({ h2: { attempt: 7, deadOnce: false } });
+    // COHORT_RETRY_MAX_MS caps it (the grace of a dead leader is not a backoff)
+    const capped = walk(false, ['attach', 'follow-exit(h2 dropped)', 'follow-exit(h2 dropped)', 'follow-exit(h2 dropped)', 'follow-exit(h1 agent-lost)'], { ...initialControllerState(false, 500) });
+    expect(fx(capped)).toEqual(['follow-hosts', 'refollow(h2,250)', 'refollow(h2,500)', 'refollow(h2,500)', 'refollow(h1,3000)']);
     // attaching again (or the job's next run) follows afresh
     expect(walk(false, ['attach'], { ...r.state, phase: { k: 'idle' } }).state.follows).toEqual({});
   });
