@@ -14,21 +14,13 @@
 // The host commands run with cwd = the host's workdir, or COHORT_WORKDIR set.
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { checkCompute } from './agent/check-compute';
-import { checkHost } from './agent/check-host';
-import { checkLink } from './agent/check-link';
-import { checkSlurm, checkSlurmNode } from './agent/check-slurm';
 import { hostCommand, parseFlags } from './agent/host-cmd';
-import { runDetachedAgent } from './agent/run-agent';
-import { runFollow } from './agent/run-follow';
-import { runRejoin, runStart } from './agent/run-start';
-import { runSpec } from './agent/run-spec';
-import { runStatus } from './agent/run-status';
-import { runStop } from './agent/run-stop';
-import { slurmNodeAgent, slurmSubmit } from './agent/slurm';
 import { holdLifeline } from './train/lifeline';
-import { runRank } from './train/rank';
 
+// Each command's code is imported when that command runs: the bundle inlines them all, and esbuild
+// defers a dynamically imported module's evaluation until then, so a short host command (check-*,
+// run-status, run-follow) does not evaluate tfjs and the engine at every start (seconds on a busy
+// host, paid once per command by `cohort check` and every run's host queries).
 const here = dirname(fileURLToPath(import.meta.url));
 const entry = fileURLToPath(import.meta.url);
 const [cmd, ...rest] = process.argv.slice(2);
@@ -38,38 +30,38 @@ const enginesDir = join(here, 'engines');
 async function main(): Promise<number> {
   switch (cmd) {
     case 'agent-run':
-      return runDetachedAgent({ trainerEntry: entry, enginesDir, workdir, runId: parseFlags(rest, ['run'], 'agent-run').run ?? '' });
+      return (await import('./agent/run-agent')).runDetachedAgent({ trainerEntry: entry, enginesDir, workdir, runId: parseFlags(rest, ['run'], 'agent-run').run ?? '' });
     case 'slurm-submit':
-      return hostCommand(() => slurmSubmit({ trainerEntry: entry, workdir }));
+      return hostCommand(async () => (await import('./agent/slurm')).slurmSubmit({ trainerEntry: entry, workdir }));
     case 'agent-slurm':
-      return slurmNodeAgent({ trainerEntry: entry, enginesDir, workdir, argv: rest });
+      return (await import('./agent/slurm')).slurmNodeAgent({ trainerEntry: entry, enginesDir, workdir, argv: rest });
     case 'run-start':
-      return hostCommand(() => runStart({ trainerEntry: entry, workdir, execArgv: process.execArgv }));
+      return hostCommand(async () => (await import('./agent/run-start')).runStart({ trainerEntry: entry, workdir, execArgv: process.execArgv }));
     case 'run-rejoin':
-      return hostCommand(() => runRejoin(rest, { trainerEntry: entry, workdir, execArgv: process.execArgv }));
+      return hostCommand(async () => (await import('./agent/run-start')).runRejoin(rest, { trainerEntry: entry, workdir, execArgv: process.execArgv }));
     case 'run-follow':
-      return hostCommand(() => runFollow(rest, workdir));
+      return hostCommand(async () => (await import('./agent/run-follow')).runFollow(rest, workdir));
     case 'run-stop':
-      return hostCommand(() => runStop(rest, workdir));
+      return hostCommand(async () => (await import('./agent/run-stop')).runStop(rest, workdir));
     case 'run-status':
-      return hostCommand(() => runStatus(rest, workdir));
+      return hostCommand(async () => (await import('./agent/run-status')).runStatus(rest, workdir));
     case 'run-spec':
-      return hostCommand(() => runSpec(rest, workdir));
+      return hostCommand(async () => (await import('./agent/run-spec')).runSpec(rest, workdir));
     case 'check-host':
-      return hostCommand(() => checkHost(rest, { trainerEntry: entry, enginesDir, workdir }));
+      return hostCommand(async () => (await import('./agent/check-host')).checkHost(rest, { trainerEntry: entry, enginesDir, workdir }));
     case 'check-link':
-      return hostCommand(() => checkLink(rest));
+      return hostCommand(async () => (await import('./agent/check-link')).checkLink(rest));
     case 'check-slurm':
-      return hostCommand(() => checkSlurm(rest, { trainerEntry: entry, workdir }));
+      return hostCommand(async () => (await import('./agent/check-slurm')).checkSlurm(rest, { trainerEntry: entry, workdir }));
     case 'check-slurm-node':
-      return checkSlurmNode(rest, { trainerEntry: entry });
+      return (await import('./agent/check-slurm')).checkSlurmNode(rest, { trainerEntry: entry });
     case 'check-compute':
       process.env.COHORT_WASM_DIR ??= join(here, 'wasm');
-      return hostCommand(() => checkCompute(rest, { trainerEntry: entry, enginesDir, workdir }));
+      return hostCommand(async () => (await import('./agent/check-compute')).checkCompute(rest, { trainerEntry: entry, enginesDir, workdir }));
     case 'rank':
       process.env.COHORT_WASM_DIR ??= join(here, 'wasm');
       holdLifeline(process.env);
-      return runRank(process.env);
+      return (await import('./train/rank')).runRank(process.env);
     default:
       process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|run-spec|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
       return 2;

@@ -46,8 +46,11 @@ const line = `${py.stdout}\n${py.stderr}`.split('\n').find((l) => l.startsWith('
 const torch = py.status === 0 && line ? (JSON.parse(line) as { plain: number[]; hooked: number[]; clockUsPerStep: number }) : undefined;
 const tPlain = torch ? median(torch.plain) : NaN;
 const tHooked = torch ? median(torch.hooked) : NaN;
+// Each round times both back to back (alternating which goes first): the median of the rounds' own
+// differences follows the load's drift between rounds, which the difference of two medians does not.
+const pairedPct = torch ? median(torch.plain.map((p, i) => (100 * (torch.hooked[i]! - p)) / p)) : NaN;
 
-const json = { machine: machine(), tfjs: { notesPerStep: 4, perStepUs, stepMs, overheadPct: (100 * perStepUs) / 1000 / stepMs }, torch: torch ? { ...torch, plainMedianMs: tPlain, hookedMedianMs: tHooked, overheadPct: (100 * (tHooked - tPlain)) / tPlain } : { error: py.stderr.slice(-500) } };
+const json = { machine: machine(), tfjs: { notesPerStep: 4, perStepUs, stepMs, overheadPct: (100 * perStepUs) / 1000 / stepMs }, torch: torch ? { ...torch, plainMedianMs: tPlain, hookedMedianMs: tHooked, overheadPct: (100 * (tHooked - tPlain)) / tPlain, pairedOverheadPct: pairedPct } : { error: py.stderr.slice(-500) } };
 const md = `## per-rank breakdown overhead (issue 21 item 2)
 
 Measured ${new Date().toISOString()} on this shared 2-core machine (other sessions' tests running).
@@ -59,5 +62,6 @@ Measured ${new Date().toISOString()} on this shared 2-core machine (other sessio
 
 The per-window part (each rank's 4 sums in the window's gather, rank 0's split) is once per window, not per step.
 torch, the phase clock's own work per step (timestamps, sums, the hook's per-bucket extra ×4), alone: ${torch ? torch.clockUsPerStep.toFixed(1) : '?'} µs = ${torch ? ((100 * torch.clockUsPerStep) / 1000 / tPlain).toFixed(4) : '?'}% of that step. The interleaved A/B above cannot resolve 1% on this loaded machine (rounds vary ±50%): it only shows no large cost.
-torch rounds (ms/step): plain ${torch?.plain.map((x) => x.toFixed(0)).join(', ')}; hooked ${torch?.hooked.map((x) => x.toFixed(0)).join(', ')}. The A/B's difference, either sign, is within that noise.`;
+torch rounds (ms/step): plain ${torch?.plain.map((x) => x.toFixed(0)).join(', ')}; hooked ${torch?.hooked.map((x) => x.toFixed(0)).join(', ')}. The A/B's difference, either sign, is within that noise.
+torch, paired: the median of each round's own difference (hooked − plain, timed back to back) is ${torch ? `${pairedPct >= 0 ? '+' : ''}${pairedPct.toFixed(1)}%` : '?'} of the plain step.`;
 writeResults('per-rank', json, md);

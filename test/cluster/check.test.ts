@@ -104,6 +104,7 @@ describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
       expect(result.prediction!.sharedComputeMs).toBeGreaterThanOrEqual(result.prediction!.computeMs);
       expect(result.prediction!.computeSource).toMatch(/^measured: one rank alone on h1/);
       expect(result.hosts.map((x) => x.report?.bundleHash)).toEqual(Array(3).fill(result.hosts[0]!.report!.bundleHash));
+      expect(Object.keys(result.phasesMs ?? {})).toEqual(['reach', 'hosts', 'links', 'compute']);
     } finally {
       await shapeHost(cluster, 2, undefined);
     }

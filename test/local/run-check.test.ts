@@ -29,6 +29,9 @@ describe('cohort check local / run --check', () => {
     expect(doc).toMatchObject({ profile: 'local', ok: true, links: [], prediction: { worldSize: 1, exchangeMs: 0, scaling: 1 } });
     expect(doc.prediction!.computeSource).toMatch(/^measured: one rank alone on local/);
     expect(doc.hosts[0]!.report!.workdirWritable).toBe(true);
+    // Where its time went, phase by phase, within its duration.
+    expect(Object.keys(doc.phasesMs ?? {})).toEqual(['reach', 'hosts', 'links', 'compute']);
+    expect(Object.values(doc.phasesMs!).reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(doc.durationMs);
   }, 180_000);
 
   it.skipIf(!existsSync(NO_TORCH))('run --check refuses to start when the check finds an error; --json still ends with done', async () => {

@@ -1,10 +1,11 @@
 // `cohort check` on a Slurm profile (issue 21 item 1), through the real CLI against a real Slurm
 // (slurmctld + 2 slurmd in network namespaces, a login node over SSH): the checks run inside one
-// short allocation on the nodes a run would get — every node's facts, plain TCP between the
-// allocated nodes on free ports, node 0's one-rank measurement and the prediction — each named by
-// Slurm node name; a node whose firewall drops inbound TCP (nftables in its namespace, slurmd's
-// port left open) → exit 1 naming that node; an unknown partition → exit 1 with Slurm's words;
-// Ctrl-C during the check → exit 130. After each: no job in squeue, no trainer process on any node.
+// short allocation on the nodes a run would get — every node's facts and clock offset, plain TCP
+// between the allocated nodes on free ports, node 0's one-rank measurement (and, the nodes being
+// one machine, both ranks at once) and the prediction — each named by Slurm node name; a node
+// whose firewall drops inbound TCP (nftables in its namespace, slurmd's port left open) → exit 1
+// naming that node; an unknown partition → exit 1 with Slurm's words; Ctrl-C during the check →
+// exit 130. After each: no job in squeue, no trainer process on any node.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +75,18 @@ describe.skipIf(!!SLURM_MISSING)('cohort check on a Slurm profile: inside a shor
     expect(result.prediction?.worldSize).toBe(2);
     expect(result.prediction?.computeSource).toMatch(/^measured: one rank alone on node n1 \(\d+ thread\(s\)\) inside the check's allocation/);
     expect(result.prediction?.bottleneck).toMatch(/n1↔n2|n2↔n1/);
+    // Parity with the SSH check: the two nodes are namespaces of one machine (one kernel boot id),
+    // so their ranks were also measured computing at once, against n1's rank alone; and every
+    // node's clock was compared with this client's (through the login node's clock; one clock here).
+    expect(result.prediction?.sharing).toBe(`2 ranks on n1+n2 (${result.hosts[0]!.report!.cores} cores)`);
+    expect(result.prediction?.sharedRatio).toBeGreaterThan(0);
+    expect(result.prediction?.sharedComputeMs).toBeGreaterThanOrEqual(result.prediction!.computeMs);
+    expect(result.prediction?.computeKey).toContain('sharing 2 ranks on n1+n2');
+    for (const h of result.hosts) {
+      expect(Number.isFinite(h.clockOffsetMs), `${h.host}: clockOffsetMs ${h.clockOffsetMs}`).toBe(true);
+      expect(Math.abs(h.clockOffsetMs!), h.host).toBeLessThan(1000);
+    }
+    expect(result.phasesMs?.allocation).toBeGreaterThan(0);
     expect(result.problems.filter((p) => p.severity === 'error')).toEqual([]);
     // The job was the check's (cohort-check-*), and it has ended.
     expect((await c.login$(`sacct -n -X -j ${result.allocation!.jobId} -o JobName%40 2>/dev/null || scontrol show job ${result.allocation!.jobId} -o`)).stdout).toMatch(/cohort-check-/);

@@ -4,14 +4,19 @@
 //     listens on P (0: any free port), prints {"port":P}, serves N connections (or until T ms
 //     pass), prints {"done":true,"connections":K} and exits.
 //   check-link stop --pid P   ends a listener whose peer never connected (only that kind of process)
-//   check-link send --to ADDR --port P --ms D
+//   check-link send --to ADDR --port P --ms D [--start stdin]
 //     connects (5 s limit), times a few round trips, streams data for D ms, then prints the
 //     receiver's count: {"ok":true,"rttMs":..,"bytes":..,"ms":..} (LinkSendReport).
+//     --start stdin: connected and timed, it prints {"ready":true} and streams only once a "GO"
+//     line comes on stdin (stdin's end without one: latency only). The client starts every ring
+//     hop's sender at once (one process start per host, not one per hop after another) and lets
+//     them stream one at a time.
 // On the wire: "PING\n" lines are echoed; "DATA\n" starts the stream, which the receiver counts
 // from its first byte to the sender's end and answers with one JSON line; "BYE\n" ends a
 // latency-only connection.
 import { readFileSync } from 'node:fs';
 import { createServer, connect, type Socket } from 'node:net';
+import { createInterface } from 'node:readline';
 import type { LinkSendReport } from '../protocol/check';
 import { HostCmdFailure, intFlag, parseFlags, replyLine } from './host-cmd';
 
@@ -103,15 +108,28 @@ async function stop(argv: readonly string[]): Promise<number> {
 }
 
 async function send(argv: readonly string[]): Promise<number> {
-  const flags = parseFlags(argv, ['to', 'port', 'ms'], 'check-link send');
+  const flags = parseFlags(argv, ['to', 'port', 'ms', 'start'], 'check-link send');
   const durationMs = intFlag(flags, 'ms', 2000, 'check-link send');
   const port = intFlag(flags, 'port', 0, 'check-link send');
-  const report = await measure(flags.to ?? '', port, durationMs);
+  if (flags.start !== undefined && flags.start !== 'stdin') throw new HostCmdFailure('usage', `check-link send: --start takes "stdin", got ${JSON.stringify(flags.start)}`, 3);
+  const report = await measure(flags.to ?? '', port, durationMs, flags.start === 'stdin' ? goFromStdin : undefined);
   replyLine(report);
   return report.ok ? 0 : 1;
 }
 
-async function measure(host: string, port: number, durationMs: number): Promise<LinkSendReport> {
+/** true on a "GO" line, false when stdin ends without one (the client gone, or latency only after all). */
+async function goFromStdin(): Promise<boolean> {
+  const rl = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  try {
+    for await (const l of rl) if (l.trim() === 'GO') return true;
+    return false;
+  } finally {
+    rl.close();
+    process.stdin.pause();
+  }
+}
+
+async function measure(host: string, port: number, durationMs: number, go?: () => Promise<boolean>): Promise<LinkSendReport> {
   const sock = connect({ host, port });
   sock.setNoDelay(true);
   const lines: string[] = [];
@@ -163,7 +181,8 @@ async function measure(host: string, port: number, durationMs: number): Promise<
     }
     rtts.sort((a, b) => a - b);
     const rttMs = rtts[Math.floor(rtts.length / 2)]!;
-    if (durationMs === 0) {
+    if (go) replyLine({ ready: true });
+    if (durationMs === 0 || (go && !(await go()))) {
       sock.end('BYE\n');
       return { ok: true, rttMs };
     }

@@ -7,16 +7,23 @@
 //     prints one SlurmCheckReply line. The allocation is srun's own: it is released when srun exits;
 //     SIGINT/SIGTERM/SIGHUP (the client gone or cancelling) scancel it by name first.
 //   `check-slurm cancel --id ID`: scancel of that allocation (the client's Ctrl-C; idempotent).
-//   `check-slurm-node --dir D` (one task per node): this node's `check-host`, then plain TCP along
-//     the ring the run's ranks would form — every node listens on a free port (as a run's ranks do),
-//     the hops i → i+1 stream one after another (ordered through the shared directory), the middle
-//     nodes also reach node 0's port (the rendezvous) — then node 0 measures one rank of the config
-//     (`check-compute`) when asked. Each part is the SSH check's own host command, run as a child.
+//   `check-slurm-node --dir D` (one task per node): this node's `check-host` and its clock against
+//     the login node's (check-slurm serves its clock on a TCP port; the node reaches it at
+//     SLURM_SRUN_COMM_HOST, as srun's own I/O does), then plain TCP along the ring the run's ranks
+//     would form — every node listens on a free port (as a run's ranks do), the hops i → i+1
+//     stream one after another (ordered through the shared directory), the middle nodes also reach
+//     node 0's port (the rendezvous) — then, when asked, one rank of the config (`check-compute`)
+//     alone, and the ranks that share one machine's cores all at once (computeOnNode). Each part
+//     is the SSH check's own host command, run as a child.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { connect, createServer, type Socket } from 'node:net';
+import { createInterface } from 'node:readline';
+import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import type { ComputeReport, HostCheckReport, LinkSendReport, SlurmCheckReply, SlurmCheckRequest } from '../protocol/check';
+import type { ComputeReport, HostCheckReport, LinkSendReport, NodeClock, SlurmCheckReply, SlurmCheckRequest } from '../protocol/check';
 import type { HostCmdError } from '../protocol';
+import { coreSharing } from '../protocol/core-sharing';
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
 import { nodeAddress } from './slurm';
@@ -27,6 +34,8 @@ const checkDir = (workdir: string, id: string): string => `${workdir.replace(/\/
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 /** How long a node waits for its peers' files (they start at once; a node's check-host may take a while). */
 const PEER_WAIT_MS = 120_000;
+/** A one-rank measurement's limit (check-compute). */
+const COMPUTE_MS = 240_000;
 
 export async function checkSlurm(argv: readonly string[], o: { trainerEntry: string; workdir: string }): Promise<number> {
   if (argv[0] === 'cancel') {
@@ -46,7 +55,10 @@ export async function checkSlurm(argv: readonly string[], o: { trainerEntry: str
   }
   const dir = checkDir(o.workdir, req.id);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  writeFileAtomicSync(`${dir}/request.json`, JSON.stringify(req) + '\n', { mode: 0o600 });
+  const clock = await clockServer().catch(() => undefined);
+  // The clock's addresses for the nodes: srun's own (SLURM_SRUN_COMM_HOST, in the step), then the one this SSH session came in on.
+  const sshServer = process.env.SSH_CONNECTION?.split(' ')[2];
+  writeFileAtomicSync(`${dir}/request.json`, JSON.stringify({ ...req, ...(clock ? { clock: { port: clock.port, addresses: sshServer ? [sshServer] : [] } } : {}) }) + '\n', { mode: 0o600 });
   const args = [
     `--job-name=${checkJobName(req.id)}`,
     `--nodes=${req.nodes}`,
@@ -80,6 +92,7 @@ export async function checkSlurm(argv: readonly string[], o: { trainerEntry: str
     });
     srun.on('exit', (c) => resolve(c));
   });
+  clock?.close();
   const reply = collect(dir, req);
   const jobId = reply.jobId ?? /job (\d+)/.exec(err)?.[1];
   rmSync(dir, { recursive: true, force: true });
@@ -89,8 +102,39 @@ export async function checkSlurm(argv: readonly string[], o: { trainerEntry: str
     const unavailable = /Unable to allocate resources|immediate|Requested node configuration is not available|not available/i.test(err);
     if (!reply.nodes.length || !words.length || unavailable) reply.error = { code: unavailable ? 'slurm-no-allocation' : 'slurm-check-failed', message: `srun ${code === null ? 'could not run' : `exited ${code}`}: ${words.slice(-3).join(' | ') || 'no output'}` };
   }
-  replyLine({ ...reply, ...(jobId ? { jobId } : {}) });
+  replyLine({ ...reply, ...(jobId ? { jobId } : {}), timeMs: Date.now() });
   return 0;
+}
+
+/** The login node's clock for the nodes (their offsets): each "T" line is answered with this clock's time in ms. */
+async function clockServer(): Promise<{ port: number; close: () => void }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((sock) => {
+    sockets.add(sock);
+    sock.setNoDelay(true);
+    sock.on('error', () => undefined);
+    sock.on('close', () => sockets.delete(sock));
+    let buf = '';
+    sock.setEncoding('utf8').on('data', (c: string) => {
+      buf += c;
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        buf = buf.slice(nl + 1);
+        sock.write(`${performance.timeOrigin + performance.now()}\n`);
+      }
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, () => resolve());
+  });
+  const a = server.address();
+  return {
+    port: typeof a === 'object' && a ? a.port : 0,
+    close: () => {
+      server.close();
+      for (const s of sockets) s.destroy();
+    },
+  };
 }
 
 /** Everything the nodes wrote (a node that wrote nothing is absent: the client names it from Slurm's node list). */
@@ -106,7 +150,8 @@ function collect(dir: string, req: SlurmCheckRequest): SlurmCheckReply {
   const nodes = files.filter((f) => /^node-\d+\.json$/.test(f)).map((f) => read<SlurmCheckReply['nodes'][number] & { jobId?: string }>(f)).filter((x) => !!x).sort((a, b) => a.index - b.index);
   const links = files.filter((f) => /^(hop|rdv)-\d+\.json$/.test(f)).map((f) => read<SlurmCheckReply['links'][number]>(f)).filter((x) => !!x);
   const compute = req.compute ? read<NonNullable<SlurmCheckReply['compute']>>('compute.json') : undefined;
-  return { nodes: nodes.map(({ jobId: _j, ...n }) => n), links, ...(compute ? { compute } : {}), ...(nodes[0]?.jobId ? { jobId: nodes[0].jobId } : {}) };
+  const shared = files.filter((f) => /^share-\d+-\d+\.json$/.test(f)).map((f) => read<NonNullable<SlurmCheckReply['shared']>[number]>(f)).filter((x) => !!x);
+  return { nodes: nodes.map(({ jobId: _j, ...n }) => n), links, ...(compute ? { compute } : {}), ...(shared.length ? { shared } : {}), ...(nodes[0]?.jobId ? { jobId: nodes[0].jobId } : {}) };
 }
 
 async function scancel(id: string): Promise<void> {
@@ -147,7 +192,13 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
   const host = await run(['check-host', '--engine', req.engine, ...(req.python ? ['--python', req.python] : [])]);
   const report = lastJson<HostCheckReport & Partial<HostCmdError>>(host.stdout);
   const ok = report && !report.error && report.v === 1;
-  writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, jobId: process.env.SLURM_JOB_ID, ...(ok ? { report } : { error: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}` }) }) + '\n');
+  let clock: NodeClock | undefined;
+  for (const at of req.clock ? [...new Set([process.env.SLURM_SRUN_COMM_HOST, ...req.clock.addresses].filter((x): x is string => !!x))] : []) {
+    clock = await clockAgainstLogin(at, req.clock!.port);
+    if (clock && 'offsetMs' in clock) break;
+  }
+  if (req.clock && !clock) clock = { error: { code: 'clock-unreachable', message: 'no address of the login node to reach (SLURM_SRUN_COMM_HOST unset)' } };
+  writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, jobId: process.env.SLURM_JOB_ID, ...(clock ? { clock } : {}), ...(ok ? { report } : { error: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}` }) }) + '\n');
 
   // Links: every node listens (node 0 also serves the rendezvous connections of the middle nodes).
   if (n >= 2) {
@@ -168,54 +219,127 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
     });
     writeFileAtomicSync(`${dir}/listen-${i}.json`, JSON.stringify({ node, address, port }) + '\n');
     const peer = async (k: number) => (await waitFile<{ node: string; address: string; port: number }>(`${dir}/listen-${k}.json`)) ?? { node: `node ${k}`, address: '', port: 0 };
-    const send = async (to: number, ms: number, kind: 'ring' | 'rendezvous', file: string) => {
+    const hopMs = (n + 1) * (req.linkMs + 60_000);
+    // Every sender starts at once, connects and times its round trips (a rendezvous connection is
+    // only that); a ring sender (--start stdin) then streams on "GO": node 0 once every node's
+    // senders are ready, node i once hop i-1 is written — the hops one after another (as in the
+    // SSH check: nodes sharing CPUs would measure the CPU), no process start during a stream.
+    const start = async (to: number, kind: 'ring' | 'rendezvous', file: string) => {
       const p = await peer(to);
-      const r: LinkSendReport = p.port
-        ? (lastJson<LinkSendReport>((await run(['check-link', 'send', '--to', p.address, '--port', String(p.port), '--ms', String(ms)], undefined, ms + 60_000)).stdout) ?? { ok: false, error: { code: 'no-answer', message: 'check-link send gave no answer' } })
-        : { ok: false, error: { code: 'listen-failed', message: `${p.node} did not listen on a TCP port` } };
-      writeFileAtomicSync(`${dir}/${file}`, JSON.stringify({ from: node, to: p.node, kind, port: p.port, report: r }) + '\n');
+      const sender = p.port ? startChild(o.trainerEntry, ['check-link', 'send', '--to', p.address, '--port', String(p.port), '--ms', String(kind === 'ring' ? req.linkMs : 0), ...(kind === 'ring' ? ['--start', 'stdin'] : [])], workdir, hopMs) : undefined;
+      if (kind === 'rendezvous') sender?.stdin.end();
+      const finish = async () => {
+        sender?.stdin.end(kind === 'ring' ? 'GO\n' : '');
+        const r: LinkSendReport = sender
+          ? (lastJson<LinkSendReport>((await sender.done).stdout) ?? { ok: false, error: { code: 'no-answer', message: 'check-link send gave no answer' } })
+          : { ok: false, error: { code: 'listen-failed', message: `${p.node} did not listen on a TCP port` } };
+        writeFileAtomicSync(`${dir}/${file}`, JSON.stringify({ from: node, to: p.node, kind, port: p.port, report: r }) + '\n');
+      };
+      return { ready: kind === 'ring' ? sender?.ready : sender?.done, finish };
     };
-    // The ring hops one after another (as in the SSH check: nodes sharing CPUs would measure the CPU).
-    if (i > 0) await waitFile(`${dir}/hop-${i - 1}.json`, (n + 1) * (req.linkMs + 60_000));
-    await send((i + 1) % n, req.linkMs, 'ring', `hop-${i}.json`);
-    if (i >= 1 && i <= n - 2) {
-      await waitFile(`${dir}/hop-${n - 1}.json`, (n + 1) * (req.linkMs + 60_000));
-      await send(0, 0, 'rendezvous', `rdv-${i}.json`);
-    }
+    const ring = await start((i + 1) % n, 'ring', `hop-${i}.json`);
+    const rdv = i >= 1 && i <= n - 2 ? await start(0, 'rendezvous', `rdv-${i}.json`) : undefined;
+    await Promise.all([ring.ready, rdv?.ready]);
+    await rdv?.finish();
+    writeFileAtomicSync(`${dir}/ready-${i}.json`, '{}\n');
+    if (i === 0) for (let k = 0; k < n; k++) await waitFile(`${dir}/ready-${k}.json`, hopMs);
+    else await waitFile(`${dir}/hop-${i - 1}.json`, hopMs);
+    await ring.finish();
     // Every hop told (or given up on): a listener whose peer never connected (a firewall) ends now, not at its timeout.
     const all = [...Array.from({ length: n }, (_, k) => `hop-${k}.json`), ...Array.from({ length: Math.max(0, n - 2) }, (_, k) => `rdv-${k + 1}.json`)];
-    for (const f of all) await waitFile(`${dir}/${f}`, (n + 1) * (req.linkMs + 60_000));
+    for (const f of all) await waitFile(`${dir}/${f}`, hopMs);
     listener.kill();
     await listened;
   }
 
-  // Node 0: one rank of the planned config, after the links (it would skew them), as the SSH check does.
-  if (i === 0 && req.compute && ok) {
-    const threads = Math.max(1, Math.floor(report.cores / Math.max(1, req.compute.tasksPerNode)));
-    const r = await run(['check-compute', '--threads', String(threads), ...(req.python ? ['--python', req.python] : [])], JSON.stringify(req.compute.config) + '\n', 240_000);
-    const rep = lastJson<ComputeReport>(r.stdout) ?? { ok: false, error: { code: 'no-answer', message: r.stderr.trim().split('\n').pop() ?? `exit ${r.code}` } };
-    writeFileAtomicSync(`${dir}/compute.json`, JSON.stringify({ ...rep, node, threads }) + '\n');
-  }
+  if (req.compute && ok) await computeOnNode(req.compute, { dir, i, n, node, cores: report.cores, python: req.python, run });
   return 0;
 }
 
-function child(entry: string, args: string[], cwd: string, stdin: string | undefined, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [entry, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, COHORT_WORKDIR: cwd } });
-    children.add(p);
-    let stdout = '';
-    let stderr = '';
-    p.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
-    p.stderr.setEncoding('utf8').on('data', (c: string) => (stderr = (stderr + c).slice(-8000)));
-    p.stdin.on('error', () => undefined);
-    p.stdin.end(stdin ?? '');
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+/**
+ * One rank of the planned config, after the links (it would skew them), as the SSH check does: alone
+ * on node 0, or, when ranks share one machine's cores (core-sharing.ts, from every node's check-host
+ * file), alone on that machine's first node and then every one of its ranks at once (a run's
+ * step time there), started together once the alone measurement is written.
+ */
+async function computeOnNode(c: NonNullable<SlurmCheckRequest['compute']>, o: { dir: string; i: number; n: number; node: string; cores: number; python: string | undefined; run: (args: string[], stdin?: string, timeoutMs?: number) => Promise<{ code: number | null; stdout: string; stderr: string }> }): Promise<void> {
+  const tasks = Math.max(1, c.tasksPerNode);
+  const threads = Math.max(1, Math.floor(o.cores / tasks));
+  const measure = async (): Promise<ComputeReport> => {
+    const r = await o.run(['check-compute', '--threads', String(threads), ...(o.python ? ['--python', o.python] : [])], JSON.stringify(c.config) + '\n', COMPUTE_MS);
+    return lastJson<ComputeReport>(r.stdout) ?? { ok: false, error: { code: 'no-answer', message: r.stderr.trim().split('\n').pop() ?? `exit ${r.code}` } };
+  };
+  const peers = await Promise.all(Array.from({ length: o.n }, (_, k) => waitFile<{ node: string; report?: HostCheckReport }>(`${o.dir}/node-${k}.json`)));
+  const sharing = coreSharing(peers.flatMap((p) => (p?.report ? [{ host: p.node, bootId: p.report.bootId, cores: p.report.cores, ranks: tasks }] : [])));
+  const first = sharing ? peers.findIndex((p) => p?.node === sharing.hosts[0]) : 0;
+  if (o.i === first && (c.alone !== false || sharing)) writeFileAtomicSync(`${o.dir}/compute.json`, JSON.stringify({ ...(await measure()), node: o.node, threads }) + '\n');
+  if (!sharing?.hosts.includes(o.node)) return;
+  if (o.i !== first) await waitFile(`${o.dir}/compute.json`, COMPUTE_MS + 10_000);
+  const reps = await Promise.all(Array.from({ length: tasks }, () => measure()));
+  reps.forEach((r, k) => writeFileAtomicSync(`${o.dir}/share-${o.i}-${k}.json`, JSON.stringify({ ...r, node: o.node }) + '\n'));
+}
+
+/** This node's clock minus the login node's (check-slurm's clock port): the answer of the fastest of a few round trips. */
+async function clockAgainstLogin(host: string, port: number): Promise<NodeClock> {
+  const now = () => performance.timeOrigin + performance.now();
+  const sock = connect({ host, port });
+  sock.setNoDelay(true);
+  sock.on('error', () => undefined); // a reset ends the lines below; the connect's own error is taken there
+  try {
+    const lines = createInterface({ input: sock, crlfDelay: Infinity })[Symbol.asyncIterator]();
+    await new Promise<void>((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`no answer from ${host}:${port} within 5 s`)), 5000);
+      sock.once('connect', () => (clearTimeout(t), resolve()));
+      sock.once('error', (e) => (clearTimeout(t), reject(e)));
+    });
+    let best: { offsetMs: number; rttMs: number } | undefined;
+    for (let k = 0; k < 5; k++) {
+      const t0 = now();
+      sock.write('T\n');
+      const line = await Promise.race([lines.next(), sleep(5000).then(() => ({ done: true, value: undefined }))]);
+      if (line.done) throw new Error(`${host}:${port} stopped answering`);
+      const t2 = now();
+      const at = Number(line.value);
+      if (!best || t2 - t0 < best.rttMs) best = { offsetMs: Math.round(((t0 + t2) / 2 - at) * 10) / 10, rttMs: Math.round((t2 - t0) * 100) / 100 };
+    }
+    return best!;
+  } catch (err) {
+    return { error: { code: 'clock-unreachable', message: `the login node's clock at ${host}:${port}: ${(err as Error).message}` } };
+  } finally {
+    sock.destroy();
+  }
+}
+
+/** A child of this node's task (a host command of the bundle), its stdin left open for the caller to end. */
+function startChild(entry: string, args: string[], cwd: string, timeoutMs: number): { stdin: Writable; ready: Promise<void>; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const p = spawn(process.execPath, [entry, ...args], { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, COHORT_WORKDIR: cwd } });
+  children.add(p);
+  let stdout = '';
+  let stderr = '';
+  let onReady!: () => void;
+  const ready = new Promise<void>((r) => (onReady = () => r()));
+  p.stdout.setEncoding('utf8').on('data', (c: string) => {
+    stdout += c;
+    if (stdout.includes('"ready":true')) onReady(); // check-link send --start stdin: connected, waiting for GO
+  });
+  p.stderr.setEncoding('utf8').on('data', (c: string) => (stderr = (stderr + c).slice(-8000)));
+  p.stdin.on('error', () => undefined);
+  p.on('exit', () => onReady());
+  const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
     p.on('exit', (code) => {
       children.delete(p);
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
-    });
-  });
+    }),
+  );
+  return { stdin: p.stdin, ready, done };
+}
+
+function child(entry: string, args: string[], cwd: string, stdin: string | undefined, timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const c = startChild(entry, args, cwd, timeoutMs);
+  c.stdin.end(stdin ?? '');
+  return c.done;
 }
 
 async function waitFile<T>(path: string, ms = PEER_WAIT_MS): Promise<T | undefined> {

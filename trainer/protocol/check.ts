@@ -155,6 +155,8 @@ export interface CheckResult {
   profile: string;
   checkedAt: string;
   durationMs: number;
+  /** Where durationMs went, phase by phase (ms; absent on a check written before they were kept). */
+  phasesMs?: CheckPhases;
   hosts: CheckHost[];
   links: CheckLink[];
   consistency: ConsistencyRow[];
@@ -165,6 +167,20 @@ export interface CheckResult {
   ok: boolean;
   /** A Slurm profile: the check's own short allocation (released when the check ended). */
   allocation?: { jobId: string; nodes: string[] };
+}
+
+/**
+ * The check's phases, one after another: reach (connect, Node, the bundle's manifest; a Slurm
+ * check: the deploy to the login node), hosts (check-host everywhere), links (the ring's streams
+ * and the rendezvous connections), compute (one rank, the ranks sharing cores; 0 when reused),
+ * allocation (a Slurm check: the whole srun, hosts, links and compute inside it).
+ */
+export interface CheckPhases {
+  reach: number;
+  hosts?: number;
+  links?: number;
+  compute?: number;
+  allocation?: number;
 }
 
 // ---- Slurm profiles: the checks inside one short allocation (`check-slurm` on the login node) ----
@@ -184,16 +200,34 @@ export interface SlurmCheckRequest {
   queueWaitS: number;
   /** The allocation's time limit (minutes): it is released by Slurm then at the latest. */
   timeLimitMin: number;
-  /** When present, node 0 measures one rank of this config (check-compute) with `threads` threads. */
-  compute?: { config: unknown; tasksPerNode: number };
+  /**
+   * When present, one rank of this config is measured (check-compute, cores ÷ tasksPerNode threads)
+   * after the links: alone on node 0, or, when ranks share one machine's cores (core-sharing.ts:
+   * nodes with one kernel boot id, several tasks per node), alone on that machine's first node and
+   * then all of them at once. `alone: false` (History has one rank's time): only the sharing ranks
+   * and their one-alone reference are measured.
+   */
+  compute?: { config: unknown; tasksPerNode: number; alone?: boolean };
+  /**
+   * Set by check-slurm for its nodes: the login node's clock on a TCP port; every node measures its
+   * offset there, at SLURM_SRUN_COMM_HOST (srun's address in the step), else at these addresses.
+   */
+  clock?: { port: number; addresses: string[] };
 }
+
+/** A node's clock against the login node's (check-slurm's clock port): node minus login, ms; the round trip bounds it (± half). */
+export type NodeClock = { offsetMs: number; rttMs: number } | { error: ErrorInfo };
 
 /** `check-slurm`'s reply: every node's facts, the links between them, node 0's compute time. */
 export interface SlurmCheckReply {
   jobId?: string;
-  nodes: { index: number; node: string; address: string; report?: HostCheckReport; error?: string }[];
+  nodes: { index: number; node: string; address: string; report?: HostCheckReport; error?: string; clock?: NodeClock }[];
   links: { from: string; to: string; kind: 'ring' | 'rendezvous'; port: number; report: LinkSendReport }[];
   compute?: ComputeReport & { node: string; threads: number };
+  /** The ranks that share one machine's cores, each measured while all of them computed at once (after `compute`, their one alone). */
+  shared?: (ComputeReport & { node: string })[];
+  /** Date.now() on the login node when it wrote this reply (the client's offset to the login node). */
+  timeMs?: number;
   /** The allocation could not be had or the step failed: Slurm's own words. */
   error?: ErrorInfo;
 }

@@ -18,3 +18,4 @@ export * from './world-layout';
 export * from './run-id';
 export * from './run-view';
 export * from './check';
+export * from './core-sharing';

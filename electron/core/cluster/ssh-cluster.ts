@@ -322,7 +322,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
           if (err.length < 64 << 10) err += c;
         });
         proc.stdin.on('error', () => undefined);
-        proc.stdin.end(opts.stdin ?? '');
+        proc.stdin[opts.openStdin ? 'write' : 'end'](opts.stdin ?? ''); // open: check-link's "GO" comes later
         const exit = proc.exit.then(
           (x) => ({ code: x.code, signal: x.signal }),
           (e: Error) => {
@@ -330,7 +330,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
             return { code: null, signal: 'DISCONNECTED' };
           },
         );
-        return { onStdout: (l) => (proc.stdout.on('data', l), () => void proc.stdout.off('data', l)), stderr: () => err, exit, kill: () => proc.close() };
+        return { onStdout: (l) => (proc.stdout.on('data', l), () => void proc.stdout.off('data', l)), stderr: () => err, exit, kill: () => proc.close(), ...(opts.openStdin ? { writeStdin: (t: string) => void proc.stdin.write(t), endStdin: () => void proc.stdin.end() } : {}) };
       },
     };
   }

@@ -19,6 +19,9 @@ export interface HostCommand {
   readonly exit: Promise<HostCommandExit>;
   /** Ends the command (the exec channel or child process); the run on the host is not touched. */
   kill(): void;
+  /** Only when started with `openStdin`: more text on the command's stdin, and its end (EOF). */
+  writeStdin?(text: string): void;
+  endStdin?(): void;
 }
 
 /** What ensureBundle found: the bundle was there (`redeployed: false`) or was uploaded again. */
@@ -31,8 +34,8 @@ export interface BundleCheck {
 
 export interface HostLink {
   readonly host: string;
-  /** Runs `node <bundle> ...args` on the host with cwd = its workdir; `stdin` is written then closed. */
-  command(args: string[], opts?: { stdin?: string }): Promise<HostCommand>;
+  /** Runs `node <bundle> ...args` on the host with cwd = its workdir; `stdin` is written then closed (left open with `openStdin`). */
+  command(args: string[], opts?: { stdin?: string; openStdin?: boolean }): Promise<HostCommand>;
   /**
    * Makes sure the trainer bundle `command` runs from is on the host and intact, uploading it
    * again when it is missing or damaged (a host re-imaged with its workdir's runs/ restored, a
@@ -56,7 +59,8 @@ export function localHostLink(o: { host: string; nodePath: string; trainerEntry:
         if (err.length < 64 << 10) err += c;
       });
       child.stdin.on('error', () => undefined);
-      child.stdin.end(opts.stdin ?? '');
+      if (opts.openStdin) child.stdin.write(opts.stdin ?? '');
+      else child.stdin.end(opts.stdin ?? '');
       const exit = new Promise<HostCommandExit>((resolve) => {
         child.on('close', (code, signal) => resolve({ code, signal }));
         child.on('error', (e) => {
@@ -71,17 +75,23 @@ export function localHostLink(o: { host: string; nodePath: string; trainerEntry:
         kill: () => {
           if (child.exitCode === null) child.kill('SIGKILL');
         },
+        ...(opts.openStdin ? { writeStdin: (t: string) => void child.stdin.write(t), endStdin: () => void child.stdin.end() } : {}),
       };
     },
   };
 }
 
-/** Runs a host command to completion and returns its stdout (capped at 16 MiB), stderr and exit. */
-export async function runHostCommand(link: HostLink, args: string[], opts: { stdin?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/**
+ * Runs a host command to completion and returns its stdout (capped at 16 MiB), stderr and exit;
+ * `stdoutAt`: Date.now() when its last stdout arrived (a reply's host time against ours: clock offsets).
+ */
+export async function runHostCommand(link: HostLink, args: string[], opts: { stdin?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string; stdoutAt?: number }> {
   const cmd = await link.command(args, opts.stdin === undefined ? {} : { stdin: opts.stdin });
   const chunks: Buffer[] = [];
   let size = 0;
+  let stdoutAt: number | undefined;
   cmd.onStdout((b) => {
+    stdoutAt = Date.now();
     if (size < 16 << 20) chunks.push(b);
     size += b.length;
   });
@@ -92,5 +102,5 @@ export async function runHostCommand(link: HostLink, args: string[], opts: { std
   const exit = await Promise.race([cmd.exit, timeout]);
   if (timer) clearTimeout(timer);
   if (exit.signal === 'TIMEOUT') cmd.kill();
-  return { code: exit.code, stdout: Buffer.concat(chunks).toString('utf8'), stderr: exit.signal === 'TIMEOUT' ? `${link.host}: ${args[0]} did not answer within ${opts.timeoutMs} ms` : cmd.stderr() };
+  return { code: exit.code, stdout: Buffer.concat(chunks).toString('utf8'), stderr: exit.signal === 'TIMEOUT' ? `${link.host}: ${args[0]} did not answer within ${opts.timeoutMs} ms` : cmd.stderr(), ...(stdoutAt !== undefined ? { stdoutAt } : {}) };
 }
