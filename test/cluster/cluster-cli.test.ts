@@ -8,7 +8,6 @@ import type { CohortEvent, ErrorEvent, HelloEvent, StepEvent } from '../../train
 import { type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { until } from '../helpers/until';
 
 // pair: the profile names each host's Python (the engine choice's override, issue 13)
 const fx = useCohortCluster(3, {
@@ -116,10 +115,8 @@ describe.skipIf(SSHD_MISSING)('cohort run --profile over SSH', () => {
       expect(s.memory.map((m) => `${m.rank}@${m.host}`).sort()).toEqual(cluster.hosts.map((h, i) => `${i}@${h.name}`).sort());
     }
     expect(of(r.events, 'done').at(-1)?.status).toBe('ok');
-    // No trainer is left; a `run-status` host command the client sent as the run ended may still be
-    // finishing on its host for a moment after the CLI exits (seen in CI). UNFINISHED (issue 24): the
-    // controller should await or cancel its host queries before it ends; then this wait can go.
-    await until('no trainer process left on the hosts', async () => (await trainerProcesses()).length === 0 || null, 10_000).catch(() => undefined);
+    // Nothing is left the moment the CLI exits: no trainer, and no host command the client sent (its
+    // controller awaits its run-status queries before its result, issue 24; test/host/controller-queries).
     expect(await trainerProcesses()).toEqual([]);
   });
 

@@ -8,7 +8,12 @@ import { CONTROLLER_INPUTS, sampleStates } from './controller-table';
 import { initialControllerState, transition, type ControllerEffect, type ControllerState } from './controller-lifecycle';
 
 const visited = new Set<string>();
-const nameOf = (s: ControllerState): string => (s.phase.k === 'following' && s.stopSeen ? 'following+stopSeen' : s.phase.k === 'stopping' && s.phase.force ? 'stopping(force)' : s.phase.k);
+const nameOf = (s: ControllerState): string => {
+  if (s.phase.k === 'following' && s.stopSeen) return 'following+stopSeen';
+  if (s.phase.k === 'following' && s.follows.h1?.deadOnce) return 'following+h1 dead once';
+  if (s.phase.k === 'following' && s.follows.h2?.attempt === 4) return 'following+h2 4 re-follows';
+  return s.phase.k === 'stopping' && s.phase.force ? 'stopping(force)' : s.phase.k;
+};
 
 /** Feeds named inputs (CONTROLLER_INPUTS) from `from`; returns the end state and every effect, in order. */
 function walk(scheduled: boolean, inputs: string[], from: ControllerState = initialControllerState(scheduled)): { state: ControllerState; effects: ControllerEffect[] } {
@@ -64,16 +69,16 @@ describe('client controller lifecycle: SSH and local runs', () => {
     // the leader's agent died with its host: its record never ended, the outcome read is failed; the stop decides
     expect(walk(false, ['leader-ended(failed)'], seen).state.phase).toEqual({ k: 'done', status: 'cancelled' });
     expect(walk(false, ['leader-ended(ok)'], seen).state.phase).toEqual({ k: 'done', status: 'ok' });
-    expect(walk(false, ['leader-unreachable'], seen).state.phase).toEqual({ k: 'done', status: 'cancelled' });
+    expect(walk(false, ['follow-exit(h1 silent)'], seen).state.phase).toEqual({ k: 'done', status: 'cancelled' });
     // this client's own stop marked the hosts already; a scheduled run's stop is the scheduler's
     expect(kinds(walk(false, ['attach', 'stop', 'leader-ended(cancelled)']).effects)).toEqual(['follow-hosts', 'stop-hosts', 'finish(cancelled)']);
     expect(kinds(walk(true, ['leader-ended(cancelled)'], { ...seen, scheduled: true }).effects)).toEqual(['finish(cancelled)']);
   });
 
   it('stop: run-stop, then cancelled once the stop commands returned; a second stop forces; force stops following', () => {
-    let r = walk(false, ['attach', 'stop', 'stop', 'leader-unreachable']);
+    let r = walk(false, ['attach', 'stop', 'stop', 'follow-exit(h1 silent)']);
     expect(r.state.phase).toEqual({ k: 'stopping', force: false });
-    expect(kinds(r.effects)).toEqual(['follow-hosts', 'stop-hosts']);
+    expect(kinds(r.effects)).toEqual(['follow-hosts', 'stop-hosts', 'host-silent']); // the stop's own end decides
     r = walk(false, ['stop(force)', 'stop(force)', 'stop', 'stop-sent'], r.state);
     expect(r.state.phase).toEqual({ k: 'done', status: 'cancelled' });
     expect(kinds(r.effects)).toEqual(['stop-hosts', 'stop-following', 'finish(cancelled)']);
@@ -86,8 +91,9 @@ describe('client controller lifecycle: SSH and local runs', () => {
   });
 
   it('the leader unreachable: lost; done is final for every input', () => {
-    const r = walk(false, ['attach', 'leader-unreachable']);
+    const r = walk(false, ['attach', 'follow-exit(h1 silent)']);
     expect(r.state.phase).toEqual({ k: 'done', status: 'lost' });
+    expect(kinds(r.effects)).toEqual(['follow-hosts', 'host-silent', 'finish(lost)']);
     const after = walk(false, Object.keys(CONTROLLER_INPUTS), r.state);
     expect(after.state).toBe(r.state);
     expect(after.effects).toEqual([]);
@@ -109,7 +115,8 @@ describe('client controller lifecycle: scheduled (Slurm) runs', () => {
 
   it('defect 2: a stop asks the scheduler first; a job that had already ended is followed to its own end (ok), not cancelled', () => {
     const r = walk(true, ['attach', 'stop', 'stop', 'job-running', 'job-state(over)', 'job-running', 'leader-ended(ok)']);
-    expect(kinds(r.effects)).toEqual(['wait-job', 'ask-job', 'tell', 'finish(ok)']);
+    // the job's nodes are followed while the stop is checked: it may have ended on its own
+    expect(kinds(r.effects)).toEqual(['wait-job', 'ask-job', 'follow-hosts', 'tell', 'finish(ok)']);
     expect(r.state.phase).toEqual({ k: 'done', status: 'ok' });
   });
 
@@ -117,6 +124,53 @@ describe('client controller lifecycle: scheduled (Slurm) runs', () => {
     expect(kinds(walk(true, ['attach', 'stop', 'job-state(running)', 'stop-sent']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'finish(cancelled)']);
     expect(kinds(walk(true, ['attach', 'stop', 'stop(force)']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'stop-following']);
     expect(kinds(walk(true, ['start', 'stop']).effects)).toEqual(['submit', 'stop-hosts']);
+  });
+});
+
+describe("each host's follow (issue 24 item 1: the bookkeeping the shell kept)", () => {
+  const fx = (r: { effects: ControllerEffect[] }) => r.effects.map((e) => (e.e === 'refollow' ? `refollow(${e.host},${e.afterMs})` : e.e === 'follow-ended' ? `ended(${e.host},${e.end})` : e.e === 'host-silent' ? `silent(${e.host})` : e.e === 'finish' ? `finish(${e.status})` : e.e));
+
+  it('a dropped link is re-followed with backoff, per host, up to 4 s between tries', () => {
+    const r = walk(false, ['attach', ...Array<string>(7).fill('follow-exit(h2 dropped)')]);
+    expect(fx(r)).toEqual(['follow-hosts', ...[250, 500, 1000, 2000, 4000, 4000, 4000].map((ms) => `refollow(h2,${ms})`)]);
+    expect(r.state.follows).toEqual({ h2: { attempt: 7, deadOnce: false } });
+    // COHORT_RETRY_MAX_MS caps it (the grace of a dead leader is not a backoff)
+    const capped = walk(false, ['attach', 'follow-exit(h2 dropped)', 'follow-exit(h2 dropped)', 'follow-exit(h2 dropped)', 'follow-exit(h1 agent-lost)'], { ...initialControllerState(false, 500) });
+    expect(fx(capped)).toEqual(['follow-hosts', 'refollow(h2,250)', 'refollow(h2,500)', 'refollow(h2,500)', 'refollow(h1,3000)']);
+    // attaching again (or the job's next run) follows afresh
+    expect(walk(false, ['attach'], { ...r.state, phase: { k: 'idle' } }).state.follows).toEqual({});
+  });
+
+  it("the leader's agent dead: its record is read again once after 3 s (the followers may say they wait for it), then the end", () => {
+    const r = walk(false, ['attach', 'follow-exit(h1 agent-lost)', 'follow-exit(h1 agent-lost)']);
+    expect(fx(r)).toEqual(['follow-hosts', 'refollow(h1,3000)', 'ended(h1,agent-lost)']);
+    // a one-host run has no follower to wait for: the end at once
+    const alone = walk(false, ['follow-exit(h1 agent-lost)'], { ...walk(false, ['attach']).state, hosts: ['h1'] });
+    expect(fx(alone)).toEqual(['ended(h1,agent-lost)']);
+    // a follower's dead agent is its record's end
+    expect(fx(walk(false, ['attach', 'follow-exit(h2 agent-lost)']))).toEqual(['follow-hosts', 'ended(h2,agent-lost)']);
+  });
+
+  it('a host the run waits for is never ended by its old dead agent nor called silent: it is re-followed until its relaunched agent writes', () => {
+    const r = walk(false, ['attach', 'restart(h2)', 'follow-exit(h2 agent-lost)', 'follow-exit(h2 silent)', 'follow-exit(h2 drained)']);
+    expect(fx(r)).toEqual(['follow-hosts', 'relaunch', 'refollow(h2,250)', 'refollow(h2,500)', 'ended(h2,drained)']);
+  });
+
+  it('a record that ends: drained, no such run, damaged; a silent follower is a warning, a silent leader ends the run lost', () => {
+    expect(fx(walk(false, ['attach', 'follow-exit(h1 drained)', 'follow-exit(h2 drained)', 'follow-exit(h1 no-such-run)', 'follow-exit(h2 record-damaged)']))).toEqual(['follow-hosts', 'ended(h1,drained)', 'ended(h2,drained)', 'ended(h1,no-such-run)', 'ended(h2,record-damaged)']);
+    const r = walk(false, ['attach', 'follow-exit(h2 silent)', 'follow-exit(h1 silent)', 'follow-exit(h1 drained)']);
+    expect(fx(r)).toEqual(['follow-hosts', 'silent(h2)', 'silent(h1)', 'finish(lost)']);
+    // a forced stop follows nothing more
+    expect(fx(walk(false, ['attach', 'stop(force)', 'follow-exit(h2 dropped)', 'follow-exit(h1 silent)'])).slice(1)).toEqual(['stop-hosts', 'stop-following']);
+  });
+
+  it("a requeued job's next run follows each node index's record from where the last run's left off (its nodes may differ)", () => {
+    const r = walk(true, ['start', 'submitted', 'job-running', 'job-requeued', 'job-running']);
+    expect(r.effects.filter((e) => e.e === 'follow-hosts')).toEqual([
+      { e: 'follow-hosts', offsets: {} },
+      { e: 'follow-hosts', offsets: { n1: 120, n2: 80 } },
+    ]);
+    expect(r.state).toMatchObject({ hosts: ['n1', 'n2'], resumeOffsets: [] });
   });
 });
 

@@ -5,12 +5,12 @@
 // runs the effects (start or stop hosts, follow records, relaunch a lost host's agent, finish).
 // Slurm and SSH differ only by the `scheduled` flag the inputs carry. The table of every
 // (phase, input) pair is generated from this function into ARCHITECTURE.md (controller-table.ts).
-//
-// UNFINISHED (issue 24 item 1): the follow loops (run-follow re-follow with backoff, the lost-leader
-// grace, a requeued job's re-follow) still keep their own per-host bookkeeping in the shell
-// (controller-follow.ts, controller-scheduled.ts); the decisions about the run as a whole (start,
-// stop, waiting for lost hosts, a stop seen, the end) are here.
-import type { RunStatus } from '../../../trainer/protocol';
+// Each host's follow is here too (its re-follow backoff, the grace a dead leader's record gets, how
+// its `run-follow` ended, a silent host, a requeued job's offsets); the shell keeps only the bytes:
+// the command, its byte offset and when the host was last heard from (controller-follow.ts).
+// UNFINISHED: the submit, wait-job and start-hosts effects are still run by the shell's own start()
+// and attach() (the effect is the record of what they do), not driven from the effect.
+import { DEFAULT_TIMINGS, HOST_CMD_EXIT, type RunStatus } from '../../../trainer/protocol';
 
 export type RunOutcome = RunStatus | 'lost';
 
@@ -40,19 +40,44 @@ export interface ControllerState {
   /** A stop was seen in some host's record (a `done` cancelled): another client stopped the run.
    *  A stop is final for every client: no lost host is relaunched after it (defect 6). */
   stopSeen: boolean;
+  /** The hosts followed, the leader first (attach, or the scheduled job's nodes). */
+  hosts: string[];
+  /** Each host's follow (a spare's too, from its first exit). */
+  follows: Record<string, FollowBook>;
+  /** A requeued job: where each node index's record was left off, for the next run's follow. */
+  resumeOffsets: number[];
+  /** The re-follow backoff grows to this at most (Timings.retryMaxMs). */
+  retryMaxMs: number;
 }
+
+/** One host's follow, as the transition keeps it. */
+export interface FollowBook {
+  /** Re-follows after a dropped link so far (the backoff's index). */
+  attempt: number;
+  /** The leader's agent was found dead once (its followers get a moment to say they wait for it). */
+  deadOnce: boolean;
+}
+
+/** How a host's `run-follow` ended for good (its exit code, HOST_CMD_EXIT). */
+export type FollowEnd = 'drained' | 'agent-lost' | 'no-such-run' | 'record-damaged';
+
+/** Between re-follows of a dropped link (at most the state's retryMaxMs). */
+export const FOLLOW_BACKOFF_MS = [250, 500, 1000, 2000, 4000];
+/** A dead leader agent's record is read again after this long: its followers need a moment to say they wait for it. */
+export const LEADER_DEAD_GRACE_MS = 3000;
 
 export type ControllerInput =
   | { t: 'start' }
-  | { t: 'attach' }
+  /** Follow the run's hosts (leader first) from the start of their records. */
+  | { t: 'attach'; hosts: string[] }
   | { t: 'submitted' }
   /** The scheduler refused the job, or it ended before its agents ran. */
   | { t: 'job-failed' }
-  /** The scheduled job runs: its nodes are known. */
-  | { t: 'job-running' }
-  /** Slurm requeued the job: the run waits for its next run. */
-  | { t: 'job-requeued' }
-  | { t: 'hosts-started' }
+  /** The scheduled job runs: its nodes are known (leader first). */
+  | { t: 'job-running'; hosts: string[] }
+  /** Slurm requeued the job: the run waits for its next run; `offsets`: where each node index's record was left off. */
+  | { t: 'job-requeued'; offsets: number[] }
+  | { t: 'hosts-started'; hosts: string[] }
   | { t: 'host-refused' }
   /** A restart in some host's record, naming the lost hosts it waits for (maybe none). */
   | { t: 'restart'; waitingFor: string[] }
@@ -69,8 +94,9 @@ export type ControllerInput =
   | { t: 'stop-sent' }
   /** The leader's record is drained and its state read: the outcome. */
   | { t: 'leader-ended'; status: RunOutcome }
-  /** The leader could not be reached for lostAfterMs: it holds the outcome, so the run is lost from here. */
-  | { t: 'leader-unreachable' }
+  /** A host's `run-follow` ended (code: its exit code, null when the link dropped); `silent`: the host
+   *  has not been heard from for lostAfterMs (the leader holds the outcome: the run is lost from here). */
+  | { t: 'follow-exit'; host: string; leader: boolean; code: number | null; silent: boolean }
   /** The client stops following (dispose): the run goes on on its hosts. */
   | { t: 'detach' };
 
@@ -78,7 +104,14 @@ export type ControllerEffect =
   | { e: 'submit' }
   | { e: 'wait-job' }
   | { e: 'start-hosts' }
-  | { e: 'follow-hosts' }
+  /** Follow every host's record, each from its offset (absent: 0). */
+  | { e: 'follow-hosts'; offsets: Record<string, number> }
+  /** Run that host's `run-follow` again, from its offset, after `afterMs`. */
+  | { e: 'refollow'; host: string; afterMs: number }
+  /** That host's record is followed to its end: tell how (an error for the leader's), read the outcome (leader) or how a follower ended. */
+  | { e: 'follow-ended'; host: string; leader: boolean; end: FollowEnd }
+  /** That host was not heard from for lostAfterMs: told (the leader's as the run's error); its follow ends. */
+  | { e: 'host-silent'; host: string; leader: boolean }
   | { e: 'relaunch'; hosts: string[] }
   | { e: 'ask-job' }
   | { e: 'stop-hosts'; reason: string; force: boolean }
@@ -94,11 +127,16 @@ export interface Transition {
   effects: ControllerEffect[];
 }
 
-export const initialControllerState = (scheduled: boolean): ControllerState => ({ phase: { k: 'idle' }, scheduled, stopSeen: false });
+export const initialControllerState = (scheduled: boolean, retryMaxMs: number = DEFAULT_TIMINGS.retryMaxMs): ControllerState => ({ phase: { k: 'idle' }, scheduled, stopSeen: false, hosts: [], follows: {}, resumeOffsets: [], retryMaxMs });
 
 export const isOver = (s: ControllerState): boolean => s.phase.k === 'done';
 /** Whether a stop was asked (or the run is over): the shell then stops relaunching and re-following. */
 export const isStopping = (s: ControllerState): boolean => s.phase.k === 'stopping' || s.phase.k === 'done';
+
+/** A stop was asked (or is being checked with the scheduler). */
+export const stopAsked = (s: ControllerState): boolean => s.phase.k === 'stopping' || s.phase.k === 'checking-job';
+/** The run waits for this (lost) host. */
+export const waitsFor = (s: ControllerState, host: string): boolean => s.phase.k === 'awaiting-hosts' && s.phase.waitingFor.includes(host);
 
 /** The pure lifecycle rule. Pairs it does not name leave the state as it is and do nothing. */
 export function transition(s: ControllerState, i: ControllerInput): Transition {
@@ -112,7 +150,8 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       return s.scheduled ? to({ k: 'submitting' }, { e: 'submit' }) : to({ k: 'starting' }, { e: 'start-hosts' });
     case 'attach':
       if (p.k !== 'idle' && p.k !== 'starting') return same;
-      return s.scheduled && p.k === 'idle' ? to({ k: 'queued' }, { e: 'wait-job' }) : to({ k: 'following' }, { e: 'follow-hosts' });
+      if (s.scheduled && p.k === 'idle') return to({ k: 'queued' }, { e: 'wait-job' });
+      return follow(s, i.hosts, {});
     case 'submitted':
       return p.k === 'submitting' ? to({ k: 'queued' }, { e: 'wait-job' }) : same;
     case 'job-failed':
@@ -120,11 +159,18 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       if (p.k === 'stopping' || p.k === 'checking-job') return to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' });
       return to({ k: 'done', status: 'failed' }, { e: 'finish', status: 'failed' });
     case 'job-running':
-      return p.k === 'queued' ? to({ k: 'following' }, { e: 'follow-hosts' }) : same;
+      // A requeued job's next run: each node index's record goes on from where the last run's left off
+      // (the allocation may have other nodes now). While a stop is checked with the scheduler the
+      // nodes are followed too (the job may have ended on its own).
+      if (p.k !== 'queued' && p.k !== 'checking-job') return same;
+      return follow(s, i.hosts, Object.fromEntries(i.hosts.flatMap((h, n) => (s.resumeOffsets[n] === undefined ? [] : [[h, s.resumeOffsets[n]]]))), p.k === 'checking-job' ? p : undefined);
     case 'job-requeued':
-      return p.k === 'following' || p.k === 'awaiting-hosts' ? to({ k: 'queued' }, { e: 'wait-job' }) : same;
+      if (p.k !== 'following' && p.k !== 'awaiting-hosts') return same;
+      return { state: { ...s, phase: { k: 'queued' }, hosts: [], follows: {}, resumeOffsets: i.offsets }, effects: [{ e: 'wait-job' }] };
     case 'hosts-started':
-      return p.k === 'starting' ? to({ k: 'following' }, { e: 'follow-hosts' }) : same;
+      if (p.k === 'starting') return follow(s, i.hosts, {});
+      // A stop asked while the hosts started: their records are followed to the stop's end.
+      return p.k === 'stopping' && !p.force ? follow(s, i.hosts, {}, p) : same;
     case 'host-refused':
       // The shell has stopped the hosts that did start (it knows which).
       return p.k === 'starting' ? to({ k: 'done', status: 'failed' }, { e: 'finish', status: 'failed' }) : same;
@@ -169,12 +215,41 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       // A stop asked and the record ended otherwise (ok before the stop landed): the record's word stands.
       return to({ k: 'done', status: i.status }, { e: 'finish', status: i.status });
     }
-    case 'leader-unreachable':
-      if (p.k === 'stopping') return same; // the stop's own end decides
-      // A stop seen in a follower's record while the leader is gone: the run cannot go on (a stop is final).
-      if (s.stopSeen) return to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' });
-      return to({ k: 'done', status: 'lost' }, { e: 'finish', status: 'lost' });
+    case 'follow-exit':
+      return followExit(s, i);
     case 'detach':
       return to({ k: 'done', status: 'lost' }, { e: 'stop-following' });
   }
+}
+
+/** Following the hosts from the given offsets: every host's follow starts afresh. */
+function follow(s: ControllerState, hosts: string[], offsets: Record<string, number>, keep?: ControllerPhase): Transition {
+  return { state: { ...s, phase: keep ?? { k: 'following' }, hosts, follows: {}, resumeOffsets: [] }, effects: [{ e: 'follow-hosts', offsets }] };
+}
+
+const FOLLOW_END: Record<number, FollowEnd> = { 0: 'drained', [HOST_CMD_EXIT.agentLost]: 'agent-lost', [HOST_CMD_EXIT.noSuchRun]: 'no-such-run', [HOST_CMD_EXIT.recordDamaged]: 'record-damaged' };
+
+/** A host's run-follow ended: re-follow (backoff, or the dead leader's grace), its end, or silence. */
+function followExit(s: ControllerState, i: Extract<ControllerInput, { t: 'follow-exit' }>): Transition {
+  const p = s.phase;
+  if (p.k === 'stopping' && p.force) return { state: s, effects: [] }; // a forced stop follows nothing more
+  const book = s.follows[i.host] ?? { attempt: 0, deadOnce: false };
+  const keep = (b: FollowBook, ...effects: ControllerEffect[]): Transition => ({ state: { ...s, follows: { ...s.follows, [i.host]: b } }, effects });
+  // A lost host the run waits for: its old agent's record says dead until the relaunched one writes.
+  const waited = waitsFor(s, i.host);
+  const agentLost = i.code === HOST_CMD_EXIT.agentLost;
+  // The leader's agent died with its host up (or the host came back first): its followers get a
+  // moment to say whether the run waits for it (restarts left) before the run is called over.
+  if (agentLost && i.leader && !waited && s.hosts.length > 1 && !book.deadOnce) return keep({ ...book, deadOnce: true }, { e: 'refollow', host: i.host, afterMs: LEADER_DEAD_GRACE_MS });
+  const end = i.code === null || (agentLost && waited) ? undefined : FOLLOW_END[i.code];
+  if (end) return { state: s, effects: [{ e: 'follow-ended', host: i.host, leader: i.leader, end }] };
+  if (i.silent && !waited) {
+    const silent: ControllerEffect = { e: 'host-silent', host: i.host, leader: i.leader };
+    // The leader holds the outcome: lost from here. During a stop the stop's own end decides; a stop
+    // seen in a follower's record while the leader is gone is final (cancelled).
+    if (!i.leader || p.k === 'stopping') return { state: s, effects: [silent] };
+    const status = s.stopSeen ? 'cancelled' : 'lost';
+    return { state: { ...s, phase: { k: 'done', status } }, effects: [silent, { e: 'finish', status }] };
+  }
+  return keep({ ...book, attempt: book.attempt + 1 }, { e: 'refollow', host: i.host, afterMs: Math.min(s.retryMaxMs, FOLLOW_BACKOFF_MS[Math.min(book.attempt, FOLLOW_BACKOFF_MS.length - 1)]!) });
 }

@@ -21,7 +21,6 @@ export interface ScheduledContext {
   stopping(): boolean;
   /** Stops following the last run's records; returns their offsets (node index order). */
   retireFollows(): number[];
-  attach(offsets: Record<string, number>): void;
 }
 
 export class ScheduledSide {
@@ -45,11 +44,11 @@ export class ScheduledSide {
   }
 
   /**
-   * Waits while the scheduler's job is queued (telling why and where), then follows its nodes.
-   * After a requeue (`requeue`): waits for that run of the job, and follows each node index's
-   * record on from where the last run's left off (the allocation may have other nodes now).
+   * Waits while the scheduler's job is queued (telling why and where), then follows its nodes
+   * (job-running: each node index's record from where a requeued job's last run left off, the
+   * lifecycle keeps those offsets). After a requeue (`requeue`): waits for that run of the job.
    */
-  async follow(offsets: Record<string, number> = {}, requeue?: { attempt: number; reason: string; offsets: number[] }): Promise<void> {
+  async follow(requeue?: { attempt: number; reason: string }): Promise<void> {
     const { plan } = this.c;
     try {
       const hosts = await this.job.waitRunning(
@@ -69,9 +68,8 @@ export class ScheduledSide {
       if (this.c.over() || this.c.stopping()) return;
       this.c.queued(undefined);
       plan.hosts = hosts;
-      this.c.dispatch({ t: 'job-running' });
       this.c.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${this.job.id} runs on ${hosts.map((h) => h.host).join(', ')}` }));
-      this.c.attach(requeue ? Object.fromEntries(hosts.map((h, i) => [h.host, requeue.offsets[i] ?? 0])) : offsets);
+      this.c.dispatch({ t: 'job-running', hosts: hosts.map((h) => h.host) }); // follow-hosts
     } catch (err) {
       this.failed(err);
     }
@@ -92,8 +90,8 @@ export class ScheduledSide {
         const reason = `Slurm requeued job ${end.jobId} (Restarts=${end.restarts}, JobState=${end.state}, Reason=${end.reason})`;
         this.c.emit(makeEvent({ type: 'log', level: 'warn', message: `restarting: ${reason}; the run resumes from its last checkpoint when the job runs again` }));
         this.c.queued({ jobId: end.jobId, reason: end.reason, restarting: reason });
-        this.c.dispatch({ t: 'job-requeued' });
-        void this.follow({}, { attempt: end.restarts, reason, offsets });
+        this.c.dispatch({ t: 'job-requeued', offsets });
+        void this.follow({ attempt: end.restarts, reason });
         return true;
       }
       if (!/^(COMPLETING|RUNNING)$/.test(end.state) || Date.now() > deadline) return false;

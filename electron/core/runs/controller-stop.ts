@@ -2,6 +2,7 @@
 // leader (it stops its followers), then on each follower as a fallback; a scheduled run's stop is
 // the scheduler's (scancel). Used by the stop-hosts effect and by a failed start.
 import { HOST_CMD_EXIT, decodeRunState, makeEvent, type CohortEvent, type RunStatusLine } from '../../../trainer/protocol';
+import type { HostQueries } from './controller-queries';
 import { runHostCommand } from './host-link';
 import { parseLine } from './host-replies';
 import type { HostLaunch, RunPlan } from './run-plan';
@@ -47,4 +48,20 @@ export async function stopHost(ctx: StopContext, h: HostLaunch, reason: string, 
     ctx.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: could not ask it to stop: ${(err as Error).message}` }));
     return undefined;
   }
+}
+
+/**
+ * Before a lost host's agent is relaunched (it answers again): did a stop reach another host of the
+ * run meanwhile (its state record `cancelled`)? A `cohort stop` sent while this host was down left it
+ * no stop marker, and a client replaying the records may not have read the others' end yet (issue 24
+ * item 3). Then the stop is final here too: true, and this host gets its stop marker now (run-stop:
+ * its agent is dead, so only the marker is written), so its own run-rejoin refuses whoever asks.
+ * `others`: the run's hosts not lost themselves (a host still down would hold the answer up to its
+ * connect timeout).
+ */
+export async function stoppedElsewhere(ctx: StopContext, h: HostLaunch, others: HostLaunch[], queries: HostQueries): Promise<boolean> {
+  const lines = await Promise.all(others.map((x) => queries.run(x.link, ['run-status', '--run', ctx.plan.runId]).then((r) => parseLine(r.stdout), () => undefined)));
+  const stopped = lines.some((l) => !!l && 'runId' in l && decodeRunState(l).state === 'cancelled');
+  if (stopped) await stopHost(ctx, h, 'stopped (the stop reached the other hosts of the run while this one was down)', 1000);
+  return stopped;
 }

@@ -4,6 +4,7 @@
 // generated (controller-table-rows.ts) and checked in; controller-table.test.ts fails when the code,
 // the rows and ARCHITECTURE.md disagree (COHORT_WRITE_CONTROLLER_TABLE=1 rewrites both after a
 // deliberate change). Pairs not listed change nothing.
+import { HOST_CMD_EXIT } from '../../../trainer/protocol';
 import { initialControllerState, transition, type ControllerEffect, type ControllerInput, type ControllerPhase, type ControllerPhaseName, type ControllerState } from './controller-lifecycle';
 
 export interface ControllerRow {
@@ -27,23 +28,26 @@ export const CONTROLLER_PHASES: Record<ControllerPhaseName, ControllerPhase> = {
   done: { k: 'done', status: 'ok' },
 };
 
-/** Sample states: every phase, plus `following` after a stop was seen in a record (stopSeen). */
+/** Sample states: every phase (hosts h1, the leader, and h2), plus `following` after a stop was seen
+ *  in a record (stopSeen), after the leader's agent was found dead once, and after 4 re-follows of h2. */
 export function sampleStates(scheduled: boolean): [string, ControllerState][] {
-  const base = initialControllerState(scheduled);
+  const base = { ...initialControllerState(scheduled), hosts: ['h1', 'h2'] };
   const out: [string, ControllerState][] = Object.entries(CONTROLLER_PHASES).map(([name, phase]) => [name, { ...base, phase }]);
   out.push(['following+stopSeen', { ...base, phase: { k: 'following' }, stopSeen: true }]);
   out.push(['stopping(force)', { ...base, phase: { k: 'stopping', force: true } }]);
+  out.push(['following+h1 dead once', { ...base, phase: { k: 'following' }, follows: { h1: { attempt: 0, deadOnce: true } } }]);
+  out.push(['following+h2 4 re-follows', { ...base, phase: { k: 'following' }, follows: { h2: { attempt: 4, deadOnce: false } } }]);
   return out;
 }
 
 export const CONTROLLER_INPUTS: Record<string, ControllerInput> = {
   start: { t: 'start' },
-  attach: { t: 'attach' },
+  attach: { t: 'attach', hosts: ['h1', 'h2'] },
   submitted: { t: 'submitted' },
   'job-failed': { t: 'job-failed' },
-  'job-running': { t: 'job-running' },
-  'job-requeued': { t: 'job-requeued' },
-  'hosts-started': { t: 'hosts-started' },
+  'job-running': { t: 'job-running', hosts: ['n1', 'n2'] },
+  'job-requeued': { t: 'job-requeued', offsets: [120, 80] },
+  'hosts-started': { t: 'hosts-started', hosts: ['h1', 'h2'] },
   'host-refused': { t: 'host-refused' },
   'restart(no wait)': { t: 'restart', waitingFor: [] },
   'restart(h2)': { t: 'restart', waitingFor: ['h2'] },
@@ -60,18 +64,34 @@ export const CONTROLLER_INPUTS: Record<string, ControllerInput> = {
   'leader-ended(ok)': { t: 'leader-ended', status: 'ok' },
   'leader-ended(cancelled)': { t: 'leader-ended', status: 'cancelled' },
   'leader-ended(failed)': { t: 'leader-ended', status: 'failed' },
-  'leader-unreachable': { t: 'leader-unreachable' },
+  'follow-exit(h1 drained)': { t: 'follow-exit', host: 'h1', leader: true, code: 0, silent: false },
+  'follow-exit(h2 drained)': { t: 'follow-exit', host: 'h2', leader: false, code: 0, silent: false },
+  'follow-exit(h1 agent-lost)': { t: 'follow-exit', host: 'h1', leader: true, code: HOST_CMD_EXIT.agentLost, silent: false },
+  'follow-exit(h2 agent-lost)': { t: 'follow-exit', host: 'h2', leader: false, code: HOST_CMD_EXIT.agentLost, silent: false },
+  'follow-exit(h1 no-such-run)': { t: 'follow-exit', host: 'h1', leader: true, code: HOST_CMD_EXIT.noSuchRun, silent: false },
+  'follow-exit(h2 record-damaged)': { t: 'follow-exit', host: 'h2', leader: false, code: HOST_CMD_EXIT.recordDamaged, silent: false },
+  'follow-exit(h2 dropped)': { t: 'follow-exit', host: 'h2', leader: false, code: null, silent: false },
+  'follow-exit(h1 silent)': { t: 'follow-exit', host: 'h1', leader: true, code: null, silent: true },
+  'follow-exit(h2 silent)': { t: 'follow-exit', host: 'h2', leader: false, code: null, silent: true },
   detach: { t: 'detach' },
 };
 
 const phaseText = (p: ControllerPhase): string => (p.k === 'done' ? `done(${p.status})` : p.k === 'awaiting-hosts' ? `awaiting-hosts(${p.waitingFor.join(',')})` : p.k === 'stopping' && p.force ? 'stopping(force)' : p.k);
-const stateText = (s: ControllerState): string => `${phaseText(s.phase)}${s.stopSeen ? '+stopSeen' : ''}`;
+const bookText = (s: ControllerState): string =>
+  Object.entries(s.follows)
+    .map(([h, b]) => `+${h} ${b.deadOnce ? 'dead once' : ''}${b.deadOnce && b.attempt ? ', ' : ''}${b.attempt ? `${b.attempt} re-follows` : ''}`)
+    .join('');
+const stateText = (s: ControllerState): string => `${phaseText(s.phase)}${s.stopSeen ? '+stopSeen' : ''}${bookText(s)}${s.resumeOffsets.length ? `+resume@${s.resumeOffsets.join(',')}` : ''}`;
 
 function effectText(e: ControllerEffect): string {
   if (e.e === 'relaunch') return `relaunch(${e.hosts.join(',')})`;
   if (e.e === 'finish') return `finish(${e.status})`;
   if (e.e === 'stop-hosts') return e.force ? 'stop-hosts(force)' : 'stop-hosts';
   if (e.e === 'tell') return `tell(${e.level})`;
+  if (e.e === 'follow-hosts') return Object.keys(e.offsets).length ? `follow-hosts(${Object.entries(e.offsets).map(([h, o]) => `${h}@${o}`).join(',')})` : 'follow-hosts';
+  if (e.e === 'refollow') return `refollow(${e.host}, ${e.afterMs} ms)`;
+  if (e.e === 'follow-ended') return `follow-ended(${e.host} ${e.end})`;
+  if (e.e === 'host-silent') return `host-silent(${e.host})`;
   return e.e;
 }
 

@@ -1,11 +1,12 @@
 // The client's backoffs between tries (issue 25): re-following a host's record after a dropped link
-// (controller-follow.ts) and relaunching a lost host's agent (run-rejoin.ts) grow to Timings.retryMaxMs
-// (COHORT_RETRY_MAX_MS; production 4 s, pinned in trainer/protocol/timings.test.ts). The host link
-// here is a stand-in that cannot be reached (every command rejects, as an SSH connect to a host that
-// is down does): the thing under test is the pause between tries, read on vitest's fake clock.
+// (the controller's transition decides it: controller-lifecycle.ts, issue 24 item 1) and relaunching a
+// lost host's agent (run-rejoin.ts) grow to Timings.retryMaxMs (COHORT_RETRY_MAX_MS; production 4 s,
+// pinned in trainer/protocol/timings.test.ts). For the relaunch the host link is a stand-in that
+// cannot be reached (every command rejects, as an SSH connect to a host that is down does): the thing
+// under test is the pause between tries, read on vitest's fake clock.
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_TIMINGS } from '../../../trainer/protocol';
-import { followHost, type Follow, type FollowContext } from './controller-follow';
+import { initialControllerState, transition, type ControllerState } from './controller-lifecycle';
 import type { HostLink } from './host-link';
 import { relaunchUntil } from './run-rejoin';
 
@@ -22,16 +23,16 @@ function downHost(tries: number[]): HostLink {
 
 const gaps = (t: number[]) => t.slice(1).map((x, i) => x - t[i]!);
 
-/** Re-follow tries of a host that stays down, until `n` tries were made. */
-async function followTries(n: number, retryMaxMs: number): Promise<number[]> {
-  const tries: number[] = [];
-  const f: Follow = { host: { host: 'h2', link: downHost(tries) }, offset: 0, ended: false, lastContact: Date.now() };
-  const noop = () => undefined;
-  const c: FollowContext = { runId: 'r1', isLeader: false, hosts: 2, lostAfterMs: 1e9, retryMaxMs, gaveUp: () => tries.length >= n, waits: () => false, event: noop, emit: noop, emitError: noop, doneSeen: () => false, leaderRecordGone: noop, leaderUnreachable: noop, followerEnded: noop, leaderEnded: async () => undefined };
-  const done = followHost(f, c);
-  await vi.advanceTimersByTimeAsync(60_000);
-  await done;
-  return tries;
+/** The pauses the transition asks between re-follows of a host whose link keeps dropping (`n` exits). */
+function followGaps(n: number, retryMaxMs: number): number[] {
+  let s: ControllerState = transition(initialControllerState(false, retryMaxMs), { t: 'attach', hosts: ['h1', 'h2'] }).state;
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = transition(s, { t: 'follow-exit', host: 'h2', leader: false, code: null, silent: false });
+    s = r.state;
+    for (const e of r.effects) if (e.e === 'refollow') out.push(e.afterMs);
+  }
+  return out;
 }
 
 /** Relaunch tries of a lost host that stays down, until `n` tries were made. */
@@ -49,8 +50,8 @@ describe('the client retries a host within Timings.retryMaxMs', () => {
   afterEach(() => void vi.useRealTimers());
 
   it('re-follow: the production backoff grows to 4 s; COHORT_RETRY_MAX_MS caps it', async () => {
-    expect(gaps(await followTries(7, DEFAULT_TIMINGS.retryMaxMs))).toEqual([250, 500, 1000, 2000, 4000, 4000]);
-    expect(gaps(await followTries(7, 600))).toEqual([250, 500, 600, 600, 600, 600]);
+    expect(followGaps(6, DEFAULT_TIMINGS.retryMaxMs)).toEqual([250, 500, 1000, 2000, 4000, 4000]);
+    expect(followGaps(6, 600)).toEqual([250, 500, 600, 600, 600, 600]);
   });
 
   it('relaunch of a lost host: the production backoff grows to 4 s; retryMaxMs caps it', async () => {

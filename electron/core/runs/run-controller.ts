@@ -34,13 +34,14 @@ import {
   type RunStatus,
   type RunStatusLine,
 } from '../../../trainer/protocol';
-import { initialControllerState, isOver, transition, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
-import { runHostCommand } from './host-link';
-import { parseLine, startReply } from './host-replies';
+import { initialControllerState, isOver, stopAsked, transition, waitsFor, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
+import { startOnHost } from './controller-start';
+import { HostQueries } from './controller-queries';
+import { parseLine } from './host-replies';
 import { relaunchUntil } from './run-rejoin';
-import { followHost, type Follow } from './controller-follow';
+import { followOnce, retireFollows, tellFollowEnd, tellSilent, type Follow, type FollowContext } from './controller-follow';
 import { ScheduledSide } from './controller-scheduled';
-import { stopAll, stopHost, type StopContext } from './controller-stop';
+import { stopAll, stopHost, stoppedElsewhere, type StopContext } from './controller-stop';
 import { noteReplacement, startSpareFor, takePlace } from './run-spare';
 import type { HostLaunch, RunPlan, RunResult, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
@@ -58,9 +59,9 @@ export class RunController extends DisposableBase {
   private lastStep = 0;
   /** The run as a whole, as controller-lifecycle.ts's transition keeps it. */
   private state: ControllerState;
-  /** The stop commands in flight: the result waits for them (bounded), so a caller's leftover
-   *  check never finds Cohort's own `run-stop` still running on a follower. */
+  /** The stop commands in flight: the result waits for them (bounded): no leftover `run-stop` on a follower. */
   private stopsInFlight: Promise<void> | undefined;
+  private readonly queries = new HostQueries(); // its run-status queries: the result waits for them too
   /** The leader's state record read at its end (finish's second argument). */
   private leaderState: RunStatusLine | undefined;
   private resolved = false;
@@ -74,7 +75,7 @@ export class RunController extends DisposableBase {
 
   constructor(private readonly plan: RunPlan) {
     super();
-    this.state = initialControllerState(!!plan.scheduler);
+    this.state = initialControllerState(!!plan.scheduler, plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs);
     this.result = new Promise((res) => (this.resolveResult = res));
     this.sched = new ScheduledSide({
       plan: this.plan,
@@ -88,16 +89,7 @@ export class RunController extends DisposableBase {
       over: () => this.finished,
       stopRequested: () => this.stopRequested,
       stopping: () => this.state.phase.k === 'stopping',
-      retireFollows: () => {
-        const offsets = this.follows.map((f) => f.offset);
-        for (const f of this.follows) {
-          f.retired = true;
-          f.cmd?.kill();
-        }
-        this.follows = [];
-        return offsets;
-      },
-      attach: (offsets) => this.attach(offsets),
+      retireFollows: () => retireFollows(this.follows.splice(0)),
     });
   }
 
@@ -107,13 +99,9 @@ export class RunController extends DisposableBase {
 
   /** A stop was asked (or is being checked with the scheduler). */
   private get stopRequested(): boolean {
-    const k = this.state.phase.k;
-    return k === 'stopping' || k === 'checking-job';
+    return stopAsked(this.state);
   }
-
-  private waits(host: string): boolean {
-    return this.state.phase.k === 'awaiting-hosts' && this.state.phase.waitingFor.includes(host);
-  }
+  private readonly waits = (host: string): boolean => waitsFor(this.state, host);
 
   /** One input through the lifecycle's transition; its effects run here (the shell). */
   private dispatch(input: ControllerInput): void {
@@ -138,11 +126,21 @@ export class RunController extends DisposableBase {
       case 'stop-following':
         for (const f of this.follows) f.cmd?.kill();
         return;
+      case 'follow-hosts':
+        this.follows = this.plan.hosts.map((host) => ({ host, offset: fx.offsets[host.host] ?? 0, ended: false, lastContact: Date.now() }));
+        for (const f of this.follows) this.follow(f);
+        return;
+      case 'refollow':
+        return void this.followOf(fx.host, (f) => setTimeout(() => this.follow(f), fx.afterMs));
+      case 'follow-ended':
+        return this.followOf(fx.host, (f) => tellFollowEnd(f, fx.end, fx.leader, this.followCtx));
+      case 'host-silent':
+        return this.followOf(fx.host, (f) => tellSilent(f, fx.leader, this.followCtx));
       case 'tell':
         if (fx.message.startsWith('the job had already ended')) return; // said with the job's id by ask-job
         return this.emit(makeEvent({ type: 'log', level: fx.level, message: fx.message }));
       default:
-        return; // submit, wait-job, start-hosts, follow-hosts: the shell's own start()/attach() run them (UNFINISHED: not yet driven from here)
+        return; // submit, wait-job, start-hosts: the shell's own start()/attach() run them (UNFINISHED: not yet driven from here)
     }
   }
 
@@ -183,38 +181,23 @@ export class RunController extends DisposableBase {
     }
     const started: HostLaunch[] = [];
     for (const h of this.plan.hosts) {
-      if (!h.spec) throw new Error(`${h.host}: no launch spec; attach() follows a run started elsewhere`);
-      let r;
-      try {
-        r = await runHostCommand(h.link, ['run-start'], { stdin: JSON.stringify(h.spec) + '\n', timeoutMs: 30_000 });
-      } catch (err) {
-        r = { code: null, stdout: '', stderr: (err as Error).message, errCode: (err as { code?: string }).code };
-      }
-      const reply = startReply(r.stdout);
-      if (r.code !== 0 || !reply || reply.error) {
-        const code = reply?.error?.code ?? ('errCode' in r && typeof r.errCode === 'string' ? r.errCode : 'run-start-failed');
-        const message = reply?.error?.message ?? `run-start on ${h.host} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`;
-        this.emitError({ rank: -1, host: h.host, message, logTail: [], code });
+      const refused = await startOnHost(h);
+      if (refused) {
+        this.emitError({ rank: -1, host: h.host, message: refused.message, logTail: [], code: refused.code });
         await Promise.all(started.map((s) => stopHost(this.stopCtx, s, 'a host of the run could not start', 5000)));
         this.dispatch({ t: 'host-refused' });
         return false;
       }
       started.push(h);
     }
-    this.dispatch({ t: 'hosts-started' });
-    this.attach();
+    this.dispatch({ t: 'hosts-started', hosts: this.plan.hosts.map((h) => h.host) }); // follow-hosts
     return true;
   }
 
-  /** Follows every host's record from the start (or from given byte offsets). */
-  attach(offsets: Record<string, number> = {}): void {
-    this.dispatch({ t: 'attach' });
-    if (this.plan.scheduler && this.plan.hosts.length === 0) {
-      void this.sched.follow(offsets);
-      return;
-    }
-    this.follows = this.plan.hosts.map((host) => ({ host, offset: offsets[host.host] ?? 0, ended: false, lastContact: Date.now() }));
-    for (const f of this.follows) void this.follow(f);
+  /** Follows every host's record from the start (a scheduled run's once its job runs). */
+  attach(): void {
+    this.dispatch({ t: 'attach', hosts: this.plan.hosts.map((h) => h.host) }); // follow-hosts (wait-job: a scheduled run)
+    if (this.plan.scheduler && this.plan.hosts.length === 0) void this.sched.follow();
   }
 
   /** Stops the run on every host (whoever started it). `force`: stop waiting at once. Idempotent. */
@@ -255,30 +238,38 @@ export class RunController extends DisposableBase {
     return this.finished || this.isDisposed || (p.k === 'stopping' && p.force);
   }
 
-  private follow(f: Follow): Promise<void> {
-    return followHost(f, {
+  /** One `run-follow` of f's host; its exit is the lifecycle's follow-exit input (re-follow, end, or silence). */
+  private follow(f: Follow): void {
+    if (this.gaveUp() || f.retired) return;
+    const leader = f.host === this.plan.hosts[0];
+    void followOnce(f, leader, this.followCtx).then((code) => {
+      if (f.retired || this.isDisposed) return;
+      this.dispatch({ t: 'follow-exit', host: f.host.host, leader, code, silent: Date.now() - f.lastContact > (this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs) });
+    });
+  }
+
+  private followOf(host: string, fn: (f: Follow) => void): void {
+    const f = this.follows.find((x) => x.host.host === host && !x.retired);
+    if (f) fn(f);
+  }
+
+  private get followCtx(): FollowContext {
+    return {
       runId: this.plan.runId,
-      isLeader: f.host === this.plan.hosts[0],
-      hosts: this.plan.hosts.length,
-      lostAfterMs: this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs,
-      retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs,
-      gaveUp: () => this.gaveUp(),
-      waits: (host) => this.waits(host),
       event: (e, fromLeader) => (e.type === 'error' && !fromLeader ? void this.followerErrors.push(e) : this.handle(e)),
       emit: (e) => this.emit(e),
       emitError: (e) => this.emitError(e),
       doneSeen: () => !!this.doneEvent,
       leaderRecordGone: () => void (this.leaderRecordGone = true),
-      leaderUnreachable: () => this.dispatch({ t: 'leader-unreachable' }),
       leaderEnded: () => this.leaderEnded(),
-      followerEnded: () => void this.followerEnded(f.host),
-    });
+      followerEnded: (f) => void this.followerEnded(f.host),
+    };
   }
 
   /** A follower's record ended: a follower records no `done`, its state says whether a stop ended it
    *  (another client's `cohort stop`: then no lost host is relaunched, issue 24 defect 6). */
   private async followerEnded(h: HostLaunch): Promise<void> {
-    const r = await runHostCommand(h.link, ['run-status', '--run', this.plan.runId], { timeoutMs: 15_000 }).catch(() => undefined);
+    const r = await this.queries.run(h.link, ['run-status', '--run', this.plan.runId]).catch(() => undefined);
     const line = r && parseLine(r.stdout);
     if (line && 'runId' in line && decodeRunState(line).state === 'cancelled') this.dispatch({ t: 'record-done', status: 'cancelled' });
   }
@@ -288,7 +279,7 @@ export class RunController extends DisposableBase {
     const leader = this.plan.hosts[0]!;
     let state: RunStatusLine | undefined;
     try {
-      const r = await runHostCommand(leader.link, ['run-status', '--run', this.plan.runId], { timeoutMs: 15_000 });
+      const r = await this.queries.run(leader.link, ['run-status', '--run', this.plan.runId]);
       const line = parseLine(r.stdout);
       // A state record has runId (its `error` is the run's); a host command's failure has only `error`.
       if (line && 'runId' in line) state = { ...decodeRunState(line), agentAlive: (line as { agentAlive?: boolean }).agentAlive === true };
@@ -340,7 +331,7 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
       const h = this.plan.hosts.find((x) => x.host === name);
-      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, ranks: this.plan.hostRanks, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => void this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
+      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, ranks: this.plan.hostRanks, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;
@@ -351,7 +342,13 @@ export class RunController extends DisposableBase {
 
   private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
     const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
-    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e), retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs });
+    // A stop that reached the other hosts while h was down is seen here too: no relaunch, h gets its marker.
+    const stopped = async () => {
+      const yes = await stoppedElsewhere(this.stopCtx, h, this.plan.hosts.filter((x) => x !== h && !this.waits(x.host)), this.queries);
+      if (yes) this.dispatch({ t: 'record-done', status: 'cancelled' });
+      return yes;
+    };
+    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e), stopped, retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs });
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
     if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
   }
@@ -389,9 +386,9 @@ export class RunController extends DisposableBase {
       this.doneEvent = this.doneEvent ?? done;
     }
     const result = { status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) };
-    if (!this.stopsInFlight) return this.resolveResult(result);
-    const bound = new Promise<void>((res) => setTimeout(res, 7000).unref());
-    void Promise.race([this.stopsInFlight, bound]).then(() => this.resolveResult(result));
+    // Its host commands end before its result (a CLI exits on it): stops bounded, queries by their timeout.
+    const stops = this.stopsInFlight && Promise.race([this.stopsInFlight, new Promise<void>((res) => setTimeout(res, 7000).unref())]);
+    void Promise.all([stops, this.queries.drained()]).then(() => this.resolveResult(result));
   }
 
   private emit(e: CohortEvent): void {

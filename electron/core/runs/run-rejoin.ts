@@ -14,7 +14,7 @@ import type { HostLaunch } from './run-plan';
  * run-rejoin's failure would only say "cannot find module" or worse. A host still down fails
  * at its connect, as run-rejoin would. `failure`: what to tell (none while it cannot be reached).
  */
-export async function rejoinOnce(h: HostLaunch, runId: string, still: () => boolean = () => true): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
+export async function rejoinOnce(h: HostLaunch, runId: string, still: () => boolean = () => true, stopped?: () => Promise<boolean>): Promise<{ agentPid: number; redeployed: string | undefined } | { failure?: string; final?: boolean }> {
   let redeployed: string | undefined;
   // Past ensureBundle the host was reached: a run-rejoin failure after it is worth telling.
   const reached = !!h.link.ensureBundle;
@@ -32,6 +32,8 @@ export async function rejoinOnce(h: HostLaunch, runId: string, still: () => bool
   // stopped meanwhile (a stop is final, issue 24 defect 6: seen relaunching h1 after another
   // client's stop, its connect attempt from before the stop completing when h1 came back).
   if (!still()) return { final: true };
+  // A stop that reached the run's other hosts while this one was down is final here too (issue 24 item 3).
+  if (await stopped?.()) return { final: true };
   let r: { code: number | null; stdout: string; stderr: string };
   try {
     r = await runHostCommand(h.link, ['run-rejoin', '--run', runId], { timeoutMs: 20_000 });
@@ -55,7 +57,7 @@ const RELAUNCH_BACKOFF_MS = [1000, 1000, 2000, 2000, 4000];
  * waits for the host, no stop, the wait not over), telling each different failure once. Resolves
  * `relaunched`, `refused` (the host answered and refused: trying again will not help) or `over`.
  */
-export async function relaunchUntil(h: HostLaunch, runId: string, deadline: number, o: { still(): boolean; emit(e: CohortEvent): void; retryMaxMs?: number }): Promise<'relaunched' | 'refused' | 'over'> {
+export async function relaunchUntil(h: HostLaunch, runId: string, deadline: number, o: { still(): boolean; emit(e: CohortEvent): void; stopped?(): Promise<boolean>; retryMaxMs?: number }): Promise<'relaunched' | 'refused' | 'over'> {
   // a record being replayed (attach) may already show the run stepping again: give it a moment
   await new Promise((r) => setTimeout(r, 500));
   if (!o.still()) return 'over';
@@ -66,7 +68,7 @@ export async function relaunchUntil(h: HostLaunch, runId: string, deadline: numb
     if (message !== told) o.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: (told = message) }));
   };
   while (o.still()) {
-    const tried = await rejoinOnce(h, runId, () => o.still());
+    const tried = await rejoinOnce(h, runId, () => o.still(), o.stopped);
     if ('agentPid' in tried) {
       const redeployed = tried.redeployed ? `re-deployed the trainer bundle to ${h.host} (${tried.redeployed}); ` : '';
       o.emit(makeEvent({ type: 'log', level: 'info', host: h.host, message: `${h.host} is back: ${redeployed}its agent of run ${runId} runs again (pid ${tried.agentPid}); the run restarts from its last checkpoint once it rejoins` }));

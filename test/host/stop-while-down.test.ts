@@ -1,0 +1,83 @@
+// Issue 24 item 3: a stop is final even for a host that was down when it was sent, and no client
+// is attached. Two real agents on loopback (h1 leader, h2 follower, two workdirs), restarts left:
+//   - h1 "crashes" as a machine does for its processes: its agent and rank SIGKILLed, its disk kept.
+//     h2 stops its rank and waits for h1 (a `restart` event naming it in h2's record).
+//   - `cohort stop` could reach only h2 (h1 was down): run-stop on h2 alone; h2 ends cancelled with
+//     its stop marker; h1 has none, and its record still says running (its agent died with it).
+//   - h1 answers again; a client attaches (a real RunController over local links). Replaying h2's
+//     record it reads the restart waiting for h1 before h2's end: it must not relaunch h1's agent
+//     (run-rejoin would accept: h1 has no stop marker), the run ends `cancelled`, and h1 gets its stop
+//     marker now that it answers, so its own run-rejoin refuses whoever asks later.
+// h2 is a host slow to answer `run-status` (3 s: a loaded machine; a shell in front of the real
+// command), which is how the relaunch won the race before the fix, every time.
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { CohortEvent } from '../../trainer/protocol';
+import { localHostLink } from '../../electron/core/runs/host-link';
+import { RunController } from '../../electron/core/runs/run-controller';
+import { BUNDLE, freePort, hostCmd, hostTestScope, processesOf, readStateOf, spec, waitUntil } from '../helpers/host';
+
+const { workdir, runId } = hostTestScope();
+
+function slowStatusNode(dir: string): string {
+  const path = join(dir, 'slow-status-node.sh');
+  writeFileSync(path, `#!/bin/sh\ncase "$2" in run-status) sleep 3 ;; esac\nexec ${JSON.stringify(process.execPath)} "$@"\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+describe('a stop sent while a host was down is final there too', () => {
+  it('the lost leader comes back with no stop marker: an attaching client does not relaunch it, the run ends cancelled, h1 gets its marker', async () => {
+    const id = runId('stop-down');
+    const [w1, w2] = [workdir(), workdir()];
+    const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
+    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, maxRestarts: 2, config: { steps: 100000 } };
+    const [a, b] = await Promise.all([
+      hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
+      hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) }),
+    ]);
+    expect(a.code, a.stdout + a.stderr).toBe(0);
+    expect(b.code, b.stdout + b.stderr).toBe(0);
+    const leaderPid = (JSON.parse(a.stdout) as { agentPid: number }).agentPid;
+    await waitUntil('a step', () => (readStateOf(w1, id)?.lastStep ?? 0) >= 1, 120_000);
+
+    // h1 crashes: its agent and its rank (the processes of w1's half of the run)
+    const h1Procs = processesOf(id).filter((p) => p.pid === leaderPid || p.ppid === leaderPid);
+    for (const p of h1Procs) process.kill(p.pid, 'SIGKILL');
+    await waitUntil('h2 to wait for h1', () => readStateOf(w2, id)?.state === 'restarting', 60_000);
+
+    // the stop reaches h2 only
+    const stop = await hostCmd(w2, ['run-stop', '--run', id, '--reason', 'stopped by the user', '--wait-ms', '10000']);
+    expect(stop.code, stop.stdout + stop.stderr).toBe(0);
+    expect(readStateOf(w2, id)?.state).toBe('cancelled');
+    expect(existsSync(join(w1, 'runs', id, 'stop')), 'h1 was down during the stop').toBe(false);
+    expect(readStateOf(w1, id)?.state).toBe('running');
+
+    const controller = new RunController({
+      runId: id,
+      hosts: [
+        // a relaunched leader (the defect) waits 10 s, not 180, for its stopped follower
+        { host: 'h1', link: localHostLink({ host: 'h1', nodePath: process.execPath, trainerEntry: BUNDLE, workdir: w1, env: { COHORT_HOST_WAIT_MS: '10000' } }) },
+        { host: 'h2', link: localHostLink({ host: 'h2', nodePath: slowStatusNode(w2), trainerEntry: BUNDLE, workdir: w2 }) },
+      ],
+    });
+    const events: CohortEvent[] = [];
+    controller.onEvent((e) => events.push(e));
+    try {
+      controller.attach();
+      const result = await controller.result;
+      const said = events.filter((e) => e.type === 'log' || e.type === 'restart' || e.type === 'error').map((e) => JSON.stringify(e).slice(0, 300));
+      expect(events.some((e) => e.type === 'log' && /h1 is back: .*runs again/.test(e.message)), `h1 relaunched after the stop:\n${said.join('\n')}`).toBe(false);
+      expect(result.status, said.join('\n')).toBe('cancelled');
+      expect(existsSync(join(w1, 'runs', id, 'stop')), "h1's stop marker, delivered once it answered").toBe(true);
+      // and so h1 itself refuses a relaunch now, whoever asks
+      const rejoin = await hostCmd(w1, ['run-rejoin', '--run', id]);
+      expect(rejoin.stdout).toMatch(/run-stopped/);
+      expect(processesOf(id), 'a process of the stopped run').toEqual([]);
+    } finally {
+      controller.dispose();
+    }
+  }, 240_000);
+});
