@@ -131,6 +131,7 @@ export const ERROR_WORDING = {
   'spare-unreachable': "The spare host {host} cannot reach the run's leader: it could not take a lost host's place. Open the connection from the spare to the leader's ports (or take the spare out of the profile), then run the check again",
   'clock-unreachable': "{host} could not reach the clock the login node serves for the check (a firewall between the nodes and the login node?): its clock offset is unknown; open that port or check the node's time sync (chrony/ntpd) by hand",
   'clock-unmeasured': "{host}'s clock offset could not be measured: check its time sync (chrony/ntpd) by hand; a large offset makes the run's timelines disagree",
+  'run-live': "The run is still going on {host}: its record there cannot be removed while it runs. Stop it first (Live run → Stop), then delete it again",
   'port-blocked': "The ranks' ports on {host} cannot be reached from the other hosts (a firewall drops them): open that port range between the hosts, then run the check again",
   'slurm-check-failed': 'The check could not run in a Slurm allocation (srun failed; the message has its output): check the partition and account in Profiles, then run the check again',
   'listen-failed': '{host} could not open a port to measure its link: free a port there (or check its firewall), then run the check again',
