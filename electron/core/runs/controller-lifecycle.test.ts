@@ -120,6 +120,12 @@ describe('client controller lifecycle: scheduled (Slurm) runs', () => {
     expect(r.state.phase).toEqual({ k: 'done', status: 'ok' });
   });
 
+  it('defect 2, the scheduler answering first: the job had ended before its nodes were known; their job-running still starts the follows', () => {
+    const r = walk(true, ['attach', 'stop', 'job-state(over)', 'job-running', 'leader-ended(ok)']);
+    expect(kinds(r.effects)).toEqual(['wait-job', 'ask-job', 'tell', 'follow-hosts', 'finish(ok)']);
+    expect(r.state.phase).toEqual({ k: 'done', status: 'ok' });
+  });
+
   it('a stop of a job that still runs: scancel, then cancelled; a forced stop does not ask', () => {
     expect(kinds(walk(true, ['attach', 'stop', 'job-state(running)', 'stop-sent']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'finish(cancelled)']);
     expect(kinds(walk(true, ['attach', 'stop', 'stop(force)']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'stop-following']);

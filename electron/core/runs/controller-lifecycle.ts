@@ -203,7 +203,10 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       return to({ k: 'stopping', force: false }, { e: 'stop-hosts', reason: i.reason, force: false });
     case 'job-state':
       if (p.k !== 'checking-job') return same;
-      if (i.over) return to({ k: 'following' }, { e: 'tell', level: 'info', message: 'the job had already ended before the stop: nothing to stop; its record tells how the run ended' });
+      // Over: its record tells how the run ended. Followed already, or (the scheduler answered before
+      // the job's nodes were known: seen on the real Slurm cluster, `cohort stop` then waited for
+      // ever) back to waiting for the job's nodes, whose job-running starts the follows.
+      if (i.over) return to(s.hosts.length ? { k: 'following' } : { k: 'queued' }, { e: 'tell', level: 'info', message: 'the job had already ended before the stop: nothing to stop; its record tells how the run ended' });
       return to({ k: 'stopping', force: false }, { e: 'stop-hosts', reason: p.reason, force: false });
     case 'stop-sent':
       return p.k === 'stopping' ? to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' }) : same;
