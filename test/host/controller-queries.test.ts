@@ -6,22 +6,12 @@
 // run-status command starts 3 s late (a shell in front of node, the real command after it). Right
 // when the result resolves, no host command of the run may be running.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { localHostLink } from '../../electron/core/runs/host-link';
 import { RunController } from '../../electron/core/runs/run-controller';
-import { BUNDLE, freePort, hostCmd, hostTestScope, processesOf, spec } from '../helpers/host';
+import { BUNDLE, freePort, hostCmd, hostTestScope, processesOf, slowStatusNode, spec } from '../helpers/host';
 
 const { workdir, runId } = hostTestScope();
-
-/** A `node` that answers run-status 3 s late (the command itself is the real one). */
-function slowStatusNode(dir: string): string {
-  const path = join(dir, 'slow-status-node.sh');
-  writeFileSync(path, `#!/bin/sh\ncase "$2" in run-status) sleep 3 ;; esac\nexec ${JSON.stringify(process.execPath)} "$@"\n`);
-  chmodSync(path, 0o755);
-  return path;
-}
 
 describe('the controller awaits its host queries', () => {
   it("a follower's end-of-record run-status has ended when the result resolves (a CLI exits on it)", async () => {

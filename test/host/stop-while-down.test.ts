@@ -11,22 +11,15 @@
 // h2 is a host slow to answer `run-status` (3 s: a loaded machine; a shell in front of the real
 // command), which is how the relaunch won the race before the fix, every time.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CohortEvent } from '../../trainer/protocol';
 import { localHostLink } from '../../electron/core/runs/host-link';
 import { RunController } from '../../electron/core/runs/run-controller';
-import { BUNDLE, freePort, hostCmd, hostTestScope, processesOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { BUNDLE, freePort, hostCmd, hostTestScope, processesOf, readStateOf, slowStatusNode, spec, waitUntil } from '../helpers/host';
 
 const { workdir, runId } = hostTestScope();
-
-function slowStatusNode(dir: string): string {
-  const path = join(dir, 'slow-status-node.sh');
-  writeFileSync(path, `#!/bin/sh\ncase "$2" in run-status) sleep 3 ;; esac\nexec ${JSON.stringify(process.execPath)} "$@"\n`);
-  chmodSync(path, 0o755);
-  return path;
-}
 
 describe('a stop sent while a host was down is final there too', () => {
   it('the lost leader comes back with no stop marker: an attaching client does not relaunch it, the run ends cancelled, h1 gets its marker', async () => {
