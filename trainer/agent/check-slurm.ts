@@ -22,7 +22,7 @@ import { createInterface } from 'node:readline';
 import type { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import type { ComputeReport, HostCheckReport, LinkSendReport, NodeClock, SlurmCheckReply, SlurmCheckRequest } from '../protocol/check';
-import type { HostCmdError } from '../protocol';
+import { lastJson, type HostCmdError } from '../protocol';
 import { coreSharing } from '../protocol/core-sharing';
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
@@ -354,14 +354,3 @@ async function waitFile<T>(path: string, ms = PEER_WAIT_MS): Promise<T | undefin
   return undefined;
 }
 
-function lastJson<T>(text: string): T | undefined {
-  const lines = text.split('\n').filter((l) => l.trim().startsWith('{'));
-  for (let k = lines.length - 1; k >= 0; k--) {
-    try {
-      return JSON.parse(lines[k]!) as T;
-    } catch {
-      // not JSON after all
-    }
-  }
-  return undefined;
-}

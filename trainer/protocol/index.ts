@@ -19,3 +19,4 @@ export * from './run-id';
 export * from './run-view';
 export * from './check';
 export * from './core-sharing';
+export * from './json-lines';

@@ -1,17 +1,7 @@
 // The check's host commands answer with JSON lines (trainer/protocol/check.ts): the last one that
-// parses is the answer. And a bounded wait whose timer never outlives what it waited for.
+// parses is the answer (lastJson, one rule in trainer/protocol). And a bounded wait whose timer never outlives what it waited for.
 
-export function lastJson<T>(text: string): T | undefined {
-  const lines = text.split('\n').filter((l) => l.trim().startsWith('{'));
-  for (let i = lines.length - 1; i >= 0; i--) {
-    try {
-      return JSON.parse(lines[i]!) as T;
-    } catch {
-      // not JSON after all
-    }
-  }
-  return undefined;
-}
+export { lastJson } from '../../../trainer/protocol';
 
 /**
  * `p`, or `fallback` once `ms` passed; the timer is cleared as soon as `p` settles. (A timer left
