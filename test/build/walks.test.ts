@@ -24,7 +24,7 @@ function walks(): { name: string; lines: string[] }[] {
 /** A definition of `name` in `text`: a function, a method, a field or const holding a function. */
 function defines(text: string, name: string): boolean {
   const n = name.replace(/[$]/g, '\\$');
-  return new RegExp(`(function\\s+${n}\\b|\\b${n}\\s*(\\(|<|=|:))`).test(text);
+  return new RegExp(`((function|class)\\s+${n}\\b|\\b${n}\\s*(\\(|<|=|:))`).test(text);
 }
 
 describe('the two walks in ARCHITECTURE.md', () => {
