@@ -1,9 +1,12 @@
 // One host's record followed by the controller (split from run-controller.ts, issue 24 item 7): the
 // shell's side of a follow, the bytes only. `followOnce` runs one `run-follow` from a byte offset
-// (whole lines counted, so a re-follow after a dropped link tells no event twice and misses none);
-// its exit goes to the lifecycle as a `follow-exit` input, and the transition decides
-// (controller-lifecycle.ts: re-follow with backoff, the dead leader's grace, the record's end, a
-// silent host). The effects' words are here: `tellFollowEnd` and `tellSilent`.
+// and hands its stdout to the controller, which reads it itself: `followReader` turns each chunk
+// into the events it completes (whole lines counted, so a re-follow after a dropped link tells no
+// event twice and misses none) and gives them back, so an event goes from the SSH link straight
+// into the controller (ARCHITECTURE.md "Two walks", walk b). The command's exit goes to the
+// lifecycle as a `follow-exit` input, and the transition decides (controller-lifecycle.ts:
+// re-follow with backoff, the dead leader's grace, the record's end, a silent host). The effects'
+// words are here: `tellFollowEnd` and `tellSilent`.
 import { EventLineDecoder, makeEvent, type CohortEvent, type ErrorEvent } from '../../../trainer/protocol';
 import type { FollowEnd } from './controller-lifecycle';
 import type { HostCommand } from './host-link';
@@ -28,8 +31,6 @@ export interface Follow {
 /** What a follow needs from the controller (its shell). */
 export interface FollowContext {
   runId: string;
-  /** An event of the host's record (fromLeader: read from the leader's record). */
-  event(e: CohortEvent, fromLeader: boolean): void;
   emit(e: CohortEvent): void;
   emitError(e: Omit<ErrorEvent, 'v' | 'time' | 'type'>): void;
   doneSeen(): boolean;
@@ -49,30 +50,42 @@ export function retireFollows(follows: Follow[]): number[] {
   return follows.map((f) => f.offset);
 }
 
-/** One `run-follow` of the host's record from f.offset; resolves with its exit code (null: no exit code, the link dropped). */
-export async function followOnce(f: Follow, leader: boolean, c: FollowContext): Promise<number | null> {
+/**
+ * What `run-follow`'s stdout says, chunk by chunk: the events each chunk completes, in record order,
+ * given back to the caller (the controller). Counts the bytes of whole lines into f.offset (where a
+ * re-follow starts) and the time into f.lastContact; keeps the command's own failure line as
+ * f.hostError (told by its exit code); a line that is not an event becomes a warning in its place.
+ */
+export function followReader(f: Follow): (chunk: Buffer) => CohortEvent[] {
+  const decoder = new EventLineDecoder();
+  let pending = 0;
+  return (chunk) => {
+    f.lastContact = Date.now();
+    const nl = chunk.lastIndexOf(0x0a);
+    if (nl < 0) pending += chunk.length;
+    else {
+      f.offset += pending + nl + 1;
+      pending = chunk.length - nl - 1;
+    }
+    const events: CohortEvent[] = [];
+    for (const r of decoder.push(chunk.toString('utf8'))) {
+      if (r.kind === 'event') events.push(r.event);
+      else if (r.kind === 'invalid' && hostCmdError(r.text)) f.hostError = hostCmdError(r.text);
+      else if (r.kind === 'invalid') events.push(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: record line is not a valid event (${r.error})` }));
+    }
+    return events;
+  };
+}
+
+/** One `run-follow` of the host's record from f.offset, its stdout handed to `onStdout` (the
+ *  controller's, through `followReader`); resolves with its exit code (null: no exit code, the link dropped). */
+export async function followOnce(f: Follow, runId: string, onStdout: (chunk: Buffer) => void): Promise<number | null> {
   f.hostError = undefined;
   try {
-    const cmd = await f.host.link.command(['run-follow', '--run', c.runId, '--offset', String(f.offset)]);
+    const cmd = await f.host.link.command(['run-follow', '--run', runId, '--offset', String(f.offset)]);
     f.cmd = cmd;
     f.lastContact = Date.now();
-    const decoder = new EventLineDecoder();
-    let pending = 0;
-    cmd.onStdout((chunk) => {
-      f.lastContact = Date.now();
-      // Count the bytes of whole lines only: that is the offset a re-follow starts from.
-      const nl = chunk.lastIndexOf(0x0a);
-      if (nl < 0) pending += chunk.length;
-      else {
-        f.offset += pending + nl + 1;
-        pending = chunk.length - nl - 1;
-      }
-      for (const r of decoder.push(chunk.toString('utf8'))) {
-        if (r.kind === 'event') c.event(r.event, leader);
-        else if (r.kind === 'invalid' && hostCmdError(r.text)) f.hostError = hostCmdError(r.text); // the command's own failure line, told by its exit code
-        else if (r.kind === 'invalid') c.emit(makeEvent({ type: 'log', level: 'warn', host: f.host.host, message: `${f.host.host}: record line is not a valid event (${r.error})` }));
-      }
-    });
+    cmd.onStdout(onStdout);
     const exit = await cmd.exit;
     f.stderr = cmd.stderr();
     f.cmd = undefined;

@@ -39,7 +39,7 @@ import { startOnHost } from './controller-start';
 import { HostQueries } from './controller-queries';
 import { parseLine } from './host-replies';
 import { relaunchUntil } from './run-rejoin';
-import { followOnce, retireFollows, tellFollowEnd, tellSilent, type Follow, type FollowContext } from './controller-follow';
+import { followOnce, followReader, retireFollows, tellFollowEnd, tellSilent, type Follow, type FollowContext } from './controller-follow';
 import { ScheduledSide } from './controller-scheduled';
 import { stopAll, stopHost, stoppedElsewhere, type StopContext } from './controller-stop';
 import { noteReplacement, startSpareFor, takePlace } from './run-spare';
@@ -238,11 +238,13 @@ export class RunController extends DisposableBase {
     return this.finished || this.isDisposed || (p.k === 'stopping' && p.force);
   }
 
-  /** One `run-follow` of f's host; its exit is the lifecycle's follow-exit input (re-follow, end, or silence). */
+  /** One `run-follow` of f's host, its events read here (a follower's errors kept aside); its exit is the lifecycle's follow-exit input. */
   private follow(f: Follow): void {
     if (this.gaveUp() || f.retired) return;
     const leader = f.host === this.plan.hosts[0];
-    void followOnce(f, leader, this.followCtx).then((code) => {
+    const read = followReader(f);
+    const onStdout = (chunk: Buffer) => read(chunk).forEach((e) => (e.type === 'error' && !leader ? this.followerErrors.push(e) : this.handle(e)));
+    void followOnce(f, this.plan.runId, onStdout).then((code) => {
       if (f.retired || this.isDisposed) return;
       this.dispatch({ t: 'follow-exit', host: f.host.host, leader, code, silent: Date.now() - f.lastContact > (this.plan.lostAfterMs ?? DEFAULT_TIMINGS.lostAfterMs) });
     });
@@ -256,7 +258,6 @@ export class RunController extends DisposableBase {
   private get followCtx(): FollowContext {
     return {
       runId: this.plan.runId,
-      event: (e, fromLeader) => (e.type === 'error' && !fromLeader ? void this.followerErrors.push(e) : this.handle(e)),
       emit: (e) => this.emit(e),
       emitError: (e) => this.emitError(e),
       doneSeen: () => !!this.doneEvent,
