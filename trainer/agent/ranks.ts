@@ -72,6 +72,7 @@ export class RankGroup {
   readonly done: Promise<void>;
   private hardKill: NodeJS.Timeout | undefined;
   private readonly beat: NodeJS.Timeout;
+  private readonly torch: boolean;
 
   /** `rankEnv`: per-rank GPU environment from gpu-assignment.ts (same order as spec.ranks); `lifelineMs`: the ranks' lifeline timeout. */
   constructor(spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink, onExit: (e: RankExit) => void, rankEnv: Record<string, string>[] = [], lifelineMs = DEFAULT_TIMINGS.lifelineTimeoutMs) {
@@ -83,6 +84,7 @@ export class RankGroup {
       if (dev) torchEnv.GLOO_SOCKET_IFNAME = dev;
     }
     const withEnv = { ...spec, env: { ...torchEnv, ...spec.env } };
+    this.torch = engine.name === 'torch';
     const lifeline = { [LIFELINE_ENV]: LIFELINE_BEATS, [LIFELINE_TIMEOUT_ENV]: String(lifelineMs) };
     this.procs = spec.ranks.map((r, i) => startRank(r, { ...withEnv, env: { ...withEnv.env, ...rankEnv[i] } }, engine, trainerEntry, runDir, sink, lifeline));
     // The beat: one byte per rank from this (the agent's) event loop; a rank that reads none (stopped) is not written more than a few.
@@ -116,6 +118,22 @@ export class RankGroup {
 
   get running(): boolean {
     return this.procs.some((p) => !p.exited);
+  }
+
+  /**
+   * A hung rank's stack into its own log (issue 21 item 4): torch ranks write every thread's Python
+   * stack on SIGUSR1 (faulthandler, hang.py; a stopped one once it runs again). tfjs ranks: nothing
+   * (SIGUSR1 would open Node's inspector).
+   */
+  dumpStack(rank: number, say: (message: string) => void): void {
+    const p = this.procs.find((q) => q.spec.rank === rank && !q.exited);
+    if (!this.torch || p?.child.pid === undefined) return;
+    try {
+      process.kill(p.child.pid, 'SIGUSR1');
+      say(`rank ${rank} (pid ${p.child.pid}) hung, a peer on another host says: asked it for its Python stack (SIGUSR1), which goes to its log`);
+    } catch {
+      // gone meanwhile
+    }
   }
 
   /** SIGTERM to every live rank's group, SIGKILL after the grace period. Idempotent. */

@@ -162,6 +162,8 @@ class HostAgent {
         return this.spawn(fx.attempt, fx.resume);
       case 'kill-ranks':
         return this.group?.kill();
+      case 'dump-stack':
+        return this.group?.dumpStack(fx.rank, (m) => this.log('info', m));
       case 'timer':
         clearTimeout(this.timers.get(fx.name));
         return void this.timers.set(fx.name, setTimeout(() => this.input({ t: 'timer', name: fx.name, ...(fx.name === 'blame' ? { links: this.links?.health() ?? [] } : {}) }), fx.ms));
