@@ -32,7 +32,7 @@ describe.skipIf(skip !== undefined)(`hang location across hosts (torch)${skip ? 
     const id = runId('hang-stack');
     const [w1, w2] = [workdir(), workdir()];
     const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
-    const env = { COHORT_PYTHON: PYTHON, COHORT_THREADS: '1', COHORT_PEER_TIMEOUT_S: '4' };
+    const env = { COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' };
     const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, env, config: { engine: 'torch', steps: 100000 } };
     const [a, b] = await Promise.all([
       hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
