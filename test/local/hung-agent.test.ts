@@ -55,7 +55,9 @@ async function hungAgent(engine: 'tfjs' | 'torch'): Promise<void> {
     .split('\n')
     .filter((l) => l.includes('"type":"error"'))
     .map((l) => JSON.parse(l) as ErrorEvent);
-  expect(errors.filter((e) => e.code === 'agent-silent').map((e) => e.rank).sort()).toEqual([0, 1]);
+  // Each rank stopped itself, or lost the other rank that just did so first.
+  expect(errors.filter((e) => e.code === 'agent-silent').length).toBeGreaterThan(0);
+  expect(errors.map((e) => `${e.rank}:${e.code}`).sort()).toEqual(expect.arrayContaining([expect.stringMatching(/^0:(agent-silent|peer-lost)$/), expect.stringMatching(/^1:(agent-silent|peer-lost)$/)]));
   expect(await leftovers(data, 15_000)).toEqual([]);
 }
 
