@@ -58,5 +58,5 @@ describe.skipIf(skip !== undefined)(`hang location across hosts (torch)${skip ? 
     await waitUntil("rank 1's Python stack in its log on h2", () => existsSync(log) && /most recent call first/.test(readFileSync(log, 'utf8')), 10_000);
     expect(readFileSync(log, 'utf8')).toMatch(/File ".*\.py", line \d+/);
     await waitUntil('no process left', () => processesOf(id).length === 0, 15_000);
-  });
+  }, 400_000);
 });

@@ -47,5 +47,5 @@ describe('a hung follower agent', () => {
     const said = eventsOf(w2, id).filter((e) => (e.type === 'error' || e.type === 'log') && /rank 1 on h2 stopped itself: its host agent \(pid \d+\) has written nothing on the lifeline/.test(e.message));
     expect(said.length).toBeGreaterThan(0);
     await waitUntil('no process left', () => processesOf(id).length === 0, 15_000);
-  });
+  }, 300_000);
 });
