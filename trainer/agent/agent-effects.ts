@@ -34,6 +34,8 @@ export type Effect =
   | { do: 'close-link'; host: string; why: string }
   | { do: 'spawn'; attempt: number; resume: boolean }
   | { do: 'kill-ranks' }
+  /** Ask this host's rank `rank` for its stack (torch: SIGUSR1, its Python stack into its log; tfjs ranks have none to give). */
+  | { do: 'dump-stack'; rank: number }
   | { do: 'timer'; name: TimerName; ms: number }
   | { do: 'clear-timer'; name: TimerName }
   | { do: 'clear-timers' }

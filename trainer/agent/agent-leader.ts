@@ -96,6 +96,17 @@ export abstract class LeaderRules {
   // ---- leader: failures, blame, restart -------------------------------------------------
 
   /** A rank or host failed: collect it, and after the blame grace decide (restart or fail). */
+  /**
+   * Hang location across hosts (issue 21 item 4): a `rank-hung` report from a host other than the
+   * hung rank's: that rank's host asks it for its stack, once, before the halt stops it (a reporter
+   * on the hung rank's own host signals it itself, hang.py).
+   */
+  protected locateHang(e: ErrorEvent, from: string): void {
+    if (e.code !== 'rank-hung' || e.rank < 0 || e.host === from || this.s.phase.k !== 'running') return;
+    if (e.host === this.c.host) this.fx.push({ do: 'dump-stack', rank: e.rank });
+    else if (this.s.followers[e.host]) this.send(e.host, { t: 'stack', rank: e.rank });
+  }
+
   protected failure(e: ErrorEvent, fromExit = false, lostHost?: string): void {
     const p = this.s.phase;
     if (p.k === 'restarting' || p.k === 'awaiting-scheduler') return; // decided already: later failures follow from it
@@ -268,6 +279,7 @@ export abstract class LeaderRules {
         return this.maybeGo();
       }
       case 'error':
+        this.locateHang(m.event, host);
         return this.failure(m.event);
       case 'exited':
         f.exited = m.attempt;

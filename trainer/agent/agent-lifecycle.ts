@@ -162,6 +162,7 @@ class Machine extends LeaderRules {
       if (this.s.connected) this.send('leader', { t: 'error', event: e });
       return;
     }
+    if (!fromExit) this.locateHang(e, this.c.host);
     this.failure(e, fromExit);
   }
 
@@ -232,6 +233,9 @@ class Machine extends LeaderRules {
           this.record({ restarts: this.s.restarts });
         }
         return this.spawn(m.attempt, m.resume);
+      case 'stack':
+        if (this.s.ranksUp) this.fx.push({ do: 'dump-stack', rank: m.rank });
+        return;
       case 'halt':
         if (m.attempt !== this.s.attempt) return;
         this.to({ k: 'halted' });

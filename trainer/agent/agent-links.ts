@@ -4,7 +4,7 @@
 // by the lifecycle (agent-lifecycle.ts), which these callbacks feed.
 import { createConnection, createServer, type Server } from 'node:net';
 import { ControlLink, tokenMatches, type ControlMsg } from './control';
-import type { LinkHealth } from './agent-lifecycle';
+import type { AgentInput, LinkHealth } from './agent-lifecycle';
 
 /** Between a follower's tries to reach its leader's control port (a SYN to a host that is down would otherwise hang ~2 min). */
 const CONNECT_TRY_MS = 3000;
@@ -109,4 +109,16 @@ export function connectLoop(addr: string, port: number, withinMs: number, timeou
     });
   };
   attempt();
+}
+
+/** The leader's listener with its sockets turned into lifecycle inputs (run-agent.ts's `listen` effect). */
+export function listenForFollowers(token: string, timeoutMs: number, addr: string, port: number, host: string, input: (i: AgentInput) => void): FollowerLinks {
+  const links = new FollowerLinks(token, timeoutMs, {
+    hello: (_l, m, tokenOk, priorClosed) => input({ t: 'hello', host: m.host, ranks: m.ranks, tokenOk, priorClosed, ...(m.key ? { key: m.key } : {}) }),
+    msg: (from, msg) => input({ t: 'follower-msg', host: from, msg }),
+    lost: (from, why) => input({ t: 'follower-lost', host: from, why }),
+    listenError: (err) => input({ t: 'fatal', error: { host, rank: -1, message: `control channel on ${addr}:${port}: ${err.message}`, code: 'control-listen' } }),
+  });
+  links.listen(addr, port);
+  return links;
 }

@@ -75,11 +75,15 @@ export const SAMPLE_INPUTS: Record<string, AgentInput> = {
   'slots-busy': { t: 'slots-busy', slot: 0, busyBy: 'r0' },
   'rank-done': { t: 'rank-done' },
   'rank-error': { t: 'rank-error', event: rankError, fromExit: false },
+  /** Rank 1 on h2 hung, says rank 0 (issue 21 item 4: h2 is asked for rank 1's stack before the halt). */
+  'rank-error:rank-hung': { t: 'rank-error', event: { ...rankError, host: 'h2', rank: 1, code: 'rank-hung', reportedBy: [0] }, fromExit: false },
   'ranks-exited': { t: 'ranks-exited', attempt: 1, ok: false },
   hello: { t: 'hello', host: 'h3', ranks: 1, tokenOk: true, priorClosed: true, key: 'm3:/w' },
   'follower-msg:queued': { t: 'follower-msg', host: 'h2', msg: { t: 'queued', behind: 'r0' } },
   'follower-msg:ready': { t: 'follower-msg', host: 'h2', msg: { t: 'ready' } },
   'follower-msg:error': { t: 'follower-msg', host: 'h2', msg: { t: 'error', event: { ...rankError, host: 'h2', rank: 1 } } },
+  /** Rank 0 on h1 hung, says rank 1 on h2 (issue 21 item 4: the leader asks its rank 0 for its stack, then halts). */
+  'follower-msg:error:rank-hung': { t: 'follower-msg', host: 'h2', msg: { t: 'error', event: { ...rankError, code: 'rank-hung', reportedBy: [1] } } },
   'follower-msg:exited': { t: 'follower-msg', host: 'h2', msg: { t: 'exited', attempt: 1, ok: true } },
   'follower-lost': { t: 'follower-lost', host: 'h2', why: 'connection closed' },
   'leader-connected': { t: 'leader-connected' },
@@ -88,6 +92,7 @@ export const SAMPLE_INPUTS: Record<string, AgentInput> = {
   'leader-msg:end': { t: 'leader-msg', msg: { t: 'end', state: 'cancelled', reason: 'stopped' } },
   'leader-msg:checkpoint': { t: 'leader-msg', msg: { t: 'checkpoint', step: 10 } },
   'leader-msg:claim': { t: 'leader-msg', msg: { t: 'claim' } },
+  'leader-msg:stack': { t: 'leader-msg', msg: { t: 'stack', rank: 1 } },
   'leader-lost': { t: 'leader-lost', why: 'connection closed' },
   'connect-failed': { t: 'connect-failed', message: 'ECONNREFUSED', addr: '10.0.0.1:7000' },
   'timer:blame': { t: 'timer', name: 'blame', links: [{ host: 'h2', closed: false, silentMs: 100 }] },
@@ -155,6 +160,8 @@ function describe(e: ReturnType<typeof transition>['effects'][number]): string {
       return `${e.do} ${e.name}`;
     case 'event':
       return `event ${e.event.code ?? 'error'}`;
+    case 'dump-stack':
+      return `dump-stack ${e.rank}`;
     case 'emit-restart':
       return e.excluded ? `emit-restart(${e.excluded} out, ${e.replacement} in)` : e.do;
     default:

@@ -25,6 +25,8 @@ export type ControlMsg =
   | { t: 'halt'; attempt: number }
   /** leader → follower: rank 0 saved a checkpoint at `step` (a follower that loses its leader names the step the run resumes from). */
   | { t: 'checkpoint'; step: number }
+  /** leader → follower: your rank `rank` hung (a peer on another host said so): ask it for its stack (issue 21 item 4). */
+  | { t: 'stack'; rank: number }
   /** leader → follower: the run is over (stop the ranks if any still run). */
   | { t: 'end'; state: 'ok' | 'failed' | 'cancelled'; reason: string };
 
@@ -70,6 +72,8 @@ function decodeControl(line: string): ControlMsg | undefined {
       return { t: 'halt', attempt: n('attempt') };
     case 'checkpoint':
       return { t: 'checkpoint', step: n('step') };
+    case 'stack':
+      return { t: 'stack', rank: n('rank') };
     case 'end': {
       const st = s('state');
       return isFinished(st) ? { t: 'end', state: st, reason: s('reason') } : undefined;

@@ -2,9 +2,10 @@
 // pipe from the agent: when the agent dies, whatever kills it, the kernel closes the pipe and the
 // rank exits), their output turned into events, stopped together. Used by the detached
 // `agent-run` of durable runs (run-agent.ts).
-// UNFINISHED (issue 24 item 4): the lifeline tells only the agent's death, not a hung agent. Measured
-// (local, 3 ranks, client kill -9'd, the agent SIGSTOPped): the ranks trained on for 120 s and more,
-// with nothing recorded; a hung or killed rank ends the run on its own (13.6 s, 3.2 s).
+// A hung agent (issue 24 item 4): the group beats on every rank's lifeline (lifelineBeatMs); a rank
+// that hears nothing for the lifeline timeout (COHORT_LIFELINE_TIMEOUT_MS) reports `agent-silent`
+// and stops itself (train/lifeline.ts; torch: cohort_torch/distributed.py). Before, ranks of a
+// SIGSTOPped agent trained on for 120 s and more with nothing recorded.
 import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cpus } from 'node:os';
@@ -16,6 +17,7 @@ import {
   HOST_ENV,
   RENDEZVOUS_ENV,
   RUN_DIR_ENV,
+  DEFAULT_TIMINGS,
   makeEvent,
   type AgentRank,
   type CohortEvent,
@@ -23,11 +25,13 @@ import {
   type LaunchSpec,
 } from '../protocol';
 import { relaxedSimdNodeFlags } from '../util/wasm-asm';
-import { LIFELINE_ENV } from '../train/lifeline';
+import { LIFELINE_BEATS, LIFELINE_ENV, LIFELINE_TIMEOUT_ENV, lifelineBeatMs } from '../train/lifeline';
 import { LogTail } from '../train/emit';
 import type { EngineChoice } from './engine-choice';
 
 export const KILL_GRACE_MS = 2000;
+/** A rank's exit waits this long at most for its output pipes to close (a process it left may hold them). */
+const OUTPUT_DRAIN_MS = 1000;
 
 /** Where a rank's output goes: complete events (relayed ones keep their own time) and raw lines. */
 export interface RankSink {
@@ -67,9 +71,11 @@ export class RankGroup {
   readonly procs: RankProc[];
   readonly done: Promise<void>;
   private hardKill: NodeJS.Timeout | undefined;
+  private readonly beat: NodeJS.Timeout;
+  private readonly torch: boolean;
 
-  /** `rankEnv`: per-rank GPU environment from gpu-assignment.ts (same order as spec.ranks). */
-  constructor(spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink, onExit: (e: RankExit) => void, rankEnv: Record<string, string>[] = []) {
+  /** `rankEnv`: per-rank GPU environment from gpu-assignment.ts (same order as spec.ranks); `lifelineMs`: the ranks' lifeline timeout. */
+  constructor(spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink, onExit: (e: RankExit) => void, rankEnv: Record<string, string>[] = [], lifelineMs = DEFAULT_TIMINGS.lifelineTimeoutMs) {
     // gloo picks its interface from the host name, which often resolves to 127.0.x.1: point it at
     // the interface that actually reaches the master (users can still set GLOO_SOCKET_IFNAME in env).
     const torchEnv: Record<string, string> = {};
@@ -78,24 +84,56 @@ export class RankGroup {
       if (dev) torchEnv.GLOO_SOCKET_IFNAME = dev;
     }
     const withEnv = { ...spec, env: { ...torchEnv, ...spec.env } };
-    this.procs = spec.ranks.map((r, i) => startRank(r, { ...withEnv, env: { ...withEnv.env, ...rankEnv[i] } }, engine, trainerEntry, runDir, sink));
+    this.torch = engine.name === 'torch';
+    const lifeline = { [LIFELINE_ENV]: LIFELINE_BEATS, [LIFELINE_TIMEOUT_ENV]: String(lifelineMs) };
+    this.procs = spec.ranks.map((r, i) => startRank(r, { ...withEnv, env: { ...withEnv.env, ...rankEnv[i] } }, engine, trainerEntry, runDir, sink, lifeline));
+    // The beat: one byte per rank from this (the agent's) event loop; a rank that reads none (stopped) is not written more than a few.
+    this.beat = setInterval(() => {
+      for (const p of this.procs) if (!p.exited && p.child.stdin!.writable && p.child.stdin!.writableLength < 64) p.child.stdin!.write('\n');
+    }, lifelineBeatMs(lifelineMs));
+    this.beat.unref();
     let resolve: () => void = () => {};
     this.done = new Promise<void>((res) => (resolve = res));
-    if (this.procs.length === 0) resolve();
+    if (this.procs.length === 0) {
+      clearInterval(this.beat);
+      resolve();
+    }
     for (const p of this.procs) {
-      p.child.on('exit', (code, signal) => {
+      // The exit once the rank's output is read ('close'; at most OUTPUT_DRAIN_MS after 'exit'): its own
+      // last report comes first, also when both wait at once (this agent was stopped, issue 24 item 4).
+      const exited = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (p.exited) return;
         p.exited = true;
         onExit({ proc: p, code, signal });
         if (this.procs.every((q) => q.exited)) {
           if (this.hardKill) clearTimeout(this.hardKill);
+          clearInterval(this.beat);
           resolve();
         }
-      });
+      };
+      p.child.on('close', exited);
+      p.child.on('exit', (code, signal) => void setTimeout(() => exited(code, signal), OUTPUT_DRAIN_MS));
     }
   }
 
   get running(): boolean {
     return this.procs.some((p) => !p.exited);
+  }
+
+  /**
+   * A hung rank's stack into its own log (issue 21 item 4): torch ranks write every thread's Python
+   * stack on SIGUSR1 (faulthandler, hang.py; a stopped one once it runs again). tfjs ranks: nothing
+   * (SIGUSR1 would open Node's inspector).
+   */
+  dumpStack(rank: number, say: (message: string) => void): void {
+    const p = this.procs.find((q) => q.spec.rank === rank && !q.exited);
+    if (!this.torch || p?.child.pid === undefined) return;
+    try {
+      process.kill(p.child.pid, 'SIGUSR1');
+      say(`rank ${rank} (pid ${p.child.pid}) hung, a peer on another host says: asked it for its Python stack (SIGUSR1), which goes to its log`);
+    } catch {
+      // gone meanwhile
+    }
   }
 
   /** SIGTERM to every live rank's group, SIGKILL after the grace period. Idempotent. */
@@ -109,7 +147,7 @@ export class RankGroup {
   }
 }
 
-function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink): RankProc {
+function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink, lifeline: Record<string, string>): RankProc {
   const threads = Math.max(1, Math.floor(cpus().length / spec.ranks.length));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -123,7 +161,7 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     [HOST_ENV]: spec.host,
     [RUN_DIR_ENV]: runDir,
     [CACHE_DIR_ENV]: join(runDir, '..', '..', 'cache'),
-    [LIFELINE_ENV]: '1',
+    ...lifeline,
     COHORT_ENGINE_REASON: engine.reason,
     // The profile's host env, then the host's own environment (a local run: the user's), then a fair share of the cores.
     COHORT_THREADS: spec.env.COHORT_THREADS ?? process.env.COHORT_THREADS ?? String(threads),
@@ -133,7 +171,7 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
   const [cmd, ...args] =
     engine.name === 'torch' ? [engine.python!, '-X', `cohort_run=${spec.runId}`, engine.script!] : [process.execPath, ...relaxedSimdNodeFlags(), trainerEntry, 'rank', '--run', spec.runId];
   // detached: the rank leads its own process group, so killing the group also ends anything it spawned.
-  // stdin is the lifeline: the agent never writes to it and never closes it; its death closes it.
+  // stdin is the lifeline: the agent writes only its beats and never closes it; its death closes it.
   const child = spawn(cmd!, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   child.stdin!.on('error', () => {}); // EPIPE once the rank is gone: nothing to do
   const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false, sent: new Set(), env };

@@ -9,7 +9,7 @@ import { DEFAULT_TIMINGS, DisposableStore, SLOW_RANK, SlowRankWatch, readTimings
 import { newestCheckpointStep } from '../train/checkpoint';
 import { onProcessSignals } from '../util/node-lifecycle';
 import { CONNECT_TIMEOUT_MS, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
-import { FollowerLinks, connectLoop } from './agent-links';
+import { FollowerLinks, connectLoop, listenForFollowers } from './agent-links';
 import { cleanStaleTemps } from './stale-temps';
 import type { ControlLink } from './control';
 import type { EngineChoice } from './engine-choice';
@@ -21,9 +21,6 @@ import { AGENT_RUN_EXIT, agentConfigOf, noMoreRequeues, type AgentRunOpts } from
 import { checkpointingOf, envPayload, noDoneError, rankExitError } from './rank-outcome';
 import { RunRecordWriter, readState, recordPaths, runDirOf, stopMarkerPath } from './run-record';
 import { SystemWindows, systemMetricsOn } from './system-windows';
-
-/** After a failed start the leader keeps listening up to a follower's own connect window, so late followers hear the end at once (defect 10). */
-const LINGER_MS = CONNECT_TIMEOUT_MS;
 
 export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
   const dir = runDirOf(opts.workdir, opts.runId);
@@ -145,13 +142,7 @@ class HostAgent {
       case 'listen':
         if (this.cfg.followerRanks === 0) return;
         if (!c) return this.input({ t: 'fatal', error: { host: this.spec.host, rank: -1, message: `the spec has ${this.cfg.followerRanks} rank(s) on other hosts but no control endpoint`, code: 'bad-spec' } });
-        this.links = new FollowerLinks(c.token, this.timeoutMs, {
-          hello: (_l, m, tokenOk, priorClosed) => this.input({ t: 'hello', host: m.host, ranks: m.ranks, tokenOk, priorClosed, ...(m.key ? { key: m.key } : {}) }),
-          msg: (host, msg) => this.input({ t: 'follower-msg', host, msg }),
-          lost: (host, why) => this.input({ t: 'follower-lost', host, why }),
-          listenError: (err) => this.input({ t: 'fatal', error: { host: this.spec.host, rank: -1, message: `control channel on ${c.addr}:${c.port}: ${err.message}`, code: 'control-listen' } }),
-        });
-        return this.links.listen(c.addr, c.port);
+        return void (this.links = listenForFollowers(c.token, this.timeoutMs, c.addr, c.port, this.spec.host, (i) => this.input(i)));
       case 'connect':
         if (!c) return this.input({ t: 'fatal', error: { host: this.spec.host, rank: -1, message: "a follower needs the leader's control endpoint (spec.control)", code: 'bad-spec' } });
         return connectLoop(c.addr, c.port, fx.withinMs, this.timeoutMs, () => this.state.phase.k !== 'stopping' && this.state.phase.k !== 'done', (link) => this.onLeaderLink(link), (message) => this.input({ t: 'connect-failed', message, addr: `${c.addr}:${c.port}` }));
@@ -171,6 +162,8 @@ class HostAgent {
         return this.spawn(fx.attempt, fx.resume);
       case 'kill-ranks':
         return this.group?.kill();
+      case 'dump-stack':
+        return this.group?.dumpStack(fx.rank, (m) => this.log('info', m));
       case 'timer':
         clearTimeout(this.timers.get(fx.name));
         return void this.timers.set(fx.name, setTimeout(() => this.input({ t: 'timer', name: fx.name, ...(fx.name === 'blame' ? { links: this.links?.health() ?? [] } : {}) }), fx.ms));
@@ -196,10 +189,10 @@ class HostAgent {
     this.input({ t: 'stopped' });
   }
 
-  /** A leader whose first start failed keeps listening until every follower rank heard the end (defect 10), its slots already released. */
+  /** A leader whose first start failed keeps listening until every follower rank heard the end, up to a follower's own connect window (defect 10), its slots already released. */
   private async exit(status: 'ok' | 'failed' | 'cancelled'): Promise<void> {
     releaseSlots(this.opts.workdir, this.spec.runId, slotsOf(this.spec));
-    const until = Date.now() + LINGER_MS;
+    const until = Date.now() + CONNECT_TIMEOUT_MS;
     const told = () => Object.values(this.state.followers).reduce((n, f) => n + f.ranks, 0) >= this.cfg.followerRanks;
     const failedStart = status === 'failed' && this.state.attempt === 0 && !this.relaunched;
     while (this.links && failedStart && !told() && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
@@ -210,10 +203,7 @@ class HostAgent {
   private onLeaderLink(link: ControlLink): void {
     this.leaderLink = link;
     link.beatCounters = () => this.sys?.counters();
-    link.on(
-      (m) => this.input({ t: 'leader-msg', msg: m }),
-      (why) => this.leaderLink === link && this.input({ t: 'leader-lost', why }),
-    );
+    link.on((m) => this.input({ t: 'leader-msg', msg: m }), (why) => this.leaderLink === link && this.input({ t: 'leader-lost', why }));
     this.input({ t: 'leader-connected' });
   }
 
@@ -238,15 +228,14 @@ class HostAgent {
     if (every && attempt <= 1 && this.cfg.role === 'leader') this.log('info', `restarts are on and no --checkpoint-every was given: checkpointing every ${every.checkpointEvery} steps`);
     const config = { ...this.spec.config, ...(resume ? { resume: true } : {}), ...every };
     const sink = { event: (e: CohortEvent) => this.onEvent(e), line: (rank: number, _s: 'stdout' | 'stderr', text: string) => this.record.rankLine(rank, text) };
-    const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, sink, (x) => this.onRankExit(group, x), this.rankEnv);
+    const group = new RankGroup({ ...this.spec, config }, this.engine!, this.opts.trainerEntry, this.dir, sink, (x) => this.onRankExit(group, x), this.rankEnv, (this.opts.timings ?? DEFAULT_TIMINGS).lifelineTimeoutMs);
     this.group = group;
     this.sys?.prime();
     if (!this.envTold) this.emit(envPayload(this.spec.host, group));
     this.envTold = true;
     void group.done.then(() => {
-      const ok = group.procs.every((p) => p.child.exitCode === 0);
       const noDone = noDoneError(this.spec.host, group);
-      this.input({ t: 'ranks-exited', attempt, ok, ...(noDone ? { noDone } : {}) });
+      this.input({ t: 'ranks-exited', attempt, ok: group.procs.every((p) => p.child.exitCode === 0), ...(noDone ? { noDone } : {}) });
     });
   }
 

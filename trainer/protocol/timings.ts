@@ -21,6 +21,8 @@ export interface TimingKnob {
 }
 
 export const TIMINGS = {
+  /** A rank whose host agent has written nothing on its lifeline this long (the agent beats every second) takes the agent for hung and stops itself. */
+  lifelineTimeoutMs: { env: 'COHORT_LIFELINE_TIMEOUT_MS', defaultMs: 20_000, minMs: 1000, what: "how long a rank may hear nothing from its host agent on the lifeline (the agent beats every second) before the rank takes the agent for hung and stops itself" },
   /** A host agent silent this long (agents beat every second) is taken for lost. */
   heartbeatTimeoutMs: { env: 'COHORT_HEARTBEAT_TIMEOUT_MS', defaultMs: 20_000, minMs: 1000, what: 'how long a host agent may be silent before its peer agent takes it for lost' },
   /** The leader waits this long for a lost follower host to rejoin (HOST_WAIT_MS in events.ts says the same). */

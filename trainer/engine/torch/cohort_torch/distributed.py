@@ -1,6 +1,7 @@
 """This rank's place in the job: device, rendezvous, process groups, the heartbeat watchdog."""
 import datetime
 import os
+import select
 import sys
 import threading
 import time
@@ -142,20 +143,45 @@ def watchdog(group, stop, gpu, beats=None):
 
 
 def exit_when_stdin_closes():
-    """The lifeline: when the agent runs this rank with COHORT_LIFELINE=1, stdin is a pipe from the agent;
-    EOF means the agent is gone (whatever killed it), so exit at once: a rank never outlives its agent."""
-    if os.environ.get("COHORT_LIFELINE") != "1":
+    """The lifeline: when the agent runs this rank with COHORT_LIFELINE set, stdin is a pipe from the agent;
+    EOF means the agent is gone (whatever killed it), so exit at once: a rank never outlives its agent.
+    COHORT_LIFELINE=beats: the agent also writes a byte every second or so (ranks.ts); nothing for
+    COHORT_LIFELINE_TIMEOUT_MS (set by the agent) means it is stopped or hung: report `agent-silent` and
+    stop (issue 24 item 4; the tfjs ranks' rule is train/lifeline.ts, with the same sentence)."""
+    mode = os.environ.get("COHORT_LIFELINE")
+    if mode not in ("1", "beats"):
         return
+    limit = os.environ.get("COHORT_LIFELINE_TIMEOUT_MS", "") if mode == "beats" else ""
+    silent_s = int(limit) / 1000 if limit.isdigit() else None
 
     def watch():
+        last = time.monotonic()
         try:
-            while os.read(0, 4096):
-                pass
+            while True:
+                wait = None if silent_s is None else max(0.0, silent_s - (time.monotonic() - last))
+                ready, _, _ = select.select([0], [], [], wait)
+                if ready:
+                    if not os.read(0, 4096):
+                        break  # EOF: the agent is gone
+                    last = time.monotonic()
+                elif time.monotonic() - last >= silent_s:
+                    agent_silent(time.monotonic() - last, int(limit))
         except OSError:
             pass
         os._exit(137)
 
     threading.Thread(target=watch, name="cohort-lifeline", daemon=True).start()
+
+
+def agent_silent(silent_s, limit_ms):
+    """The agent is stopped or hung: this rank's error (its agent records it once it runs again), then exit."""
+    # fail() writes to pipes the stopped agent no longer reads: a full one must not keep this rank alive
+    threading.Timer(2.0, lambda: os._exit(137)).start()
+    ppid = os.getppid()
+    fail(f"rank {RANK} on {HOST} stopped itself: its host agent (pid {ppid}) has written nothing on the lifeline for {silent_s:.1f} s "
+         f"(more than COHORT_LIFELINE_TIMEOUT_MS={limit_ms}): the agent is stopped or hung", "agent-silent", exit_code=137,
+         about={"hint": f"look at the run's agent on {HOST} (ps -o stat,pid,args -p {ppid}: T = stopped; its agent.log in the run's record); "
+                        "the run's other hosts see this host's ranks lost"})
 
 
 def die_with_parent():

@@ -5,8 +5,9 @@ own; when a heartbeat round times out, the rank whose beat is stale is the one t
 that is merely blocked in the same round keeps beating). If the store itself does not answer, the
 rank serving it (rank 0, unless torchrun serves it) is the one. A hung rank on this rank's host is
 sent SIGUSR1: faulthandler (registered at start) writes its Python stack into its own log, which
-its log tail then shows (a stopped process only writes it if it is continued; a rank on another
-host: UNFINISHED, its agent would have to send the signal)."""
+its log tail then shows (a stopped process only writes it if it is continued). A hung rank on
+another host: the agents send it (agent-leader.ts locateHang: the leader's agent signals its own
+rank, or tells the hung rank's agent with a `stack` control message, before the halt)."""
 import datetime
 import faulthandler
 import json
