@@ -3,8 +3,10 @@
 // kept the run's record, so the CLI asks whether to delete the local record anyway. Under a real
 // pty (python3's pty module) "n" keeps it and "y" deletes it; without a terminal nobody is asked
 // and nothing is guessed: the record stays and the CLI says to pass --yes. One real sshd host,
-// stopped (its sshd killed) after the run ended.
-import { existsSync } from 'node:fs';
+// stopped (its sshd killed) after the run ended. The CLI's other question, an encrypted key's
+// passphrase, is asked the same way: on a terminal (a wrong answer asked again), never without one.
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SSHD_MISSING } from '../harness/sshd-hosts';
@@ -21,7 +23,24 @@ async function cli(...args: string[]) {
 }
 const QUESTION = "delete it from the local history anyway? [y/N]";
 
-describe.skipIf(SSHD_MISSING)('cohort runs rm --hosts asks on a terminal, and only there', () => {
+describe.skipIf(SSHD_MISSING)('cohort asks on a terminal, and only there', () => {
+  it("an encrypted key's passphrase: asked on a pty (again after a wrong one); without a terminal, refused with the wording table's sentence", async () => {
+    const { cluster, dir, env } = fx();
+    const key = join(dir, 'enc_ed25519');
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', 'correct horse', '-C', 'enc', '-f', key]);
+    await cluster.authorize(readFileSync(`${key}.pub`, 'utf8'));
+    await fx().importProfile('enc', [{ host: 0, identityFile: key }]);
+    const host = cluster.hosts[0]!.name;
+
+    const piped = await cli('probe', 'enc');
+    expect(piped.code).toBe(3);
+    expect(piped.stdout + piped.stderr).toContain(`hint: The key for ${host} is encrypted and its passphrase was missing or wrong: enter it when cohort asks (on a terminal), or load the key into ssh-agent, then start again`);
+
+    const asked = await cliOnPty(['probe', 'enc'], [[`Passphrase for ${key} (for ${host}): `, 'wrong\r'], [`Wrong passphrase. Passphrase for ${key}`, 'correct horse\r']], { env });
+    expect(asked.output).not.toContain('correct horse'); // not echoed
+    expect(asked.code, asked.output).toBe(0);
+  }, 120_000);
+
   it('no terminal: keeps the record and says --yes; a pty answered n keeps it; y deletes it', async () => {
     const start = await cli('run', '--profile', 'solo', ...tinyRun(), '--steps', '1', '--detach');
     expect(start.code, start.stderr).toBe(0);
