@@ -13,7 +13,7 @@ import { existsSync, lstatSync, readdirSync, readFileSync, rmSync } from 'node:f
 import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { HOST_CMD_EXIT, isTerminalRunState, slurmNodeWorkdir, slurmRunDir, type RunRemoveReply } from '../protocol';
 import { HostCmdFailure, parseFlags, replyLine } from './host-cmd';
-import { readState, recordAgentAlive, recordPaths, runDirOf } from './run-record';
+import { checkRunId, readState, recordAgentAlive, recordPaths, runDirOf } from './run-record';
 
 /** Host commands that only read, stop or remove the record: another client's, not the run itself. */
 const RECORD_COMMANDS = ['run-follow', 'run-status', 'run-stop', 'run-remove', 'run-spec'];
@@ -21,7 +21,7 @@ const RECORD_COMMANDS = ['run-follow', 'run-status', 'run-stop', 'run-remove', '
 export async function runRemove(argv: readonly string[], workdir: string): Promise<number> {
   const flags = parseFlags(argv, ['run', 'scheduler'], 'run-remove');
   if (!flags.run) throw new HostCmdFailure('usage', 'run-remove: --run ID is required', HOST_CMD_EXIT.usage);
-  const runId = flags.run;
+  const runId = checkRunId(flags.run);
   if (flags.scheduler !== undefined) {
     if (flags.scheduler !== 'slurm') throw new HostCmdFailure('usage', `run-remove: --scheduler must be slurm, got ${JSON.stringify(flags.scheduler)}`, HOST_CMD_EXIT.usage);
     return removeSlurmRun(runId, workdir);
