@@ -76,7 +76,8 @@ describe('the dashboard words every error code (error-wording.ts)', () => {
     expect(guiWording('ssh-refused')).toMatch(/^The host refused the connection/);
     expect(guiWording('ssh-timeout', 'gpu2')).toMatch(/^gpu2 did not answer/);
     expect(hintFor({ code: 'ssh-timeout', host: 'gpu2', hint: 'the host is down, firewalled, or the address is wrong' }, 'gui')).toMatch(/^gpu2 did not answer in time/);
-    expect(hintFor({ code: 'ssh-timeout', host: 'gpu2', hint: 'core' }, 'cli')).toBe('core');
+    expect(hintFor({ code: 'ssh-timeout', host: 'gpu2', hint: 'core' }, 'cli')).toMatch(/^gpu2 did not answer in time: .*cohort probe PROFILE$/);
+    expect(hintFor({ code: 'a-code-from-the-future', hint: 'core' }, 'cli')).toBe('core');
     expect(hintFor({ code: 'saved', hint: 'Profile saved' }, 'gui')).toBe('Profile saved');
   });
 
