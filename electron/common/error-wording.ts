@@ -180,7 +180,7 @@ export type ErrorCode = keyof typeof ERROR_WORDING;
  * version/hardware difference between hosts found by cohort check (`mismatch-` + what differs).
  */
 export const ERROR_FAMILIES: readonly { prefix: string; gui: string }[] = [
-  { prefix: 'slurm-', gui: "The run's Slurm job ended badly on {host} (its state is in the code): open the run's logs in History; for a timeout raise the time limit, for a node failure start again (other nodes are chosen)" },
+  { prefix: 'slurm-', gui: "The run's Slurm job ended badly on {host} (its state is in the code): [[open the run's logs in History|read the run's logs (cohort runs show RUN)]]; for a timeout raise the time limit, for a node failure start again (other nodes are chosen)" },
   { prefix: 'mismatch-', gui: 'The hosts differ (what and where is above): make them the same (same driver, Node, engine and trainer on every host), or keep the odd hosts in another profile' },
 ];
 

@@ -1,7 +1,7 @@
 // Node's errno codes reaching a `cohort` user get a sentence (issue 22, one truth in GUI and CLI:
 // the wording table's ERRNO_WORDING, the dashboard's too): what happened, on which path, and what to
 // do. Real failures of the real CLI saving a profile: a full disk (a real 64 KiB tmpfs, filled), a
-// read-only filesystem (a tmpfs mounted ro), a config directory under a regular file. Root only (mount).
+// read-only filesystem (a tmpfs remounted ro), a config directory under a regular file. Root only (mount).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,7 +48,9 @@ describe.skipIf(!canMount)('errno codes reaching the CLI are worded (ERRNO_WORDI
   }, 60_000);
 
   it('EROFS: a read-only config dir: says which, and to point Cohort elsewhere', async () => {
-    const dir = tmpfs('ro', 'ro,size=64k');
+    const dir = tmpfs('ro', 'size=64k');
+    execFileSync('mkdir', [join(dir, 'config')]);
+    execFileSync('mount', ['-o', 'remount,ro', dir]);
     const r = await addProfile(join(dir, 'config'));
     expect(r.code).not.toBe(0);
     expect(r.stderr).toMatch(new RegExp(`hint: ${dir}/config\\S* is on a read-only filesystem: point Cohort at a writable directory \\(COHORT_CONFIG_DIR`));

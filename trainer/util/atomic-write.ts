@@ -23,7 +23,7 @@ export function writeFileAtomicSync(path: string, chunks: Uint8Array | string | 
   } catch (err) {
     closeSync(fd);
     rmSync(tmp, { force: true });
-    throw err;
+    throw namingPath(err, path);
   }
   closeSync(fd);
   try {
@@ -64,9 +64,17 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
     await rename(tmp, path);
     renamed = true;
     await syncDir(dir);
+  } catch (err) {
+    throw namingPath(err, path);
   } finally {
     if (!renamed) await rm(tmp, { force: true });
   }
+}
+
+/** A write() or fsync() error carries no path (ENOSPC on a full disk): it names the file it was for. */
+function namingPath(err: unknown, path: string): unknown {
+  if (err && typeof err === 'object' && 'code' in err && !('path' in err)) Object.assign(err, { path });
+  return err;
 }
 
 async function syncDir(dir: string): Promise<void> {
