@@ -50,7 +50,14 @@ export interface AtomicWriteOptions {
 
 export async function writeFileAtomic(path: string, data: string | Uint8Array, opts: AtomicWriteOptions = {}): Promise<void> {
   const dir = dirname(path);
-  await mkdir(dir, { recursive: true, mode: opts.dirMode ?? 0o700 });
+  try {
+    await mkdir(dir, { recursive: true, mode: opts.dirMode ?? 0o700 });
+  } catch (err) {
+    // Node's recursive mkdir says ENOENT where the parent exists but takes no new directory (a
+    // read-only filesystem): once more without recursion gives the true cause (EROFS, EACCES...).
+    if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
+    await mkdir(dir, { mode: opts.dirMode ?? 0o700 });
+  }
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   let renamed = false;
   try {
