@@ -4,7 +4,7 @@
 //   node cohort-trainer.mjs run-follow --run ID [--offset BYTES]   stream the host's events.jsonl
 //   node cohort-trainer.mjs run-stop --run ID [--reason TEXT] [--wait-ms N]
 //   node cohort-trainer.mjs run-status [--run ID]
-//   node cohort-trainer.mjs run-remove --run ID   remove an ended run's record here (cohort runs rm --hosts)
+//   node cohort-trainer.mjs run-remove --run ID [--scheduler slurm]   remove an ended run's record here (cohort runs rm --hosts; a Slurm run's on the login node)
 //   node cohort-trainer.mjs run-spec --run ID   the run's spec on this host, without env (a spare's start, issue 21)
 //   node cohort-trainer.mjs agent-run --run ID  the detached agent itself (started by run-start)
 //   node cohort-trainer.mjs slurm-submit        Slurm run: SlurmSubmit line on stdin → sbatch (login node)

@@ -1,9 +1,9 @@
 // `cohort ARGS` → exit code: help, --version, the command table's lookup and parsing, and how
 // errors are printed. Commands, their help and their options: commands.ts.
-import { hintFor } from '../common';
 import { COMMANDS } from './commands';
 import { closest, findCommand, helpText, parseFor, topHelp, wantsHelp, type CommandSpec } from './command-spec';
 import { EXIT, UsageError } from './exit-codes';
+import { hintText } from './hint-text';
 import type { CliIo } from './io';
 import { styleFor } from './style';
 
@@ -57,9 +57,9 @@ export async function main(argv: string[], io: CliIo, table: readonly CommandSpe
       io.stderr.write(`${err.red('cohort:')} ${e.message}\n`);
       return EXIT.usage;
     }
-    const x = e as Error & { code?: string; hint?: string };
-    const hint = hintFor(x, 'cli'); // the terminal's wording (common/error-hints.ts)
-    io.stderr.write(`${err.red('cohort:')} ${x.message}\n${hint ? `  ${err.bold('hint:')} ${hint}\n` : ''}`);
+    const x = e as Error & { code?: string; hint?: string; host?: string };
+    // The code's sentence in the terminal's words (the dashboard's table), then core's specifics.
+    io.stderr.write(`${err.red('cohort:')} ${x.message}\n${hintText(x, err.bold)}`);
     return exitCodeFor(x);
   }
 }

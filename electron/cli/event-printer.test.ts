@@ -76,14 +76,14 @@ describe('colour', () => {
 });
 
 describe('humanPrinter errors', () => {
-  it('prints an error event’s hint under it (e.g. the agent refusing --bf16 before launch)', async () => {
+  it('prints an error event’s hint under it: its code\'s sentence (the wording table), then core\'s own hint (e.g. the agent refusing --bf16 before launch)', async () => {
     const out = sink(false);
     const err = sink(false);
     const p = humanPrinter(out.s, err.s, {});
     p.event(makeEvent({ type: 'error', rank: -1, host: 'g1', message: '--bf16: rank 0 on g1 would run on GPU 0 (Tesla V100-SXM2-16GB, GPU-1b2c…), compute capability 7.0', logTail: [], code: 'bf16-unsupported', hint: 'run with --fp16 instead' }) as CohortEvent);
     p.close!();
     await new Promise((r) => setImmediate(r));
-    expect(out.text() + err.text()).toMatch(/error: g1: --bf16: rank 0 on g1 would run on GPU 0 .*compute capability 7\.0\n  hint: run with --fp16 instead\n/);
+    expect(out.text() + err.text()).toMatch(/error: g1: --bf16: rank 0 on g1 would run on GPU 0 .*compute capability 7\.0\n  hint: g1's GPU cannot run bf16: run without --bf16 \(--fp16 instead\), or run on GPUs that support it\n {8}run with --fp16 instead\n/);
   });
 });
 

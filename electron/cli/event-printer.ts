@@ -9,6 +9,7 @@ import { applyEvent } from '../core/runs/applied-config';
 import { styleFor } from './style';
 import { perRankLines } from './per-rank-lines';
 import { systemLines } from './system-lines';
+import { hintText } from './hint-text';
 
 export interface Printer {
   event(e: CohortEvent): void;
@@ -200,7 +201,7 @@ export function humanPrinter(
           break;
         case 'error':
           say(`${s.red('error:')} ${e.rank >= 0 ? `rank ${e.rank} on ${e.host}` : e.host}: ${e.message}\n`);
-          if (e.hint) say(`  hint: ${e.hint}\n`);
+          say(hintText(e));
           if (e.logTail.length) say(`  last log lines:\n${e.logTail.slice(-10).map((l) => `    ${l}`).join('\n')}\n`);
           break;
         case 'done':

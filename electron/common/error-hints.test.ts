@@ -1,11 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { hintBesides, hintFor, messageFor } from './error-hints';
+import { hintBesides, hintFor, hintLines, messageFor } from './error-hints';
 
 describe('hints per surface (issue 22 item 8)', () => {
   const unknownKey = { code: 'ssh-host-key-unknown', message: 'h1: unknown host key for 10.0.0.2: ssh-ed25519 SHA256:x', hint: 'Verify the fingerprint, then connect with --accept-new-host-key to record it in /k' };
 
-  it('the terminal gets core\'s hint; the dashboard its own words, never a CLI flag', () => {
-    expect(hintFor(unknownKey, 'cli')).toBe(unknownKey.hint);
+  it('one sentence per code: the terminal in its words (then core\'s specifics), the dashboard in its own, never a CLI flag', () => {
+    expect(hintFor(unknownKey, 'cli')).toMatch(/^Compare the fingerprint .*then connect again with --accept-new-host-key/);
+    expect(hintLines(unknownKey)).toEqual([hintFor(unknownKey, 'cli'), unknownKey.hint]);
     expect(hintFor(unknownKey, 'gui')).toContain('Trust and remember');
     for (const code of ['ssh-host-key-unknown', 'ssh-host-key-changed', 'local-profile']) expect(hintFor({ code, hint: '--x' }, 'gui')).not.toMatch(/--[a-z]/);
   });

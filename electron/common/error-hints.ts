@@ -1,25 +1,38 @@
-// What to do next, worded for the surface that shows it (issue 22 items 8 and the GUI wording):
-// core's errors carry the CLI's hint (a terminal user passes flags: `--accept-new-host-key`,
-// `cohort deploy --force`); the dashboard has buttons instead. The one place an error's hint is
-// chosen per surface: every view that shows an error's hint asks `hintFor(error, 'gui')` (the
-// sentence of error-wording.ts for its code, naming its host), the CLI prints `hintFor(error,
-// 'cli')` (the hint as core wrote it, with the error's own specifics). An information notice's code
-// (NOTICE_CODES) and a code the table does not word (a test keeps that from happening) keep core's hint.
-import { guiWording, NOTICE_CODES } from './error-wording';
+// What to do next, worded for the surface that shows it (issue 22: one truth in GUI and CLI): the
+// sentence of error-wording.ts for the error's code, one row for both, naming its host (and an errno
+// error's path or address); the dashboard's words in the views (`hintFor(error, 'gui')`: views and
+// buttons), the terminal's in `cohort` (`hintLines(error)`: commands and flags), followed there by
+// core's own hint when it says more (the specifics of this error: a partition list, a key path).
+// An information notice's code (NOTICE_CODES) and a code the table does not word (a test keeps that
+// from happening for Cohort's own codes) keep core's hint alone.
+import { cliWording, guiWording, NOTICE_CODES, type WordingFill } from './error-wording';
 export type HintSurface = 'cli' | 'gui';
 
 /** An error as the views hold it: its code, message, core's hint, and the host it names when known. */
-export interface HintedError {
+export interface HintedError extends WordingFill {
   code?: string | undefined;
   hint?: string | undefined;
-  /** The host the error concerns (SshError's host, an error event's host); fills the GUI sentence. */
+  /** The host the error concerns (SshError's host, an error event's host); fills the sentence. */
   host?: string | undefined;
 }
 
-/** The hint to show on `surface`, or undefined when there is none. */
+/** The hint to show on `surface` (the code's sentence, else core's hint), or undefined when there is none. */
 export function hintFor(e: HintedError, surface: HintSurface): string | undefined {
-  if (surface === 'gui' && e.code && !NOTICE_CODES.includes(e.code)) return guiWording(e.code, e.host) ?? e.hint;
-  return e.hint;
+  if (!e.code || NOTICE_CODES.includes(e.code)) return e.hint;
+  return (surface === 'gui' ? guiWording(e.code, e.host, e) : cliWording(e.code, e.host, e)) ?? e.hint;
+}
+
+/**
+ * The terminal's hint lines for an error: the code's sentence, then core's own hint when it adds
+ * something (not already in the message or the sentence); none when neither exists.
+ */
+export function hintLines(e: HintedError & { message: string }): string[] {
+  const sentence = hintFor(e, 'cli');
+  const said = (t: string, where: string) => where.toLowerCase().includes(t.toLowerCase());
+  const out: string[] = [];
+  if (sentence && !(sentence === e.hint && said(sentence, e.message))) out.push(sentence);
+  if (e.hint && e.hint !== sentence && !said(e.hint, e.message) && !said(e.hint, sentence ?? '')) out.push(e.hint);
+  return out;
 }
 
 /**

@@ -1,10 +1,11 @@
-// Every error code the sources make has the dashboard's sentence (electron/common/error-wording.ts): the codes are
+// Every error code the sources make has its sentence (electron/common/error-wording.ts): the codes are
 // read from the sources themselves, the ways errors are made here, so a new code without a row in
-// the table fails this test (issue 22, GUI error wording).
+// the table fails this test (issue 22, GUI error wording). One row serves both clients: the
+// dashboard's rendering names no CLI flag, the terminal's no dashboard view (one truth in GUI and CLI).
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ERROR_FAMILIES, ERROR_WORDING, NOTICE_CODES, guiWording, hintFor } from '../../electron/common';
+import { ERRNO_WORDING, ERROR_FAMILIES, ERROR_WORDING, NOTICE_CODES, cliWording, guiWording, hintFor, hintLines } from '../../electron/common';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 
@@ -65,16 +66,52 @@ describe('the dashboard words every error code (error-wording.ts)', () => {
   });
 
   it('is a sentence for a dashboard user: what to do with its views, no CLI flag, the host named', () => {
-    for (const [code, text] of Object.entries(ERROR_WORDING)) {
+    for (const code of [...Object.keys(ERROR_WORDING), ...Object.keys(ERRNO_WORDING)]) {
+      const text = guiWording(code, 'h7')!;
       expect(text, code).not.toMatch(/(^|\s)--[a-z]/);
       expect(text.length, code).toBeGreaterThan(30);
-      expect(guiWording(code, 'h7'), code).not.toContain('{host}');
+      expect(text, code).not.toMatch(/\{host\}|\{where\}|\[\[|\]\]|\|/);
     }
     expect(guiWording('ssh-auth', 'h7')).toMatch(/^Cohort could not log in to h7 \(.*\): in Profiles, give this host a key file/);
     expect(guiWording('ssh-refused')).toMatch(/^The host refused the connection/);
     expect(guiWording('ssh-timeout', 'gpu2')).toMatch(/^gpu2 did not answer/);
     expect(hintFor({ code: 'ssh-timeout', host: 'gpu2', hint: 'the host is down, firewalled, or the address is wrong' }, 'gui')).toMatch(/^gpu2 did not answer in time/);
-    expect(hintFor({ code: 'ssh-timeout', host: 'gpu2', hint: 'core' }, 'cli')).toBe('core');
+    expect(hintFor({ code: 'ssh-timeout', host: 'gpu2', hint: 'core' }, 'cli')).toMatch(/^gpu2 did not answer in time: .*cohort probe PROFILE$/);
+    expect(hintFor({ code: 'a-code-from-the-future', hint: 'core' }, 'cli')).toBe('core');
     expect(hintFor({ code: 'saved', hint: 'Profile saved' }, 'gui')).toBe('Profile saved');
+  });
+
+  it('is the same sentence in the terminal, in its words: commands and flags, no dashboard view', () => {
+    const views = /\b(Profiles|Test connection|History|Launch|Live run|Hosts|Trust and remember)\b/;
+    for (const code of [...Object.keys(ERROR_WORDING), ...Object.keys(ERRNO_WORDING), 'slurm-timeout', 'mismatch-driver']) {
+      const cli = cliWording(code, 'h7')!;
+      expect(cli, code).toBeDefined();
+      expect(cli, code).not.toMatch(views);
+      expect(cli, code).not.toMatch(/\{host\}|\{where\}|\[\[|\]\]|\|/);
+      // the same sentence: both start alike, and a row without a surface-specific part is identical
+      const raw = (ERROR_WORDING as Record<string, string>)[code] ?? (ERRNO_WORDING as Record<string, string>)[code];
+      if (raw && !raw.includes('[[')) expect(cli, code).toBe(guiWording(code, 'h7'));
+    }
+    expect(cliWording('ssh-refused', 'gpu2')).toBe('gpu2 refused the connection: nothing listens on its SSH port. Check that sshd runs there and that the port in the profile (cohort profiles export/import) is right, then cohort probe PROFILE');
+    expect(guiWording('ssh-refused', 'gpu2')).toBe('gpu2 refused the connection: nothing listens on its SSH port. Check that sshd runs there and that the port in Profiles is right, then Test connection');
+    expect(cliWording('run-still-running', undefined, { runId: '20261126-0700-ab12' })).toBe('That run is still running: stop it first (cohort stop 20261126-0700-ab12), then delete it');
+  });
+
+  it("words Node's errno codes that reach a user (ECONNREFUSED, ENOSPC, EADDRINUSE...) for both clients", () => {
+    for (const code of ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EACCES', 'ENOSPC', 'EADDRINUSE', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR']) {
+      expect(guiWording(code, undefined, { path: '/p/q' }), code).toBeDefined();
+      expect(cliWording(code, undefined, { address: '10.0.0.5', port: 22 }), code).toBeDefined();
+    }
+    expect(cliWording('ECONNREFUSED', 'h2', { address: '10.0.0.5', port: 22 })).toMatch(/^10\.0\.0\.5:22 refused the connection/);
+    expect(cliWording('EACCES', undefined, { path: '/etc/cohort' })).toMatch(/^Permission denied on \/etc\/cohort: /);
+  });
+
+  it("the terminal's hint lines: the code's sentence, then core's own hint when it says more", () => {
+    const e = { code: 'slurm-partition-unknown', host: 'login', message: 'profile hpc: no partition gpu', hint: 'set scheduler.partition to one of: debug, one' };
+    expect(hintLines(e)).toEqual([cliWording('slurm-partition-unknown', 'login'), 'set scheduler.partition to one of: debug, one']);
+    expect(hintLines({ ...e, message: `${e.message}: ${e.hint}` })).toEqual([cliWording('slurm-partition-unknown', 'login')]);
+    expect(hintLines({ code: 'not-a-code-anything-makes', message: 'm', hint: 'core says' })).toEqual(['core says']);
+    expect(hintLines({ code: 'not-a-code-anything-makes', message: 'm: core says', hint: 'core says' })).toEqual([]);
+    expect(hintLines({ code: 'ENOSPC', message: "ENOSPC: no space left on device, open '/d/x'", path: '/d/x' })).toEqual([cliWording('ENOSPC', undefined, { path: '/d/x' })]);
   });
 });

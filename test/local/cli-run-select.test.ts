@@ -36,7 +36,7 @@ async function cli(...args: string[]) {
 }
 
 describe('an ambiguous run-id prefix is refused, naming how many runs match', () => {
-  for (const cmd of [['runs', 'show'], ['runs', 'rename'], ['attach'], ['stop'], ['runs', 'export']]) {
+  for (const cmd of [['runs', 'show'], ['runs', 'rename'], ['runs', 'rm'], ['attach'], ['stop'], ['runs', 'export']]) {
     it(`cohort ${cmd.join(' ')} 20261126-06`, async () => {
       const r = await cli(...cmd, '20261126-06', ...(cmd[1] === 'rename' ? ['renamed'] : []));
       expect(r.code, r.stdout + r.stderr).toBe(2);
@@ -44,8 +44,9 @@ describe('an ambiguous run-id prefix is refused, naming how many runs match', ()
       expect(r.stdout).toBe('');
     }, 60_000);
   }
-  it('no run was renamed by the refused rename', () => {
+  it('no run was renamed by the refused rename, nor deleted by the refused rm', () => {
     expect(IDS.map((id) => store.meta(id)?.name)).toEqual(IDS.map(() => undefined));
+    expect(IDS.filter((id) => !store.meta(id))).toEqual([]);
   });
   it('a prefix that matches one run still picks it', async () => {
     const r = await cli('runs', 'show', '20261126-07');

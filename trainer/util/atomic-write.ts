@@ -23,7 +23,7 @@ export function writeFileAtomicSync(path: string, chunks: Uint8Array | string | 
   } catch (err) {
     closeSync(fd);
     rmSync(tmp, { force: true });
-    throw err;
+    throw namingPath(err, path);
   }
   closeSync(fd);
   try {
@@ -50,7 +50,14 @@ export interface AtomicWriteOptions {
 
 export async function writeFileAtomic(path: string, data: string | Uint8Array, opts: AtomicWriteOptions = {}): Promise<void> {
   const dir = dirname(path);
-  await mkdir(dir, { recursive: true, mode: opts.dirMode ?? 0o700 });
+  try {
+    await mkdir(dir, { recursive: true, mode: opts.dirMode ?? 0o700 });
+  } catch (err) {
+    // Node's recursive mkdir says ENOENT where the parent exists but takes no new directory (a
+    // read-only filesystem): once more without recursion gives the true cause (EROFS, EACCES...).
+    if ((err as { code?: unknown }).code !== 'ENOENT') throw err;
+    await mkdir(dir, { mode: opts.dirMode ?? 0o700 });
+  }
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   let renamed = false;
   try {
@@ -64,9 +71,17 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array, o
     await rename(tmp, path);
     renamed = true;
     await syncDir(dir);
+  } catch (err) {
+    throw namingPath(err, path);
   } finally {
     if (!renamed) await rm(tmp, { force: true });
   }
+}
+
+/** A write() or fsync() error carries no path (ENOSPC on a full disk): it names the file it was for. */
+function namingPath(err: unknown, path: string): unknown {
+  if (err && typeof err === 'object' && 'code' in err && !('path' in err)) Object.assign(err, { path });
+  return err;
 }
 
 async function syncDir(dir: string): Promise<void> {

@@ -13,6 +13,7 @@ import { localLink } from '../../core/runs/local-run';
 import { RunStore } from '../../core/runs/run-store';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
 import { EXIT, UsageError } from '../exit-codes';
+import { hintText } from '../hint-text';
 import type { CliIo } from '../io';
 import type { Parsed } from '../command-spec';
 import { trainOverridesFromFlags } from '../train-flags';
@@ -100,7 +101,7 @@ export function formatCheck(r: CheckResult): string {
   }
   const errors = r.problems.filter((p) => p.severity === 'error');
   const warnings = r.problems.filter((p) => p.severity === 'warning');
-  for (const p of [...errors, ...warnings]) out.push(`${p.severity === 'error' ? 'ERROR' : 'warning'} [${p.host}] ${p.code}: ${p.message}\n  hint: ${p.hint}`);
+  for (const p of [...errors, ...warnings]) out.push(`${p.severity === 'error' ? 'ERROR' : 'warning'} [${p.host}] ${p.code}: ${p.message}\n${hintText(p).trimEnd()}`);
   const took = `${(r.durationMs / 1000).toFixed(1)} s${r.phasesMs ? `: ${Object.entries(r.phasesMs).map(([k, v]) => `${k} ${(v / 1000).toFixed(1)}`).join(', ')}` : ''}`;
   out.push(errors.length ? `${errors.length} error(s), ${warnings.length} warning(s): a run would fail (${took})` : `ok: nothing would make a run fail${warnings.length ? ` (${warnings.length} warning(s))` : ''} (${took})`);
   return out.join('\n') + '\n';

@@ -9,6 +9,7 @@ import { resolvePaths } from '../../core/paths';
 import { ProfileStore } from '../../core/profiles';
 import { KeyRing } from '../../core/ssh';
 import { EXIT, UsageError } from '../exit-codes';
+import { hintText } from '../hint-text';
 import type { CliIo } from '../io';
 import type { Parsed } from '../command-spec';
 import { ttyPassphraseProvider } from '../tty-prompt';
@@ -47,7 +48,7 @@ export async function probeCommand({ values, positionals }: Parsed, io: CliIo): 
     const probes = await cluster.probe(profile, { acceptNewHostKeys: !!values['accept-new-host-key'] });
     if (!isLocalProfile(profile)) await new ProfileStore(resolvePaths(io.env).profilesDir).setLastProbe(profile.name, probes);
     if (values.json) io.stdout.write(JSON.stringify(probes, null, 2) + '\n');
-    else for (const p of probes) io.stdout.write(probeSummary(p) + (p.error?.hint ? `\n  hint: ${p.error.hint}` : '') + '\n');
+    else for (const p of probes) io.stdout.write(probeSummary(p) + (p.error ? `\n${hintText({ host: p.host, ...p.error }).trimEnd()}` : '') + '\n');
     return exitForHosts(probes);
   } finally {
     cluster.dispose();
@@ -60,7 +61,7 @@ export async function deployCommand({ values, positionals }: Parsed, io: CliIo):
   try {
     const results = await cluster.deploy(profile, { acceptNewHostKeys: !!values['accept-new-host-key'], force: !!values.force, onProgress: progressPrinter(io) });
     if (values.json) io.stdout.write(JSON.stringify(results, null, 2) + '\n');
-    else for (const r of results) io.stdout.write(r.ok ? `${r.host}: ${r.cached ? 'already deployed' : `deployed ${(r.bytesSent / 2 ** 20).toFixed(1)} MiB`} at ${r.remoteDir}\n` : `${r.host}: FAILED: ${r.error?.message}\n${r.error?.hint ? `  hint: ${r.error.hint}\n` : ''}`);
+    else for (const r of results) io.stdout.write(r.ok ? `${r.host}: ${r.cached ? 'already deployed' : `deployed ${(r.bytesSent / 2 ** 20).toFixed(1)} MiB`} at ${r.remoteDir}\n` : `${r.host}: FAILED: ${r.error?.message}\n${r.error ? hintText({ host: r.host, ...r.error }) : ''}`);
     return exitForHosts(results);
   } finally {
     cluster.dispose();

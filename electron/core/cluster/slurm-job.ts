@@ -11,7 +11,7 @@
 // commands run on the login node against each node's record directory. A requeued job (runs
 // with --max-restarts) rewrites those records; waitRunning(…, attempt) waits for the records of
 // Slurm's run `attempt` of the job (state.json's schedulerAttempt), not the last run's.
-import { CohortError, slurmJobName, slurmNodeWorkdir, type HostCmdError, type SlurmSubmit, type SlurmSubmitReply } from '../../../trainer/protocol';
+import { CohortError, lastJson, slurmJobName, slurmNodeWorkdir, type HostCmdError, type SlurmSubmit, type SlurmSubmitReply } from '../../../trainer/protocol';
 import { runHostCommand, type HostLink } from '../runs/host-link';
 import type { HostLaunch, ScheduledJob, SchedulerQueueState, SlurmJobEnd } from '../runs/run-controller';
 import { shellQuote } from './probe';
@@ -50,7 +50,7 @@ export class SlurmJob implements ScheduledJob {
   async submit(): Promise<string> {
     if (!this.o.submit) throw new Error('this Slurm run was submitted elsewhere; attach to it');
     const r = await runHostCommand(this.o.loginLink, ['slurm-submit'], { stdin: JSON.stringify(this.o.submit) + '\n', timeoutMs: 90_000 });
-    const reply = lastJson(r.stdout) as (Partial<SlurmSubmitReply> & Partial<HostCmdError>) | undefined; // the reply, or the one failure shape
+    const reply = lastJson<Partial<SlurmSubmitReply> & Partial<HostCmdError>>(r.stdout); // the reply, or the one failure shape
     if (r.code !== 0 || !reply?.jobId) {
       throw new CohortError(reply?.error?.code ?? 'sbatch-refused', reply?.error?.message ?? `slurm-submit on the login node failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`, { hint: 'the message is Slurm\'s own; fix the profile\'s scheduler settings (cohort probe PROFILE shows partitions, limits and accounts)' });
     }
@@ -156,15 +156,5 @@ export class SlurmJob implements ScheduledJob {
   async stillQueued(): Promise<string[]> {
     const r = await this.o.login.run(`squeue -h --name=${shellQuote(slurmJobName(this.o.runId))} -o '%i %T %N'`);
     return r.stdout.split('\n').filter((l) => l.trim());
-  }
-}
-
-function lastJson(stdout: string): Record<string, unknown> | undefined {
-  const line = stdout.trim().split('\n').pop();
-  try {
-    const v = line ? (JSON.parse(line) as unknown) : undefined;
-    return v && typeof v === 'object' ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
   }
 }

@@ -1,8 +1,11 @@
 // A run's records on its hosts (`<workdir>/runs/<id>`: events, state, spec, logs, checkpoints),
 // removed by the trainer bundle's `run-remove` on each host the history recorded, for `cohort runs
 // rm RUN --hosts` (through deleteRuns, delete-runs.ts). Each host answers for itself: removed (what),
-// nothing there, refused (something of the run still runs there), or not reached (why).
-import { HOST_CMD_EXIT, type RunRemoveReply } from '../../../trainer/protocol';
+// nothing there, refused (something of the run still runs there), or not reached (why). A Slurm
+// run's record is the shared workdir's `slurm/<id>` (every node's record in it): its login node
+// removes it (`run-remove --scheduler slurm`), refusing while Slurm still queues or runs the job.
+import { posix } from 'node:path';
+import { HOST_CMD_EXIT, lastJson, type RunRemoveReply } from '../../../trainer/protocol';
 import { LOCAL_PROFILE_NAME, toApiError, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import type { ProfileStore } from '../profiles';
@@ -32,7 +35,7 @@ export interface RemoveHostDeps {
 /** Removes `meta`'s records on each of its recorded hosts, all hosts at once; one answer per host. */
 export async function removeHostRecords(meta: RunMeta, deps: RemoveHostDeps): Promise<HostRemoval[]> {
   const hosts = meta.record?.map((r) => r.host) ?? meta.hosts.map((h) => h.name);
-  let plan: RunPlan;
+  let plan: RunPlan & { slurm?: boolean };
   try {
     const p = await planOf(meta, deps);
     if (typeof p === 'string') return (hosts.length ? hosts : ['(no host)']).map((host) => ({ host, outcome: 'failed', detail: p }));
@@ -43,13 +46,13 @@ export async function removeHostRecords(meta: RunMeta, deps: RemoveHostDeps): Pr
     const e = toApiError(err);
     return hosts.map((host) => ({ host, outcome: 'unreachable', detail: `not reached: ${e.message}${e.hint ? ` (${e.hint})` : ''}` }));
   }
+  const args = ['run-remove', '--run', meta.id, ...(plan.slurm ? ['--scheduler', 'slurm'] : [])];
   return Promise.all(plan.hosts.map(async ({ host, link }): Promise<HostRemoval> => {
     try {
-      const r = await runHostCommand(link, ['run-remove', '--run', meta.id], { timeoutMs: deps.timeoutMs ?? 20_000 });
-      const line = r.stdout.trim().split('\n').pop() ?? '';
+      const r = await runHostCommand(link, args, { timeoutMs: deps.timeoutMs ?? 20_000 });
       if (r.code === null) return { host, outcome: 'unreachable', detail: `not reached: ${r.stderr.trim() || `the connection closed (${host})`}` };
       if (r.code === HOST_CMD_EXIT.noSuchRun) return { host, outcome: 'absent', detail: 'no record of this run there (already removed)' };
-      const parsed = parseLine(line);
+      const parsed = lastJson<RunRemoveReply | { error: { code: string; message: string } }>(r.stdout);
       if (r.code === 0 && parsed && 'dir' in parsed) return { host, outcome: 'removed', detail: describe(parsed), reply: parsed };
       const error = parsed && 'error' in parsed ? parsed.error : undefined;
       if (error?.code === 'run-live') return { host, outcome: 'refused', detail: `kept: ${error.message}; stop it first ("cohort stop ${meta.id}")` };
@@ -62,25 +65,19 @@ export async function removeHostRecords(meta: RunMeta, deps: RemoveHostDeps): Pr
   }));
 }
 
-/** The run's hosts as links; a string says why they cannot be asked; undefined: no host record known. */
-async function planOf(meta: RunMeta, deps: RemoveHostDeps): Promise<RunPlan | string | undefined> {
+/** The run's hosts as links (a Slurm run's: its login node); a string says why they cannot be asked; undefined: no host record known. */
+async function planOf(meta: RunMeta, deps: RemoveHostDeps): Promise<(RunPlan & { slurm?: boolean }) | string | undefined> {
   if (meta.profile === LOCAL_PROFILE_NAME) return attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(deps.dataDir));
   if (!meta.record?.length) return undefined;
   const profile = await runProfile(meta, deps.profiles);
   if (!profile) return undefined;
-  // UNFINISHED: a Slurm run's record lives in the shared workdir (the login node's view); run-remove is not yet sent there.
-  if (profile.scheduler) return `kept: --hosts does not yet remove a Slurm run's record (unfinished); remove ${meta.record[0]!.workdir}/runs/${meta.id} on the login node by hand`;
   if (!deps.cluster) return 'kept: this build has no SSH support, the hosts cannot be reached';
-  return deps.cluster.attachPlan(profile, meta.id, meta.record);
-}
-
-function parseLine(line: string): RunRemoveReply | { error: { code: string; message: string } } | undefined {
-  try {
-    const v = JSON.parse(line) as unknown;
-    return v && typeof v === 'object' ? (v as RunRemoveReply | { error: { code: string; message: string } }) : undefined;
-  } catch {
-    return undefined;
+  if (profile.scheduler) {
+    // The shared workdir as the login node sees it (where the run's bundle was deployed).
+    const login = meta.record[0]!;
+    return { runId: meta.id, hosts: [{ host: login.host, link: deps.cluster.bundleLink(profile, login.host, posix.dirname(login.entry)) }], slurm: true };
   }
+  return deps.cluster.attachPlan(profile, meta.id, meta.record);
 }
 
 function describe(r: RunRemoveReply): string {
