@@ -87,6 +87,7 @@ export const ERROR_WORDING = {
   'no-done': 'A rank on {host} ended without saying it finished: it was killed (out of memory?) or crashed. See its last log lines, check the host\'s memory, then start again',
   'spawn-failed': 'A rank process could not be started on {host}: check the host\'s memory and process limits, and Node there, then start again',
   'host-lost': '{host} stopped answering (down, rebooted or unreachable): bring it back, or give the profile a spare host [[(Profiles)|("spare": true on a host)]] so the run can go on without it; with restarts set, the run resumes',
+  'agent-silent': "A rank on {host} stopped itself because its host's agent went silent (hung or stopped): check that host (load, memory, a stopped process), then start again or resume from the checkpoint",
   'agent-lost': "The run's agent on {host} died without recording an end: check the host (memory, reboots), then [[open the run's logs from History|read the run's logs (its folder: cohort runs show RUN)]] and start it again",
   'host-unreachable': 'This client cannot reach {host} to follow the run: the run may still go on there. Check the network, then [[open the run again from History|follow it again with cohort attach RUN]]',
   'leader-lost': "{host} lost the run's leader: check the leader's host; with restarts set, the run resumes when it is back",
