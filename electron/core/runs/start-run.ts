@@ -174,6 +174,7 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta, 
       // An earlier follow's error (a host unreachable then) is replaced by this one's, or cleared.
       error: result.error ? `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}` : undefined,
       errorCode: result.error?.code,
+      stopOwed: result.stopOwed, // (absent: every host confirmed; an earlier stop's list is cleared)
     });
     recorder.close();
   });
