@@ -12,7 +12,7 @@ const nameOf = (s: ControllerState): string => {
   if (s.phase.k === 'following' && s.stopSeen) return 'following+stopSeen';
   if (s.phase.k === 'following' && s.follows.h1?.deadOnce) return 'following+h1 dead once';
   if (s.phase.k === 'following' && s.follows.h2?.attempt === 4) return 'following+h2 4 re-follows';
-  if (s.phase.k === 'starting' && s.phase.stop) return 'starting+stop';
+  if (s.phase.k === 'starting' && s.phase.stop) return s.phase.stop.force ? 'starting+stop(force)' : 'starting+stop';
   return s.phase.k === 'stopping' && s.phase.force ? 'stopping(force)' : s.phase.k;
 };
 
@@ -149,7 +149,8 @@ describe('start() and attach() only feed the first input: submit, wait-job and s
 
   it('a forced stop while the hosts start: sent (forced) once they have started, nothing followed; a refusal after a stop is the cancel asked for', () => {
     const r = walk(false, ['start', 'stop', 'stop(force)', 'hosts-started']);
-    expect(r.effects.slice(2)).toEqual([{ e: 'stop-hosts', reason: 'stopped (forced)', force: true }]);
+    expect(kinds(r.effects)).toEqual(['start-hosts', 'tell', 'tell', 'stop-hosts']);
+    expect(r.effects.at(-1)).toEqual({ e: 'stop-hosts', reason: 'stopped (forced)', force: true });
     expect(r.state.phase).toEqual({ k: 'stopping', force: true });
     expect(walk(false, ['start', 'stop', 'host-refused']).state.phase).toEqual({ k: 'done', status: 'cancelled' });
     expect(walk(false, ['start', 'host-refused']).state.phase).toEqual({ k: 'done', status: 'failed' });

@@ -17,7 +17,7 @@ function answeringHost(asked: string[], onCommand: (cmd: string) => void = () =>
     command: async (args) => {
       asked.push(args[0]!);
       onCommand(args[0]!);
-      const out = args[0] === 'run-start' ? '{"agentPid":4242}\n' : '{"runId":"r1","state":"cancelled","updatedAt":1}\n';
+      const out = args[0] === 'run-start' ? '{"agentPid":4242}\n' : `${JSON.stringify({ v: 1, runId: 'r1', host: 'h3', role: 'follower', state: 'cancelled', agentPid: 4242, startedAt: 1, updatedAt: 1, restarts: 0 })}\n`;
       const cmd: HostCommand = { onStdout: (l) => (queueMicrotask(() => l(Buffer.from(out))), () => undefined), stderr: () => '', exit: new Promise((r) => setTimeout(() => r({ code: 0, signal: null }), 1)), kill: () => undefined };
       return cmd;
     },

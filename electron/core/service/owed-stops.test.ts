@@ -17,7 +17,9 @@ import { deliverOwedStops, refreshRunStatus } from './refresh-run-status';
 
 const asked: string[] = [];
 const down = (host: string): HostLink => ({ host, command: (args) => (asked.push(`${host} ${args[0]}`), Promise.reject(new Error(`${host}: connect ECONNREFUSED`))) });
-const CANCELLED = '{"runId":"r1","state":"cancelled","updatedAt":1}';
+/** A host's state record as run-status / run-stop print it. */
+const stateLine = (state: string, more: Record<string, unknown> = {}) => JSON.stringify({ v: 1, runId: 'r1', host: 'h', role: 'follower', state, agentPid: 1, startedAt: 1, updatedAt: 1, restarts: 0, ...more });
+const CANCELLED = stateLine('cancelled');
 /** A host that answers: run-status with `status` (default: its record says cancelled), run-stop with its state after the stop. */
 const up = (host: string, status = CANCELLED): HostLink => ({
   host,
@@ -66,15 +68,16 @@ describe("a leader whose agent is gone: the other hosts' word decides", () => {
     const runs = new RunStore(join(dir, 'runs'));
     const ref = (host: string) => ({ host, workdir: `/w/${host}`, entry: `/w/${host}/b.mjs` });
     runs.create({ id: 'r1', profile: 'p', startedAt: new Date().toISOString(), status: 'running', config: {}, hosts: [], worldSize: 2, versions: {}, record: [ref('h1'), ref('h2')] } as unknown as RunMeta).close();
-    const deadLeader = '{"runId":"r1","state":"running","updatedAt":1,"agentAlive":false}';
+    const deadLeader = stateLine('running', { role: 'leader', agentAlive: false });
     const planWith = (h2: HostLink) => ({ attachPlan: (_p: Profile, runId: string) => ({ runId, hosts: [{ host: 'h1', link: up('h1', deadLeader) }, { host: 'h2', link: h2 }] }) }) as unknown as ClusterOps;
     const profiles = { get: async () => ({ name: 'p', hosts: [] }) as unknown as Profile };
+    const deps = (cluster: ClusterOps) => ({ runs, profiles, dataDir: dir!, cluster }) as unknown as Parameters<typeof refreshRunStatus>[1];
     asked.length = 0;
-    const lost = await refreshRunStatus(runs.meta('r1')!, { runs, profiles, dataDir: dir, cluster: planWith(up('h2', '{"runId":"r1","state":"restarting","updatedAt":1,"agentAlive":true}')) });
+    const lost = await refreshRunStatus(runs.meta('r1')!, deps(planWith(up('h2', stateLine('restarting', { agentAlive: true })))));
     expect(lost?.status).toBe('lost');
     expect(asked).toEqual(['h1 run-status', 'h2 run-status']);
     asked.length = 0;
-    const cancelled = await refreshRunStatus(runs.meta('r1')!, { runs, profiles, dataDir: dir, cluster: planWith(up('h2')) });
+    const cancelled = await refreshRunStatus(runs.meta('r1')!, deps(planWith(up('h2'))));
     expect(cancelled?.status).toBe('cancelled');
     expect(asked).toEqual(['h1 run-status', 'h2 run-status', 'h1 run-stop']);
   });
