@@ -284,7 +284,7 @@ export class CohortService extends DisposableBase implements CohortApi {
     const deps = { runs: this.runs, profiles: this.profiles, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}) };
     if (!this.unsettled(m)) return void (await deliverOwedStops(m, deps));
     const now = await refreshRunStatus(m, deps);
-    if (now && isFinished(now.status)) await this.replayEnded(m);
+    if (now && isFinished(now.status)) await this.replayEnded(now); // (the settled meta: a replay never writes it back to running)
   }
 
   /** A run that ended while no client followed it (started with --detach, its client killed): its hosts'
