@@ -45,6 +45,12 @@ export interface RunMeta extends RunUserFields {
   spareRecord?: HostRecordRef[];
   /** When a host of the run last answered (ISO time); set with status `lost`. */
   lastSeenAt?: string;
+  /**
+   * Hosts a stop of this run was sent to that never confirmed it (down then, issue 24 item 4): the
+   * stop is owed to them. Listing the runs (`cohort runs list`, History) sends it again (run-stop: the
+   * host's stop marker, so its own run-rejoin refuses the run) and drops each host that confirms.
+   */
+  stopOwed?: string[];
   config: TrainConfig;
   /** `replaces`: a spare host that took these ranks from that (lost, excluded) host in a restart. */
   hosts: { name: string; address?: string; ranks: number[]; replaces?: string }[];

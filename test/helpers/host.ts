@@ -1,13 +1,14 @@
 // Runs the built trainer bundle's host commands (run-start, run-follow, run-stop, run-status) the way
 // core does on a host: a child process with cwd = a workdir, the LaunchSpec on stdin.
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeEvent, decodeRunState, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../../trainer/protocol';
 import { afterAll } from 'vitest';
 import { ROOT } from './cli';
+import { slowCommandNode } from './slow-host';
 import { tinyConfig } from './tiny';
 import { until } from './until';
 
@@ -127,8 +128,5 @@ export function hostTestScope(): { workdir: () => string; runId: (name: string) 
 
 /** A `node` that answers run-status 3 s late (the command itself is the real one): a host slow to answer, as on a loaded machine. */
 export function slowStatusNode(dir: string): string {
-  const path = join(dir, 'slow-status-node.sh');
-  writeFileSync(path, `#!/bin/sh\ncase "$2" in run-status) sleep 3 ;; esac\nexec ${JSON.stringify(process.execPath)} "$@"\n`);
-  chmodSync(path, 0o755);
-  return path;
+  return slowCommandNode(dir, 'run-status', 3);
 }

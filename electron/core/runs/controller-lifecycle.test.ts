@@ -12,6 +12,7 @@ const nameOf = (s: ControllerState): string => {
   if (s.phase.k === 'following' && s.stopSeen) return 'following+stopSeen';
   if (s.phase.k === 'following' && s.follows.h1?.deadOnce) return 'following+h1 dead once';
   if (s.phase.k === 'following' && s.follows.h2?.attempt === 4) return 'following+h2 4 re-follows';
+  if (s.phase.k === 'starting' && s.phase.stop) return s.phase.stop.force ? 'starting+stop(force)' : 'starting+stop';
   return s.phase.k === 'stopping' && s.phase.force ? 'stopping(force)' : s.phase.k;
 };
 
@@ -130,6 +131,35 @@ describe('client controller lifecycle: scheduled (Slurm) runs', () => {
     expect(kinds(walk(true, ['attach', 'stop', 'job-state(running)', 'stop-sent']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'finish(cancelled)']);
     expect(kinds(walk(true, ['attach', 'stop', 'stop(force)']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'stop-following']);
     expect(kinds(walk(true, ['start', 'stop']).effects)).toEqual(['submit', 'stop-hosts']);
+  });
+});
+
+describe('start() and attach() only feed the first input: submit, wait-job and start-hosts are effects', () => {
+  const stopped = { reason: 'stopped by the user', force: false };
+  it('start: start-hosts; a stop asked while the hosts start waits for their run-starts, then stops them all and follows them to the end', () => {
+    let r = walk(false, ['start', 'stop', 'stop', 'attach']);
+    expect(r.state.phase).toEqual({ k: 'starting', stop: stopped });
+    // nothing is sent yet (a run-stop racing a run-start finds no record; the agent would start after it)
+    expect(kinds(r.effects)).toEqual(['start-hosts', 'tell']);
+    r = walk(false, ['hosts-started', 'stop-sent'], r.state);
+    expect(r.effects.map((e) => e.e)).toEqual(['follow-hosts', 'stop-hosts', 'finish']);
+    expect(r.effects[1]).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false });
+    expect(r.state.phase).toEqual({ k: 'done', status: 'cancelled' });
+  });
+
+  it('a forced stop while the hosts start: sent (forced) once they have started, nothing followed; a refusal after a stop is the cancel asked for', () => {
+    const r = walk(false, ['start', 'stop', 'stop(force)', 'hosts-started']);
+    expect(kinds(r.effects)).toEqual(['start-hosts', 'tell', 'tell', 'stop-hosts']);
+    expect(r.effects.at(-1)).toEqual({ e: 'stop-hosts', reason: 'stopped (forced)', force: true });
+    expect(r.state.phase).toEqual({ k: 'stopping', force: true });
+    expect(walk(false, ['start', 'stop', 'host-refused']).state.phase).toEqual({ k: 'done', status: 'cancelled' });
+    expect(walk(false, ['start', 'host-refused']).state.phase).toEqual({ k: 'done', status: 'failed' });
+  });
+
+  it('scheduled: submit, then wait-job (a requeue waits for that run of the job: its attempt and reason ride on the effect)', () => {
+    const r = walk(true, ['start', 'submitted', 'job-running', 'job-requeued']);
+    expect(r.effects).toEqual([{ e: 'submit' }, { e: 'wait-job' }, { e: 'follow-hosts', offsets: {} }, { e: 'wait-job', requeue: { attempt: 1, reason: 'Slurm requeued job 7 (Restarts=1)' } }]);
+    expect(walk(true, ['attach']).effects).toEqual([{ e: 'wait-job' }]);
   });
 });
 

@@ -8,8 +8,10 @@
 // Each host's follow is here too (its re-follow backoff, the grace a dead leader's record gets, how
 // its `run-follow` ended, a silent host, a requeued job's offsets); the shell keeps only the bytes:
 // the command, its byte offset and when the host was last heard from (controller-follow.ts).
-// UNFINISHED: the submit, wait-job and start-hosts effects are still run by the shell's own start()
-// and attach() (the effect is the record of what they do), not driven from the effect.
+// start() and attach() only feed the first input: submitting the job, waiting for it and starting the
+// hosts are effects too, run by the shell like every other. A stop asked while the hosts start waits
+// for their `run-start`s to return (a `run-stop` racing a `run-start` finds no record and the agent
+// starts after it, orphaned), then stops them all.
 import { DEFAULT_TIMINGS, HOST_CMD_EXIT, type RunStatus } from '../../../trainer/protocol';
 
 export type RunOutcome = RunStatus | 'lost';
@@ -20,8 +22,8 @@ export type ControllerPhase =
   | { k: 'submitting' }
   /** A scheduled run waits in the scheduler's queue (or its requeued job does). */
   | { k: 'queued' }
-  /** run-start on every host, leader first. */
-  | { k: 'starting' }
+  /** run-start on every host, leader first; `stop`: a stop asked meanwhile, sent once they have started. */
+  | { k: 'starting'; stop?: { reason: string; force: boolean } }
   /** The hosts' records are followed. */
   | { k: 'following' }
   /** The run waits for lost hosts (a restart's waitingFor); this client relaunches their agents. */
@@ -75,8 +77,9 @@ export type ControllerInput =
   | { t: 'job-failed' }
   /** The scheduled job runs: its nodes are known (leader first). */
   | { t: 'job-running'; hosts: string[] }
-  /** Slurm requeued the job: the run waits for its next run; `offsets`: where each node index's record was left off. */
-  | { t: 'job-requeued'; offsets: number[] }
+  /** Slurm requeued the job: the run waits for its next run (`attempt`: Slurm's restart count, `reason`:
+   *  the requeue in words); `offsets`: where each node index's record was left off. */
+  | { t: 'job-requeued'; offsets: number[]; attempt: number; reason: string }
   | { t: 'hosts-started'; hosts: string[] }
   | { t: 'host-refused' }
   /** A restart in some host's record, naming the lost hosts it waits for (maybe none). */
@@ -101,8 +104,11 @@ export type ControllerInput =
   | { t: 'detach' };
 
 export type ControllerEffect =
+  /** sbatch: its answer is `submitted` or `job-failed`. */
   | { e: 'submit' }
-  | { e: 'wait-job' }
+  /** Wait while the job is queued (a requeued job: for its next run); its answer is `job-running` or `job-failed`. */
+  | { e: 'wait-job'; requeue?: { attempt: number; reason: string } }
+  /** run-start on every host, leader first; the answer is `hosts-started` or `host-refused`. */
   | { e: 'start-hosts' }
   /** Follow every host's record, each from its offset (absent: 0). */
   | { e: 'follow-hosts'; offsets: Record<string, number> }
@@ -133,8 +139,8 @@ export const isOver = (s: ControllerState): boolean => s.phase.k === 'done';
 /** Whether a stop was asked (or the run is over): the shell then stops relaunching and re-following. */
 export const isStopping = (s: ControllerState): boolean => s.phase.k === 'stopping' || s.phase.k === 'done';
 
-/** A stop was asked (or is being checked with the scheduler). */
-export const stopAsked = (s: ControllerState): boolean => s.phase.k === 'stopping' || s.phase.k === 'checking-job';
+/** A stop was asked (or is being checked with the scheduler, or waits for the hosts' starts). */
+export const stopAsked = (s: ControllerState): boolean => s.phase.k === 'stopping' || s.phase.k === 'checking-job' || (s.phase.k === 'starting' && !!s.phase.stop);
 /** The run waits for this (lost) host. */
 export const waitsFor = (s: ControllerState, host: string): boolean => s.phase.k === 'awaiting-hosts' && s.phase.waitingFor.includes(host);
 
@@ -149,7 +155,7 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       if (p.k !== 'idle') return same;
       return s.scheduled ? to({ k: 'submitting' }, { e: 'submit' }) : to({ k: 'starting' }, { e: 'start-hosts' });
     case 'attach':
-      if (p.k !== 'idle' && p.k !== 'starting') return same;
+      if (p.k !== 'idle') return same;
       if (s.scheduled && p.k === 'idle') return to({ k: 'queued' }, { e: 'wait-job' });
       return follow(s, i.hosts, {});
     case 'submitted':
@@ -166,14 +172,22 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       return follow(s, i.hosts, Object.fromEntries(i.hosts.flatMap((h, n) => (s.resumeOffsets[n] === undefined ? [] : [[h, s.resumeOffsets[n]]]))), p.k === 'checking-job' ? p : undefined);
     case 'job-requeued':
       if (p.k !== 'following' && p.k !== 'awaiting-hosts') return same;
-      return { state: { ...s, phase: { k: 'queued' }, hosts: [], follows: {}, resumeOffsets: i.offsets }, effects: [{ e: 'wait-job' }] };
+      return { state: { ...s, phase: { k: 'queued' }, hosts: [], follows: {}, resumeOffsets: i.offsets }, effects: [{ e: 'wait-job', requeue: { attempt: i.attempt, reason: i.reason } }] };
     case 'hosts-started':
+      if (p.k === 'starting' && p.stop) {
+        // The stop asked while they started: now that every run-start has returned, run-stop reaches each agent.
+        const stop: ControllerEffect = { e: 'stop-hosts', reason: p.stop.reason, force: p.stop.force };
+        if (p.stop.force) return { state: { ...s, phase: { k: 'stopping', force: true }, hosts: i.hosts }, effects: [stop] };
+        return { ...follow(s, i.hosts, {}, { k: 'stopping', force: false }), effects: [{ e: 'follow-hosts', offsets: {} }, stop] };
+      }
       if (p.k === 'starting') return follow(s, i.hosts, {});
       // A stop asked while the hosts started: their records are followed to the stop's end.
       return p.k === 'stopping' && !p.force ? follow(s, i.hosts, {}, p) : same;
     case 'host-refused':
       // The shell has stopped the hosts that did start (it knows which).
-      return p.k === 'starting' ? to({ k: 'done', status: 'failed' }, { e: 'finish', status: 'failed' }) : same;
+      if (p.k !== 'starting') return same;
+      // (a stop asked meanwhile: nothing of the run runs, which is what was asked)
+      return p.stop ? to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' }) : to({ k: 'done', status: 'failed' }, { e: 'finish', status: 'failed' });
     case 'restart': {
       if (!i.waitingFor.length || (p.k !== 'following' && p.k !== 'awaiting-hosts')) return same;
       const known = p.k === 'awaiting-hosts' ? p.waitingFor : [];
@@ -195,6 +209,11 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       // Another client's stop (or this one's) reached a host: no relaunch from here on.
       return { state: { ...s, stopSeen: true, phase: p.k === 'awaiting-hosts' ? { k: 'following' } : p }, effects: [] };
     case 'stop':
+      // The hosts are being started: the stop waits for their run-starts (hosts-started sends it).
+      if (p.k === 'starting') {
+        if (p.stop && (p.stop.force || !i.force)) return same;
+        return to({ k: 'starting', stop: { reason: i.reason, force: i.force } }, { e: 'tell', level: 'info', message: 'the stop is sent to the hosts once their agents have started (a stop sent sooner could miss an agent still starting)' });
+      }
       if (p.k === 'stopping') return i.force && !p.force ? to({ k: 'stopping', force: true }, { e: 'stop-hosts', reason: i.reason, force: true }, { e: 'stop-following' }) : same;
       if (i.force) return to({ k: 'stopping', force: true }, { e: 'stop-hosts', reason: i.reason, force: true }, { e: 'stop-following' });
       if (p.k === 'checking-job') return same;

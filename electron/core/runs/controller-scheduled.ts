@@ -90,8 +90,7 @@ export class ScheduledSide {
         const reason = `Slurm requeued job ${end.jobId} (Restarts=${end.restarts}, JobState=${end.state}, Reason=${end.reason})`;
         this.c.emit(makeEvent({ type: 'log', level: 'warn', message: `restarting: ${reason}; the run resumes from its last checkpoint when the job runs again` }));
         this.c.queued({ jobId: end.jobId, reason: end.reason, restarting: reason });
-        this.c.dispatch({ t: 'job-requeued', offsets });
-        void this.follow({ attempt: end.restarts, reason });
+        this.c.dispatch({ t: 'job-requeued', offsets, attempt: end.restarts, reason }); // wait-job: follow() for that run
         return true;
       }
       if (!/^(COMPLETING|RUNNING)$/.test(end.state) || Date.now() > deadline) return false;

@@ -1,5 +1,6 @@
-// The controller's `run-start` on one host (split from run-controller.ts, issue 24 item 7): the
-// host's LaunchSpec on stdin; the agent's pid, or why the host refused (its code and words).
+// The controller's `run-start` (split from run-controller.ts, issue 24 item 7), its start-hosts
+// effect: on each host the host's LaunchSpec on stdin; the agent's pid, or why the host refused (its
+// code and words).
 import { runHostCommand } from './host-link';
 import { startReply } from './host-replies';
 import type { HostLaunch } from './run-plan';
@@ -18,4 +19,18 @@ export async function startOnHost(h: HostLaunch): Promise<{ code: string; messag
   const code = reply?.error?.code ?? ('errCode' in r && typeof r.errCode === 'string' ? r.errCode : 'run-start-failed');
   const message = reply?.error?.message ?? `run-start on ${h.host} failed (exit ${r.code}): ${r.stderr.trim().split('\n').slice(-3).join(' | ')}`;
   return { code, message };
+}
+
+/** run-start on every host, leader first. A host that refuses: the ones started are stopped (`stop`), and why it refused. */
+export async function startAll(hosts: readonly HostLaunch[], stop: (h: HostLaunch) => Promise<unknown>): Promise<{ host: string; code: string; message: string } | undefined> {
+  const started: HostLaunch[] = [];
+  for (const h of hosts) {
+    const refused = await startOnHost(h);
+    if (refused) {
+      await Promise.all(started.map(stop));
+      return { host: h.host, ...refused };
+    }
+    started.push(h);
+  }
+  return undefined;
 }

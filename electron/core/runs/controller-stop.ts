@@ -12,6 +12,9 @@ export interface StopContext {
   emit(e: CohortEvent): void;
   /** Ends a scheduled run's wait in the queue (the scheduler's job is going away). */
   abortWait(): void;
+  /** Each run-stop's word: `reached` false when the host did not confirm (down, no answer): the stop
+   *  is owed to it, and the history says so (RunMeta.stopOwed) until `runs list` delivers it. */
+  stopAnswer?(host: string, reached: boolean): void;
 }
 
 /** run-stop on the leader, then the followers (each bounded); a scheduled run: scancel. */
@@ -35,9 +38,12 @@ export async function stopAll(ctx: StopContext, reason: string, waitMs: number):
 /** run-stop on one host: its state record after the stop, or undefined (no record there, or no answer: told). */
 export async function stopHost(ctx: StopContext, h: HostLaunch, reason: string, waitMs: number): Promise<RunStatusLine | undefined> {
   const runId = ctx.plan.runId;
+  ctx.stopAnswer?.(h.host, false); // owed until it confirms
   try {
     const r = await runHostCommand(h.link, ['run-stop', '--run', runId, '--reason', reason, '--wait-ms', String(waitMs)], { timeoutMs: waitMs + 5000 });
     const line = parseLine(r.stdout);
+    const confirmed = r.code === HOST_CMD_EXIT.noSuchRun || (!!line && 'runId' in line);
+    ctx.stopAnswer?.(h.host, confirmed);
     if (r.code === HOST_CMD_EXIT.noSuchRun) return undefined; // no record on that host: nothing to stop
     if (!line || !('runId' in line)) {
       ctx.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: run-stop did not confirm (exit ${r.code}): ${(line ? JSON.stringify(line.error) : r.stderr.trim()).slice(0, 300)}` }));
@@ -45,6 +51,7 @@ export async function stopHost(ctx: StopContext, h: HostLaunch, reason: string, 
     }
     return { ...decodeRunState(line), agentAlive: (line as { agentAlive?: boolean }).agentAlive === true };
   } catch (err) {
+    ctx.stopAnswer?.(h.host, false);
     ctx.emit(makeEvent({ type: 'log', level: 'warn', host: h.host, message: `${h.host}: could not ask it to stop: ${(err as Error).message}` }));
     return undefined;
   }
@@ -57,11 +64,12 @@ export async function stopHost(ctx: StopContext, h: HostLaunch, reason: string, 
  * item 3). Then the stop is final here too: true, and this host gets its stop marker now (run-stop:
  * its agent is dead, so only the marker is written), so its own run-rejoin refuses whoever asks.
  * `others`: the run's hosts not lost themselves (a host still down would hold the answer up to its
- * connect timeout).
+ * connect timeout). The same question before a spare host's agent starts (run-spare.ts), h undefined.
  */
-export async function stoppedElsewhere(ctx: StopContext, h: HostLaunch, others: HostLaunch[], queries: HostQueries): Promise<boolean> {
+export async function stoppedElsewhere(ctx: StopContext, h: HostLaunch | undefined, others: HostLaunch[], queries: HostQueries): Promise<boolean> {
   const lines = await Promise.all(others.map((x) => queries.run(x.link, ['run-status', '--run', ctx.plan.runId]).then((r) => parseLine(r.stdout), () => undefined)));
   const stopped = lines.some((l) => !!l && 'runId' in l && decodeRunState(l).state === 'cancelled');
-  if (stopped) await stopHost(ctx, h, 'stopped (the stop reached the other hosts of the run while this one was down)', 1000);
+  // (a spare about to start, h undefined, has no record of the run to mark: it is just not started)
+  if (stopped && h) await stopHost(ctx, h, 'stopped (the stop reached the other hosts of the run while this one was down)', 1000);
   return stopped;
 }

@@ -29,12 +29,14 @@ export const CONTROLLER_PHASES: Record<ControllerPhaseName, ControllerPhase> = {
 };
 
 /** Sample states: every phase (hosts h1, the leader, and h2), plus `following` after a stop was seen
- *  in a record (stopSeen), after the leader's agent was found dead once, and after 4 re-follows of h2. */
+ *  in a record (stopSeen), after the leader's agent was found dead once, and after 4 re-follows of h2,
+ *  and `starting` with a stop asked meanwhile. */
 export function sampleStates(scheduled: boolean): [string, ControllerState][] {
   const base = { ...initialControllerState(scheduled), hosts: ['h1', 'h2'] };
   const out: [string, ControllerState][] = Object.entries(CONTROLLER_PHASES).map(([name, phase]) => [name, { ...base, phase }]);
   out.push(['following+stopSeen', { ...base, phase: { k: 'following' }, stopSeen: true }]);
   out.push(['stopping(force)', { ...base, phase: { k: 'stopping', force: true } }]);
+  out.push(['starting+stop', { ...base, phase: { k: 'starting', stop: { reason: 'stopped by the user', force: false } } }]);
   out.push(['following+h1 dead once', { ...base, phase: { k: 'following' }, follows: { h1: { attempt: 0, deadOnce: true } } }]);
   out.push(['following+h2 4 re-follows', { ...base, phase: { k: 'following' }, follows: { h2: { attempt: 4, deadOnce: false } } }]);
   return out;
@@ -46,7 +48,7 @@ export const CONTROLLER_INPUTS: Record<string, ControllerInput> = {
   submitted: { t: 'submitted' },
   'job-failed': { t: 'job-failed' },
   'job-running': { t: 'job-running', hosts: ['n1', 'n2'] },
-  'job-requeued': { t: 'job-requeued', offsets: [120, 80] },
+  'job-requeued': { t: 'job-requeued', offsets: [120, 80], attempt: 1, reason: 'Slurm requeued job 7 (Restarts=1)' },
   'hosts-started': { t: 'hosts-started', hosts: ['h1', 'h2'] },
   'host-refused': { t: 'host-refused' },
   'restart(no wait)': { t: 'restart', waitingFor: [] },
@@ -76,7 +78,12 @@ export const CONTROLLER_INPUTS: Record<string, ControllerInput> = {
   detach: { t: 'detach' },
 };
 
-const phaseText = (p: ControllerPhase): string => (p.k === 'done' ? `done(${p.status})` : p.k === 'awaiting-hosts' ? `awaiting-hosts(${p.waitingFor.join(',')})` : p.k === 'stopping' && p.force ? 'stopping(force)' : p.k);
+const phaseText = (p: ControllerPhase): string => {
+  if (p.k === 'done') return `done(${p.status})`;
+  if (p.k === 'awaiting-hosts') return `awaiting-hosts(${p.waitingFor.join(',')})`;
+  if (p.k === 'starting' && p.stop) return p.stop.force ? 'starting+stop(force)' : 'starting+stop';
+  return p.k === 'stopping' && p.force ? 'stopping(force)' : p.k;
+};
 const bookText = (s: ControllerState): string =>
   Object.entries(s.follows)
     .map(([h, b]) => `+${h} ${b.deadOnce ? 'dead once' : ''}${b.deadOnce && b.attempt ? ', ' : ''}${b.attempt ? `${b.attempt} re-follows` : ''}`)

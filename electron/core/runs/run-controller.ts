@@ -1,6 +1,7 @@
-// One training run across its hosts, as a reader and commander of the hosts' record (issue 12):
-//   - start(): `run-start` on every host (the leader, host of rank 0, first), each host's agent
-//     runs detached from us; then attach()
+// One training run across its hosts, as a reader and commander of the hosts' record (issue 12). The
+// lifecycle is controller-lifecycle.ts's transition; this shell feeds it inputs and runs its effects:
+//   - start(): `run-start` on every host (the leader, host of rank 0, first; each agent runs detached
+//     from us), then their records are followed as attach() does
 //   - attach(): `run-follow` on every host from a byte offset, merging the hosts' events. A dropped
 //     link is re-followed from the last offset with backoff (no event twice, none missed); a host
 //     silent for lostAfterMs makes the run `lost` (in the local cache), never `running` forever
@@ -17,9 +18,8 @@
 //   - the outcome comes from the leader's state record (run-status) once its record is drained;
 //     errors too: the leader records every rank's error root cause first, so a follower's own copy
 //     is told only when the leader's record never had it
-// Dropping the controller (dispose, or the client dying) never stops the run: that is cancel().
-// The same controller serves `cohort run`, `cohort attach`, SSH clusters, `local`, `cohort serve`
-// and Electron; how a command reaches a host is the HostLink seam (host-link.ts).
+// Dropping the controller (dispose, or the client dying) never stops the run: that is cancel(). It serves
+// every client (CLI, serve, Electron), SSH and `local`; a command reaches a host by a HostLink (host-link.ts).
 import {
   DEFAULT_TIMINGS,
   DisposableBase,
@@ -35,7 +35,7 @@ import {
   type RunStatusLine,
 } from '../../../trainer/protocol';
 import { initialControllerState, isOver, stopAsked, transition, waitsFor, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
-import { startOnHost } from './controller-start';
+import { startAll } from './controller-start';
 import { HostQueries } from './controller-queries';
 import { parseLine } from './host-replies';
 import { relaunchUntil } from './run-rejoin';
@@ -61,10 +61,14 @@ export class RunController extends DisposableBase {
   private state: ControllerState;
   /** The stop commands in flight: the result waits for them (bounded): no leftover `run-stop` on a follower. */
   private stopsInFlight: Promise<void> | undefined;
+  /** Hosts a run-stop was sent to that have not confirmed it (down then): RunResult.stopOwed. */
+  private readonly stopOwed = new Set<string>();
   private readonly queries = new HostQueries(); // its run-status queries: the result waits for them too
   /** The leader's state record read at its end (finish's second argument). */
   private leaderState: RunStatusLine | undefined;
   private resolved = false;
+  /** The start-hosts or submit effect in flight: whether the run started (start() returns it). */
+  private starting: Promise<boolean> | undefined;
   /** The leader answered that it has no record of the run (run-follow exit 5). */
   private leaderRecordGone = false;
   /** The highest restart told: a lost leader's restart is in every follower's record and then the leader's. */
@@ -139,8 +143,14 @@ export class RunController extends DisposableBase {
       case 'tell':
         if (fx.message.startsWith('the job had already ended')) return; // said with the job's id by ask-job
         return this.emit(makeEvent({ type: 'log', level: fx.level, message: fx.message }));
-      default:
-        return; // submit, wait-job, start-hosts: the shell's own start()/attach() run them (UNFINISHED: not yet driven from here)
+      case 'submit':
+        this.starting = this.sched.submit(); // submitted (then wait-job) or job-failed
+        return;
+      case 'wait-job':
+        return void this.sched.follow(fx.requeue); // job-running or job-failed
+      case 'start-hosts':
+        this.starting = this.startHosts(); // hosts-started or host-refused
+        return;
     }
   }
 
@@ -164,40 +174,30 @@ export class RunController extends DisposableBase {
   /** A scheduled run's side of the shell (controller-scheduled.ts). */
   private readonly sched: ScheduledSide;
   private get stopCtx(): StopContext {
-    return { plan: this.plan, emit: (e) => this.emit(e), abortWait: () => this.waitAbort.abort() };
+    return { plan: this.plan, emit: (e) => this.emit(e), abortWait: () => this.waitAbort.abort(), stopAnswer: (h, reached) => void (reached ? this.stopOwed.delete(h) : this.stopOwed.add(h)) };
   }
 
   /**
-   * `run-start` on every host, then attach. A host that refuses fails the run and stops the others.
-   * Resolves true once every host's agent runs (detached: the run no longer needs this process),
-   * false when the start failed (the run's result says why).
+   * Starts the run (the lifecycle's first input: the start-hosts effect, or submit for a scheduled
+   * run). Resolves true once every host's agent runs (detached: the run no longer needs this
+   * process) or the job is submitted, false when the start failed (the run's result says why).
    */
   async start(): Promise<boolean> {
     this.dispatch({ t: 'start' });
-    if (this.plan.scheduler) {
-      if (!(await this.sched.submit())) return false;
-      void this.sched.follow();
-      return true;
-    }
-    const started: HostLaunch[] = [];
-    for (const h of this.plan.hosts) {
-      const refused = await startOnHost(h);
-      if (refused) {
-        this.emitError({ rank: -1, host: h.host, message: refused.message, logTail: [], code: refused.code });
-        await Promise.all(started.map((s) => stopHost(this.stopCtx, s, 'a host of the run could not start', 5000)));
-        this.dispatch({ t: 'host-refused' });
-        return false;
-      }
-      started.push(h);
-    }
-    this.dispatch({ t: 'hosts-started', hosts: this.plan.hosts.map((h) => h.host) }); // follow-hosts
-    return true;
+    return (await this.starting) ?? false;
   }
 
-  /** Follows every host's record from the start (a scheduled run's once its job runs). */
+  /** The start-hosts effect: `run-start` on every host, leader first. A host that refuses fails the run and stops the others. */
+  private async startHosts(): Promise<boolean> {
+    const refused = await startAll(this.plan.hosts, (s) => stopHost(this.stopCtx, s, 'a host of the run could not start', 5000));
+    if (refused) this.emitError({ rank: -1, host: refused.host, message: refused.message, logTail: [], code: refused.code });
+    this.dispatch(refused ? { t: 'host-refused' } : { t: 'hosts-started', hosts: this.plan.hosts.map((h) => h.host) }); // follow-hosts (a stop asked meanwhile: stop-hosts)
+    return !refused;
+  }
+
+  /** Follows every host's record from the start (a scheduled run's once its job runs: wait-job). */
   attach(): void {
-    this.dispatch({ t: 'attach', hosts: this.plan.hosts.map((h) => h.host) }); // follow-hosts (wait-job: a scheduled run)
-    if (this.plan.scheduler && this.plan.hosts.length === 0) void this.sched.follow();
+    this.dispatch({ t: 'attach', hosts: this.plan.hosts.map((h) => h.host) });
   }
 
   /** Stops the run on every host (whoever started it). `force`: stop waiting at once. Idempotent. */
@@ -332,7 +332,7 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + waitMs;
     for (const name of hosts) {
       const h = this.plan.hosts.find((x) => x.host === name);
-      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, ranks: this.plan.hostRanks, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
+      if (!h && startSpareFor(name, this.plan.spares, deadline, { runId: this.plan.runId, hosts: this.plan.hosts, ranks: this.plan.hostRanks, still: (host, dl) => this.waits(host) && !this.gaveUp() && !this.stopRequested && Date.now() < dl, stopped: (skip) => this.askStop(undefined, skip), tell: (level, host, message) => this.emit(makeEvent({ type: 'log', level, host, message })), follow: (sh, excluded) => this.follow(takePlace(this.plan.hosts, this.follows, sh, excluded)) })) continue;
       if (!h) {
         this.emit(makeEvent({ type: 'log', level: 'warn', message: `the run waits for ${name}, which this client has no link to: attach from a client that has the run's profile` }));
         continue;
@@ -344,14 +344,16 @@ export class RunController extends DisposableBase {
   private async relaunchAgent(h: HostLaunch, deadline: number): Promise<void> {
     const still = () => this.waits(h.host) && !this.gaveUp() && !this.stopRequested && Date.now() < deadline;
     // A stop that reached the other hosts while h was down is seen here too: no relaunch, h gets its marker.
-    const stopped = async () => {
-      const yes = await stoppedElsewhere(this.stopCtx, h, this.plan.hosts.filter((x) => x !== h && !this.waits(x.host)), this.queries);
-      if (yes) this.dispatch({ t: 'record-done', status: 'cancelled' });
-      return yes;
-    };
-    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e), stopped, retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs });
+    await relaunchUntil(h, this.plan.runId, deadline, { still, emit: (e) => this.emit(e), stopped: () => this.askStop(h, h.host), retryMaxMs: this.plan.retryMaxMs ?? DEFAULT_TIMINGS.retryMaxMs });
     // The wait is over and the leader is not back: its follow stops waiting, and the run is lost (it holds the outcome).
     if (h === this.plan.hosts[0] && Date.now() >= deadline) this.dispatch({ t: 'wait-over', host: h.host });
+  }
+
+  /** The stop question before a lost host's agent (h: it gets the marker) or a spare's starts: did a stop reach the run's hosts but `skip`? */
+  private async askStop(h: HostLaunch | undefined, skip: string): Promise<boolean> {
+    const yes = await stoppedElsewhere(this.stopCtx, h, this.plan.hosts.filter((x) => x.host !== skip && !this.waits(x.host)), this.queries);
+    if (yes) this.dispatch({ t: 'record-done', status: 'cancelled' });
+    return yes;
   }
 
   private tellFollowerErrors(o: { consequences?: boolean } = {}): void {
@@ -389,7 +391,7 @@ export class RunController extends DisposableBase {
     const result = { status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) };
     // Its host commands end before its result (a CLI exits on it): stops bounded, queries by their timeout.
     const stops = this.stopsInFlight && Promise.race([this.stopsInFlight, new Promise<void>((res) => setTimeout(res, 7000).unref())]);
-    void Promise.all([stops, this.queries.drained()]).then(() => this.resolveResult(result));
+    void Promise.all([stops, this.queries.drained()]).then(() => this.resolveResult({ ...result, ...(this.stopOwed.size ? { stopOwed: [...this.stopOwed] } : {}) }));
   }
 
   private emit(e: CohortEvent): void {

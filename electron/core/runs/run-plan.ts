@@ -103,4 +103,6 @@ export interface RunResult {
   lastStep: number;
   /** The leader's state record, when it could be read. */
   state?: RunStatusLine;
+  /** Hosts a stop was sent to that never confirmed it (down then): the history keeps them (RunMeta.stopOwed). */
+  stopOwed?: string[];
 }

@@ -5,6 +5,9 @@
 // (ensureBundle; planRun deployed it with the profile's other hosts), then `run-start` with the
 // excluded host's spec under the spare's name (spareSpec), tried until the leader's wait is over.
 // Once it runs, the controller follows the spare like any host, in the excluded host's place.
+// A stop is final for a spare too (issue 24 item 3): once the spare answers, right before its
+// run-start, the run's other hosts are asked whether a stop reached them (as before a relaunch,
+// run-rejoin.ts); a stop that lands while its run-start is in flight is sent to it at once.
 import { decodeLaunchSpec, type LaunchSpec } from '../../../trainer/protocol';
 import { agentEnv, type HostRecordRef, type Profile, type RunMeta } from '../../common';
 import { runHostCommand, type HostLink } from './host-link';
@@ -42,6 +45,9 @@ export interface SpareShell {
   ranks?: Record<string, number[]> | undefined;
   /** The run still waits for this host (no stop, no end, the wait not over). */
   still(host: string, deadline: number): boolean;
+  /** The stop question, as before a lost host's relaunch (issue 24 item 3): did a stop reach any of the
+   *  run's hosts but `skip` (the excluded one: it is lost)? A stop is final: then no spare starts. */
+  stopped(skip: string): Promise<boolean>;
   tell(level: 'info' | 'warn', host: string, message: string): void;
   /** The spare's agent runs: follow it in the excluded host's place. */
   follow(h: HostLaunch, excluded: string): void;
@@ -87,12 +93,22 @@ export async function startSpare(sh: SpareShell, spare: SpareLaunch, deadline: n
   const tell = (m: string) => {
     if (m !== told) sh.tell('warn', spare.host, (told = m));
   };
+  // Asked once the spare answers, right before its run-start: a stop may have reached the run while
+  // this client had not read it yet (another client's `cohort stop`, its record still being replayed).
+  const ask = async () => sh.still(spare.host, deadline) && !(await sh.stopped(excluded));
   for (let attempt = 0; sh.still(spare.host, deadline); attempt++) {
-    const failure = await startOnce(spare, spec);
+    const failure = await startOnce(spare, spec, ask);
+    if (typeof failure === 'number' && !sh.still(spare.host, deadline)) {
+      // The run was stopped (or its wait ended) while the run-start was in flight: the stop reaches this agent too.
+      sh.tell('info', spare.host, `run ${sh.runId} was stopped while the spare host ${spare.host}'s agent started: stopping it`);
+      await runHostCommand(spare.link, ['run-stop', '--run', sh.runId, '--reason', 'stopped (the run was stopped while this spare host started)', '--wait-ms', '5000'], { timeoutMs: 10_000 }).catch(() => undefined);
+      return;
+    }
     if (typeof failure === 'number') {
       sh.tell('info', spare.host, `the spare host ${spare.host}'s agent of run ${sh.runId} runs (pid ${failure}) in place of ${excluded}; the run restarts from its last checkpoint once it joins`);
       return sh.follow({ host: spare.host, link: spare.link, spec }, excluded);
     }
+    if (failure.stopped) return sh.tell('info', spare.host, `not starting the spare host ${spare.host}'s agent: run ${sh.runId} was stopped (or no longer waits for it)`);
     if (failure.message) tell(`${spare.host}: could not start the spare's agent of run ${sh.runId}: ${failure.message}`);
     if (failure.final) return;
     await new Promise((r) => setTimeout(r, BACKOFF_MS[Math.min(attempt, BACKOFF_MS.length - 1)]));
@@ -125,8 +141,9 @@ async function attachedSpec(sh: SpareShell, excluded: string, spareHost: string)
   return { ...rest, host: excluded, role: 'follower', leader: leader.host, ranks: [...ranks].sort((a, b) => a - b).map((rank, localRank) => ({ rank, localRank })) };
 }
 
-/** One try: the agent's pid, or why not (final: the host answered and refused; trying again will not help). */
-async function startOnce(spare: SpareLaunch, spec: LaunchSpec): Promise<number | { message?: string; final?: boolean }> {
+/** One try: the agent's pid, or why not (final: the host answered and refused; trying again will not
+ *  help; stopped: `ask`, once the host answers, said the run no longer wants it). */
+async function startOnce(spare: SpareLaunch, spec: LaunchSpec, ask: () => Promise<boolean>): Promise<number | { message?: string; final?: boolean; stopped?: true }> {
   if (spare.link.ensureBundle) {
     try {
       await spare.link.ensureBundle();
@@ -136,6 +153,7 @@ async function startOnce(spare: SpareLaunch, spec: LaunchSpec): Promise<number |
       return { message: `${e.message}${e.hint ? ` (${e.hint})` : ''}`, final: e.code === 'bundle-mismatch' };
     }
   }
+  if (!(await ask())) return { stopped: true };
   let r: { code: number | null; stdout: string; stderr: string };
   try {
     r = await runHostCommand(spare.link, ['run-start'], { stdin: JSON.stringify(spec) + '\n', timeoutMs: 30_000 });

@@ -2,7 +2,7 @@
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees, and hand each recorded event, with its
 // seq, to the run's subscribers (RunEvents).
-import { CohortError, initialRunView, makeEvent, reduceRunView, runSwitches, runViewStatus, worldLayout, type KeyedEmitter, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, initialRunView, isFinished, makeEvent, reduceRunView, runSwitches, runViewStatus, worldLayout, type KeyedEmitter, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, worldHosts, type DeployProgress, type Profile, type RunEventMessage, type RunMeta } from '../../common';
 import { join } from 'node:path';
 import { CheckStore, checkForRun } from '../check/check-store';
@@ -144,7 +144,9 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta, 
     view = reduceRunView(view, e);
     const status = runViewStatus(view);
     // (the end is the controller's result below: it also knows `lost`, which no event says)
-    if ((status === 'running' || status === 'restarting') && status !== told) recorder.update({ status: (told = status) });
+    // (a replay of a run the history already calls ended, listRuns' replayEnded, never writes it back to
+    // running: cut short, it would leave an ended run `restarting`)
+    if ((status === 'running' || status === 'restarting') && status !== told && !isFinished(told)) recorder.update({ status: (told = status) });
     events.fire(runId, { runId, seq, event: e });
   });
   // A record that cannot be written (disk full) is said once to the clients, as a warning outside
@@ -174,6 +176,7 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta, 
       // An earlier follow's error (a host unreachable then) is replaced by this one's, or cleared.
       error: result.error ? `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}` : undefined,
       errorCode: result.error?.code,
+      stopOwed: result.stopOwed, // (absent: every host confirmed; an earlier stop's list is cleared)
     });
     recorder.close();
   });

@@ -38,7 +38,7 @@ import { deleteRuns, type DeletedRun, type DeleteRunsOptions } from '../runs/del
 import type { PassphrasePrompts } from './passphrase-prompts';
 import type { CheckResult } from '../../../trainer/protocol/check';
 import { ProfileChecks } from './profile-checks';
-import { refreshRunStatus } from './refresh-run-status';
+import { deliverOwedStops, refreshRunStatus } from './refresh-run-status';
 
 export interface CohortServiceOptions {
   paths: CohortPaths;
@@ -187,11 +187,9 @@ export class CohortService extends DisposableBase implements CohortApi {
     return { runId };
   }
 
-  /**
-   * Whether a run this service started has its agent running on every host (true), or failed to
-   * start (false). A client that detaches (`cohort run --detach`) waits for this before it goes
-   * away: the run then needs no client. Undefined for a run not being started here.
-   */
+  /** Whether a run this service started has its agent running on every host (true), or failed to start
+   *  (false). A client that detaches (`cohort run --detach`) waits for this before it goes away: the run
+   *  then needs no client. Undefined for a run not being started here. */
   started(runId: string): Promise<boolean> | undefined {
     return this.starting.get(runId);
   }
@@ -269,7 +267,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   async listRuns(): Promise<RunMeta[]> {
     const onSkip = this.opts.onSkippedRecord;
     const all = this.runs.list(onSkip ? { onSkip } : {});
-    const open = all.filter((m) => this.unsettled(m));
+    const open = all.filter((m) => this.unsettled(m) || (m.stopOwed?.length && !this.active.has(m.id)));
     if (!open.length) return all;
     await Promise.all(open.map((m) => this.settle(m)));
     return this.runs.list();
@@ -280,18 +278,18 @@ export class CohortService extends DisposableBase implements CohortApi {
     return !isFinished(m.status) && !this.active.has(m.id);
   }
 
-  /** The hosts' word on an unsettled run (run-status), and what it measured if it has ended. */
+  /** The hosts' word on an unsettled run (run-status), and what it measured if it has ended; an ended
+   *  run's stop owed to a host that was down when it was sent is delivered (issue 24 item 4). */
   private async settle(m: RunMeta): Promise<void> {
-    const now = await refreshRunStatus(m, { runs: this.runs, profiles: this.profiles, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}) });
-    if (now && isFinished(now.status)) await this.replayEnded(m);
+    const deps = { runs: this.runs, profiles: this.profiles, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}) };
+    if (!this.unsettled(m)) return void (await deliverOwedStops(m, deps));
+    const now = await refreshRunStatus(m, deps);
+    if (now && isFinished(now.status)) await this.replayEnded(now); // (the settled meta: a replay never writes it back to running)
   }
 
-  /**
-   * A run that ended while no client followed it (started with --detach, its client killed): its
-   * hosts' record is replayed once into the history, so it has what it measured (median, spread,
-   * curves), not only its end state. Bounded; a replay cut short is done again on the next list
-   * (the cache then still says the run is open).
-   */
+  /** A run that ended while no client followed it (started with --detach, its client killed): its hosts'
+   *  record is replayed once into the history, so it has what it measured (median, spread, curves), not
+   *  only its end state. Bounded; a replay cut short is done again on the next list (the cache then still says the run is open). */
   private async replayEnded(meta: RunMeta, timeoutMs = 15_000): Promise<void> {
     if (this.active.has(meta.id) || this.isDisposed) return;
     try {

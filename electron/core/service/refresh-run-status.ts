@@ -2,13 +2,18 @@
 // on its hosts: `run-status` on its leader, and the answer written into the history (the history
 // is only a cache of the hosts' record). Used by CohortService's listRuns and getRun; apart from
 // the service because it is the one place that turns a host's run state into a RunMeta status.
+// A stop that reached the other hosts while the leader was down, or one owed to a host that was down
+// when this client sent it (deliverOwedStops), reaches that host here too (issue 24 item 4).
 import { HOST_CMD_EXIT, decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
 import { LOCAL_PROFILE_NAME, type RunMeta, type RunMetaStatus } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import type { ProfileStore } from '../profiles';
+import { HostQueries } from '../runs/controller-queries';
+import { stopHost, stoppedElsewhere, type StopContext } from '../runs/controller-stop';
 import { runHostCommand } from '../runs/host-link';
 import { attachLocalPlan, localWorkdir } from '../runs/local-run';
 import { runProfile } from '../runs/run-profile';
+import type { RunPlan } from '../runs/run-plan';
 import type { RunStore } from '../runs/run-store';
 
 export interface RefreshDeps {
@@ -22,9 +27,9 @@ export interface RefreshDeps {
 /** The hosts' word on a run's state, written into the local history; undefined when no host answered
  *  (the cache's word stands). A leader with no record of the run makes it `lost`. */
 export async function refreshRunStatus(meta: RunMeta, deps: RefreshDeps): Promise<RunMeta | undefined> {
-  const { runs, profiles, dataDir, cluster } = deps;
+  const { runs } = deps;
   try {
-    const plan = meta.profile === LOCAL_PROFILE_NAME ? attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(dataDir)) : meta.record?.length && cluster ? cluster.attachPlan((await runProfile(meta, profiles))!, meta.id, meta.record) : undefined;
+    const plan = await planOf(meta, deps);
     const leader = plan?.hosts[0];
     if (!leader) return undefined;
     const r = await runHostCommand(leader.link, ['run-status', '--run', meta.id], { timeoutMs: 5000 });
@@ -33,8 +38,42 @@ export async function refreshRunStatus(meta: RunMeta, deps: RefreshDeps): Promis
     if (r.code !== 0 || !line) return undefined; // unreachable: keep what the cache says
     const parsed = JSON.parse(line) as { agentAlive?: boolean };
     const st = decodeRunState(parsed);
+    // The leader's agent is gone and its record never ended: its host may have been down during a stop
+    // that reached the others (issue 24 item 4). Their word decides: one `cancelled` and the run is,
+    // and the leader gets its stop marker now that it answers (so its own run-rejoin refuses the run).
+    if (!isTerminalRunState(st.state) && parsed.agentAlive === false && plan!.hosts.length > 1) {
+      const ctx: StopContext = { plan: plan!, emit: () => undefined, abortWait: () => undefined };
+      if (await stoppedElsewhere(ctx, leader, plan!.hosts.slice(1), new HostQueries())) return runs.patch(meta.id, { status: 'cancelled', lastSeenAt: new Date().toISOString() }, { unlessFollowed: true });
+    }
     const status: RunMetaStatus = isTerminalRunState(st.state) ? st.state : parsed.agentAlive === false ? 'lost' : st.state;
     return runs.patch(meta.id, { status, ...(st.lastStep !== undefined ? { steps: st.lastStep } : {}), lastSeenAt: new Date(st.updatedAt).toISOString(), ...(st.endedAt ? { endedAt: new Date(st.endedAt).toISOString() } : {}), ...(st.error ? { error: `${st.error.rank >= 0 ? `rank ${st.error.rank} on ` : ''}${st.error.host}: ${st.error.message}` } : {}) }, { unlessFollowed: true });
+  } catch {
+    return undefined;
+  }
+}
+
+/** The plan of a run in the history (its hosts' links), or undefined when it cannot be reached from here. */
+async function planOf(meta: RunMeta, { profiles, dataDir, cluster }: RefreshDeps): Promise<RunPlan | undefined> {
+  if (meta.profile === LOCAL_PROFILE_NAME) return attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(dataDir));
+  return meta.record?.length && cluster ? cluster.attachPlan((await runProfile(meta, profiles))!, meta.id, meta.record) : undefined;
+}
+
+/**
+ * A stop owed to hosts that were down when it was sent (RunMeta.stopOwed, issue 24 item 4): run-stop
+ * on each of them again (the controller's stopHost: an agent still running stops; a dead one's host
+ * gets its stop marker, so its own run-rejoin refuses the run, whoever asks). Each host that confirms
+ * is dropped from the list; one still down keeps it for the next listing. The history after, or
+ * undefined when nothing could be asked.
+ */
+export async function deliverOwedStops(meta: RunMeta, deps: RefreshDeps): Promise<RunMeta | undefined> {
+  const owed = new Set(meta.stopOwed ?? []);
+  try {
+    const plan = owed.size ? await planOf(meta, deps) : undefined;
+    const hosts = plan?.hosts.filter((h) => owed.has(h.host)) ?? [];
+    if (!plan || !hosts.length) return undefined;
+    const ctx: StopContext = { plan, emit: () => undefined, abortWait: () => undefined, stopAnswer: (h, reached) => void (reached ? owed.delete(h) : owed.add(h)) };
+    await Promise.all(hosts.map((h) => stopHost(ctx, h, 'stopped (the stop was sent while this host was down)', 1000)));
+    return deps.runs.patch(meta.id, { stopOwed: owed.size ? [...owed] : undefined }, { unlessFollowed: true });
   } catch {
     return undefined;
   }
