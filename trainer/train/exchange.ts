@@ -3,6 +3,7 @@
 // ranks (each rank updates, and keeps current state for, only the segment it owns).
 import type { Collective } from '../collectives';
 import type { Optimizer } from '../optim/optimizer';
+import { broadcastJson } from './rank-sync';
 
 /**
  * The gradient exchange and the optimizer step; returns the ms spent in the optimizer itself.
@@ -49,4 +50,26 @@ export async function gatherOptimizerState(optimizer: Optimizer, c: Collective):
     buffers[name] = full;
   }
   return { t: st.t, buffers };
+}
+
+/**
+ * A resumed checkpoint's optimizer state from rank 0 (where `buffers` hold it) to the ranks that
+ * need it. With the sharded update a rank reads and writes only the segment it owns (its update and
+ * gatherOptimizerState touch nothing else), so each other rank's segment goes out in a broadcast of
+ * its own and rank 0's stays home: (n−1)/n of each buffer leaves rank 0 instead of all of it (on a
+ * chain the later ranks' segments pass through the earlier ones, so the time is what counts, not the
+ * bytes). A rank's buffers outside its own segment are left as they are (never read). --fp16 updates
+ * every parameter on every rank (exchangeAndUpdate): whole buffers.
+ */
+export async function sendOptimizerState(buffers: Float32Array[], c: Collective, fp16: boolean): Promise<void> {
+  if (fp16 || c.worldSize === 1) {
+    for (const b of buffers) await c.broadcast(b, 0);
+    return;
+  }
+  const len = buffers[0]?.length ?? 0;
+  const owned = await broadcastJson(c, (await c.gather(c.ownedRange(len), 0)) ?? [], 0);
+  for (const b of buffers) {
+    if (b.length !== len) throw new Error(`internal: optimizer state buffers of ${b.length} and ${len} elements`);
+    for (const [r, [start, end]] of owned.entries()) if (r !== 0 && end > start) await c.broadcast(b.subarray(start, end), 0);
+  }
 }
