@@ -35,21 +35,33 @@ export async function exchangeAndUpdate(c: Collective, optimizer: Optimizer, lr:
 
 /**
  * The optimizer state for a checkpoint. After shardedUpdate a rank's state is current only on the
- * range it owns, so each buffer is summed across ranks with every rank contributing its own range
- * and zeros elsewhere (x + 0 is exact). Every rank must call this; rank 0 saves the result.
+ * range it owns, so each other rank broadcasts its own range (rank 0's is current where it is): a
+ * copy of (n−1)/n of each buffer, where an allreduce of whole buffers (zeros off the own range) moved
+ * twice that and added. Every rank must call this; rank 0 saves the result: the optimizer's own
+ * buffers, whose ranges other than a rank's own are never read by its update.
  */
 export async function gatherOptimizerState(optimizer: Optimizer, c: Collective): Promise<ReturnType<Optimizer['state']>> {
   const st = optimizer.state();
   if (c.worldSize === 1) return st;
-  const [start, end] = c.ownedRange(optimizer.params.length);
-  const buffers: Record<string, Float32Array> = {};
-  for (const [name, b] of Object.entries(st.buffers)) {
-    const full = new Float32Array(b.length);
-    full.set(b.subarray(start, end), start);
-    await c.allreduce(full);
-    buffers[name] = full;
+  const owned = await ownedRanges(c, optimizer.params.length);
+  for (const b of Object.values(st.buffers)) {
+    for (const [r, [start, end]] of owned.entries()) if (r !== 0 && end > start) await c.broadcast(b.subarray(start, end), r);
   }
-  return { t: st.t, buffers };
+  return st;
+}
+
+const rangesOf = new WeakMap<Collective, Map<number, [number, number][]>>();
+
+/** Every rank's owned range of a `len`-element buffer (index = rank), asked once per collective and length (each rank asks the same). */
+async function ownedRanges(c: Collective, len: number): Promise<[number, number][]> {
+  const known = rangesOf.get(c) ?? new Map<number, [number, number][]>();
+  rangesOf.set(c, known);
+  let ranges = known.get(len);
+  if (!ranges) {
+    ranges = await broadcastJson(c, (await c.gather(c.ownedRange(len), 0)) ?? [], 0);
+    known.set(len, ranges);
+  }
+  return ranges;
 }
 
 /**
@@ -67,7 +79,7 @@ export async function sendOptimizerState(buffers: Float32Array[], c: Collective,
     return;
   }
   const len = buffers[0]?.length ?? 0;
-  const owned = await broadcastJson(c, (await c.gather(c.ownedRange(len), 0)) ?? [], 0);
+  const owned = await ownedRanges(c, len);
   for (const b of buffers) {
     if (b.length !== len) throw new Error(`internal: optimizer state buffers of ${b.length} and ${len} elements`);
     for (const [r, [start, end]] of owned.entries()) if (r !== 0 && end > start) await c.broadcast(b.subarray(start, end), 0);
