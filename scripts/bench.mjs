@@ -6,7 +6,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
-const all = ['trainer', 'tfjs-step', 'gemm', 'winograd', 'allreduce', 'reduce-kernel', 'torch-engine', 'cluster', 'slurm', 'dashboard', 'host-record', 'attach', 'restart', 'bundle-check', 'trainer-ab', 'per-rank', 'check', 'device-kit', 'system-metrics'];
+const all = ['trainer', 'tfjs-step', 'gemm', 'winograd', 'allreduce', 'reduce-kernel', 'torch-engine', 'cluster', 'slurm', 'dashboard', 'host-record', 'attach', 'restart', 'bundle-check', 'trainer-ab', 'per-rank', 'check', 'device-kit', 'system-metrics', 'checkpoint-resume'];
 // Bench names first, then options for the scripts: `npm run bench -- allreduce --rounds 5`.
 const args = process.argv.slice(2);
 const firstFlag = args.findIndex((a) => a.startsWith('-'));

@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import type { RestartEvent, StepEvent } from '../../trainer/protocol';
 import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
@@ -21,7 +21,7 @@ const tiny = tinyRun({ warmupSteps: 0, seed: 7 });
 const quick = (host: number, extra: Record<string, unknown> = {}) => ({ host, env: { ...QUICK_HOST_TIMINGS }, ...extra });
 const fx = useCohortCluster(4, {
   enabled: NETNS,
-  clientEnv: { COHORT_LOST_AFTER_MS: '20000' },
+  clientEnv: { COHORT_LOST_AFTER_MS: '20000', ...QUICK_CLIENT_SSH, COHORT_SSH_CONNECT_TIMEOUT_MS: '4000' },
   profiles: {
     // the leader waits 60 s for the spare (not the product's 180 s): without its start the run fails spare-missing soon
     'trio-spare': [{ host: 0, env: { ...QUICK_HOST_TIMINGS, COHORT_HOST_WAIT_MS: '60000' } }, quick(1), quick(2), quick(3, { spare: true })],
@@ -38,7 +38,7 @@ interface ShownRun {
 
 describe.skipIf(!NETNS)('bad node out with an attach-only client, 4 real SSH hosts', () => {
   it('detached run, h3 killed: the attach starts the spare h4, the history puts h4 in h3\'s place, cohort stop from a third process leaves 0 processes on every host', async () => {
-    const started = fx().cli(['run', '--profile', 'trio-spare', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '1', '--detach', '--json'], { json: true });
+    const started = fx().cli(['run', '--profile', 'trio-spare', '--steps', '100000', '--checkpoint-every', '2', ...tiny, '--max-restarts', '1', '--detach', '--json'], { json: true });
     expect((await started.exit).code, started.stderr).toBe(0);
     const runId = (JSON.parse(started.stdout.split('\n')[0]!) as { runId?: string }).runId!;
     const show = async (): Promise<ShownRun> => {

@@ -15,19 +15,20 @@ import { describe, expect, it } from 'vitest';
 import type { RestartEvent } from '../../trainer/protocol';
 import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
 const tiny = tinyRun({ warmupSteps: 0, seed: 7 });
 const quick = (host: number) => ({ host, env: { ...QUICK_HOST_TIMINGS } });
-const fx = useCohortCluster(3, { enabled: NETNS, profiles: { trio: [quick(0), quick(1), quick(2)] }, deploy: 'trio' });
+// the clients notice the dead link and retry in seconds (QUICK_CLIENT_SSH, a 4 s connect try), not the product's 15 s / 4 s / 10 s
+const fx = useCohortCluster(3, { enabled: NETNS, clientEnv: { ...QUICK_CLIENT_SSH, COHORT_SSH_CONNECT_TIMEOUT_MS: '4000' }, profiles: { trio: [quick(0), quick(1), quick(2)] }, deploy: 'trio' });
 
 const relaunchedLine = /h1 is back: .*its agent of run .* runs again/;
 
 describe.skipIf(!NETNS)('a stop is final for every client (issue 24 defect 6, client side)', () => {
   it('cohort stop while the lost leader is waited for: the attached client does not relaunch it when it comes back; history cancelled; a later attach relaunches nothing; h1 learns the stop', async () => {
-    const started = fx().cli(['run', '--profile', 'trio', '--steps', '100000', '--checkpoint-every', '3', ...tiny, '--max-restarts', '2', '--detach', '--json'], { json: true });
+    const started = fx().cli(['run', '--profile', 'trio', '--steps', '100000', '--checkpoint-every', '2', ...tiny, '--max-restarts', '2', '--detach', '--json'], { json: true });
     expect((await started.exit).code, started.stderr).toBe(0);
     const runId = (JSON.parse(started.stdout.split('\n')[0]!) as { runId?: string }).runId!;
     const a = fx().cli(['attach', runId, '--json'], { json: true });

@@ -44,7 +44,7 @@ export interface SlurmClusterOptions {
   conf?: string[];
   /** Partition MaxTime for the default partition `debug` (default INFINITE). */
   maxTime?: string;
-  /** AuthInfo cred_expire (s): also how long Slurm holds a requeued job before it may run again (Slurm's default 120). */
+  /** AuthInfo cred_expire (s, at least 5: Slurm ignores a smaller one and keeps 120): also how long Slurm holds a requeued job before it may run again (Slurm's default 120). */
   credExpireS?: number;
 }
 

@@ -82,12 +82,14 @@ describe('host agent defects (issue 24)', () => {
     if (existsSync(lease)) expect(alive((JSON.parse(readFileSync(lease, 'utf8')) as { pid: number }).pid)).toBe(false);
   });
 
+  // 40 steps (were 100, issue 25): the disk is full from the first step on, so 39 steps write nothing
+  const FULL_DISK_STEPS = 40;
   it('defect 3: a full disk under the run keeps the agent alive and training; state.json reaches the end, not `running` forever', async () => {
     const wd = workdir();
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=8m', 'tmpfs', wd]);
     mounts.push(wd);
     const id = runId('full-disk');
-    const start = await hostCmd(wd, ['run-start'], { stdin: spec({ runId: id, host: 'h1', worldSize: 1, ranks: [{ rank: 0, localRank: 0 }], masterPort: await freePort(), config: { steps: 100, engine: 'tfjs' } }) + '\n' });
+    const start = await hostCmd(wd, ['run-start'], { stdin: spec({ runId: id, host: 'h1', worldSize: 1, ranks: [{ rank: 0, localRank: 0 }], masterPort: await freePort(), config: { steps: FULL_DISK_STEPS, engine: 'tfjs' } }) + '\n' });
     expect(start.code, start.stdout + start.stderr).toBe(0);
     const pid = reply(start.stdout).agentPid!;
     await waitUntil('a first step', () => (readStateOf(wd, id)?.lastStep ?? 0) >= 1, 120_000, 100);
@@ -102,6 +104,6 @@ describe('host agent defects (issue 24)', () => {
     // to be a named one; what it must never be again is `running` with its agent gone.
     const st = readStateOf(wd, id);
     expect(st?.state, JSON.stringify(st)).toBe('ok');
-    expect(st?.lastStep).toBe(100);
+    expect(st?.lastStep).toBe(FULL_DISK_STEPS);
   });
 });

@@ -14,7 +14,7 @@ afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 describe('hang location (tfjs)', () => {
   it('names the stopped rank in the first error, with the op, its sequence number and each rank\'s last phase', async () => {
-    const r = runCli(['run', '--local', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data }, json: true });
+    const r = runCli(['run', '--local', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_HANG_FLOOR_MS: '5000' }, json: true });
     let pid: number | undefined;
     try {
       await r.waitFor((e) => e.type === 'step', 240_000);
@@ -26,6 +26,7 @@ describe('hang location (tfjs)', () => {
       const first = (await r.waitFor((e) => e.type === 'error', 120_000)) as ErrorEvent;
       console.log(`hang location (tfjs, 3 local ranks): first error ${((first.time - stoppedAt) / 1000).toFixed(1)} s after SIGSTOP of rank 2: [${first.code}] rank ${first.rank}: ${first.message}`);
       expect(first).toMatchObject({ rank: 2, host: 'local', code: 'rank-hung', reportedBy: [0] });
+      expect(first.message).toMatch(/at least 5 s, at most the peer timeout/); // COHORT_HANG_FLOOR_MS reached the ranks (the product's floor: 10 s)
       expect(first.collective).toBeTruthy();
       expect(first.seq).toBeGreaterThan(0);
       expect(first.lastPhases?.find((p) => p.rank === 2)?.phase).toMatch(/^(data|compute|exchange|optimizer)$/);

@@ -49,8 +49,9 @@ async function nothingLeft(): Promise<void> {
 
 beforeAll(async () => {
   if (SLURM_MISSING) return;
-  // A requeued job may run again after cred_expire (Slurm's default 120 s): 15 s here.
-  c = await startSlurmCluster({ nodes: 3, credExpireS: 15 });
+  // A requeued job may run again after cred_expire (Slurm's default 120 s): 5 s here, the least Slurm
+  // accepts (it logs "AuthInfo=cred_expire=N invalid" below 5 and falls back to 120); was 15 (issue 25).
+  c = await startSlurmCluster({ nodes: 3, credExpireS: 5 });
   dir = mkdtempSync(join(tmpdir(), 'cohort-slurm-restart-'));
   env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: c.ssh.knownHostsPath, SSH_AUTH_SOCK: '' };
   const file = join(dir, 'pair.json');

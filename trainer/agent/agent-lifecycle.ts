@@ -20,6 +20,10 @@ export function transition(cfg: AgentConfig, s0: AgentState, input: AgentInput):
 
 /** Runs one input over a copy of the state; the rules are its methods (`fx` collects the effects). */
 class Machine extends LeaderRules {
+  /** A follower's connect window at the start (the leader waits twice it for its followers). */
+  private get connectMs(): number {
+    return this.c.connectMs ?? CONNECT_TIMEOUT_MS;
+  }
 
   on(i: AgentInput): void {
     const p = this.s.phase;
@@ -29,8 +33,8 @@ class Machine extends LeaderRules {
         return this.begin(i);
       case 'prepared':
         if (p.k !== 'starting') return;
-        this.fx.push(this.leader ? { do: 'listen' } : { do: 'connect', withinMs: CONNECT_TIMEOUT_MS });
-        if (this.leader && this.c.followerRanks > 0) this.fx.push({ do: 'timer', name: 'followers-deadline', ms: CONNECT_TIMEOUT_MS * 2 });
+        this.fx.push(this.leader ? { do: 'listen' } : { do: 'connect', withinMs: this.connectMs });
+        if (this.leader && this.c.followerRanks > 0) this.fx.push({ do: 'timer', name: 'followers-deadline', ms: this.connectMs * 2 });
         // hosts claim one after another in the global claim order, the leader asking (a follower claims at its `claim`)
         return this.claimInOrder();
       case 'refused':
@@ -38,7 +42,7 @@ class Machine extends LeaderRules {
         if (!this.leader && this.c.controlled) {
           // told to the leader once connected: the run ends now, not at the leader's connect timeout
           this.s.refusal = i.error;
-          return void this.fx.push({ do: 'connect', withinMs: CONNECT_TIMEOUT_MS });
+          return void this.fx.push({ do: 'connect', withinMs: this.connectMs });
         }
         // a leader listens all the same: followers that say hello hear the end at once (the shell lingers for them, defect 10)
         if (this.leader && this.c.followerRanks > 0) this.fx.push({ do: 'listen' });
@@ -268,7 +272,7 @@ class Machine extends LeaderRules {
     }
     if (name === 'followers-deadline' && this.s.attempt === 0) {
       const have = this.followers.reduce((n, f) => n + f.ranks, 0);
-      if (have < this.c.followerRanks) this.fail({ host: this.c.host, rank: -1, message: `only ${have} of ${this.c.followerRanks} rank(s) on other hosts connected within ${CONNECT_TIMEOUT_MS / 1000} s`, code: 'followers-missing' });
+      if (have < this.c.followerRanks) this.fail({ host: this.c.host, rank: -1, message: `only ${have} of ${this.c.followerRanks} rank(s) on other hosts connected within ${(this.connectMs * 2) / 1000} s`, code: 'followers-missing' });
     }
   }
 

@@ -50,7 +50,7 @@ export function agentConfigOf(spec: LaunchSpec, opts: AgentRunOpts): AgentConfig
     followerRanks: spec.worldSize - spec.ranks.length,
     queue: spec.queue !== false,
     hostWaitMs: opts.hostWaitMs ?? HOST_WAIT_MS,
-    ...(opts.timings ? { silentFollowerMs: opts.timings.silentFollowerMs } : {}),
+    ...(opts.timings ? { silentFollowerMs: opts.timings.silentFollowerMs, connectMs: opts.timings.followerConnectMs } : {}),
     claimKey: claimKey(opts.workdir),
     ...(opts.scheduler ? { scheduler: { requeueable: opts.scheduler.requeueable } } : {}),
     ...(role === 'follower' && spec.control ? { controlled: true } : {}),

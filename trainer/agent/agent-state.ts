@@ -22,6 +22,8 @@ export interface AgentConfig {
   hostWaitMs: number;
   /** Leader: a follower agent silent this long is blamed for a peer-lost (Timings.silentFollowerMs; default SILENT_FOLLOWER_MS). */
   silentFollowerMs?: number;
+  /** Follower: how long it tries to reach the leader at the start; the leader waits twice this for its followers (Timings.followerConnectMs; default CONNECT_TIMEOUT_MS). */
+  connectMs?: number;
   /** Leader: spare hosts (LaunchSpec.spares) a lost follower host's ranks may move to. */
   spares?: string[];
   /** This host's place in the global claim order (claim-order.ts's claimKey of its workdir). */
@@ -137,7 +139,7 @@ export const BLAME_GRACE_MS = 1500;
 export const DECIDE_MS = 200;
 /** A follower agent silent this long (it beats every second) is taken for lost when a peer-lost needs a cause. */
 export const SILENT_FOLLOWER_MS = DEFAULT_TIMINGS.silentFollowerMs;
-export const CONNECT_TIMEOUT_MS = 30_000;
+export const CONNECT_TIMEOUT_MS = DEFAULT_TIMINGS.followerConnectMs;
 /**
  * Codes that describe a consequence of another rank's failure, never the cause. `rank-hung` names
  * the hung rank itself (rank and host are its), but a whole host gone silent looks the same from a

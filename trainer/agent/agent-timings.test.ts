@@ -30,3 +30,27 @@ describe('silent follower blame: Timings.silentFollowerMs', () => {
     expect(agentConfigOf(spec, { ...opts, timings: readTimings({}).timings }).silentFollowerMs).toBe(5000);
   });
 });
+
+describe('the follower connect window: Timings.followerConnectMs', () => {
+  const spec = (role: 'leader' | 'follower') => ({ runId: 'r1', host: role === 'leader' ? 'h1' : 'h2', worldSize: 2, ranks: [{ rank: role === 'leader' ? 0 : 1 }], role, env: {}, control: { addr: '10.0.0.1', port: 1, token: 't' }, leader: 'h1' }) as unknown as LaunchSpec;
+  const opts = { trainerEntry: '', enginesDir: '', workdir: '/w', runId: 'r1' };
+  const startOf = (cfg: AgentConfig) => fold(cfg, sampleState(cfg.role, 'starting'), { t: 'prepared' }).effects;
+
+  it('the production 30 s: a follower tries to reach its leader 30 s, the leader waits 60 s for its followers', () => {
+    const follower = agentConfigOf(spec('follower'), { ...opts, timings: readTimings({}).timings });
+    expect(effectsOf(startOf({ ...sampleConfig('follower'), ...follower }), 'connect')[0]).toMatchObject({ withinMs: 30_000 });
+    const leader = agentConfigOf(spec('leader'), { ...opts, timings: readTimings({}).timings });
+    expect(effectsOf(startOf({ ...sampleConfig('leader'), ...leader, followerRanks: 1 }), 'timer').find((t) => t.name === 'followers-deadline')).toMatchObject({ ms: 60_000 });
+  });
+
+  it('COHORT_FOLLOWER_CONNECT_MS in the host env reaches both agents: 4 s to connect, 8 s for the leader, and the followers-missing error says 8 s', () => {
+    const timings = readTimings({ COHORT_FOLLOWER_CONNECT_MS: '4000' }).timings;
+    const follower = agentConfigOf(spec('follower'), { ...opts, timings });
+    expect(follower.connectMs).toBe(4000);
+    expect(effectsOf(startOf({ ...sampleConfig('follower'), ...follower }), 'connect')[0]).toMatchObject({ withinMs: 4000 });
+    const leader = { ...sampleConfig('leader'), ...agentConfigOf(spec('leader'), { ...opts, timings }), followerRanks: 1 };
+    expect(effectsOf(startOf(leader), 'timer').find((t) => t.name === 'followers-deadline')).toMatchObject({ ms: 8000 });
+    const missing = fold(leader, sampleState('leader', 'starting'), { t: 'prepared' }, { t: 'timer', name: 'followers-deadline' });
+    expect(effectsOf(missing.effects, 'event')[0]!.event).toMatchObject({ code: 'followers-missing', message: expect.stringMatching(/connected within 8 s$/) });
+  });
+});

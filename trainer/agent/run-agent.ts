@@ -192,7 +192,7 @@ class HostAgent {
   /** A leader whose first start failed keeps listening until every follower rank heard the end, up to a follower's own connect window (defect 10), its slots already released. */
   private async exit(status: 'ok' | 'failed' | 'cancelled'): Promise<void> {
     releaseSlots(this.opts.workdir, this.spec.runId, slotsOf(this.spec));
-    const until = Date.now() + CONNECT_TIMEOUT_MS;
+    const until = Date.now() + (this.cfg.connectMs ?? CONNECT_TIMEOUT_MS);
     const told = () => Object.values(this.state.followers).reduce((n, f) => n + f.ranks, 0) >= this.cfg.followerRanks;
     const failedStart = status === 'failed' && this.state.attempt === 0 && !this.relaunched;
     while (this.links && failedStart && !told() && Date.now() < until) await new Promise((r) => setTimeout(r, 100));

@@ -84,6 +84,8 @@ export interface ConnectOptions {
    * process or closed socket is detected at once regardless of this value.
    */
   peerTimeoutMs?: number;
+  /** A peer silent this long at least (more when its steps are long: hang.ts) is taken for hung. Default HANG.floorMs (10 000; Timings.hangFloorMs). */
+  hangFloorMs?: number;
   /**
    * Ring neighbours on the same machine (same COHORT_HOST and boot id) exchange data over a Unix
    * socket ('unix', default: half the CPU per byte of loopback TCP) or over loopback TCP ('tcp').

@@ -3,6 +3,7 @@
 // fallback: a multi-rank run never quietly degrades to a single-rank one.
 import type { BackendName, Collective, ConnectOptions } from './collective';
 import { CollectiveError } from './errors';
+import { HANG } from './hang';
 import { LoopbackCollective } from './loopback';
 import type { RendezvousEnv } from './rendezvous-env';
 import { TcpRingCollective } from './tcp-ring';
@@ -26,7 +27,7 @@ const BACKENDS: Record<BackendName, Backend> = {
     connect: (env, opts) =>
       TcpRingCollective.connect(env, {
         timeoutMs: opts.timeoutMs ?? 60_000,
-        peerTimeoutMs: opts.peerTimeoutMs ?? 30_000,
+        hang: { peerTimeoutMs: opts.peerTimeoutMs ?? 30_000, floorMs: opts.hangFloorMs ?? HANG.floorMs },
         ...(opts.signal ? { signal: opts.signal } : {}),
         ...(opts.bindAddr ? { bindAddr: opts.bindAddr } : {}),
         ...(opts.masterBindAddr ? { masterBindAddr: opts.masterBindAddr } : {}),

@@ -8,6 +8,15 @@ describe('hang location', () => {
     expect(hangLimitMs(20_000, 30_000)).toBe(30_000); // never past the peer timeout
   });
 
+  it('the floor is the production 10 s unless given (COHORT_HANG_FLOOR_MS, read by each rank), and the sentence says the one used', () => {
+    expect(HANG.floorMs).toBe(10_000);
+    expect(hangLimitMs(500, 30_000, 2000)).toBe(2000);
+    expect(hangLimitMs(1000, 30_000, 2000)).toBe(3000); // 3× the longest silence still wins over a low floor
+    const view = { observer: 0, peers: [{ rank: 0, host: 'h0' }, { rank: 1, host: 'h1' }], phases: new Map(), current: undefined, opSeq: 3 };
+    expect(describeHang(view, 1, 2500, 2000, 0, 2000).reason).toMatch(/its limit 2\.0 s: 3× its longest silence so far, at least 2 s, at most the peer timeout/);
+    expect(describeHang(view, 1, 10_500, 10_000, 0).reason).toMatch(/at least 10 s/);
+  });
+
   it('names the op the watcher waits in, its sequence number and every rank\'s last phase', () => {
     const phases = new Map([
       [0, { phase: 'exchange', step: 20, at: 9000 }],

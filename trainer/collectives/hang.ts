@@ -2,18 +2,26 @@
 // nothing (no heartbeat, no phase note) is not gone but hung: stopped, deadlocked, swapped out.
 // It is named by the rank that watches it (rank 0 watches every rank; the others watch rank 0),
 // with the op the watcher waits in, its sequence number and every rank's last phase.
+import { DEFAULT_TIMINGS } from '../protocol/timings';
 import type { ControlChannel } from './control-channel';
 import type { HangReport } from './errors';
 
 /**
  * When a silent peer counts as hung: after `factor` × the longest silence seen on its control
  * connection so far (a rank inside a long synchronous step cannot send heartbeats, and its gaps
- * show how long its steps are), at least `floorMs`, at most the collective's peerTimeoutMs.
+ * show how long its steps are), at least the floor, at most the collective's peerTimeoutMs. The
+ * floor's production value is `floorMs`; a rank reads COHORT_HANG_FLOOR_MS (Timings.hangFloorMs).
  */
-export const HANG = { factor: 3, floorMs: 10_000 } as const;
+export const HANG = { factor: 3, floorMs: DEFAULT_TIMINGS.hangFloorMs } as const;
 
-export function hangLimitMs(maxGapMs: number, peerTimeoutMs: number): number {
-  return Math.min(peerTimeoutMs, Math.max(HANG.floorMs, HANG.factor * maxGapMs));
+/** What bounds a silent peer's hang limit: the collective's peer timeout and the floor. */
+export interface HangBounds {
+  peerTimeoutMs: number;
+  floorMs: number;
+}
+
+export function hangLimitMs(maxGapMs: number, peerTimeoutMs: number, floorMs: number = HANG.floorMs): number {
+  return Math.min(peerTimeoutMs, Math.max(floorMs, HANG.factor * maxGapMs));
 }
 
 /** What a rank last said it was doing, and when (ms since the epoch, on the watcher). */
@@ -49,13 +57,13 @@ export class Progress {
     this.current = undefined;
   }
 
-  describe(observer: number, peers: { rank: number; host: string }[], rank: number, silentMs: number, limitMs: number): { reason: string; hang: HangReport } {
-    return describeHang({ observer, peers, phases: this.phases, current: this.current, opSeq: this.opSeq }, rank, silentMs, limitMs);
+  describe(observer: number, peers: { rank: number; host: string }[], rank: number, silentMs: number, limitMs: number, floorMs: number = HANG.floorMs): { reason: string; hang: HangReport } {
+    return describeHang({ observer, peers, phases: this.phases, current: this.current, opSeq: this.opSeq }, rank, silentMs, limitMs, Date.now(), floorMs);
   }
 }
 
 /** The report and the sentence for rank `rank`, silent `silentMs` past its limit `limitMs`. */
-export function describeHang(v: HangView, rank: number, silentMs: number, limitMs: number, now = Date.now()): { reason: string; hang: HangReport } {
+export function describeHang(v: HangView, rank: number, silentMs: number, limitMs: number, now = Date.now(), floorMs: number = HANG.floorMs): { reason: string; hang: HangReport } {
   const lastPhases = v.peers.flatMap((p) => {
     const ph = v.phases.get(p.rank);
     return ph ? [{ rank: p.rank, host: p.host, phase: ph.phase, step: ph.step, ageMs: now - ph.at }] : [];
@@ -65,7 +73,7 @@ export function describeHang(v: HangView, rank: number, silentMs: number, limitM
   const last = v.phases.get(rank);
   const waits = op ? `rank ${v.observer} waits in ${op.what} #${op.seq}` : `rank ${v.observer} is between operations`;
   const reason =
-    `silent for ${(silentMs / 1000).toFixed(1)} s (its limit ${(limitMs / 1000).toFixed(1)} s: ${HANG.factor}× its longest silence so far, at least ${HANG.floorMs / 1000} s, at most the peer timeout) ` +
+    `silent for ${(silentMs / 1000).toFixed(1)} s (its limit ${(limitMs / 1000).toFixed(1)} s: ${HANG.factor}× its longest silence so far, at least ${floorMs / 1000} s, at most the peer timeout) ` +
     `while ${waits}; its last phase: ${last ? `${last.phase} of step ${last.step}` : 'unknown'}`;
   return { reason, hang };
 }
@@ -74,7 +82,8 @@ export function describeHang(v: HangView, rank: number, silentMs: number, limitM
  * The control connections' heartbeat: every interval each connection gets a `hb`, and a peer silent
  * past its hang limit is reported (`onSilent`) unless `ignore(k)` (it left, or the collective failed).
  */
-export function heartbeat(control: Map<number, ControlChannel>, peerTimeoutMs: number, ignore: (k: number) => boolean, onSilent: (k: number, silentMs: number, limitMs: number) => void): NodeJS.Timeout {
+export function heartbeat(control: Map<number, ControlChannel>, bounds: HangBounds, ignore: (k: number) => boolean, onSilent: (k: number, silentMs: number, limitMs: number) => void): NodeJS.Timeout {
+  const { peerTimeoutMs, floorMs } = bounds;
   const interval = Math.max(50, Math.min(1000, peerTimeoutMs / 4));
   let lastTick = Date.now();
   const timer = setInterval(() => {
@@ -85,7 +94,7 @@ export function heartbeat(control: Map<number, ControlChannel>, peerTimeoutMs: n
     lastTick = now;
     for (const [k, ch] of control) {
       ch.send({ t: 'hb' });
-      const limit = hangLimitMs(ch.maxGapMs, peerTimeoutMs);
+      const limit = hangLimitMs(ch.maxGapMs, peerTimeoutMs, floorMs);
       if (blocked || ignore(k)) ch.lastRecv = now;
       else if (now - ch.lastRecv > limit) onSilent(k, now - ch.lastRecv, limit);
     }

@@ -8,7 +8,7 @@ import type { ControlChannel } from './control-channel';
 import type { ControlMessage, PeerInfo } from './control-frames';
 import { Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader } from './data-frames';
 import { abortedError, CollectiveError, PeerLostError, type HangReport } from './errors';
-import { Progress, heartbeat } from './hang';
+import { Progress, heartbeat, type HangBounds } from './hang';
 import type { RendezvousEnv } from './rendezvous-env';
 import { rendezvous } from './rendezvous';
 import type { ReduceHome } from './reduce-kernel';
@@ -20,7 +20,7 @@ export interface TcpRingOptions {
   bindAddr?: string;
   masterBindAddr?: string;
   sameHostTransport?: 'unix' | 'tcp';
-  peerTimeoutMs: number;
+  hang: HangBounds;
 }
 
 interface Waiter {
@@ -84,7 +84,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     });
     const t = setup.transport;
     const transport = t.left === t.right ? t.left : `left ${t.left}, right ${t.right}`;
-    const self = new TcpRingCollective(env, transport, setup.peers, setup.control, setup.left, setup.right, engine!, setup.rightLeftover, opts.peerTimeoutMs);
+    const self = new TcpRingCollective(env, transport, setup.peers, setup.control, setup.left, setup.right, engine!, setup.rightLeftover, opts.hang);
     ref.self = self;
     for (const f of early) f();
     return self;
@@ -99,7 +99,7 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     right: Socket,
     engine: RingEngine,
     rightLeftover: Buffer,
-    private readonly peerTimeoutMs: number,
+    hangBounds: HangBounds,
   ) {
     super();
     this.rank = env.rank;
@@ -147,8 +147,8 @@ export class TcpRingCollective extends DisposableBase implements Collective {
     right.resume();
     if (rightLeftover.length) onRight(Buffer.alloc(0));
 
-    this.heartbeat = heartbeat(this.control, peerTimeoutMs, (k) => this.leftRanks.has(k) || !!this.failure, (k, silentMs, limitMs) => {
-      const { reason, hang } = this.progress.describe(this.rank, this.peers, k, silentMs, limitMs);
+    this.heartbeat = heartbeat(this.control, hangBounds, (k) => this.leftRanks.has(k) || !!this.failure, (k, silentMs, limitMs) => {
+      const { reason, hang } = this.progress.describe(this.rank, this.peers, k, silentMs, limitMs, hangBounds.floorMs);
       this.departed(k, reason, undefined, false, hang);
     });
   }

@@ -41,10 +41,14 @@ export const TIMINGS = {
   sshKeepaliveMs: { env: 'COHORT_SSH_KEEPALIVE_MS', defaultMs: 5_000, minMs: 100, what: 'how often the client pings a host over SSH (3 pings unanswered: the connection is taken for dropped, and re-made)' },
   /** Leader agent: a follower agent silent this long (it beats every second) is blamed when its ranks' peers lost them. */
   silentFollowerMs: { env: 'COHORT_SILENT_FOLLOWER_MS', defaultMs: 5_000, minMs: 100, what: "how long a follower host's agent may be silent before the leader's agent blames that host for a peer-lost" },
-  /** The longest pause between a client's tries to follow a host's record again or to relaunch a lost host's agent (the backoffs grow to it). */
   /** A rank is named slow after this many slow step windows in a row (SLOW_RANK's rule, slow-rank.ts; a count, not ms). */
   slowRankWindows: { env: 'COHORT_SLOW_RANK_WINDOWS', defaultMs: 3, minMs: 1, unit: 'step windows', what: 'how many slow step windows in a row before the leader agent names a rank slow' },
+  /** The longest pause between a client's tries to follow a host's record again or to relaunch a lost host's agent (the backoffs grow to it). */
   retryMaxMs: { env: 'COHORT_RETRY_MAX_MS', defaultMs: 4_000, minMs: 10, what: "the longest pause between a client's tries to follow a host's record again or to relaunch a lost host's agent" },
+  /** A follower agent tries to reach its leader's agent this long at a run's start (and after a refusal); the leader waits twice this for its followers, and lingers this long for them after a failed start. */
+  followerConnectMs: { env: 'COHORT_FOLLOWER_CONNECT_MS', defaultMs: 30_000, minMs: 1000, what: "how long a follower host's agent tries to reach its leader's agent at a run's start (the leader waits twice this for its followers)" },
+  /** A rank takes a peer whose connection stays open but which sends nothing for this long (or 3 × its longest silence so far, if longer) for hung (HANG in trainer/collectives/hang.ts). */
+  hangFloorMs: { env: 'COHORT_HANG_FLOOR_MS', defaultMs: 10_000, minMs: 100, what: "the shortest silence after which a rank takes a peer rank (its connection open, nothing sent) for hung" },
 } as const satisfies Record<string, TimingKnob>;
 
 /** Unanswered keepalives (every `sshKeepaliveMs`) after which an SSH connection is taken for dropped. */

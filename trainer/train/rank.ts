@@ -126,7 +126,8 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   const sampler = new MemorySampler(rdv.rank, host, () => model.tensorBytes(), backend.gpu ? nvidiaSmiReader(env, 0) : undefined, peak); // TensorFlow's GPU:0 is the first visible device
   owned.push(sampler);
 
-  const collective = await connectCollective(rdv, { timeoutMs: readTimings(env).timings.rendezvousTimeoutMs });
+  const { timings } = readTimings(env);
+  const collective = await connectCollective(rdv, { timeoutMs: timings.rendezvousTimeoutMs, hangFloorMs: timings.hangFloorMs });
   owned.push(collective);
   let peerFailure: Error | undefined;
   collective.onFailure((err) => {

@@ -1,11 +1,13 @@
-// `--resume`: rank 0 reads the newest checkpoint (it may be the only host that has it) and
-// broadcasts parameters, batch-norm state and optimizer state to every rank.
+// `--resume`: rank 0 reads the newest checkpoint (it may be the only host that has it) and sends
+// batch-norm state and optimizer state to every rank (each rank its own segment of the optimizer's
+// moments: exchange.ts); the parameters go out in rank.ts's broadcast of rank 0's weights after this.
 import type { Collective } from '../collectives';
 import type { TfjsResNet } from '../engine/tfjs';
 import type { createOptimizer } from '../optim/optimizer';
 import { CohortError, type TrainConfig } from '../protocol';
 import { loadLatestCheckpoint } from './checkpoint';
 import type { Emit } from './emit';
+import { sendOptimizerState } from './exchange';
 
 export async function resume(
   config: TrainConfig,
@@ -19,7 +21,7 @@ export async function resume(
   log: (s: string) => void,
 ): Promise<number> {
   if (!dir) throw new CohortError('bad-config', '--resume needs --checkpoint-dir DIR', { hint: 'add --checkpoint-dir DIR (where the earlier run wrote its checkpoints), or drop --resume' });
-  // Rank 0 reads the checkpoint (it may be the only host that has it) and broadcasts it.
+  // Rank 0 reads the checkpoint (it may be the only host that has it) and sends it.
   const header = new Float32Array(3); // [found, step, optimizer t] (exact in float32 up to 2^24)
   const ck = isMaster ? loadLatestCheckpoint(dir) : undefined;
   if (ck) {
@@ -42,9 +44,9 @@ export async function resume(
     bn.set(ck.sections.bn!);
     for (const [k, b] of Object.entries(st.buffers)) b.set(ck.sections[`opt.${k}`]!);
   }
-  await c.broadcast(params, 0);
+  // params: not here; rank.ts broadcasts rank 0's weights (these, on a resume) right after.
   await c.broadcast(bn, 0);
-  for (const b of Object.values(st.buffers)) await c.broadcast(b, 0);
+  await sendOptimizerState(Object.values(st.buffers), c, config.fp16);
   const step = header[1]!;
   optimizer.loadState({ t: header[2]!, buffers: st.buffers });
   m.setBnState(bn);
