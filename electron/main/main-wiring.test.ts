@@ -10,7 +10,7 @@ const main = readFileSync(new URL('./main.ts', import.meta.url), 'utf8');
 describe('electron/main/main.ts', () => {
   it('reads the client timings from process.env and refuses a bad value before building the service', () => {
     expect(main).toMatch(/const \{ options: (\w+), invalid \} = readClusterTimings\(process\.env\);/);
-    expect(main).toMatch(/if \(invalid\.length\) \{[^}]*dialog\.showErrorBox\([^}]*app\.exit\(2\);\s*return;\s*\}/);
+    expect(main).toMatch(/if \(invalid\.length\) \{\s*dialog\.showErrorBox\('Cohort cannot start', `\$\{invalid\.join\('\\n'\)\}[^`]*`\);\s*app\.exit\(2\);\s*return;\s*\}/);
   });
 
   it('gives them to its SshCluster', () => {
