@@ -5,7 +5,9 @@
 // Chromium, slurmd) is a descendant of the group's first process and is counted; a process still in the
 // group after vitest exits is a leftover, reported (and then ended, by its pid, so the group can go).
 // Needs root (to make the cgroup) and a built tree (`npm run build` first: otherwise the global
-// setup's rebuild is counted in the first file).
+// setup's rebuild is counted in the first file). While it runs, edit no source under trainer/,
+// electron/ or renderer/ and start no other vitest in this tree: that vitest's global setup rebuilds
+// resources/trainer under the running files (seen: "the trainer bundle is not built").
 //   node scripts/test-cpu.mjs [--jobs N] [--slowest N] [--out FILE.md] [test files...]
 // --slowest N: the N slowest slow-tier/serial files of test/file-durations.json (default 25, if no
 // files are named). --jobs N: files at once (each still in its own group; default 1).
