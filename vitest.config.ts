@@ -33,7 +33,15 @@ export const SERIAL_TEST_FILES = [
   'test/local/hang-location-torch.test.ts',
 ];
 
-/** COHORT_TEST_FAST_WORKERS / COHORT_TEST_SLOW_WORKERS override them (to measure 1 against 2). */
+/**
+ * COHORT_TEST_FAST_WORKERS / COHORT_TEST_SLOW_WORKERS override them (to measure). Why 2 slow workers
+ * (bench/results/suite.md, "session 5, suite-par"): on the quiet 2-core machine the slow tier took
+ * 999 s at 2 workers and 1,262 s at 3 (same 82 files, both green); at 3 the CPUs were busy the whole
+ * run (vmstat every 5 s: idle 1.0 % on average, user 67 %, system 31 %), so a third file only adds
+ * contention: the files' summed time grew 1,781 → 3,230 s (1.81× for 1.5× the files at once).
+ * The slow files are not waiting-bound here but CPU-bound (real ranks, sshd, Chromium, Slurm), so the
+ * tier's time follows its CPU-seconds (scripts/test-cpu.mjs measures them per file), not its waits.
+ */
 const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
 const SLOW_WORKERS = Number(process.env.COHORT_TEST_SLOW_WORKERS ?? 2);
 

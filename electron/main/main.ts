@@ -2,9 +2,10 @@
 // isolation, sandbox, no Node in the page, CSP, no navigation, no new windows, external links to
 // the OS browser), an application menu, and the Api served over IPC by the same CohortService
 // that `cohort serve` uses. Everything else lives in core; this file only wires.
-import { BrowserWindow, Menu, app, ipcMain, session, shell, type MenuItemConstructorOptions } from 'electron';
+import { BrowserWindow, Menu, app, dialog, ipcMain, session, shell, type MenuItemConstructorOptions } from 'electron';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { readClusterTimings } from '../core/cluster/client-timings';
 import { SshCluster } from '../core/cluster/ssh-cluster';
 import { resolvePaths } from '../core/paths';
 import { CohortService } from '../core/service/cohort-service';
@@ -89,8 +90,19 @@ void app.whenReady().then(() => {
   session.defaultSession.setPermissionRequestHandler((_wc, _perm, cb) => cb(false));
   // No remote content: only the app's own files load.
   session.defaultSession.webRequest.onBeforeRequest((details, cb) => cb({ cancel: !/^(file|devtools|data|blob):/.test(details.url) }));
+  // The client's waits (COHORT_LOST_AFTER_MS, COHORT_SSH_KEEPALIVE_MS ...) from the environment, as the
+  // CLI and `cohort serve` read them (core/cluster/client-timings.ts); a value it cannot use stops the
+  // app with the variable named, as the CLI's usage error does. Electron main is not run by the tests
+  // (no Electron binary on the test machines): electron/main/main-wiring.test.ts checks this wiring
+  // in the source, and client-timings.test.ts what the function returns.
+  const { options: timings, invalid } = readClusterTimings(process.env);
+  if (invalid.length) {
+    dialog.showErrorBox('Cohort cannot start', `${invalid.join('\n')}\n\nFix or unset it and start Cohort again.`);
+    app.exit(2);
+    return;
+  }
   const passphrases = new PassphrasePrompts();
-  service = new CohortService({ paths: resolvePaths(process.env), env: process.env, cluster: new SshCluster({ env: process.env, keys: new KeyRing(passphrases.ask) }), passphrases });
+  service = new CohortService({ paths: resolvePaths(process.env), env: process.env, cluster: new SshCluster({ env: process.env, ...timings, keys: new KeyRing(passphrases.ask) }), passphrases });
   Menu.setApplicationMenu(menu());
   createWindow();
   app.on('activate', () => {

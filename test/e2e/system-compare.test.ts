@@ -6,12 +6,12 @@
 // the rank uses (not the host's RAM), its ticks in one unit, tensors and peak in the table.
 // Screenshots at 1280×800 and 1920×1080 in test-artifacts/system-*.png (looked at by eye).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
-import { openDashboard, type Dashboard } from './open-dashboard';
+import { useDashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
@@ -19,17 +19,18 @@ const SAME = ['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch
 const GiB = 2 ** 30;
 
 describe.skipIf(!existsSync(CHROMIUM))('system metrics in Compare and Live (Chromium)', () => {
+  const ui = useDashboard();
   let serve: ServeProcess;
   let page: Page;
-  let dash: Dashboard | undefined;
   const hogs: ChildProcess[] = [];
   let quiet = '';
   let hogged = '';
 
+  // After useDashboard's beforeAll (declared first): the runs go into the server's history.
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    ({ serve, page } = dash = await openDashboard());
-    const env = { ...process.env, COHORT_DATA_DIR: serve.dataDir, COHORT_CONFIG_DIR: join(serve.dataDir, '..', 'config'), HOME: join(serve.dataDir, '..', 'home'), NO_COLOR: '1' };
+    ({ serve, page } = ui());
+    // The server's env (its config, data and HOME dirs), as ui().cli() uses; spawned here under taskset.
+    const env = { ...serve.env, NO_COLOR: '1' };
     // Both runs on CPU 0 (taskset: the agent and rank inherit it), so the hog below competes with the
     // rank for one core whatever else this shared machine runs on the other.
     const cohort = (args: string[]) => spawnSync('taskset', ['-c', '0', process.execPath, join(ROOT, 'bin', 'cohort.mjs'), ...args], { env, encoding: 'utf8', timeout: 240_000 });
@@ -45,9 +46,8 @@ describe.skipIf(!existsSync(CHROMIUM))('system metrics in Compare and Live (Chro
     hogged = idOf(b.stderr);
   }, 560_000);
 
-  afterAll(async () => {
+  afterAll(() => {
     for (const h of hogs) h.kill('SIGKILL');
-    await dash?.dispose();
   });
 
   it('records each run\'s machines in its History record', () => {

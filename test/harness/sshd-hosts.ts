@@ -6,14 +6,19 @@
 //
 // Cleanup is guaranteed three ways: dispose() (call it in afterAll), a process 'exit' hook, and
 // removal at the next start of anything a killed run registered (see netns.ts).
-import { execFile, spawn } from 'node:child_process';
+// The parts live beside it, by job: sshd-network.ts (namespaces, bridge, links, the client-path cut)
+// and sshd-daemon.ts (keys, sshd_config, starting sshd, session processes).
+import { execFile } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { appendFile, mkdir, open, readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { appendFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { SshEndpoint } from '../../electron/core/ssh';
-import { MARKER_VAR, cleanupStale, ip, markedProcesses, netnsAvailable, processMentions, register, reserveSubnets, teardownSync, type Registration } from './netns';
+import { MARKER_VAR, cleanupStale, ip, markedProcesses, netnsAvailable, processMentions, register, teardownSync, type Registration } from './netns';
+import { keygen, listProcesses, pidRunning, spawnSshd, waitForListening, writeSshdConfig, type ProcInfo } from './sshd-daemon';
+import { buildNamespaces, loopbackAddresses, setClientPath } from './sshd-network';
+
+export type { ProcInfo } from './sshd-daemon';
 
 const execFileP = promisify(execFile);
 
@@ -58,12 +63,6 @@ export interface CommandResult {
   code: number | null;
   stdout: string;
   stderr: string;
-}
-
-export interface ProcInfo {
-  pid: number;
-  ppid: number;
-  cmd: string;
 }
 
 export interface SshdCluster {
@@ -143,7 +142,6 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
   const reg: Registration = { id, ownerPid: process.pid, namespaces: [], links: [], routes: [], subnetLocks: [], pids: [], dir };
   live.set(id, reg);
   register(reg);
-  const save = () => register(reg);
 
   try {
     const user = 'root';
@@ -156,77 +154,8 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
 
     const privateSet = new Set(mode === 'netns' ? (opts.privateHosts ?? []) : []);
     if (privateSet.has(0)) throw new Error('host 0 is the jump host and cannot be private');
-    const addresses: string[] = [];
-    let unusedAddress: string | undefined;
-    let clientAddress: string | undefined;
-    let bridgeName: string | undefined;
-    const namespaces: (string | undefined)[] = [];
-    const ports: number[] = [];
-
-    if (mode === 'netns') {
-      const { x, locks } = await reserveSubnets([77, 76], id);
-      reg.subnetLocks.push(...locks);
-      save();
-      const bridge = `cbr-${sid}`;
-      bridgeName = bridge;
-      clientAddress = `10.77.${x}.254`;
-      reg.links.push(bridge);
-      save();
-      await ip('link', 'add', bridge, 'type', 'bridge');
-      await ip('addr', 'add', `10.77.${x}.254/24`, 'dev', bridge);
-      await ip('link', 'set', bridge, 'up');
-      unusedAddress = `10.77.${x}.200`;
-      // The private hosts' subnet must fail fast from here and never leave the machine through
-      // the default route: an `unreachable` route answers EHOSTUNREACH locally.
-      const route = `unreachable 10.76.${x}.0/24`;
-      reg.routes.push(route);
-      save();
-      await ip('route', 'add', ...route.split(' '));
-      for (let i = 0; i < n; i++) {
-        const ns = `${id}-h${i + 1}`;
-        reg.namespaces.push(ns);
-        save();
-        await ip('netns', 'add', ns);
-        await ip('-n', ns, 'link', 'set', 'lo', 'up');
-        namespaces.push(ns);
-        ports.push(22);
-        if (privateSet.has(i)) {
-          // Point-to-point link to host 0 only: no route from here or from the other hosts.
-          const a = `cx-${sid}-${i}`;
-          const b = `cy-${sid}-${i}`;
-          reg.links.push(a);
-          save();
-          await ip('link', 'add', a, 'type', 'veth', 'peer', 'name', b);
-          await ip('link', 'set', a, 'netns', namespaces[0] as string);
-          await ip('link', 'set', b, 'netns', ns);
-          await ip('-n', namespaces[0] as string, 'addr', 'add', `10.76.${x}.1/32`, 'peer', `10.76.${x}.${i + 1}/32`, 'dev', a);
-          await ip('-n', ns, 'addr', 'add', `10.76.${x}.${i + 1}/32`, 'peer', `10.76.${x}.1/32`, 'dev', b);
-          await ip('-n', namespaces[0] as string, 'link', 'set', a, 'up');
-          await ip('-n', ns, 'link', 'set', b, 'up');
-          addresses.push(`10.76.${x}.${i + 1}`);
-        } else {
-          const outer = `cv-${sid}-${i}`;
-          const inner = `cp-${sid}-${i}`;
-          reg.links.push(outer);
-          save();
-          await ip('link', 'add', outer, 'type', 'veth', 'peer', 'name', inner);
-          await ip('link', 'set', inner, 'netns', ns);
-          await ip('-n', ns, 'link', 'set', inner, 'name', 'eth0');
-          await ip('-n', ns, 'addr', 'add', `10.77.${x}.${i + 1}/24`, 'dev', 'eth0');
-          await ip('-n', ns, 'link', 'set', 'eth0', 'up');
-          await ip('link', 'set', outer, 'master', bridge);
-          await ip('link', 'set', outer, 'up');
-          addresses.push(`10.77.${x}.${i + 1}`);
-        }
-      }
-    } else {
-      for (let i = 0; i < n; i++) {
-        const address = `127.0.0.${i + 2}`;
-        addresses.push(address);
-        namespaces.push(undefined);
-        ports.push(await freePort(address));
-      }
-    }
+    const net = mode === 'netns' ? await buildNamespaces(reg, sid, n, privateSet) : await loopbackAddresses(n);
+    const { addresses, namespaces, ports, unusedAddress, clientAddress, bridgeName } = net;
 
     const hosts: SshdHost[] = [];
     for (let i = 0; i < n; i++) {
@@ -241,46 +170,10 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
       const hostPublicKey = (await readFile(`${hostKeyPath}.pub`, 'utf8')).trim().split(/\s+/).slice(0, 2).join(' ');
       const configPath = join(hdir, 'sshd_config');
       const logPath = join(hdir, 'sshd.log');
-      await writeFile(
-        configPath,
-        [
-          `Port ${ports[i]}`,
-          `ListenAddress ${addresses[i]}`,
-          `HostKey ${hostKeyPath}`,
-          `PidFile ${join(hdir, 'sshd.pid')}`,
-          `AuthorizedKeysFile ${authorizedKeysPath}`,
-          'UsePAM no',
-          'StrictModes no',
-          'PermitRootLogin prohibit-password',
-          'PubkeyAuthentication yes',
-          'PasswordAuthentication no',
-          'KbdInteractiveAuthentication no',
-          'AllowTcpForwarding yes',
-          'X11Forwarding no',
-          'UseDNS no',
-          'PrintMotd no',
-          'LogLevel VERBOSE',
-          'MaxStartups 100:30:200',
-          'MaxSessions 64',
-          // Every session process carries this marker, so processes() finds (and dispose() kills)
-          // whatever a test started on this host, even after it re-parents. Its own HOME keeps the
-          // hosts apart and skips the machine's ~/.bashrc (here: pyenv init, ~0.4 s per command).
-          // sshd takes only the first SetEnv line, so both go on one.
-          `SetEnv ${MARKER_VAR}=${id}/${name} HOME=${home}${Object.entries(opts.sessionEnv ?? {}).map(([k, v]) => ` ${k}=${v}`).join('')}`,
-          'Subsystem sftp internal-sftp',
-          ...(opts.sshdConfig ?? []),
-        ].join('\n') + '\n',
-      );
+      await writeSshdConfig(configPath, { port: ports[i]!, address: addresses[i]!, hostKeyPath, pidFile: join(hdir, 'sshd.pid'), authorizedKeysPath, marker: `${id}/${name}`, home, sessionEnv: opts.sessionEnv, extra: opts.sshdConfig });
       const ns = namespaces[i];
-      const cmd = ns ? ['ip', 'netns', 'exec', ns, '/usr/sbin/sshd', '-D', '-e', '-f', configPath] : ['/usr/sbin/sshd', '-D', '-e', '-f', configPath];
-      const log = await open(logPath, 'a');
-      const child = spawn(cmd[0], cmd.slice(1), { stdio: ['ignore', log.fd, log.fd] });
-      await log.close();
-      child.unref();
-      if (!child.pid) throw new Error(`cannot start sshd for ${name}`);
-      reg.pids.push(child.pid);
-      save();
-      hosts.push({ name, index: i, address: addresses[i], port: ports[i], user, workdir, home, hostKeyPath, hostPublicKey, ...(ns ? { namespace: ns } : {}), sshdPid: child.pid, logPath, configPath, isPrivate: privateSet.has(i) });
+      const sshdPid = await spawnSshd(name, configPath, logPath, ns, reg);
+      hosts.push({ name, index: i, address: addresses[i]!, port: ports[i]!, user, workdir, home, hostKeyPath, hostPublicKey, ...(ns ? { namespace: ns } : {}), sshdPid, logPath, configPath, isPrivate: privateSet.has(i) });
     }
     await Promise.all(hosts.map((h) => waitForListening(h, opts.signal)));
 
@@ -333,35 +226,12 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
         const host = hostOf(h);
         if (pidRunning(host.sshdPid)) throw new Error(`sshd of ${host.name} still runs (pid ${host.sshdPid}): kill it first`);
         const logged = (await readFile(host.logPath, 'utf8').catch(() => '')).length;
-        const cmd = host.namespace ? ['ip', 'netns', 'exec', host.namespace, '/usr/sbin/sshd', '-D', '-e', '-f', host.configPath] : ['/usr/sbin/sshd', '-D', '-e', '-f', host.configPath];
-        const log = await open(host.logPath, 'a');
-        const child = spawn(cmd[0]!, cmd.slice(1), { stdio: ['ignore', log.fd, log.fd] });
-        await log.close();
-        child.unref();
-        if (!child.pid) throw new Error(`cannot start sshd for ${host.name} again`);
-        reg.pids.push(child.pid);
-        save();
-        host.sshdPid = child.pid;
+        host.sshdPid = await spawnSshd(host.name, host.configPath, host.logPath, host.namespace, reg);
         await waitForListening(host, undefined, logged);
       },
       setClientPath: async (up) => {
         if (!bridgeName || !clientAddress) throw new Error('setClientPath needs netns mode');
-        const tc = (...args: string[]) => execFileP('tc', args, { encoding: 'utf8' });
-        const onHosts = hosts.filter((h) => h.namespace && !h.isPrivate);
-        if (up) {
-          await tc('qdisc', 'del', 'dev', bridgeName, 'root').catch(() => undefined);
-          for (const h of onHosts) await ip('netns', 'exec', h.namespace!, 'tc', 'qdisc', 'del', 'dev', 'eth0', 'root').catch(() => undefined);
-          return;
-        }
-        await tc('qdisc', 'replace', 'dev', bridgeName, 'root', 'blackhole');
-        for (const h of onHosts) {
-          const t = (...args: string[]) => ip('netns', 'exec', h.namespace!, 'tc', ...args);
-          await t('qdisc', 'replace', 'dev', 'eth0', 'root', 'handle', '1:', 'htb', 'default', '10', 'r2q', '100000');
-          await t('class', 'replace', 'dev', 'eth0', 'parent', '1:', 'classid', '1:10', 'htb', 'rate', '100gbit');
-          await t('class', 'replace', 'dev', 'eth0', 'parent', '1:', 'classid', '1:20', 'htb', 'rate', '100gbit');
-          await t('qdisc', 'replace', 'dev', 'eth0', 'parent', '1:20', 'handle', '20:', 'blackhole');
-          await t('filter', 'replace', 'dev', 'eth0', 'parent', '1:', 'protocol', 'ip', 'prio', '1', 'u32', 'match', 'ip', 'dst', `${clientAddress}/32`, 'flowid', '1:20');
-        }
+        await setClientPath(bridgeName, clientAddress, hosts.filter((h) => h.namespace && !h.isPrivate).map((h) => h.namespace!), up);
       },
       dispose: async () => {
         if (disposed) return;
@@ -376,61 +246,6 @@ export async function startHosts(n = 3, opts: StartHostsOptions = {}): Promise<S
     teardownSync(reg);
     throw err;
   }
-}
-
-async function keygen(path: string, comment: string): Promise<void> {
-  await execFileP('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', comment, '-f', path]);
-}
-
-async function freePort(address: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, address, () => {
-      const a = srv.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function waitForListening(h: SshdHost, signal?: AbortSignal, fromChar = 0): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const log = (await readFile(h.logPath, 'utf8').catch(() => '')).slice(fromChar);
-    if (log.includes('Server listening on')) return;
-    if (/fatal|error|Bad configuration/i.test(log) || !pidRunning(h.sshdPid)) throw new Error(`sshd for ${h.name} did not start:\n${log}`);
-    if (Date.now() > deadline) throw new Error(`sshd for ${h.name} not listening after 15 s:\n${log}`);
-    signal?.throwIfAborted();
-    await new Promise((r) => setTimeout(r, 30));
-  }
-}
-
-function pidRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function listProcesses(marker: string): Promise<ProcInfo[]> {
-  const out: ProcInfo[] = [];
-  for (const pid of markedProcesses(marker)) {
-    try {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-      // comm may contain spaces and parens: fields after the last ')' are fixed.
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      const cmd = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0').filter(Boolean).join(' ');
-      if (comm === 'sshd' || cmd.startsWith('sshd:')) continue;
-      out.push({ pid, ppid, cmd: cmd || `[${comm}]` });
-    } catch {
-      /* exited meanwhile */
-    }
-  }
-  return out;
 }
 
 /** What a cluster left behind (all empty after dispose): for tests that assert nothing leaked. */

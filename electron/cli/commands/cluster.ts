@@ -2,7 +2,8 @@
 // profile's hosts over SSH.
 import { isLocalProfile, type DeployProgress, type Profile } from '../../common';
 import { readTimings, type Timings } from '../../../trainer/protocol';
-import { SshCluster, type SshClusterOptions } from '../../core/cluster/ssh-cluster';
+import { clusterTimingOptions, type ClusterTimingOptions } from '../../core/cluster/client-timings';
+import { SshCluster } from '../../core/cluster/ssh-cluster';
 import { probeSummary, shellQuote } from '../../core/cluster/probe';
 import { PROVISION_CHECK, provisionPlan, provisionVerdict } from '../../core/cluster/provision';
 import { resolvePaths } from '../../core/paths';
@@ -22,9 +23,8 @@ export function clientTimings(io: CliIo): Timings {
 }
 
 /** The SshCluster options the client's waits set (every client: the CLI's commands and `cohort serve`). */
-export function clusterTimings(io: CliIo): Pick<SshClusterOptions, 'lostAfterMs' | 'loginCommandTimeoutMs' | 'connectTimeoutMs' | 'keepaliveIntervalMs' | 'retryMaxMs'> {
-  const t = clientTimings(io);
-  return { lostAfterMs: t.lostAfterMs, loginCommandTimeoutMs: t.loginCommandTimeoutMs, connectTimeoutMs: t.sshConnectTimeoutMs, keepaliveIntervalMs: t.sshKeepaliveMs, retryMaxMs: t.retryMaxMs };
+export function clusterTimings(io: CliIo): ClusterTimingOptions {
+  return clusterTimingOptions(clientTimings(io));
 }
 
 export function makeCluster(io: CliIo): SshCluster {
