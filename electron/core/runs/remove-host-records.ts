@@ -3,7 +3,7 @@
 // rm RUN --hosts` (through deleteRuns, delete-runs.ts). Each host answers for itself: removed (what),
 // nothing there, refused (something of the run still runs there), or not reached (why).
 import { HOST_CMD_EXIT, type RunRemoveReply } from '../../../trainer/protocol';
-import { LOCAL_PROFILE_NAME, toApiError, type RunMeta } from '../../common';
+import { LOCAL_PROFILE_NAME, toApiError, type HostRemoval, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import type { ProfileStore } from '../profiles';
 import { runHostCommand } from './host-link';
@@ -11,14 +11,8 @@ import { attachLocalPlan, localWorkdir } from './local-run';
 import type { RunPlan } from './run-controller';
 import { runProfile } from './run-profile';
 
-/** One host's answer. `removed` and `absent` leave nothing behind; the others keep the host's record. */
-export interface HostRemoval {
-  host: string;
-  outcome: 'removed' | 'absent' | 'refused' | 'unreachable' | 'failed';
-  /** One line for the user: what was removed, or why not and what to do. */
-  detail: string;
-  reply?: RunRemoveReply;
-}
+/** One host's answer: the Api's type (electron/common/run-removal.ts), the GUI shows it too. */
+export type { HostRemoval };
 
 export interface RemoveHostDeps {
   profiles: ProfileStore;
