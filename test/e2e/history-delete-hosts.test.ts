@@ -5,7 +5,7 @@
 // with a host down, the dialog names it, the run stays in the history until "Delete from this
 // history anyway", and the down host keeps its record; a live run is refused in the dialog.
 // Nothing is faked. Screenshots: test-artifacts/history-delete-hosts-*.png.
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeEach, describe, expect, it } from 'vitest';
@@ -17,9 +17,36 @@ import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 
 const ENABLED = !SSHD_MISSING && existsSync(CHROMIUM);
 
+/**
+ * The host's sshd goes down with its open sessions (SIGKILL): the server keeps a pooled connection
+ * to each host, which killing only the listening daemon would leave working; with the sessions
+ * gone that connection closes and a new one is refused.
+ */
+function sshdDown(daemon: number): void {
+  const children = (pid: number) =>
+    readdirSync('/proc')
+      .filter((d) => /^\d+$/.test(d))
+      .filter((d) => {
+        try {
+          return Number(readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[1]) === pid;
+        } catch {
+          return false; // gone meanwhile
+        }
+      })
+      .map(Number);
+  const tree = (pid: number): number[] => [pid, ...children(pid).flatMap(tree)];
+  for (const pid of tree(daemon)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone already */
+    }
+  }
+}
+
 describe.skipIf(!ENABLED)('History: Delete on the hosts too, 2 real sshd hosts', () => {
   const fx = useCohortCluster(2, { enabled: ENABLED, profiles: { duo: [0, 1] }, deploy: 'duo' });
-  const ui = useDashboard({ enabled: ENABLED, env: () => ({ COHORT_CONFIG_DIR: fx().env.COHORT_CONFIG_DIR!, COHORT_KNOWN_HOSTS: fx().env.COHORT_KNOWN_HOSTS!, SSH_AUTH_SOCK: '' }) });
+  const ui = useDashboard({ enabled: ENABLED, page: 'case', env: () => ({ COHORT_CONFIG_DIR: fx().env.COHORT_CONFIG_DIR!, COHORT_KNOWN_HOSTS: fx().env.COHORT_KNOWN_HOSTS!, SSH_AUTH_SOCK: '' }) });
   let serve: ServeProcess;
   let page: Page;
   beforeEach(() => void ({ serve, page } = ui()));
@@ -89,7 +116,7 @@ describe.skipIf(!ENABLED)('History: Delete on the hosts too, 2 real sshd hosts',
     const runId = await endedRun();
     const { cluster } = fx();
     const [h1, h2] = cluster.hosts.map((h) => h.name) as [string, string];
-    process.kill(cluster.hosts[1]!.sshdPid, 'SIGKILL'); // h2 refuses connections from now on
+    sshdDown(cluster.hosts[1]!.sshdPid); // h2 refuses connections from now on
     try {
       await askDelete(runId);
       await page.getByTestId('delete-runs-confirm').click();
