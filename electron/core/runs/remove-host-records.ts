@@ -35,7 +35,7 @@ export async function removeHostRecords(meta: RunMeta, deps: RemoveHostDeps): Pr
   } catch (err) {
     // the profile (or its snapshot) cannot be read: no way to reach the hosts
     const e = toApiError(err);
-    return hosts.map((host) => ({ host, outcome: 'unreachable', detail: `not reached: ${e.message}${e.hint && !e.message.includes(e.hint) ? ` (${e.hint})` : ''}` }));
+    return hosts.map((host) => ({ host, outcome: 'unreachable', detail: `not reached: ${e.message}${e.hint && !e.message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (${e.hint})` : ''}` }));
   }
   return Promise.all(plan.hosts.map(async ({ host, link }): Promise<HostRemoval> => {
     try {
@@ -51,7 +51,7 @@ export async function removeHostRecords(meta: RunMeta, deps: RemoveHostDeps): Pr
       return { host, outcome: 'failed', detail: `kept: run-remove failed (exit ${r.code}): ${error?.message ?? (r.stderr.trim().split('\n').pop() || 'no message')}` };
     } catch (err) {
       const e = toApiError(err);
-      return { host, outcome: 'unreachable', detail: `not reached: ${e.message}${e.hint && !e.message.includes(e.hint) ? ` (${e.hint})` : ''}` };
+      return { host, outcome: 'unreachable', detail: `not reached: ${e.message}${e.hint && !e.message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (${e.hint})` : ''}` };
     }
   }));
 }
