@@ -8,6 +8,7 @@ import type { RunSystemSummary } from './run-system';
 import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
 import type { ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe } from './host-info';
+import type { DeletedRun, RemoveRunsOptions } from './run-removal';
 
 // ---- shapes that cross the boundary --------------------------------------------------------
 
@@ -197,6 +198,9 @@ export interface CohortApi {
   /** Deletes runs from the local history (`cohort runs rm`); the hosts' records stay. Refused, deleting
    *  none, when one may still be running. Returns the ids deleted. */
   deleteRuns(runIds: string[]): Promise<string[]>;
+  /** deleteRuns with the hosts' records too when asked (`cohort runs rm --hosts [--yes]`, run-removal.ts):
+   *  one answer per host, and per run whether its local record went (refused as deleteRuns while one may run). */
+  removeRuns(runIds: string[], opts?: RemoveRunsOptions): Promise<DeletedRun[]>;
   /** Each run's curves (throughput, loss, step time per window), bounded, for Compare. */
   getRunSeries(runIds: string[]): Promise<RunSeries[]>;
   /** The runs as CSV (one row per run) or JSON, cancelled and failed runs with what they measured;
@@ -327,6 +331,13 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     return [name(a[0], 'runId'), a[1]];
   },
   deleteRuns: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
+  removeRuns: (a) => {
+    const ids = arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p));
+    if (a[1] === undefined) return [ids];
+    const o = obj(a[1], 'options');
+    const [hosts, anyway] = [optBool(o, 'hosts', 'options'), optBool(o, 'anyway', 'options')];
+    return [ids, { ...(hosts === undefined ? {} : { hosts }), ...(anyway === undefined ? {} : { anyway }) }];
+  },
   getRunSeries: (a) => [arr({ ids: a[0] }, 'ids', 'runIds', (v, p) => name(v, p))],
   exportRuns: (a) => {
     if (a[1] !== 'csv' && a[1] !== 'json') throw new DecodeError('format', `expected "csv" or "json", got ${JSON.stringify(a[1])}`);

@@ -12,5 +12,6 @@ export * from './applied-labels';
 export * from './error-hints';
 export * from './error-wording';
 export * from './run-filter';
+export * from './run-removal';
 export * from './run-system';
 export * from './compare-verdict';

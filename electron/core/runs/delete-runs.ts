@@ -3,26 +3,21 @@
 // (as its hosts say) refuses the whole call. The hosts' own records (their workdir) stay unless
 // asked (`cohort runs rm --hosts`: opts.hosts removes them first, host by host; a run whose host
 // refused keeps its local record, and one whose host could not be reached keeps it unless
-// opts.confirm says to delete it anyway).
-import type { RunMeta } from '../../common';
+// opts.anyway or opts.confirm says to delete it anyway: `--yes`, History's "anyway").
+import type { DeletedRun, RemoveRunsOptions, RunMeta } from '../../common';
 import { ApiCallError } from '../../common';
 import { isFinished } from '../../../trainer/protocol';
 import { removeHostRecords, type HostRemoval, type RemoveHostDeps } from './remove-host-records';
 import type { RunStore } from './run-store';
 
-export interface DeleteRunsOptions extends Partial<RemoveHostDeps> {
-  /** Also remove the run's records on its hosts (remove-host-records.ts, with the deps), before its local record. */
-  hosts?: boolean;
-  /** Hosts that kept the record (not reached, failed): delete the local record anyway? Absent: no. */
+/** `hosts`: also the run's records on its hosts (remove-host-records.ts, with the deps), before its local record. */
+export interface DeleteRunsOptions extends Partial<RemoveHostDeps>, RemoveRunsOptions {
+  /** Hosts that kept the record (not reached, failed), `anyway` not set: delete the local record anyway? Absent: no. */
   confirm?: (meta: RunMeta, kept: HostRemoval[]) => Promise<boolean>;
 }
 
-/** What became of one run: its local record deleted or kept, and each host's answer when asked. */
-export interface DeletedRun {
-  meta: RunMeta;
-  deleted: boolean;
-  hosts?: HostRemoval[];
-}
+/** What became of one run (the Api's type, electron/common/run-removal.ts). */
+export type { DeletedRun };
 
 /** Deletes `ids` (exact ids) from `store`; `current` gives a run as its hosts know it. */
 export async function deleteRuns(store: RunStore, ids: readonly string[], current: (id: string) => Promise<RunMeta>, opts: DeleteRunsOptions = {}): Promise<DeletedRun[]> {
@@ -46,7 +41,7 @@ export async function deleteRuns(store: RunStore, ids: readonly string[], curren
     const hosts = await removeHostRecords(meta, { profiles: opts.profiles, dataDir: opts.dataDir, ...(opts.cluster ? { cluster: opts.cluster } : {}), ...(opts.timeoutMs ? { timeoutMs: opts.timeoutMs } : {}) });
     const kept = hosts.filter((h) => h.outcome !== 'removed' && h.outcome !== 'absent');
     // A host that refused still runs something of it: never delete. One not reached: only if confirmed.
-    const deleted = !kept.length || (!kept.some((h) => h.outcome === 'refused') && !!(await opts.confirm?.(meta, kept)));
+    const deleted = !kept.length || (!kept.some((h) => h.outcome === 'refused') && (!!opts.anyway || !!(await opts.confirm?.(meta, kept))));
     if (deleted) store.remove(meta.id);
     out.push({ meta, deleted, hosts });
   }

@@ -6,7 +6,7 @@
 // removes it (`run-remove --scheduler slurm`), refusing while Slurm still queues or runs the job.
 import { posix } from 'node:path';
 import { HOST_CMD_EXIT, lastJson, type RunRemoveReply } from '../../../trainer/protocol';
-import { LOCAL_PROFILE_NAME, toApiError, type RunMeta } from '../../common';
+import { LOCAL_PROFILE_NAME, toApiError, type HostRemoval, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import type { ProfileStore } from '../profiles';
 import { runHostCommand } from './host-link';
@@ -14,14 +14,8 @@ import { attachLocalPlan, localWorkdir } from './local-run';
 import type { RunPlan } from './run-controller';
 import { runProfile } from './run-profile';
 
-/** One host's answer. `removed` and `absent` leave nothing behind; the others keep the host's record. */
-export interface HostRemoval {
-  host: string;
-  outcome: 'removed' | 'absent' | 'refused' | 'unreachable' | 'failed';
-  /** One line for the user: what was removed, or why not and what to do. */
-  detail: string;
-  reply?: RunRemoveReply;
-}
+/** One host's answer: the Api's type (electron/common/run-removal.ts), the GUI shows it too. */
+export type { HostRemoval };
 
 export interface RemoveHostDeps {
   profiles: ProfileStore;
@@ -44,7 +38,7 @@ export async function removeHostRecords(meta: RunMeta, deps: RemoveHostDeps): Pr
   } catch (err) {
     // the profile (or its snapshot) cannot be read: no way to reach the hosts
     const e = toApiError(err);
-    return hosts.map((host) => ({ host, outcome: 'unreachable', detail: `not reached: ${e.message}${e.hint ? ` (${e.hint})` : ''}` }));
+    return hosts.map((host) => ({ host, outcome: 'unreachable', detail: `not reached: ${e.message}${e.hint && !e.message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (${e.hint})` : ''}` }));
   }
   const args = ['run-remove', '--run', meta.id, ...(plan.slurm ? ['--scheduler', 'slurm'] : [])];
   return Promise.all(plan.hosts.map(async ({ host, link }): Promise<HostRemoval> => {
@@ -60,7 +54,7 @@ export async function removeHostRecords(meta: RunMeta, deps: RemoveHostDeps): Pr
       return { host, outcome: 'failed', detail: `kept: run-remove failed (exit ${r.code}): ${error?.message ?? (r.stderr.trim().split('\n').pop() || 'no message')}` };
     } catch (err) {
       const e = toApiError(err);
-      return { host, outcome: 'unreachable', detail: `not reached: ${e.message}${e.hint ? ` (${e.hint})` : ''}` };
+      return { host, outcome: 'unreachable', detail: `not reached: ${e.message}${e.hint && !e.message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (${e.hint})` : ''}` };
     }
   }));
 }

@@ -321,7 +321,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   }
 
   /** deleteRuns with its report; `hosts`: the hosts' records too (`cohort runs rm --hosts`, core/runs/delete-runs.ts). */
-  removeRuns(runIds: string[], opts: { hosts?: boolean; confirm?: DeleteRunsOptions['confirm'] } = {}): Promise<DeletedRun[]> {
+  removeRuns(runIds: string[], opts: Pick<DeleteRunsOptions, 'hosts' | 'anyway' | 'confirm'> = {}): Promise<DeletedRun[]> {
     return deleteRuns(this.runs, runIds, async (id) => (await this.getRun(id)).meta, { ...opts, profiles: this.profiles, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}) });
   }
 

@@ -1,6 +1,6 @@
 // Run history: the list from core, the runs selected for comparison (in selection order), the
 // chosen baseline, and the compared runs' curves (fetched once per run).
-import { DEFAULT_SORT, EMPTY_QUERY, queryFromString, queryToString, type RunExportFormat, type RunMeta, type RunQuery, type RunSeries, type RunSort } from '../../../electron/common';
+import { DEFAULT_SORT, EMPTY_QUERY, queryFromString, queryToString, type DeletedRun, type RemoveRunsOptions, type RunExportFormat, type RunMeta, type RunQuery, type RunSeries, type RunSort } from '../../../electron/common';
 import { isFinished } from '../../../trainer/protocol';
 import { attempt, getApi } from './app.svelte';
 
@@ -36,14 +36,19 @@ export function setQuery(query: Partial<RunQuery>, sort?: RunSort): void {
   }
 }
 
-/** Deletes runs from the local history (the one core function `cohort runs rm` uses); true when done. */
-export async function deleteRuns(ids: string[]): Promise<boolean> {
-  const deleted = await attempt(() => getApi().deleteRuns(ids));
-  if (!deleted) return false;
+/**
+ * Deletes runs (the one core function `cohort runs rm` uses): from the local history, and with
+ * `hosts` their records on the hosts first (`--hosts`; `anyway`: `--yes`). Returns what became of
+ * each run and each host; throws what core refused (a run that may still be running), for the
+ * dialog that asked to show.
+ */
+export async function removeRuns(ids: string[], opts: RemoveRunsOptions): Promise<DeletedRun[]> {
+  const done = await getApi().removeRuns(ids, opts);
+  const deleted = done.filter((d) => d.deleted).map((d) => d.meta.id);
   history.selected = history.selected.filter((id) => !deleted.includes(id));
   if (history.selected.length < 2) history.comparing = false;
   await reloadHistory();
-  return true;
+  return done;
 }
 
 export async function reloadHistory(): Promise<void> {
