@@ -7,10 +7,11 @@
 //   loaded machine, so the hook's cost is also timed on its own: the same DDP buckets with the
 //   compute taken out, many interleaved pairs, wall and CPU time, against the real step's.
 import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectCollective, type Collective } from '../../trainer/collectives';
 import type { StepEvent } from '../../trainer/protocol';
-import { ROOT, cohortRun, countOption, machine, median, writeResults } from './bench-util';
+import { RESULTS, ROOT, cohortRun, countOption, machine, median, stringOption, writeResults } from './bench-util';
 
 const N = countOption('notes', 20000);
 const rounds = countOption('rounds', 4);
@@ -38,9 +39,14 @@ async function notesCostUs(): Promise<number> {
   }
 }
 
-const perStepUs = await notesCostUs();
-const run = cohortRun(['--ranks', '2', '--image-size', '32', '--stem', 'cifar', '--batch-size', '8', '--steps', '10', '--warmup-steps', '1', '--log-steps', '3']);
-const stepMs = median(run.events.filter((e): e is StepEvent => e.type === 'step').map((e) => e.stepTimeMs));
+// `--only torch`: the torch part alone; the tfjs row is carried over from the last results, with its date.
+const only = stringOption('only', '');
+const before = only === 'torch' && existsSync(join(RESULTS, 'per-rank.json')) ? (JSON.parse(readFileSync(join(RESULTS, 'per-rank.json'), 'utf8')) as { machine: { date: string }; tfjs: { perStepUs: number; stepMs: number; measuredAt?: string } }) : undefined;
+const tfjsFrom = before ? (before.tfjs.measuredAt ?? before.machine.date) : new Date().toISOString();
+const perStepUs = before ? before.tfjs.perStepUs : await notesCostUs();
+const stepMs = before
+  ? before.tfjs.stepMs
+  : median(cohortRun(['--ranks', '2', '--image-size', '32', '--stem', 'cifar', '--batch-size', '8', '--steps', '10', '--warmup-steps', '1', '--log-steps', '3']).events.filter((e): e is StepEvent => e.type === 'step').map((e) => e.stepTimeMs));
 
 const py = spawnSync('/usr/bin/python3', [join(ROOT, 'test', 'bench', 'per-rank-torch.py'), join(ROOT, 'resources', 'trainer', 'engines'), String(rounds), '2', '32', '8'], { encoding: 'utf8', env: { ...process.env, COHORT_THREADS: '1' } });
 // cohort_torch's events module points fd 1 at stderr when imported (stdout is the event channel): the line is on either.
@@ -74,14 +80,14 @@ const hook = torch
     })
   : [];
 
-const json = { machine: machine(), tfjs: { notesPerStep: 4, perStepUs, stepMs, overheadPct: (100 * perStepUs) / 1000 / stepMs }, torch: torch ? { ...torch, plainMedianMs: tPlain, hookedMedianMs: tHooked, overheadPct: (100 * (tHooked - tPlain)) / tPlain, pairedOverheadPct: pairedPct, hook } : { error: py.stderr.slice(-500) } };
+const json = { machine: machine(), tfjs: { notesPerStep: 4, perStepUs, stepMs, overheadPct: (100 * perStepUs) / 1000 / stepMs, measuredAt: tfjsFrom }, torch: torch ? { ...torch, plainMedianMs: tPlain, hookedMedianMs: tHooked, overheadPct: (100 * (tHooked - tPlain)) / tPlain, pairedOverheadPct: pairedPct, hook } : { error: py.stderr.slice(-500) } };
 const md = `## per-rank breakdown overhead (issue 21 item 2)
 
 Measured ${new Date().toISOString()} on this shared 2-core machine (other sessions' tests running).
 
 | engine | what is added per step | cost per step | step time | overhead |
 |---|---|---|---|---|
-| tfjs | 4 phase notes to rank 0 over the control connection + phase clock (real 2-rank tcp-ring, ${N} steps) | ${perStepUs.toFixed(1)} µs | ${stepMs.toFixed(0)} ms (2 local ranks, cifar stem 32², batch 8) | ${json.tfjs.overheadPct.toFixed(3)}% |
+| tfjs${before ? ` (measured ${tfjsFrom}, carried over: --only torch)` : ''} | 4 phase notes to rank 0 over the control connection + phase clock (real 2-rank tcp-ring, ${N} steps) | ${perStepUs.toFixed(1)} µs | ${stepMs.toFixed(0)} ms (2 local ranks, cifar stem 32², batch 8) | ${json.tfjs.overheadPct.toFixed(3)}% |
 | torch | DDP comm hook (torch's allreduce_hook, timed) + phase clock; interleaved rounds, world 1 gloo, ResNet-50 32², batch 8 | ${torch ? (tHooked - tPlain).toFixed(1) : '?'} ms (median of ${rounds} rounds each: ${tPlain.toFixed(0)} → ${tHooked.toFixed(0)} ms) | ${tPlain.toFixed(0)} ms | ${torch ? json.torch && 'overheadPct' in json.torch ? (json.torch.overheadPct as number).toFixed(2) : '?' : 'not run'}% |
 
 The per-window part (each rank's 4 sums in the window's gather, rank 0's split) is once per window, not per step.
