@@ -21,7 +21,7 @@ let env: NodeJS.ProcessEnv;
 const clients: CliRun[] = [];
 /** Runs started by the current test: a deadlock (the test failed) leaves them queued; stopped after it, so the next test starts clean. */
 const started: string[] = [];
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1'];
+const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1'];
 
 function cli(args: string[]): CliRun {
   const r = runCli(args, { env });

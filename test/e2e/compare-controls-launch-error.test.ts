@@ -13,7 +13,7 @@ import { guiWording, type RunMeta } from '../../electron/common';
 import { fillLaunch, TINY_FORM, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM } from './serve-process';
 
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--log-steps', '1', '--warmup-steps', '0', '--steps', '6'];
+const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--log-steps', '1', '--warmup-steps', '0', '--steps', '6'];
 const SIZES = [
   [1280, 800],
   [1920, 1080],

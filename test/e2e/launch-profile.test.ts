@@ -17,7 +17,7 @@ import { fillLaunch, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 
 /** The profile's run defaults: a tiny run, unlike the built-in defaults (imagenet stem, 100 classes, log every 10). */
-const DEFAULTS = { stem: 'cifar', imageSize: 8, batchSize: 2, classes: 10, steps: 3, logSteps: 1, warmupSteps: 0, lr: 0.05, seed: 7 };
+const DEFAULTS = { stem: 'cifar', imageSize: 8, width: 0.25, batchSize: 2, classes: 10, steps: 3, logSteps: 1, warmupSteps: 0, lr: 0.05, seed: 7 };
 
 describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the profile, as the CLI does', () => {
   let hosts: SshdCluster;

@@ -23,7 +23,7 @@ class RecordingWebSocket extends NodeWebSocket {
   }
 }
 
-const CONFIG: Partial<TrainConfig> = { stem: 'cifar', imageSize: 8, batchSize: 2, classes: 10, steps: 100_000, warmupSteps: 0 };
+const CONFIG: Partial<TrainConfig> = { stem: 'cifar', imageSize: 8, width: 0.25, batchSize: 2, classes: 10, steps: 100_000, warmupSteps: 0 };
 
 describe('cohort serve: each dashboard gets only the run it follows', () => {
   let serve: ServeProcess;

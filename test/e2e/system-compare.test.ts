@@ -15,7 +15,7 @@ import { openDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
-const SAME = ['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '12', '--log-steps', '2', '--warmup-steps', '1'];
+const SAME = ['run', '--local', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '12', '--log-steps', '2', '--warmup-steps', '1'];
 const GiB = 2 ** 30;
 
 describe.skipIf(!existsSync(CHROMIUM))('system metrics in Compare and Live (Chromium)', () => {

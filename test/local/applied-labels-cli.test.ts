@@ -12,7 +12,7 @@ afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 it('start block, runs list and runs show say what the run applied', async () => {
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
-  const r = runCli(['run', '--local', '--engine', 'tfjs', '--fp16', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '2', '--log-steps', '1', '--warmup-steps', '0'], { env });
+  const r = runCli(['run', '--local', '--engine', 'tfjs', '--fp16', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '2', '--log-steps', '1', '--warmup-steps', '0'], { env });
   expect((await r.exit).code, r.stderr).toBe(0);
   // The start block: this run first, then what the host offers, under its own heading.
   expect(r.stderr).toContain('  this run: compile no, fp16 exchange only\n  available on this host (what the engine offers, used only when asked):\n');
@@ -21,12 +21,12 @@ it('start block, runs list and runs show say what the run applied', async () => 
   const list = runCli(['runs', 'list'], { env });
   expect((await list.exit).code, list.stderr).toBe(0);
   const row = list.stdout.split('\n')[1]!;
-  expect(row).toContain('tfjs bs2 8px cifar fp16:exchange-only synthetic');
+  expect(row).toContain('tfjs bs2 8px cifar width0.25 fp16:exchange-only synthetic');
   expect(row).not.toMatch(/ fp16 /);
 
   const runId = row.split(' ')[0]!;
   const show = runCli(['runs', 'show', runId], { env });
   expect((await show.exit).code, show.stderr).toBe(0);
-  expect(show.stdout).toContain('config: tfjs bs2 8px cifar fp16:exchange-only synthetic');
+  expect(show.stdout).toContain('config: tfjs bs2 8px cifar width0.25 fp16:exchange-only synthetic');
   expect(show.stdout).toMatch(/applied: engine tfjs\/\w+, compile no, fp16 exchange only/);
 }, 180_000);

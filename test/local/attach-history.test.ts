@@ -14,7 +14,7 @@ import { runCli, tempDataDir } from '../helpers/cli';
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
 const lines = (p: string) => (existsSync(p) ? readFileSync(p, 'utf8').split('\n').filter(Boolean).length : 0);
 const json = (p: string) => JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown>;
 

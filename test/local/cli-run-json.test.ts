@@ -12,7 +12,7 @@ import { runCli, tempDataDir } from '../helpers/cli';
 const data = tempDataDir();
 const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), COHORT_KNOWN_HOSTS: join(data, 'known_hosts'), SSH_AUTH_SOCK: '' };
 afterAll(() => rmSync(data, { recursive: true, force: true }));
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '2', '--log-steps', '1', '--warmup-steps', '0'];
+const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '2', '--log-steps', '1', '--warmup-steps', '0'];
 
 async function recorded(): Promise<RunMeta[]> {
   const list = runCli(['runs', 'list', '--json'], { env });

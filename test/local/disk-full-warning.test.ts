@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli';
 
 const canMount = process.getuid?.() === 0;
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
 
 describe.skipIf(!canMount)('the client\'s disk-full warning (issue 24 defect 13)', () => {
   it('cohort run prints it once, and that the record caught up when space returned', async () => {

@@ -14,7 +14,7 @@ it('a detached run that ended unfollowed gets its measurements on the next runs 
   const data = tempDataDir();
   dirs.push(data);
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
-  const start = runCli(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--steps', '5', '--log-steps', '1', '--warmup-steps', '0', '--detach'], { env });
+  const start = runCli(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--steps', '5', '--log-steps', '1', '--warmup-steps', '0', '--detach'], { env });
   expect((await start.exit).code, start.stderr).toBe(0);
   const runId = start.stdout.trim();
   const hostRecord = join(data, 'local', 'runs', runId, 'events.jsonl');

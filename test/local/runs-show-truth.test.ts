@@ -12,7 +12,7 @@ afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 it('runs show (and runs export) of a detached run that ended on its host say ok, with what it measured', async () => {
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
-  const start = runCli(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '4', '--log-steps', '1', '--warmup-steps', '0', '--detach'], { env });
+  const start = runCli(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '4', '--log-steps', '1', '--warmup-steps', '0', '--detach'], { env });
   expect((await start.exit).code, start.stderr).toBe(0);
   const runId = start.stdout.trim();
   const hostRecord = join(data, 'local', 'runs', runId, 'events.jsonl');
@@ -30,7 +30,7 @@ it('runs show (and runs export) of a detached run that ended on its host say ok,
 
 it('runs export of a detached run that ended says ok too', async () => {
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
-  const start = runCli(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '3', '--log-steps', '1', '--warmup-steps', '0', '--detach'], { env });
+  const start = runCli(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '3', '--log-steps', '1', '--warmup-steps', '0', '--detach'], { env });
   expect((await start.exit).code, start.stderr).toBe(0);
   const runId = start.stdout.trim();
   const hostRecord = join(data, 'local', 'runs', runId, 'events.jsonl');

@@ -16,7 +16,7 @@ afterAll(() => {
   for (const h of hogs) h.kill('SIGKILL');
   rmSync(data, { recursive: true, force: true });
 });
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '8', '--log-steps', '2', '--warmup-steps', '1'];
+const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '8', '--log-steps', '2', '--warmup-steps', '1'];
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 it('records each window\'s CPU, ranks\' CPU, load, network and memory of the host, and --system prints them', async () => {

@@ -16,7 +16,7 @@ import { NFT_MISSING } from '../harness/shape';
 import { runCli } from '../helpers/cli';
 import { runCheck } from '../helpers/check-cli';
 
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
+const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10'];
 let c: SlurmCluster;
 let dir: string;
 let env: NodeJS.ProcessEnv;

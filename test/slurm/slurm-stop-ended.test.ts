@@ -15,7 +15,7 @@ import { runCli } from '../helpers/cli';
 let c: SlurmCluster;
 let dir: string;
 let env: NodeJS.ProcessEnv;
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
 
 async function cli(args: string[], json = false) {
   const r = runCli(args, { env, json });

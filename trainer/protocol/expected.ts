@@ -3,40 +3,12 @@
 // ResNet-50 training FLOPs per image at the run's image size × images/s ÷ the GPUs' peak for the
 // dtype the run computed in (table below, with sources). Clients (Live, History, Compare, CLI) show
 // these; nothing here measures.
+import { resnet50Convs } from './resnet50-shape';
 
-/** The network as the engines build it (torchvision ResNet-50 v1.5; cifar stem: 3×3/1 conv, no max-pool). */
-const STAGES = [
-  { planes: 64, blocks: 3, stride: 1 },
-  { planes: 128, blocks: 4, stride: 2 },
-  { planes: 256, blocks: 6, stride: 2 },
-  { planes: 512, blocks: 3, stride: 2 },
-] as const;
-
-const out = (size: number, k: number, stride: number, pad: number): number => Math.floor((size + 2 * pad - k) / stride) + 1;
-
-/** Multiply-accumulates of one forward pass of one image (convolutions and the classifier; BN, ReLU, pooling are < 1% and left out). */
-export function resnet50ForwardMacs(imageSize: number, stem: 'imagenet' | 'cifar', classes: number): number {
-  let macs = 0;
-  const conv = (inSize: number, cin: number, cout: number, k: number, stride: number, pad: number): number => {
-    const o = out(inSize, k, stride, pad);
-    macs += o * o * cin * cout * k * k;
-    return o;
-  };
-  let size = stem === 'imagenet' ? out(conv(imageSize, 3, 64, 7, 2, 3), 3, 2, 1) : conv(imageSize, 3, 64, 3, 1, 1);
-  let inC = 64;
-  for (const st of STAGES) {
-    for (let b = 0; b < st.blocks; b++) {
-      const stride = b === 0 ? st.stride : 1;
-      const outC = st.planes * 4;
-      conv(size, inC, st.planes, 1, 1, 0);
-      const mid = conv(size, st.planes, st.planes, 3, stride, 1);
-      conv(mid, st.planes, outC, 1, 1, 0);
-      if (stride !== 1 || inC !== outC) conv(size, inC, outC, 1, stride, 0);
-      size = mid;
-      inC = outC;
-    }
-  }
-  return macs + inC * classes;
+/** Multiply-accumulates of one forward pass of one image at channel width `width` (convolutions and the classifier; BN, ReLU, pooling are < 1% and left out). */
+export function resnet50ForwardMacs(imageSize: number, stem: 'imagenet' | 'cifar', classes: number, width: number): number {
+  const { convs, features } = resnet50Convs(stem, imageSize, width);
+  return convs.reduce((m, c) => m + c.outSize * c.outSize * c.cin * c.cout * c.k * c.k, 0) + features * classes;
 }
 
 /**
@@ -44,8 +16,8 @@ export function resnet50ForwardMacs(imageSize: number, stem: 'imagenet' | 'cifar
  * the forward's cost) = 3 × forward, 2 FLOPs per multiply-accumulate. At 224 px with 1000 classes
  * the forward is 4.1 GMACs, the figure torchvision's model card gives (4.09 GFLOPS, counted as MACs).
  */
-export function resnet50TrainFlopsPerImage(imageSize: number, stem: 'imagenet' | 'cifar', classes: number): number {
-  return 3 * 2 * resnet50ForwardMacs(imageSize, stem, classes);
+export function resnet50TrainFlopsPerImage(imageSize: number, stem: 'imagenet' | 'cifar', classes: number, width: number): number {
+  return 3 * 2 * resnet50ForwardMacs(imageSize, stem, classes, width);
 }
 
 export type ComputeDtype = 'fp32' | 'tf32' | 'fp16' | 'bf16';
@@ -84,11 +56,11 @@ export interface MfuEstimate {
 }
 
 /** MFU over `gpus` devices of one model (device string as the engine reports it); undefined when the GPU or its dtype peak is not in the table. */
-export function mfuEstimate(o: { device: string; gpus: number; dtype: ComputeDtype; samplesPerSec: number; imageSize: number; stem: 'imagenet' | 'cifar'; classes: number }): MfuEstimate | undefined {
+export function mfuEstimate(o: { device: string; gpus: number; dtype: ComputeDtype; samplesPerSec: number; imageSize: number; stem: 'imagenet' | 'cifar'; classes: number; width: number }): MfuEstimate | undefined {
   const row = GPU_PEAK_TFLOPS.find((g) => g.match.test(o.device));
   const peak = row?.peak[o.dtype] ?? (o.dtype === 'tf32' ? row?.peak.fp32 : undefined);
   if (!row || !peak || o.gpus < 1) return undefined;
-  const achievedTflops = (o.samplesPerSec * resnet50TrainFlopsPerImage(o.imageSize, o.stem, o.classes)) / 1e12;
+  const achievedTflops = (o.samplesPerSec * resnet50TrainFlopsPerImage(o.imageSize, o.stem, o.classes, o.width)) / 1e12;
   return { mfu: achievedTflops / (peak * o.gpus), gpu: row.name, dtype: row.peak[o.dtype] ? o.dtype : 'fp32', peakTflopsPerGpu: peak, achievedTflops };
 }
 

@@ -14,6 +14,7 @@ export * from './slow-rank';
 export * from './env-switches';
 export * from './timings';
 export * from './expected';
+export * from './resnet50-shape';
 export * from './world-layout';
 export * from './run-id';
 export * from './run-view';

@@ -71,6 +71,12 @@ export const TRAIN_CONFIG_TABLE = {
   batchSize: int(1, 65536, { flag: '--batch-size', arg: 'B', default: 16, help: 'samples per rank per step (global batch = B × ranks)', gui: { label: 'Batch size (per rank)' } }),
   imageSize: int(1, 4096, { flag: '--image-size', arg: 'S', default: 32, help: 'square input side, pixels', gui: { label: 'Image size (px)' } }),
   stem: choice(STEMS, { flag: '--stem', default: 'imagenet', help: 'ResNet-50 stem: imagenet (7×7/2 conv + max-pool) or cifar (3×3/1 conv, no pool)', gui: { label: 'Stem' } }),
+  width: float(1 / 16, 4, {
+    flag: '--width',
+    arg: 'W',
+    default: 1,
+    help: "ResNet-50's channel width: every layer's channels × W (1: ResNet-50 as published; 2: SimCLR's ResNet-50 (2×); below 1 keeps every layer with about W² of the parameters, for quick checks of a cluster's plumbing)",
+  }),
   classes: int(2, 100000, { flag: '--classes', arg: 'C', default: 100, help: 'output classes (CIFAR-100 needs 100)', gui: { label: 'Classes' } }),
   steps: int(0, undefined, { flag: '--steps', arg: 'K', default: 30, help: 'optimizer steps to run (0: run --epochs instead)', gui: { label: 'Steps (0 = epochs)' } }),
   epochs: int(0, undefined, { flag: '--epochs', arg: 'E', default: 0, help: 'epochs to run instead of --steps (given alone, it replaces the step budget)', gui: { label: 'Epochs (0 = steps)' } }),

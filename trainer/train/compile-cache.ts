@@ -25,11 +25,13 @@ export interface PlanKey {
   imageSize: number;
   batchSize: number;
   classes: number;
+  /** --width (channel multiplier): other widths are other shapes. */
+  width: number;
 }
 
 export function planCacheFile(dir: string, key: PlanKey): string {
   const device = createHash('sha256').update(key.device).digest('hex').slice(0, 12);
-  return join(dir, `compile-v${PLAN_FORMAT}-${key.backend}-${device}-${key.stem}-${key.imageSize}px-b${key.batchSize}-c${key.classes}.json`);
+  return join(dir, `compile-v${PLAN_FORMAT}-${key.backend}-${device}-${key.stem}-${key.imageSize}px-b${key.batchSize}-c${key.classes}${key.width === 1 ? '' : `-w${key.width}`}.json`); // width 1 keeps the name plans were cached under before --width
 }
 
 export function readCachedPlan(file: string): CachedPlan | undefined {

@@ -5,7 +5,7 @@ import type { CheckLink } from '../../../trainer/protocol/check';
 import { resnet50Spec } from '../../../trainer/engine/tfjs';
 import { paramCount, predict, ringBytesPerRank } from './predict';
 
-const cfg = { stem: 'cifar' as const, imageSize: 8, classes: 10, fp16: false, engine: 'tfjs' as const };
+const cfg = { stem: 'cifar' as const, imageSize: 8, classes: 10, width: 1, fp16: false, engine: 'tfjs' as const };
 const links: CheckLink[] = [
   { from: 'h1', to: 'h2', mbps: 3000, latencyMs: 0.2, kind: 'ring' },
   { from: 'h2', to: 'h3', mbps: 48, latencyMs: 2, kind: 'ring' },
@@ -14,8 +14,9 @@ const links: CheckLink[] = [
 ];
 
 describe('check prediction', () => {
-  it("the parameter count formula equals the tfjs model spec's, for both stems and several class counts", () => {
-    for (const stem of ['cifar', 'imagenet'] as const) for (const classes of [2, 10, 100, 1000]) expect(paramCount({ stem, classes })).toBe(resnet50Spec(stem, 64, classes).paramCount);
+  it("the parameter count equals the tfjs model spec's, for both stems, several class counts and widths; torchvision's at width 1", () => {
+    for (const stem of ['cifar', 'imagenet'] as const) for (const classes of [2, 10, 100, 1000]) for (const width of [0.25, 0.3, 1, 2]) expect(paramCount({ stem, classes, width })).toBe(resnet50Spec(stem, 64, classes, width).paramCount);
+    expect(paramCount({ stem: 'imagenet', classes: 1000, width: 1 })).toBe(25_557_032);
   });
 
   it('ResNet-50 (cifar stem, 10 classes) has about 23.5 M parameters; a ring of 3 sends 4/3 of them per rank', () => {

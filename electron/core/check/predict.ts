@@ -10,19 +10,16 @@
 //     at once ÷ one rank alone, measured back to back: several slots, or hosts with one kernel boot
 //     id), else compute
 //   scaling = compute / step    (the global rate over N × the one-rank rate, alone)
-import type { TrainConfig } from '../../../trainer/protocol';
+import { resnet50ParamCount, type TrainConfig } from '../../../trainer/protocol';
 import type { CheckLink, CheckPrediction } from '../../../trainer/protocol/check';
 
 /**
- * ResNet-50's trainable parameters (torchvision's count: 25,557,032 for the imagenet stem and 1000
- * classes): the body (bottlenecks, BN affine), the stem's first conv (7×7 or 3×3 over 3 channels to
- * 64) and the fc layer; the image size changes none of them. A formula, not the tfjs model spec,
- * so core does not load the engine; predict.test.ts holds it equal to resnet50Spec's.
+ * The network's trainable parameters (torchvision's count at width 1: 25,557,032 for the imagenet stem
+ * and 1000 classes), from the one shape (trainer/protocol/resnet50-shape.ts), so core does not load the
+ * engine; predict.test.ts holds it equal to the tfjs model spec's.
  */
-export function paramCount(config: Pick<TrainConfig, 'stem' | 'classes'>): number {
-  const BODY = 23_498_624;
-  const stem = config.stem === 'cifar' ? 3 * 3 * 3 * 64 : 7 * 7 * 3 * 64;
-  return BODY + stem + 2048 * config.classes + config.classes;
+export function paramCount(config: Pick<TrainConfig, 'stem' | 'classes' | 'width'>): number {
+  return resnet50ParamCount(config);
 }
 
 /** Bytes one rank sends per step in a ring of `worldSize` ranks. */
@@ -30,7 +27,7 @@ export function ringBytesPerRank(params: number, worldSize: number, fp16: boolea
   return worldSize < 2 ? 0 : Math.round((2 * (worldSize - 1) * params * (fp16 ? 2 : 4)) / worldSize);
 }
 
-export function predict(o: { config: Pick<TrainConfig, 'stem' | 'imageSize' | 'classes' | 'fp16' | 'engine'>; worldSize: number; computeMs: number; computeSource: string; links: CheckLink[]; shared?: { ms: number; ratio?: number; sharing: string } | undefined }): CheckPrediction {
+export function predict(o: { config: Pick<TrainConfig, 'stem' | 'imageSize' | 'classes' | 'width' | 'fp16' | 'engine'>; worldSize: number; computeMs: number; computeSource: string; links: CheckLink[]; shared?: { ms: number; ratio?: number; sharing: string } | undefined }): CheckPrediction {
   const params = paramCount(o.config);
   const fp16 = o.config.fp16 && o.config.engine !== 'torch'; // torch --fp16 is autocast; its gradients cross as fp32
   const bytes = ringBytesPerRank(params, o.worldSize, fp16);

@@ -17,7 +17,7 @@
 import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
-import { CohortError, checkRunId, isFinished, isValidRunId, type CohortEvent } from '../../../trainer/protocol';
+import { CohortError, DEFAULT_TRAIN_CONFIG, checkRunId, isFinished, isValidRunId, type CohortEvent } from '../../../trainer/protocol';
 import { checkRunName, checkRunNotes, checkRunTags, type RunMeta, type RunSeries } from '../../common';
 import { RunRecorder, decodeEventsFile, safe } from './run-recorder';
 import { decodeSeries, encodeSeries, seriesFromRecordText } from './run-series';
@@ -176,7 +176,8 @@ export class RunStore {
     if (m.id !== id) return { problem: `it names run "${String(m.id)}" but lies in folder ${id}` };
     // The name is user.json's alone (a meta.json written from a read-back copy may carry an old one).
     const { name: _stale, tags: _t, notes: _n, ...rest } = raw as RunMeta;
-    return { meta: { ...rest, ...this.user(id) } };
+    // A record written before a setting existed (e.g. --width) ran at that setting's default.
+    return { meta: { ...rest, config: { ...DEFAULT_TRAIN_CONFIG, ...rest.config }, ...this.user(id) } };
   }
 
   /** What user.json says (name, tags, notes), each only when well-formed (a damaged file is as none: it is the user's, not the run's record). */

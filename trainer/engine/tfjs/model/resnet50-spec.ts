@@ -3,6 +3,7 @@
 // and its order, so the flat layout reads like `model.state_dict()` (only shapes differ: HWIO
 // filters, fc weight as [in, out]).
 import type { Stem } from '../../../protocol/train-config';
+import { RESNET50_EXPANSION, RESNET50_STAGES, RESNET50_STEM_CHANNELS, scaledChannels } from '../../../protocol/resnet50-shape';
 import { convGeometry, type ConvGeometry } from '../conv/conv-geometry';
 
 export interface ParamSlot {
@@ -51,17 +52,12 @@ export interface NetSpec {
   bns: { name: string; c: number }[];
 }
 
-const STAGES: readonly { planes: number; blocks: number; stride: number }[] = [
-  { planes: 64, blocks: 3, stride: 1 },
-  { planes: 128, blocks: 4, stride: 2 },
-  { planes: 256, blocks: 6, stride: 2 },
-  { planes: 512, blocks: 3, stride: 2 },
-];
-const EXPANSION = 4;
-
-export function resnet50Spec(stemKind: Stem, imageSize: number, classes: number): NetSpec {
+/** The network at channel width `width` (1: ResNet-50 as published; the stages and the rule are trainer/protocol/resnet50-shape.ts). */
+export function resnet50Spec(stemKind: Stem, imageSize: number, classes: number, width = 1): NetSpec {
   if (!Number.isInteger(classes) || classes < 1) throw new Error(`classes must be a positive integer (--classes), got ${classes}`);
   if (!Number.isInteger(imageSize) || imageSize < 1) throw new Error(`imageSize must be a positive integer (--image-size), got ${imageSize}`);
+  if (!(width > 0)) throw new Error(`width must be positive (--width), got ${width}`);
+  const stemC = scaledChannels(RESNET50_STEM_CHANNELS, width);
   const layout: ParamSlot[] = [];
   const bns: { name: string; c: number }[] = [];
   let offset = 0;
@@ -79,8 +75,8 @@ export function resnet50Spec(stemKind: Stem, imageSize: number, classes: number)
   };
 
   const stem = stemKind === 'imagenet'
-    ? unit('conv1', 'bn1', convGeometry(imageSize, 3, 64, 7, 2, 3), true)
-    : unit('conv1', 'bn1', convGeometry(imageSize, 3, 64, 3, 1, 1), true);
+    ? unit('conv1', 'bn1', convGeometry(imageSize, 3, stemC, 7, 2, 3), true)
+    : unit('conv1', 'bn1', convGeometry(imageSize, 3, stemC, 3, 1, 1), true);
   let size = stem.geo.outSize;
   let pool: PoolSpec | null = null;
   if (stemKind === 'imagenet') {
@@ -90,16 +86,17 @@ export function resnet50Spec(stemKind: Stem, imageSize: number, classes: number)
   }
 
   const blocks: BlockSpec[] = [];
-  let inC = 64;
-  STAGES.forEach((st, si) => {
+  let inC = stemC;
+  RESNET50_STAGES.forEach((st, si) => {
     for (let b = 0; b < st.blocks; b++) {
       const name = `layer${si + 1}.${b}`;
       const stride = b === 0 ? st.stride : 1;
-      const outC = st.planes * EXPANSION;
-      const u1 = unit(`${name}.conv1`, `${name}.bn1`, convGeometry(size, inC, st.planes, 1, 1, 0), true);
-      const u2 = unit(`${name}.conv2`, `${name}.bn2`, convGeometry(size, st.planes, st.planes, 3, stride, 1), true);
+      const planes = scaledChannels(st.planes, width);
+      const outC = planes * RESNET50_EXPANSION;
+      const u1 = unit(`${name}.conv1`, `${name}.bn1`, convGeometry(size, inC, planes, 1, 1, 0), true);
+      const u2 = unit(`${name}.conv2`, `${name}.bn2`, convGeometry(size, planes, planes, 3, stride, 1), true);
       const mid = u2.geo.outSize;
-      const u3 = unit(`${name}.conv3`, `${name}.bn3`, convGeometry(mid, st.planes, outC, 1, 1, 0), false);
+      const u3 = unit(`${name}.conv3`, `${name}.bn3`, convGeometry(mid, planes, outC, 1, 1, 0), false);
       const down = stride !== 1 || inC !== outC
         ? unit(`${name}.downsample.0`, `${name}.downsample.1`, convGeometry(size, inC, outC, 1, stride, 0), false)
         : null;

@@ -69,6 +69,17 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     expect(resnet50Spec('cifar', 32, 100).paramCount).toBe(23_712_932 - 9408 + 1728);
   });
 
+  it('--width W scales every layer\'s channels (rounded) and keeps every layer', () => {
+    const full = resnet50Spec('cifar', 8, 10);
+    const quarter = resnet50Spec('cifar', 8, 10, 0.25);
+    expect(quarter.layout.map((s) => s.name)).toEqual(full.layout.map((s) => s.name));
+    expect(quarter.layout[0]).toMatchObject({ name: 'conv1.weight', shape: [3, 3, 3, 16] });
+    expect(quarter.layout.at(-2)).toMatchObject({ name: 'fc.weight', shape: [512, 10] });
+    expect(quarter.paramCount / full.paramCount).toBeCloseTo(1 / 16, 2);
+    expect(resnet50Spec('cifar', 8, 10, 0.3).layout[0]!.shape).toEqual([3, 3, 3, 19]); // 64 × 0.3 = 19.2
+    expect(() => resnet50Spec('cifar', 8, 10, 0)).toThrow(/--width/);
+  });
+
   it('produces [batch, classes] logits for both stems', () => {
     for (const [stem, size] of [['imagenet', 32], ['cifar', 8]] as const) {
       const m = stem === 'cifar' ? shared() : make({ stem, imageSize: size, classes: 10 });

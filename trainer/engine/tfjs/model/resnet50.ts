@@ -20,6 +20,8 @@ export interface ResNetOptions {
   classes: number;
   stem: Stem;
   imageSize: number;
+  /** Channel width multiplier (`--width`; default 1: ResNet-50 as published). */
+  width?: number;
   seed: number;
   /** Train with running statistics (eval-mode BN): data-parallel then equals one process exactly. */
   freezeBn: boolean;
@@ -97,7 +99,7 @@ function checkImages(images: Float32Array, batch: number, size: number): void {
 }
 
 export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
-  const spec = resnet50Spec(opts.stem, opts.imageSize, opts.classes);
+  const spec = resnet50Spec(opts.stem, opts.imageSize, opts.classes, opts.width ?? 1);
   const slots = new Map(spec.layout.map((s) => [s.name, s]));
   const params = new Map<string, tf.Tensor>();
   const runMean = new Map<string, tf.Tensor1D>();

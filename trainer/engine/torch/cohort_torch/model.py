@@ -1,5 +1,8 @@
 """ResNet-50: torchvision's, or the same network defined here when torchvision is absent (same
-module names, shapes and init, so parameter counts and checkpoints match)."""
+module names, shapes and init, so parameter counts and checkpoints match). At --width W != 1 the
+network is always the one defined here, every layer's channels scaled by the rule of
+trainer/protocol/resnet50-shape.ts (round half up, at least 1): torchvision has no such multiplier."""
+import math
 import os
 
 import torch
@@ -27,15 +30,22 @@ class Bottleneck(nn.Module):
         return self.relu(out + (x if self.downsample is None else self.downsample(x)))
 
 
+def scaled_channels(c, width):
+    """trainer/protocol/resnet50-shape.ts scaledChannels: round(c x width) half up, at least 1."""
+    return max(1, math.floor(c * width + 0.5))
+
+
 class ResNet50(nn.Module):
-    def __init__(self, num_classes):
+    def __init__(self, num_classes, width=1.0):
         super().__init__()
-        self.conv1 = nn.Conv2d(3, 64, 7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(64)
+        stem_c = scaled_channels(64, width)
+        self.conv1 = nn.Conv2d(3, stem_c, 7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(stem_c)
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
-        inplanes, layers = 64, []
-        for planes, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        inplanes, layers = stem_c, []
+        for base, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            planes = scaled_channels(base, width)
             down = None
             if stride != 1 or inplanes != planes * 4:
                 down = nn.Sequential(nn.Conv2d(inplanes, planes * 4, 1, stride=stride, bias=False), nn.BatchNorm2d(planes * 4))
@@ -45,7 +55,7 @@ class ResNet50(nn.Module):
             layers.append(nn.Sequential(*blks))
         self.layer1, self.layer2, self.layer3, self.layer4 = layers
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(2048, num_classes)
+        self.fc = nn.Linear(inplanes, num_classes)
         for m in self.modules():
             if isinstance(m, nn.Conv2d):
                 nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
@@ -61,18 +71,21 @@ class ResNet50(nn.Module):
 
 def build_model(cfg):
     """Returns (model, description). The cifar stem is SC20's: 3x3 stride-1 conv1, no maxpool."""
-    source = "built-in ResNet-50"
+    width = float(cfg.get("width", 1))
+    source = "built-in ResNet-50" if width == 1 else f"built-in ResNet-50 at width {width:g}"
     try:
+        if width != 1:
+            raise ImportError(f"--width {width:g}: torchvision has no channel multiplier")
         if os.environ.get("COHORT_TORCH_BUILTIN_RESNET") == "1":
             raise ImportError("COHORT_TORCH_BUILTIN_RESNET=1")
         import torchvision
         model = torchvision.models.resnet50(num_classes=cfg["classes"])
         source = "torchvision.models.resnet50"
     except ImportError as err:
-        model = ResNet50(cfg["classes"])
+        model = ResNet50(cfg["classes"], width)
         source += f" (torchvision not used: {err})"
     if cfg["stem"] == "cifar":
-        model.conv1 = nn.Conv2d(3, 64, 3, stride=1, padding=1, bias=False)
+        model.conv1 = nn.Conv2d(3, scaled_channels(64, width), 3, stride=1, padding=1, bias=False)
         nn.init.kaiming_normal_(model.conv1.weight, mode="fan_out", nonlinearity="relu")
         model.maxpool = nn.Identity()
     return model, f"{source}, {cfg['stem']} stem, {cfg['classes']} classes"
