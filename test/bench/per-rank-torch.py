@@ -61,5 +61,68 @@ for i in range(n):
         STATE["phase"] = "exchange"
     clock.end_step(t0, t0, t0)
 out["clockUsPerStep"] = (time.perf_counter() - t) * 1e6 / n
+
+
+# The comm hook's cost, resolved (the whole-step A/B above drowns it in the load's noise): the same
+# DDP reducer over ResNet-50's parameters (the same buckets), with the compute taken out: the forward
+# reads one element of every parameter, so backward only fills each gradient and hands DDP its
+# buckets. What differs between the two models is only the comm hook path (Python PhaseClock.hook →
+# allreduce_hook vs DDP's built-in C++ all-reduce). Interleaved pairs of short runs, alternating which
+# goes first; per step both wall time and CPU time (process_time, all threads: less load-sensitive).
+class ParamsOnly(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = torchvision.models.resnet50(num_classes=10)
+
+    def forward(self, x):
+        return sum(p.view(-1)[0] for p in self.net.parameters()) * x.sum()
+
+
+pairs, per = int(os.environ.get("COHORT_HOOK_PAIRS", "40")), int(os.environ.get("COHORT_HOOK_STEPS", "5"))
+light = {k: torch.nn.parallel.DistributedDataParallel(ParamsOnly()) for k in ("plain", "hooked")}
+calls = [0]
+
+
+def counted(pg, bucket):
+    calls[0] += 1
+    return clock.hook(pg, bucket)
+
+
+light["hooked"].register_comm_hook(None, counted)
+one = torch.ones(1)
+
+
+def light_step(k):
+    t0 = clock.start_step() if k == "hooked" else time.perf_counter()
+    light[k](one).backward()
+    t1 = time.perf_counter()
+    if k == "hooked":
+        clock.end_step(t0, t1, time.perf_counter())
+    for p in light[k].parameters():
+        p.grad = None
+
+
+for k in light:  # warm-up (DDP rebuilds its buckets after the first backward)
+    for _ in range(2):
+        light_step(k)
+calls[0] = 0
+light_step("hooked")
+out["bucketsPerStep"] = calls[0]
+hw = {"plain": [], "hooked": []}
+hc = {"plain": [], "hooked": []}
+for r in range(pairs):
+    for k in (("plain", "hooked") if r % 2 == 0 else ("hooked", "plain")):
+        w, c = time.perf_counter(), time.process_time()
+        for _ in range(per):
+            light_step(k)
+        hw[k].append((time.perf_counter() - w) * 1000 / per)
+        hc[k].append((time.process_time() - c) * 1000 / per)
+out["light"] = {"wallMs": hw, "cpuMs": hc, "stepsPerRun": per}
+# The real step's CPU time beside its wall time (plain model, the same process and threads).
+c, w = time.process_time(), time.perf_counter()
+for _ in range(2):
+    step("plain")
+out["plainCpuMs"] = (time.process_time() - c) * 1000 / 2
+out["plainWallMs"] = (time.perf_counter() - w) * 1000 / 2
 print(json.dumps(out))
 dist.destroy_process_group()

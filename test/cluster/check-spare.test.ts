@@ -1,10 +1,11 @@
 // `cohort check` on a profile with a spare host (issue 21 item 5), 3 real OpenSSH hosts in network
 // namespaces: h1, h2 run the ranks, h3 is `spare: true`. The spare is checked as a host (reach,
-// bundle, check-host) and for the link a restart needs (h3 → the leader's port, as its agent's
-// control link and its ranks' rendezvous), but it is not in the ranks' ring: 2 ring hops
-// (h1 → h2 → h1), and h3 → h1 as a rendezvous link. A spare whose outbound TCP is dropped (an
-// nftables rule in its namespace, ssh replies allowed) cannot take a lost host's ranks: exit 1,
-// the error names h3 (spare-unreachable). Nothing is left running on the hosts.
+// bundle, check-host) and for the links a restart needs (h3 → the leader's port, as its agent's
+// control link and its ranks' rendezvous; h1 → h3, the ring hop it would have in h2's place), but it
+// is not in the ranks' ring: 2 ring hops (h1 → h2 → h1), h3 → h1 as a rendezvous link, h1 → h3 as a
+// spare link. A spare whose outbound TCP is dropped (an nftables rule in its namespace, ssh replies
+// allowed) cannot take a lost host's ranks: exit 1, the error names h3 (spare-unreachable); so does
+// one whose inbound TCP is dropped (its ring predecessor could not reach it). Nothing is left running.
 import { describe, expect, it } from 'vitest';
 import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { NFT_MISSING } from '../harness/shape';
@@ -18,8 +19,17 @@ const check = () => runCheck(['duo-spare', ...TINY], { ...fx().env, COHORT_CHECK
 
 /** Host i opens no new outbound TCP connection but to port 22 (its sshd's replies are not new). */
 async function dropOutbound(i: number, on: boolean): Promise<void> {
+  await firewall(i, on, 'output', 'out');
+}
+
+/** Host i accepts no new inbound TCP connection but to its sshd. */
+async function dropInbound(i: number, on: boolean): Promise<void> {
+  await firewall(i, on, 'input', 'in');
+}
+
+async function firewall(i: number, on: boolean, hook: 'input' | 'output', chain: 'in' | 'out'): Promise<void> {
   const r = on
-    ? await fx().cluster.exec(i, "nft add table inet cohort_spare_test && nft 'add chain inet cohort_spare_test out { type filter hook output priority 0; policy accept; }' && nft add rule inet cohort_spare_test out tcp dport != 22 ct state new drop")
+    ? await fx().cluster.exec(i, `nft add table inet cohort_spare_test && nft 'add chain inet cohort_spare_test ${chain} { type filter hook ${hook} priority 0; policy accept; }' && nft add rule inet cohort_spare_test ${chain} tcp dport != 22 ct state new drop`)
     : await fx().cluster.exec(i, 'nft delete table inet cohort_spare_test 2>/dev/null; true');
   if (r.code !== 0) throw new Error(`nft in host ${i}: ${r.stderr}`);
 }
@@ -30,7 +40,8 @@ describe.skipIf(!NETNS)('cohort check with a spare host, 3 sshd hosts', () => {
     expect(code, stderr + JSON.stringify(result.problems)).toBe(0);
     expect(result.hosts.map((h) => [h.host, !!h.report])).toEqual([['h1', true], ['h2', true], ['h3', true]]);
     const links = result.links.map((l) => `${l.kind} ${l.from}->${l.to}`).sort();
-    expect(links).toEqual(['rendezvous h3->h1', 'ring h1->h2', 'ring h2->h1']);
+    expect(links).toEqual(['rendezvous h3->h1', 'ring h1->h2', 'ring h2->h1', 'spare h1->h3']);
+    for (const l of result.links) expect(l.latencyMs, `${l.from}->${l.to}`).toBeGreaterThan(0);
     expect(await fx().trainerProcesses()).toEqual([]);
   }, 240_000);
 
@@ -43,9 +54,25 @@ describe.skipIf(!NETNS)('cohort check with a spare host, 3 sshd hosts', () => {
       expect(errors.map((p) => [p.host, p.code])).toEqual([['h3', 'spare-unreachable']]);
       expect(errors[0]!.message).toMatch(/^the spare host h3 cannot open a TCP connection to the leader h1 on port \d+ \(.*\): a restart that moves a lost host's ranks to h3 would fail$/);
       expect(errors[0]!.hint).toContain('allow TCP from h3 to h1');
-      expect(result.links.map((l) => `${l.kind} ${l.from}->${l.to}`).sort()).toEqual(['ring h1->h2', 'ring h2->h1']);
+      expect(result.links.map((l) => `${l.kind} ${l.from}->${l.to}`).sort()).toEqual(['ring h1->h2', 'ring h2->h1', 'spare h1->h3']);
     } finally {
       await dropOutbound(2, false);
+    }
+    expect(await fx().trainerProcesses()).toEqual([]);
+  }, 240_000);
+
+  it.skipIf(!!NFT_MISSING)("a spare its ring predecessor cannot reach (inbound dropped): exit 1 naming the spare and the link", async () => {
+    await dropInbound(2, true);
+    try {
+      const { code, result, stderr } = await check();
+      expect(code, stderr + JSON.stringify(result.problems)).toBe(1);
+      const errors = result.problems.filter((p) => p.severity === 'error');
+      expect(errors.map((p) => [p.host, p.code])).toEqual([['h3', 'spare-unreachable']]);
+      expect(errors[0]!.message).toMatch(/^h1 cannot open a TCP connection to h3 on port \d+ \(.*\): if the spare host h3 took h2's ranks, the ranks' ring h1 → h3 would fail$/);
+      expect(errors[0]!.hint).toContain('allow TCP between h3 and h1');
+      expect(result.links.map((l) => `${l.kind} ${l.from}->${l.to}`).sort()).toEqual(['rendezvous h3->h1', 'ring h1->h2', 'ring h2->h1']);
+    } finally {
+      await dropInbound(2, false);
     }
     expect(await fx().trainerProcesses()).toEqual([]);
   }, 240_000);

@@ -1,7 +1,8 @@
 // Restarts of Slurm runs (issue 16), on a real Slurm (slurmctld + 3 slurmd in namespaces, login
 // node over SSH), through the real `cohort` CLI, with --max-restarts 1 and checkpoints:
-//  - a rank killed (SIGKILL) on the second node restarts inside the allocation: `restart` naming
-//    node and rank, resume from the checkpoint, ok with an uninterrupted local run's paramChecksum;
+//  - a rank killed (SIGKILL) on the second node: the partition's third node is idle, so the job runs
+//    again without that node (bad node out, issue 21 item 5; in detail: slurm-bad-node.test.ts):
+//    `restart` naming node and rank, resume from the checkpoint, ok with an uninterrupted local run's paramChecksum;
 //  - a node that dies (slurmd and everything on it killed): Slurm declares it down, requeues the
 //    job (submitted --requeue), the next run on the two nodes left resumes from the checkpoint in
 //    the shared workdir: `restart` naming the node and Slurm's word, ok, the same paramChecksum.
@@ -83,7 +84,7 @@ function checkResumed(events: CohortEvent[], restart: RestartEvent): void {
 }
 
 describe.skipIf(SLURM_MISSING)('Slurm runs restart under --max-restarts', () => {
-  it('a rank killed on the second node restarts inside the allocation and ends ok with the uninterrupted run\'s paramChecksum', async () => {
+  it('a rank killed on the second node restarts (without that node: the third is idle) and ends ok with the uninterrupted run\'s paramChecksum', async () => {
     const run = runCli(['run', '--profile', 'pair', '--max-restarts', '1', ...train, '--json'], { env, json: true });
     await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
     const on = (of(run.events, 'log') as LogEvent[]).map((l) => /Slurm job \d+ runs on (\S+), (\S+)/.exec(l.message)).find(Boolean)!;

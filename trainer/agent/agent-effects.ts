@@ -40,6 +40,8 @@ export type Effect =
   | { do: 'clear-timer'; name: TimerName }
   | { do: 'clear-timers' }
   | { do: 'no-more-requeues'; restarts: number }
+  /** Bad node out under Slurm: requeue the job with `node` excluded when the partition has an idle node; else feed `requeue-refused`. */
+  | { do: 'requeue-excluding'; node: string; cause: import('../protocol').ErrorEvent }
   /** Stop: wait for the ranks to exit and the links to flush, then feed `stopped`. */
   | { do: 'stop' }
   /** The final record is written: release the slots and exit with the status's code. */

@@ -60,7 +60,7 @@ export abstract class LeaderRules {
       this.s.attempt = over.attempt;
       for (const f of fs) f.exited = over.attempt;
       this.s.ownOk = false;
-      this.s.phase = { k: 'restarting', cause: over.cause, waitingFor: [], told: false };
+      this.s.phase = { k: 'restarting', cause: over.cause, waitingFor: [], told: false, ...(over.swap ? { swap: over.swap } : {}) };
       return this.maybeRestart();
     }
     this.sendAll({ t: 'go', attempt: 1, resume: false });
@@ -149,8 +149,25 @@ export abstract class LeaderRules {
       this.to({ k: 'awaiting-scheduler', error }, { error });
       return this.log('warn', `${root.error.message}: waiting for Slurm to requeue job (restart ${this.s.restarts + 1} of ${this.c.maxRestarts})`);
     }
+    if (lost.length === 0 && this.c.scheduler?.requeueable) {
+      // Bad node out (issue 21 item 5): a rank failed or hung on a node that stays up. Slurm runs the
+      // job again without that node when the partition has an idle one (the shell asks it); else the
+      // restart stays inside the allocation (requeue-refused).
+      this.to({ k: 'awaiting-scheduler', error, excluding: root.error }, { error });
+      this.fx.push({ do: 'requeue-excluding', node: root.error.host, cause: root.error });
+      return this.log('warn', `${root.error.message}: asking Slurm to run the job again without node ${root.error.host} if the partition has an idle node (restart ${this.s.restarts + 1} of ${this.c.maxRestarts})`);
+    }
     this.to({ k: 'restarting', cause: root.error, waitingFor: [], told: false }, { error });
     if (lost.length > 0) this.awaitHosts(lost, root.error);
+    this.maybeRestart();
+  }
+
+  /** Slurm would not run the job again without the failed node: restart inside the allocation, as without spares. */
+  protected requeueRefused(why: string): void {
+    const p = this.s.phase;
+    if (p.k !== 'awaiting-scheduler' || !p.excluding) return;
+    this.log('info', `restarting inside the allocation, on ${p.excluding.host} again: ${why}`);
+    this.to({ k: 'restarting', cause: p.excluding, waitingFor: [], told: false });
     this.maybeRestart();
   }
 
@@ -202,7 +219,7 @@ export abstract class LeaderRules {
     const p = this.s.phase;
     if (p.k !== 'restarting' || this.s.ranksUp || p.waitingFor.length > 0) return;
     if (!this.followers.every((f) => f.exited === this.s.attempt)) return;
-    if (!p.told) this.tellRestart(p.cause);
+    if (!p.told) this.tellRestart(p.cause, p.swap ?? {});
     const attempt = this.s.attempt + 1;
     this.sendAll({ t: 'go', attempt, resume: true });
     this.spawn(attempt, true);

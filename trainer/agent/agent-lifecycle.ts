@@ -86,6 +86,8 @@ class Machine extends LeaderRules {
         return this.end('cancelled', { host: this.c.host, rank: -1, message: i.why, code: 'cancelled' });
       case 'io-error':
         return this.ioError(i.what, i.message);
+      case 'requeue-refused':
+        return this.requeueRefused(i.why);
       default:
         return;
     }
@@ -104,7 +106,8 @@ class Machine extends LeaderRules {
       this.record({ restarts: this.s.restarts });
       // Requeued past --max-restarts (Slurm would not take Requeue=0, or a preemption): end with the last reason, train nothing.
       if (i.requeued.restarts > max) return this.fail({ host: i.requeued.host, rank: -1, message: `${i.requeued.reason}; no restarts left (--max-restarts ${max})`, code: 'slurm-requeued' });
-      this.s.overCause = { cause: errorEvent({ host: i.requeued.host, rank: -1, message: i.requeued.reason, code: 'slurm-requeued' }), attempt: i.requeued.restarts };
+      const { excluded, replacement } = i.requeued;
+      this.s.overCause = { cause: errorEvent({ host: i.requeued.host, rank: i.requeued.rank ?? -1, message: i.requeued.reason, code: 'slurm-requeued' }), attempt: i.requeued.restarts, ...(excluded && replacement ? { swap: { excluded, replacement } } : {}) };
     }
     if (i.relaunched && this.leader) {
       // Relaunched over the record of a leader agent that died with its host.

@@ -1,6 +1,6 @@
 // What starts a host agent (run-agent.ts): its options (Slurm's agent-slurm adds a scheduler), its
 // exit codes; the waits from the host's environment are read in run-agent.ts (trainer/protocol/timings.ts).
-import { HOST_WAIT_MS, type LaunchSpec, type Timings } from '../protocol';
+import { HOST_WAIT_MS, type ErrorEvent, type LaunchSpec, type Timings } from '../protocol';
 import type { AgentConfig } from './agent-state';
 import { claimKey } from './claim-order';
 
@@ -27,6 +27,8 @@ export interface AgentRunOpts {
     requeued?: SchedulerRestart;
     /** Restarts spent: asks the scheduler not to run the job again; resolves to its refusal, if any. */
     noMoreRequeues: () => Promise<string | undefined>;
+    /** Bad node out: runs the job again without `node` (its rank failed: `cause`); resolves to why not (undefined: requeued). */
+    requeueExcluding?: (node: string, cause: ErrorEvent) => Promise<string | undefined>;
   };
 }
 
@@ -35,6 +37,11 @@ export interface SchedulerRestart {
   restarts: number;
   host: string;
   reason: string;
+  /** The failed rank on `host` (bad node out); absent: the node itself failed. */
+  rank?: number;
+  /** Bad node out: the job runs again without `excluded`, `replacement` in its place. */
+  excluded?: string;
+  replacement?: string;
 }
 
 

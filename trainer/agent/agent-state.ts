@@ -45,9 +45,13 @@ export type Phase =
   /** Leader: a failure came; the ranks are being stopped and the blame grace runs before deciding. */
   | { k: 'halting'; failures: Failure[] }
   /** Leader: restart decided; waits for every rank of the attempt to exit and for lost hosts to come back. */
-  | { k: 'restarting'; cause: ErrorEvent; waitingFor: string[]; told: boolean }
-  /** Leader under a requeueing scheduler: a node is lost, Slurm ends this run of the job. */
-  | { k: 'awaiting-scheduler'; error: RunStateError }
+  | { k: 'restarting'; cause: ErrorEvent; waitingFor: string[]; told: boolean; swap?: NodeSwap }
+  /**
+   * Leader under a requeueing scheduler: a node is lost, Slurm ends this run of the job. `excluding`:
+   * a rank failed on a node that stays up; the shell asks Slurm to run the job again without that
+   * node (requeue-excluding); if it cannot (no idle node), `requeue-refused` restarts in the allocation.
+   */
+  | { k: 'awaiting-scheduler'; error: RunStateError; excluding?: ErrorEvent }
   /** Follower: halted by the leader, waits for its next go. */
   | { k: 'halted' }
   /** Follower: the leader's agent is gone; waits for its relaunch (run-rejoin by a client). */
@@ -58,6 +62,12 @@ export type Phase =
 export type PhaseName = Phase['k'];
 /** How a run ended: the protocol's one RunStatus (isFinished's set, run-view.ts). */
 export type EndStatus = RunStatus;
+
+/** Bad node out (issue 21 item 5): the host or node left out of the next attempt, and who took its ranks. */
+export interface NodeSwap {
+  excluded: string;
+  replacement: string;
+}
 
 export interface FollowerView {
   ranks: number;
@@ -85,7 +95,7 @@ export interface AgentState {
   ownOk: boolean;
   followers: Record<string, FollowerView>;
   /** Leader: a restart of an attempt no rank runs any more (requeued job, relaunched leader), done at go. */
-  overCause?: { cause: ErrorEvent; attempt: number };
+  overCause?: { cause: ErrorEvent; attempt: number; swap?: NodeSwap };
   spentSaid: boolean;
   /** Follower: a pre-launch refusal told to the leader once connected. */
   refusal?: RunStateError & { hint?: string };
@@ -105,7 +115,8 @@ export interface LinkHealth {
 }
 
 export type AgentInput =
-  | { t: 'begin'; requeued?: { restarts: number; host: string; reason: string }; relaunched?: { state: HostRunState; lastStep: number }; stopMarker?: boolean }
+  /** `requeued.excluded`: the scheduler ran the job again without that node (`replacement` in its place); `rank`: the failed rank there. */
+  | { t: 'begin'; requeued?: { restarts: number; host: string; reason: string; rank?: number; excluded?: string; replacement?: string }; relaunched?: { state: HostRunState; lastStep: number }; stopMarker?: boolean }
   | { t: 'prepared' }
   | { t: 'refused'; error: RunStateError & { hint?: string } }
   /** The agent cannot go on (a bad spec, the control port taken): the run fails with it. */
@@ -126,6 +137,8 @@ export type AgentInput =
   | { t: 'timer'; name: TimerName; links?: LinkHealth[] }
   | { t: 'signal'; why: string }
   | { t: 'io-error'; what: string; message: string }
+  /** The scheduler would not run the job again without the failed node (no idle node, refused): restart in the allocation. */
+  | { t: 'requeue-refused'; why: string }
   | { t: 'stopped' };
 export type InputName = AgentInput['t'];
 export type TimerName = 'blame' | 'host-wait' | 'leader-wait' | 'followers-deadline';

@@ -171,4 +171,7 @@ export const AGENT_TABLE_ROWS: TableRow[] = [
   {"role":"leader+spare","from":"restarting","input":"follower-msg:queued","to":"=","effects":[]},
   {"role":"leader+spare","from":"restarting","input":"timer:host-wait","to":"stopping","effects":["event spare-missing","clear-timers","stop"]},
   {"role":"leader+spare","from":"restarting","input":"signal","to":"stopping","effects":["log","clear-timers","stop"]},
+  {"role":"leader+slurm","from":"halting","input":"timer:blame","to":"awaiting-scheduler","effects":["event rank-exited","record(state,error)","requeue-excluding h1","log"]},
+  {"role":"leader+slurm","from":"halting","input":"timer:blame:h2-lost","to":"awaiting-scheduler","effects":["event rank-exited","record(state,error)","log"]},
+  {"role":"leader+slurm","from":"awaiting-scheduler","input":"requeue-refused","to":"restarting","effects":["log"]},
 ];

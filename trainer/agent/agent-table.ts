@@ -7,8 +7,12 @@
 import { errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type Phase, type PhaseName } from './agent-lifecycle';
 
 export interface TableRow {
-  /** 'leader+spare': the leader of a profile with a spare host h3 (issue 21 item 5), where it acts otherwise than 'leader'. */
-  role: 'leader' | 'follower' | 'leader+spare';
+  /**
+   * 'leader+spare': the leader of a profile with a spare host h3 (issue 21 item 5), where it acts
+   * otherwise than 'leader'; 'leader+slurm': the leader under a requeueing scheduler (Slurm, restarts
+   * left), where it acts otherwise (bad node out: requeue without a failed rank's node).
+   */
+  role: 'leader' | 'follower' | 'leader+spare' | 'leader+slurm';
   from: PhaseName;
   input: string;
   /** The next phase ('=' unchanged). */
@@ -103,6 +107,7 @@ export const SAMPLE_INPUTS: Record<string, AgentInput> = {
   'timer:followers-deadline': { t: 'timer', name: 'followers-deadline' },
   signal: { t: 'signal', why: 'agent received SIGTERM' },
   'io-error': { t: 'io-error', what: 'state.json', message: 'ENOSPC: no space left on device' },
+  'requeue-refused': { t: 'requeue-refused', why: 'no idle node in partition debug' },
   stopped: { t: 'stopped' },
 };
 
@@ -121,15 +126,34 @@ export function deriveRows(): TableRow[] {
     }
   }
   // The leader with a spare host h3 in its spec: the rows where it acts otherwise (a lost h2's ranks move to h3).
-  for (const from of ROLE_PHASES.leader) {
-    for (const [input, i] of Object.entries(SAMPLE_INPUTS)) {
-      const r = transition(spareConfig(), spareState(from), i);
-      const row: TableRow = { role: 'leader+spare', from, input, to: r.state.phase.k === from ? '=' : r.state.phase.k, effects: r.effects.map(describe) };
-      const plain = rows.find((x) => x.role === 'leader' && x.from === from && x.input === input) ?? { to: '=', effects: [] };
-      if (row.to !== plain.to || row.effects.join() !== plain.effects.join()) rows.push(row);
+  // The leader under Slurm with restarts left: the rows where it acts otherwise (a failed rank's node left out).
+  const variants = [
+    ['leader+spare', spareConfig(), spareState],
+    ['leader+slurm', slurmConfig(), slurmState],
+  ] as const;
+  for (const [role, cfg, state] of variants) {
+    for (const from of ROLE_PHASES.leader) {
+      for (const [input, i] of Object.entries(SAMPLE_INPUTS)) {
+        const r = transition(cfg, state(from), i);
+        const row: TableRow = { role, from, input, to: r.state.phase.k === from ? '=' : r.state.phase.k, effects: r.effects.map(describe) };
+        const plain = rows.find((x) => x.role === 'leader' && x.from === from && x.input === input) ?? { to: '=', effects: [] };
+        if (row.to !== plain.to || row.effects.join() !== plain.effects.join()) rows.push(row);
+      }
     }
   }
   return rows;
+}
+
+/** Issue 21 item 5 on Slurm: a leader under a requeueing scheduler. */
+export function slurmConfig(): AgentConfig {
+  return { ...sampleConfig('leader'), scheduler: { requeueable: true } };
+}
+
+/** The leader's sample state; awaiting-scheduler: asked to requeue without h1, whose rank 0 failed (the sample's rank error). */
+export function slurmState(k: PhaseName): AgentState {
+  const s = sampleState('leader', k);
+  if (s.phase.k === 'awaiting-scheduler') s.phase = { k: 'awaiting-scheduler', error: { host: 'h1', rank: 0, message: rankError.message, code: 'rank-exited' }, excluding: rankError };
+  return s;
 }
 
 /** Issue 21 item 5's sample: a leader whose spec names h3 as a spare host (h2 is its follower). */
@@ -164,6 +188,8 @@ function describe(e: ReturnType<typeof transition>['effects'][number]): string {
       return `dump-stack ${e.rank}`;
     case 'emit-restart':
       return e.excluded ? `emit-restart(${e.excluded} out, ${e.replacement} in)` : e.do;
+    case 'requeue-excluding':
+      return `requeue-excluding ${e.node}`;
     default:
       return e.do;
   }

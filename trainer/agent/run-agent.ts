@@ -51,6 +51,8 @@ class HostAgent {
   private readonly timeoutMs: number;
   private readonly checkpointDir: string;
   private finish: (code: number) => void = () => {};
+  /** A scheduler request under way (requeue-excluding): the agent exits only once it is done. */
+  private schedulerOp: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly spec: LaunchSpec,
@@ -171,6 +173,12 @@ class HostAgent {
         return clearTimeout(this.timers.get(fx.name));
       case 'clear-timers':
         return this.timers.forEach((t) => clearTimeout(t));
+      case 'requeue-excluding': {
+        const ask = this.opts.scheduler?.requeueExcluding?.(fx.node, fx.cause) ?? Promise.resolve('no scheduler to ask');
+        // the exit waits for it: Slurm's SIGTERM for the requeue comes while it is under way
+        this.schedulerOp = ask.then((why) => why && this.input({ t: 'requeue-refused', why }), (err: Error) => this.input({ t: 'requeue-refused', why: err.message }));
+        return;
+      }
       case 'no-more-requeues':
         return void noMoreRequeues(this.opts, fx.restarts, this.cfg.maxRestarts).then(([level, message]) => this.log(level, message));
       case 'stop':
@@ -197,6 +205,7 @@ class HostAgent {
     const failedStart = status === 'failed' && this.state.attempt === 0 && !this.relaunched;
     while (this.links && failedStart && !told() && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     await this.links?.flushed();
+    await this.schedulerOp;
     this.finish(AGENT_RUN_EXIT[status]);
   }
 

@@ -14,10 +14,11 @@
 // rank resumes from the newest checkpoint in node 0's record (shared workdir). Restarts of both
 // kinds count against N; once none is left the job is made not requeueable (scontrol update
 // Requeue=0), and a run requeued past N anyway fails with the last reason without training.
-// UNFINISHED (issue 21 item 5, bad node out): a node whose rank failed or hung while the node stays
-// up is not excluded: the restart runs inside the same allocation, on it again. Excluding it needs
-// the job requeued with that node in ExcNodeList (scontrol) when the partition has idle nodes, and
-// the `restart` event's `excluded` naming it; a lost node is already left out (Slurm has it down).
+// Bad node out (issue 21 item 5): a node whose rank failed or hung while the node stays up is left
+// out when the partition has an idle node: node 0's agent requeues the job with that node in its
+// ExcNodeList (slurm-exclude.ts), and the next run's `restart` names it (`excluded`, `replacement`).
+// Without an idle node the restart runs inside the allocation, on that node again. A lost node is
+// left out by Slurm itself (it has the node down).
 // Layout: trainer/protocol/slurm-job.ts.
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -29,6 +30,7 @@ import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './
 import { checkRunId, readState, recordPaths, runDirOf } from './run-record';
 import type { SchedulerRestart } from './agent-opts';
 import { runDetachedAgent } from './run-agent';
+import { hostnamesOf, readExcludeNote, requeueExcluding } from './slurm-exclude';
 
 const execFileP = promisify(execFile);
 const RENDEZVOUS_WAIT_MS = 120_000;
@@ -138,6 +140,7 @@ export async function slurmNodeAgent(opts: { trainerEntry: string; enginesDir: s
       requeueable: req.maxRestarts > 0,
       ...(requeued ? { requeued } : {}),
       noMoreRequeues: () => noMoreRequeues(jobId),
+      requeueExcluding: (bad, cause) => requeueExcluding({ dir, jobId, restartCount }, bad, cause),
     },
   });
 }
@@ -155,6 +158,15 @@ async function requeueCause(dir: string, node0Workdir: string, runId: string, jo
     restarts = readState(runDirOf(node0Workdir, runId))?.restarts ?? 0;
   } catch {
     // no record yet
+  }
+  // Bad node out: the last run asked for this requeue without one of its nodes (slurm-exclude.ts).
+  const note = readExcludeNote(dir);
+  if (note?.jobId === jobId && note.restartCount === restartCount - 1) {
+    const now = await hostnamesOf(process.env.SLURM_JOB_NODELIST);
+    const replacement = now.find((n) => !(last?.nodes ?? []).includes(n));
+    const why = `rank ${note.rank} on ${note.node} failed while the node stayed up (${note.reason})`;
+    if (now.includes(note.node) || !replacement) return { restarts: restarts + 1, host: note.node, rank: note.rank, reason: `Slurm requeued job ${jobId} (run ${restartCount + 1}) to leave out ${note.node}, but placed it on ${now.join(', ')}: ${why}` };
+    return { restarts: restarts + 1, host: note.node, rank: note.rank, excluded: note.node, replacement, reason: `Slurm requeued job ${jobId} (run ${restartCount + 1}) without node ${note.node} (${replacement} in its place): ${why}` };
   }
   for (const n of last?.nodes ?? []) {
     const out = await execFileP('scontrol', ['show', 'node', n, '-o'], { encoding: 'utf8', timeout: 15_000 }).then((r) => r.stdout, () => '');

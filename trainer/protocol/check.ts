@@ -101,8 +101,11 @@ export interface CheckLink {
   mbps: number;
   /** Round-trip time of a small message over that TCP connection (ms). */
   latencyMs: number;
-  /** 'ring': a hop of the ring the ranks would form; 'rendezvous': a follower reaching the leader's port. */
-  kind: 'ring' | 'rendezvous';
+  /**
+   * 'ring': a hop of the ring the ranks would form; 'rendezvous': a follower (or a spare) reaching the
+   * leader's port; 'spare': a ring hop a spare host would have in a lost follower's place (latency only).
+   */
+  kind: 'ring' | 'rendezvous' | 'spare';
 }
 
 export interface CheckHost {

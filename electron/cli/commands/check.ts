@@ -89,7 +89,7 @@ export function formatCheck(r: CheckResult): string {
   for (const c of differing) out.push(`  ${c.verdict === 'error' ? 'DIFFERS' : 'differs'} ${c.what}: ${Object.entries(c.values).map(([h, v]) => `${h} ${v}`).join(' | ')}`);
   if (r.links.length) {
     out.push('links (plain TCP between the hosts, as the ranks use them):');
-    for (const l of r.links) out.push(`  ${l.from} → ${l.to}  ${l.kind === 'ring' ? fmtMbps(l.mbps).padStart(12) : 'reachable'.padStart(12)}  rtt ${l.latencyMs} ms${l.kind === 'rendezvous' ? '  (rendezvous)' : ''}`);
+    for (const l of r.links) out.push(`  ${l.from} → ${l.to}  ${l.kind === 'ring' ? fmtMbps(l.mbps).padStart(12) : 'reachable'.padStart(12)}  rtt ${l.latencyMs} ms${l.kind === 'rendezvous' ? '  (rendezvous)' : l.kind === 'spare' ? '  (spare, if it took a host\'s place)' : ''}`);
   }
   if (r.prediction) {
     const p = r.prediction;

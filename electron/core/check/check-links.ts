@@ -5,9 +5,11 @@
 // client's "GO"; the followers that are not the leader's ring neighbour reach its port (the
 // rendezvous), latency only. Spare hosts (issue 21 item 5) are not in the ring (they run no ranks):
 // each connects to the leader's port as a spare taking a lost host's ranks would (its agent's
-// control link, its ranks' rendezvous), latency only. UNFINISHED: the links a spare would have to
-// the lost host's ring neighbours are not measured. Nothing is left running: each listener exits once served, is stopped
-// by pid when its peer never came, or ends at its own timeout, which is waited for.
+// control link, its ranks' rendezvous), latency only; and the ring links it would have in a lost
+// follower's place (that follower's ring predecessor → the spare, the spare → its successor; the
+// one to the leader is the rendezvous link already), latency only, kind 'spare'. Nothing is left
+// running: each listener exits once served, is stopped by pid when its peer never came, or ends at
+// its own timeout, which is waited for.
 import type { HostCmdError } from '../../../trainer/protocol';
 import type { CheckLink, CheckProblem, LinkSendReport } from '../../../trainer/protocol/check';
 import type { Profile } from '../../common';
@@ -32,11 +34,13 @@ export interface Listeners {
 export async function startListeners(profile: Profile, ready: string[], links: Record<string, HostLink>, ms: number, earlyMs = 0): Promise<Listeners> {
   const { names, spares } = ringOf(profile, ready);
   const n = names.length;
+  const sp = spareHops(names, spares);
   // Every listener lives through all the ring hops before its own (they run one after another).
   const listenMs = n * (ms + LISTEN_SLACK_MS) + earlyMs;
   const list = await Promise.all(
-    names.map(async (name, i) => {
-      const expect = (n > 1 ? 1 : 0) + (i === 0 ? Math.max(0, n - 2) + spares.length : 0);
+    [...names, ...(n > 1 ? spares : [])].map(async (name, i) => {
+      const inbound = sp.filter((h) => h.to === name).length;
+      const expect = i >= n ? inbound : (n > 1 ? 1 : 0) + (i === 0 ? Math.max(0, n - 2) + spares.length : 0) + inbound;
       const port = i === 0 && profile.masterPort ? profile.masterPort : 0;
       const cmd = await links[name]!.command(['check-link', 'listen', '--port', String(port), '--expect', String(expect), '--timeout-ms', String(listenMs)]);
       let out = '';
@@ -62,6 +66,37 @@ export async function startListeners(profile: Profile, ready: string[], links: R
 function ringOf(profile: Profile, ready: string[]): { names: string[]; spares: string[] } {
   const isSpare = (name: string) => !!profile.hosts.find((h) => h.name === name)?.spare;
   return { names: ready.filter((x) => !isSpare(x)), spares: ready.filter(isSpare) };
+}
+
+/**
+ * The ring links a spare would have in a lost follower's place (ring order names[0..n-1], each host
+ * sending to the next): the follower's predecessor → the spare, the spare → its successor, except the
+ * spare → the leader (the spare's rendezvous link measures that path). `instead`: the follower replaced.
+ */
+export function spareHops(names: readonly string[], spares: readonly string[]): { from: string; to: string; spare: string; instead: string }[] {
+  const n = names.length;
+  const hops: { from: string; to: string; spare: string; instead: string }[] = [];
+  for (const spare of spares) {
+    for (let i = 1; i < n; i++) {
+      const instead = names[i]!;
+      const next = names[(i + 1) % n]!;
+      if (!hops.some((h) => h.from === names[i - 1] && h.to === spare)) hops.push({ from: names[i - 1]!, to: spare, spare, instead });
+      if ((i + 1) % n !== 0 && !hops.some((h) => h.from === spare && h.to === next)) hops.push({ from: spare, to: next, spare, instead });
+    }
+  }
+  return hops;
+}
+
+/** A ring link a spare would need does not connect: a restart that moves that follower's ranks to the spare would fail. */
+function spareLinkProblem(profile: Profile, hop: { from: string; to: string; spare: string; instead: string }, port: number, why: string): CheckProblem {
+  const other = hop.from === hop.spare ? hop.to : hop.from;
+  return {
+    severity: 'error',
+    host: hop.spare,
+    code: 'spare-unreachable',
+    message: `${hop.from} cannot open a TCP connection to ${hop.to} on port ${port} (${why}): if the spare host ${hop.spare} took ${hop.instead}'s ranks, the ranks' ring ${hop.from} → ${hop.to} would fail`,
+    hint: `allow TCP between ${hop.spare} and ${other} (${hop.to}'s inbound and ${hop.from}'s outbound firewall rules: a run's ranks listen on free ports), or remove "spare": true from ${hop.spare} in ${profile.name}`,
+  };
 }
 
 /** A spare host that cannot reach the leader: a restart that moves a lost host's ranks to it would fail (spare-missing). */
@@ -107,9 +142,11 @@ export async function measureLinks(profile: Profile, ready: string[], links: Rec
       l.cmd.kill();
     }
   }
-  const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number; spare?: true }[] = n > 1 ? names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms })) : [];
+  const hops: { from: string; to: string; toIndex: number; kind: CheckLink['kind']; ms: number; spare?: true; instead?: ReturnType<typeof spareHops>[number] }[] = n > 1 ? names.map((from, i) => ({ from, to: names[(i + 1) % n]!, toIndex: (i + 1) % n, kind: 'ring', ms })) : [];
   if (n > 2) for (let i = 1; i < n - 1; i++) hops.push({ from: names[i]!, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0 });
   for (const from of spares) hops.push({ from, to: names[0]!, toIndex: 0, kind: 'rendezvous', ms: 0, spare: true });
+  const at = (name: string) => listeners.findIndex((l) => l.name === name);
+  if (n > 1) for (const h of spareHops(names, spares)) hops.push({ from: h.from, to: h.to, toIndex: at(h.to), kind: 'spare', ms: 0, instead: h });
   // Every sender starts at once (a host command's start, Node loading the bundle, is seconds on a
   // busy host: paid once, in parallel, not once per hop in turn). The ring hops then stream one
   // after another on "GO": hosts that share CPUs (namespaces on one machine, busy nodes) measured
@@ -117,8 +154,8 @@ export async function measureLinks(profile: Profile, ready: string[], links: Rec
   // fast hops harder than its slowest.
   const senders = await Promise.all(
     hops.map(async (hop) => {
-      const target = listeners[hop.toIndex]!;
-      if (!target.port) return undefined;
+      const target = listeners[hop.toIndex];
+      if (!target?.port) return undefined;
       const ring = hop.kind === 'ring';
       const cmd = await links[hop.from]!.command(['check-link', 'send', '--to', addr(hop.to, hop.toIndex), '--port', String(target.port), '--ms', String(hop.ms), ...(ring ? ['--start', 'stdin'] : [])], { openStdin: ring });
       let out = '';
@@ -146,6 +183,7 @@ export async function measureLinks(profile: Profile, ready: string[], links: Rec
     if (!rep?.ok) {
       const why = rep?.error?.message ?? (cmd.stderr().trim() || (exit ? `exit ${exit.code}` : `no answer within ${(hop.ms + 90_000) / 1000} s`));
       if (hop.spare) return void problems.push(spareProblem(profile, hop.from, hop.to, x.port, why));
+      if (hop.instead) return void problems.push(spareLinkProblem(profile, hop.instead, x.port, why));
       problems.push({
         severity: 'error',
         host: hop.to,
@@ -157,7 +195,7 @@ export async function measureLinks(profile: Profile, ready: string[], links: Rec
     }
     return { from: hop.from, to: hop.to, mbps: rep.bytes && rep.ms ? Math.round((rep.bytes * 8) / (rep.ms * 1000)) : 0, latencyMs: Math.round((rep.rttMs ?? 0) * 100) / 100, kind: hop.kind };
   };
-  const rendezvous = await Promise.all(senders.filter((x) => x?.hop.kind === 'rendezvous').map(finish));
+  const rendezvous = await Promise.all(senders.filter((x) => x && x.hop.kind !== 'ring').map(finish));
   const ring: (CheckLink | undefined)[] = [];
   for (const x of senders.filter((y) => !y || y.hop.kind === 'ring')) ring.push(await finish(x));
   const results = [...ring, ...rendezvous];

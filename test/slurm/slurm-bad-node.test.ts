@@ -1,0 +1,120 @@
+// Bad node out under Slurm (issue 21 item 5), on a real Slurm (slurmctld + 3 slurmd in namespaces,
+// login node over SSH), through the real `cohort` CLI, --max-restarts 1 and checkpoints. A rank is
+// killed (SIGKILL) on the job's second node, which stays up:
+//  - a 2-node job, the partition's third node idle: node 0's agent requeues the job with that node
+//    in ExcNodeList (scontrol requeuehold / update / release); the next run of the job is on the
+//    other two nodes, its `restart` names the node excluded and the one in its place, resumes from
+//    the checkpoint and ends ok;
+//  - a 3-node job (no idle node): the restart stays inside the allocation, on that node again.
+// Nothing of either run is left on any node.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CohortEvent, DoneEvent, LogEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
+import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
+import { runCli } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
+
+let c: SlurmCluster;
+let dir: string;
+let env: NodeJS.ProcessEnv;
+
+const STEPS = 8;
+const EVERY = 2;
+const train = ['--steps', String(STEPS), '--checkpoint-every', String(EVERY), ...tinyRun({ seed: 7 })];
+const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
+
+function importProfile(name: string, nodes: number): Promise<number | null> {
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify({ name, scheduler: { kind: 'slurm', partition: 'debug', nodes, tasksPerNode: 1 }, hosts: [{ name: 'login', address: c.login.address, port: c.login.port, user: c.ssh.user, identityFile: c.ssh.clientKeyPath, workdir: join(c.sharedDir, 'work') }] }));
+  return runCli(['profiles', 'import', file], { env }).exit.then((e) => e.code);
+}
+
+/** The nodes of each run of the job, from the client's "Slurm job N runs on a, b" lines. */
+const placements = (events: CohortEvent[]) => (of(events, 'log') as LogEvent[]).map((l) => /^Slurm job (\d+) runs on (.+)$/.exec(l.message)).filter((m): m is RegExpExecArray => !!m).map((m) => ({ job: m[1]!, nodes: m[2]!.split(', ') }));
+
+/** Kills the rank on `node` (its namespace) with SIGKILL: the node and its agent stay up. */
+async function killRank(node: string): Promise<void> {
+  const n = c.nodes.find((x) => x.name === node)!;
+  const r = await c.ssh.exec(n.host, `ip netns pids ${n.host.namespace} | xargs -r ps -o pid=,args= -p | grep ' rank --run ' | grep -v grep | awk '{print $1}' | xargs -r kill -9; echo done`);
+  expect(r.stdout).toMatch(/done/);
+}
+
+async function nothingLeft(): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  let left: string[] = [];
+  while (Date.now() < deadline) {
+    left = [...(await c.login$('squeue -h -o %i')).stdout.split('\n').filter((l) => l.trim()), ...(await nodeTrainerProcesses(c))];
+    if (!left.length) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  expect(left).toEqual([]);
+}
+
+function endedOk(events: CohortEvent[], restart: RestartEvent): void {
+  expect(restart.resumeStep).toBeGreaterThanOrEqual(EVERY);
+  expect(events.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep)).toBe(true);
+  const after = events.slice(events.indexOf(restart));
+  expect(after.find((e): e is StepEvent => e.type === 'step')!.step).toBe(restart.resumeStep + 2); // a warm-up step first
+  expect(of(events, 'done')[0] as DoneEvent).toMatchObject({ status: 'ok', steps: STEPS });
+}
+
+beforeAll(async () => {
+  if (SLURM_MISSING) return;
+  // A requeued job may run again after cred_expire (Slurm's default 120 s): 15 s here.
+  c = await startSlurmCluster({ nodes: 3, credExpireS: 15 });
+  dir = mkdtempSync(join(tmpdir(), 'cohort-slurm-bad-node-'));
+  env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: c.ssh.knownHostsPath, SSH_AUTH_SOCK: '' };
+  expect(await importProfile('pair', 2)).toBe(0);
+  expect(await importProfile('trio', 3)).toBe(0);
+}, 120_000);
+
+afterAll(async () => {
+  await c?.dispose();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when the partition has an idle node', () => {
+  it('2 of 3 nodes, a rank killed on the second: the job runs again without that node, the restart names it and its replacement, ok', async () => {
+    const run = runCli(['run', '--profile', 'pair', '--max-restarts', '1', ...train, '--json'], { env, json: true });
+    await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    const first = placements(run.events)[0]!;
+    expect(first.nodes).toHaveLength(2);
+    const bad = first.nodes[1]!;
+    const idle = c.nodes.map((n) => n.name).find((n) => !first.nodes.includes(n))!;
+    await killRank(bad);
+    const exit = await run.exit;
+    expect(exit.code, run.stderr).toBe(0);
+    const restarts = of(run.events, 'restart') as RestartEvent[];
+    expect(restarts.length, JSON.stringify(restarts)).toBe(1);
+    expect(restarts[0]).toMatchObject({ attempt: 1, host: bad, rank: 1, excluded: bad, replacement: idle });
+    expect(restarts[0]!.reason).toMatch(new RegExp(`^Slurm requeued job ${first.job} \\(run 2\\) without node ${bad} \\(${idle} in its place\\): rank 1 on ${bad} failed while the node stayed up`));
+    const again = placements(run.events);
+    expect(again.length, JSON.stringify(again)).toBe(2);
+    expect(again[1]!.nodes).not.toContain(bad);
+    expect(again[1]!.nodes).toContain(idle);
+    endedOk(run.events, restarts[0]!);
+    await nothingLeft();
+  }, 420_000);
+
+  it('3 of 3 nodes (none idle): the restart stays inside the allocation, on that node again, as before', async () => {
+    const run = runCli(['run', '--profile', 'trio', '--max-restarts', '1', ...train, '--json'], { env, json: true });
+    await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
+    const first = placements(run.events)[0]!;
+    expect(first.nodes).toHaveLength(3);
+    const bad = first.nodes[1]!;
+    await killRank(bad);
+    const exit = await run.exit;
+    expect(exit.code, run.stderr).toBe(0);
+    const restarts = of(run.events, 'restart') as RestartEvent[];
+    expect(restarts.length, JSON.stringify(restarts)).toBe(1);
+    expect(restarts[0]).toMatchObject({ attempt: 1, host: bad, rank: 1 });
+    expect(restarts[0]).not.toHaveProperty('excluded');
+    const logs = (of(run.events, 'log') as LogEvent[]).map((l) => l.message);
+    expect(logs, logs.join('\n')).toContain(`restarting inside the allocation, on ${bad} again: no idle node in partition debug to take ${bad}'s place`);
+    expect(placements(run.events)).toHaveLength(1); // one run of the job
+    endedOk(run.events, restarts[0]!);
+    await nothingLeft();
+  }, 420_000);
+});
