@@ -40,9 +40,12 @@ async function hungAgent(engine: 'tfjs' | 'torch'): Promise<void> {
   dirs.push(data);
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), COHORT_LIFELINE_TIMEOUT_MS: String(LIFELINE_MS), ...(engine === 'torch' ? { COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' } : {}) };
   const t0 = Date.now();
-  const cli = runCli(['run', '--local', '--engine', engine, '--ranks', '2', '--steps', '100000', ...tinyRun(), '--json'], { env, json: true });
-  await cli.waitFor((e) => e.type === 'step' && e.step >= 2, 300_000);
-  console.log(`hung agent (${engine}): step 2 after ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+  // A step event every 50 steps: rank 0's stdout pipe must not fill while the agent is stopped (at width 1/4
+  // a step takes ~30 ms; a step event is ~0.5 kB, so 5 s of them fill the 64 kB pipe, and a rank blocked on a
+  // full stdout cannot tell its own report: the record then says rank-exited. UNFINISHED, said in ranks.ts).
+  const cli = runCli(['run', '--local', '--engine', engine, '--ranks', '2', '--steps', '100000', ...tinyRun({ logSteps: 50 }), '--json'], { env, json: true });
+  await cli.waitFor((e) => e.type === 'step', 300_000);
+  console.log(`hung agent (${engine}): first step event after ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   const runs = join(data, 'local', 'runs');
   const runDir = join(runs, readdirSync(runs)[0]!);
   const state = () => decodeRunState(JSON.parse(readFileSync(join(runDir, 'state.json'), 'utf8')));

@@ -6,6 +6,10 @@
 // that hears nothing for the lifeline timeout (COHORT_LIFELINE_TIMEOUT_MS) reports `agent-silent`
 // and stops itself (train/lifeline.ts; torch: cohort_torch/distributed.py). Before, ranks of a
 // SIGSTOPped agent trained on for 120 s and more with nothing recorded.
+// UNFINISHED: a rank whose stdout pipe filled while its agent was stopped (fast steps with a step event
+// each, ~5 s) cannot write its report (the lifeline's write is non-blocking, so it still stops): the
+// record then says `rank-exited`, not `agent-silent` (seen in CI at width 1/4; test/local/hung-agent
+// logs every 50 steps). The agent could tell it from the gap in its own beats; not done.
 import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { cpus } from 'node:os';

@@ -356,7 +356,13 @@ async function checkpoint(ctx: RankContext, s: Setup, step: number): Promise<voi
 /** Per-phase medians to rank 0, `done` with the weights' sha256, then a barrier so no socket closes under a waiting peer. */
 async function finish(ctx: RankContext, s: Setup, r: LoopResult, t0: number): Promise<void> {
   const mine = r.phases.count ? r.phases.medians(ctx.rdv.rank, ctx.host) : null;
-  if (mine) ctx.log(`rank ${ctx.rdv.rank} on ${ctx.host}: ${r.phases.describe(mine)}`);
+  if (mine) {
+    const line = `rank ${ctx.rdv.rank} on ${ctx.host}: ${r.phases.describe(mine)}`;
+    // Rank 0 tells it as an event, on the pipe its `done` takes: a stderr line can reach the agent after
+    // `done` (two pipes, read apart), and a `--json` stream must end with `done` (seen in CI under load).
+    if (ctx.isMaster) ctx.emit({ type: 'log', level: 'info', message: line, rank: ctx.rdv.rank, host: ctx.host, stream: 'stderr' });
+    else ctx.log(line);
+  }
   const allPhases = await s.collective.gather(mine, 0);
   const measured = (allPhases ?? []).filter((x): x is RankPhases => x !== null);
   ctx.emit({
