@@ -88,7 +88,17 @@ export async function requeueExcluding(o: { dir: string; jobId: string; restartC
     set = await scontrol(['update', `JobId=${o.jobId}`, `ExcNodeList=${nodes.join(',')}`]);
   }
   if (!set.ok) process.stderr.write(`agent-slurm: job ${o.jobId} requeued but its ExcNodeList not set (${set.why}): Slurm may place it on ${node} again\n`);
-  const released = await scontrol(['release', o.jobId]);
+  // A release sent while the requeue is still completing can be lost (the job then stays held for good:
+  // seen once in a loaded CI run, the restart never came): release until Slurm shows the job unheld.
+  const held2 = async () => {
+    const j = await scontrol(['show', 'job', o.jobId, '-o']);
+    return j.ok && (/\bReason=JobHeld/.test(j.out) || /\bPriority=0\b/.test(j.out));
+  };
+  let released = await scontrol(['release', o.jobId]);
+  while (Date.now() < deadline + PENDING_WAIT_MS && (await held2())) {
+    await sleep(200);
+    released = await scontrol(['release', o.jobId]);
+  }
   if (!released.ok) process.stderr.write(`agent-slurm: job ${o.jobId} requeued and held, but scontrol release failed (${released.why}): release it by hand (scontrol release ${o.jobId})\n`);
   return undefined;
 }
