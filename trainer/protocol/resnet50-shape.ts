@@ -28,8 +28,9 @@ export function scaledChannels(c: number, width: number): number {
   return Math.max(1, Math.floor(c * width + 0.5));
 }
 
-/** One convolution of the network, in forward order: input side, channels in/out, kernel, stride, padding. */
-export interface Resnet50Conv {
+/** A convolution's shape (square inputs: ResNet-50 here always sees square images); the tfjs engine's kernels take the same (engine/tfjs/conv/conv-geometry.ts). */
+export interface ConvGeometry {
+  /** Input spatial side. */
   inSize: number;
   outSize: number;
   cin: number;
@@ -42,8 +43,8 @@ export interface Resnet50Conv {
 const outSide = (size: number, k: number, stride: number, pad: number): number => Math.floor((size + 2 * pad - k) / stride) + 1;
 
 /** Every convolution (stem, then each bottleneck's conv1-3 and its downsample) and the features the classifier sees. */
-export function resnet50Convs(stem: Stem, imageSize: number, width: number): { convs: Resnet50Conv[]; features: number } {
-  const convs: Resnet50Conv[] = [];
+export function resnet50Convs(stem: Stem, imageSize: number, width: number): { convs: ConvGeometry[]; features: number } {
+  const convs: ConvGeometry[] = [];
   const conv = (inSize: number, cin: number, cout: number, k: number, stride: number, pad: number): number => {
     const o = outSide(inSize, k, stride, pad);
     convs.push({ inSize, outSize: o, cin, cout, k, stride, pad });

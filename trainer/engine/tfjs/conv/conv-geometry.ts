@@ -1,16 +1,9 @@
 // A convolution's shape, shared by the dispatcher (conv-kernels.ts) and every implementation
 // (conv-gemm, conv-taps, conv-winograd): its own module so the implementations need not import
 // the dispatcher that imports them.
-export interface ConvGeometry {
-  /** Input spatial side (square inputs only: ResNet-50 here always sees square images). */
-  inSize: number;
-  outSize: number;
-  cin: number;
-  cout: number;
-  k: number;
-  stride: number;
-  pad: number;
-}
+import type { ConvGeometry } from '../../../protocol/resnet50-shape';
+
+export type { ConvGeometry };
 
 export function convGeometry(inSize: number, cin: number, cout: number, k: number, stride: number, pad: number): ConvGeometry {
   const outSize = Math.floor((inSize + 2 * pad - k) / stride) + 1;
