@@ -6,8 +6,10 @@ export function ttyPassphraseProvider(input: NodeJS.ReadStream = process.stdin, 
   if (!input.isTTY) return undefined;
   return ({ keyPath, host, attempt }) =>
     new Promise((resolve) => {
-      output.write(`${attempt > 1 ? 'Wrong passphrase. ' : ''}Passphrase for ${keyPath} (for ${host}): `);
+      // Echo off before the prompt shows: an answer typed the moment the prompt appears was echoed
+      // (seen in CI on a real pty: the passphrase on screen).
       input.setRawMode(true);
+      output.write(`${attempt > 1 ? 'Wrong passphrase. ' : ''}Passphrase for ${keyPath} (for ${host}): `);
       input.resume();
       let typed = '';
       const onData = (buf: Buffer) => {
