@@ -23,6 +23,9 @@ export const follow = $state({
 
 /** Open runs seen by the last poll (a run is "new" when it was not among them). */
 let knownOpen: Set<string> | undefined;
+/** Every run the last poll listed: a run that started and ended between two polls is never open in
+ *  a poll, only new to the list (seen in CI: a 3-s run never reached Live). */
+let knownIds: Set<string> | undefined;
 
 /** Shows a run in Live: live (record, then its events) while it is still going, else its record.
  *  `status`: what the caller's list says (saves asking); `pinned`: the user chose this run. */
@@ -45,6 +48,8 @@ async function followRuns(runs: RunMeta[]): Promise<void> {
   const open = runs.filter((r) => isOpenStatus(r.status));
   const fresh = knownOpen ? open.filter((r) => !knownOpen!.has(r.id)) : open;
   knownOpen = new Set(open.map((r) => r.id));
+  const endedUnseen = knownIds ? runs.filter((r) => !knownIds!.has(r.id) && !isOpenStatus(r.status)) : [];
+  knownIds = new Set(runs.map((r) => r.id));
   const showingRunning = live.source === 'live' && isRunningPhase(live.phase);
   if (follow.newer && !open.some((r) => r.id === follow.newer)) follow.newer = '';
   if (live.source === 'none') {
@@ -53,9 +58,16 @@ async function followRuns(runs: RunMeta[]): Promise<void> {
     return;
   }
   const next = fresh.find((r) => r.id !== live.runId);
-  if (!next || showingRunning) return;
-  if (follow.pinned && follow.pinned === live.runId) follow.newer = next.id;
-  else await openRun(next.id, { status: next.status });
+  if (showingRunning) return;
+  if (next) {
+    if (follow.pinned && follow.pinned === live.runId) follow.newer = next.id;
+    else await openRun(next.id, { status: next.status });
+    return;
+  }
+  // A run that began and ended since the last poll is the latest run: the fallback shows it (not over a
+  // run the user opened on purpose).
+  const ended = endedUnseen.find((r) => r.id !== live.runId);
+  if (ended && !(follow.pinned && follow.pinned === live.runId)) await openRun(ended.id, { status: ended.status });
 }
 
 let polling = false;
