@@ -90,12 +90,13 @@ export async function requeueExcluding(o: { dir: string; jobId: string; restartC
   if (!set.ok) process.stderr.write(`agent-slurm: job ${o.jobId} requeued but its ExcNodeList not set (${set.why}): Slurm may place it on ${node} again\n`);
   // A release sent while the requeue is still completing can be lost (the job then stays held for good:
   // seen once in a loaded CI run, the restart never came): release until Slurm shows the job unheld.
-  const held2 = async () => {
+  const stillHeld = async () => {
     const j = await scontrol(['show', 'job', o.jobId, '-o']);
     return j.ok && (/\bReason=JobHeld/.test(j.out) || /\bPriority=0\b/.test(j.out));
   };
+  const releaseBy = deadline + PENDING_WAIT_MS;
   let released = await scontrol(['release', o.jobId]);
-  while (Date.now() < deadline + PENDING_WAIT_MS && (await held2())) {
+  while (Date.now() < releaseBy && (await stillHeld())) {
     await sleep(200);
     released = await scontrol(['release', o.jobId]);
   }
