@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import type { CheckLink } from '../../../trainer/protocol/check';
 import { resnet50Spec } from '../../../trainer/engine/tfjs';
-import { paramCount, predict, ringBytesPerRank } from './predict';
+import { resnet50ParamCount as paramCount } from '../../../trainer/protocol';
+import { predict, ringBytesPerRank } from './predict';
 
 const cfg = { stem: 'cifar' as const, imageSize: 8, classes: 10, width: 1, fp16: false, engine: 'tfjs' as const };
 const links: CheckLink[] = [

@@ -13,22 +13,13 @@
 import { resnet50ParamCount, type TrainConfig } from '../../../trainer/protocol';
 import type { CheckLink, CheckPrediction } from '../../../trainer/protocol/check';
 
-/**
- * The network's trainable parameters (torchvision's count at width 1: 25,557,032 for the imagenet stem
- * and 1000 classes), from the one shape (trainer/protocol/resnet50-shape.ts), so core does not load the
- * engine; predict.test.ts holds it equal to the tfjs model spec's.
- */
-export function paramCount(config: Pick<TrainConfig, 'stem' | 'classes' | 'width'>): number {
-  return resnet50ParamCount(config);
-}
-
 /** Bytes one rank sends per step in a ring of `worldSize` ranks. */
 export function ringBytesPerRank(params: number, worldSize: number, fp16: boolean): number {
   return worldSize < 2 ? 0 : Math.round((2 * (worldSize - 1) * params * (fp16 ? 2 : 4)) / worldSize);
 }
 
 export function predict(o: { config: Pick<TrainConfig, 'stem' | 'imageSize' | 'classes' | 'width' | 'fp16' | 'engine'>; worldSize: number; computeMs: number; computeSource: string; links: CheckLink[]; shared?: { ms: number; ratio?: number; sharing: string } | undefined }): CheckPrediction {
-  const params = paramCount(o.config);
+  const params = resnet50ParamCount(o.config); // the one shape (trainer/protocol/resnet50-shape.ts): core does not load the engine
   const fp16 = o.config.fp16 && o.config.engine !== 'torch'; // torch --fp16 is autocast; its gradients cross as fp32
   const bytes = ringBytesPerRank(params, o.worldSize, fp16);
   const ring = o.links.filter((l) => l.kind === 'ring');
