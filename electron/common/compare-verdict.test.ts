@@ -22,7 +22,7 @@ describe('compareVerdict: one rule for headline and panel', () => {
     const v = compareVerdict(quiet, hogged, []);
     expect(v.kind).toBe('machines');
     expect(v.pct).toBeCloseTo(340, 0);
-    expect(v.text).toBe('quiet ran 340.0% faster than hogged with the same settings (median 44.0 vs 10.0 samples/s): the difference comes from the machines. quiet — h1: load 0.60/2 CPUs, CPU 51% (others 1%); hogged — h1: load 3.20/2 CPUs, CPU 100% (others 65%)');
+    expect(v.text).toBe('quiet ran 340.0% faster than hogged with the same settings (median 44.0 vs 10.0 samples/s): the difference comes from the machines. quiet — h1: load 0.60/2 CPUs, CPU 51% (ranks 50%, others 1%); hogged — h1: load 3.20/2 CPUs, CPU 100% (ranks 34%, others 65%)');
     expect(noiseFlags(hogged)).toEqual(['hogged: 3 of 3 windows on a busy h1 (other processes above 25% of its CPU)']);
     expect(noiseFlags(quiet)).toEqual([]);
   });
@@ -31,7 +31,7 @@ describe('compareVerdict: one rule for headline and panel', () => {
     expect(compareVerdict(side('a', [100, 90, 110]), side('b', [103, 93, 113]), ['batchSize']).kind).toBe('noise');
     const s = compareVerdict(side('b4', [20, 21, 22]), side('b2', [10, 11, 12], [[100, 40, 3, ]]), ['batchSize', 'global batch']);
     expect(s.kind).toBe('settings');
-    expect(s.text).toMatch(/^b4 is 90\.9% faster than b2 \(median 21\.0 vs 11\.0 samples\/s\); settings that differ: batchSize, global batch\. The machines differed too: b4 — no system metrics recorded; b2 — h1: load 3\.00\/2 CPUs, CPU 100% \(others 60%\)$/);
+    expect(s.text).toMatch(/^b4 is 90\.9% faster than b2 \(median 21\.0 vs 11\.0 samples\/s\); settings that differ: batchSize, global batch\. The machines differed too: b4 — no system metrics recorded; b2 — h1: load 3\.00\/2 CPUs, CPU 100% \(ranks 40%, others 60%\)$/);
   });
 
   it('no throughput: nothing to compare; a wide spread is flagged', () => {

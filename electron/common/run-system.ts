@@ -15,7 +15,10 @@ export interface HostSystemSummary {
   cpus: number;
   /** Medians over those windows. */
   cpuPercent: number;
-  /** CPU % of the host not spent by this run's ranks (absent when the ranks' share was not measured). */
+  /** CPU % of the host this run's ranks got, and what everything else took (absent when the ranks' share
+   *  was not measured). The ranks' share is what a hog beside the run takes away: on a machine whose
+   *  neighbours come and go, the whole host's CPU % and load follow them as much as the hog. */
+  ranksCpuPercent?: number;
   othersCpuPercent?: number;
   load1: number;
   netRxMBps: number;
@@ -37,7 +40,7 @@ const median = (xs: number[]): number => {
 
 /** Folds step windows' system figures into per-host columns; `summary()` gives the medians. */
 export class SystemAccumulator {
-  private readonly hosts = new Map<string, { cpus: number; cpu: number[]; others: number[]; load: number[]; rx: number[]; tx: number[]; gpu: number[]; busy: number }>();
+  private readonly hosts = new Map<string, { cpus: number; cpu: number[]; ranks: number[]; others: number[]; load: number[]; rx: number[]; tx: number[]; gpu: number[]; busy: number }>();
 
   add(e: StepEvent): void {
     if (!e.system?.length) return;
@@ -45,7 +48,7 @@ export class SystemAccumulator {
     for (const s of e.system) {
       // A series rebuilt from events.jsonl passes the record's objects unchecked: only whole figures count.
       if (typeof s?.host !== 'string' || ![s.cpuPercent, s.load1, s.spanMs, s.netRxBytes, s.netTxBytes, s.cpus].every(Number.isFinite)) continue;
-      const h = this.hosts.get(s.host) ?? { cpus: s.cpus, cpu: [], others: [], load: [], rx: [], tx: [], gpu: [], busy: 0 };
+      const h = this.hosts.get(s.host) ?? { cpus: s.cpus, cpu: [], ranks: [], others: [], load: [], rx: [], tx: [], gpu: [], busy: 0 };
       h.cpus = s.cpus;
       h.cpu.push(s.cpuPercent);
       h.load.push(s.load1);
@@ -54,6 +57,7 @@ export class SystemAccumulator {
       h.tx.push(secs > 0 ? s.netTxBytes / 1e6 / secs : 0);
       if (s.ranksCpuPercent !== undefined) {
         const others = Math.max(0, s.cpuPercent - s.ranksCpuPercent);
+        h.ranks.push(s.ranksCpuPercent);
         h.others.push(others);
         if (others > BUSY_OTHERS_PCT) h.busy++;
       }
@@ -71,7 +75,7 @@ export class SystemAccumulator {
         windows: h.cpu.length,
         cpus: h.cpus,
         cpuPercent: median(h.cpu),
-        ...(h.others.length ? { othersCpuPercent: median(h.others) } : {}),
+        ...(h.others.length ? { ranksCpuPercent: median(h.ranks), othersCpuPercent: median(h.others) } : {}),
         load1: median(h.load),
         netRxMBps: median(h.rx),
         netTxMBps: median(h.tx),
@@ -82,10 +86,10 @@ export class SystemAccumulator {
   }
 }
 
-/** "h1: load 3.10/2 CPUs, CPU 100% (others 62%)" per host, joined with "; ". */
+/** "h1: load 3.10/2 CPUs, CPU 100% (ranks 38%, others 62%)" per host, joined with "; ". */
 export function describeSystem(s: RunSystemSummary | undefined): string {
   if (!s?.hosts.length) return 'no system metrics recorded';
   return s.hosts
-    .map((h) => `${h.host}: load ${h.load1.toFixed(2)}/${h.cpus} CPUs, CPU ${h.cpuPercent.toFixed(0)}%${h.othersCpuPercent === undefined ? '' : ` (others ${h.othersCpuPercent.toFixed(0)}%)`}${h.gpuUtilPercent === undefined ? '' : `, GPU ${h.gpuUtilPercent.toFixed(0)}%`}`)
+    .map((h) => `${h.host}: load ${h.load1.toFixed(2)}/${h.cpus} CPUs, CPU ${h.cpuPercent.toFixed(0)}%${h.othersCpuPercent === undefined ? '' : ` (${h.ranksCpuPercent === undefined ? '' : `ranks ${h.ranksCpuPercent.toFixed(0)}%, `}others ${h.othersCpuPercent.toFixed(0)}%)`}${h.gpuUtilPercent === undefined ? '' : `, GPU ${h.gpuUtilPercent.toFixed(0)}%`}`)
     .join('; ');
 }
