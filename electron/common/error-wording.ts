@@ -153,6 +153,7 @@ export const ERROR_WORDING = {
   'run-ambiguous': 'Several runs match that id prefix: [[copy the whole id from History|give more of the id (cohort runs list)]]',
   'run-not-active': 'That run is not running any more: [[open it from History to see how it ended|cohort runs show RUN says how it ended]]',
   'run-not-durable': 'This run was recorded by an older Cohort without its hosts\' record locations, so it cannot be followed: its hosts still hold its logs under their workdir',
+  'stop-owed': "The stop did not reach {host} (down when it was sent): it is owed, and is sent again when {host} answers, [[at History's next refresh|the next time cohort runs list asks the hosts]]; until then whatever of the run survived on {host} is not told to stop",
   'run-still-running': 'That run is still running: [[stop it in Live run first|stop it first (cohort stop RUN)]], then delete it',
   'file-not-found': 'The file was not found: check the path (a typo, or the file was moved)',
   'file-too-large': 'The file is too large to read here: choose a smaller file',

@@ -15,3 +15,4 @@ export * from './run-filter';
 export * from './run-removal';
 export * from './run-system';
 export * from './compare-verdict';
+export * from './stop-owed';

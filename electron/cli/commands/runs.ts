@@ -1,6 +1,6 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { join } from 'node:path';
-import { DEFAULT_SORT, EMPTY_QUERY, queryToString, runMatches, appliedTokens, bf16Label, compileLabel, describeExpected, fp16Label, runDurationMs, runExpected, runMedian, type RunMeta } from '../../common';
+import { DEFAULT_SORT, EMPTY_QUERY, stopOwedNote, queryToString, runMatches, appliedTokens, bf16Label, compileLabel, describeExpected, fp16Label, runDurationMs, runExpected, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
 import { RunStore } from '../../core/runs/run-store';
@@ -51,8 +51,10 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
         for (const m of runs) {
           const median = runMedian(m);
           const dur = runDurationMs(m);
-          io.stdout.write(pad([m.id, m.profile, m.status, String(m.worldSize), median ? median.toFixed(1) : '-', String(m.steps ?? '-'), dur === null ? '-' : fmtDuration(dur), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19), [m.name ?? '', ...(m.tags ?? []).map((t) => `#${t}`)].filter(Boolean).join(' ')]) + '\n');
+          io.stdout.write(pad([m.id, m.profile, `${m.status}${m.stopOwed?.length ? '*' : ''}`, String(m.worldSize), median ? median.toFixed(1) : '-', String(m.steps ?? '-'), dur === null ? '-' : fmtDuration(dur), configSummary(m), m.startedAt.replace('T', ' ').slice(0, 19), [m.name ?? '', ...(m.tags ?? []).map((t) => `#${t}`)].filter(Boolean).join(' ')]) + '\n');
         }
+        // A stop owed to a host that was down (this list just tried it again): marked * above, said here.
+        for (const m of runs.filter((r) => r.stopOwed?.length)) io.stdout.write(`* ${m.id}: ${stopOwedNote(m, 'cli')}\n`);
       }
       return EXIT.ok;
     }
@@ -72,6 +74,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
           ...(meta.name ? [`name: ${meta.name}`] : []),
           ...(meta.tags?.length ? [`tags: ${meta.tags.join(', ')}`] : []),
           `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]${h.replaces ? ` (spare, in place of ${h.replaces})` : ''}`).join(' ')}`,
+          ...(meta.stopOwed?.length ? [`stop owed: ${stopOwedNote(meta, 'cli')}`] : []),
           `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
           `config: ${configSummary(meta)}`,
           `applied: ${[meta.applied?.engine && `engine ${meta.applied.engine}${meta.applied.backend ? `/${meta.applied.backend}` : ''}`, `compile ${compileLabel(meta)}`, `fp16 ${fp16Label(meta)}`, ...(meta.config.bf16 ? [`bf16 ${bf16Label(meta)}`] : [])].filter(Boolean).join(', ')}`,
