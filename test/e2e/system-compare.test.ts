@@ -1,20 +1,22 @@
 // System metrics in the dashboard (issue 22 items 3, 5, 12), in Chromium against the real `cohort
 // serve`, over two real local runs the real CLI made with identical settings: one quiet, one with a
 // CPU hog beside it (busy-loop processes this test starts and kills). Compare says the difference
-// comes from the machines, quoting each run's load and its ranks' CPU share (never "x% faster" over a
-// "noise" panel), and flags the hogged run's busy windows; Live shows the system panel and a memory
-// chart scaled on what the rank uses (not the host's RAM), its ticks in one unit, tensors and peak.
+// comes from the machines, quoting each run's load (never "x% faster" over a "noise" panel), and
+// flags the hogged run's busy windows; Live shows the system panel and a memory chart scaled on what
+// the rank uses (not the host's RAM), its ticks in one unit, tensors and peak in the table.
 // Screenshots at 1280×800 and 1920×1080 in test-artifacts/system-*.png (looked at by eye).
 //
-// On a loaded machine (CI: the other test worker; here: other sessions), the hog must make a
-// difference the neighbours cannot blur. At equal priority it did not always: under load 25 the
-// quiet run's rank already got ~1/12 of its CPU and the hog only halved that (IQRs 3.2–3.7 vs
-// 1.6–2.3 samples/s, a hair from "within run-to-run noise"), and the whole machine's load and CPU %
-// followed the neighbours as much as the hog. So both runs and the hog run pinned to CPU 0 at a raised
-// priority (nice -10: weight 9548 against a default process's 1024, so a neighbour takes at most a
-// few percent of CPU 0 from them and the scheduler moves it to CPU 1): the quiet rank has most of
-// CPU 0 whatever runs beside it, the hogged rank 1/9 of it (eight loops and the rank, equal weights).
-// That needs root (CAP_SYS_NICE), as the namespaced-host tests do; without it the file is skipped.
+// UNFINISHED (issue 22, session 6 r2): cases 1–2 assume a quiet machine and fail under load. Seen here
+// beside `load.sh 4` with five other sessions (load 30–37): "within run-to-run noise (median 2.8 vs
+// 2.5 samples/s)", and once the hogged run faster than the quiet one (4.2 vs 2.3; its rank got 14 %
+// of the machine, the quiet one's 9 %). Why (measured, not fixed): this kernel schedules by autogroup
+// (/proc/sys/kernel/sched_autogroup_enabled = 1: one group per session), and a group's weight on a
+// CPU follows where its own runnable load is; the eight hogs pinned to CPU 0 pull this file's group
+// weight onto CPU 0, so the rank there loses far less than 8/9, and other sessions' groups set each
+// run's share as much as the hog does. Tried and dropped: the runs and hog at nice -10 (no help
+// across autogroups: within noise twice, 2.9 vs 4.2 and 2.8 vs 2.2 with the hogged run the faster;
+// and another test's local run-start timed out at 30 s while it ran). Next candidates: the hogs in their own sessions (setsid: one group
+// each), or the two runs at once (A with the hog, B quiet) so they share the same neighbours.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -28,12 +30,7 @@ const ARTIFACTS = join(ROOT, 'test-artifacts');
 const SAME = ['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '12', '--log-steps', '2', '--warmup-steps', '1'];
 const GiB = 2 ** 30;
 
-/** `nice -n -10` takes effect here (root, or CAP_SYS_NICE): GNU nice only warns when it cannot. */
-const RAISED = spawnSync('nice', ['-n', '-10', 'nice'], { encoding: 'utf8' }).stdout.trim() === '-10';
-/** Pinned to CPU 0 at the raised priority: the runs (their agent and rank inherit both) and the hog. */
-const onCpu0 = (argv: string[]) => ['nice', ['-n', '-10', 'taskset', '-c', '0', ...argv]] as const;
-
-describe.skipIf(!existsSync(CHROMIUM) || !RAISED)('system metrics in Compare and Live (Chromium)', () => {
+describe.skipIf(!existsSync(CHROMIUM))('system metrics in Compare and Live (Chromium)', () => {
   const ui = useDashboard();
   let serve: ServeProcess;
   let page: Page;
@@ -46,14 +43,15 @@ describe.skipIf(!existsSync(CHROMIUM) || !RAISED)('system metrics in Compare and
     ({ serve, page } = ui());
     // The server's env (its config, data and HOME dirs), as ui().cli() uses; spawned here under taskset.
     const env = { ...serve.env, NO_COLOR: '1' };
-    // Both runs on CPU 0 at the raised priority (the file's head says why).
-    const cohort = (args: string[]) => spawnSync(...onCpu0([process.execPath, join(ROOT, 'bin', 'cohort.mjs'), ...args]), { env, encoding: 'utf8', timeout: 240_000 });
+    // Both runs on CPU 0 (taskset: the agent and rank inherit it), so the hog below competes with the
+    // rank for one core whatever else this shared machine runs on the other.
+    const cohort = (args: string[]) => spawnSync('taskset', ['-c', '0', process.execPath, join(ROOT, 'bin', 'cohort.mjs'), ...args], { env, encoding: 'utf8', timeout: 240_000 });
     const idOf = (stderr: string) => /run (\S+) recorded in/.exec(stderr)?.[1] ?? '';
     const a = cohort(SAME);
     expect(a.status, a.stderr).toBe(0);
     quiet = idOf(a.stderr);
-    // The hog: eight busy loops on the same CPU 0 at the same priority, started before and killed after the second run.
-    for (let i = 0; i < 8; i++) hogs.push(spawn(...onCpu0([process.execPath, '-e', 'for(;;){}']), { stdio: 'ignore' }));
+    // The hog: eight busy loops on the same CPU 0, started before and killed after the second run.
+    for (let i = 0; i < 8; i++) hogs.push(spawn('taskset', ['-c', '0', process.execPath, '-e', 'for(;;){}'], { stdio: 'ignore' }));
     const b = cohort(SAME);
     for (const h of hogs) h.kill('SIGKILL');
     expect(b.status, b.stderr).toBe(0);
@@ -68,9 +66,8 @@ describe.skipIf(!existsSync(CHROMIUM) || !RAISED)('system metrics in Compare and
     const meta = (id: string) => JSON.parse(readFileSync(join(serve.dataDir, 'runs', id, 'meta.json'), 'utf8')) as RunMeta;
     const q = meta(quiet).system!.hosts[0]!;
     const h = meta(hogged).system!.hosts[0]!;
-    // The hog takes the rank's CPU: its share is what differs (the load and the whole host's CPU % are
-    // the neighbours' as much as the hog's, and the load is a 1-minute average that lags a short run).
-    expect(h.ranksCpuPercent).toBeLessThan(q.ranksCpuPercent!);
+    // The hog's eight runnable loops raise the load (the whole host's CPU % may already be near 100 here).
+    expect(h.load1).toBeGreaterThan(q.load1);
     expect(h.busyWindows).toBeGreaterThan(0);
   });
 
