@@ -47,3 +47,16 @@ export async function startTwoAgents(id: string, [w1, w2]: [string, string], opt
 export function crashAgent(id: string, agentPid: number): void {
   for (const p of processesOf(id).filter((x) => x.pid === agentPid || x.ppid === agentPid)) process.kill(p.pid, 'SIGKILL');
 }
+
+/**
+ * The opening of the "stop sent while the leader was down" tests (issue 24): run `id` on two agents
+ * with restarts left; h1 crashes (crashAgent); h2 stops its rank and waits for h1; the stop
+ * (`run-stop`) reaches h2 only. What each test checks next stays in its file.
+ */
+export async function stopWhileLeaderDown(id: string, [w1, w2]: [string, string]): Promise<void> {
+  const { leaderPid } = await startTwoAgents(id, [w1, w2], { spec: { maxRestarts: 2 } });
+  crashAgent(id, leaderPid);
+  await waitUntil('h2 to wait for h1', () => readStateOf(w2, id)?.state === 'restarting', 60_000);
+  const stop = await hostCmd(w2, ['run-stop', '--run', id, '--reason', 'stopped by the user', '--wait-ms', '10000']);
+  expect(stop.code, stop.stdout + stop.stderr).toBe(0);
+}

@@ -20,8 +20,8 @@ import { resolvePaths } from '../../electron/core/paths';
 import { localHostLink } from '../../electron/core/runs/host-link';
 import { RunStore } from '../../electron/core/runs/run-store';
 import { CohortService } from '../../electron/core/service/cohort-service';
-import { BUNDLE, hostCmd, hostTestScope, processesOf, readStateOf, waitUntil } from '../helpers/host';
-import { crashAgent, startTwoAgents } from '../helpers/two-agents';
+import { BUNDLE, hostCmd, hostTestScope, processesOf, waitUntil } from '../helpers/host';
+import { stopWhileLeaderDown } from '../helpers/two-agents';
 
 const { workdir, runId } = hostTestScope();
 const dir = mkdtempSync(join(tmpdir(), 'cohort-list-'));
@@ -34,11 +34,7 @@ describe('a stop sent while the leader was down, delivered by listing the runs',
   it('h1 back with no stop marker: listRuns finds the run cancelled on h2, writes cancelled, and gives h1 its marker', async () => {
     const id = runId('stop-list');
     const [w1, w2] = [workdir(), workdir()];
-    const { leaderPid } = await startTwoAgents(id, [w1, w2], { spec: { maxRestarts: 2 } });
-    crashAgent(id, leaderPid);
-    await waitUntil('h2 to wait for h1', () => readStateOf(w2, id)?.state === 'restarting', 60_000);
-    const stop = await hostCmd(w2, ['run-stop', '--run', id, '--reason', 'stopped by the user', '--wait-ms', '10000']);
-    expect(stop.code, stop.stdout + stop.stderr).toBe(0);
+    await stopWhileLeaderDown(id, [w1, w2]);
     const marker = join(w1, 'runs', id, 'stop');
     expect(existsSync(marker), 'h1 was down during the stop').toBe(false);
 

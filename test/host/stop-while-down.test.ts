@@ -16,8 +16,8 @@ import { describe, expect, it } from 'vitest';
 import type { CohortEvent } from '../../trainer/protocol';
 import { localHostLink } from '../../electron/core/runs/host-link';
 import { RunController } from '../../electron/core/runs/run-controller';
-import { BUNDLE, hostCmd, hostTestScope, processesOf, readStateOf, slowStatusNode, waitUntil } from '../helpers/host';
-import { crashAgent, startTwoAgents } from '../helpers/two-agents';
+import { BUNDLE, hostCmd, hostTestScope, processesOf, readStateOf, slowStatusNode } from '../helpers/host';
+import { stopWhileLeaderDown } from '../helpers/two-agents';
 
 const { workdir, runId } = hostTestScope();
 
@@ -25,15 +25,8 @@ describe('a stop sent while a host was down is final there too', () => {
   it('the lost leader comes back with no stop marker: an attaching client does not relaunch it, the run ends cancelled, h1 gets its marker', async () => {
     const id = runId('stop-down');
     const [w1, w2] = [workdir(), workdir()];
-    const { leaderPid } = await startTwoAgents(id, [w1, w2], { spec: { maxRestarts: 2 } });
-
-    // h1 crashes: its agent and its rank (the processes of w1's half of the run)
-    crashAgent(id, leaderPid);
-    await waitUntil('h2 to wait for h1', () => readStateOf(w2, id)?.state === 'restarting', 60_000);
-
-    // the stop reaches h2 only
-    const stop = await hostCmd(w2, ['run-stop', '--run', id, '--reason', 'stopped by the user', '--wait-ms', '10000']);
-    expect(stop.code, stop.stdout + stop.stderr).toBe(0);
+    // h1 crashes (its agent and its rank, the processes of w1's half of the run); the stop reaches h2 only
+    await stopWhileLeaderDown(id, [w1, w2]);
     expect(readStateOf(w2, id)?.state).toBe('cancelled');
     expect(existsSync(join(w1, 'runs', id, 'stop')), 'h1 was down during the stop').toBe(false);
     expect(readStateOf(w1, id)?.state).toBe('running');
