@@ -12,9 +12,11 @@ type SpecFields = Partial<Omit<LaunchSpec, 'config'>>;
 export interface TwoAgentsOptions {
   /** Fields of both hosts' specs (maxRestarts, env); `config` is merged over { steps: 100000 }. */
   spec?: SpecFields & { config?: Record<string, unknown> };
-  /** Fields of the leader's spec only (spares). */
+  /** Fields of the leader's spec only (spares, env). */
   leader?: SpecFields;
-  /** Wait until the leader's record says this step (default 1)... */
+  /** Fields of the follower's spec only (env). */
+  follower?: SpecFields;
+  /** Wait until the leader's record says this step (default 1; 0: no wait)... */
   untilStep?: number;
   /** ...within this long (default 120 s). */
   withinMs?: number;
@@ -33,13 +35,13 @@ export async function startTwoAgents(id: string, [w1, w2]: [string, string], opt
   const common = { ...fields, runId: id, worldSize: 2, masterPort: await freePort(), control, config: { steps: 100000, ...config } };
   const [a, b] = await Promise.all([
     hostCmd(w1, ['run-start'], { stdin: spec({ ...common, ...opts.leader, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
-    hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) }),
+    hostCmd(w2, ['run-start'], { stdin: spec({ ...common, ...opts.follower, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) }),
   ]);
   expect(a.code, a.stdout + a.stderr).toBe(0);
   expect(b.code, b.stdout + b.stderr).toBe(0);
   const agentPid = (r: { stdout: string }) => (JSON.parse(r.stdout) as { agentPid: number }).agentPid;
   const step = opts.untilStep ?? 1;
-  await waitUntil(`step ${step} in h1's record`, () => (readStateOf(w1, id)?.lastStep ?? 0) >= step, opts.withinMs ?? 120_000);
+  if (step > 0) await waitUntil(`step ${step} in h1's record`, () => (readStateOf(w1, id)?.lastStep ?? 0) >= step, opts.withinMs ?? 120_000);
   return { leaderPid: agentPid(a), followerPid: agentPid(b) };
 }
 
