@@ -102,7 +102,15 @@ export class RankGroup {
     const withEnv = { ...spec, env: { ...torchEnv, ...spec.env } };
     this.torch = engine.name === 'torch';
     const lifeline = { [LIFELINE_ENV]: LIFELINE_BEATS, [LIFELINE_TIMEOUT_ENV]: String(lifelineMs) };
-    this.procs = spec.ranks.map((r, i) => startRank(r, { ...withEnv, env: { ...withEnv.env, ...rankEnv[i] } }, engine, trainerEntry, runDir, sink, lifeline));
+    // A rank's `rank-hung` report about a rank of this host: hang.py has sent that one SIGUSR1; the halt it brings waits for the stack.
+    const watched: RankSink = {
+      event: (e) => {
+        if (e.type === 'error' && e.code === 'rank-hung' && e.host === spec.host) this.stackComing(e.rank);
+        sink.event(e);
+      },
+      ...(sink.line ? { line: sink.line.bind(sink) } : {}),
+    };
+    this.procs = spec.ranks.map((r, i) => startRank(r, { ...withEnv, env: { ...withEnv.env, ...rankEnv[i] } }, engine, trainerEntry, runDir, watched, lifeline));
     // The beat: one byte per rank from this (the agent's) event loop; a rank that reads none (stopped) is not written more than a few.
     this.beat = setInterval(() => {
       for (const p of this.procs) if (!p.exited && p.child.stdin!.writable && p.child.stdin!.writableLength < 64) p.child.stdin!.write('\n');
@@ -138,22 +146,36 @@ export class RankGroup {
 
   /**
    * A hung rank's stack into its own log (issue 21 item 4): torch ranks write every thread's Python
-   * stack on SIGUSR1 (faulthandler, hang.py). A stopped rank (state T: SIGSTOP, Ctrl-Z) runs no
-   * handler until it is continued, and the halt kills it next, so it is continued here: its stack
-   * then shows where it stood. kill() waits for the stack (STACK_WAIT_MS). tfjs ranks: nothing
-   * (SIGUSR1 would open Node's inspector).
+   * stack on SIGUSR1 (faulthandler, hang.py), asked here for a rank a peer on another host named
+   * (a reporter on this host sends it itself). tfjs ranks: nothing (SIGUSR1 would open Node's inspector).
    */
   dumpStack(rank: number, say: (message: string) => void): void {
     const p = this.procs.find((q) => q.spec.rank === rank && !q.exited);
     if (!this.torch || p?.child.pid === undefined) return;
     try {
       process.kill(p.child.pid, 'SIGUSR1');
-      p.stack = { askedAt: Date.now(), lastLineAt: Date.now() };
-      const stopped = processState(p.child.pid) === 'T';
-      if (stopped) process.kill(p.child.pid, 'SIGCONT');
-      say(`rank ${rank} (pid ${p.child.pid}) hung, a peer on another host says: asked it for its Python stack (SIGUSR1${stopped ? '; it was stopped, so continued it (SIGCONT) to let it write' : ''}), which goes to its log`);
+      const continued = this.stackComing(rank);
+      say(`rank ${rank} (pid ${p.child.pid}) hung, a peer on another host says: asked it for its Python stack (SIGUSR1${continued ? '; it was stopped, so continued it (SIGCONT) to let it write' : ''}), which goes to its log`);
     } catch {
       // gone meanwhile
+    }
+  }
+
+  /**
+   * Rank `rank` was sent SIGUSR1: kill() waits for its stack (STACK_WAIT_MS). A stopped rank (state
+   * T: SIGSTOP, Ctrl-Z) runs no handler until it is continued, and the halt would end it with the
+   * signal pending, so it is continued (true): its stack then shows where it stood.
+   */
+  private stackComing(rank: number): boolean {
+    const p = this.procs.find((q) => q.spec.rank === rank && !q.exited);
+    if (!this.torch || p?.child.pid === undefined) return false;
+    p.stack ??= { askedAt: Date.now(), lastLineAt: Date.now() };
+    if (processState(p.child.pid) !== 'T') return false;
+    try {
+      process.kill(p.child.pid, 'SIGCONT');
+      return true;
+    } catch {
+      return false; // gone meanwhile
     }
   }
 
