@@ -3,6 +3,15 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { CPU_TOKENS, startCpuLane } from './cpu-lane';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The CPU-token server's socket (test/cpu-lane.ts); '' when there is none. */
+    cpuLane: string;
+  }
+}
 
 const root = join(import.meta.dirname, '..');
 
@@ -16,7 +25,15 @@ function newest(dir: string): number {
   return t;
 }
 
-export default function setup(): void {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  build();
+  // The slow tier's CPU tokens (test/cpu-lane.ts): busy files take one, the waiting files do not.
+  const lane = await startCpuLane(CPU_TOKENS);
+  project.provide('cpuLane', lane.path);
+  return () => lane.close();
+}
+
+function build(): void {
   const manifest = join(root, 'resources', 'trainer', 'manifest.json');
   const built = existsSync(manifest) ? statSync(manifest).mtimeMs : 0;
   const sources = Math.max(...['trainer', 'electron', 'renderer'].map((d) => newest(join(root, d))));
