@@ -37,9 +37,12 @@ export const SERIAL_TEST_FILES = [
 
 /**
  * Slow-tier files that mostly WAIT (Slurm's scheduler loops, production timeouts), not compute: the
- * `wait` project. They run beside the two busy files in a further worker and take no CPU token
+ * `wait` project. They run beside the two busy files in a third worker and take no CPU token
  * (test/cpu-lane.ts: why tokens, not a project with its own maxWorkers). Chosen by CPU-seconds per
- * second of their quiet wall time (scripts/test-cpu.mjs; bench/results/suite.md, "session 6, lanes").
+ * second of their quiet time (scripts/test-cpu.mjs). Measured (bench/results/suite.md, "session 6,
+ * lanes"): 4 busy files + slurm-failures, back to back at load ~25: 366 s without the lane, 340 s with
+ * it (slurm-failures 127 → 126 s, the busy files +11 %). A file belongs here only if it stays at
+ * ~0.3 CPU-s/s: a busy file here would make three busy files at once (session 5: worse).
  */
 export const WAIT_TEST_FILES = [
   'test/slurm/slurm-failures.test.ts', // 0.30 CPU-s per second (session 5); not stretched at 3 workers
@@ -70,9 +73,9 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     // Longest files first, by test/file-durations.json (why: test/longest-first.ts).
     sequence: { sequencer: LongestFirst },
-    // groupOrder: the fast tier first, then the slow one, then the serial one (projects without it
-    // would run at the same time). FAST_WORKERS / SLOW_WORKERS: files of that tier at once (measured,
-    // bench/results/suite.md). Every slow file is safe beside another: its own hosts/namespaces/subnet
+    // groupOrder: the fast tier first, then the slow one (the slow and wait projects together, one
+    // pool: test/cpu-lane.ts), then the serial one (projects without it would run at the same time).
+    // FAST_WORKERS / SLOW_POOL: files of that tier at once (measured, bench/results/suite.md). Every slow file is safe beside another: its own hosts/namespaces/subnet
     // (test/harness), its own temp and data dirs, and leftover checks that count only its own processes
     // (by cluster marker, run id or COHORT_DATA_DIR).
     projects: [

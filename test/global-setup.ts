@@ -1,5 +1,6 @@
 // Multi-process tests run the built trainer bundle (the same file deploy ships to hosts), the
-// built CLI and the built dashboard. Build them before the suite when any source is newer.
+// built CLI and the built dashboard. Build them before the suite when any source is newer. Then
+// serve the slow tier's CPU tokens for the run (test/cpu-lane.ts) and close them at its end.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
