@@ -8,7 +8,7 @@
 // 20-step run costs 6.1 instead of 18.4 CPU-seconds (bench/results/suite.md, session 5). The full
 // width stays pinned where the model itself is the subject: the parameter count and spec
 // (resnet50.test.ts, predict.test.ts), the README run (test/local/local-run's first case; its
-// other cases run at 1/4), the torch engine's network cases (test/torch/torch-engine: the parameter
+// other cases run at 1/4), the torch engine's network case (test/torch/torch-engine: the parameter
 // count, torchvision against the built-in net; its other cases run at 1/4), the other torch files,
 // the straggler and hang files (serial tier: their step times must stay long enough to compare),
 // and the GPU kit.
