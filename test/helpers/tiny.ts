@@ -9,7 +9,7 @@
 // width stays pinned where the model itself is the subject: the parameter count and spec
 // (resnet50.test.ts, predict.test.ts), the README run (test/local/local-run's first case; its
 // other cases run at 1/4), the torch engine's network case (test/torch/torch-engine: the parameter
-// count, torchvision against the built-in net; its other cases run at 1/4), the other torch files,
+// count, torchvision against the built-in net; its other cases run at 1/4; torch-fixes runs at 1/4),
 // the straggler and hang files (serial tier: their step times must stay long enough to compare),
 // and the GPU kit.
 // Options change only what a test needs; a test whose checksum or step count is pinned passes
