@@ -1,7 +1,7 @@
 // A rank's last words (issue 24): the report a rank makes as it stops itself because its agent is
 // silent (`agent-silent`, train/lifeline.ts; torch: cohort_torch/distributed.py) goes into a file of
-// its own in the run's record dir, named by the agent in the rank's environment (LAST_WORDS_ENV), and
-// then on its stdout. Stdout alone is not enough: it is a socketpair from the agent (~80 kB took
+// its own in the run's record dir, named by the agent in the rank's environment (LAST_WORDS_ENV)
+// (tfjs: there only, unless it cannot be written; torch: then on stdout too). Stdout is not enough: it is a socketpair from the agent (~80 kB took
 // filler here), nobody reads it while the agent is stopped, a rank that logs fills it (~5 s of fast
 // step events), and the report cannot be written. The agent removes the file before it starts the
 // rank and, when the rank has exited without a report on stdout, relays the file's event as the

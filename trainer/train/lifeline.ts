@@ -13,7 +13,7 @@
 // trainer/protocol/timings.ts, set by the agent) and the rank reports an `agent-silent` error event,
 // says so on stderr and SIGKILLs itself. Its agent records both once it runs again; a peer's agent
 // sees its ranks' peers lost. The report goes to the rank's last-words file (LAST_WORDS_ENV,
-// agent/last-words.ts) first: a stopped agent does not read stdout, and a rank that logs fills it. (COHORT_LIFELINE=1: EOF only, for a rank whose starter never beats: check-compute.)
+// agent/last-words.ts), not stdout: a stopped agent does not read stdout, and a rank that logs fills it. (COHORT_LIFELINE=1: EOF only, for a rank whose starter never beats: check-compute.)
 import { Worker } from 'node:worker_threads';
 import { HOST_ENV, RENDEZVOUS_ENV, TIMINGS, encodeEvent, makeEvent, readTimings } from '../protocol';
 
@@ -35,8 +35,8 @@ export function lifelineBeatMs(timeoutMs: number): number {
 // and SIGKILL this whole process. With `silentMs`, also read stdin (the agent's beats): EOF is the
 // agent's death, silence its hang. Writes go through a non-blocking descriptor of the same pipe
 // (Linux /proc; the agent's socketpair is O_NONBLOCK already): a stopped agent no longer reads, and a
-// full stdout must not keep the rank alive. The report goes to the last-words file first (written
-// aside, renamed over), which no full stdout stops.
+// full stdout must not keep the rank alive. The report goes to the last-words file (written aside,
+// renamed over), which no full stdout stops; on stdout only when that file cannot be written.
 const WATCHER = `
 const { workerData } = require('node:worker_threads');
 const fs = require('node:fs');
@@ -48,18 +48,19 @@ function say(fd, text) {
   if (f !== fd) try { fs.closeSync(f); } catch {}
 }
 function lastWords(line) {
-  if (!workerData.lastWords) return;
+  if (!workerData.lastWords) return false;
   try {
     fs.writeFileSync(workerData.lastWords + '.tmp', line);
     fs.renameSync(workerData.lastWords + '.tmp', workerData.lastWords);
+    return true;
   } catch (err) {
     say(2, 'rank: could not write its last words to ' + workerData.lastWords + ' (' + err.message + ')\\n');
+    return false;
   }
 }
 function die(text, event) {
   const line = event ? JSON.stringify({ ...event, time: Date.now() }) + '\\n' : '';
-  if (event) lastWords(line);
-  if (event) say(1, line);
+  if (event && !lastWords(line)) say(1, line);
   say(2, text + '\\n');
   process.kill(process.pid, 'SIGKILL');
 }
