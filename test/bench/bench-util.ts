@@ -36,8 +36,8 @@ export function countOption(name: string, dflt: number, min = 1): number {
 /** Runs `cohort run --local ... --json` to completion and returns its events. */
 type RunResult = { events: CohortEvent[]; code: number | null; stderr: string };
 
-function runArgs(args: string[]): { argv: string[]; data: string } {
-  return { argv: [join(ROOT, 'bin', 'cohort.mjs'), 'run', '--local', ...args, '--json'], data: mkdtempSync(join(tmpdir(), 'cohort-bench-')) };
+function runArgs(args: string[], root = ROOT): { argv: string[]; data: string } {
+  return { argv: [join(root, 'bin', 'cohort.mjs'), 'run', '--local', ...args, '--json'], data: mkdtempSync(join(tmpdir(), 'cohort-bench-')) };
 }
 
 function decodeRun(stdout: string, code: number | null, stderr: string): RunResult {
@@ -56,9 +56,9 @@ export function cohortRun(args: string[]): RunResult {
   }
 }
 
-/** The same, without blocking: for runs that must overlap in time. */
-export function cohortRunAsync(args: string[]): Promise<RunResult> {
-  const { argv, data } = runArgs(args);
+/** The same, without blocking: for runs that must overlap in time. `root`: another built checkout's CLI (an A/B bench's base). */
+export function cohortRunAsync(args: string[], root = ROOT): Promise<RunResult> {
+  const { argv, data } = runArgs(args, root);
   return new Promise((resolve) => {
     const p = spawn(process.execPath, argv, { env: { ...process.env, COHORT_DATA_DIR: data } });
     let out = '';

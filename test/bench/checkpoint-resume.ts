@@ -6,33 +6,20 @@
 //   resume:     `hello` → `plan` of a --resume run (rank 0 reads the checkpoint, sends it, weights out)
 // and the final weights' sha256 of the resumed run, which must be the same for both builds.
 //   npx tsx test/bench/checkpoint-resume.ts [--base-dir DIR] [--rounds 3]
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventLineDecoder, type CohortEvent } from '../../trainer/protocol';
-import { ROOT, countOption, machine, median, stringOption, writeResults } from './bench-util';
+import type { CohortEvent } from '../../trainer/protocol';
+import { ROOT, cohortRunAsync, countOption, machine, median, stringOption, writeResults } from './bench-util';
 
 const baseDir = stringOption('base-dir', '');
 const rounds = countOption('rounds', 3);
 const tiny = ['--ranks', '3', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1', '--seed', '7', '--checkpoint-every', '2'];
 
-function run(root: string, args: string[]): Promise<CohortEvent[]> {
-  const data = mkdtempSync(join(tmpdir(), 'cohort-bench-ck-'));
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [join(root, 'bin', 'cohort.mjs'), 'run', '--local', ...args, '--json'], { env: { ...process.env, COHORT_DATA_DIR: data } });
-    let out = '';
-    let err = '';
-    p.stdout.setEncoding('utf8').on('data', (c: string) => (out += c));
-    p.stderr.setEncoding('utf8').on('data', (c: string) => (err += c));
-    p.on('close', (code) => {
-      rmSync(data, { recursive: true, force: true });
-      const d = new EventLineDecoder();
-      const events = [...d.push(out), ...d.end()].flatMap((x) => (x.kind === 'event' ? [x.event] : []));
-      if (code !== 0) reject(new Error(`${root}: cohort run exited ${code}: ${err.slice(-2000)}`));
-      else resolve(events);
-    });
-  });
+async function run(root: string, args: string[]): Promise<CohortEvent[]> {
+  const { events, code, stderr } = await cohortRunAsync(args, root);
+  if (code !== 0) throw new Error(`${root}: cohort run exited ${code}: ${stderr.slice(-2000)}`);
+  return events;
 }
 
 interface Sample {

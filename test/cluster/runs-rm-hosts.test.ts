@@ -8,27 +8,12 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { tinyRun } from '../helpers/tiny';
+import { duoRuns } from '../helpers/duo-runs';
 
 const fx = useCohortCluster(2, { enabled: !SSHD_MISSING, profiles: { duo: [0, 1] }, deploy: 'duo' });
 
-async function cli(...args: string[]) {
-  const r = fx().cli(args);
-  const { code } = await r.exit;
-  return { code, stdout: r.stdout, stderr: r.stderr };
-}
-const hostRecord = (i: number, runId: string) => join(fx().cluster.hosts[i]!.workdir, 'runs', runId);
+const { cli, hostRecord, endedRun, liveRun } = duoRuns((args) => fx().cli(args), () => fx().cluster);
 const localRecord = (runId: string) => join(fx().dir, 'data', 'runs', runId);
-
-/** A finished 2-host run with checkpoints on rank 0's host; its id. */
-async function endedRun(): Promise<string> {
-  const r = await cli('run', '--profile', 'duo', ...tinyRun(), '--steps', '2', '--checkpoint-every', '1', '--detach');
-  expect(r.code, r.stderr).toBe(0);
-  const runId = r.stdout.trim();
-  const a = await cli('attach', runId);
-  expect(a.code, a.stderr).toBe(0);
-  return runId;
-}
 
 describe.skipIf(SSHD_MISSING)('cohort runs rm --hosts', () => {
   it("removes an ended run's records on every host (events, logs, checkpoints) and says what each removed", async () => {
@@ -47,9 +32,7 @@ describe.skipIf(SSHD_MISSING)('cohort runs rm --hosts', () => {
   }, 240_000);
 
   it('refuses a live run: the history asks its hosts, and each host checks for itself', async () => {
-    const start = await cli('run', '--profile', 'duo', ...tinyRun(), '--steps', '100000', '--detach');
-    expect(start.code, start.stderr).toBe(0);
-    const runId = start.stdout.trim();
+    const runId = await liveRun();
     try {
       const r = await cli('runs', 'rm', runId, '--hosts');
       expect(r.code).not.toBe(0);

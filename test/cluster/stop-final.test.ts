@@ -13,8 +13,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { RestartEvent } from '../../trainer/protocol';
-import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
+import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
+import { crashedHost } from '../helpers/crashed-host';
 import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
@@ -33,8 +34,7 @@ describe.skipIf(!NETNS)('a stop is final for every client (issue 24 defect 6, cl
     const runId = (JSON.parse(started.stdout.split('\n')[0]!) as { runId?: string }).runId!;
     const a = fx().cli(['attach', runId, '--json'], { json: true });
     await a.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
-    await crashHost(fx().cluster, 0);
-    let back = false;
+    const h1 = await crashedHost(fx().cluster, 0);
     try {
       const restart = (await a.waitFor((e) => e.type === 'restart', 90_000)) as RestartEvent;
       expect(restart).toMatchObject({ host: 'h1', waitingFor: ['h1'] });
@@ -50,9 +50,7 @@ describe.skipIf(!NETNS)('a stop is final for every client (issue 24 defect 6, cl
       // the followers got it
       for (const i of [1, 2]) expect(existsSync(join(fx().cluster.hosts[i]!.workdir, 'runs', runId, 'stop')), `h${i + 1}'s stop marker`).toBe(true);
 
-      await fx().cluster.restartSshd(0);
-      await fx().cluster.setLink(0, true);
-      back = true;
+      await h1.back();
       const aExit = await a.exit;
       expect(a.events.some((e) => e.type === 'log' && relaunchedLine.test(e.message)), `A relaunched h1 after the stop:\n${a.events.filter((e) => e.type !== 'step' && e.type !== 'checkpoint').slice(-25).map((e) => JSON.stringify(e).slice(0, 300)).join('\n')}`).toBe(false);
       expect(aExit.code, a.stderr.slice(-2000)).toBe(130); // cancelled
@@ -75,10 +73,7 @@ describe.skipIf(!NETNS)('a stop is final for every client (issue 24 defect 6, cl
       expect(await fx().trainerProcesses([0])).toEqual([]);
       await until('0 processes on every host', async () => (await fx().trainerProcesses()).length === 0, 30_000);
     } finally {
-      if (!back) {
-        await fx().cluster.restartSshd(0);
-        await fx().cluster.setLink(0, true);
-      }
+      await h1.back();
     }
   }, 600_000);
 });

@@ -11,8 +11,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
+import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
+import { crashedHost } from '../helpers/crashed-host';
 import { readStateOf } from '../helpers/host';
 import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
@@ -40,8 +41,7 @@ describe.skipIf(!NETNS)('a stop owed to a host that was down is delivered by coh
     };
     // (the hosts' disks are this machine's: their records are read directly)
     await until('a step', () => (readStateOf(w1, runId)?.lastStep ?? 0) >= 1, 180_000, 250);
-    await crashHost(fx().cluster, 0);
-    let back = false;
+    const h1 = await crashedHost(fx().cluster, 0);
     try {
       await until('h2 to wait for h1', () => readStateOf(w2, runId)?.state === 'restarting', 90_000, 250);
       const stop = fx().cli(['stop', runId]);
@@ -51,9 +51,7 @@ describe.skipIf(!NETNS)('a stop owed to a host that was down is delivered by coh
       expect(existsSync(join(w2, 'runs', runId, 'stop')), "h2's stop marker").toBe(true);
       expect(await show()).toMatchObject({ status: 'cancelled', stopOwed: ['h1'] });
 
-      await fx().cluster.restartSshd(0);
-      await fx().cluster.setLink(0, true);
-      back = true;
+      await h1.back();
       const list = fx().cli(['runs', 'list', '--json']);
       expect((await list.exit).code, list.stderr.slice(-2000)).toBe(0);
       expect(existsSync(marker), "h1's stop marker, delivered by runs list").toBe(true);
@@ -62,10 +60,7 @@ describe.skipIf(!NETNS)('a stop owed to a host that was down is delivered by coh
       expect(after.stopOwed).toBeUndefined();
       await until('0 processes on every host', async () => (await fx().trainerProcesses()).length === 0, 30_000);
     } finally {
-      if (!back) {
-        await fx().cluster.restartSshd(0);
-        await fx().cluster.setLink(0, true);
-      }
+      await h1.back();
     }
   }, 600_000);
 });

@@ -11,7 +11,7 @@ import type { Page } from 'playwright-core';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { tinyRun } from '../helpers/tiny';
+import { duoRuns } from '../helpers/duo-runs';
 import { useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 
@@ -51,12 +51,7 @@ describe.skipIf(!ENABLED)('History: Delete on the hosts too, 2 real sshd hosts',
   let page: Page;
   beforeEach(() => void ({ serve, page } = ui()));
 
-  async function cli(...args: string[]) {
-    const r = ui().cli(args);
-    const { code } = await r.exit;
-    return { code, stdout: r.stdout, stderr: r.stderr };
-  }
-  const hostRecord = (i: number, runId: string) => join(fx().cluster.hosts[i]!.workdir, 'runs', runId);
+  const { cli, hostRecord, endedRun, liveRun } = duoRuns((args) => ui().cli(args), () => fx().cluster);
   const localRecord = (runId: string) => join(serve.dataDir, 'runs', runId);
   const rows = () => page.getByTestId('history-row').evaluateAll((els) => els.map((e) => e.getAttribute('data-run-id') ?? ''));
   const hostResult = (host: string) => page.locator(`[data-testid="delete-host-result"][data-host="${host}"]`);
@@ -67,16 +62,6 @@ describe.skipIf(!ENABLED)('History: Delete on the hosts too, 2 real sshd hosts',
     }
     await page.setViewportSize({ width: 1280, height: 800 });
   };
-
-  /** A finished 2-host run with checkpoints on rank 0's host, in the server's history; its id. */
-  async function endedRun(): Promise<string> {
-    const r = await cli('run', '--profile', 'duo', ...tinyRun(), '--steps', '2', '--checkpoint-every', '1', '--detach');
-    expect(r.code, r.stderr).toBe(0);
-    const runId = r.stdout.trim();
-    const a = await cli('attach', runId);
-    expect(a.code, a.stderr).toBe(0);
-    return runId;
-  }
 
   /** History with `runId` selected, the Delete dialog open and "on their hosts too" ticked. */
   async function askDelete(runId: string): Promise<void> {
@@ -148,9 +133,7 @@ describe.skipIf(!ENABLED)('History: Delete on the hosts too, 2 real sshd hosts',
   }, 240_000);
 
   it('refuses a live run in the dialog: nothing removed anywhere', async () => {
-    const start = await cli('run', '--profile', 'duo', ...tinyRun(), '--steps', '100000', '--detach');
-    expect(start.code, start.stderr).toBe(0);
-    const runId = start.stdout.trim();
+    const runId = await liveRun();
     try {
       await askDelete(runId);
       await page.getByTestId('delete-runs-confirm').click();

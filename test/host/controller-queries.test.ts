@@ -5,11 +5,11 @@
 // a real RunController over local links; h2 is a host slow to answer (a loaded machine): its
 // run-status command starts 3 s late (a shell in front of node, the real command after it). Right
 // when the result resolves, no host command of the run may be running.
-import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { localHostLink } from '../../electron/core/runs/host-link';
 import { RunController } from '../../electron/core/runs/run-controller';
-import { BUNDLE, freePort, hostCmd, hostTestScope, processesOf, slowStatusNode, spec } from '../helpers/host';
+import { BUNDLE, hostTestScope, processesOf, slowStatusNode } from '../helpers/host';
+import { startTwoAgents } from '../helpers/two-agents';
 
 const { workdir, runId } = hostTestScope();
 
@@ -17,14 +17,7 @@ describe('the controller awaits its host queries', () => {
   it("a follower's end-of-record run-status has ended when the result resolves (a CLI exits on it)", async () => {
     const id = runId('ctrl-queries');
     const [w1, w2] = [workdir(), workdir()];
-    const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
-    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, config: { steps: 3 } };
-    const [a, b] = await Promise.all([
-      hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
-      hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', ranks: [{ rank: 1, localRank: 0 }] }) }),
-    ]);
-    expect(a.code, a.stdout + a.stderr).toBe(0);
-    expect(b.code, b.stdout + b.stderr).toBe(0);
+    await startTwoAgents(id, [w1, w2], { spec: { config: { steps: 3 } }, untilStep: 0 });
 
     const controller = new RunController({
       runId: id,

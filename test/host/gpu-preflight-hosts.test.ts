@@ -5,11 +5,11 @@
 // question; no GPU exists here) and no nvidia-smi, so its --bf16 check is left to the engine; h2's
 // Python is Debian's CPU torch, so --bf16 is refused there. This test also found the leader agent
 // crashing on the follower's connection reset (readline re-emitting ECONNRESET, control.ts).
-import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { startTwoAgents } from '../helpers/two-agents';
 
 const { workdir, runId } = hostTestScope();
 
@@ -20,15 +20,8 @@ describe('agents: a follower refuses before launch', () => {
     writeFileSync(fakeCuda, `#!/bin/sh\ncase "$*" in *torch_engine.py*) echo "engine started" >&2; exit 3;; esac\necho '{"version": "3.11.2", "torch": "2.3.1+cu121", "cuda": true, "cudaVersion": "12.1", "gpus": 1}'\n`);
     chmodSync(fakeCuda, 0o755);
     const id = runId('bf16-follower');
-    const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
-    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, config: { engine: 'torch', bf16: true, steps: 2 } };
     const t0 = Date.now();
-    const [a, b] = await Promise.all([
-      hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }], env: { COHORT_PYTHON: fakeCuda } }) }),
-      hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', ranks: [{ rank: 1, localRank: 0 }], env: { COHORT_PYTHON: '/usr/bin/python3' } }) }),
-    ]);
-    expect(a.code, a.stdout).toBe(0);
-    expect(b.code, b.stdout).toBe(0);
+    await startTwoAgents(id, [w1, w2], { spec: { config: { engine: 'torch', bf16: true, steps: 2 } }, leader: { env: { COHORT_PYTHON: fakeCuda } }, follower: { env: { COHORT_PYTHON: '/usr/bin/python3' } }, untilStep: 0 });
     const terminal = (wd: string) => {
       const s = readStateOf(wd, id);
       return s && ['ok', 'failed', 'cancelled'].includes(s.state) ? s : undefined;

@@ -4,9 +4,9 @@
 // rank 0 loses its peer and the leader blames h2 (its agent silent): h1's record ends failed naming
 // h2, without waiting out the 20-s control heartbeat. Once h2's agent runs again its own record
 // ends failed too, with rank 1's last words (`agent-silent`) in it. No process is left.
-import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { eventsOf, hostTestScope, processesOf, ranksOf, readStateOf, waitUntil } from '../helpers/host';
+import { startTwoAgents } from '../helpers/two-agents';
 
 const { workdir, runId } = hostTestScope();
 const terminal = (wd: string, id: string) => {
@@ -18,16 +18,7 @@ describe('a hung follower agent', () => {
   it("h2's agent stopped: its rank stops itself (agent-silent), h1 ends failed naming h2; h2's record says why once it runs again", async () => {
     const id = runId('hung-follower');
     const [w1, w2] = [workdir(), workdir()];
-    const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
-    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, env: { COHORT_LIFELINE_TIMEOUT_MS: '5000' }, config: { steps: 100000 } };
-    const [a, b] = await Promise.all([
-      hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
-      hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', ranks: [{ rank: 1, localRank: 0 }] }) }),
-    ]);
-    expect(a.code, a.stdout).toBe(0);
-    expect(b.code, b.stdout).toBe(0);
-    const followerPid = JSON.parse(b.stdout).agentPid as number;
-    await waitUntil('two steps', () => (readStateOf(w1, id)?.lastStep ?? 0) >= 2, 180_000);
+    const { followerPid } = await startTwoAgents(id, [w1, w2], { spec: { env: { COHORT_LIFELINE_TIMEOUT_MS: '5000' } }, untilStep: 2, withinMs: 180_000 });
     const rank1 = ranksOf(id).find((p) => p.ppid === followerPid);
     expect(rank1, 'rank 1 on h2').toBeDefined();
     process.kill(followerPid, 'SIGSTOP');

@@ -1,27 +1,18 @@
 // Leader/follower agents with no client attached (issue 12 host side, issue 14 item 6): two hosts
 // "h1" (leader, rank 0) and "h2" (follower, rank 1) as two agents on loopback with two workdirs.
-import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ErrorEvent } from '../../trainer/protocol';
-import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { eventsOf, hostTestScope, processesOf, ranksOf, readStateOf, waitUntil } from '../helpers/host';
+import { startTwoAgents } from '../helpers/two-agents';
 
 const { workdir, runId } = hostTestScope();
 
-async function startTwoHosts(name: string, config: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+async function startTwoHosts(name: string, config: Record<string, unknown>) {
   const id = runId(name);
   const [w1, w2] = [workdir(), workdir()];
-  const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
-  const masterPort = await freePort();
-  const common = { runId: id, worldSize: 2, masterPort, control, config, ...extra };
-  const [a, b] = await Promise.all([
-    hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
-    hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', ranks: [{ rank: 1, localRank: 0 }] }) }),
-  ]);
-  expect(a.code, a.stdout).toBe(0);
-  expect(b.code, b.stdout).toBe(0);
-  return { id, w1, w2, leaderPid: JSON.parse(a.stdout).agentPid as number, followerPid: JSON.parse(b.stdout).agentPid as number };
+  return { id, w1, w2, ...(await startTwoAgents(id, [w1, w2], { spec: { config }, untilStep: 0 })) };
 }
 
 const terminal = (wd: string, id: string) => {

@@ -9,15 +9,15 @@
 //     it reads the restart asking for h3 before the stop's end. Before the fix it started h3's agent
 //     for the stopped run (run-start there); now it asks the run's other hosts the stop question first
 //     (as before a relaunch): h1 says cancelled, the spare is not started, and the run ends cancelled.
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CohortEvent } from '../../trainer/protocol';
 import { localHostLink } from '../../electron/core/runs/host-link';
 import { RunController } from '../../electron/core/runs/run-controller';
-import { BUNDLE, freePort, hostCmd, hostTestScope, processesOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { BUNDLE, hostCmd, hostTestScope, processesOf, readStateOf, waitUntil } from '../helpers/host';
 import { slowFollowNode } from '../helpers/slow-host';
+import { crashAgent, startTwoAgents } from '../helpers/two-agents';
 
 const { workdir, runId } = hostTestScope();
 
@@ -25,19 +25,10 @@ describe('a spare host is asked the stop question before its agent starts', () =
   it('the leader stopped while it waited for the spare: an attaching client that has not read the stop yet does not start the spare', async () => {
     const id = runId('spare-stopped');
     const [w1, w2, w3] = [workdir(), workdir(), workdir()];
-    const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
-    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, maxRestarts: 2, config: { steps: 100000 } };
-    const [a, b] = await Promise.all([
-      hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', spares: ['h3'], ranks: [{ rank: 0, localRank: 0 }] }) }),
-      hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) }),
-    ]);
-    expect(a.code, a.stdout + a.stderr).toBe(0);
-    expect(b.code, b.stdout + b.stderr).toBe(0);
-    const followerPid = (JSON.parse(b.stdout) as { agentPid: number }).agentPid;
-    await waitUntil('a step', () => (readStateOf(w1, id)?.lastStep ?? 0) >= 1, 120_000);
+    const { followerPid } = await startTwoAgents(id, [w1, w2], { spec: { maxRestarts: 2 }, leader: { spares: ['h3'] } });
 
     // h2 crashes: the leader moves its rank to the spare h3 and waits for it
-    for (const p of processesOf(id).filter((x) => x.pid === followerPid || x.ppid === followerPid)) process.kill(p.pid, 'SIGKILL');
+    crashAgent(id, followerPid);
     await waitUntil('h1 to wait for the spare h3', () => readStateOf(w1, id)?.state === 'restarting', 90_000);
     // the stop reaches the leader
     const stop = await hostCmd(w1, ['run-stop', '--run', id, '--reason', 'stopped by the user', '--wait-ms', '10000']);

@@ -10,7 +10,6 @@
 //     run-rejoin refuses the run, whoever asks.
 // The SSH layer is the one stand-in: its attachPlan gives local links to the two workdirs (the
 // host commands, agents and records are the real ones); over SSH the same core call runs.
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +20,8 @@ import { resolvePaths } from '../../electron/core/paths';
 import { localHostLink } from '../../electron/core/runs/host-link';
 import { RunStore } from '../../electron/core/runs/run-store';
 import { CohortService } from '../../electron/core/service/cohort-service';
-import { BUNDLE, freePort, hostCmd, hostTestScope, processesOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { BUNDLE, hostCmd, hostTestScope, processesOf, waitUntil } from '../helpers/host';
+import { stopWhileLeaderDown } from '../helpers/two-agents';
 
 const { workdir, runId } = hostTestScope();
 const dir = mkdtempSync(join(tmpdir(), 'cohort-list-'));
@@ -34,20 +34,7 @@ describe('a stop sent while the leader was down, delivered by listing the runs',
   it('h1 back with no stop marker: listRuns finds the run cancelled on h2, writes cancelled, and gives h1 its marker', async () => {
     const id = runId('stop-list');
     const [w1, w2] = [workdir(), workdir()];
-    const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
-    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, maxRestarts: 2, config: { steps: 100000 } };
-    const [a, b] = await Promise.all([
-      hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
-      hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) }),
-    ]);
-    expect(a.code, a.stdout + a.stderr).toBe(0);
-    expect(b.code, b.stdout + b.stderr).toBe(0);
-    const leaderPid = (JSON.parse(a.stdout) as { agentPid: number }).agentPid;
-    await waitUntil('a step', () => (readStateOf(w1, id)?.lastStep ?? 0) >= 1, 120_000);
-    for (const p of processesOf(id).filter((x) => x.pid === leaderPid || x.ppid === leaderPid)) process.kill(p.pid, 'SIGKILL');
-    await waitUntil('h2 to wait for h1', () => readStateOf(w2, id)?.state === 'restarting', 60_000);
-    const stop = await hostCmd(w2, ['run-stop', '--run', id, '--reason', 'stopped by the user', '--wait-ms', '10000']);
-    expect(stop.code, stop.stdout + stop.stderr).toBe(0);
+    await stopWhileLeaderDown(id, [w1, w2]);
     const marker = join(w1, 'runs', id, 'stop');
     expect(existsSync(marker), 'h1 was down during the stop').toBe(false);
 

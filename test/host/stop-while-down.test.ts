@@ -10,14 +10,14 @@
 //     marker now that it answers, so its own run-rejoin refuses whoever asks later.
 // h2 is a host slow to answer `run-status` (3 s: a loaded machine; a shell in front of the real
 // command), which is how the relaunch won the race before the fix, every time.
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CohortEvent } from '../../trainer/protocol';
 import { localHostLink } from '../../electron/core/runs/host-link';
 import { RunController } from '../../electron/core/runs/run-controller';
-import { BUNDLE, freePort, hostCmd, hostTestScope, processesOf, readStateOf, slowStatusNode, spec, waitUntil } from '../helpers/host';
+import { BUNDLE, hostCmd, hostTestScope, processesOf, readStateOf, slowStatusNode } from '../helpers/host';
+import { stopWhileLeaderDown } from '../helpers/two-agents';
 
 const { workdir, runId } = hostTestScope();
 
@@ -25,25 +25,8 @@ describe('a stop sent while a host was down is final there too', () => {
   it('the lost leader comes back with no stop marker: an attaching client does not relaunch it, the run ends cancelled, h1 gets its marker', async () => {
     const id = runId('stop-down');
     const [w1, w2] = [workdir(), workdir()];
-    const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
-    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, maxRestarts: 2, config: { steps: 100000 } };
-    const [a, b] = await Promise.all([
-      hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
-      hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) }),
-    ]);
-    expect(a.code, a.stdout + a.stderr).toBe(0);
-    expect(b.code, b.stdout + b.stderr).toBe(0);
-    const leaderPid = (JSON.parse(a.stdout) as { agentPid: number }).agentPid;
-    await waitUntil('a step', () => (readStateOf(w1, id)?.lastStep ?? 0) >= 1, 120_000);
-
-    // h1 crashes: its agent and its rank (the processes of w1's half of the run)
-    const h1Procs = processesOf(id).filter((p) => p.pid === leaderPid || p.ppid === leaderPid);
-    for (const p of h1Procs) process.kill(p.pid, 'SIGKILL');
-    await waitUntil('h2 to wait for h1', () => readStateOf(w2, id)?.state === 'restarting', 60_000);
-
-    // the stop reaches h2 only
-    const stop = await hostCmd(w2, ['run-stop', '--run', id, '--reason', 'stopped by the user', '--wait-ms', '10000']);
-    expect(stop.code, stop.stdout + stop.stderr).toBe(0);
+    // h1 crashes (its agent and its rank, the processes of w1's half of the run); the stop reaches h2 only
+    await stopWhileLeaderDown(id, [w1, w2]);
     expect(readStateOf(w2, id)?.state).toBe('cancelled');
     expect(existsSync(join(w1, 'runs', id, 'stop')), 'h1 was down during the stop').toBe(false);
     expect(readStateOf(w1, id)?.state).toBe('running');

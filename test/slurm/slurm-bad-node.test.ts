@@ -2,7 +2,7 @@
 // login node over SSH), through the real `cohort` CLI, --max-restarts 1 and checkpoints. A rank is
 // killed (SIGKILL) on the job's second node, which stays up:
 //  - a 2-node job, the partition's third node idle: node 0's agent requeues the job with that node
-//    in ExcNodeList (scontrol requeuehold / update / release); the next run of the job is on the
+//    in ExcNodeList (scontrol requeue, then update while it waits for its begin time); the next run of the job is on the
 //    other two nodes, its `restart` names the node excluded and the one in its place, resumes from
 //    the checkpoint and ends ok;
 //  - a 3-node job (no idle node): the restart stays inside the allocation, on that node again.
@@ -10,7 +10,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { CohortEvent, DoneEvent, LogEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
 import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { runCli } from '../helpers/cli';
@@ -42,7 +42,8 @@ async function killRank(node: string): Promise<void> {
 }
 
 async function nothingLeft(): Promise<void> {
-  const deadline = Date.now() + 20_000;
+  // A job's end (COMPLETING → gone) waits for slurmd on every node: seconds quiet, longer on a loaded CI machine.
+  const deadline = Date.now() + 60_000;
   let left: string[] = [];
   while (Date.now() < deadline) {
     left = [...(await c.login$('squeue -h -o %i')).stdout.split('\n').filter((l) => l.trim()), ...(await nodeTrainerProcesses(c))];
@@ -70,6 +71,14 @@ beforeAll(async () => {
   expect(await importProfile('trio', 3)).toBe(0);
 }, 120_000);
 
+/** A failure on a loaded CI machine is told only by what Slurm saw: its jobs and slurmctld's last lines. */
+async function printSlurm(run: { stderr: string; events: CohortEvent[] }): Promise<void> {
+  console.log(`the client's last events:\n${run.events.slice(-12).map((e) => JSON.stringify(e)).join('\n')}\nits stderr (end):\n${run.stderr.slice(-3000)}`);
+  const jobs = await c.login$('scontrol show job -o; squeue -o "%i %T %r %N"').then((r) => r.stdout, (e: Error) => e.message);
+  const log = await c.slurmctldLog().catch((e: Error) => e.message);
+  console.log(`slurm-bad-node failed; Slurm's jobs:\n${jobs}\nslurmctld.log (last 60 lines):\n${log.split('\n').slice(-60).join('\n')}`);
+}
+
 afterAll(async () => {
   await c?.dispose();
   if (dir) rmSync(dir, { recursive: true, force: true });
@@ -78,6 +87,7 @@ afterAll(async () => {
 describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when the partition has an idle node', () => {
   it('2 of 3 nodes, a rank killed on the second: the job runs again without that node, the restart names it and its replacement, ok', async () => {
     const run = runCli(['run', '--profile', 'pair', '--max-restarts', '1', ...train, '--json'], { env, json: true });
+    onTestFailed(() => printSlurm(run));
     await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
     const first = placements(run.events)[0]!;
     expect(first.nodes).toHaveLength(2);
@@ -100,6 +110,7 @@ describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when
 
   it('3 of 3 nodes (none idle): the restart stays inside the allocation, on that node again, as before', async () => {
     const run = runCli(['run', '--profile', 'trio', '--max-restarts', '1', ...train, '--json'], { env, json: true });
+    onTestFailed(() => printSlurm(run));
     await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
     const first = placements(run.events)[0]!;
     expect(first.nodes).toHaveLength(3);

@@ -1,10 +1,18 @@
 // Bad node out under Slurm (issue 21 item 5): a rank failed or hung on a node that stays up. When the
 // job's partition has an idle node, node 0's agent runs the job again without that node:
-// `scontrol requeuehold` (Slurm refuses ExcNodeList on a running job; a held job cannot start again
-// before the list is set), `scontrol update ExcNodeList=`, `scontrol release`. What it excluded and
-// why goes to W/slurm/<runId>/excluded.json first, for the next run of the job (requeueCause in
-// slurm.ts) to name in its `restart` event. Without an idle node (or when Slurm refuses) the answer
-// is why not, and the leader restarts inside the allocation as before.
+// `scontrol requeue`, then `scontrol update ExcNodeList=` on the pending job (Slurm refuses ExcNodeList
+// on a running job). Why no hold: a requeued job may not start again before its begin time, which
+// Slurm sets cred_expire + 1 s ahead (AuthInfo cred_expire, default 120 s, at least 5 s), so the list is
+// set long before the next run can be placed. The requeue's SIGTERM reaches this agent too (it runs in
+// the job step), and SIGKILL follows after KillWait: whatever is not done by then is lost. It held the
+// job before (`requeuehold` … `release`): an agent killed between the two leaves the job held for good,
+// the run never back; the likely cause (not reproduced here) of a fresh-clone CI run where
+// test/slurm/slurm-bad-node waited 420 s for a restart that never came. Lost now, the worst case is
+// the behaviour without exclusion: the next run may be placed on the node again, and its restart says
+// so (requeueCause in slurm.ts).
+// What it excluded and why goes to W/slurm/<runId>/excluded.json first, for the next run of the job
+// to name in its `restart` event. Without an idle node (or when Slurm refuses) the answer is why not,
+// and the leader restarts inside the allocation as before.
 import { execFile } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { promisify } from 'node:util';
@@ -13,7 +21,7 @@ import { writeFileAtomicSync } from '../util/atomic-write';
 import { sleep } from './host-cmd';
 
 const execFileP = promisify(execFile);
-/** How long the requeued job may take to become pending (its ExcNodeList can only be set then). */
+/** How long the requeued job may take to become pending (its ExcNodeList can only be set then); the agent's SIGKILL (KillWait after the requeue's SIGTERM) may come first. */
 const PENDING_WAIT_MS = 10_000;
 
 /** What a run of the job excluded, for the next run: written before the requeue. */
@@ -57,7 +65,7 @@ export async function hostnamesOf(list: string | undefined): Promise<string[]> {
 
 const field = (out: string, name: string): string | undefined => new RegExp(`(?:^|\\s)${name}=(\\S+)`).exec(out)?.[1];
 
-/** Runs job `jobId` again without `node`; resolves to why not (undefined: requeued, held, excluded and released). */
+/** Runs job `jobId` again without `node`; resolves to why not (undefined: requeued, and its ExcNodeList set or said to be unset). */
 export async function requeueExcluding(o: { dir: string; jobId: string; restartCount: number }, node: string, cause: ErrorEvent): Promise<string | undefined> {
   const job = await scontrol(['show', 'job', o.jobId, '-o']);
   if (!job.ok) return `scontrol show job ${o.jobId}: ${job.why}`;
@@ -75,12 +83,12 @@ export async function requeueExcluding(o: { dir: string; jobId: string; restartC
   if (!idle.length) return `no idle node in partition ${partition ?? '(default)'} to take ${node}'s place`;
   const note: ExcludeNote = { jobId: o.jobId, restartCount: o.restartCount, node, rank: cause.rank, reason: cause.message, nodes };
   writeFileAtomicSync(notePath(o.dir), JSON.stringify(note) + '\n', { mode: 0o600 });
-  const held = await scontrol(['requeuehold', o.jobId]);
-  if (!held.ok) {
+  const requeued = await scontrol(['requeue', o.jobId]);
+  if (!requeued.ok) {
     rmSync(notePath(o.dir), { force: true }); // no requeue: a later one (a lost node) must not read it
-    return `scontrol requeuehold ${o.jobId} refused: ${held.why}`;
+    return `scontrol requeue ${o.jobId} refused: ${requeued.why}`;
   }
-  // Held and pending now (or within moments): set the list, then let it run again wherever Slurm puts it.
+  // Pending (or within moments: the job completes its requeue first) until its begin time: set the list.
   const deadline = Date.now() + PENDING_WAIT_MS;
   let set = await scontrol(['update', `JobId=${o.jobId}`, `ExcNodeList=${nodes.join(',')}`]);
   while (!set.ok && Date.now() < deadline) {
@@ -88,18 +96,5 @@ export async function requeueExcluding(o: { dir: string; jobId: string; restartC
     set = await scontrol(['update', `JobId=${o.jobId}`, `ExcNodeList=${nodes.join(',')}`]);
   }
   if (!set.ok) process.stderr.write(`agent-slurm: job ${o.jobId} requeued but its ExcNodeList not set (${set.why}): Slurm may place it on ${node} again\n`);
-  // A release sent while the requeue is still completing can be lost (the job then stays held for good:
-  // seen once in a loaded CI run, the restart never came): release until Slurm shows the job unheld.
-  const stillHeld = async () => {
-    const j = await scontrol(['show', 'job', o.jobId, '-o']);
-    return j.ok && (/\bReason=JobHeld/.test(j.out) || /\bPriority=0\b/.test(j.out));
-  };
-  const releaseBy = deadline + PENDING_WAIT_MS;
-  let released = await scontrol(['release', o.jobId]);
-  while (Date.now() < releaseBy && (await stillHeld())) {
-    await sleep(200);
-    released = await scontrol(['release', o.jobId]);
-  }
-  if (!released.ok) process.stderr.write(`agent-slurm: job ${o.jobId} requeued and held, but scontrol release failed (${released.why}): release it by hand (scontrol release ${o.jobId})\n`);
   return undefined;
 }
