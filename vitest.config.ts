@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import LongestFirst from './test/longest-first';
+import { CPU_TOKENS, WAIT_LANE } from './test/cpu-lane';
 
 // Two tiers (test/README.md). `npm test` runs both; `npm run test:fast` (= `vitest run --project fast`)
 // runs the fast one before each commit: every *.test.ts beside the code lands there by itself, plus the
@@ -12,6 +13,7 @@ export const FAST_TEST_FILES = [
   'test/gpu/**/*.test.ts',
   'test/ssh/**/*.test.ts',
   'test/harness/sshd-hosts.test.ts',
+  'test/harness/cpu-lane.test.ts',
   'test/torch/torch-config.test.ts',
   'test/local/cli-conventions.test.ts',
 ];
@@ -34,6 +36,19 @@ export const SERIAL_TEST_FILES = [
 ];
 
 /**
+ * Slow-tier files that mostly WAIT (Slurm's scheduler loops, production timeouts), not compute: the
+ * `wait` project. They run beside the two busy files in a third worker and take no CPU token
+ * (test/cpu-lane.ts: why tokens, not a project with its own maxWorkers). Chosen by CPU-seconds per
+ * second of their quiet time (scripts/test-cpu.mjs). Measured (bench/results/suite.md, "session 6,
+ * lanes"): 4 busy files + slurm-failures, back to back at load ~25: 366 s without the lane, 340 s with
+ * it (slurm-failures 127 → 126 s, the busy files +11 %). A file belongs here only if it stays at
+ * ~0.3 CPU-s/s: a busy file here would make three busy files at once (session 5: worse).
+ */
+export const WAIT_TEST_FILES = [
+  'test/slurm/slurm-failures.test.ts', // 0.30 CPU-s per second (session 5); not stretched at 3 workers
+];
+
+/**
  * COHORT_TEST_FAST_WORKERS / COHORT_TEST_SLOW_WORKERS override them (to measure). Why 2 slow workers
  * (bench/results/suite.md, "session 5, suite-par"): on the quiet 2-core machine the slow tier took
  * 999 s at 2 workers and 1,262 s at 3 (same 82 files, both green); at 3 the CPUs were busy the whole
@@ -43,7 +58,9 @@ export const SERIAL_TEST_FILES = [
  * tier's time follows its CPU-seconds (scripts/test-cpu.mjs measures them per file), not its waits.
  */
 const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
-const SLOW_WORKERS = Number(process.env.COHORT_TEST_SLOW_WORKERS ?? 2);
+// The slow group's pool: CPU_TOKENS busy files (COHORT_TEST_SLOW_WORKERS) + WAIT_LANE waiting ones
+// (COHORT_TEST_WAIT_LANE=0: none; then the wait files queue with the busy ones, as before session 6).
+const SLOW_POOL = CPU_TOKENS + WAIT_LANE;
 
 export default defineConfig({
   test: {
@@ -56,14 +73,15 @@ export default defineConfig({
     globalSetup: ['test/global-setup.ts'],
     // Longest files first, by test/file-durations.json (why: test/longest-first.ts).
     sequence: { sequencer: LongestFirst },
-    // groupOrder: the fast tier first, then the slow one, then the serial one (projects without it
-    // would run at the same time). FAST_WORKERS / SLOW_WORKERS: files of that tier at once (measured,
-    // bench/results/suite.md). Every slow file is safe beside another: its own hosts/namespaces/subnet
+    // groupOrder: the fast tier first, then the slow one (the slow and wait projects together, one
+    // pool: test/cpu-lane.ts), then the serial one (projects without it would run at the same time).
+    // FAST_WORKERS / SLOW_POOL: files of that tier at once (measured, bench/results/suite.md). Every slow file is safe beside another: its own hosts/namespaces/subnet
     // (test/harness), its own temp and data dirs, and leftover checks that count only its own processes
     // (by cluster marker, run id or COHORT_DATA_DIR).
     projects: [
       { extends: true, test: { name: 'fast', include: [...BESIDE_THE_CODE, ...FAST_TEST_FILES], sequence: { groupOrder: 0 }, fileParallelism: FAST_WORKERS > 1, maxWorkers: FAST_WORKERS } },
-      { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: [...FAST_TEST_FILES, ...SERIAL_TEST_FILES], sequence: { groupOrder: 1 }, fileParallelism: SLOW_WORKERS > 1, maxWorkers: SLOW_WORKERS } },
+      { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: [...FAST_TEST_FILES, ...SERIAL_TEST_FILES, ...WAIT_TEST_FILES], setupFiles: ['test/cpu-lane-setup.ts'], sequence: { groupOrder: 1 }, fileParallelism: SLOW_POOL > 1, maxWorkers: SLOW_POOL } },
+      { extends: true, test: { name: 'wait', include: WAIT_TEST_FILES, sequence: { groupOrder: 1 }, fileParallelism: SLOW_POOL > 1, maxWorkers: SLOW_POOL } },
       { extends: true, test: { name: 'serial', include: SERIAL_TEST_FILES, sequence: { groupOrder: 2 } } },
     ],
   },

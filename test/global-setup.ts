@@ -1,8 +1,18 @@
 // Multi-process tests run the built trainer bundle (the same file deploy ships to hosts), the
-// built CLI and the built dashboard. Build them before the suite when any source is newer.
+// built CLI and the built dashboard. Build them before the suite when any source is newer. Then
+// serve the slow tier's CPU tokens for the run (test/cpu-lane.ts) and close them at its end.
 import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { CPU_TOKENS, startCpuLane } from './cpu-lane';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The CPU-token server's socket (test/cpu-lane.ts); '' when there is none. */
+    cpuLane: string;
+  }
+}
 
 const root = join(import.meta.dirname, '..');
 
@@ -16,7 +26,15 @@ function newest(dir: string): number {
   return t;
 }
 
-export default function setup(): void {
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  build();
+  // The slow tier's CPU tokens (test/cpu-lane.ts): busy files take one, the waiting files do not.
+  const lane = await startCpuLane(CPU_TOKENS);
+  project.provide('cpuLane', lane.path);
+  return () => lane.close();
+}
+
+function build(): void {
   const manifest = join(root, 'resources', 'trainer', 'manifest.json');
   const built = existsSync(manifest) ? statSync(manifest).mtimeMs : 0;
   const sources = Math.max(...['trainer', 'electron', 'renderer'].map((d) => newest(join(root, d))));

@@ -1,4 +1,5 @@
-// Test files start longest first (within each project; projects keep their groupOrder), by the
+// Test files start longest first (within each groupOrder, across its projects: the slow and wait
+// projects share one pool, test/cpu-lane.ts; groups keep their order), by the
 // per-file seconds in test/file-durations.json (scripts/test-durations.mjs writes it from a vitest
 // JSON report). Why: with two files at a time, a 3-minute file that starts last leaves one worker
 // idle while it runs. Vitest orders by its own cache, which a fresh CI clone does not have: there it
@@ -28,7 +29,6 @@ export default class LongestFirst extends BaseSequencer {
     return [...byVitest].sort((a, b) => {
       const group = a.project.config.sequence.groupOrder - b.project.config.sequence.groupOrder;
       if (group !== 0) return group;
-      if (a.project.name !== b.project.name) return a.project.name < b.project.name ? -1 : 1;
       const [sa, sb] = [known(a), known(b)];
       if (sa === undefined || sb === undefined) return sa === sb ? rank.get(a)! - rank.get(b)! : sa === undefined ? -1 : 1;
       return sb - sa || rank.get(a)! - rank.get(b)!;

@@ -7,9 +7,11 @@
 // rank and each checkpoint is ~282 MB, which made the suite CPU-bound on 2 cores. At 1/4 a 3-rank
 // 20-step run costs 6.1 instead of 18.4 CPU-seconds (bench/results/suite.md, session 5). The full
 // width stays pinned where the model itself is the subject: the parameter count and spec
-// (resnet50.test.ts, predict.test.ts), the README run (test/local/local-run), the torch engine's
-// tests, the straggler and hang files (serial tier: their step times must stay long enough to
-// compare), and the GPU kit.
+// (resnet50.test.ts, predict.test.ts), the README run (test/local/local-run's first case; its
+// other cases run at 1/4), the torch engine's network case (test/torch/torch-engine: the parameter
+// count, torchvision against the built-in net; its other cases run at 1/4; torch-fixes runs at 1/4),
+// the straggler and hang files (serial tier: their step times must stay long enough to compare),
+// and the GPU kit.
 // Options change only what a test needs; a test whose checksum or step count is pinned passes
 // the same options each time.
 

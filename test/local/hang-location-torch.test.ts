@@ -2,8 +2,11 @@
 // run: three local torch ranks (Debian's CPU torch, /usr/bin/python3, DDP over gloo). Their step
 // windows carry every rank's phases; then one rank is stopped with SIGSTOP: the run's first error
 // must name it (rank, host, rank-hung, reportedBy, the heartbeat round, each rank's last phase),
-// the run exits non-zero and leaves no process. The time from the stop to the error is printed.
-import { rmSync } from 'node:fs';
+// the run exits non-zero and leaves no process. The reporter (same host) sent it SIGUSR1: its agent
+// continues it and ends it only once its Python stack is in rank-1.log (before: the halt's SIGTERM
+// ended the stopped rank with the signal still pending, no stack). The time from the stop to the error is printed.
+import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ErrorEvent, StepEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
@@ -35,6 +38,10 @@ describe.skipIf(skip !== undefined)(`hang location (torch)${skip ? ` (skipped: $
       expect(first.collective).toMatch(/heartbeat/);
       expect(first.lastPhases?.find((p) => p.rank === 1)?.phase).toMatch(/^(data|compute|exchange|optimizer)$/);
       expect((await r.exit).code).not.toBe(0);
+      const runs = join(data, 'local', 'runs');
+      const logs = readdirSync(runs).map((id) => join(runs, id, 'logs', 'rank-1.log')).filter((f) => existsSync(f));
+      expect(logs.length, `rank-1.log under ${runs}`).toBe(1);
+      expect(readFileSync(logs[0]!, 'utf8')).toMatch(/most recent call first\):\n\s+File ".*\.py", line \d+/);
     } finally {
       if (pid) {
         try {

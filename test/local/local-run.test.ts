@@ -7,6 +7,7 @@ import { encodeCifarRecords } from '../../trainer/data/cifar100';
 import { loadLatestCheckpoint } from '../../trainer/train/checkpoint';
 import type { CohortEvent, DoneEvent, ErrorEvent, HelloEvent, StepEvent } from '../../trainer/protocol';
 import { alive, runCli, tempDataDir } from '../helpers/cli';
+import { TINY_WIDTH } from '../helpers/tiny';
 
 const dirs: string[] = [];
 const dataDir = () => {
@@ -17,6 +18,10 @@ const dataDir = () => {
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
 const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10'];
+// The first test trains ResNet-50 at its published width (the README's run, the default); the rest
+// prove flags and lifecycles (compile, fp16, data, checkpoints, stop, a lost rank), the same code
+// paths at any width, at the tiny run's quarter width (test/helpers/tiny.ts says why: CPU-seconds).
+const quarter = [...tiny, '--width', String(TINY_WIDTH)];
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
 describe('cohort run --local', () => {
@@ -56,7 +61,7 @@ describe('cohort run --local', () => {
 
   it('--compile reports a measured kernel selection (remembered for the next run) and --fp16 halves the gradient bytes on the wire', async () => {
     const env = { COHORT_DATA_DIR: dataDir() };
-    const args = ['run', '--local', '--ranks', '2', '--steps', '4', '--log-steps', '2', '--warmup-steps', '1', ...tiny, '--compile', '--fp16', '--json'];
+    const args = ['run', '--local', '--ranks', '2', '--steps', '4', '--log-steps', '2', '--warmup-steps', '1', ...quarter, '--compile', '--fp16', '--json'];
     const r = runCli(args, { env, json: true });
     expect((await r.exit).code, r.stderr).toBe(0);
     // The compile's outcome (progress events with status 'running' come before it).
@@ -79,7 +84,7 @@ describe('cohort run --local', () => {
   });
 
   it('prints the seeds human format by default', async () => {
-    const r = runCli(['run', '--local', '--steps', '3', '--log-steps', '1', '--warmup-steps', '1', ...tiny], { env: { COHORT_DATA_DIR: dataDir() } });
+    const r = runCli(['run', '--local', '--steps', '3', '--log-steps', '1', '--warmup-steps', '1', ...quarter], { env: { COHORT_DATA_DIR: dataDir() } });
     const exit = await r.exit;
     expect(exit.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^Epoch: 0, Step: 2\/3, Loss: \d+\.\d+, Throughputs: \d+\.\d samples\/s$/m);
@@ -88,7 +93,7 @@ describe('cohort run --local', () => {
   });
 
   it('computes the same update with 2 ranks as one process on the same global batch (frozen batch-norm)', async () => {
-    const common = ['--steps', '3', '--warmup-steps', '0', '--log-steps', '3', '--freeze-bn', '--optimizer', 'sgd', '--lr', '0.001', '--momentum', '0', '--weight-decay', '0', '--stem', 'cifar', '--image-size', '8', '--classes', '10', '--json'];
+    const common = ['--steps', '3', '--warmup-steps', '0', '--log-steps', '3', '--freeze-bn', '--optimizer', 'sgd', '--lr', '0.001', '--momentum', '0', '--weight-decay', '0', '--stem', 'cifar', '--image-size', '8', '--width', String(TINY_WIDTH), '--classes', '10', '--json'];
     const ck1 = dataDir();
     const ck2 = dataDir();
     const [one, two] = [
@@ -114,7 +119,7 @@ describe('cohort run --local', () => {
 
   it('fails every rank within 10 s, non-zero, with an error naming the rank, when one rank is killed', async () => {
     const data = dataDir();
-    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', '--warmup-steps', '0', ...tiny, '--json'], { env: { COHORT_DATA_DIR: data }, json: true });
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', '--warmup-steps', '0', ...quarter, '--json'], { env: { COHORT_DATA_DIR: data }, json: true });
     await r.waitFor((e) => e.type === 'step');
     // Find rank 1's pid from the process table (it is a child of the agent, in its own group).
     const { execFileSync } = await import('node:child_process');
@@ -142,7 +147,7 @@ describe('cohort run --local: data, checkpoints, stop', () => {
     const rec = (i: number) => ({ fine: i % 100, pixels: Uint8Array.from({ length: 3072 }, (_, k) => (i * 31 + k * 7) % 256) });
     writeFileSync(join(dir, 'train.bin'), encodeCifarRecords(Array.from({ length: 32 }, (_, i) => rec(i))));
     writeFileSync(join(dir, 'test.bin'), encodeCifarRecords(Array.from({ length: 16 }, (_, i) => rec(i + 1000))));
-    const r = runCli(['run', '--local', '--ranks', '2', '--epochs', '1', '--batch-size', '4', '--stem', 'cifar', '--image-size', '8', '--warmup-steps', '0', '--log-steps', '2', '--data', `cifar100:${dir}`, '--json'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+    const r = runCli(['run', '--local', '--ranks', '2', '--epochs', '1', '--batch-size', '4', '--stem', 'cifar', '--image-size', '8', '--width', String(TINY_WIDTH), '--warmup-steps', '0', '--log-steps', '2', '--data', `cifar100:${dir}`, '--json'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
     expect((await r.exit).code, r.stderr).toBe(0);
     const plan = of(r.events, 'plan')[0]!;
     expect(plan).toMatchObject({ steps: 4, stepsPerEpoch: 4, epochs: 1 }); // 32 samples / (2 ranks × 4)
@@ -154,14 +159,14 @@ describe('cohort run --local: data, checkpoints, stop', () => {
   });
 
   it('says which file is missing for --data cifar100:DIR', async () => {
-    const r = runCli(['run', '--local', '--steps', '2', ...tiny, '--data', `cifar100:${dataDir()}`, '--classes', '100'], { env: { COHORT_DATA_DIR: dataDir() } });
+    const r = runCli(['run', '--local', '--steps', '2', ...quarter, '--data', `cifar100:${dataDir()}`, '--classes', '100'], { env: { COHORT_DATA_DIR: dataDir() } });
     expect((await r.exit).code).toBe(1);
     expect(r.stderr).toMatch(/train\.bin not found.*CIFAR-100 \*binary\* version/);
   });
 
   it('saves checkpoints atomically and resumes from the newest one', async () => {
     const ck = dataDir();
-    const common = ['--local', '--ranks', '2', ...tiny, '--warmup-steps', '0', '--log-steps', '1', '--checkpoint-dir', ck, '--checkpoint-every', '2', '--json'];
+    const common = ['--local', '--ranks', '2', ...quarter, '--warmup-steps', '0', '--log-steps', '1', '--checkpoint-dir', ck, '--checkpoint-every', '2', '--json'];
     // The uninterrupted run (its own checkpoint dir) trains beside the first one: they share nothing (issue 25).
     const ckStraight = dataDir();
     const straight = runCli(['run', ...common.map((a) => (a === ck ? ckStraight : a)), '--steps', '6'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
@@ -188,7 +193,7 @@ describe('cohort run --local: data, checkpoints, stop', () => {
 
   it('cohort stop RUN cancels a running run from another process', async () => {
     const env = { COHORT_DATA_DIR: dataDir() };
-    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', ...tiny, '--json'], { env, json: true });
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', ...quarter, '--json'], { env, json: true });
     await r.waitFor((e) => e.type === 'step');
     const runs = runCli(['runs', 'list', '--json'], { env });
     await runs.exit;

@@ -7,12 +7,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CohortEvent, TrainConfig } from '../../trainer/protocol';
+import { resnet50ParamCount } from '../../trainer/protocol/resnet50-shape';
+import { TINY_WIDTH } from '../helpers/tiny';
 import { EngineRank, freePort, ofType, pidAlive, torchUnavailableReason, type RankOptions } from './engine-process';
 
 const skipReason = torchUnavailableReason();
 if (skipReason) console.warn(`torch engine tests skipped: ${skipReason}`);
 
 const TINY: Partial<TrainConfig> = { imageSize: 32, batchSize: 4, steps: 4, logSteps: 2, warmupSteps: 1 };
+// The case whose subject is the network (its parameter count, torchvision's against the built-in)
+// trains it at its published width; the others (the protocol and capabilities, DDP over gloo, data
+// and checkpoints, a lost or hung peer) prove the same code paths at the tiny run's quarter width
+// (test/helpers/tiny.ts says why), on the engine's built-in ResNet-50 (torchvision has no width:
+// model.py).
+const QUARTER: Partial<TrainConfig> = { ...TINY, width: TINY_WIDTH };
+const QUARTER_PARAMS_100 = resnet50ParamCount({ stem: 'imagenet', classes: 100, width: TINY_WIDTH });
 const RESNET50_PARAMS_100 = 23_712_932;
 
 const live = new Set<EngineRank>();
@@ -51,11 +60,11 @@ function one<K extends CohortEvent['type']>(r: EngineRank, type: K): Extract<Coh
 
 describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   it('one rank: the protocol in order, with fp16 and compile reported unavailable (never silently ignored)', async () => {
-    const [r] = await runRanks(1, { ...TINY, fp16: true, compile: true });
+    const [r] = await runRanks(1, { ...QUARTER, fp16: true, compile: true });
     expectCleanStream(r!);
     expect(r!.events.map((e) => e.type)).toEqual(['hello', 'plan', 'compile', 'warmup', 'step', 'step', 'done']);
     const hello = one(r!, 'hello');
-    expect(hello).toMatchObject({ engine: 'torch', backend: 'cpu', worldSize: 1, params: RESNET50_PARAMS_100, host: 'localhost' });
+    expect(hello).toMatchObject({ engine: 'torch', backend: 'cpu', worldSize: 1, params: QUARTER_PARAMS_100, host: 'localhost' });
     expect(hello.versions.torch).toMatch(/^\d+\.\d+/);
     expect(hello.capabilities.fp16!.available).toBe(false);
     expect(hello.capabilities.fp16!.detail).toMatch(/needs a CUDA GPU.*requested but not applied/);
@@ -85,11 +94,11 @@ describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (
   });
 
   it('two ranks over gloo: global throughput and both ranks’ memory from rank 0; rank 1 prints no events', async () => {
-    const ranks = await runRanks(2, { ...TINY, syncBn: true });
+    const ranks = await runRanks(2, { ...QUARTER, syncBn: true });
     const [r0, r1] = ranks as [EngineRank, EngineRank];
     expectCleanStream(r0);
     expect(r1.lines).toEqual([]);
-    expect(one(r0, 'hello')).toMatchObject({ worldSize: 2, params: RESNET50_PARAMS_100 });
+    expect(one(r0, 'hello')).toMatchObject({ worldSize: 2, params: QUARTER_PARAMS_100 });
     expect(one(r0, 'hello').capabilities.ddp).toMatchObject({ available: true });
     // SyncBatchNorm is CUDA-only in torch: asked for on CPU, it is reported, not faked.
     expect(one(r0, 'hello').capabilities.syncBn!.detail).toMatch(/needs CUDA.*requested but not applied/);
@@ -124,7 +133,7 @@ describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (
     writeFileSync(join(dir, 'train.bin'), fakeCifar(16, 1));
     writeFileSync(join(dir, 'test.bin'), fakeCifar(10, 2));
     const ckpt = join(dir, 'ckpt');
-    const base = { data: `cifar100:${dir}`, stem: 'cifar' as const, imageSize: 8, batchSize: 4, logSteps: 2, warmupSteps: 1, checkpointDir: ckpt };
+    const base = { data: `cifar100:${dir}`, stem: 'cifar' as const, imageSize: 8, width: TINY_WIDTH, batchSize: 4, logSteps: 2, warmupSteps: 1, checkpointDir: ckpt };
     const [first] = await runRanks(1, { ...base, steps: 0, epochs: 1, checkpointEvery: 4 });
     expectCleanStream(first!);
     expect(one(first!, 'plan')).toMatchObject({ stepsPerEpoch: 4, steps: 4, epochs: 1 });
@@ -156,7 +165,7 @@ describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (
 
   it('killing one rank mid-run makes the other exit non-zero within 15 s, naming the lost peer; no python left', async () => {
     const port = await freePort();
-    const config = { ...TINY, steps: 10_000, logSteps: 1 };
+    const config = { ...QUARTER, steps: 10_000, logSteps: 1 };
     const [r0, r1] = [0, 1].map((rank) => start({ rank, worldSize: 2, port, config })) as [EngineRank, EngineRank];
     await r0.waitFor(ofType('step'), { signal: AbortSignal.timeout(90_000) });
     const killedAt = Date.now();
@@ -178,7 +187,7 @@ describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (
 
   it('a hung peer (SIGSTOP, sockets still open) is detected by the heartbeat and named (rank-hung, its rank, reported by rank 0)', async () => {
     const port = await freePort();
-    const config = { ...TINY, steps: 10_000, logSteps: 1 };
+    const config = { ...QUARTER, steps: 10_000, logSteps: 1 };
     const [r0, r1] = [0, 1].map((rank) => start({ rank, worldSize: 2, port, config })) as [EngineRank, EngineRank];
     await r0.waitFor(ofType('step'), { signal: AbortSignal.timeout(90_000) });
     const stoppedAt = Date.now();
@@ -198,7 +207,7 @@ describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (
 
   it('a rank whose parent (the agent) dies exits on its own: nothing is left behind', async () => {
     const port = await freePort();
-    const shell = start({ rank: 0, worldSize: 1, port, config: { ...TINY, steps: 10_000 }, viaShell: true });
+    const shell = start({ rank: 0, worldSize: 1, port, config: { ...QUARTER, steps: 10_000 }, viaShell: true });
     await shell.waitFor(ofType('hello'), { signal: AbortSignal.timeout(90_000) });
     const pidLine = shell.lines.find((l) => l.startsWith('pid '));
     const pid = Number(pidLine?.slice(4));

@@ -11,6 +11,7 @@
 // when the rank exits without a report on stdout (last-words.ts).
 import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -34,6 +35,14 @@ import { LogTail } from '../train/emit';
 import type { EngineChoice } from './engine-choice';
 
 export const KILL_GRACE_MS = 2000;
+/**
+ * A rank asked for its stack is killed once the stack is in its log (its stderr quiet for
+ * STACK_QUIET_MS after the first frame line), STACK_WAIT_MS after the ask at the latest: the
+ * halt's SIGTERM right after SIGUSR1 kills it before its handler runs (the kernel ends a process
+ * on a fatal signal at once, whatever else is pending; seen here: 4 of 5 stacks lost).
+ */
+export const STACK_WAIT_MS = 3000;
+const STACK_QUIET_MS = 200;
 /** A rank's exit waits this long at most for its output pipes to close (a process it left may hold them). */
 const OUTPUT_DRAIN_MS = 1000;
 
@@ -64,6 +73,8 @@ export interface RankProc {
   env: NodeJS.ProcessEnv;
   /** The rank's last-words file (last-words.ts): its report when its stdout could not take it. */
   lastWords: string;
+  /** Its stack was asked for (dumpStack): when, when its first line came, its stderr's last line. */
+  stack?: { askedAt: number; seenAt?: number; lastLineAt: number };
 }
 
 export interface RankExit {
@@ -79,6 +90,7 @@ export class RankGroup {
   private hardKill: NodeJS.Timeout | undefined;
   private readonly beat: NodeJS.Timeout;
   private readonly torch: boolean;
+  private readonly stackWaits = new Set<RankProc>();
 
   /** `rankEnv`: per-rank GPU environment from gpu-assignment.ts (same order as spec.ranks); `lifelineMs`: the ranks' lifeline timeout. */
   constructor(spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink, onExit: (e: RankExit) => void, rankEnv: Record<string, string>[] = [], lifelineMs = DEFAULT_TIMINGS.lifelineTimeoutMs) {
@@ -92,7 +104,15 @@ export class RankGroup {
     const withEnv = { ...spec, env: { ...torchEnv, ...spec.env } };
     this.torch = engine.name === 'torch';
     const lifeline = { [LIFELINE_ENV]: LIFELINE_BEATS, [LIFELINE_TIMEOUT_ENV]: String(lifelineMs) };
-    this.procs = spec.ranks.map((r, i) => startRank(r, { ...withEnv, env: { ...withEnv.env, ...rankEnv[i] } }, engine, trainerEntry, runDir, sink, lifeline));
+    // A rank's `rank-hung` report about a rank of this host: hang.py has sent that one SIGUSR1; the halt it brings waits for the stack.
+    const watched: RankSink = {
+      event: (e) => {
+        if (e.type === 'error' && e.code === 'rank-hung' && e.host === spec.host) this.stackComing(e.rank);
+        sink.event(e);
+      },
+      ...(sink.line ? { line: sink.line.bind(sink) } : {}),
+    };
+    this.procs = spec.ranks.map((r, i) => startRank(r, { ...withEnv, env: { ...withEnv.env, ...rankEnv[i] } }, engine, trainerEntry, runDir, watched, lifeline));
     // The beat: one byte per rank from this (the agent's) event loop; a rank that reads none (stopped) is not written more than a few.
     this.beat = setInterval(() => {
       for (const p of this.procs) if (!p.exited && p.child.stdin!.writable && p.child.stdin!.writableLength < 64) p.child.stdin!.write('\n');
@@ -129,28 +149,62 @@ export class RankGroup {
 
   /**
    * A hung rank's stack into its own log (issue 21 item 4): torch ranks write every thread's Python
-   * stack on SIGUSR1 (faulthandler, hang.py; a stopped one once it runs again). tfjs ranks: nothing
-   * (SIGUSR1 would open Node's inspector).
+   * stack on SIGUSR1 (faulthandler, hang.py), asked here for a rank a peer on another host named
+   * (a reporter on this host sends it itself). tfjs ranks: nothing (SIGUSR1 would open Node's inspector).
    */
   dumpStack(rank: number, say: (message: string) => void): void {
     const p = this.procs.find((q) => q.spec.rank === rank && !q.exited);
     if (!this.torch || p?.child.pid === undefined) return;
     try {
       process.kill(p.child.pid, 'SIGUSR1');
-      say(`rank ${rank} (pid ${p.child.pid}) hung, a peer on another host says: asked it for its Python stack (SIGUSR1), which goes to its log`);
+      const continued = this.stackComing(rank);
+      say(`rank ${rank} (pid ${p.child.pid}) hung, a peer on another host says: asked it for its Python stack (SIGUSR1${continued ? '; it was stopped, so continued it (SIGCONT) to let it write' : ''}), which goes to its log`);
     } catch {
       // gone meanwhile
     }
   }
 
-  /** SIGTERM to every live rank's group, SIGKILL after the grace period. Idempotent. */
+  /**
+   * Rank `rank` was sent SIGUSR1: kill() waits for its stack (STACK_WAIT_MS). A stopped rank (state
+   * T: SIGSTOP, Ctrl-Z) runs no handler until it is continued, and the halt would end it with the
+   * signal pending, so it is continued (true): its stack then shows where it stood.
+   */
+  private stackComing(rank: number): boolean {
+    const p = this.procs.find((q) => q.spec.rank === rank && !q.exited);
+    if (!this.torch || p?.child.pid === undefined) return false;
+    p.stack ??= { askedAt: Date.now(), lastLineAt: Date.now() };
+    if (processState(p.child.pid) !== 'T') return false;
+    try {
+      process.kill(p.child.pid, 'SIGCONT');
+      return true;
+    } catch {
+      return false; // gone meanwhile
+    }
+  }
+
+  /** SIGTERM to every live rank's group (a rank whose stack was asked: once it is written), SIGKILL after the grace period. Idempotent. */
   kill(): void {
-    for (const p of this.procs) if (!p.exited) signalGroup(p, 'SIGTERM');
+    for (const p of this.procs) if (!p.exited && !p.stack) signalGroup(p, 'SIGTERM');
+    const waiting = this.procs.filter((p) => !p.exited && p.stack);
+    for (const p of waiting) this.termAfterStack(p);
     if (this.hardKill || !this.running) return;
     this.hardKill = setTimeout(() => {
       for (const p of this.procs) if (!p.exited) signalGroup(p, 'SIGKILL');
-    }, KILL_GRACE_MS);
+    }, KILL_GRACE_MS + (waiting.length ? STACK_WAIT_MS : 0));
     this.hardKill.unref();
+  }
+
+  /** SIGTERM to `p` once its stack is written (or STACK_WAIT_MS after the ask, or never if it ends first). */
+  private termAfterStack(p: RankProc): void {
+    if (this.stackWaits.has(p)) return;
+    const written = () => p.stack!.seenAt !== undefined && Date.now() - p.stack!.lastLineAt >= STACK_QUIET_MS;
+    const t = setInterval(() => {
+      if (!p.exited && !written() && Date.now() - p.stack!.askedAt < STACK_WAIT_MS) return;
+      clearInterval(t);
+      if (!p.exited) signalGroup(p, 'SIGTERM');
+    }, 50);
+    t.unref();
+    this.stackWaits.add(p);
   }
 }
 
@@ -218,6 +272,10 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stdout', message: line });
   });
   boundedLines(child.stderr!, MAX_LOG_LINE_BYTES, (line) => {
+    if (p.stack) {
+      p.stack.lastLineAt = Date.now();
+      if (p.stack.seenAt === undefined && /most recent call first/.test(line)) p.stack.seenAt = p.stack.lastLineAt;
+    }
     sink.line?.(r.rank, 'stderr', line);
     p.tail.add(line);
     emit({ type: 'log', level: 'info', rank: r.rank, host, stream: 'stderr', message: line });
@@ -228,6 +286,16 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     p.reportedError = true;
   });
   return p;
+}
+
+/** The process's state letter from /proc/PID/stat (R, S, D, T = stopped, t = traced, Z...), if readable (Linux). */
+function processState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat[stat.lastIndexOf(')') + 2]; // the command in parentheses may hold anything
+  } catch {
+    return undefined;
+  }
 }
 
 /** The network interface the kernel would use to reach `addr` (Linux `ip route get`), if known. */

@@ -10,6 +10,21 @@
 /** Code: instruction bytes (stack form). */
 export type Code = number[];
 
+/**
+ * The parts one after another (`parts.flat()`), in one preallocated array. The assembler nests
+ * code deeply (a loop's body inside a block inside the next loop...), and V8's `flat()` and array
+ * spread are slow on arrays of thousands of bytes: built with them, the Winograd module alone took
+ * ~0.2 CPU-s in every rank's start (bench/results/suite.md, session 6, cpu).
+ */
+export function concat(parts: readonly (readonly number[])[]): number[] {
+  let n = 0;
+  for (const p of parts) n += p.length;
+  const out = new Array<number>(n);
+  let k = 0;
+  for (const p of parts) for (let i = 0; i < p.length; i++) out[k++] = p[i]!;
+  return out;
+}
+
 /** Unsigned LEB128 (indices, sizes, memory offsets). */
 export function leb(n: number): number[] {
   const out: number[] = [];
@@ -37,8 +52,8 @@ export function sleb(n: number): Code {
   }
 }
 
-export const section = (id: number, bytes: number[]): number[] => [id, ...leb(bytes.length), ...bytes];
-export const vec = (items: number[][]): number[] => [...leb(items.length), ...items.flat()];
+export const section = (id: number, bytes: number[]): number[] => concat([[id], leb(bytes.length), bytes]);
+export const vec = (items: number[][]): number[] => concat([leb(items.length), ...items]);
 export const name = (s: string): number[] => [...leb(s.length), ...Array.from(s, (c) => c.charCodeAt(0))];
 
 export const I32 = 0x7f;
@@ -155,10 +170,10 @@ export class FunctionConstants {
 /** Structured control flow. Block-structured instructions take their body. */
 export const ctl = {
   /** block ... end (br 0 inside jumps past the end). */
-  block: (...body: Code[]): Code => [0x02, 0x40, ...body.flat(), 0x0b],
+  block: (...body: Code[]): Code => concat([[0x02, 0x40], ...body, [0x0b]]),
   /** loop ... end (br 0 inside jumps back to the start). */
-  loop: (...body: Code[]): Code => [0x03, 0x40, ...body.flat(), 0x0b],
-  ifElse: (then: Code, otherwise: Code): Code => [0x04, 0x40, ...then, ...(otherwise.length ? [0x05, ...otherwise] : []), 0x0b],
+  loop: (...body: Code[]): Code => concat([[0x03, 0x40], ...body, [0x0b]]),
+  ifElse: (then: Code, otherwise: Code): Code => concat([[0x04, 0x40], then, otherwise.length ? [0x05] : [], otherwise, [0x0b]]),
   br: (depth: number): Code => [0x0c, ...leb(depth)],
   brIf: (depth: number): Code => [0x0d, ...leb(depth)],
 };
@@ -178,10 +193,8 @@ export const op = {
 };
 
 /** for (i = 0; i < end; i++) body — `end` is code leaving an i32 on the stack (evaluated every iteration). */
-export const forRange = (i: number, end: Code, ...body: Code[]): Code => [
-  ...i32.const(0), ...set(i),
-  ...ctl.block(ctl.loop(get(i), end, i32.geU, ctl.brIf(1), ...body, inc(i, 1), ctl.br(0))),
-];
+export const forRange = (i: number, end: Code, ...body: Code[]): Code =>
+  concat([i32.const(0), set(i), ctl.block(ctl.loop(get(i), end, i32.geU, ctl.brIf(1), ...body, inc(i, 1), ctl.br(0)))]);
 
 /** local += delta (i32). */
 export const inc = (local: number, delta: number | Code): Code => [...get(local), ...(typeof delta === 'number' ? i32.const(delta) : delta), ...i32.add, ...set(local)];
@@ -214,20 +227,20 @@ export interface WasmFunction {
 export function moduleBytes(memory: number | { growable: true }, fns: WasmFunction[], v128Globals: number[][] = []): Uint8Array {
   const types = fns.map((f) => [0x60, ...leb(f.params.length), ...f.params, 0]);
   const bodies = fns.map((f) => {
-    const body = [...vec(f.locals.map(([n, t]) => [...leb(n), t])), ...f.code, 0x0b];
-    return [...leb(body.length), ...body];
+    const body = concat([vec(f.locals.map(([n, t]) => [...leb(n), t])), f.code, [0x0b]]);
+    return concat([leb(body.length), body]);
   });
   const limits = typeof memory === 'number' ? [0x01, ...leb(memory), ...leb(memory)] : [0x00, 0x01];
-  return new Uint8Array([
-    0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0,
-    ...section(1, vec(types)),
-    ...section(2, vec([[...name('env'), ...name('mem'), 0x02, ...limits]])),
-    ...section(3, vec(fns.map((_, i) => leb(i)))),
+  return new Uint8Array(concat([
+    [0x00, 0x61, 0x73, 0x6d, 1, 0, 0, 0],
+    section(1, vec(types)),
+    section(2, vec([[...name('env'), ...name('mem'), 0x02, ...limits]])),
+    section(3, vec(fns.map((_, i) => leb(i)))),
     // Mutable v128 globals, each initialised by a v128.const (V128Globals says why mutable).
-    ...(v128Globals.length ? section(6, vec(v128Globals.map((init) => [V128, 0x01, ...init, 0x0b]))) : []),
-    ...section(7, vec(fns.map((f, i) => [...name(f.name), 0, ...leb(i)]))),
-    ...section(10, vec(bodies)),
-  ]);
+    v128Globals.length ? section(6, vec(v128Globals.map((init) => [V128, 0x01, ...init, 0x0b]))) : [],
+    section(7, vec(fns.map((f, i) => [...name(f.name), 0, ...leb(i)]))),
+    section(10, vec(bodies)),
+  ]));
 }
 
 /** What of the WebAssembly JS API the trainer uses (its tsconfig has no DOM lib, and @types/node does not declare it). */

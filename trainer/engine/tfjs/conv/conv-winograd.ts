@@ -19,7 +19,7 @@
 // larger coefficients cost some precision, still inside it.
 import type * as tf from '@tensorflow/tfjs-core';
 import type { ConvGeometry } from './conv-geometry';
-import { buildModule, forRange, inc, op, wasmApi, type Code, type FuncDef } from '../../../util/wasm-asm';
+import { buildModule, concat, forRange, inc, op, wasmApi, type Code, type FuncDef } from '../../../util/wasm-asm';
 import { emptyTensor, heapPtr, Scratch, wasmBackend, wasmGemm, type Operand, type WasmGemm } from '../kernels/gemm-kernels';
 
 type Matrix = number[][];
@@ -103,25 +103,26 @@ function transformKernel(name: string, L: Matrix, R: Matrix): FuncDef {
   };
   /** t1[r][j] lives at tmp + 16·(r·b + j). */
   const t1At = (r: number, j: number): number => 16 * (r * b + j);
-  const perVector: Code = [
+  // concat, not spread and flat(): wasm-asm.ts says why.
+  const perVector: Code = concat([
     // t1 = L · X, column by column
-    ...op.get(SP), ...op.set(COL),
-    ...Array.from({ length: b }, (_, j) => [
-      ...op.get(COL), ...op.set(PTR),
-      ...Array.from({ length: a }, (_, i) => [...op.get(PTR), ...op.v128Load(0), ...op.set(vals[i]!), ...(i < a - 1 ? inc(PTR, op.get(S_I)) : [])]).flat(),
-      ...Array.from({ length: p }, (_, r) => [...op.get(TMP), ...combination(L[r]!.map((c, i) => [c, vals[i]!])), ...op.v128Store(t1At(r, j))]).flat(),
-      ...(j < b - 1 ? inc(COL, op.get(S_J)) : []),
-    ]).flat(),
+    op.get(SP), op.set(COL),
+    ...Array.from({ length: b }, (_, j) => concat([
+      op.get(COL), op.set(PTR),
+      ...Array.from({ length: a }, (_, i) => concat([op.get(PTR), op.v128Load(0), op.set(vals[i]!), i < a - 1 ? inc(PTR, op.get(S_I)) : []])),
+      ...Array.from({ length: p }, (_, r) => concat([op.get(TMP), combination(L[r]!.map((c, i) => [c, vals[i]!])), op.v128Store(t1At(r, j))])),
+      j < b - 1 ? inc(COL, op.get(S_J)) : [],
+    ])),
     // Z = t1 · R, row by row, stored as it is made
-    ...op.get(DP), ...op.set(ROW),
-    ...Array.from({ length: p }, (_, r) => [
-      ...Array.from({ length: b }, (_, j) => [...op.get(TMP), ...op.v128Load(t1At(r, j)), ...op.set(vals[j]!)]).flat(),
-      ...op.get(ROW), ...op.set(PTR),
-      ...Array.from({ length: q }, (_, s) => [...op.get(PTR), ...combination(R.map((row, j) => [row[s]!, vals[j]!])), ...op.v128Store(0), ...(s < q - 1 ? inc(PTR, op.get(D_J)) : [])]).flat(),
-      ...(r < p - 1 ? inc(ROW, op.get(D_I)) : []),
-    ]).flat(),
-    ...inc(SP, 16), ...inc(DP, 16),
-  ];
+    op.get(DP), op.set(ROW),
+    ...Array.from({ length: p }, (_, r) => concat([
+      ...Array.from({ length: b }, (_, j) => concat([op.get(TMP), op.v128Load(t1At(r, j)), op.set(vals[j]!)])),
+      op.get(ROW), op.set(PTR),
+      ...Array.from({ length: q }, (_, s) => concat([op.get(PTR), combination(R.map((row, j) => [row[s]!, vals[j]!])), op.v128Store(0), s < q - 1 ? inc(PTR, op.get(D_J)) : []])),
+      r < p - 1 ? inc(ROW, op.get(D_I)) : [],
+    ])),
+    inc(SP, 16), inc(DP, 16),
+  ]);
   const unitBase = (base: number, img: number, row: number, col: number): Code => [
     ...op.get(base), ...op.get(B), ...op.get(img), ...op.mul, ...op.add, ...op.get(Y), ...op.get(row), ...op.mul, ...op.add, ...op.get(X), ...op.get(col), ...op.mul, ...op.add,
   ];
