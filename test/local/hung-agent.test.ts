@@ -5,6 +5,7 @@
 // once the agent runs again (SIGCONT) its record ends `failed`, saying why; no process is left.
 // Both engines (torch: Debian's CPU torch, skipped where it is missing). The time from the stop to
 // the last rank's exit is printed (measured, not asserted).
+import { execFileSync } from 'node:child_process';
 import { readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -35,15 +36,61 @@ function exited(pid: number): boolean {
   }
 }
 
+// Fills a rank's stdout to the brim from outside, as ~5 s of fast step events do while its agent is stopped.
+// A rank's stdio are socketpairs from its agent (Node's spawn), which /proc cannot open, so the socket is
+// borrowed with pidfd_getfd (Linux ≥ 5.6; python3's ctypes, as the suite's root) and sent plain text lines
+// with MSG_DONTWAIT until it takes no more (the rank's descriptor flags untouched). Its stdout socket: the
+// AF_UNIX one made by its agent (SO_PEERCRED: a socketpair's creator; the tfjs ranks' own local links are
+// AF_UNIX too) that is neither its stdin's nor its stderr's (a torch rank writes events on a dup of fd 1,
+// fd 1 itself then being stderr: events.py). Prints the descriptor and the bytes sent.
+const FILL_STDOUT = `
+import ctypes, os, socket, struct, sys
+pid = int(sys.argv[1])
+agent = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+libc = ctypes.CDLL(None, use_errno=True)
+def link(fd):
+    try: return os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError: return None
+skip = {link(0), link(2)}
+pidfd = libc.syscall(434, pid, 0)  # pidfd_open
+if pidfd < 0: sys.exit(f"pidfd_open({pid}): {os.strerror(ctypes.get_errno())}")
+found = []
+for name in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
+    l = link(name)
+    if not l or not l.startswith("socket:") or l in skip: continue
+    fd = libc.syscall(438, pidfd, int(name), 0)  # pidfd_getfd
+    if fd < 0: sys.exit(f"pidfd_getfd({pid}, {name}): {os.strerror(ctypes.get_errno())}")
+    s = socket.socket(fileno=fd)
+    peer = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0] if s.family == socket.AF_UNIX else 0
+    if peer == agent: found.append((int(name), s))
+    else: s.close()
+if len(found) != 1: sys.exit(f"rank pid {pid}: expected one stdout socket from its agent {agent} besides fds 0 and 2, found fds {[n for n, _ in found]}")
+n, s = found[0]
+line = ("test filler (hung-agent.test.ts): what fast step events do to a rank's stdout while its agent is stopped " + "." * 800 + "\\n").encode()
+sent = 0
+try:
+    while True:
+        k = s.send(line, socket.MSG_DONTWAIT)
+        sent += k
+        if k < len(line): break
+except BlockingIOError:
+    pass
+print(f"fd {n}: {sent} bytes")
+`;
+
+/** Fills rank `pid`'s stdout (FILL_STDOUT); what it did, for the log. */
+function fillStdout(pid: number): string {
+  return execFileSync('python3', ['-c', FILL_STDOUT, String(pid)], { encoding: 'utf8', timeout: 30_000 }).trim();
+}
+
 async function hungAgent(engine: 'tfjs' | 'torch'): Promise<void> {
   const data = tempDataDir();
   dirs.push(data);
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), COHORT_LIFELINE_TIMEOUT_MS: String(LIFELINE_MS), ...(engine === 'torch' ? { COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' } : {}) };
   const t0 = Date.now();
-  // A step event every 50 steps: rank 0's stdout pipe must not fill while the agent is stopped (at width 1/4
-  // a step takes ~30 ms; a step event is ~0.5 kB, so 5 s of them fill the 64 kB pipe, and a rank blocked on a
-  // full stdout cannot tell its own report: the record then says rank-exited. UNFINISHED, said in ranks.ts).
-  const cli = runCli(['run', '--local', '--engine', engine, '--ranks', '2', '--steps', '100000', ...tinyRun({ logSteps: 50 }), '--json'], { env, json: true });
+  // A step event every step, as in the first CI that saw this: rank 0's stdout (a socketpair from its agent)
+  // fills while the agent is stopped when steps are fast (~30 ms at width 1/4 on a quiet machine).
+  const cli = runCli(['run', '--local', '--engine', engine, '--ranks', '2', '--steps', '100000', ...tinyRun({ logSteps: 1 }), '--json'], { env, json: true });
   await cli.waitFor((e) => e.type === 'step', 300_000);
   console.log(`hung agent (${engine}): first step event after ${((Date.now() - t0) / 1000).toFixed(0)} s`);
   const runs = join(data, 'local', 'runs');
@@ -58,6 +105,10 @@ async function hungAgent(engine: 'tfjs' | 'torch'): Promise<void> {
   process.kill(agentPid, 'SIGSTOP');
   stopped.push(agentPid);
   const stoppedAt = Date.now();
+  // What fast steps do in 5 s, made certain on a loaded machine (slower steps fill it later or not at all):
+  // each rank's stdout filled to the brim now, so its next event write waits and its report cannot be
+  // written there. Before issue 24's fix the record then said rank-exited, not agent-silent.
+  for (const pid of ranks) console.log(`hung agent (${engine}): rank pid ${pid}'s stdout filled with test filler (${fillStdout(pid!)})`);
   await until('both ranks to stop themselves while their agent is stopped', () => ranks.every((p) => exited(p!)), 120_000, 50);
   console.log(`hung agent (${engine}, 2 local ranks, lifeline timeout ${LIFELINE_MS} ms): both ranks gone ${((Date.now() - stoppedAt) / 1000).toFixed(1)} s after SIGSTOP of the agent`);
   expect(state().state).toBe('running'); // the stopped agent has not written anything yet

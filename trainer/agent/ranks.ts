@@ -6,10 +6,9 @@
 // that hears nothing for the lifeline timeout (COHORT_LIFELINE_TIMEOUT_MS) reports `agent-silent`
 // and stops itself (train/lifeline.ts; torch: cohort_torch/distributed.py). Before, ranks of a
 // SIGSTOPped agent trained on for 120 s and more with nothing recorded.
-// UNFINISHED: a rank whose stdout pipe filled while its agent was stopped (fast steps with a step event
-// each, ~5 s) cannot write its report (the lifeline's write is non-blocking, so it still stops): the
-// record then says `rank-exited`, not `agent-silent` (seen in CI at width 1/4; test/local/hung-agent
-// logs every 50 steps). The agent could tell it from the gap in its own beats; not done.
+// A rank whose stdout filled while its agent was stopped (fast steps with a step event each, ~5 s)
+// cannot write that report there: it writes it to its last-words file first, which this group relays
+// when the rank exits without a report on stdout (last-words.ts).
 import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -30,7 +29,8 @@ import {
   type LaunchSpec,
 } from '../protocol';
 import { relaxedSimdNodeFlags } from '../util/wasm-asm';
-import { LIFELINE_BEATS, LIFELINE_ENV, LIFELINE_TIMEOUT_ENV, lifelineBeatMs } from '../train/lifeline';
+import { LAST_WORDS_ENV, LIFELINE_BEATS, LIFELINE_ENV, LIFELINE_TIMEOUT_ENV, lifelineBeatMs } from '../train/lifeline';
+import { clearLastWords, lastWordsPath, takeLastWords } from './last-words';
 import { LogTail } from '../train/emit';
 import type { EngineChoice } from './engine-choice';
 
@@ -71,6 +71,8 @@ export interface RankProc {
   sent: Set<NodeJS.Signals>;
   /** The environment the rank was started with (the agent reports its switches: the `env` event). */
   env: NodeJS.ProcessEnv;
+  /** The rank's last-words file (last-words.ts): its report when its stdout could not take it. */
+  lastWords: string;
   /** Its stack was asked for (dumpStack): when, when its first line came, its stderr's last line. */
   stack?: { askedAt: number; seenAt?: number; lastLineAt: number };
 }
@@ -128,6 +130,7 @@ export class RankGroup {
       const exited = (code: number | null, signal: NodeJS.Signals | null) => {
         if (p.exited) return;
         p.exited = true;
+        relayLastWords(p, spec.host, sink);
         onExit({ proc: p, code, signal });
         if (this.procs.every((q) => q.exited)) {
           if (this.hardKill) clearTimeout(this.hardKill);
@@ -205,6 +208,17 @@ export class RankGroup {
   }
 }
 
+/** A rank that exited without a report on its stdout may have written one to its last-words file: relayed as its own. */
+function relayLastWords(p: RankProc, host: string, sink: RankSink): void {
+  if (p.reportedError) return clearLastWords(p.lastWords);
+  const warn = (message: string) => emitTo(sink)({ type: 'log', level: 'warn', rank: p.spec.rank, host, stream: 'stderr', message });
+  const e = takeLastWords(p.lastWords, warn);
+  if (!e) return;
+  p.reportedError = true;
+  if (e.code) p.errorCode = e.code;
+  sink.event({ ...e, logTail: e.logTail.length ? e.logTail : p.tail.get() });
+}
+
 function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink, lifeline: Record<string, string>): RankProc {
   const threads = Math.max(1, Math.floor(cpus().length / spec.ranks.length));
   const env: NodeJS.ProcessEnv = {
@@ -218,6 +232,7 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     [CONFIG_ENV]: JSON.stringify(spec.config),
     [HOST_ENV]: spec.host,
     [RUN_DIR_ENV]: runDir,
+    [LAST_WORDS_ENV]: lastWordsPath(runDir, r.rank),
     [CACHE_DIR_ENV]: join(runDir, '..', '..', 'cache'),
     ...lifeline,
     COHORT_ENGINE_REASON: engine.reason,
@@ -230,9 +245,10 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     engine.name === 'torch' ? [engine.python!, '-X', `cohort_run=${spec.runId}`, engine.script!] : [process.execPath, ...relaxedSimdNodeFlags(), trainerEntry, 'rank', '--run', spec.runId];
   // detached: the rank leads its own process group, so killing the group also ends anything it spawned.
   // stdin is the lifeline: the agent writes only its beats and never closes it; its death closes it.
+  clearLastWords(env[LAST_WORDS_ENV]!);
   const child = spawn(cmd!, args, { env, stdio: ['pipe', 'pipe', 'pipe'], detached: true });
   child.stdin!.on('error', () => {}); // EPIPE once the rank is gone: nothing to do
-  const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false, sent: new Set(), env };
+  const p: RankProc = { spec: r, child, tail: new LogTail(), reportedError: false, exited: false, sent: new Set(), env, lastWords: env[LAST_WORDS_ENV]! };
   const decoder = new EventLineDecoder();
   const host = spec.host;
   const emit = emitTo(sink);

@@ -15,16 +15,22 @@ export function writeEvent(e: CohortEvent): void {
   writeStdoutLine(encodeEvent(e));
 }
 
+/** Sleeps this thread (Atomics.wait: allowed on Node's main thread). */
+const pause = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+
 /** Writes one line to stdout synchronously (the process may exit right after); a closed pipe drops it. */
 export function writeStdoutLine(text: string): void {
   const buf = Buffer.from(text + '\n');
   let off = 0;
+  let waits = 0;
   while (off < buf.length) {
     try {
       off += writeSync(1, buf, off);
     } catch (err) {
-      // A pipe that is momentarily full: retry; a closed pipe: nobody is listening any more.
+      // A pipe that is full (its reader slow, or stopped: then the lifeline watcher ends this rank,
+      // train/lifeline.ts): retry after 1, 2, ... 10 ms, not in a spin; a closed pipe: nobody listens.
       if ((err as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+      pause(Math.min(10, ++waits));
     }
   }
 }

@@ -12,7 +12,8 @@
 // of the main thread does not starve it): nothing for COHORT_LIFELINE_TIMEOUT_MS (the knob in
 // trainer/protocol/timings.ts, set by the agent) and the rank reports an `agent-silent` error event,
 // says so on stderr and SIGKILLs itself. Its agent records both once it runs again; a peer's agent
-// sees its ranks' peers lost. (COHORT_LIFELINE=1: EOF only, for a rank whose starter never beats: check-compute.)
+// sees its ranks' peers lost. The report goes to the rank's last-words file (LAST_WORDS_ENV,
+// agent/last-words.ts), not stdout: a stopped agent does not read stdout, and a rank that logs fills it. (COHORT_LIFELINE=1: EOF only, for a rank whose starter never beats: check-compute.)
 import { Worker } from 'node:worker_threads';
 import { HOST_ENV, RENDEZVOUS_ENV, TIMINGS, encodeEvent, makeEvent, readTimings } from '../protocol';
 
@@ -21,6 +22,8 @@ export const LIFELINE_ENV = 'COHORT_LIFELINE';
 export const LIFELINE_BEATS = 'beats';
 /** The lifeline timeout's variable (the agent sets it on every rank it starts with beats). */
 export const LIFELINE_TIMEOUT_ENV = TIMINGS.lifelineTimeoutMs.env;
+/** The file a rank writes its agent-silent report to as well as to stdout (set by the agent: agent/last-words.ts). */
+export const LAST_WORDS_ENV = 'COHORT_LAST_WORDS';
 const WATCH_MS = 50;
 
 /** How often the agent beats on a rank's lifeline: every second, or 4 times per timeout when that is shorter. */
@@ -31,7 +34,9 @@ export function lifelineBeatMs(timeoutMs: number): number {
 // CommonJS source for an eval'd worker: poll the parent pid; when it changes, say so on stderr
 // and SIGKILL this whole process. With `silentMs`, also read stdin (the agent's beats): EOF is the
 // agent's death, silence its hang. Writes go through a non-blocking descriptor of the same pipe
-// (Linux /proc): a stopped agent no longer reads, and a full pipe must not keep the rank alive.
+// (Linux /proc; the agent's socketpair is O_NONBLOCK already): a stopped agent no longer reads, and a
+// full stdout must not keep the rank alive. The report goes to the last-words file (written aside,
+// renamed over), which no full stdout stops; on stdout only when that file cannot be written.
 const WATCHER = `
 const { workerData } = require('node:worker_threads');
 const fs = require('node:fs');
@@ -42,8 +47,20 @@ function say(fd, text) {
   try { fs.writeSync(f, text); } catch {}
   if (f !== fd) try { fs.closeSync(f); } catch {}
 }
+function lastWords(line) {
+  if (!workerData.lastWords) return false;
+  try {
+    fs.writeFileSync(workerData.lastWords + '.tmp', line);
+    fs.renameSync(workerData.lastWords + '.tmp', workerData.lastWords);
+    return true;
+  } catch (err) {
+    say(2, 'rank: could not write its last words to ' + workerData.lastWords + ' (' + err.message + ')\\n');
+    return false;
+  }
+}
 function die(text, event) {
-  if (event) say(1, JSON.stringify({ ...event, time: Date.now() }) + '\\n');
+  const line = event ? JSON.stringify({ ...event, time: Date.now() }) + '\\n' : '';
+  if (event && !lastWords(line)) say(1, line);
   say(2, text + '\\n');
   process.kill(process.pid, 'SIGKILL');
 }
@@ -85,7 +102,7 @@ export function holdLifeline(env: NodeJS.ProcessEnv): void {
   if (!beats) watchEof();
   // The worker reads the beats (the main thread never touches stdin then): it must not wait for this thread.
   const silentMs = beats ? readTimings(env).timings.lifelineTimeoutMs : 0;
-  const w = new Worker(WATCHER, { eval: true, workerData: { ppid: process.ppid, everyMs: WATCH_MS, silentMs, event: beats ? silentEvent(env, silentMs) : undefined }, stdin: false, stdout: false, stderr: false });
+  const w = new Worker(WATCHER, { eval: true, workerData: { ppid: process.ppid, everyMs: WATCH_MS, silentMs, event: beats ? silentEvent(env, silentMs) : undefined, lastWords: env[LAST_WORDS_ENV] }, stdin: false, stdout: false, stderr: false });
   w.on('error', (err) => {
     process.stderr.write(`rank: the lifeline watcher failed (${err.message}); this rank no longer notices a hung agent, only a dead one\n`);
     if (beats) watchEof();

@@ -176,12 +176,13 @@ def exit_when_stdin_closes():
 def agent_silent(silent_s, limit_ms):
     """The agent is stopped or hung: this rank's error (its agent records it once it runs again), then exit."""
     # fail() writes to pipes the stopped agent no longer reads: a full one must not keep this rank alive
+    # (its report also goes to the last-words file first, which the agent relays: events.write_last_words)
     threading.Timer(2.0, lambda: os._exit(137)).start()
     ppid = os.getppid()
     fail(f"rank {RANK} on {HOST} stopped itself: its host agent (pid {ppid}) has written nothing on the lifeline for {silent_s:.1f} s "
          f"(more than COHORT_LIFELINE_TIMEOUT_MS={limit_ms}): the agent is stopped or hung", "agent-silent", exit_code=137,
          about={"hint": f"look at the run's agent on {HOST} (ps -o stat,pid,args -p {ppid}: T = stopped; its agent.log in the run's record); "
-                        "the run's other hosts see this host's ranks lost"})
+                        "the run's other hosts see this host's ranks lost"}, last_words=True)
 
 
 def die_with_parent():

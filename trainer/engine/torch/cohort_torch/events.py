@@ -22,9 +22,14 @@ HOST = os.environ.get("COHORT_HOST") or socket.gethostname()
 STATE = {"t0": time.time(), "step": 0, "started": False, "phase": "setup"}
 
 
+def _line(type_, **fields):
+    """One protocol event's line (v, type, time first, as makeEvent stamps them)."""
+    return json.dumps({"v": 1, "type": type_, "time": int(time.time() * 1000), **fields}) + "\n"
+
+
 def emit(type_, **fields):
-    """Prints one protocol event (v, type, time first, as makeEvent stamps them)."""
-    line = json.dumps({"v": 1, "type": type_, "time": int(time.time() * 1000), **fields}) + "\n"
+    """Prints one protocol event."""
+    line = _line(type_, **fields)
     with _emit_lock:
         _event_out.write(line)
         _event_out.flush()
@@ -47,17 +52,37 @@ def remember(lines):
     _tail.extend(lines)
 
 
-def fail(message, code=None, exit_code=1, about=None):
+def write_last_words(line):
+    """The report also goes to this rank's last-words file (COHORT_LAST_WORDS, set by the agent:
+    trainer/agent/last-words.ts), written aside and renamed over: a stopped agent does not read
+    stdout, and a rank that logs fills it, so stdout alone cannot carry it (issue 24)."""
+    path = os.environ.get("COHORT_LAST_WORDS")
+    if not path:
+        return
+    try:
+        with open(path + ".tmp", "w") as f:
+            f.write(line)
+        os.replace(path + ".tmp", path)
+    except OSError as err:
+        _tail.append(f"[rank {RANK}] could not write its last words to {path}: {err}")
+
+
+def fail(message, code=None, exit_code=1, about=None, last_words=False):
     """Reports this rank's failure once (main thread and watchdog may race) and exits at once:
     a clean interpreter shutdown could block in a process group whose peer is gone. `about`: the
-    error is another rank's (a hung peer: its rank and host, reportedBy, collective, seq, lastPhases)."""
+    error is another rank's (a hung peer: its rank and host, reportedBy, collective, seq, lastPhases).
+    `last_words`: the agent may not be reading stdout and stderr (agent-silent): the report goes to
+    the last-words file first, before anything that could block on a full one."""
     global _error_sent
     with _error_lock:
         if not _error_sent:
             _error_sent = True
+            tail = (list(_tail) + [f"[rank {RANK}] {message}"])[-20:]
+            event = {"rank": RANK, "host": HOST, "message": message, "logTail": tail, **(about or {}), **({"code": code} if code else {})}
+            if last_words:
+                write_last_words(_line("error", **event))
             log(message)
-            event = {"rank": RANK, "host": HOST, "message": message, "logTail": list(_tail)[-20:], **(about or {})}
-            emit("error", **event, **({"code": code} if code else {}))
+            emit("error", **event)
             if RANK == 0 and STATE.get("started"):
                 emit("done", status="cancelled" if code == "cancelled" else "failed", steps=STATE.get("step", 0), medianGlobalSamplesPerSec=None,
                      paramChecksum="", durationMs=(time.time() - STATE["t0"]) * 1000)
