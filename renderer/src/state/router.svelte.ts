@@ -19,6 +19,9 @@ export const follow = $state({
   pinned: '',
   /** A run that started while a pinned run is shown ('' when none). */
   newer: '',
+  /** The run that began and ended between two polls and is shown as the latest run: this page never saw
+   *  it open, yet it started while the page was watching, so its end is news (RunAlerts). '' when none. */
+  endedBetweenPolls: '',
 });
 
 /** Open runs seen by the last poll (a run is "new" when it was not among them). */
@@ -67,7 +70,10 @@ async function followRuns(runs: RunMeta[]): Promise<void> {
   // A run that began and ended since the last poll is the latest run: the fallback shows it (not over a
   // run the user opened on purpose).
   const ended = endedUnseen.find((r) => r.id !== live.runId);
-  if (ended && !(follow.pinned && follow.pinned === live.runId)) await openRun(ended.id, { status: ended.status });
+  if (ended && !(follow.pinned && follow.pinned === live.runId)) {
+    follow.endedBetweenPolls = ended.id;
+    await openRun(ended.id, { status: ended.status });
+  }
 }
 
 let polling = false;
