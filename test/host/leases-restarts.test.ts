@@ -135,7 +135,11 @@ describe('restarts from the last checkpoint', () => {
     const restart = ev.find((e): e is RestartEvent => e.type === 'restart')!;
     expect(restart.resumeStep).toBeGreaterThanOrEqual(3); // the restart event names the step the engine really resumed from
     expect(ev.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep), JSON.stringify(ev.filter((e) => e.type === 'checkpoint' || e.type === 'restart'))).toBe(true);
-    expect((ev.find((e): e is DoneEvent => e.type === 'done')!).paramChecksum).toBe(refSum);
+    // one `done`, the run's: the first attempt's rank 0 ends with `done failed` when it sees its peer die
+    // first, and that is not the run's end (seen in fresh-clone CI)
+    const dones = ev.filter((e): e is DoneEvent => e.type === 'done');
+    expect(dones.map((d) => d.status)).toEqual(['ok']);
+    expect(dones[0]!.paramChecksum).toBe(refSum);
     await waitUntil('no process left', () => processesOf(id).length === 0, 10_000);
   }, 600_000);
 

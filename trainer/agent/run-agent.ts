@@ -33,6 +33,9 @@ export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
   return new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? timings.hostWaitMs, timings }, relaunched).run();
 }
 
+/** Phases in which a failed attempt is being replaced by another (agent-state.ts). */
+const RESTARTING_PHASES: ReadonlySet<string> = new Set(['halting', 'restarting', 'awaiting-scheduler']);
+
 class HostAgent {
   private readonly cfg: AgentConfig;
   private state: AgentState = initialState();
@@ -225,6 +228,13 @@ class HostAgent {
       return;
     }
     if (e.type === 'error') return this.input({ t: 'rank-error', event: e, fromExit: false });
+    // The torch engine's rank 0 ends a failed attempt with `done failed` after its error (events.py fail()).
+    // When that attempt restarts, it is not the run's end: a record (and a --json stream) with two `done`s
+    // read as failed by the first (seen in fresh-clone CI: leases-restarts' torch restart). The restart
+    // event tells the attempt's end; the line stays in rank 0's log.
+    if (e.type === 'done' && e.status !== 'ok' && RESTARTING_PHASES.has(this.state.phase.k)) {
+      return this.record.rankLine(0, `(attempt ${this.state.attempt}'s done ${e.status} not recorded: the run restarts)`);
+    }
     this.record.event(e);
     if (e.type === 'done') this.input({ t: 'rank-done' });
     if (e.type === 'checkpoint' && e.action === 'saved' && this.links) for (const h of this.links.byHost.keys()) this.links.send(h, { t: 'checkpoint', step: e.step });
