@@ -203,7 +203,7 @@ export const COMMANDS: CommandSpec[] = [
           format: { type: 'string', arg: 'csv|summary|json|jsonl', help: 'what to write', default: 'csv' },
           baseline: { type: 'string', arg: 'RUN', help: 'the run speedups are measured against (summary, json)', default: 'the first RUN' },
         },
-        examples: ['cohort runs export RUN1 RUN2 --format summary > compare.csv', 'cohort runs export --match 20261126 --format summary', 'cohort runs export RUN1 RUN2 --format json --baseline RUN1 | jq \'.runs[].speedupVsBaselinePct\''],
+        examples: ['cohort runs export RUN1 RUN2 --format summary > compare.csv', 'cohort runs export --match "$(date -u +%Y%m%d)" --format summary', 'cohort runs export RUN1 RUN2 --format json --baseline RUN1 | jq \'.runs[].speedupVsBaselinePct\''],
         runArgs: (a, io) => runsCommand(['export', ...a], io),
       },
     ],

@@ -8,9 +8,10 @@ import { mkdir, open, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 
 /** Synchronous form, for writers that must finish before the process goes on (checkpoints, run meta). */
-export function writeFileAtomicSync(path: string, chunks: Uint8Array | string | (Uint8Array | string)[], opts: { mode?: number } = {}): void {
+/** `existingDir`: the directory must still be there (ENOENT otherwise): a writer that must not bring back a removed record. */
+export function writeFileAtomicSync(path: string, chunks: Uint8Array | string | (Uint8Array | string)[], opts: { mode?: number; existingDir?: boolean } = {}): void {
   const dir = dirname(path);
-  mkdirSync(dir, { recursive: true });
+  if (!opts.existingDir) mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
   const fd = openSync(tmp, 'w', opts.mode ?? 0o644);
   try {

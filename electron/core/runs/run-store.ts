@@ -50,7 +50,14 @@ export class RunStore {
     // knows better; leave the meta to that one.
     if (opts.unlessFollowed && writerLockHeld(join(this.runsDir, id))) return m;
     const { name: _name, tags: _tags, notes: _notes, ...next } = { ...m, ...patch }; // these stay in user.json
-    writeFileAtomicSync(join(this.runsDir, id, 'meta.json'), JSON.stringify(next, null, 2) + '\n', { mode: 0o600 });
+    try {
+      // existingDir: a run deleted meanwhile (runs rm, the dashboard's Delete) is not brought back by a
+      // refresh that read it just before (seen: a History poll re-created a deleted run's meta.json)
+      writeFileAtomicSync(join(this.runsDir, id, 'meta.json'), JSON.stringify(next, null, 2) + '\n', { mode: 0o600, existingDir: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
     return this.meta(id);
   }
 
@@ -147,7 +154,7 @@ export class RunStore {
       ...(meta.steps === undefined && s.step.length ? { steps: s.step[s.step.length - 1]! } : {}),
     };
     try {
-      if (s.windows) writeFileAtomicSync(join(this.runsDir, meta.id, SERIES_FILE), encodeSeries(s), { mode: 0o600 });
+      if (s.windows) writeFileAtomicSync(join(this.runsDir, meta.id, SERIES_FILE), encodeSeries(s), { mode: 0o600, existingDir: true });
       return this.patch(meta.id, patch) ?? { ...meta, ...patch };
     } catch {
       return { ...meta, ...patch }; // a read-only history still shows them
