@@ -166,6 +166,8 @@ export function initialState(): AgentState {
 }
 
 export const isEnding = (s: AgentState): boolean => s.phase.k === 'stopping' || s.phase.k === 'done';
+/** A failed attempt is being replaced by another (its leftovers, e.g. a `done failed`, are not the run's). */
+export const isReplacingAttempt = (s: AgentState): boolean => s.phase.k === 'halting' || s.phase.k === 'restarting' || s.phase.k === 'awaiting-scheduler';
 /** The record's state word for a phase. */
 export function recordStateOf(p: Phase): HostRunState {
   switch (p.k) {

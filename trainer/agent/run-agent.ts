@@ -11,6 +11,7 @@ import { onProcessSignals } from '../util/node-lifecycle';
 import { CONNECT_TIMEOUT_MS, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
 import { FollowerLinks, connectLoop, listenForFollowers } from './agent-links';
 import { cleanStaleTemps } from './stale-temps';
+import { isReplacingAttempt } from './agent-state';
 import type { ControlLink } from './control';
 import type { EngineChoice } from './engine-choice';
 import { prepareHost } from './agent-prepare';
@@ -32,9 +33,6 @@ export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
   const { timings } = readTimings({ ...process.env, ...spec.env });
   return new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? timings.hostWaitMs, timings }, relaunched).run();
 }
-
-/** Phases in which a failed attempt is being replaced by another (agent-state.ts). */
-const RESTARTING_PHASES: ReadonlySet<string> = new Set(['halting', 'restarting', 'awaiting-scheduler']);
 
 class HostAgent {
   private readonly cfg: AgentConfig;
@@ -232,7 +230,7 @@ class HostAgent {
     // When that attempt restarts, it is not the run's end: a record (and a --json stream) with two `done`s
     // read as failed by the first (seen in fresh-clone CI: leases-restarts' torch restart). The restart
     // event tells the attempt's end; the line stays in rank 0's log.
-    if (e.type === 'done' && e.status !== 'ok' && RESTARTING_PHASES.has(this.state.phase.k)) {
+    if (e.type === 'done' && e.status !== 'ok' && isReplacingAttempt(this.state)) {
       return this.record.rankLine(0, `(attempt ${this.state.attempt}'s done ${e.status} not recorded: the run restarts)`);
     }
     this.record.event(e);
