@@ -17,6 +17,10 @@ export type Effect =
   | { do: 'record'; patch: RecordPatch }
   /** An error event appended to the host's events.jsonl. */
   | { do: 'event'; event: import('../protocol').ErrorEvent }
+  /** Rank 0's `done` appended to the host's events.jsonl (the run's end on this host). */
+  | { do: 'record-done'; event: import('../protocol').DoneEvent }
+  /** A line for rank `rank`'s log only, not the record (a failed attempt's `done` while the run restarts). */
+  | { do: 'rank-line'; rank: number; text: string }
   | { do: 'log'; level: 'info' | 'warn'; message: string }
   /** A line for agent.log only (the record itself may be what cannot be written). */
   | { do: 'stderr'; message: string }

@@ -6,6 +6,7 @@ import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { DoneEvent } from '../protocol';
 import { BLAME_GRACE_MS, DECIDE_MS, errorEvent, initialState, transition, type AgentConfig, type AgentInput, type Effect } from './agent-lifecycle';
 import { effectsOf, fold, sampleConfig, sampleState } from './agent-table';
 import { cleanStaleTemps } from './stale-temps';
@@ -15,6 +16,7 @@ const find = effectsOf;
 const leader = (o: Partial<AgentConfig> = {}): AgentConfig => ({ ...sampleConfig('leader'), ...o });
 const follower = (o: Partial<AgentConfig> = {}): AgentConfig => ({ ...sampleConfig('follower'), ...o });
 const rankErr = errorEvent({ host: 'h1', rank: 0, message: 'rank 0 on h1 exited with code 1', code: 'rank-exited' });
+const done = (status: 'ok' | 'failed'): DoneEvent => ({ v: 1, time: 0, type: 'done', status, steps: 4, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: 1 });
 const blame = (links = [{ host: 'h2', closed: false, silentMs: 100 }]): AgentInput => ({ t: 'timer', name: 'blame', links });
 
 describe('host agent lifecycle: leader', () => {
@@ -29,7 +31,7 @@ describe('host agent lifecycle: leader', () => {
     expect(r.state.phase.k).toBe('running');
     expect(r.effects).toContainEqual({ do: 'send', to: 'h2', msg: { t: 'go', attempt: 1, resume: false } });
     expect(r.effects).toContainEqual({ do: 'spawn', attempt: 1, resume: false });
-    r = fold(cfg, r.state, { t: 'rank-done' }, { t: 'ranks-exited', attempt: 1, ok: true, noDone: rankErr }, { t: 'follower-msg', host: 'h2', msg: { t: 'exited', attempt: 1, ok: true } });
+    r = fold(cfg, r.state, { t: 'rank-done', event: done('ok') }, { t: 'ranks-exited', attempt: 1, ok: true, noDone: rankErr }, { t: 'follower-msg', host: 'h2', msg: { t: 'exited', attempt: 1, ok: true } });
     expect(r.state.phase).toEqual({ k: 'stopping', status: 'ok' });
     r = fold(cfg, r.state, { t: 'stopped' });
     expect(r.state.phase).toMatchObject({ k: 'done', status: 'ok' });
@@ -125,6 +127,29 @@ describe('host agent lifecycle: leader', () => {
     // none left: the run ends host-lost, training nothing
     r = fold(leader({ maxRestarts: 0 }), initialState(), { t: 'begin', relaunched: { state: 'running', lastStep: 40 } });
     expect(r.state.phase).toMatchObject({ k: 'stopping', status: 'failed', error: { code: 'host-lost' } });
+  });
+
+  it("rank 0's done: recorded as the run's end; a failed attempt's `done failed` while a restart replaces it is rank 0's log line only", () => {
+    const cfg = leader();
+    // running: the done is the run's (ok or failed), and counts for the attempt's exit
+    for (const status of ['ok', 'failed'] as const) {
+      const r = transition(cfg, sampleState('leader', 'running'), { t: 'rank-done', event: done(status) });
+      expect(r.effects).toEqual([{ do: 'record-done', event: done(status) }]);
+      expect(r.state.doneAttempt).toBe(1);
+    }
+    // the torch engine's rank 0 says `done failed` after its error: the attempt is halting, then restarting
+    let r = fold(cfg, sampleState('leader', 'running'), { t: 'rank-error', event: rankErr, fromExit: false }, { t: 'rank-done', event: done('failed') });
+    expect(r.state.phase.k).toBe('halting');
+    expect(find(r.effects, 'record-done')).toEqual([]);
+    expect(find(r.effects, 'rank-line')).toEqual([{ do: 'rank-line', rank: 0, text: "(attempt 1's done failed not recorded: the run restarts)" }]);
+    expect(r.state.doneAttempt).toBe(-1);
+    r = fold(cfg, r.state, blame(), { t: 'rank-done', event: done('failed') });
+    expect(r.state.phase.k).toBe('restarting');
+    expect(find(r.effects, 'record-done')).toEqual([]);
+    // no restart left: the failed attempt is the run's end, its done recorded
+    r = fold(leader({ maxRestarts: 0 }), sampleState('leader', 'running'), { t: 'rank-error', event: rankErr, fromExit: false }, blame(), { t: 'rank-done', event: done('failed') });
+    expect(r.state.phase.k).toBe('stopping');
+    expect(find(r.effects, 'record-done')).toEqual([{ do: 'record-done', event: done('failed') }]);
   });
 
   it('rank 0 exiting 0 without a done event is a failure (no-done)', () => {

@@ -4,10 +4,10 @@
 // turns rank exits, control messages, timers, signals and claim results into inputs and runs the
 // effects. No clock, no process, no socket here: every rule is tested in milliseconds
 // (agent-lifecycle.test.ts walks every row of agent-table.ts, which ARCHITECTURE.md renders).
-import type { ErrorEvent, RunStateError } from '../protocol';
+import type { DoneEvent, ErrorEvent, RunStateError } from '../protocol';
 import type { ControlMsg } from './control';
 import { LeaderRules } from './agent-leader';
-import { CONNECT_TIMEOUT_MS, errorEvent, errorOf, type AgentConfig, type AgentInput, type AgentState, type EndStatus, type LinkHealth, type Phase, type Step, type TimerName } from './agent-state';
+import { CONNECT_TIMEOUT_MS, errorEvent, errorOf, isReplacingAttempt, type AgentConfig, type AgentInput, type AgentState, type EndStatus, type LinkHealth, type Phase, type Step, type TimerName } from './agent-state';
 
 export * from './agent-state';
 export type { Effect } from './agent-effects';
@@ -56,8 +56,7 @@ class Machine extends LeaderRules {
         for (const w of i.warnings ?? []) this.log('warn', `${this.c.host}: ${w}`);
         return this.slotsHeld();
       case 'rank-done':
-        this.s.doneAttempt = this.s.attempt;
-        return;
+        return this.rankDone(i.event);
       case 'rank-error':
         return this.rankError(i.event, i.fromExit);
       case 'ranks-exited':
@@ -171,6 +170,18 @@ class Machine extends LeaderRules {
     }
     if (!fromExit) this.locateHang(e, this.c.host);
     this.failure(e, fromExit);
+  }
+
+  /**
+   * Rank 0's `done`. The torch engine's rank 0 ends a failed attempt with `done failed` after its
+   * error (events.py fail()); when that attempt is being replaced it is not the run's end: a record
+   * (and a --json stream) with two `done`s reads as failed by the first (seen in fresh-clone CI:
+   * leases-restarts' torch restart). The restart event tells the attempt's end; the line stays in rank 0's log.
+   */
+  protected rankDone(e: DoneEvent): void {
+    if (e.status !== 'ok' && isReplacingAttempt(this.s)) return void this.fx.push({ do: 'rank-line', rank: 0, text: `(attempt ${this.s.attempt}'s done ${e.status} not recorded: the run restarts)` });
+    this.fx.push({ do: 'record-done', event: e });
+    this.s.doneAttempt = this.s.attempt;
   }
 
   protected ranksExited(attempt: number, ok: boolean, noDone?: ErrorEvent): void {
@@ -314,6 +325,8 @@ class Machine extends LeaderRules {
       return void this.fx.push({ do: 'exit', status: p.status });
     }
     if (i.t === 'ranks-exited' && i.attempt === this.s.attempt) this.s.ranksUp = false;
+    // A `done` while ending (the ranks finishing as they are stopped) is the run's record all the same.
+    if (i.t === 'rank-done') this.fx.push({ do: 'record-done', event: i.event });
     // A follower that says hello after the run ended (a start the leader refused; the shell lingers for
     // them): told at once, so it releases its slots now, not at its connect timeout (issue 24 defect 10).
     if (i.t === 'hello' && this.leader && i.tokenOk && i.host && !this.s.followers[i.host]) {

@@ -1,6 +1,6 @@
 // The host agent's lifecycle state, inputs and configuration (agent-lifecycle.ts runs them): plain
 // data, printable and comparable, for leader and follower alike.
-import { DEFAULT_TIMINGS, type ErrorEvent, type HostRunState, type RunStateError, type RunStatus } from '../protocol';
+import { DEFAULT_TIMINGS, type DoneEvent, type ErrorEvent, type HostRunState, type RunStateError, type RunStatus } from '../protocol';
 import type { ControlMsg } from './control';
 import type { Effect } from './agent-effects';
 
@@ -124,7 +124,8 @@ export type AgentInput =
   /** `warnings`: stale or damaged leases the claim took over (leases.ts), each logged. */
   | { t: 'slots-held'; warnings?: string[] }
   | { t: 'slots-busy'; slot: number; busyBy: string; warnings?: string[] }
-  | { t: 'rank-done' }
+  /** Rank 0's `done` event: recorded as the run's end, or not when its attempt is being replaced (isReplacingAttempt). */
+  | { t: 'rank-done'; event: DoneEvent }
   | { t: 'rank-error'; event: ErrorEvent; fromExit: boolean }
   | { t: 'ranks-exited'; attempt: number; ok: boolean; noDone?: ErrorEvent }
   | { t: 'hello'; host: string; ranks: number; tokenOk: boolean; priorClosed: boolean; key?: string }

@@ -4,6 +4,7 @@
 // the code's behaviour, the checked-in rows and ARCHITECTURE.md's table disagree
 // (COHORT_WRITE_AGENT_TABLE=1 rewrites both after a deliberate change). Pairs not listed are ignored:
 // the phase stays and nothing is done.
+import type { DoneEvent } from '../protocol';
 import { errorEvent, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type Phase, type PhaseName } from './agent-lifecycle';
 
 export interface TableRow {
@@ -67,6 +68,10 @@ export function sampleState(role: 'leader' | 'follower', k: PhaseName): AgentSta
   return s;
 }
 
+function doneEvent(status: 'ok' | 'failed'): DoneEvent {
+  return { v: 1, time: 0, type: 'done', status, steps: 10, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: 1000 };
+}
+
 /** One input per kind (control messages and timers by their own name). */
 export const SAMPLE_INPUTS: Record<string, AgentInput> = {
   begin: { t: 'begin' },
@@ -77,7 +82,9 @@ export const SAMPLE_INPUTS: Record<string, AgentInput> = {
   'slots-held': { t: 'slots-held' },
   'slots-held:took-stale': { t: 'slots-held', warnings: ['slot 0: took over a damaged lease (truncated JSON)'] },
   'slots-busy': { t: 'slots-busy', slot: 0, busyBy: 'r0' },
-  'rank-done': { t: 'rank-done' },
+  'rank-done': { t: 'rank-done', event: doneEvent('ok') },
+  /** The torch engine's rank 0 ends a failed attempt with `done failed`: recorded only when no restart replaces the attempt. */
+  'rank-done:failed': { t: 'rank-done', event: doneEvent('failed') },
   'rank-error': { t: 'rank-error', event: rankError, fromExit: false },
   /** Rank 1 on h2 hung, says rank 0 (issue 21 item 4: h2 is asked for rank 1's stack before the halt). */
   'rank-error:rank-hung': { t: 'rank-error', event: { ...rankError, host: 'h2', rank: 1, code: 'rank-hung', reportedBy: [0] }, fromExit: false },
@@ -184,6 +191,8 @@ function describe(e: ReturnType<typeof transition>['effects'][number]): string {
       return `${e.do} ${e.name}`;
     case 'event':
       return `event ${e.event.code ?? 'error'}`;
+    case 'record-done':
+      return `record-done ${e.event.status}`;
     case 'dump-stack':
       return `dump-stack ${e.rank}`;
     case 'emit-restart':

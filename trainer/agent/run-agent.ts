@@ -11,7 +11,6 @@ import { onProcessSignals } from '../util/node-lifecycle';
 import { CONNECT_TIMEOUT_MS, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
 import { FollowerLinks, connectLoop, listenForFollowers } from './agent-links';
 import { cleanStaleTemps } from './stale-temps';
-import { isReplacingAttempt } from './agent-state';
 import type { ControlLink } from './control';
 import type { EngineChoice } from './engine-choice';
 import { prepareHost } from './agent-prepare';
@@ -132,6 +131,10 @@ class HostAgent {
       }
       case 'event':
         return this.record.event({ ...fx.event, time: fx.event.time || Date.now() });
+      case 'record-done':
+        return this.record.event(fx.event);
+      case 'rank-line':
+        return this.record.rankLine(fx.rank, fx.text);
       case 'log':
         return this.log(fx.level, fx.message);
       case 'stderr':
@@ -226,15 +229,8 @@ class HostAgent {
       return;
     }
     if (e.type === 'error') return this.input({ t: 'rank-error', event: e, fromExit: false });
-    // The torch engine's rank 0 ends a failed attempt with `done failed` after its error (events.py fail()).
-    // When that attempt restarts, it is not the run's end: a record (and a --json stream) with two `done`s
-    // read as failed by the first (seen in fresh-clone CI: leases-restarts' torch restart). The restart
-    // event tells the attempt's end; the line stays in rank 0's log.
-    if (e.type === 'done' && e.status !== 'ok' && isReplacingAttempt(this.state)) {
-      return this.record.rankLine(0, `(attempt ${this.state.attempt}'s done ${e.status} not recorded: the run restarts)`);
-    }
+    if (e.type === 'done') return this.input({ t: 'rank-done', event: e }); // recorded or not: the transition's rankDone
     this.record.event(e);
-    if (e.type === 'done') this.input({ t: 'rank-done' });
     if (e.type === 'checkpoint' && e.action === 'saved' && this.links) for (const h of this.links.byHost.keys()) this.links.send(h, { t: 'checkpoint', step: e.step });
   }
 
