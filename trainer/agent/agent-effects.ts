@@ -48,5 +48,9 @@ export type Effect =
   | { do: 'requeue-excluding'; node: string; cause: import('../protocol').ErrorEvent }
   /** Stop: wait for the ranks to exit and the links to flush, then feed `stopped`. */
   | { do: 'stop' }
-  /** The final record is written: release the slots and exit with the status's code. */
-  | { do: 'exit'; status: 'ok' | 'failed' | 'cancelled' };
+  /**
+   * The final record is written: release the slots and exit with the status's code. `linger`: a leader
+   * whose first start failed keeps listening until every follower rank heard the end (followersTold),
+   * up to a follower's own connect window (issue 24 defect 10).
+   */
+  | { do: 'exit'; status: 'ok' | 'failed' | 'cancelled'; linger?: boolean };

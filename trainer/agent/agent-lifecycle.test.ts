@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DoneEvent } from '../protocol';
-import { BLAME_GRACE_MS, DECIDE_MS, errorEvent, initialState, transition, type AgentConfig, type AgentInput, type Effect } from './agent-lifecycle';
+import { BLAME_GRACE_MS, DECIDE_MS, errorEvent, followersTold, initialState, transition, type AgentConfig, type AgentInput, type Effect } from './agent-lifecycle';
 import { effectsOf, fold, sampleConfig, sampleState } from './agent-table';
 import { cleanStaleTemps } from './stale-temps';
 
@@ -227,8 +227,30 @@ describe('issue 24 defects, agent side', () => {
     r = fold(leader(), r.state, { t: 'hello', host: 'h2', ranks: 1, tokenOk: true, priorClosed: true });
     expect(r.effects).toEqual([{ do: 'accept-link', host: 'h2' }, { do: 'send', to: 'h2', msg: { t: 'end', state: 'failed', reason: noEngine.message } }]);
     expect(r.state.followers.h2).toBeDefined(); // the shell's linger stops once every follower rank was told
+    expect(followersTold(leader(), r.state)).toBe(true);
+    // the end is written, then the exit lingers for the followers (its slots released first: the shell)
+    expect(fold(leader(), r.state, { t: 'stopped' }).effects).toContainEqual({ do: 'exit', status: 'failed', linger: true });
+    // no linger: a one-host run, a relaunched leader, an end after the first start, an end not failed
+    expect(fold(leader({ followerRanks: 0 }), initialState(), { t: 'begin' }, { t: 'refused', error: noEngine }, { t: 'stopped' }).effects).toContainEqual({ do: 'exit', status: 'failed' });
+    const relaunched = fold(leader(), initialState(), { t: 'begin', relaunched: { state: 'running', lastStep: 3 } }, { t: 'fatal', error: noEngine }, { t: 'stopped' });
+    expect(relaunched.effects).toContainEqual({ do: 'exit', status: 'failed' });
+    expect(fold(leader(), sampleState('leader', 'stopping'), { t: 'stopped' }).effects).toContainEqual({ do: 'exit', status: 'failed' });
+    expect(fold(leader(), initialState(), { t: 'begin' }, { t: 'signal', why: 'SIGTERM' }, { t: 'stopped' }).effects).toContainEqual({ do: 'exit', status: 'cancelled' });
     // and the follower, queued or waiting for go, ends on it (its exit releases its leases)
     for (const k of ['starting', 'queued', 'rendezvous'] as const) expect(transition(follower(), sampleState('follower', k), { t: 'leader-msg', msg: { t: 'end', state: 'failed', reason: 'x' } }).state.phase.k).toBe('stopping');
+  });
+
+  it('a spec without the control endpoint its hosts need fails bad-spec at prepared, naming the host; nothing listens or connects', () => {
+    const l = fold(leader({ controlled: false }), initialState(), { t: 'begin' }, { t: 'prepared' });
+    expect(l.state.phase).toMatchObject({ k: 'stopping', status: 'failed', error: { host: 'h1', code: 'bad-spec', message: 'the spec has 1 rank(s) on other hosts but no control endpoint' } });
+    expect(find(l.effects, 'listen')).toEqual([]);
+    const f = fold(follower({ controlled: false }), initialState(), { t: 'begin' }, { t: 'prepared' });
+    expect(f.state.phase).toMatchObject({ k: 'stopping', status: 'failed', error: { host: 'h2', code: 'bad-spec' } });
+    expect(find(f.effects, 'connect')).toEqual([]);
+    // a one-host run needs none, and listens for nobody
+    const one = fold(leader({ controlled: false, followerRanks: 0 }), initialState(), { t: 'begin' }, { t: 'prepared' });
+    expect(one.state.phase.k).toBe('starting');
+    expect(kinds(one.effects)).toEqual(['claim']);
   });
 
   it('defect 6: an agent started over a stop marker ends cancelled without claiming or spawning', () => {

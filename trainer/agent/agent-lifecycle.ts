@@ -33,7 +33,10 @@ class Machine extends LeaderRules {
         return this.begin(i);
       case 'prepared':
         if (p.k !== 'starting') return;
-        this.fx.push(this.leader ? { do: 'listen' } : { do: 'connect', withinMs: this.connectMs });
+        if (this.c.followerRanks > 0 && this.leader && !this.c.controlled) return this.fail({ host: this.c.host, rank: -1, message: `the spec has ${this.c.followerRanks} rank(s) on other hosts but no control endpoint`, code: 'bad-spec' });
+        if (!this.leader && !this.c.controlled) return this.fail({ host: this.c.host, rank: -1, message: "a follower needs the leader's control endpoint (spec.control)", code: 'bad-spec' });
+        if (!this.leader) this.fx.push({ do: 'connect', withinMs: this.connectMs });
+        else if (this.c.followerRanks > 0) this.fx.push({ do: 'listen' }); // a one-host run listens for nobody
         if (this.leader && this.c.followerRanks > 0) this.fx.push({ do: 'timer', name: 'followers-deadline', ms: this.connectMs * 2 });
         // hosts claim one after another in the global claim order, the leader asking (a follower claims at its `claim`)
         return this.claimInOrder();
@@ -45,7 +48,7 @@ class Machine extends LeaderRules {
           return void this.fx.push({ do: 'connect', withinMs: this.connectMs });
         }
         // a leader listens all the same: followers that say hello hear the end at once (the shell lingers for them, defect 10)
-        if (this.leader && this.c.followerRanks > 0) this.fx.push({ do: 'listen' });
+        if (this.leader && this.c.followerRanks > 0 && this.c.controlled) this.fx.push({ do: 'listen' });
         return this.fail(i.error);
       case 'fatal':
         return this.fail(i.error);
@@ -109,6 +112,7 @@ class Machine extends LeaderRules {
       this.s.overCause = { cause: errorEvent({ host: i.requeued.host, rank: i.requeued.rank ?? -1, message: i.requeued.reason, code: 'slurm-requeued' }), attempt: i.requeued.restarts, ...(excluded && replacement ? { swap: { excluded, replacement } } : {}) };
     }
     if (i.relaunched && this.leader) {
+      this.s.relaunched = true;
       // Relaunched over the record of a leader agent that died with its host.
       const message = `host ${this.c.host} lost with the run's leader agent (state ${i.relaunched.state}, last step ${i.relaunched.lastStep})`;
       if (this.s.restarts >= max) return this.fail({ host: this.c.host, rank: -1, code: 'host-lost', message: `${message}; no restarts left (--max-restarts ${max})` });
@@ -322,7 +326,9 @@ class Machine extends LeaderRules {
     if (i.t === 'stopped' && p.k === 'stopping') {
       this.s.phase = { k: 'done', status: p.status, ...(p.error ? { error: p.error } : {}) };
       this.record({ state: p.status, ...(p.error ? { error: p.error } : {}), ended: true });
-      return void this.fx.push({ do: 'exit', status: p.status });
+      // A leader whose first start failed lingers for the followers still to say hello (defect 10); a relaunched one does not.
+      const linger = this.leader && this.c.followerRanks > 0 && p.status === 'failed' && this.s.attempt === 0 && !this.s.relaunched;
+      return void this.fx.push({ do: 'exit', status: p.status, ...(linger ? { linger } : {}) });
     }
     if (i.t === 'ranks-exited' && i.attempt === this.s.attempt) this.s.ranksUp = false;
     // A `done` while ending (the ranks finishing as they are stopped) is the run's record all the same.

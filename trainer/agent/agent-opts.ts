@@ -1,7 +1,7 @@
 // What starts a host agent (run-agent.ts): its options (Slurm's agent-slurm adds a scheduler), its
 // exit codes; the waits from the host's environment are read in run-agent.ts (trainer/protocol/timings.ts).
-import { HOST_WAIT_MS, type ErrorEvent, type LaunchSpec, type Timings } from '../protocol';
-import type { AgentConfig } from './agent-state';
+import { HOST_WAIT_MS, isTerminalRunState, type ErrorEvent, type LaunchSpec, type RunStateRecord, type Timings } from '../protocol';
+import type { AgentConfig, AgentInput } from './agent-state';
 import { claimKey } from './claim-order';
 
 export const AGENT_RUN_EXIT = { ok: 0, failed: 1, cancelled: 130 } as const;
@@ -44,7 +44,23 @@ export interface SchedulerRestart {
   replacement?: string;
 }
 
+/** A leader's record already there and not ended: run-rejoin relaunched this agent after the leader host was lost (SSH hosts only). */
+export function relaunchedOver(spec: LaunchSpec, opts: AgentRunOpts, prior: () => RunStateRecord | undefined): RunStateRecord | undefined {
+  const p = !opts.scheduler && (spec.role ?? 'leader') === 'leader' ? prior() : undefined;
+  return p && !isTerminalRunState(p.state) ? p : undefined;
+}
 
+/** The lifecycle's first input: a requeued job (the leader under a scheduler), a relaunched leader, a stop marker found. */
+export function beginInput(cfg: AgentConfig, opts: AgentRunOpts, relaunched: RunStateRecord | undefined, stopMarker: boolean): AgentInput {
+  const requeued = cfg.role === 'leader' ? opts.scheduler?.requeued : undefined;
+  return { t: 'begin', ...(requeued ? { requeued } : {}), ...(relaunched ? { relaunched: { state: relaunched.state, lastStep: relaunched.lastStep ?? 0 } } : {}), stopMarker };
+}
+
+/** Bad node out under a scheduler: ask it to run the job again without `node`; resolves to why not (undefined: requeued). */
+export function askRequeueExcluding(opts: AgentRunOpts, node: string, cause: ErrorEvent): Promise<string | undefined> {
+  const ask = opts.scheduler?.requeueExcluding?.(node, cause) ?? Promise.resolve('no scheduler to ask');
+  return ask.catch((err: Error) => err.message);
+}
 
 /** The lifecycle's configuration: what differs between leader and follower, SSH/local and Slurm. */
 export function agentConfigOf(spec: LaunchSpec, opts: AgentRunOpts): AgentConfig {
@@ -60,7 +76,7 @@ export function agentConfigOf(spec: LaunchSpec, opts: AgentRunOpts): AgentConfig
     ...(opts.timings ? { silentFollowerMs: opts.timings.silentFollowerMs, connectMs: opts.timings.followerConnectMs } : {}),
     claimKey: claimKey(opts.workdir),
     ...(opts.scheduler ? { scheduler: { requeueable: opts.scheduler.requeueable } } : {}),
-    ...(role === 'follower' && spec.control ? { controlled: true } : {}),
+    ...(spec.control ? { controlled: true } : {}),
     ...(role === 'follower' && spec.leader !== undefined && spec.control ? { leaderHost: spec.leader } : {}),
     ...(role === 'leader' && spec.spares?.length ? { spares: spec.spares } : {}),
   };

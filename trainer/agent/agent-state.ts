@@ -15,7 +15,7 @@ export interface AgentConfig {
   queue: boolean;
   /** Under a scheduler that may run the job again (Slurm). */
   scheduler?: { requeueable: boolean };
-  /** Follower: it has the leader's control endpoint (every follower of a run over more than one host). */
+  /** The spec has the run's control endpoint (every host of a run over more than one host): a leader listens on it, a follower connects to it. */
   controlled?: boolean;
   /** Follower on SSH hosts: the leader's host, waited for when it is lost (undefined: not waited for, Slurm). */
   leaderHost?: string;
@@ -103,6 +103,8 @@ export interface AgentState {
   queuedBehind?: string;
   lastCheckpointStep: number;
   ioWarned: boolean;
+  /** Leader: relaunched over the record of a leader agent lost with its host (begin's `relaunched`). */
+  relaunched?: boolean;
   /** Leader: hosts excluded from the run after they were lost (their ranks moved to a spare); a hello from one is refused. */
   excluded: string[];
 }
@@ -169,6 +171,8 @@ export function initialState(): AgentState {
 export const isEnding = (s: AgentState): boolean => s.phase.k === 'stopping' || s.phase.k === 'done';
 /** A failed attempt is being replaced by another (its leftovers, e.g. a `done failed`, are not the run's). */
 export const isReplacingAttempt = (s: AgentState): boolean => s.phase.k === 'halting' || s.phase.k === 'restarting' || s.phase.k === 'awaiting-scheduler';
+/** Leader: every rank on other hosts has said hello (and so heard the run's end once it ended). */
+export const followersTold = (cfg: AgentConfig, s: AgentState): boolean => Object.values(s.followers).reduce((n, f) => n + f.ranks, 0) >= cfg.followerRanks;
 /** The record's state word for a phase. */
 export function recordStateOf(p: Phase): HostRunState {
   switch (p.k) {

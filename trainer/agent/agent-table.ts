@@ -31,7 +31,7 @@ export const ROLE_PHASES: Record<'leader' | 'follower', PhaseName[]> = {
 
 export function sampleConfig(role: 'leader' | 'follower'): AgentConfig {
   return role === 'leader'
-    ? { role, host: 'h1', runId: 'r1', maxRestarts: 1, followerRanks: 1, queue: true, hostWaitMs: 60_000, claimKey: 'm1:/w' }
+    ? { role, host: 'h1', runId: 'r1', maxRestarts: 1, followerRanks: 1, queue: true, hostWaitMs: 60_000, controlled: true, claimKey: 'm1:/w' }
     : { role, host: 'h2', runId: 'r1', maxRestarts: 1, followerRanks: 0, queue: true, hostWaitMs: 60_000, controlled: true, leaderHost: 'h1', claimKey: 'm2:/w' };
 }
 
@@ -197,6 +197,8 @@ function describe(e: ReturnType<typeof transition>['effects'][number]): string {
       return `dump-stack ${e.rank}`;
     case 'emit-restart':
       return e.excluded ? `emit-restart(${e.excluded} out, ${e.replacement} in)` : e.do;
+    case 'exit':
+      return e.linger ? 'exit(linger)' : 'exit';
     case 'requeue-excluding':
       return `requeue-excluding ${e.node}`;
     default:

@@ -5,10 +5,10 @@
 // and runs the effects it returns (spawn, kill, write the record, send, listen, connect, exit).
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_TIMINGS, DisposableStore, SLOW_RANK, SlowRankWatch, readTimings, decodeLaunchSpec, isTerminalRunState, slowRankEvent, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../protocol';
+import { DEFAULT_TIMINGS, DisposableStore, SLOW_RANK, SlowRankWatch, readTimings, decodeLaunchSpec, slowRankEvent, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../protocol';
 import { newestCheckpointStep } from '../train/checkpoint';
 import { onProcessSignals } from '../util/node-lifecycle';
-import { CONNECT_TIMEOUT_MS, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
+import { CONNECT_TIMEOUT_MS, followersTold, initialState, transition, type AgentConfig, type AgentInput, type AgentState, type Effect, type TimerName } from './agent-lifecycle';
 import { FollowerLinks, connectLoop, listenForFollowers } from './agent-links';
 import { cleanStaleTemps } from './stale-temps';
 import type { ControlLink } from './control';
@@ -17,7 +17,7 @@ import { prepareHost } from './agent-prepare';
 import { claimLoop } from './agent-claim';
 import { releaseSlots, slotsOf } from './leases';
 import { RankGroup, emitTo, type RankExit } from './ranks';
-import { AGENT_RUN_EXIT, agentConfigOf, noMoreRequeues, type AgentRunOpts } from './agent-opts';
+import { AGENT_RUN_EXIT, agentConfigOf, askRequeueExcluding, beginInput, noMoreRequeues, relaunchedOver, type AgentRunOpts } from './agent-opts';
 import { checkpointingOf, envPayload, noDoneError, rankExitError } from './rank-outcome';
 import { RunRecordWriter, readState, recordPaths, runDirOf, stopMarkerPath } from './run-record';
 import { SystemWindows, systemMetricsOn } from './system-windows';
@@ -25,9 +25,7 @@ import { SystemWindows, systemMetricsOn } from './system-windows';
 export async function runDetachedAgent(opts: AgentRunOpts): Promise<number> {
   const dir = runDirOf(opts.workdir, opts.runId);
   const spec = decodeLaunchSpec(JSON.parse(readFileSync(recordPaths(dir).spec, 'utf8')));
-  // A leader's record already there, not ended: run-rejoin relaunched this agent after the leader host was lost.
-  const prior = !opts.scheduler && (spec.role ?? 'leader') === 'leader' ? readState(dir) : undefined;
-  const relaunched = prior && !isTerminalRunState(prior.state) ? prior : undefined;
+  const relaunched = relaunchedOver(spec, opts, () => readState(dir));
   // The waits (trainer/protocol/timings.ts) from the host's env, the profile's host env winning.
   const { timings } = readTimings({ ...process.env, ...spec.env });
   return new HostAgent(spec, dir, { ...opts, hostWaitMs: opts.hostWaitMs ?? timings.hostWaitMs, timings }, relaunched).run();
@@ -80,9 +78,7 @@ class HostAgent {
     life.addFn(() => clearInterval(beat));
     process.stderr.on('error', () => {}); // agent.log on a full disk: lose the line, not the run
     life.add(onProcessSignals(['SIGTERM', 'SIGINT', 'SIGHUP'], (sig) => this.input({ t: 'signal', why: `agent received ${sig}` })));
-    const requeued = this.cfg.role === 'leader' ? this.opts.scheduler?.requeued : undefined;
-    const relaunched = this.relaunched ? { state: this.relaunched.state, lastStep: this.relaunched.lastStep ?? 0 } : undefined;
-    this.input({ t: 'begin', ...(requeued ? { requeued } : {}), ...(relaunched ? { relaunched } : {}), stopMarker: existsSync(stopMarkerPath(this.dir)) });
+    this.input(beginInput(this.cfg, this.opts, this.relaunched, existsSync(stopMarkerPath(this.dir))));
     if (this.state.phase.k === 'starting') await this.prepare();
     const code = await finished;
     // Also when this agent never got to claim: run-start may have claimed for it (only files naming this run and pid go).
@@ -145,12 +141,10 @@ class HostAgent {
         const { do: _d, ...e } = fx;
         return this.emit({ type: 'restart', ...e, resumeStep: e.resumeStep ?? newestCheckpointStep(this.checkpointDir) });
       }
-      case 'listen':
-        if (this.cfg.followerRanks === 0) return;
-        if (!c) return this.input({ t: 'fatal', error: { host: this.spec.host, rank: -1, message: `the spec has ${this.cfg.followerRanks} rank(s) on other hosts but no control endpoint`, code: 'bad-spec' } });
-        return void (this.links = listenForFollowers(c.token, this.timeoutMs, c.addr, c.port, this.spec.host, (i) => this.input(i)));
+      case 'listen': // (the transition asks only with followers and a control endpoint: cfg.controlled)
+        return void (this.links = listenForFollowers(c!.token, this.timeoutMs, c!.addr, c!.port, this.spec.host, (i) => this.input(i)));
       case 'connect':
-        if (!c) return this.input({ t: 'fatal', error: { host: this.spec.host, rank: -1, message: "a follower needs the leader's control endpoint (spec.control)", code: 'bad-spec' } });
+        if (!c) return;
         return connectLoop(c.addr, c.port, fx.withinMs, this.timeoutMs, () => this.state.phase.k !== 'stopping' && this.state.phase.k !== 'done', (link) => this.onLeaderLink(link), (message) => this.input({ t: 'connect-failed', message, addr: `${c.addr}:${c.port}` }));
       case 'say-hello':
         return this.leaderLink?.send({ t: 'hello', token: c!.token, host: this.spec.host, ranks: this.spec.ranks.length, key: this.cfg.claimKey });
@@ -177,18 +171,14 @@ class HostAgent {
         return clearTimeout(this.timers.get(fx.name));
       case 'clear-timers':
         return this.timers.forEach((t) => clearTimeout(t));
-      case 'requeue-excluding': {
-        const ask = this.opts.scheduler?.requeueExcluding?.(fx.node, fx.cause) ?? Promise.resolve('no scheduler to ask');
-        // the exit waits for it: Slurm's SIGTERM for the requeue comes while it is under way
-        this.schedulerOp = ask.then((why) => why && this.input({ t: 'requeue-refused', why }), (err: Error) => this.input({ t: 'requeue-refused', why: err.message }));
-        return;
-      }
+      case 'requeue-excluding': // the exit waits for it: Slurm's SIGTERM for the requeue comes while it is under way
+        return void (this.schedulerOp = askRequeueExcluding(this.opts, fx.node, fx.cause).then((why) => why && this.input({ t: 'requeue-refused', why })));
       case 'no-more-requeues':
         return void noMoreRequeues(this.opts, fx.restarts, this.cfg.maxRestarts).then(([level, message]) => this.log(level, message));
       case 'stop':
         return void this.stop();
       case 'exit':
-        return void this.exit(fx.status);
+        return void this.exit(fx.status, !!fx.linger);
     }
   }
 
@@ -201,13 +191,11 @@ class HostAgent {
     this.input({ t: 'stopped' });
   }
 
-  /** A leader whose first start failed keeps listening until every follower rank heard the end, up to a follower's own connect window (defect 10), its slots already released. */
-  private async exit(status: 'ok' | 'failed' | 'cancelled'): Promise<void> {
+  /** `linger` (the transition's, defect 10): keep listening until every follower rank heard the end, up to a follower's own connect window, the slots already released. */
+  private async exit(status: 'ok' | 'failed' | 'cancelled', linger: boolean): Promise<void> {
     releaseSlots(this.opts.workdir, this.spec.runId, slotsOf(this.spec));
     const until = Date.now() + (this.cfg.connectMs ?? CONNECT_TIMEOUT_MS);
-    const told = () => Object.values(this.state.followers).reduce((n, f) => n + f.ranks, 0) >= this.cfg.followerRanks;
-    const failedStart = status === 'failed' && this.state.attempt === 0 && !this.relaunched;
-    while (this.links && failedStart && !told() && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
+    while (this.links && linger && !followersTold(this.cfg, this.state) && Date.now() < until) await new Promise((r) => setTimeout(r, 100));
     await this.links?.flushed();
     await this.schedulerOp;
     this.finish(AGENT_RUN_EXIT[status]);
