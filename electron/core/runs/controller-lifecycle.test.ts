@@ -5,13 +5,14 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { CONTROLLER_TABLE_ROWS } from './controller-table-rows';
 import { CONTROLLER_INPUTS, sampleStates } from './controller-table';
-import { initialControllerState, transition, type ControllerEffect, type ControllerState } from './controller-lifecycle';
+import { initialControllerState, recordOutcome, transition, type ControllerEffect, type ControllerState } from './controller-lifecycle';
 
 const visited = new Set<string>();
 const nameOf = (s: ControllerState): string => {
   if (s.phase.k === 'following' && s.stopSeen) return 'following+stopSeen';
   if (s.phase.k === 'following' && s.follows.h1?.deadOnce) return 'following+h1 dead once';
   if (s.phase.k === 'following' && s.follows.h2?.attempt === 4) return 'following+h2 4 re-follows';
+  if (s.phase.k === 'following' && s.done === 'ok' && !s.stopSeen) return 'following+done(ok)';
   if (s.phase.k === 'starting' && s.phase.stop) return s.phase.stop.force ? 'starting+stop(force)' : 'starting+stop';
   return s.phase.k === 'stopping' && s.phase.force ? 'stopping(force)' : s.phase.k;
 };
@@ -207,6 +208,33 @@ describe("each host's follow (issue 24 item 1: the bookkeeping the shell kept)",
       { e: 'follow-hosts', offsets: { n1: 120, n2: 80 } },
     ]);
     expect(r.state).toMatchObject({ hosts: ['n1', 'n2'], resumeOffsets: [] });
+  });
+});
+
+describe('client controller lifecycle: the end', () => {
+  const finishOf = (r: { effects: ControllerEffect[] }) => r.effects.filter((e) => e.e === 'finish');
+
+  it("the end tells a done of its own only when the record had none (lost: failed); a recorded done stands as told", () => {
+    // the leader's record said done ok, then its state record says cancelled: the outcome is cancelled, the done stays the record's
+    expect(finishOf(walk(false, ['attach', 'record-done(event ok)', 'leader-ended(cancelled)']))).toEqual([{ e: 'finish', status: 'cancelled' }]);
+    // no done in the record: the controller tells one, lost as failed
+    expect(finishOf(walk(false, ['attach', 'follow-exit(h1 silent)']))).toEqual([{ e: 'finish', status: 'lost', tellsDone: 'failed' }]);
+    expect(finishOf(walk(false, ['attach', 'stop', 'stop-sent']))).toEqual([{ e: 'finish', status: 'cancelled', tellsDone: 'cancelled' }]);
+    expect(finishOf(walk(true, ['start', 'job-failed']))).toEqual([{ e: 'finish', status: 'failed', tellsDone: 'failed' }]);
+    // a follower's cancelled state record (not a done event) is a stop seen, not the record's done
+    const seen = walk(false, ['attach', 'record-done(cancelled)', 'leader-ended(cancelled)']);
+    expect(seen.state.done).toBeUndefined();
+    expect(finishOf(seen)).toEqual([{ e: 'finish', status: 'cancelled', tellsDone: 'cancelled' }]);
+  });
+
+  it("the outcome at the leader's drained record: its ended state record, else its done, else failed with an error, else lost", () => {
+    const s = initialControllerState(false);
+    const done = walk(false, ['attach', 'record-done(event ok)']).state;
+    expect(recordOutcome(done, { record: 'cancelled', errored: false, recordGone: false })).toBe('cancelled');
+    expect(recordOutcome(done, { record: 'running', errored: true, recordGone: false })).toBe('ok'); // a state record not ended: the done's word
+    expect(recordOutcome(s, { record: 'running', errored: true, recordGone: false })).toBe('failed');
+    expect(recordOutcome(s, { errored: true, recordGone: true })).toBe('lost'); // the leader has no record of the run
+    expect(recordOutcome(s, { errored: false, recordGone: false })).toBe('lost');
   });
 });
 

@@ -12,7 +12,7 @@
 // hosts are effects too, run by the shell like every other. A stop asked while the hosts start waits
 // for their `run-start`s to return (a `run-stop` racing a `run-start` finds no record and the agent
 // starts after it, orphaned), then stops them all.
-import { DEFAULT_TIMINGS, HOST_CMD_EXIT, type RunStatus } from '../../../trainer/protocol';
+import { DEFAULT_TIMINGS, HOST_CMD_EXIT, isTerminalRunState, type HostRunState, type RunStatus } from '../../../trainer/protocol';
 
 export type RunOutcome = RunStatus | 'lost';
 
@@ -50,6 +50,8 @@ export interface ControllerState {
   resumeOffsets: number[];
   /** The re-follow backoff grows to this at most (Timings.retryMaxMs). */
   retryMaxMs: number;
+  /** The status of the last `done` event in the record (record-done with `event`): the run's own end, told as is. */
+  done?: RunStatus;
 }
 
 /** One host's follow, as the transition keeps it. */
@@ -88,8 +90,8 @@ export type ControllerInput =
   | { t: 'stepped' }
   /** The wait for a lost host is over (its restart's waitMs) and it is not back. */
   | { t: 'wait-over'; host: string }
-  /** A `done` in some host's record, or a follower's state record ended (`cancelled`: a stop reached it). */
-  | { t: 'record-done'; status: RunStatus }
+  /** A `done` event in the record (`event`), or a follower's state record ended / the stop question found a stop (`cancelled`: a stop reached it). */
+  | { t: 'record-done'; status: RunStatus; event?: boolean }
   | { t: 'stop'; reason: string; force: boolean }
   /** The scheduler's word on a job asked to stop: `over` when it had already ended (its own state, not cancelled). */
   | { t: 'job-state'; over: boolean }
@@ -126,7 +128,8 @@ export type ControllerEffect =
   /** run-stop on every host once more, after a stop another client sent: a host that was down then
    *  (no stop marker) learns it now that the run's end was read, so no relaunch of it is accepted. */
   | { e: 'mark-stopped' }
-  | { e: 'finish'; status: RunOutcome };
+  /** The end, told once to every consumer. `tellsDone`: the record has no `done` event, the controller tells one with this status (see `endRun`). */
+  | { e: 'finish'; status: RunOutcome; tellsDone?: RunStatus };
 
 export interface Transition {
   state: ControllerState;
@@ -143,6 +146,27 @@ export const isStopping = (s: ControllerState): boolean => s.phase.k === 'stoppi
 export const stopAsked = (s: ControllerState): boolean => s.phase.k === 'stopping' || s.phase.k === 'checking-job' || (s.phase.k === 'starting' && !!s.phase.stop);
 /** The run waits for this (lost) host. */
 export const waitsFor = (s: ControllerState, host: string): boolean => s.phase.k === 'awaiting-hosts' && s.phase.waitingFor.includes(host);
+
+/**
+ * The run's end: `finish` with the outcome. A run whose record has no `done` event gets one from the
+ * controller (the outcome; lost: failed), so every consumer (the CLI printer, history, Live) sees an
+ * end; a recorded `done` stands as told, even when the outcome differs (a state record that says
+ * cancelled after an ok done).
+ */
+function endRun(s: ControllerState, status: RunOutcome, ...before: ControllerEffect[]): Transition {
+  return { state: { ...s, phase: { k: 'done', status } }, effects: [...before, { e: 'finish', status, ...(s.done ? {} : { tellsDone: status === 'lost' ? 'failed' : status }) }] };
+}
+
+/**
+ * The leader's record is drained: the outcome is its state record's when that has ended, else its
+ * `done` event's, else failed when an error was told and the record exists, else lost (the shell
+ * reads the state record; a scheduled run may then wait for a requeue or ask the scheduler).
+ */
+export function recordOutcome(s: ControllerState, o: { record?: HostRunState; errored: boolean; recordGone: boolean }): RunOutcome {
+  if (o.record && isTerminalRunState(o.record)) return o.record as RunStatus;
+  if (s.done) return s.done;
+  return o.errored && !o.recordGone ? 'failed' : 'lost';
+}
 
 /** The pure lifecycle rule. Pairs it does not name leave the state as it is and do nothing. */
 export function transition(s: ControllerState, i: ControllerInput): Transition {
@@ -162,8 +186,8 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       return p.k === 'submitting' ? to({ k: 'queued' }, { e: 'wait-job' }) : same;
     case 'job-failed':
       // A stop asked meanwhile: the job is gone, which is what was asked.
-      if (p.k === 'stopping' || p.k === 'checking-job') return to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' });
-      return to({ k: 'done', status: 'failed' }, { e: 'finish', status: 'failed' });
+      if (p.k === 'stopping' || p.k === 'checking-job') return endRun(s, 'cancelled');
+      return endRun(s, 'failed');
     case 'job-running':
       // A requeued job's next run: each node index's record goes on from where the last run's left off
       // (the allocation may have other nodes now). While a stop is checked with the scheduler the
@@ -187,7 +211,7 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       // The shell has stopped the hosts that did start (it knows which).
       if (p.k !== 'starting') return same;
       // (a stop asked meanwhile: nothing of the run runs, which is what was asked)
-      return p.stop ? to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' }) : to({ k: 'done', status: 'failed' }, { e: 'finish', status: 'failed' });
+      return endRun(s, p.stop ? 'cancelled' : 'failed');
     case 'restart': {
       if (!i.waitingFor.length || (p.k !== 'following' && p.k !== 'awaiting-hosts')) return same;
       const known = p.k === 'awaiting-hosts' ? p.waitingFor : [];
@@ -204,10 +228,13 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       const rest = p.waitingFor.filter((h) => h !== i.host);
       return to(rest.length ? { k: 'awaiting-hosts', waitingFor: rest } : { k: 'following' });
     }
-    case 'record-done':
-      if (i.status !== 'cancelled' || s.stopSeen) return same;
+    case 'record-done': {
+      // A `done` event is the run's own end, told as is (the finish tells none of its own).
+      const t = i.event ? { ...s, done: i.status } : s;
+      if (i.status !== 'cancelled' || s.stopSeen) return { state: t, effects: [] };
       // Another client's stop (or this one's) reached a host: no relaunch from here on.
-      return { state: { ...s, stopSeen: true, phase: p.k === 'awaiting-hosts' ? { k: 'following' } : p }, effects: [] };
+      return { state: { ...t, stopSeen: true, phase: p.k === 'awaiting-hosts' ? { k: 'following' } : p }, effects: [] };
+    }
     case 'stop':
       // The hosts are being started: the stop waits for their run-starts (hosts-started sends it).
       if (p.k === 'starting') {
@@ -228,14 +255,14 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       if (i.over) return to(s.hosts.length ? { k: 'following' } : { k: 'queued' }, { e: 'tell', level: 'info', message: 'the job had already ended before the stop: nothing to stop; its record tells how the run ended' });
       return to({ k: 'stopping', force: false }, { e: 'stop-hosts', reason: p.reason, force: false });
     case 'stop-sent':
-      return p.k === 'stopping' ? to({ k: 'done', status: 'cancelled' }, { e: 'finish', status: 'cancelled' }) : same;
+      return p.k === 'stopping' ? endRun(s, 'cancelled') : same;
     case 'leader-ended': {
       // Another client's stop ended it (seen in a follower's record; the leader's own record may not
       // say so: its host was down, its agent died with it): cancelled, and every host reachable now
       // gets the stop marker (defect 6). An ok end stands: the run finished before the stop landed.
-      if (i.status !== 'ok' && s.stopSeen && !s.scheduled && p.k !== 'stopping') return to({ k: 'done', status: 'cancelled' }, { e: 'mark-stopped' }, { e: 'finish', status: 'cancelled' });
+      if (i.status !== 'ok' && s.stopSeen && !s.scheduled && p.k !== 'stopping') return endRun(s, 'cancelled', { e: 'mark-stopped' });
       // A stop asked and the record ended otherwise (ok before the stop landed): the record's word stands.
-      return to({ k: 'done', status: i.status }, { e: 'finish', status: i.status });
+      return endRun(s, i.status);
     }
     case 'follow-exit':
       return followExit(s, i);
@@ -270,8 +297,7 @@ function followExit(s: ControllerState, i: Extract<ControllerInput, { t: 'follow
     // The leader holds the outcome: lost from here. During a stop the stop's own end decides; a stop
     // seen in a follower's record while the leader is gone is final (cancelled).
     if (!i.leader || p.k === 'stopping') return { state: s, effects: [silent] };
-    const status = s.stopSeen ? 'cancelled' : 'lost';
-    return { state: { ...s, phase: { k: 'done', status } }, effects: [silent, { e: 'finish', status }] };
+    return endRun(s, s.stopSeen ? 'cancelled' : 'lost', silent);
   }
   return keep({ ...book, attempt: book.attempt + 1 }, { e: 'refollow', host: i.host, afterMs: Math.min(s.retryMaxMs, FOLLOW_BACKOFF_MS[Math.min(book.attempt, FOLLOW_BACKOFF_MS.length - 1)]!) });
 }

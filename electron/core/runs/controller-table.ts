@@ -29,8 +29,8 @@ export const CONTROLLER_PHASES: Record<ControllerPhaseName, ControllerPhase> = {
 };
 
 /** Sample states: every phase (hosts h1, the leader, and h2), plus `following` after a stop was seen
- *  in a record (stopSeen), after the leader's agent was found dead once, and after 4 re-follows of h2,
- *  and `starting` with a stop asked meanwhile. */
+ *  in a record (stopSeen), after the leader's agent was found dead once, after 4 re-follows of h2 and
+ *  with the leader's `done` recorded, and `starting` with a stop asked meanwhile. */
 export function sampleStates(scheduled: boolean): [string, ControllerState][] {
   const base = { ...initialControllerState(scheduled), hosts: ['h1', 'h2'] };
   const out: [string, ControllerState][] = Object.entries(CONTROLLER_PHASES).map(([name, phase]) => [name, { ...base, phase }]);
@@ -39,6 +39,8 @@ export function sampleStates(scheduled: boolean): [string, ControllerState][] {
   out.push(['starting+stop', { ...base, phase: { k: 'starting', stop: { reason: 'stopped by the user', force: false } } }]);
   out.push(['following+h1 dead once', { ...base, phase: { k: 'following' }, follows: { h1: { attempt: 0, deadOnce: true } } }]);
   out.push(['following+h2 4 re-follows', { ...base, phase: { k: 'following' }, follows: { h2: { attempt: 4, deadOnce: false } } }]);
+  // the leader's record has its `done` (ok): the end tells none of its own
+  out.push(['following+done(ok)', { ...base, phase: { k: 'following' }, done: 'ok' }]);
   return out;
 }
 
@@ -58,6 +60,9 @@ export const CONTROLLER_INPUTS: Record<string, ControllerInput> = {
   'wait-over(h2)': { t: 'wait-over', host: 'h2' },
   'record-done(ok)': { t: 'record-done', status: 'ok' },
   'record-done(cancelled)': { t: 'record-done', status: 'cancelled' },
+  /** A `done` event in the leader's record (the other record-done inputs: a follower's state record, the stop question). */
+  'record-done(event ok)': { t: 'record-done', status: 'ok', event: true },
+  'record-done(event cancelled)': { t: 'record-done', status: 'cancelled', event: true },
   stop: { t: 'stop', reason: 'stopped by the user', force: false },
   'stop(force)': { t: 'stop', reason: 'stopped (forced)', force: true },
   'job-state(over)': { t: 'job-state', over: true },
@@ -88,11 +93,11 @@ const bookText = (s: ControllerState): string =>
   Object.entries(s.follows)
     .map(([h, b]) => `+${h} ${b.deadOnce ? 'dead once' : ''}${b.deadOnce && b.attempt ? ', ' : ''}${b.attempt ? `${b.attempt} re-follows` : ''}`)
     .join('');
-const stateText = (s: ControllerState): string => `${phaseText(s.phase)}${s.stopSeen ? '+stopSeen' : ''}${bookText(s)}${s.resumeOffsets.length ? `+resume@${s.resumeOffsets.join(',')}` : ''}`;
+const stateText = (s: ControllerState): string => `${phaseText(s.phase)}${s.stopSeen ? '+stopSeen' : ''}${s.done ? `+done(${s.done})` : ''}${bookText(s)}${s.resumeOffsets.length ? `+resume@${s.resumeOffsets.join(',')}` : ''}`;
 
 function effectText(e: ControllerEffect): string {
   if (e.e === 'relaunch') return `relaunch(${e.hosts.join(',')})`;
-  if (e.e === 'finish') return `finish(${e.status})`;
+  if (e.e === 'finish') return `finish(${e.status})${e.tellsDone ? ` tells done(${e.tellsDone})` : ''}`;
   if (e.e === 'stop-hosts') return e.force ? 'stop-hosts(force)' : 'stop-hosts';
   if (e.e === 'tell') return `tell(${e.level})`;
   if (e.e === 'follow-hosts') return Object.keys(e.offsets).length ? `follow-hosts(${Object.entries(e.offsets).map(([h, o]) => `${h}@${o}`).join(',')})` : 'follow-hosts';

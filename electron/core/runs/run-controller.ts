@@ -27,14 +27,13 @@ import {
   HOST_WAIT_MS,
   decodeRunState,
   errorKey,
-  isTerminalRunState,
   makeEvent,
   type CohortEvent,
   type ErrorEvent,
   type RunStatus,
   type RunStatusLine,
 } from '../../../trainer/protocol';
-import { initialControllerState, isOver, stopAsked, transition, waitsFor, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
+import { initialControllerState, isOver, recordOutcome, stopAsked, transition, waitsFor, type ControllerEffect, type ControllerInput, type ControllerState, type RunOutcome } from './controller-lifecycle';
 import { startAll } from './controller-start';
 import { HostQueries } from './controller-queries';
 import { parseLine } from './host-replies';
@@ -117,7 +116,7 @@ export class RunController extends DisposableBase {
   private run(fx: ControllerEffect): void {
     switch (fx.e) {
       case 'finish':
-        return this.finish(fx.status, this.leaderState);
+        return this.finish(fx.status, fx.tellsDone, this.leaderState);
       case 'relaunch':
         return this.relaunchLost(fx.hosts, this.relaunchWaitMs);
       case 'ask-job':
@@ -290,10 +289,7 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + 3000;
     while (this.follows.some((f) => !f.ended) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     for (const f of this.follows) f.cmd?.kill();
-    let status: RunOutcome;
-    if (state && isTerminalRunState(state.state)) status = state.state as RunStatus;
-    else if (this.doneEvent) status = this.doneEvent.status;
-    else status = this.firstError && !this.leaderRecordGone ? 'failed' : 'lost';
+    let status = recordOutcome(this.state, { ...(state ? { record: state.state } : {}), errored: !!this.firstError, recordGone: this.leaderRecordGone });
     if (this.plan.scheduler && status !== 'ok' && !this.stopRequested && (await this.sched.followRequeued(state?.schedulerAttempt ?? 0))) return;
     if (this.plan.scheduler && status !== 'ok') status = await this.sched.verdict(status);
     if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
@@ -321,7 +317,7 @@ export class RunController extends DisposableBase {
     }
     if (e.type === 'done') {
       this.doneEvent = e;
-      this.dispatch({ t: 'record-done', status: e.status });
+      this.dispatch({ t: 'record-done', status: e.status, event: true });
     }
     if (e.type === 'error') this.noteError(e);
     this.emit(e);
@@ -376,18 +372,13 @@ export class RunController extends DisposableBase {
     this.emit(err);
   }
 
-  /** The finish effect (the lifecycle is `done` already): the end told to every consumer, once. */
-  private finish(status: RunOutcome, state?: RunStatusLine): void {
+  /** The finish effect (the lifecycle is `done` already): the end told to every consumer, once; `tellsDone`: the record had no `done`, the transition's `endRun` says which to tell. */
+  private finish(status: RunOutcome, tellsDone: RunStatus | undefined, state?: RunStatusLine): void {
     if (this.resolved) return;
     this.resolved = true;
     for (const f of this.follows) f.cmd?.kill();
     this.tellFollowerErrors();
-    // Every consumer sees an end: a run that recorded no `done` gets one from the controller.
-    if (!this.doneEvent || (status !== 'lost' && this.doneEvent.status !== status)) {
-      const done = makeEvent({ type: 'done', status: status === 'lost' ? 'failed' : status, steps: this.lastStep, medianGlobalSamplesPerSec: this.doneEvent?.medianGlobalSamplesPerSec ?? null, paramChecksum: this.doneEvent?.paramChecksum ?? '', durationMs: Date.now() - this.startedAt });
-      if (!this.doneEvent) this.emit(done);
-      this.doneEvent = this.doneEvent ?? done;
-    }
+    if (tellsDone) this.emit((this.doneEvent = makeEvent({ type: 'done', status: tellsDone, steps: this.lastStep, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: Date.now() - this.startedAt })));
     const result = { status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) };
     // Its host commands end before its result (a CLI exits on it): stops bounded, queries by their timeout.
     const stops = this.stopsInFlight && Promise.race([this.stopsInFlight, new Promise<void>((res) => setTimeout(res, 7000).unref())]);
