@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildLaunchSpec, slurmLayout, worldLayout } from './world-layout';
+import { buildLaunchSpec, runSettings, slurmLayout, worldLayout } from './world-layout';
 import { decodeLaunchSpec } from './launch';
 import { decodeTrainConfig } from './train-config';
 
@@ -32,5 +32,20 @@ describe('world layout', () => {
     const one = buildLaunchSpec({ ...base, layout: worldLayout([{ name: 'local', slots: 2 }]), index: 0 });
     expect(one.control).toBeUndefined();
     expect(decodeLaunchSpec(JSON.parse(JSON.stringify(one)))).toMatchObject(one);
+  });
+
+  it("one launch-spec builder: the run's settings in every host's spec, the spares on the leader's only; absent settings stay absent", () => {
+    const layout = worldLayout([{ name: 'h1', slots: 1 }, { name: 'h2', slots: 1 }]);
+    const control = { addr: '10.0.0.1', port: 7000, token: 'a-token-of-sixteen-chars' };
+    const base = { runId: 'r', layout, masterAddr: '10.0.0.1', masterPort: 29500, config, env: {}, control, leader: 'h1', maxRestarts: 2, queue: false, spares: ['h3'] };
+    const leader = buildLaunchSpec({ ...base, index: 0 });
+    expect(leader).toMatchObject({ maxRestarts: 2, queue: false, spares: ['h3'] });
+    expect(decodeLaunchSpec(JSON.parse(JSON.stringify(leader)))).toMatchObject({ maxRestarts: 2, queue: false, spares: ['h3'] });
+    const follower = buildLaunchSpec({ ...base, index: 1 });
+    expect(follower).toMatchObject({ maxRestarts: 2, queue: false });
+    expect(follower.spares).toBeUndefined();
+    const plain = buildLaunchSpec({ runId: 'r', layout, masterAddr: 'a', masterPort: 1, config, env: {}, index: 0, spares: [] });
+    expect(['maxRestarts', 'queue', 'spares'].filter((k) => k in plain)).toEqual([]);
+    expect(runSettings({ maxRestarts: 0 })).toEqual({ maxRestarts: 0 });
   });
 });

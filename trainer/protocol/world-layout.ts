@@ -30,7 +30,20 @@ export function slurmLayout(nodes: number, tasksPerNode: number, gpusPerNode?: n
   return worldLayout(Array.from({ length: nodes }, (_, i) => ({ name: `node-${i}`, slots: tasksPerNode, ...(gpus ? { gpus } : {}) })));
 }
 
-export interface LaunchSpecInput {
+/** A run's lifetime settings, the same in every host's spec (cohort run --max-restarts, --no-queue). */
+export interface RunSettings {
+  /** Restarts from the last checkpoint after a failure (default 0). */
+  maxRestarts?: number;
+  /** Busy slots: wait (true, default) or fail at once with slots-busy. */
+  queue?: boolean;
+}
+
+/** The settings given (an absent one stays absent: the spec's default). */
+export function runSettings(o: RunSettings): RunSettings {
+  return { ...(o.maxRestarts !== undefined ? { maxRestarts: o.maxRestarts } : {}), ...(o.queue !== undefined ? { queue: o.queue } : {}) };
+}
+
+export interface LaunchSpecInput extends RunSettings {
   runId: string;
   layout: WorldLayout;
   /** Which host of the layout (0: the leader, the host of rank 0). */
@@ -45,11 +58,11 @@ export interface LaunchSpecInput {
   control?: ControlEndpoint;
   /** Followers: the leader's host name, when they wait for a lost leader (SSH hosts; not under Slurm). */
   leader?: string;
-  maxRestarts?: number;
-  queue?: boolean;
+  /** The leader's spare hosts (a profile's `spare: true` hosts, issue 21 item 5); followers get none. */
+  spares?: readonly string[];
 }
 
-/** The LaunchSpec of one host of a run: its ranks, role, control endpoint and leader. */
+/** The LaunchSpec of one host of a run, built once here with everything it carries (ranks, role, control endpoint, leader, restarts, queue, spares): no caller patches it afterwards. */
 export function buildLaunchSpec(o: LaunchSpecInput): LaunchSpec {
   const h = o.layout.hosts[o.index]!;
   return {
@@ -65,7 +78,7 @@ export function buildLaunchSpec(o: LaunchSpecInput): LaunchSpec {
     role: o.index === 0 ? 'leader' : 'follower',
     ...(o.layout.hosts.length > 1 && o.control ? { control: o.control } : {}),
     ...(o.index > 0 && o.leader !== undefined ? { leader: o.leader } : {}),
-    ...(o.maxRestarts !== undefined ? { maxRestarts: o.maxRestarts } : {}),
-    ...(o.queue !== undefined ? { queue: o.queue } : {}),
+    ...runSettings(o),
+    ...(o.index === 0 && o.spares?.length ? { spares: [...o.spares] } : {}),
   };
 }

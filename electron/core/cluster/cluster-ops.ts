@@ -1,9 +1,18 @@
 // What core can do with a cluster profile's hosts over SSH. One implementation (ssh-cluster.ts,
 // over core/ssh); the CLI, `cohort serve` and Electron all reach hosts only through it.
-import type { Disposable, TrainConfig } from '../../../trainer/protocol';
+import type { Disposable, RunSettings, TrainConfig } from '../../../trainer/protocol';
 import type { ApiErrorInfo, ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe, HostRecordRef, Profile } from '../../common';
 import type { RunPlan } from '../runs/run-controller';
 import type { HostLink } from '../runs/host-link';
+
+/** What planRun needs to build every host's launch spec once (buildLaunchSpec), the run's settings included. */
+export interface PlanRunRequest extends RunSettings {
+  runId: string;
+  config: TrainConfig;
+  acceptNewHostKeys?: boolean;
+  onProgress?: (p: DeployProgress) => void;
+  signal?: AbortSignal;
+}
 
 /** One host's answer to the leftover check; `error` when the host could not be checked. */
 export interface LeftoverReport {
@@ -18,7 +27,7 @@ export interface ClusterOps extends Disposable {
   probe(profile: Profile, opts?: { signal?: AbortSignal }): Promise<HostProbe[]>;
   deploy(profile: Profile, opts?: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; acceptNewHostKeys?: boolean; force?: boolean }): Promise<DeployResult[]>;
   /** Deploys (cached when unchanged) and returns a plan whose hosts open agents over SSH. */
-  planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan>;
+  planRun(profile: Profile, req: PlanRunRequest): Promise<RunPlan>;
   /** The plan of a run started elsewhere (attach, stop), from the record locations in its history. */
   /** spareRecord: where the profile's spare hosts would keep it (RunMeta.spareRecord): the plan can start one. */
   attachPlan(profile: Profile, runId: string, record: HostRecordRef[], spareRecord?: HostRecordRef[]): RunPlan;

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, runSettings, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
 import { agentEnv, isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type HostRecordRef, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
@@ -12,7 +12,7 @@ import type { BundleCheck, HostLink } from '../runs/host-link';
 import type { HostLaunch, RunPlan } from '../runs/run-controller';
 import { spareLaunches } from '../runs/run-spare';
 import { locateTrainerBundle, type TrainerBundle } from '../trainer-bundle';
-import type { ClusterOps, LeftoverReport } from './cluster-ops';
+import type { ClusterOps, LeftoverReport, PlanRunRequest } from './cluster-ops';
 import { deployBundle, remoteBundleDir, sha256CheckCommand } from './deploy';
 import { deployTarget, remoteFreePort } from './session-ops';
 import { parseProbe, probeScript, shellQuote } from './probe';
@@ -169,7 +169,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     }
   }
 
-  async planRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan> {
+  async planRun(profile: Profile, req: PlanRunRequest): Promise<RunPlan> {
     if (profile.scheduler) return this.planSlurmRun(profile, req);
     const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), failFast: true });
     const failed = deployed.filter((d) => !d.ok && d.error?.code !== 'launch-cancelled'); // by themselves, not stopped because one did
@@ -191,7 +191,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
     const hosts: HostLaunch[] = world.map((h, hi) => ({
       host: h.name,
       link: this.hostLink(profile, refs[profile.hosts.indexOf(h)]!),
-      spec: { ...buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: agentEnv(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name }), ...(hi === 0 && spares.length ? { spares: spares.map((x) => x.host) } : {}) },
+      spec: buildLaunchSpec({ runId: req.runId, layout, index: hi, masterAddr, masterPort, config: req.config, env: agentEnv(h), control: { addr: masterAddr, port: controlPort, token }, leader: profile.hosts[0]!.name, spares: spares.map((x) => x.host), ...runSettings(req) }),
     }));
     return { runId: req.runId, hosts, record: world.map((h) => refs[profile.hosts.indexOf(h)]!), ...(spares.length ? { spares } : {}), ...planTimings(this.o) }; // record: where attach follows (a spare that takes a host's place joins it: start-run.ts)
   }
@@ -202,7 +202,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
    * submitting, and hand the controller a SlurmJob that submits, waits in the queue and yields
    * the allocation's nodes, each followed through the login node.
    */
-  private async planSlurmRun(profile: Profile, req: { runId: string; config: TrainConfig; acceptNewHostKeys?: boolean; onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; maxRestarts?: number }): Promise<RunPlan> {
+  private async planSlurmRun(profile: Profile, req: PlanRunRequest): Promise<RunPlan> {
     const sched = profile.scheduler!;
     const login = profile.hosts[0]!;
     const deployed = await this.deploy(profile, { ...(req.onProgress ? { onProgress: req.onProgress } : {}), ...(req.signal ? { signal: req.signal } : {}), ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}) });

@@ -3,7 +3,7 @@
 // run over SSH, so a local run outlives the CLI or `cohort serve` that started it too.
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { buildLaunchSpec, worldLayout, type TrainConfig } from '../../../trainer/protocol';
+import { buildLaunchSpec, runSettings, worldLayout, type RunSettings, type TrainConfig } from '../../../trainer/protocol';
 import { locateTrainerBundle } from '../trainer-bundle';
 import { freePort } from './free-port';
 import { localHostLink, type HostLink } from './host-link';
@@ -17,6 +17,8 @@ export interface LocalRunOptions {
   workdir: string;
   env?: Record<string, string>;
   masterPort?: number;
+  /** The run's lifetime settings, into its spec (buildLaunchSpec). */
+  settings?: RunSettings;
 }
 
 export const LOCAL_HOST = 'local';
@@ -35,7 +37,7 @@ export async function planLocalRun(o: LocalRunOptions): Promise<RunPlan> {
       {
         host: LOCAL_HOST,
         link: localLink(o.workdir),
-        spec: buildLaunchSpec({ runId: o.runId, layout: worldLayout([{ name: LOCAL_HOST, slots: o.ranks }]), index: 0, masterAddr: '127.0.0.1', masterPort, config: o.config, env: o.env ?? {} }),
+        spec: buildLaunchSpec({ runId: o.runId, layout: worldLayout([{ name: LOCAL_HOST, slots: o.ranks }]), index: 0, masterAddr: '127.0.0.1', masterPort, config: o.config, env: o.env ?? {}, ...runSettings(o.settings ?? {}) }),
       },
     ],
   };

@@ -2,7 +2,7 @@
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees, and hand each recorded event, with its
 // seq, to the run's subscribers (RunEvents).
-import { CohortError, initialRunView, isFinished, makeEvent, reduceRunView, runSwitches, runViewStatus, worldLayout, type KeyedEmitter, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, initialRunView, isFinished, makeEvent, reduceRunView, runSettings, runSwitches, runViewStatus, worldLayout, type KeyedEmitter, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, worldHosts, type DeployProgress, type Profile, type RunEventMessage, type RunMeta } from '../../common';
 import { join } from 'node:path';
 import { CheckStore, checkForRun } from '../check/check-store';
@@ -47,23 +47,21 @@ export async function startRun(o: {
   const startedAt = new Date().toISOString();
   // A launch's connect/deploy progress names the run it prepares (the client has no run id until startRun resolves).
   const onProgress = o.onDeployProgress && ((p: DeployProgress) => o.onDeployProgress!({ ...p, launch: { runId, profile: o.profile.name } }));
+  // The run's lifetime settings travel in every host's LaunchSpec, local and cluster alike: built in (buildLaunchSpec), never patched after.
+  const settings = runSettings(o);
   let plan: RunPlan;
   try {
     if (isLocalProfile(o.profile)) {
-      plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir) });
+      plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir), settings });
     } else {
       if (!o.cluster) throw new Error('cluster runs need the SSH layer (ClusterOps), which this client did not provide');
-      plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(onProgress ? { onProgress } : {}), ...(o.maxRestarts !== undefined ? { maxRestarts: o.maxRestarts } : {}) });
+      plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(onProgress ? { onProgress } : {}), ...settings });
     }
   } catch (err) {
     recordFailedLaunch(o.store, { runId, profile: o.profile, config, startedAt, ranks: o.ranks }, err);
     // The failed launch is in the history under this id: the caller can name it (cohort run --json's first event).
     if (err !== null && typeof err === 'object' && !('runId' in err)) Object.defineProperty(err, 'runId', { value: runId, enumerable: false });
     throw err;
-  }
-  // The run's lifetime settings travel in every host's LaunchSpec, local and cluster alike.
-  for (const h of plan.hosts) {
-    if (h.spec) h.spec = { ...h.spec, ...(o.maxRestarts !== undefined ? { maxRestarts: o.maxRestarts } : {}), ...(o.queue !== undefined ? { queue: o.queue } : {}) };
   }
   const worldSize = plan.scheduler ? profileWorldSize(o.profile) : (plan.hosts[0]?.spec?.worldSize ?? 0);
   // The profile's last check (`cohort run --check` has just stored its own) when it planned this run.
