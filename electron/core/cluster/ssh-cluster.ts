@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, runSettings, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, runSettings, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit } from '../../../trainer/protocol';
 import { agentEnv, isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type HostRecordRef, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
