@@ -119,7 +119,8 @@ describe.skipIf(!existsSync(CHROMIUM))('Compare chart controls and a failed laun
     });
     // Issue 22 item 9: the hint once on the page (not again in a notice or the message), and the
     // error belongs to its launch: not over other views, nor over Launch with another profile.
-    const hint = guiWording(failed!.errorCode!, host);
+    const hint = guiWording(failed!.errorCode!, host) ?? '';
+    expect(hint).not.toBe('');
     const hintsShown = () => page.evaluate((h) => document.body.innerText.split(h).length - 1, hint);
     expect(await hintsShown()).toBe(1);
     expect(await page.getByTestId('notice').count()).toBe(0);
