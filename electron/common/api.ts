@@ -6,7 +6,7 @@ import { CohortError, toErrorInfo, type CheckResult, type CohortEvent, type Erro
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
 import type { RunSystemSummary } from './run-system';
 import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
-import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
+import { DecodeError, arr, obj, optBool, optNum, optStr, str, strArr, type Obj } from '../../trainer/protocol/validate';
 import type { ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe } from './host-info';
 import type { DeletedRun, RemoveRunsOptions } from './run-removal';
 
@@ -125,6 +125,11 @@ export interface StartRunRequest extends RunUserFields {
   maxRestarts?: number;
   /** Busy GPU slots: wait behind the run holding them (true, default) or fail at once (false). */
   queue?: boolean;
+  /**
+   * Follower hosts of the profile to leave out, each replaced by one of its spare hosts (issue 21
+   * item 5: `cohort run --check` when the check found errors only on these; check-spares.ts).
+   */
+  exclude?: string[];
 }
 
 export interface RunEventMessage {
@@ -179,7 +184,8 @@ export interface CohortApi {
   trustHostKey(key: HostKeyInfo): Promise<void>;
   probe(profile: string): Promise<HostProbe[]>;
   deploy(profile: string): Promise<DeployResult[]>;
-  checkProfile(profile: string, config?: Partial<TrainConfig>): Promise<CheckResult>; // `cohort check` for the planned run (profile defaults under `config`)
+  /** `cohort check` for the planned run (profile defaults under `config`); `ranks`: the `local` profile's ranks, as in startRun (default 1). */
+  checkProfile(profile: string, config?: Partial<TrainConfig>, ranks?: number): Promise<CheckResult>;
   lastCheck(profile: string): Promise<CheckResult | null>; // the profile's last check on this machine, or null
   startRun(req: StartRunRequest): Promise<{ runId: string }>;
   /** Stops the run on every host, whichever client started it; resolves when it has ended. */
@@ -293,7 +299,11 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
   },
   probe: (a) => [name(a[0], 'profile')],
   deploy: (a) => [name(a[0], 'profile')],
-  checkProfile: (a) => (a[1] === undefined ? [name(a[0], 'profile')] : [name(a[0], 'profile'), obj(a[1], 'config') as Partial<TrainConfig>]),
+  checkProfile: (a) => {
+    const ranks = optNum({ ranks: a[2] }, 'ranks', 'checkProfile', { int: true, min: 1, max: 64 });
+    const config = a[1] === undefined ? undefined : (obj(a[1], 'config') as Partial<TrainConfig>);
+    return ranks !== undefined ? [name(a[0], 'profile'), config, ranks] : config ? [name(a[0], 'profile'), config] : [name(a[0], 'profile')];
+  },
   lastCheck: (a) => [name(a[0], 'profile')],
   startRun: (a) => {
     const o: Obj = obj(a[0], 'request');
@@ -301,6 +311,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     const accept = optBool(o, 'acceptNewHostKeys', 'request');
     const maxRestarts = optNum(o, 'maxRestarts', 'request', { int: true, min: 0, max: 100 });
     const queue = optBool(o, 'queue', 'request');
+    const exclude = o.exclude === undefined ? undefined : strArr(o, 'exclude', 'request');
     return [
       {
         profile: str(o, 'profile', 'request', { nonEmpty: true }),
@@ -309,6 +320,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
         ...(accept === undefined ? {} : { acceptNewHostKeys: accept }),
         ...(maxRestarts === undefined ? {} : { maxRestarts }),
         ...(queue === undefined ? {} : { queue }),
+        ...(exclude?.length ? { exclude } : {}),
         ...decodeRunUserFields(o, 'request'),
       },
     ];

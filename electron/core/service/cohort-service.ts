@@ -132,8 +132,8 @@ export class CohortService extends DisposableBase implements CohortApi {
 
   // ---- the cluster doctor (electron/core/check) ---------------------------------------------
 
-  checkProfile(profile: string, config: Partial<TrainConfig> = {}): Promise<CheckResult> {
-    return this.checks.check(profile, config);
+  checkProfile(profile: string, config: Partial<TrainConfig> = {}, ranks?: number): Promise<CheckResult> {
+    return this.checks.check(profile, config, ranks);
   }
 
   async lastCheck(profile: string): Promise<CheckResult | null> {
@@ -158,6 +158,7 @@ export class CohortService extends DisposableBase implements CohortApi {
         ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}),
         ...(req.maxRestarts !== undefined ? { maxRestarts: req.maxRestarts } : {}),
         ...(req.queue !== undefined ? { queue: req.queue } : {}),
+        ...(req.exclude?.length ? { exclude: req.exclude } : {}),
         onDeployProgress: (p) => this.deployEvents.fire(p),
         events: this.runEvents,
       });
