@@ -1,9 +1,9 @@
 // Slot leases + queue and restarts from the last checkpoint (issue 12 host side), through the real
 // host commands of the built bundle on one temp workdir.
-import { execFileSync } from 'node:child_process';
-import { writeFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { claimSlots, slotHolder } from '../../trainer/agent/leases';
 import type { DoneEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
 import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
 
@@ -77,12 +77,24 @@ describe('slot leases', () => {
 
   it('a stale lease (its agent dead, or another boot) is reclaimed', async () => {
     const wd = workdir();
-    mkdirSync(join(wd, 'leases'), { recursive: true });
-    writeFileSync(join(wd, 'leases', 'slot-0.json'), JSON.stringify({ runId: 'gone', pid: 2 ** 22 + 7, bootId: 'x', slot: 0, at: 0 }));
-    writeFileSync(join(wd, 'leases', 'slot-1.json'), JSON.stringify({ runId: 'other-boot', pid: process.pid, bootId: 'not-this-boot', slot: 1, at: 0 }));
-    const id = runId('stale');
-    await start(wd, id, { steps: 1 });
-    expect((await waitUntil('the run to end', () => terminal(wd, id))).state).toBe('ok');
+    // Leases where and as the product writes them (claimSlots; slotHolder finds the file). Until session 7
+    // these were `leases/slot-N.json`, the pre-issue-24 form, which the claim only reads to respect a live one.
+    expect(claimSlots(wd, 'gone', [0], { pid: 2 ** 22 + 7 }).ok).toBe(true); // its agent dead
+    // slot 1's holder is alive and names its run: only the boot id makes the lease stale
+    const other = runId('other-boot');
+    const holder = spawn('sh', ['-c', 'sleep 600; :', other], { stdio: 'ignore', detached: true });
+    try {
+      expect(claimSlots(wd, other, [1], { pid: holder.pid! }).ok).toBe(true);
+      const h = slotHolder(wd, 1);
+      if (!h || !('lease' in h)) throw new Error(`slot 1's lease: ${JSON.stringify(h)}`);
+      writeFileSync(h.file, JSON.stringify({ ...h.lease, bootId: 'not-this-boot' }));
+      const id = runId('stale');
+      await start(wd, id, { steps: 1 });
+      expect((await waitUntil('the run to end', () => terminal(wd, id))).state).toBe('ok');
+      expect([slotHolder(wd, 0), slotHolder(wd, 1)]).toEqual([undefined, undefined]); // taken over, then released
+    } finally {
+      process.kill(-holder.pid!, 'SIGKILL');
+    }
   });
 });
 
