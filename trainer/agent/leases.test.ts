@@ -117,8 +117,8 @@ describe('decodeLease', () => {
 // agentAlive), so the others see the winner's lease as live. Seen failing (session 7, load 11-22)
 // with the take-over's unlink of the file judged stale replaced by a delete of whatever the slot
 // holds by then (the old read/delete/create): 6 threads, 12 and 8 double wins in 200 trials, 5, 10
-// and 4 in 300; 0 in 3 x 200 with the code as it is. ~2-4 s quiet (~15 s at load 20): most of it is
-// tsx loading the source in each thread.
+// and 4 in 300; 0 in 4 x 150-200 with the code as it is. 9-15 s at load 20-30 (not measured quiet);
+// about half of it is tsx loading the source in each thread.
 describe('claimSlots race (defect 5, real threads)', () => {
   const RACERS = 6;
   const TRIALS = 150;
