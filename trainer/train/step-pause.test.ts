@@ -1,7 +1,7 @@
 // COHORT_STEP_PAUSE_MS (Timings.stepPauseMs) on a real one-rank run of each engine (the built
 // bundle's tfjs rank, the bundled torch engine script): the rank sleeps between steps, and the step
 // time it reports is its steps', not its sleep. A tiny run (8×8, width 1/4, batch 2): a step takes
-// tens of ms, the pause 1.5 s.
+// tens of ms, the pause 1 s.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import { BUNDLE, freePort } from '../../test/helpers/host';
 import { tinyConfig } from '../../test/helpers/tiny';
 import { EngineRank, torchUnavailableReason } from '../../test/torch/engine-process';
 
-const PAUSE_MS = 1500;
+const PAUSE_MS = 1000;
 const CONFIG: Partial<TrainConfig> = { ...tinyConfig, batchSize: 2, steps: 3, logSteps: 1, warmupSteps: 0 };
 type Step = Extract<CohortEvent, { type: 'step' }>;
 
