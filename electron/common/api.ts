@@ -6,7 +6,7 @@ import { CohortError, toErrorInfo, type CheckResult, type CohortEvent, type Erro
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
 import type { RunSystemSummary } from './run-system';
 import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
-import { DecodeError, arr, obj, optBool, optNum, optStr, str, type Obj } from '../../trainer/protocol/validate';
+import { DecodeError, arr, obj, optBool, optNum, optStr, str, strArr, type Obj } from '../../trainer/protocol/validate';
 import type { ConnectionResult, DeployProgress, DeployResult, HostKeyInfo, HostProbe } from './host-info';
 import type { DeletedRun, RemoveRunsOptions } from './run-removal';
 
@@ -125,6 +125,11 @@ export interface StartRunRequest extends RunUserFields {
   maxRestarts?: number;
   /** Busy GPU slots: wait behind the run holding them (true, default) or fail at once (false). */
   queue?: boolean;
+  /**
+   * Follower hosts of the profile to leave out, each replaced by one of its spare hosts (issue 21
+   * item 5: `cohort run --check` when the check found errors only on these; check-spares.ts).
+   */
+  exclude?: string[];
 }
 
 export interface RunEventMessage {
@@ -301,6 +306,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     const accept = optBool(o, 'acceptNewHostKeys', 'request');
     const maxRestarts = optNum(o, 'maxRestarts', 'request', { int: true, min: 0, max: 100 });
     const queue = optBool(o, 'queue', 'request');
+    const exclude = o.exclude === undefined ? undefined : strArr(o, 'exclude', 'request');
     return [
       {
         profile: str(o, 'profile', 'request', { nonEmpty: true }),
@@ -309,6 +315,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
         ...(accept === undefined ? {} : { acceptNewHostKeys: accept }),
         ...(maxRestarts === undefined ? {} : { maxRestarts }),
         ...(queue === undefined ? {} : { queue }),
+        ...(exclude?.length ? { exclude } : {}),
         ...decodeRunUserFields(o, 'request'),
       },
     ];

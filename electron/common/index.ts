@@ -16,3 +16,4 @@ export * from './run-removal';
 export * from './run-system';
 export * from './compare-verdict';
 export * from './stop-owed';
+export * from './check-spares';

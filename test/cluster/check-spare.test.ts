@@ -5,8 +5,14 @@
 // is not in the ranks' ring: 2 ring hops (h1 → h2 → h1), h3 → h1 as a rendezvous link, h1 → h3 as a
 // spare link. A spare whose outbound TCP is dropped (an nftables rule in its namespace, ssh replies
 // allowed) cannot take a lost host's ranks: exit 1, the error names h3 (spare-unreachable); so does
-// one whose inbound TCP is dropped (its ring predecessor could not reach it). Nothing is left running.
+// one whose inbound TCP is dropped (its ring predecessor could not reach it). Bad node out before
+// the first step: `cohort run --check` on a follower (h2) whose inbound TCP is dropped leaves h2 out
+// and starts the run with the spare h3 in its place (the errors are all on h2, h3 has none); it
+// trains ok on h1 and h3, the history says h3 replaces h2, h2 never holds the run's record. Nothing is left running.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { DoneEvent, LogEvent } from '../../trainer/protocol';
 import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { NFT_MISSING } from '../harness/shape';
 import { useCohortCluster } from '../helpers/cohort-cluster';
@@ -76,4 +82,30 @@ describe.skipIf(!NETNS)('cohort check with a spare host, 3 sshd hosts', () => {
     }
     expect(await fx().trainerProcesses()).toEqual([]);
   }, 240_000);
+
+  it.skipIf(!!NFT_MISSING)('cohort run --check, errors only on the follower h2 (inbound dropped): h2 left out, the spare h3 runs its rank; ok, 0 processes left', async () => {
+    await dropInbound(1, true);
+    try {
+      const run = fx().cli(['run', '--profile', 'duo-spare', '--check', '--steps', '3', ...TINY.filter((f) => f !== '--no-compute'), '--json'], { json: true, env: { COHORT_CHECK_LINK_MS: '200' } });
+      const exit = await run.exit;
+      expect(exit.code, run.stderr.slice(-3000)).toBe(0);
+      expect(run.stderr).toMatch(/ERROR \[h2\] port-blocked/);
+      expect(run.stderr).toContain('run: the check found errors on h2 (above): it is left out of this run; the spare host h3 takes its ranks');
+      expect(run.events.find((e): e is DoneEvent => e.type === 'done')).toMatchObject({ status: 'ok', steps: 3 });
+      const runId = run.events.find((e): e is LogEvent => e.type === 'log' && typeof e.runId === 'string')!.runId!;
+      const show = fx().cli(['runs', 'show', runId, '--json']);
+      expect((await show.exit).code, show.stderr).toBe(0);
+      const meta = (JSON.parse(show.stdout) as { meta: { hosts: { name: string; ranks: number[]; replaces?: string }[] } }).meta;
+      expect(meta.hosts).toEqual([
+        { name: 'h1', ranks: [0] },
+        { name: 'h3', ranks: [1], replaces: 'h2' },
+      ]);
+      // the run's record (runs/<id>/ in the host's workdir) is on h3, never on h2
+      const recorded = (i: number) => existsSync(join(fx().cluster.hosts[i]!.workdir, 'runs', runId));
+      expect([recorded(0), recorded(1), recorded(2)]).toEqual([true, false, true]);
+    } finally {
+      await dropInbound(1, false);
+    }
+    expect(await fx().trainerProcesses()).toEqual([]);
+  }, 300_000);
 });

@@ -4,7 +4,7 @@
 // named; a stand-in nvidia-smi (the one fake: no GPU exists here) reporting ECC errors, a throttle
 // reason and a foreign process holding most of a GPU's memory gives warnings naming host and GPU.
 // Nothing is left running on the hosts afterwards.
-import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -65,6 +65,13 @@ esac
     ['trio-smi', profile('trio-smi', (i) => (i === 1 ? { env: { PATH: `${dir}:${process.env.PATH}` } } : {}))],
     // h2's Python has no torch (a pyenv interpreter): --engine auto picks torch on h1 and h3, tfjs on h2.
     ['trio-mixed', profile('trio-mixed', (i) => ({ python: i === 1 ? '/root/.pyenv/versions/3.11.7/bin/python3' : '/usr/bin/python3' }))],
+    // h1 alone (no links, no ring): the host-key case checks one host three times.
+    ['solo', (() => {
+      const file = join(dir, 'solo.json');
+      const h = cluster.hosts[0]!;
+      writeFileSync(file, JSON.stringify({ name: 'solo', hosts: [{ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }] }));
+      return file;
+    })()],
   ] as const) {
     const r = runCli(['profiles', 'import', file], { env });
     expect((await r.exit).code, `${name}: ${r.stderr}`).toBe(0);
@@ -144,6 +151,39 @@ describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
     await until(`no more timers than before the check (${before})`, () => timers() <= before, 10_000).catch((e: Error) => {
       throw new Error(`${e.message}: ${timers() - before} timer(s) still pending after the answer would keep the CLI process alive`);
     });
+  }, 180_000);
+
+  it('usage errors exit 2 (no profile named, an unknown flag, a bad training option), naming what to fix', async () => {
+    for (const [args, said] of [
+      [[], /check: name a profile/],
+      [['trio', '--no-such-flag'], /no-such-flag/],
+      [['trio', '--batch-size', 'many'], /--batch-size/],
+    ] as const) {
+      const r = runCli(['check', ...args], { env });
+      const { code } = await r.exit;
+      expect(code, `cohort check ${args.join(' ')}: ${r.stdout}${r.stderr}`).toBe(2);
+      expect(r.stderr).toMatch(said);
+      expect(r.stdout).toBe('');
+    }
+  }, 60_000);
+
+  it('a host whose key is not in known_hosts: refused naming it and its fingerprint; --accept-new-host-key accepts and remembers it', async () => {
+    const knownHosts = join(dir, 'known_hosts_empty');
+    writeFileSync(knownHosts, '');
+    const e = { COHORT_KNOWN_HOSTS: knownHosts, COHORT_CHECK_LINK_MS: LINK_MS_UNMEASURED };
+    const refused = await check(['solo', ...TINY, '--no-compute'], e);
+    expect(refused.code, refused.stderr).toBe(1);
+    expect(refused.result.problems.find((p) => p.severity === 'error')).toMatchObject({ host: 'h1', code: 'ssh-host-key-unknown' });
+    const p = refused.result.problems.find((x) => x.code === 'ssh-host-key-unknown')!;
+    expect(p.message).toMatch(/SHA256:/);
+    expect(p.hint).toMatch(/accept-new-host-key/);
+    expect(readFileSync(knownHosts, 'utf8')).toBe('');
+    const accepted = await check(['solo', ...TINY, '--no-compute', '--accept-new-host-key'], e);
+    expect(accepted.code, accepted.stderr + JSON.stringify(accepted.result.problems)).toBe(0);
+    const h = cluster.hosts[0]!;
+    expect(readFileSync(knownHosts, 'utf8')).toContain(h.port === 22 ? h.address : `[${h.address}]:${h.port}`);
+    const remembered = await check(['solo', ...TINY, '--no-compute'], e);
+    expect(remembered.code, remembered.stderr + JSON.stringify(remembered.result.problems)).toBe(0);
   }, 180_000);
 
   // The last two cases only read the hosts (their own profiles, nothing shaped or firewalled), so

@@ -4,7 +4,9 @@
 // must name it (rank, host, rank-hung, reportedBy, the heartbeat round, each rank's last phase),
 // the run exits non-zero and leaves no process. The reporter (same host) sent it SIGUSR1: its agent
 // continues it and ends it only once its Python stack is in rank-1.log (before: the halt's SIGTERM
-// ended the stopped rank with the signal still pending, no stack). The time from the stop to the error is printed.
+// ended the stopped rank with the signal still pending, no stack). With the product's default hang
+// settings the error comes ≤ 30 s after the stop (issue 21 item 4's goal, asserted; the measured
+// seconds are printed).
 import { existsSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -19,7 +21,7 @@ afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 describe.skipIf(skip !== undefined)(`hang location (torch)${skip ? ` (skipped: ${skip})` : ''}`, () => {
   it('phases per rank in every window; a stopped rank is named in the first error', async () => {
-    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' }, json: true });
+    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1', COHORT_HANG_FLOOR_MS: undefined }, json: true });
     let pid: number | undefined;
     try {
       const step = (await r.waitFor((e) => e.type === 'step' && e.step >= 5, 300_000)) as StepEvent;
@@ -31,11 +33,13 @@ describe.skipIf(skip !== undefined)(`hang location (torch)${skip ? ` (skipped: $
       process.kill(pid!, 'SIGSTOP');
       const stoppedAt = Date.now();
       const first = (await r.waitFor((e) => e.type === 'error', 120_000)) as ErrorEvent;
-      console.log(`hang location (torch, 3 local ranks): first error ${((first.time - stoppedAt) / 1000).toFixed(1)} s after SIGSTOP of rank 1: ${first.message}`);
+      const afterS = (first.time - stoppedAt) / 1000;
+      console.log(`hang location (torch, 3 local ranks, default hang settings): first error ${afterS.toFixed(1)} s after SIGSTOP of rank 1: ${first.message}`);
       expect(first).toMatchObject({ rank: 1, host: 'local', code: 'rank-hung' });
       expect(first.reportedBy?.length).toBe(1);
       expect(first.reportedBy![0]).not.toBe(1);
       expect(first.collective).toMatch(/heartbeat/);
+      expect(afterS, 'issue 21 item 4: the first error ≤ 30 s after the hang').toBeLessThanOrEqual(30);
       expect(first.lastPhases?.find((p) => p.rank === 1)?.phase).toMatch(/^(data|compute|exchange|optimizer)$/);
       expect((await r.exit).code).not.toBe(0);
       const runs = join(data, 'local', 'runs');

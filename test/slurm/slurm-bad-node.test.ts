@@ -1,17 +1,21 @@
 // Bad node out under Slurm (issue 21 item 5), on a real Slurm (slurmctld + 3 slurmd in namespaces,
-// login node over SSH), through the real `cohort` CLI, --max-restarts 1 and checkpoints. A rank is
-// killed (SIGKILL) on the job's second node, which stays up:
-//  - a 2-node job, the partition's third node idle: node 0's agent requeues the job with that node
+// login node over SSH), through the real `cohort` CLI, --max-restarts 1 and checkpoints. A rank
+// fails on the job's second node, which stays up:
+//  - a 2-node job, the partition's third node idle, the rank there HUNG (SIGSTOP; the hang error
+//    names it, default hang settings): node 0's agent requeues the job with that node
 //    in ExcNodeList (scontrol requeue, then update while it waits for its begin time); the next run of the job is on the
 //    other two nodes, its `restart` names the node excluded and the one in its place, resumes from
 //    the checkpoint and ends ok;
-//  - a 3-node job (no idle node): the restart stays inside the allocation, on that node again.
+//  - a 3-node job (no idle node), the rank there killed (SIGKILL): the restart stays inside the
+//    allocation, on that node again.
+// (One failure kind per case: the leader's choice of node is the same for a hung and a killed rank,
+// agent-slurm-exclude.test.ts; the cases differ in what Slurm does.)
 // Nothing of either run is left on any node.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
-import type { CohortEvent, DoneEvent, LogEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
+import type { CohortEvent, DoneEvent, ErrorEvent, LogEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
 import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { runCli } from '../helpers/cli';
 import { tinyRun } from '../helpers/tiny';
@@ -34,10 +38,10 @@ function importProfile(name: string, nodes: number): Promise<number | null> {
 /** The nodes of each run of the job, from the client's "Slurm job N runs on a, b" lines. */
 const placements = (events: CohortEvent[]) => (of(events, 'log') as LogEvent[]).map((l) => /^Slurm job (\d+) runs on (.+)$/.exec(l.message)).filter((m): m is RegExpExecArray => !!m).map((m) => ({ job: m[1]!, nodes: m[2]!.split(', ') }));
 
-/** Kills the rank on `node` (its namespace) with SIGKILL: the node and its agent stay up. */
-async function killRank(node: string): Promise<void> {
+/** Sends the rank on `node` (its namespace) a signal: KILL (it fails) or STOP (it hangs); the node and its agent stay up. */
+async function signalRank(node: string, sig: 'KILL' | 'STOP' = 'KILL'): Promise<void> {
   const n = c.nodes.find((x) => x.name === node)!;
-  const r = await c.ssh.exec(n.host, `ip netns pids ${n.host.namespace} | xargs -r ps -o pid=,args= -p | grep ' rank --run ' | grep -v grep | awk '{print $1}' | xargs -r kill -9; echo done`);
+  const r = await c.ssh.exec(n.host, `ip netns pids ${n.host.namespace} | xargs -r ps -o pid=,args= -p | grep ' rank --run ' | grep -v grep | awk '{print $1}' | xargs -r kill -${sig}; echo done`);
   expect(r.stdout).toMatch(/done/);
 }
 
@@ -85,7 +89,7 @@ afterAll(async () => {
 });
 
 describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when the partition has an idle node', () => {
-  it('2 of 3 nodes, a rank killed on the second: the job runs again without that node, the restart names it and its replacement, ok', async () => {
+  it('2 of 3 nodes, the rank on the second hung (SIGSTOP): the job runs again without that node, the restart names it and its replacement, ok', async () => {
     const run = runCli(['run', '--profile', 'pair', '--max-restarts', '1', ...train, '--json'], { env, json: true });
     onTestFailed(() => printSlurm(run));
     await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 180_000);
@@ -93,7 +97,9 @@ describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when
     expect(first.nodes).toHaveLength(2);
     const bad = first.nodes[1]!;
     const idle = c.nodes.map((n) => n.name).find((n) => !first.nodes.includes(n))!;
-    await killRank(bad);
+    await signalRank(bad, 'STOP');
+    const hung = (await run.waitFor((e) => e.type === 'error', 120_000)) as ErrorEvent;
+    expect(hung).toMatchObject({ host: bad, rank: 1, code: 'rank-hung' });
     const exit = await run.exit;
     expect(exit.code, run.stderr).toBe(0);
     const restarts = of(run.events, 'restart') as RestartEvent[];
@@ -115,7 +121,7 @@ describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when
     const first = placements(run.events)[0]!;
     expect(first.nodes).toHaveLength(3);
     const bad = first.nodes[1]!;
-    await killRank(bad);
+    await signalRank(bad);
     const exit = await run.exit;
     expect(exit.code, run.stderr).toBe(0);
     const restarts = of(run.events, 'restart') as RestartEvent[];

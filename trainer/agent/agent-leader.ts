@@ -159,7 +159,35 @@ export abstract class LeaderRules {
     }
     this.to({ k: 'restarting', cause: root.error, waitingFor: [], told: false }, { error });
     if (lost.length > 0) this.awaitHosts(lost, root.error);
+    else if (root.error.code === 'rank-hung') this.excludeHung(root.error);
     this.maybeRestart();
+  }
+
+  /** The profile's first spare host that is neither in the run nor excluded nor taken already. */
+  private freeSpare(taken: string[] = []): string | undefined {
+    return (this.c.spares ?? []).find((x) => !this.s.followers[x] && !this.s.excluded.includes(x) && !taken.includes(x));
+  }
+
+  /**
+   * Bad node out for a hung rank (issue 21 item 5): the rank-hung root names a follower host whose
+   * agent is alive; with a spare left, that host is excluded as a lost one is: its agent is told to
+   * end (its ranks are halted already), a hello from it is refused, and the spare is waited for with
+   * its ranks. The leader's own host is never excluded (rank 0 and its checkpoints live there); no
+   * spare: the restart stays on the same hosts, as before.
+   */
+  private excludeHung(e: ErrorEvent): void {
+    const p = this.s.phase;
+    const spare = this.freeSpare();
+    if (p.k !== 'restarting' || e.host === this.c.host || !this.s.followers[e.host] || !spare) return;
+    const why = `rank ${e.rank} on ${e.host} hung: ${e.host} is excluded from run ${this.c.runId}, its ranks move to the spare host ${spare}`;
+    this.send(e.host, { t: 'end', state: 'failed', reason: why });
+    this.s.excluded.push(e.host);
+    delete this.s.followers[e.host];
+    p.waitingFor = [spare];
+    const waitMs = this.c.hostWaitMs;
+    this.tellRestart(e, { waitingFor: [spare], waitMs, excluded: e.host, replacement: spare });
+    this.log('warn', `${e.host} is excluded from the next attempt (rank ${e.rank} hung there): its ranks move to the spare host ${spare} (a client following the run starts its agent)`);
+    this.fx.push({ do: 'timer', name: 'host-wait', ms: waitMs });
   }
 
   /** Slurm would not run the job again without the failed node: restart inside the allocation, as without spares. */
@@ -189,7 +217,7 @@ export abstract class LeaderRules {
     // The profile's `spare: true` hosts (planRun); a client following the run starts the spare's agent (electron/core/runs/run-spare.ts).
     const moved: { excluded: string; replacement: string }[] = [];
     const waiting = hosts.map((h) => {
-      const spare = (this.c.spares ?? []).find((x) => !this.s.followers[x] && !this.s.excluded.includes(x) && !moved.some((m) => m.replacement === x));
+      const spare = this.freeSpare(moved.map((m) => m.replacement));
       if (!spare) return h;
       moved.push({ excluded: h, replacement: spare });
       this.s.excluded.push(h);

@@ -23,6 +23,17 @@ describe('bad node out under Slurm: a failed rank\'s node left out of the next r
     expect(effectsOf(r.effects, 'spawn')).toEqual([]);
   });
 
+  it('a rank on n2 hung, says rank 0 on the leader\'s node, while rank 0 on n1 lost its peer: the hung rank\'s node is the one left out', () => {
+    const r = fold(
+      slurm(),
+      sampleState('leader', 'running'),
+      { t: 'rank-error', event: errorEvent({ host: 'n1', rank: 0, message: 'rank 0 on n1: peer rank 1 closed its connection', code: 'peer-lost' }), fromExit: false },
+      { t: 'rank-error', event: errorEvent({ host: 'n2', rank: 1, message: 'rank 1 on n2 hung: silent for 10.2 s', code: 'rank-hung' }), fromExit: false },
+      { t: 'timer', name: 'blame', links: [{ host: 'h2', closed: false, silentMs: 100 }] },
+    );
+    expect(effectsOf(r.effects, 'requeue-excluding')).toMatchObject([{ node: 'n2', cause: { rank: 1, code: 'rank-hung' } }]);
+  });
+
   it('no idle node (requeue-refused): restarts inside the allocation once the ranks exited, as before', () => {
     let r = fold(slurm(), sampleState('leader', 'running'), ...rank1Failed, { t: 'ranks-exited', attempt: 1, ok: false }, { t: 'follower-msg', host: 'h2', msg: { t: 'exited', attempt: 1, ok: false } });
     r = fold(slurm(), r.state, { t: 'requeue-refused', why: "no idle node in partition debug to take n2's place" });

@@ -1,9 +1,10 @@
 // Bad node out (issue 21 item 5), the leader agent's part, folded through the pure transition: a
 // follower host lost with restarts left is excluded from the next attempt when the spec names a
 // spare host; the restart event names both; the excluded host's agent is refused if a client brings
-// it back; the spare's agent joins in its place and the restart goes on; no spare: as before.
+// it back; the spare's agent joins in its place and the restart goes on; no spare: as before. A
+// follower host with a hung rank (the rank-hung root) is excluded the same way, its live agent told to end.
 import { describe, expect, it } from 'vitest';
-import { type AgentConfig, type AgentInput, type AgentState } from './agent-lifecycle';
+import { errorEvent, type AgentConfig, type AgentInput, type AgentState } from './agent-lifecycle';
 import { effectsOf, fold, sampleConfig, sampleState } from './agent-table';
 
 const find = effectsOf;
@@ -52,6 +53,43 @@ describe('bad node out: the leader moves a lost host\'s ranks to a spare host', 
       const [restart] = find(r.effects, 'emit-restart');
       expect(restart).toMatchObject({ host: 'h2', waitingFor: ['h2'] });
       expect(restart).not.toHaveProperty('excluded');
+    }
+  });
+
+  // Rank 1 on h2 hung, says rank 0 on h1 (the tcp ring's watcher, reported by the leader's own rank).
+  const hungOn = (host: string, rank: number): AgentInput[] => [
+    { t: 'rank-error', event: errorEvent({ host, rank, message: `rank ${rank} on ${host} hung in allreduce #12`, code: 'rank-hung' }), fromExit: false },
+    { t: 'timer', name: 'blame', links: [{ host: 'h2', closed: false, silentMs: 100 }] },
+  ];
+
+  it('a hung rank on h2 (its agent alive), spare h3: h2 is told to end and excluded, the restart names h2 out and h3 in, waits for h3', () => {
+    const r = fold(withSpare(), running(), ...hungOn('h2', 1));
+    expect(r.state.phase).toMatchObject({ k: 'restarting', waitingFor: ['h3'] });
+    expect(r.state.excluded).toEqual(['h2']);
+    expect(r.state.followers.h2).toBeUndefined();
+    const end = find(r.effects, 'send').find((x) => x.to === 'h2' && x.msg.t === 'end');
+    expect(end?.msg).toMatchObject({ t: 'end', state: 'failed', reason: 'rank 1 on h2 hung: h2 is excluded from run r1, its ranks move to the spare host h3' });
+    const [restart] = find(r.effects, 'emit-restart');
+    expect(restart).toMatchObject({ attempt: 1, host: 'h2', rank: 1, code: 'rank-hung', waitingFor: ['h3'], excluded: 'h2', replacement: 'h3', waitMs: 60_000 });
+    expect(find(r.effects, 'timer').map((t) => t.name)).toContain('host-wait');
+    // h3 joins, claims, and the attempt restarts with it (h2's late exit is not waited for)
+    let n = fold(withSpare(), r.state, { t: 'ranks-exited', attempt: 1, ok: false }, { t: 'hello', host: 'h3', ranks: 1, tokenOk: true, priorClosed: true, key: 'm3:/w' }, { t: 'follower-msg', host: 'h3', msg: { t: 'ready' } });
+    expect(n.effects).toContainEqual({ do: 'send', to: 'h3', msg: { t: 'go', attempt: 2, resume: true } });
+    expect(find(n.effects, 'send').filter((x) => x.to === 'h2')).toEqual([]);
+    n = fold(withSpare(), r.state, { t: 'hello', host: 'h2', ranks: 1, tokenOk: true, priorClosed: true, key: 'm2:/w' });
+    expect(find(n.effects, 'refuse-link')).toHaveLength(1);
+  });
+
+  it('a hung rank on the leader\'s own host, or no spare: the restart stays on the same hosts, as before', () => {
+    for (const [cfg, inputs] of [
+      [withSpare(), hungOn('h1', 0)],
+      [sampleConfig('leader'), hungOn('h2', 1)],
+      [withSpare(['h2']), hungOn('h2', 1)],
+    ] as const) {
+      const r = fold(cfg, running(), ...inputs, { t: 'ranks-exited', attempt: 1, ok: false }, { t: 'follower-msg', host: 'h2', msg: { t: 'exited', attempt: 1, ok: false } });
+      expect(r.state.excluded).toEqual([]);
+      expect(find(r.effects, 'emit-restart')[0]).not.toHaveProperty('excluded');
+      expect(r.effects).toContainEqual({ do: 'send', to: 'h2', msg: { t: 'go', attempt: 2, resume: true } });
     }
   });
 });

@@ -4,7 +4,7 @@
 import { join } from 'node:path';
 import type { TrainConfig } from '../../../trainer/protocol';
 import type { CheckResult } from '../../../trainer/protocol/check';
-import { localProfile, resolveRunConfig, type Profile } from '../../common';
+import { localProfile, resolveRunConfig, sparesFor, type Profile } from '../../common';
 import { CheckStore } from '../../core/check/check-store';
 import { fmtMbps } from '../../core/check/predict';
 import { runCheck } from '../../core/check/run-check';
@@ -28,12 +28,22 @@ export async function checkCommand({ values, positionals }: Parsed, io: CliIo): 
   return result.ok ? EXIT.ok : EXIT.trainingFailed;
 }
 
-/** `cohort run --check`: the check first (printed on stderr); false when it found an error (the run is not started). */
-export async function checkBeforeRun(io: CliIo, profile: Profile, config: TrainConfig, acceptNewHostKeys: boolean): Promise<boolean> {
+/**
+ * `cohort run --check`: the check first (printed on stderr). What to start: every host (`exclude`
+ * empty), or, when the errors are all on follower hosts the profile's spare hosts can take the place
+ * of (issue 21 item 5, check-spares.ts), without those hosts; undefined: not started (errors).
+ */
+export async function checkBeforeRun(io: CliIo, profile: Profile, config: TrainConfig, acceptNewHostKeys: boolean): Promise<{ exclude: string[] } | undefined> {
   const result = await checkProfile(io, profile, config, { acceptNewHostKeys, noCompute: false, progress: true });
   io.stderr.write(formatCheck(result));
-  if (!result.ok) io.stderr.write('run: not started: the check found errors (above); fix them, or run without --check\n');
-  return result.ok;
+  if (result.ok) return { exclude: [] };
+  const moves = sparesFor(profile, result.problems);
+  if (moves) {
+    for (const m of moves) io.stderr.write(`run: the check found errors on ${m.excluded} (above): it is left out of this run; the spare host ${m.replacement} takes its ranks\n`);
+    return { exclude: moves.map((m) => m.excluded) };
+  }
+  io.stderr.write('run: not started: the check found errors (above); fix them, or run without --check\n');
+  return undefined;
 }
 
 async function checkProfile(io: CliIo, profile: Profile, config: TrainConfig, o: { acceptNewHostKeys: boolean; noCompute: boolean; progress: boolean }): Promise<CheckResult> {

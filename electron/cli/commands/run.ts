@@ -72,7 +72,8 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const asked = resolveRunConfig(profile, overrides);
   // What the user says of the run, checked here too (a refused name is a usage error before any connection).
   const user = runUserFields(values.name, values.tag, values.notes);
-  if (values.check && !(await checkBeforeRun(io, profile, asked, !!values['accept-new-host-key']))) {
+  const checked = values.check ? await checkBeforeRun(io, profile, asked, !!values['accept-new-host-key']) : { exclude: [] };
+  if (!checked) {
     // --json's stream still ends with `done` (as for any failure before the run exists).
     if (values.json) {
       io.stdout.write(JSON.stringify(makeEvent({ type: 'error', rank: -1, host: profile.hosts[0]?.name ?? profile.name, code: 'check-failed', message: 'not started: cohort check found errors (on stderr)', logTail: [] })) + '\n');
@@ -97,7 +98,7 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   try {
     printer.status?.(local ? `starting ${ranks} local rank(s)` : `connecting to ${profile.hosts.length} host(s) of ${profile.name}`);
     try {
-      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}), maxRestarts, ...(values['no-queue'] ? { queue: false } : {}), ...user }));
+      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}), maxRestarts, ...(values['no-queue'] ? { queue: false } : {}), ...(checked.exclude.length ? { exclude: checked.exclude } : {}), ...user }));
     } catch (err) {
       // --json promises a stream that always ends with `done`: a failure before the run exists (a
       // refused connection, a failed deploy) is an `error` event, then `done`, then the exit code.

@@ -6,6 +6,7 @@ import { CohortError, initialRunView, isFinished, makeEvent, reduceRunView, runS
 import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, worldHosts, type DeployProgress, type Profile, type RunEventMessage, type RunMeta } from '../../common';
 import { join } from 'node:path';
 import { CheckStore, checkForRun } from '../check/check-store';
+import { withSpares } from '../../common/check-spares';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent } from './applied-config';
 import { attachLocalPlan, localWorkdir, planLocalRun } from './local-run';
@@ -40,9 +41,13 @@ export async function startRun(o: {
   maxRestarts?: number;
   /** Busy slots: wait (default) or fail at once with slots-busy. */
   queue?: boolean;
+  /** Follower hosts left out, a spare host each in their place (check-spares.ts; `cohort run --check`): the history says `replaces`. */
+  exclude?: string[];
   events: RunEvents;
 }): Promise<StartedRun> {
   const runId = o.runId ?? newRunId();
+  const { profile, moves } = o.exclude?.length ? withSpares(o.profile, o.exclude) : { profile: o.profile, moves: [] };
+  o = { ...o, profile };
   const config = resolveRunConfig(o.profile, o.overrides); // bad input: refused, not a run
   const startedAt = new Date().toISOString();
   // A launch's connect/deploy progress names the run it prepares (the client has no run id until startRun resolves).
@@ -74,7 +79,10 @@ export async function startRun(o: {
     startedAt,
     status: 'starting',
     config,
-    hosts: plan.hosts.map((h) => ({ name: h.host, ranks: h.spec?.ranks.map((r) => r.rank) ?? [] })),
+    hosts: plan.hosts.map((h) => {
+      const replaces = moves.find((m) => m.replacement === h.host)?.excluded;
+      return { name: h.host, ranks: h.spec?.ranks.map((r) => r.rank) ?? [], ...(replaces ? { replaces } : {}) };
+    }),
     worldSize,
     ...(check ? { check } : {}),
     versions: { node: process.versions.node },

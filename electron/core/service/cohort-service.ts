@@ -158,6 +158,7 @@ export class CohortService extends DisposableBase implements CohortApi {
         ...(req.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}),
         ...(req.maxRestarts !== undefined ? { maxRestarts: req.maxRestarts } : {}),
         ...(req.queue !== undefined ? { queue: req.queue } : {}),
+        ...(req.exclude?.length ? { exclude: req.exclude } : {}),
         onDeployProgress: (p) => this.deployEvents.fire(p),
         events: this.runEvents,
       });
