@@ -14,7 +14,7 @@ import { tinyConfig } from '../../test/helpers/tiny';
 import { EngineRank, torchUnavailableReason } from '../../test/torch/engine-process';
 
 const PAUSE_MS = 1000;
-const CONFIG: Partial<TrainConfig> = { ...tinyConfig, batchSize: 2, steps: 3, logSteps: 1, warmupSteps: 0 };
+const CONFIG: Partial<TrainConfig> = { ...tinyConfig, stem: 'cifar', batchSize: 2, steps: 3, logSteps: 1, warmupSteps: 0 };
 type Step = Extract<CohortEvent, { type: 'step' }>;
 
 const dirs: string[] = [];
