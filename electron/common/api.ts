@@ -184,7 +184,8 @@ export interface CohortApi {
   trustHostKey(key: HostKeyInfo): Promise<void>;
   probe(profile: string): Promise<HostProbe[]>;
   deploy(profile: string): Promise<DeployResult[]>;
-  checkProfile(profile: string, config?: Partial<TrainConfig>): Promise<CheckResult>; // `cohort check` for the planned run (profile defaults under `config`)
+  /** `cohort check` for the planned run (profile defaults under `config`); `ranks`: the `local` profile's ranks, as in startRun (default 1). */
+  checkProfile(profile: string, config?: Partial<TrainConfig>, ranks?: number): Promise<CheckResult>;
   lastCheck(profile: string): Promise<CheckResult | null>; // the profile's last check on this machine, or null
   startRun(req: StartRunRequest): Promise<{ runId: string }>;
   /** Stops the run on every host, whichever client started it; resolves when it has ended. */
@@ -298,7 +299,11 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
   },
   probe: (a) => [name(a[0], 'profile')],
   deploy: (a) => [name(a[0], 'profile')],
-  checkProfile: (a) => (a[1] === undefined ? [name(a[0], 'profile')] : [name(a[0], 'profile'), obj(a[1], 'config') as Partial<TrainConfig>]),
+  checkProfile: (a) => {
+    const ranks = optNum({ ranks: a[2] }, 'ranks', 'checkProfile', { int: true, min: 1, max: 64 });
+    const config = a[1] === undefined ? undefined : (obj(a[1], 'config') as Partial<TrainConfig>);
+    return ranks !== undefined ? [name(a[0], 'profile'), config, ranks] : config ? [name(a[0], 'profile'), config] : [name(a[0], 'profile')];
+  },
   lastCheck: (a) => [name(a[0], 'profile')],
   startRun: (a) => {
     const o: Obj = obj(a[0], 'request');

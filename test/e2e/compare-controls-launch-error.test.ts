@@ -3,7 +3,9 @@
 // - Compare's charts have the same smoothing slider and log-y toggles as Live run (one component,
 //   ChartControls; one setting, chartSettings: set in Compare, Live's slider shows it);
 // - a launch a host refuses is worded for the dashboard (error-wording.ts: the host, what, what to
-//   do; no CLI flag) and links to the run it was recorded as (#/runs/ID), whose record Live shows.
+//   do; no CLI flag) and links to the run it was recorded as (#/runs/ID), whose record Live shows;
+//   its hint is on the page once, and the error stays with its launch (not over other views, another
+//   profile's Launch form or another run's page: issue 22 item 9).
 // Screenshots at 1280×800 and 1920×1080 in test-artifacts/r2gui-*.png (looked at by eye).
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -115,6 +117,27 @@ describe.skipIf(!existsSync(CHROMIUM))('Compare chart controls and a failed laun
     await shots(page, 'launch-failed', async () => {
       await page.getByTestId('launch-progress').scrollIntoViewIfNeeded();
     });
+    // Issue 22 item 9: the hint once on the page (not again in a notice or the message), and the
+    // error belongs to its launch: not over other views, nor over Launch with another profile.
+    const hint = guiWording(failed!.errorCode!, host) ?? '';
+    expect(hint).not.toBe('');
+    const hintsShown = () => page.evaluate((h) => document.body.innerText.split(h).length - 1, hint);
+    expect(await hintsShown()).toBe(1);
+    expect(await page.getByTestId('notice').count()).toBe(0);
+    for (const view of ['profiles', 'hosts', 'history']) {
+      await page.getByTestId(`nav-${view}`).click();
+      await expect.poll(() => page.evaluate(() => location.hash)).toBe(`#/${view}`);
+      expect(await page.getByTestId('launch-progress').count(), view).toBe(0);
+      expect(await page.getByTestId('notice').count(), view).toBe(0);
+      expect(await hintsShown(), view).toBe(0);
+    }
+    await page.getByTestId('nav-launch').click();
+    await fillLaunch(page, { profile: 'local' });
+    expect(await page.getByTestId('launch-progress').count()).toBe(0);
+    expect(await hintsShown()).toBe(0);
+    await fillLaunch(page, { profile: 'refused' }); // its own launch's error is still there
+    await expect.poll(() => page.getByTestId('launch-progress').getAttribute('data-state')).toBe('failed');
+    expect(await hintsShown()).toBe(1);
 
     // One click: Live run shows the failed launch's record, its error worded the same way.
     await link.click();
@@ -126,8 +149,15 @@ describe.skipIf(!existsSync(CHROMIUM))('Compare chart controls and a failed laun
     expect(await page.getByTestId('run-error-code').textContent()).toBe(failed!.errorCode);
     expect(await page.getByTestId('run-error-hint').textContent()).toBe(guiWording(failed!.errorCode!, host));
     expect(await banner.textContent()).not.toMatch(/(^|\s)--[a-z]/);
+    expect(await hintsShown()).toBe(1); // the banner's hint only: no launch panel repeating it
     await shots(page, 'failed-run', async () => {
       await page.evaluate(() => window.scrollTo(0, 0));
     });
+    // Another run's page carries none of it.
+    await page.goto(`${ui().serve.url}#/runs/${ids.a}`);
+    await expect.poll(() => page.getByTestId('run-id').textContent(), { timeout: 20_000 }).toContain(ids.a);
+    expect(await page.getByTestId('phase').textContent()).toBe('ok');
+    expect(await page.getByTestId('run-error').count()).toBe(0);
+    expect(await hintsShown()).toBe(0);
   }, 180_000);
 });

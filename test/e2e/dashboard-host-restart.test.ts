@@ -14,17 +14,18 @@ import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
 import { QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
-import { fillLaunch, useDashboard } from './open-dashboard';
+import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
 import { CHROMIUM, type ServeProcess } from './serve-process';
 
 const NETNS = !SSHD_MISSING && existsSync(CHROMIUM) && (await harnessMode()) === 'netns';
 /**
  * Steps of each run: the crash comes after the first checkpoint, the run resumes from it and ends
  * here. The run launched from the form checkpoints every step (restarts on, no interval: ~10 % of
- * the run), each one gathered from 3 ranks: 5 steps leave 4 after the first checkpoint.
+ * the run), each one gathered from 3 ranks: 8 steps leave 7 after the first checkpoint (at width
+ * 1/4 a step is ~3× shorter than at 1, so the form's run has as many steps left as the CLI's).
  */
 const STEPS = 8;
-const FORM_STEPS = 5;
+const FORM_STEPS = 8;
 
 describe.skipIf(!NETNS)("the dashboard's server relaunches a lost host's agent, 3 real sshd hosts", () => {
   // every agent takes a silent peer for lost after 6 s, not the product's 20 s (QUICK_HOST_TIMINGS);
@@ -80,7 +81,7 @@ describe.skipIf(!NETNS)("the dashboard's server relaunches a lost host's agent, 
   it('launched from the Launch view with max restarts 1, h3 killed after a checkpoint and back: the server relaunches its agent, the live view shows the restart, ok, 0 processes left', async () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
-    await fillLaunch(page, { profile: 'trio', stem: 'cifar', classes: 10, 'batch-size': 2, 'image-size': 8, steps: FORM_STEPS, 'warmup-steps': 0, 'log-steps': 1, 'max-restarts': 1 });
+    await fillLaunch(page, { profile: 'trio', ...TINY_FORM, 'batch-size': 2, 'image-size': 8, steps: FORM_STEPS, 'warmup-steps': 0, 'log-steps': 1, 'max-restarts': 1 });
     await page.getByTestId('launch-start').click();
     await expect.poll(async () => ((await page.getByTestId('run-id').textContent().catch(() => '')) ?? '').trim(), { timeout: 120_000 }).toMatch(/\S/);
     // Restarts on and no interval given: the agent checkpoints every ~10 % of the run (every step here).

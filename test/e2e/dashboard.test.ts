@@ -1,6 +1,7 @@
 // The dashboard in a real browser (Debian's Chromium via playwright-core) against the real
 // `cohort serve` and the real core: create a profile, launch a local 2-rank run, watch the
-// throughput number and a chart grow, stop a run, find both in History and compare them.
+// throughput number and a chart grow, stop a run, find both in History and compare them. The launch
+// runs a check from the Launch view first, so Live, History and Compare show expected vs achieved.
 // Screenshots go to test-artifacts/ and are checked to be non-blank.
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -102,6 +103,13 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     await fillLaunch(page, { ...TINY_FORM, 'batch-size': 2, 'image-size': 8, steps });
     await page.locator('label:has-text("Warm-up steps") input').fill('0');
     await page.locator('label:has-text("Log every") input').fill('1');
+    // Issue 21 item 1: the profile's last check, and a check of these settings one click away; the
+    // local profile's ranks are the form's, so it plans this 2-rank run, which then records it.
+    const lastCheck = page.getByTestId('launch-last-check');
+    expect(await lastCheck.textContent()).toContain('No check of this profile yet.');
+    await page.getByTestId('launch-check').click();
+    await expect.poll(() => lastCheck.getByTestId('check-prediction').textContent({ timeout: 1000 }).catch(() => ''), { timeout: 120_000 }).toMatch(/^Prediction, 2 rank\(s\): step [\d.]+ m?s · scaling efficiency [\d.]+%/);
+    await expect.poll(() => page.getByTestId('launch-check').textContent()).toBe('Run a check');
     await shot('03-launch');
     await page.getByTestId('launch-start').click();
     await page.getByTestId('chart-throughput').waitFor();
@@ -122,6 +130,8 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     await expect.poll(() => page.getByTestId('chart-throughput').getAttribute('data-points')).toBe(String(steps));
     const counts = await page.evaluate(() => (window as unknown as { pointCounts: number[] }).pointCounts);
     expect(counts.some((n) => n > 0 && n < steps), `point counts seen: ${counts.join(', ')}`).toBe(true);
+    // Issue 21 item 3: expected vs achieved, the one-rank rate and the prediction from the check above.
+    await expect.poll(() => page.getByTestId('expected').textContent({ timeout: 1000 }).catch(() => ''), { timeout: 30_000 }).toMatch(/^scaling \d+\.\d\d \(one rank [\d.]+ samples\/s, from check of \d{4}-\d\d-\d\d \d\d:\d\d UTC\) vs predicted \d+\.\d\d \(step [\d.]+ m?s, check of /);
   }, 300_000);
 
   it('stops a run', async () => {
@@ -143,11 +153,19 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     expect(statuses.sort()).toEqual(['cancelled', 'ok']);
     // Baseline = the finished run (selected first).
     const okRow = page.locator('[data-testid=history-row][data-status=ok]');
+    // Both runs recorded the check (the same plan): History keeps achieved and predicted scaling.
+    expect(await okRow.getByTestId('history-expected').textContent()).toMatch(/^scaling \d+\.\d\d \(predicted \d+\.\d\d\)$/);
+    expect(await okRow.getByTestId('history-expected').getAttribute('title')).toMatch(/from check of .* vs predicted/);
     await okRow.locator('input[type=checkbox]').check();
     await page.locator('[data-testid=history-row][data-status=cancelled] input[type=checkbox]').check();
     await page.getByTestId('compare').click();
     await page.getByTestId('comparison').waitFor();
     expect(await page.getByTestId('speedup').first().textContent()).toContain('baseline');
+    // Compare too: each run's scaling (— where a run has no median) with the check's prediction.
+    const compared = await page.getByTestId('compare-expected').allTextContents();
+    expect(compared).toHaveLength(2);
+    for (const c of compared) expect(c).toMatch(/^(\d+\.\d\d|—) \(pred\. \d+\.\d\d\)$/);
+    expect(compared.some((c) => /^\d/.test(c))).toBe(true);
     await shot('05-history-compare-light');
     await page.getByRole('button', { name: 'Toggle light/dark theme' }).click();
     await expect.poll(() => page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');

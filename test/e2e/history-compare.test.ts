@@ -320,6 +320,8 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     expect(await page.getByTestId('launch-ranks').inputValue()).toBe('1');
     expect(await page.getByTestId('launch-batch-size').inputValue()).toBe('4');
     expect(await page.getByTestId('launch-image-size').inputValue()).toBe('8');
+    expect(await page.getByTestId('launch-width').inputValue()).toBe('0.25'); // a field now, not a setting kept aside
+    expect(await page.getByTestId('run-again-note').textContent()).not.toMatch(/Also kept.*width/);
     expect(await page.getByTestId('launch-steps').inputValue()).toBe('6');
     expect(await page.getByTestId('launch-warmup-steps').inputValue()).toBe('0');
     // Editable before launch.

@@ -1,6 +1,6 @@
 // History's search, filters, sort and Delete, and the charts' smoothing, log scale, text
-// alternative, Stop confirmation and run alerts, in Chromium against the real `cohort serve` over
-// runs the real CLI made (issue 22 items 11 and 12). The one thing faked is the browser's
+// alternative, Stop confirmation and run alerts (finished, stopped, failed), in Chromium against
+// the real `cohort serve` over runs the real CLI made (issue 22 items 11 and 12). The one thing faked is the browser's
 // Notification constructor: an init script wraps window.Notification to record what the page
 // asks it to show (the browser/OS boundary: a headless Chromium shows no desktop notification).
 // Screenshots in test-artifacts/history-tools-*.png.
@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
+import { ranksOf } from '../helpers/host';
 import { tinyRun } from '../helpers/tiny';
 import { useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, ROOT, type ServeProcess } from './serve-process';
@@ -181,5 +182,18 @@ describe.skipIf(!existsSync(CHROMIUM))('History tools and chart controls in Chro
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 60_000 }).toBe('cancelled');
     detached = '';
     await expect.poll(notes, { timeout: 30_000 }).toContainEqual(expect.objectContaining({ title: 'Run stopped: long one' }));
+
+    // A run that fails (its one rank killed, no restarts left) raises "Run failed" with its error.
+    const doomed = cohort(['run', '--local', ...TINY, '--steps', '5000', '--name', 'doomed one', '--max-restarts', '0', '--detach']);
+    expect(doomed.code, doomed.stderr).toBe(0);
+    detached = doomed.stdout.trim();
+    await page.goto(`${serve.url}#/runs/${detached}`);
+    await expect.poll(() => page.getByTestId('phase').textContent({ timeout: 1000 }).catch(() => ''), { timeout: 120_000 }).toBe('training');
+    await expect.poll(() => ranksOf(detached).length, { timeout: 60_000 }).toBe(1);
+    process.kill(ranksOf(detached)[0]!.pid, 'SIGKILL');
+    await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 120_000 }).toBe('failed');
+    const failedId = detached;
+    detached = '';
+    await expect.poll(notes, { timeout: 30_000 }).toContainEqual({ title: 'Run failed: doomed one', body: expect.stringMatching(new RegExp(`^doomed one \\(${failedId}\\) failed: .+\\.$`)) });
   }, 600_000);
 });

@@ -2,7 +2,8 @@
 // sshd host: the Launch form starts from the profile's resolved config (its `defaults` over the
 // built-in ones: what `cohort run --profile P` runs), so the same profile and settings started
 // from the CLI and from the dashboard apply the same config (the run records' `config` and
-// `applied` blocks are compared); the form remembers the last launch per profile across a reload;
+// `applied` blocks are compared; the Width field included, prefilled from `defaults.width` and
+// refused out of range with the CLI's error); the form remembers the last launch per profile across a reload;
 // name, tags and notes typed in Launch are recorded as `cohort run --name/--tag/--notes` records
 // them, refused by the same rule; Compare opens in sight at 1280×800 above a long History table.
 // Screenshots of Launch and History+Compare at 1280×800 and 1920×1080 in test-artifacts/.
@@ -12,6 +13,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
+import { TRAIN_CONFIG_TABLE } from '../../trainer/protocol';
 import { SSHD_MISSING, startHosts, type SshdCluster } from '../harness/sshd-hosts';
 import { fillLaunch, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
@@ -62,7 +64,8 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the p
   }, 120_000);
 
   it('the form holds the profile\'s defaults; the same settings from the CLI and the GUI apply the same config; name, tags and notes recorded', async () => {
-    const run = ui().cli(['run', '--profile', 'tuned', '--batch-size', '4', '--json'], { json: true, env: { NO_COLOR: '1' } });
+    // Batch 4 and width 1/8 over the profile's 2 and 1/4, from both clients.
+    const run = ui().cli(['run', '--profile', 'tuned', '--batch-size', '4', '--width', '0.125', '--json'], { json: true, env: { NO_COLOR: '1' } });
     const exit = await run.exit;
     expect(exit.code, run.stderr).toBe(0);
     ids.cli = (run.events[0] as { runId?: string }).runId ?? '';
@@ -72,9 +75,9 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the p
     await page.getByTestId('nav-launch').click();
     await fillLaunch(page, { profile: 'tuned' });
     // What `cohort run --profile tuned` runs, not the form's own values.
-    expect({ batch: await value('batch-size'), image: await value('image-size'), stem: await value('stem'), classes: await value('classes'), steps: await value('steps'), log: await value('log-steps'), warmup: await value('warmup-steps') }).toEqual({ batch: '2', image: '8', stem: 'cifar', classes: '10', steps: '3', log: '1', warmup: '0' });
+    expect({ batch: await value('batch-size'), image: await value('image-size'), stem: await value('stem'), width: await value('width'), classes: await value('classes'), steps: await value('steps'), log: await value('log-steps'), warmup: await value('warmup-steps') }).toEqual({ batch: '2', image: '8', stem: 'cifar', width: '0.25', classes: '10', steps: '3', log: '1', warmup: '0' });
     expect(await page.getByTestId('launch-source').textContent()).toContain('cohort run --profile tuned');
-    await fillLaunch(page, { 'batch-size': 4, name: 'from the gui', tags: 'ablation, bs4 fp32', notes: 'first line\nsecond line' });
+    await fillLaunch(page, { 'batch-size': 4, width: 0.125, name: 'from the gui', tags: 'ablation, bs4 fp32', notes: 'first line\nsecond line' });
     await shots('launch-profile');
     await page.getByTestId('launch-start').click();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 240_000 }).toBe('ok');
@@ -84,7 +87,7 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the p
     expect(ids.gui).not.toBe('');
     const [a, b] = [meta(ids.cli), meta(ids.gui)];
     expect(b.config).toEqual(a.config);
-    expect(b.config).toMatchObject({ ...DEFAULTS, batchSize: 4 });
+    expect(b.config).toMatchObject({ ...DEFAULTS, batchSize: 4, width: 0.125 });
     expect(b.applied).toEqual(a.applied);
     // Recorded like --name/--tag/--notes: trimmed, tags split and kept in order.
     const user = JSON.parse(readFileSync(join(serve.dataDir, 'runs', ids.gui, 'user.json'), 'utf8')) as Record<string, unknown>;
@@ -105,7 +108,7 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the p
     expect(await page.getByTestId('launch-source').textContent()).toContain('cohort run --profile tuned');
   });
 
-  it('refuses a bad tag in the form with the rule `cohort run --tag` applies', async () => {
+  it('refuses a bad tag and a bad width in the form with the rules `cohort run --tag/--width` apply', async () => {
     await fillLaunch(page, { tags: 'fine bad/tag' });
     const shown = await page.getByTestId('launch-user-error').textContent();
     expect(await page.getByTestId('launch-start').isDisabled()).toBe(true);
@@ -115,6 +118,16 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('Launch starts from the p
     expect(shown).toBe(`Tags: ${reason}`);
     await fillLaunch(page, { tags: '' });
     expect(await page.getByTestId('launch-user-error').count()).toBe(0);
+    // Width out of its range: the form shows, and refuses to start with, the error the CLI prints.
+    await fillLaunch(page, { width: 8 });
+    const widthShown = await page.getByTestId('launch-error').textContent();
+    expect(await page.getByTestId('launch-start').isDisabled()).toBe(true);
+    expect(await page.locator('[data-config-field=width]').getAttribute('title')).toBe(TRAIN_CONFIG_TABLE.width.help); // its help: `cohort run --help`'s line for --width
+    const w = await cli(['run', '--profile', 'tuned', '--width', '8']);
+    expect(w.code).toBe(2);
+    expect(widthShown).toBe(/^cohort: (.*)$/m.exec(w.stderr)?.[1] ?? w.stderr);
+    await fillLaunch(page, { width: 0.25 });
+    expect(await page.getByTestId('launch-error').count()).toBe(0);
   });
 
   it('Compare opens in sight at 1280×800, above a long History table', async () => {

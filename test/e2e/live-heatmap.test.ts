@@ -18,7 +18,8 @@ describe.skipIf(!existsSync(CHROMIUM))('Live: ranks × time heat map', () => {
     await page.goto(serve.url);
     await page.getByTestId('nav-launch').click();
     // The form starts from the profile's own config (issue 22 item 1): a tiny run sets the stem too.
-    await fillLaunch(page, { profile: 'local', ranks: 4, ...TINY_FORM, 'batch-size': 2, 'image-size': 8, steps: 5000 });
+    // Width 1, not the tiny runs' 1/4: the slowed rank is told by comparing step times (test/helpers/tiny.ts).
+    await fillLaunch(page, { profile: 'local', ranks: 4, ...TINY_FORM, width: 1, 'batch-size': 2, 'image-size': 8, steps: 5000 });
     await page.getByTestId('launch-start').click();
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 300_000, interval: 500 }).toBe('training');
     const pid = rankPid(serve.dataDir, 2);

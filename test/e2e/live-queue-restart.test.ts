@@ -59,8 +59,9 @@ describe.skipIf(!existsSync(CHROMIUM))('queued and restarted runs in the live vi
     // A's rank still starts, so the page's queue is shown during A's start-up, not after it.
     await expect.poll(() => leaseHolders(0), { timeout: 120_000, interval: 100 }).toEqual([a]);
 
-    // B needs slot 0, which A holds.
-    const b = await launch({ ranks: 1, steps: 8, maxRestarts: 1 });
+    // B needs slot 0, which A holds. 24 steps (a checkpoint each, restarts on): at width 1/4 B is
+    // still training when its rank is killed a step past its first checkpoint, below.
+    const b = await launch({ ranks: 1, steps: 24, maxRestarts: 1 });
     await expect.poll(() => page.getByTestId('phase').textContent(), { timeout: 30_000 }).toBe('queued');
     expect(await page.getByTestId('queued-behind').textContent()).toContain(`queued behind ${a}`);
     await screenshotsAllSizes(page, ARTIFACTS, 'live-queued');

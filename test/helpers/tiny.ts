@@ -12,6 +12,12 @@
 // count, torchvision against the built-in net; its other cases run at 1/4; torch-fixes runs at 1/4),
 // the straggler and hang files (serial tier: their step times must stay long enough to compare),
 // and the GPU kit.
+// The dashboard's runs too: the Launch form's Width field (the `width` row's `gui` entry) takes
+// TINY_WIDTH from TINY_FORM (test/e2e/open-dashboard.ts) in every e2e file that launches from the
+// form, except where the step times are the subject: live-heatmap and live-straggler (serial tier,
+// a rank slowed by SIGSTOP/SIGCONT is told by comparing step times; both launch at width 1).
+// launch-profile takes its width from the profile's `defaults` (0.25, then 1/8 in both the CLI's
+// and the form's run, to prove the field carries it).
 // Options change only what a test needs; a test whose checksum or step count is pinned passes
 // the same options each time.
 

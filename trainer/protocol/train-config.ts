@@ -76,6 +76,7 @@ export const TRAIN_CONFIG_TABLE = {
     arg: 'W',
     default: 1,
     help: "ResNet-50's channel width: every layer's channels × W (1: ResNet-50 as published; 2: SimCLR's ResNet-50 (2×); below 1 keeps every layer with about W² of the parameters, for quick checks of a cluster's plumbing)",
+    gui: { label: 'Width (× channels)' },
   }),
   classes: int(2, 100000, { flag: '--classes', arg: 'C', default: 100, help: 'output classes (CIFAR-100 needs 100)', gui: { label: 'Classes' } }),
   steps: int(0, undefined, { flag: '--steps', arg: 'K', default: 30, help: 'optimizer steps to run (0: run --epochs instead)', gui: { label: 'Steps (0 = epochs)' } }),

@@ -132,8 +132,8 @@ export class CohortService extends DisposableBase implements CohortApi {
 
   // ---- the cluster doctor (electron/core/check) ---------------------------------------------
 
-  checkProfile(profile: string, config: Partial<TrainConfig> = {}): Promise<CheckResult> {
-    return this.checks.check(profile, config);
+  checkProfile(profile: string, config: Partial<TrainConfig> = {}, ranks?: number): Promise<CheckResult> {
+    return this.checks.check(profile, config, ranks);
   }
 
   async lastCheck(profile: string): Promise<CheckResult | null> {

@@ -30,8 +30,9 @@ export class ProfileChecks {
     this.store = new CheckStore(join(deps.dataDir, 'checks'));
   }
 
-  async check(profile: string, config: Partial<TrainConfig> = {}): Promise<CheckResult> {
-    const p = await this.deps.profiles.get(profile);
+  /** `ranks`: the local profile's ranks (its one host's slots), as startRun takes them; cluster profiles use their slots. */
+  async check(profile: string, config: Partial<TrainConfig> = {}, ranks?: number): Promise<CheckResult> {
+    const p = await this.deps.profiles.get(profile, ranks === undefined ? {} : { localSlots: ranks });
     const cluster = this.deps.cluster('check hosts');
     const result = await runCheck(p, resolveRunConfig(p, config), { cluster, localLink: () => localLink(localWorkdir(this.deps.dataDir)), history: () => this.deps.runs.list(), previous: this.store.last(p.name) });
     await this.store.save(result);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resolveRunConfig } from '../../../electron/common';
-import { LAUNCH_ROWS, TRAIN_ROWS } from '../../../trainer/protocol';
+import { LAUNCH_ROWS, TRAIN_CONFIG_TABLE, TRAIN_ROWS } from '../../../trainer/protocol';
 import { LAUNCH_FIELDS, engineNote, launchOverrides, launchValuesFrom, launchValuesOf } from './launch-fields';
 
 describe('Launch form fields, derived from the run-configuration table', () => {
@@ -28,6 +28,22 @@ describe('Launch form fields, derived from the run-configuration table', () => {
     expect(o.batchSize).toBe(4);
     // Hidden settings come from the profile's defaults, resolved as core resolves them.
     expect(resolveRunConfig(profile, o)).toMatchObject({ lr: 0.05, batchSize: 4, stem: 'cifar' });
+  });
+
+  it('shows the width (`--width`): prefilled from the profile\'s defaults, carried into the run, refused by the CLI\'s rule with its help', () => {
+    const width = LAUNCH_FIELDS.find((f) => f.key === 'width')!;
+    expect(width).toMatchObject({ flag: '--width', testId: 'launch-width', widget: 'number', min: 1 / 16, max: 4, step: 'any', help: TRAIN_CONFIG_TABLE.width.help });
+    // In the model's section of the form: after image size and stem.
+    expect(LAUNCH_FIELDS.map((f) => f.key).slice(LAUNCH_FIELDS.findIndex((f) => f.key === 'imageSize'), LAUNCH_FIELDS.findIndex((f) => f.key === 'width') + 1)).toEqual(['imageSize', 'stem', 'width']);
+    const profile = { defaults: { width: 0.25 } };
+    const values = launchValuesOf(resolveRunConfig(profile));
+    expect(values.width).toBe(0.25);
+    expect(launchValuesOf(resolveRunConfig({})).width).toBe(1);
+    values.width = '0.125';
+    expect(resolveRunConfig(profile, launchOverrides(values)).width).toBe(0.125);
+    // Out of range: the form shows core's error, the one `cohort run --width 8` prints (the same resolveRunConfig).
+    values.width = '8';
+    expect(() => resolveRunConfig(profile, launchOverrides(values))).toThrow(expect.objectContaining({ flag: '--width', message: expect.stringMatching(/^--width: /) }));
   });
 
   it('reads a remembered launch back field by field, dropping unknown keys and wrong kinds', () => {
