@@ -24,7 +24,7 @@ import type { CohortEvent, DoneEvent, ErrorEvent, RestartEvent, StepEvent } from
 import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import type { CliRun } from '../helpers/cli';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { PACED_HOST, QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
@@ -42,18 +42,20 @@ const fixed = ['--steps', String(STEPS), '--checkpoint-every', String(EVERY)];
 // 10 s each: a try begun while the host was down held the relaunch up to ~6 s after it was back, CI), and
 // its SSH connections to a dead host drop after 3 keepalives 2 s apart (QUICK_CLIENT_SSH).
 const quick = (host: number, env: Record<string, string> = {}) => ({ host, env: { ...QUICK_HOST_TIMINGS, ...env } });
+// brief and brief-lead run until stopped: their ranks sleep between steps (PACED_HOST) while the test waits for its fault
+const paced = (host: number, env: Record<string, string> = {}) => quick(host, { ...PACED_HOST, ...env });
 const fx = useCohortCluster(3, {
   enabled: NETNS,
   clientEnv: { COHORT_LOST_AFTER_MS: '20000', ...QUICK_CLIENT_SSH, COHORT_SSH_CONNECT_TIMEOUT_MS: '4000' },
   profiles: {
     // trio: the product's host wait (180 s); brief: the leader (h1) waits 8 s for a lost host
     trio: [quick(0), quick(1), quick(2)],
-    brief: [quick(0, { COHORT_HOST_WAIT_MS: '8000' }), quick(1), quick(2)],
+    brief: [paced(0, { COHORT_HOST_WAIT_MS: '8000' }), paced(1), paced(2)],
     // brief-lead: the followers (h2, h3) wait 8 s for a lost leader. h3 takes it for lost 3 s after h2 (9 s
     // heartbeat, not 6): h2's agent stops rank 1 first, and rank 2 on h3, still running, tells the closed ring
     // connection as its own peer-lost: one consequence always told (with the same 6 s both agents stopped their
     // ranks within ~1 s of each other, and whether a copy got out depended on load: a loaded CI run had none).
-    'brief-lead': [quick(0), quick(1, { COHORT_HOST_WAIT_MS: '8000' }), quick(2, { COHORT_HOST_WAIT_MS: '8000', COHORT_HEARTBEAT_TIMEOUT_MS: '9000' })],
+    'brief-lead': [paced(0), paced(1, { COHORT_HOST_WAIT_MS: '8000' }), paced(2, { COHORT_HOST_WAIT_MS: '8000', COHORT_HEARTBEAT_TIMEOUT_MS: '9000' })],
   },
   deploy: 'trio',
 });

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { claimSlots, slotHolder } from '../../trainer/agent/leases';
 import type { DoneEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
 import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { PACED_HOST } from '../helpers/tiny';
 
 const { workdir, runId } = hostTestScope();
 /** A Python with torch where the engine's own search looks first; the torch restart test needs one. */
@@ -39,9 +40,10 @@ describe('slot leases', () => {
     const a = runId('lease-a');
     const b = runId('lease-b');
     const c = runId('lease-c');
-    // A trains long enough to hold the slot while B queues and C asks (at width 1/4 a 6-step A ended
-    // before C started on a quiet machine, and C ran: seen in a fresh-clone CI)
-    await start(wd, a, { steps: 100 });
+    // A holds the slot while B queues and C asks (at width 1/4 a 6-step A ended before C started on a
+    // quiet machine, and C ran: seen in a fresh-clone CI). Paced (PACED_HOST: a 250 ms sleep between
+    // steps), its 40 steps last ≥ 10 s however fast the machine, and its ranks idle meanwhile.
+    await start(wd, a, { steps: 40 }, { env: { ...PACED_HOST } });
     await waitUntil('run A running', () => readStateOf(wd, a)?.state === 'running');
     await start(wd, b, { steps: 3 });
     const q = await waitUntil('run B queued', () => (readStateOf(wd, b)?.state === 'queued' ? readStateOf(wd, b) : undefined), 10_000);
