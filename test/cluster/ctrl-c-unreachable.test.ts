@@ -5,9 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import { SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { tinyRun } from '../helpers/tiny';
+import { PACED_HOST, tinyRun } from '../helpers/tiny';
 
-const fx = useCohortCluster(3, { enabled: !SSHD_MISSING, profiles: { trio: [0, 1, 2] } });
+const fx = useCohortCluster(3, { enabled: !SSHD_MISSING, profiles: { trio: [0, 1, 2].map((host) => ({ host, env: { ...PACED_HOST } })) } });
 
 describe.skipIf(SSHD_MISSING)('Ctrl-C with one host unreachable', () => {
   it('stops the reachable hosts, names the unreachable one, exits 130 (time printed)', async (ctx) => {

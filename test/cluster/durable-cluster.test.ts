@@ -17,7 +17,7 @@ import { EventLineDecoder, type CohortEvent, type ErrorEvent, type StepEvent } f
 import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import type { CliRun } from '../helpers/cli';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { PACED_HOST, QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
@@ -27,7 +27,8 @@ const tiny = tinyRun();
 // With 6 s the follower-dies case ends the run before this client's SSH keepalive notices h3 is
 // gone: `cohort attach` got `done` and then never exited (its half-closed socket to the dead h3 kept
 // the process alive; fixed in ssh/connect.ts closeClient, issue 24; test/ssh/dispose-dead-peer.test.ts).
-const quick = (host: number) => ({ host, env: { ...QUICK_HOST_TIMINGS } });
+// Every run here is until stopped: its ranks sleep between steps (PACED_HOST) while the test waits.
+const quick = (host: number) => ({ host, env: { ...QUICK_HOST_TIMINGS, ...PACED_HOST } });
 // trio: h1 leads; pair: h2 leads, h1 follows (for the leader-dies case, after h3 is gone)
 const fx = useCohortCluster(3, { enabled: NETNS, profiles: { trio: [quick(0), quick(1), quick(2)], pair: [quick(1), quick(0)] }, deploy: 'trio' });
 const cli = (args: string[], opts: { json?: boolean; env?: NodeJS.ProcessEnv } = {}): CliRun => fx().cli(args, opts);

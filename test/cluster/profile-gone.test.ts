@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
+import { PACED_HOST } from '../helpers/tiny';
 
 let cluster: SshdCluster;
 let dir: string;
@@ -28,7 +29,7 @@ beforeAll(async () => {
   env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
   const h = cluster.hosts[0]!;
   const file = join(dir, 'solo.json');
-  writeFileSync(file, JSON.stringify({ name: 'solo', hosts: [{ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }] }));
+  writeFileSync(file, JSON.stringify({ name: 'solo', hosts: [{ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir, env: { ...PACED_HOST } }] })); // until stopped: paced (PACED_HOST)
   expect((await cli(['profiles', 'import', file])).code).toBe(0);
 });
 

@@ -12,19 +12,20 @@ import { describe, expect, it } from 'vitest';
 import type { RestartEvent, StepEvent } from '../../trainer/protocol';
 import { crashHost, harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { PACED_HOST, QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
 
 const tiny = tinyRun({ warmupSteps: 0, seed: 7 });
-const quick = (host: number, extra: Record<string, unknown> = {}) => ({ host, env: { ...QUICK_HOST_TIMINGS }, ...extra });
+// the run is until stopped: its ranks sleep between steps (PACED_HOST) while the test waits
+const quick = (host: number, extra: Record<string, unknown> = {}) => ({ host, env: { ...QUICK_HOST_TIMINGS, ...PACED_HOST }, ...extra });
 const fx = useCohortCluster(4, {
   enabled: NETNS,
   clientEnv: { COHORT_LOST_AFTER_MS: '20000', ...QUICK_CLIENT_SSH, COHORT_SSH_CONNECT_TIMEOUT_MS: '4000' },
   profiles: {
     // the leader waits 60 s for the spare (not the product's 180 s): without its start the run fails spare-missing soon
-    'trio-spare': [{ host: 0, env: { ...QUICK_HOST_TIMINGS, COHORT_HOST_WAIT_MS: '60000' } }, quick(1), quick(2), quick(3, { spare: true })],
+    'trio-spare': [{ host: 0, env: { ...QUICK_HOST_TIMINGS, ...PACED_HOST, COHORT_HOST_WAIT_MS: '60000' } }, quick(1), quick(2), quick(3, { spare: true })],
   },
   deploy: 'trio-spare',
 });

@@ -16,12 +16,13 @@ import type { RestartEvent } from '../../trainer/protocol';
 import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
 import { crashedHost } from '../helpers/crashed-host';
-import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { PACED_HOST, QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
 const tiny = tinyRun({ warmupSteps: 0, seed: 7 });
-const quick = (host: number) => ({ host, env: { ...QUICK_HOST_TIMINGS } });
+// the run is until stopped: its ranks sleep between steps (PACED_HOST) while the test waits
+const quick = (host: number) => ({ host, env: { ...QUICK_HOST_TIMINGS, ...PACED_HOST } });
 // the clients notice the dead link and retry in seconds (QUICK_CLIENT_SSH, a 4 s connect try), not the product's 15 s / 4 s / 10 s
 const fx = useCohortCluster(3, { enabled: NETNS, clientEnv: { ...QUICK_CLIENT_SSH, COHORT_SSH_CONNECT_TIMEOUT_MS: '4000' }, profiles: { trio: [quick(0), quick(1), quick(2)] }, deploy: 'trio' });
 

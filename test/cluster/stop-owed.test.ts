@@ -15,12 +15,13 @@ import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { useCohortCluster } from '../helpers/cohort-cluster';
 import { crashedHost } from '../helpers/crashed-host';
 import { readStateOf } from '../helpers/host';
-import { QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
+import { PACED_HOST, QUICK_CLIENT_SSH, QUICK_HOST_TIMINGS, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
 const tiny = tinyRun({ warmupSteps: 0, seed: 7 });
-const quick = (host: number) => ({ host, env: { ...QUICK_HOST_TIMINGS } });
+// the run is until stopped: its ranks sleep between steps (PACED_HOST) while the test waits
+const quick = (host: number) => ({ host, env: { ...QUICK_HOST_TIMINGS, ...PACED_HOST } });
 const fx = useCohortCluster(2, { enabled: NETNS, clientEnv: { ...QUICK_CLIENT_SSH }, profiles: { duo: [quick(0), quick(1)] }, deploy: 'duo' });
 
 interface ShownMeta {

@@ -56,3 +56,18 @@ export const QUICK_HOST_TIMINGS = { COHORT_HEARTBEAT_TIMEOUT_MS: '6000' } as con
  * follow a host again or relaunch a lost one (not 4 s). trainer/protocol/timings.ts.
  */
 export const QUICK_CLIENT_SSH = { COHORT_SSH_KEEPALIVE_MS: '2000', COHORT_RETRY_MAX_MS: '1000' } as const;
+
+/** The pause a paced run's ranks sleep between two steps (see PACED_HOST; the choice: bench/results/suite.md, "session 7, pace"). */
+export const STEP_PAUSE_MS = 250;
+
+/**
+ * Env that paces a run (COHORT_STEP_PAUSE_MS, trainer/protocol/timings.ts): each rank sleeps
+ * STEP_PAUSE_MS between steps, so a run "until stopped" (10,000–100,000 steps, stopped, killed or cut
+ * after some event) idles instead of keeping ~1 core per rank busy while the test waits for its fault,
+ * timeout or stop. Ranks read it from their host agent's env: put it in EVERY host's `env` of the
+ * profile (SSH and Slurm), in a two-agents spec's `env`, or in the client env of a local run (the
+ * CLI's, `cohort serve`'s: local ranks inherit it). Not for: a run whose step count is awaited to its
+ * end (it only adds wall time), the serial tier (its files compare step times), the README run, the
+ * GPU kit, benchmarks.
+ */
+export const PACED_HOST = { COHORT_STEP_PAUSE_MS: String(STEP_PAUSE_MS) } as const;

@@ -2,15 +2,18 @@
 // `run-start` as core starts them, as hosts h1 (leader, rank 0) and h2 (follower naming h1, rank 1),
 // each in its own workdir, a control endpoint with a random token, a run of 100,000 steps (tinyConfig),
 // and the wait until the leader's record has reached a step. What a file varies goes in `opts`.
+// A run of 100,000 steps is one that only stays alive until the test's fault or stop: paced (PACED_HOST
+// in both hosts' env, its ranks sleep between steps); a file's own env is merged over it.
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
 import type { LaunchSpec } from '../../trainer/protocol';
 import { freePort, hostCmd, processesOf, readStateOf, spec, waitUntil } from './host';
+import { PACED_HOST } from './tiny';
 
 type SpecFields = Partial<Omit<LaunchSpec, 'config'>>;
 
 export interface TwoAgentsOptions {
-  /** Fields of both hosts' specs (maxRestarts, env); `config` is merged over { steps: 100000 }. */
+  /** Fields of both hosts' specs (maxRestarts, env); `config` is merged over { steps: 100000 } (paced: see above). */
   spec?: SpecFields & { config?: Record<string, unknown> };
   /** Fields of the leader's spec only (spares, env). */
   leader?: SpecFields;
@@ -33,9 +36,10 @@ export async function startTwoAgents(id: string, [w1, w2]: [string, string], opt
   const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
   const { config, ...fields } = opts.spec ?? {};
   const common = { ...fields, runId: id, worldSize: 2, masterPort: await freePort(), control, config: { steps: 100000, ...config } };
+  const env = (own?: Record<string, string>) => ({ ...(common.config.steps === 100000 ? PACED_HOST : {}), ...fields.env, ...own });
   const [a, b] = await Promise.all([
-    hostCmd(w1, ['run-start'], { stdin: spec({ ...common, ...opts.leader, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
-    hostCmd(w2, ['run-start'], { stdin: spec({ ...common, ...opts.follower, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) }),
+    hostCmd(w1, ['run-start'], { stdin: spec({ ...common, ...opts.leader, env: env(opts.leader?.env), host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
+    hostCmd(w2, ['run-start'], { stdin: spec({ ...common, ...opts.follower, env: env(opts.follower?.env), host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) }),
   ]);
   expect(a.code, a.stdout + a.stderr).toBe(0);
   expect(b.code, b.stdout + b.stderr).toBe(0);

@@ -4,12 +4,14 @@
 // 6: a run stopped while its host's agent was gone was relaunched by run-rejoin.
 // 10: a follower that reached its leader after the leader refused its start (then: --no-queue, busy
 //     slots; since the global claim order, a refusal before any hello: a missing engine) kept its
-//     slots until its own connect timeout and ended `leader-unreachable`.
+//     slots until its own connect timeout and ended `leader-unreachable`. Its lease check read the
+//     pre-issue-24 path `leases/slot-0.json` until session 7 (asserting nothing); it reads slotHolder now.
 // 12: a checkpoint temp file left by a write cut short stayed forever.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { slotHolder } from '../../trainer/agent/leases';
 import { alive } from '../helpers/cli';
 import { freePort, hostCmd, hostTestScope, readStateOf, spec, waitUntil } from '../helpers/host';
 
@@ -72,14 +74,19 @@ describe('host agent defects (issue 24)', () => {
     const fol = await hostCmd(fw, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', leader: 'h1', ranks: [{ rank: 1, localRank: 0 }] }) + '\n' });
     expect(fol.code, fol.stdout + fol.stderr).toBe(0);
     const pid = reply(fol.stdout).agentPid!;
-    await waitUntil('the follower to end', () => !alive(pid), 60_000, 100);
+    // The follower's slot, read where the product keeps it (slotHolder), on every poll while it lives:
+    // a follower is asked to claim only after its hello (the global claim order), and this leader
+    // refused before any hello, so the slot is never held, and nothing is left when the follower ends.
+    const held = new Set<string>();
+    await waitUntil('the follower to end', () => {
+      const h = slotHolder(fw, 0);
+      if (h) held.add('lease' in h ? `${h.lease.runId} (pid ${h.lease.pid})` : `${h.file}: ${h.damaged}`);
+      return !alive(pid);
+    }, 60_000, 100);
     // the leader's end, not a connect timeout (leader-unreachable), and its slot is free
     expect(readStateOf(fw, id)).toMatchObject({ state: 'failed', error: { message: expect.stringMatching(/the leader ended the run: --engine torch: no Python with PyTorch found/) } });
-    // The slot is free: no lease, or only a stale one (its pid dead). run-start claims for the agent's pid
-    // after the agent's first state write, so an agent that ends that fast can leave a stale file, which
-    // the next claimer reclaims (a run-start/leases race, not this agent's: see leases.ts).
-    const lease = join(fw, 'leases', 'slot-0.json');
-    if (existsSync(lease)) expect(alive((JSON.parse(readFileSync(lease, 'utf8')) as { pid: number }).pid)).toBe(false);
+    expect([...held], 'the follower held its slot while its leader had refused').toEqual([]);
+    expect(slotHolder(fw, 0)).toBeUndefined();
   });
 
   // 40 steps (were 100, issue 25): the disk is full from the first step on, so 39 steps write nothing

@@ -8,12 +8,12 @@
 // rank itself once SIGUSR1 was pending, racing the halt's SIGTERM, which ends a stopped process at
 // once: it failed at width 1 and 1/4. The time from the stop to the stack in the log is printed.
 // No process is left.
-import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ErrorEvent } from '../../trainer/protocol';
-import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { eventsOf, hostTestScope, processesOf, readStateOf, waitUntil } from '../helpers/host';
+import { startTwoAgents } from '../helpers/two-agents';
 import { PYTHON, torchUnavailableReason } from '../torch/engine-process';
 
 const { workdir, runId } = hostTestScope();
@@ -23,17 +23,8 @@ describe.skipIf(skip !== undefined)(`hang location across hosts (torch)${skip ? 
   it("rank 1 on h2 stopped: h1's rank reports it, h2's agent asks it for its stack (SIGUSR1, SIGCONT) before the halt; the stack is in its log on h2", async () => {
     const id = runId('hang-stack');
     const [w1, w2] = [workdir(), workdir()];
-    const control = { addr: '127.0.0.1', port: await freePort(), token: randomBytes(16).toString('hex') };
     const env = { COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' };
-    const common = { runId: id, worldSize: 2, masterPort: await freePort(), control, env, config: { engine: 'torch', steps: 100000 } };
-    const [a, b] = await Promise.all([
-      hostCmd(w1, ['run-start'], { stdin: spec({ ...common, host: 'h1', role: 'leader', ranks: [{ rank: 0, localRank: 0 }] }) }),
-      hostCmd(w2, ['run-start'], { stdin: spec({ ...common, host: 'h2', role: 'follower', ranks: [{ rank: 1, localRank: 0 }] }) }),
-    ]);
-    expect(a.code, a.stdout).toBe(0);
-    expect(b.code, b.stdout).toBe(0);
-    const followerPid = JSON.parse(b.stdout).agentPid as number;
-    await waitUntil('two steps', () => (readStateOf(w1, id)?.lastStep ?? 0) >= 2, 300_000);
+    const { followerPid } = await startTwoAgents(id, [w1, w2], { spec: { env, config: { engine: 'torch' } }, untilStep: 2, withinMs: 300_000 });
     const rank1 = processesOf(id).find((p) => p.ppid === followerPid && p.args.includes(`cohort_run=${id}`));
     expect(rank1, 'rank 1 (python) on h2').toBeDefined();
     const log = join(w2, 'runs', id, 'logs', 'rank-1.log');

@@ -1,11 +1,12 @@
 // Slot leases + queue and restarts from the last checkpoint (issue 12 host side), through the real
 // host commands of the built bundle on one temp workdir.
-import { execFileSync } from 'node:child_process';
-import { writeFileSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { claimSlots, slotHolder } from '../../trainer/agent/leases';
 import type { DoneEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
 import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { PACED_HOST } from '../helpers/tiny';
 
 const { workdir, runId } = hostTestScope();
 /** A Python with torch where the engine's own search looks first; the torch restart test needs one. */
@@ -39,9 +40,10 @@ describe('slot leases', () => {
     const a = runId('lease-a');
     const b = runId('lease-b');
     const c = runId('lease-c');
-    // A trains long enough to hold the slot while B queues and C asks (at width 1/4 a 6-step A ended
-    // before C started on a quiet machine, and C ran: seen in a fresh-clone CI)
-    await start(wd, a, { steps: 100 });
+    // A holds the slot while B queues and C asks (at width 1/4 a 6-step A ended before C started on a
+    // quiet machine, and C ran: seen in a fresh-clone CI). Paced (PACED_HOST: a 250 ms sleep between
+    // steps), its 40 steps last ≥ 10 s however fast the machine, and its ranks idle meanwhile.
+    await start(wd, a, { steps: 40 }, { env: { ...PACED_HOST } });
     await waitUntil('run A running', () => readStateOf(wd, a)?.state === 'running');
     await start(wd, b, { steps: 3 });
     const q = await waitUntil('run B queued', () => (readStateOf(wd, b)?.state === 'queued' ? readStateOf(wd, b) : undefined), 10_000);
@@ -77,12 +79,24 @@ describe('slot leases', () => {
 
   it('a stale lease (its agent dead, or another boot) is reclaimed', async () => {
     const wd = workdir();
-    mkdirSync(join(wd, 'leases'), { recursive: true });
-    writeFileSync(join(wd, 'leases', 'slot-0.json'), JSON.stringify({ runId: 'gone', pid: 2 ** 22 + 7, bootId: 'x', slot: 0, at: 0 }));
-    writeFileSync(join(wd, 'leases', 'slot-1.json'), JSON.stringify({ runId: 'other-boot', pid: process.pid, bootId: 'not-this-boot', slot: 1, at: 0 }));
-    const id = runId('stale');
-    await start(wd, id, { steps: 1 });
-    expect((await waitUntil('the run to end', () => terminal(wd, id))).state).toBe('ok');
+    // Leases where and as the product writes them (claimSlots; slotHolder finds the file). Until session 7
+    // these were `leases/slot-N.json`, the pre-issue-24 form, which the claim only reads to respect a live one.
+    expect(claimSlots(wd, 'gone', [0], { pid: 2 ** 22 + 7 }).ok).toBe(true); // its agent dead
+    // slot 1's holder is alive and names its run: only the boot id makes the lease stale
+    const other = runId('other-boot');
+    const holder = spawn('sh', ['-c', 'sleep 600; :', other], { stdio: 'ignore', detached: true });
+    try {
+      expect(claimSlots(wd, other, [1], { pid: holder.pid! }).ok).toBe(true);
+      const h = slotHolder(wd, 1);
+      if (!h || !('lease' in h)) throw new Error(`slot 1's lease: ${JSON.stringify(h)}`);
+      writeFileSync(h.file, JSON.stringify({ ...h.lease, bootId: 'not-this-boot' }));
+      const id = runId('stale');
+      await start(wd, id, { steps: 1 });
+      expect((await waitUntil('the run to end', () => terminal(wd, id))).state).toBe('ok');
+      expect([slotHolder(wd, 0), slotHolder(wd, 1)]).toEqual([undefined, undefined]); // taken over, then released
+    } finally {
+      process.kill(-holder.pid!, 'SIGKILL');
+    }
   });
 });
 

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EventLineDecoder, type CohortEvent, type StepEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
-import { tinyRun } from '../helpers/tiny';
+import { PACED_HOST, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 const dirs: string[] = [];
@@ -43,7 +43,7 @@ describe('durable local runs', () => {
   it('survives SIGKILL of its CLI; attach continues with no gap or duplicate; stop from a third process leaves 0 processes and history cancelled', async () => {
     const data = tempDataDir();
     dirs.push(data);
-    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
+    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), ...PACED_HOST }; // until stopped: paced
     const first = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', ...tiny, '--json'], { env, json: true });
     await first.waitFor((e) => e.type === 'step' && e.step >= 3, 180_000);
     const list = runCli(['runs', 'list', '--json'], { env });
@@ -94,7 +94,7 @@ describe('durable local runs', () => {
   it('run --detach --json prints a first event carrying the runId and returns at once; the run trains on', async () => {
     const data = tempDataDir();
     dirs.push(data);
-    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
+    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), ...PACED_HOST }; // until stopped: paced
     const r = runCli(['run', '--local', '--steps', '100000', ...tiny, '--detach', '--json'], { env, json: true });
     const exit = await r.exit;
     expect(exit.code, r.stderr).toBe(0);
@@ -110,7 +110,7 @@ describe('durable local runs', () => {
   it('two attachers of one run in two processes both get the whole stream; the local history is written by one of them, whole and once', async () => {
     const data = tempDataDir();
     dirs.push(data);
-    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
+    const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), ...PACED_HOST }; // until stopped: paced
     const r = runCli(['run', '--local', '--steps', '100000', ...tiny, '--detach', '--json'], { env, json: true });
     expect((await r.exit).code, r.stderr).toBe(0);
     const runId = (JSON.parse(r.stdout.split('\n')[0]!) as { runId: string }).runId;

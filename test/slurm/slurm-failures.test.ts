@@ -10,7 +10,7 @@ import type { CohortEvent, ErrorEvent } from '../../trainer/protocol';
 import type { HostProbe } from '../../electron/common';
 import { SLURM_MISSING, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { runCli } from '../helpers/cli';
-import { tinyRun } from '../helpers/tiny';
+import { PACED_HOST, tinyRun } from '../helpers/tiny';
 
 let c: SlurmCluster;
 let dir: string;
@@ -25,9 +25,9 @@ async function cli(args: string[], json = false) {
   return { ...r, code: exit.code };
 }
 
-function importProfile(name: string, scheduler: Record<string, unknown>, workdir = join(c.sharedDir, 'work')) {
+function importProfile(name: string, scheduler: Record<string, unknown>, workdir = join(c.sharedDir, 'work'), env?: Record<string, string>) {
   const file = join(dir, `${name}.json`);
-  writeFileSync(file, JSON.stringify({ name, scheduler: { kind: 'slurm', ...scheduler }, hosts: [{ name: 'login', address: c.login.address, port: c.login.port, user: c.ssh.user, identityFile: c.ssh.clientKeyPath, workdir }] }));
+  writeFileSync(file, JSON.stringify({ name, scheduler: { kind: 'slurm', ...scheduler }, hosts: [{ name: 'login', address: c.login.address, port: c.login.port, user: c.ssh.user, identityFile: c.ssh.clientKeyPath, workdir, ...(env ? { env } : {}) }] }));
   return cli(['profiles', 'import', file]);
 }
 
@@ -37,7 +37,8 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'cohort-slurm-fail-'));
   env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: c.ssh.knownHostsPath, SSH_AUTH_SOCK: '' };
   expect((await importProfile('pair', { partition: 'pair', nodes: 2 })).code).toBe(0);
-  expect((await importProfile('short', { partition: 'short', nodes: 1, timeLimit: '1' })).code).toBe(0);
+  // short's run trains until Slurm's 1-minute limit ends it: paced (PACED_HOST), its rank idles most of that minute
+  expect((await importProfile('short', { partition: 'short', nodes: 1, timeLimit: '1' }, undefined, { ...PACED_HOST })).code).toBe(0);
 }, 90_000);
 
 afterAll(async () => {
@@ -82,6 +83,7 @@ describe.skipIf(SLURM_MISSING)('Slurm ends runs', () => {
     expect(errs[0]?.code).toBe('slurm-timeout');
     expect(errs[0]?.hint).toMatch(/a time limit is not restarted, even with --max-restarts: ask for a longer limit/);
     expect(of(timed.events, 'done')[0]).toMatchObject({ status: 'failed' });
+    expect(of(timed.events, 'env')[0]?.ranks[0]?.switches).toMatchObject(PACED_HOST); // the login host's env reached the rank: it was paced
     const hist = JSON.parse((await cli(['runs', 'list', '--json'])).stdout) as { profile: string; status: string; error?: string }[];
     expect(hist.find((h) => h.profile === 'short')).toMatchObject({ status: 'failed' });
     expect(hist.find((h) => h.profile === 'short')?.error).toMatch(/time limit/);

@@ -1,9 +1,12 @@
-// Slot leases, in-process (the quick tier): all or none, take-over of stale and damaged leases,
-// release. The race between processes is test/host/lease-race.test.ts.
-import { spawnSync } from 'node:child_process';
+// Slot leases (the quick tier): all or none, take-over of stale and damaged leases, release, and the
+// race of defect 5 on real threads. The same race between real processes, more trials, is the slow
+// tier's test/host/lease-race.test.ts.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { claimSlots, decodeLease, releaseSlots } from './leases';
 
@@ -100,5 +103,79 @@ describe('decodeLease', () => {
     expect(decodeLease('null')).toEqual({ damaged: 'not a lease object: null' });
     expect(decodeLease('[1]')).toMatchObject({ damaged: expect.stringContaining('not a lease object') });
     expect(decodeLease('{"runId":1}')).toEqual({ damaged: 'field runId missing or of the wrong type' });
+  });
+});
+
+// Issue 24 defect 5: reclaiming a stale lease read it, deleted the path, then created it again, so two
+// claimers that both judged it stale could both win. Here RACERS worker threads, each running the real
+// claimSlots (loaded from source by tsx in the thread) on the real file system, are let go at one
+// instant against a slot whose holder is dead, TRIALS times: exactly one may win each time. Each
+// thread says it is armed, then sleeps on a shared futex (Atomics.wait) that the test flips and
+// notifies once all are armed: they wake together (a timer or a message per thread lets them go
+// milliseconds apart; spinning threads on 2 cores made each trial ~8x slower). A thread's lease names a live holder of its own (a
+// shell with the racer's run id on its command line: how a lease's holder is judged alive,
+// agentAlive), so the others see the winner's lease as live. Seen failing (session 7, load 11-22)
+// with the take-over's unlink of the file judged stale replaced by a delete of whatever the slot
+// holds by then (the old read/delete/create): 6 threads, 12 and 8 double wins in 200 trials, 5, 10
+// and 4 in 300; 0 in 4 x 150-200 with the code as it is. 9-15 s at load 20-30 (not measured quiet);
+// about half of it is tsx loading the source in each thread.
+describe('claimSlots race (defect 5, real threads)', () => {
+  const RACERS = 6;
+  const TRIALS = 150;
+  // CommonJS, evaluated in each thread: tsx loads the TypeScript source the test imports too.
+  const RACER = `
+    const { parentPort, workerData: w } = require('node:worker_threads');
+    const go = new Int32Array(w.go);
+    import('tsx/esm/api').then(({ tsImport }) => tsImport(w.leases, w.from)).then(({ claimSlots }) => {
+      parentPort.on('message', ({ dir, trial }) => {
+        parentPort.postMessage('armed');
+        Atomics.wait(go, 0, trial - 1);
+        try {
+          parentPort.postMessage(claimSlots(dir, w.runId, [0], { pid: w.pid }).ok ? 'won' : 'lost');
+        } catch (err) {
+          parentPort.postMessage('threw ' + err.message);
+        }
+      });
+      parentPort.postMessage('ready');
+    }, (err) => parentPort.postMessage('threw ' + err.message));`;
+  const holders: ChildProcess[] = [];
+  const workers: Worker[] = [];
+  afterAll(async () => {
+    await Promise.all(workers.map((w) => w.terminate()));
+    for (const h of holders) process.kill(-h.pid!, 'SIGKILL'); // the shell and its sleep
+  });
+  const answer = (w: Worker) => new Promise<string>((res) => w.once('message', res));
+  const all = () => Promise.all(workers.map(answer));
+
+  it(`${RACERS} threads take over one stale lease at one instant: exactly one wins, ${TRIALS} trials`, async () => {
+    const go = new Int32Array(new SharedArrayBuffer(4));
+    for (let i = 0; i < RACERS; i++) {
+      const runId = `race-${process.pid}-${i}`;
+      // `; :` keeps the shell (and its command line) alive instead of exec'ing sleep; its own group
+      const holder = spawn('sh', ['-c', 'sleep 600; :', runId], { stdio: 'ignore', detached: true });
+      holders.push(holder);
+      const from = pathToFileURL(import.meta.filename).href;
+      const w = new Worker(RACER, { eval: true, workerData: { runId, pid: holder.pid, from, go: go.buffer, leases: join(import.meta.dirname, 'leases.ts') } });
+      w.on('error', (err) => w.emit('message', `threw ${err.message}`));
+      workers.push(w);
+    }
+    expect(await all()).toEqual(workers.map(() => 'ready'));
+    const doubles: string[] = [];
+    const dead = deadPid();
+    for (let trial = 1; trial <= TRIALS; trial++) {
+      const dir = join(root, `race-${trial}`);
+      expect(claimSlots(dir, 'gone-run', [0], { pid: dead }).ok).toBe(true);
+      const armed = all();
+      for (const w of workers) w.postMessage({ dir, trial });
+      expect(await armed).toEqual(workers.map(() => 'armed'));
+      const said = all();
+      Atomics.store(go, 0, trial);
+      Atomics.notify(go, 0);
+      const answers = await said;
+      expect(answers.filter((a) => a.startsWith('threw')), `trial ${trial}`).toEqual([]);
+      const won = answers.filter((a) => a === 'won').length;
+      if (won !== 1) doubles.push(`trial ${trial}: ${won} winners`);
+    }
+    expect(doubles).toEqual([]);
   });
 });

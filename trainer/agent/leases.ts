@@ -56,7 +56,7 @@ export function decodeLease(text: string): Lease | { damaged: string } {
   return { runId: l.runId as string, pid: l.pid as number, bootId: l.bootId as string, slot: l.slot as number, at: l.at as number };
 }
 
-type Holder = { file: string; lease: Lease } | { file: string; damaged: string };
+export type Holder = { file: string; lease: Lease } | { file: string; damaged: string };
 
 /** The slot's holder now: undefined when the slot is free (absent, empty, or released while we looked). */
 function holderOf(dir: string): Holder | undefined {
@@ -83,6 +83,9 @@ function holderOf(dir: string): Holder | undefined {
   const l = decodeLease(text);
   return 'damaged' in l ? { file, damaged: l.damaged } : { file, lease: l };
 }
+
+/** Who holds a slot of a workdir now (undefined: free), read as claimSlots reads it: the one place that knows where a lease lives. */
+export const slotHolder = (workdir: string, slot: number): Holder | undefined => holderOf(slotDir(workdir, slot));
 
 const staleLease = (l: Lease, boot: string) => l.bootId !== boot || !agentAlive(l.pid, l.runId);
 

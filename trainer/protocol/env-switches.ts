@@ -6,7 +6,8 @@
 /** Names, or prefixes ending in `_`. */
 // TensorFlow's own TF_ variables only: Terraform's (TF_CLI_CONFIG_FILE, TF_VAR_*, TF_LOG …) share the
 // prefix and change nothing here, yet showed up as a "difference" between runs.
-const SWITCHES = ['COHORT_TORCH_', 'COHORT_THREADS', 'COHORT_PYTHON', 'TF_CPP_', 'TF_FORCE_', 'TF_ENABLE_', 'TF_GPU_', 'TF_XLA_', 'TF_CUDNN_', 'TF_NUM_', 'TF_DETERMINISTIC_OPS', 'TF_USE_', 'TF_INTRA_OP_', 'TF_INTER_OP_', 'CUDA_', 'NCCL_', 'TORCH_', 'PYTORCH_', 'CUBLAS_', 'CUDNN_', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'XLA_'];
+// COHORT_STEP_PAUSE_MS (a paced run: sleeps between steps, timings.ts) makes a run's wall time longer, not its step time.
+const SWITCHES = ['COHORT_TORCH_', 'COHORT_THREADS', 'COHORT_PYTHON', 'COHORT_STEP_PAUSE_MS', 'TF_CPP_', 'TF_FORCE_', 'TF_ENABLE_', 'TF_GPU_', 'TF_XLA_', 'TF_CUDNN_', 'TF_NUM_', 'TF_DETERMINISTIC_OPS', 'TF_USE_', 'TF_INTRA_OP_', 'TF_INTER_OP_', 'CUDA_', 'NCCL_', 'TORCH_', 'PYTORCH_', 'CUBLAS_', 'CUDNN_', 'OMP_NUM_THREADS', 'MKL_NUM_THREADS', 'XLA_'];
 
 /** The switches in an environment, sorted by name. */
 export function runSwitches(env: Record<string, string | undefined>): Record<string, string> {

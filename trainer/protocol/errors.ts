@@ -5,15 +5,31 @@
 // plain data, {name, code, message, hint} (VS Code's {name, message} idea plus our code and hint):
 // `toErrorInfo` writes it from any thrown value, `CohortError.fromInfo` reads it back.
 
-/** What an error looks like on the wire (IPC, WebSocket, an `error` event). */
-export interface ErrorInfo {
-  /** The error class on the side that threw it ('SshError', 'ProfileError', ...), when known. */
-  name?: string;
-  code: string;
+/**
+ * The fields of an error on every wire, defined once (issue 24 item 5). Each wire is this shape with
+ * what it requires or adds, never a shape of its own: ErrorInfo (IPC, WebSocket, a host command's
+ * failure line: `code` required, the thrower's `name`, the `runId`), ErrorEvent (the event log: `host`
+ * and `rank` required, the rank's `logTail`, a hang's details; event-types.ts) and RunStateError (a
+ * host's state.json: `host` and `rank` required; run-state.ts). A field means the same on each.
+ */
+export interface ErrorFields {
+  /** Stable kebab-case (ERROR_CODE_RE), for scripts, tests and the dashboard. Optional only in records and events written by older bundles. */
+  code?: string;
+  /** What failed, with the bad value. */
   message: string;
+  /** What to do next, when the failing side knew (CohortError's hint). */
   hint?: string;
   /** The host the failure concerns, where the error named one (SshError's host): the dashboard's sentence names it. */
   host?: string;
+  /** The rank the failure concerns; -1 when it is not a rank's (a host lost, a bad spec, busy slots). */
+  rank?: number;
+}
+
+/** What an error looks like on the Api's wire (IPC, WebSocket) and in a host command's failure line. */
+export interface ErrorInfo extends ErrorFields {
+  /** The error class on the side that threw it ('SshError', 'ProfileError', ...), when known. */
+  name?: string;
+  code: string;
   /** The run the failure belongs to, where one exists (a launch that failed after its run id was made, issue 22): the dashboard links to it. */
   runId?: string;
 }

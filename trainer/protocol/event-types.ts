@@ -2,6 +2,7 @@
 // Defined once here (re-exported by events.ts, the one import place); nothing else declares an
 // event shape. Fields may be added, never renamed.
 
+import type { ErrorFields } from './errors';
 import type { HostSystem } from './system';
 
 export const PROTOCOL_VERSION = 1;
@@ -216,17 +217,14 @@ export interface LogEvent extends EventBase {
   runId?: string;
 }
 
-export interface ErrorEvent extends EventBase {
+/** An error in the event log: the one error shape (ErrorFields, errors.ts) with its host and rank required. */
+export interface ErrorEvent extends EventBase, ErrorFields {
   type: 'error';
   /** -1 when the failure is not a rank's (e.g. rendezvous, a host's connection). */
   rank: number;
   host: string;
-  message: string;
   /** The rank's last log lines, oldest first. */
   logTail: string[];
-  code?: string;
-  /** What to do next, when the failing side knew (CohortError's hint). */
-  hint?: string;
   /**
    * Code `rank-hung`: `rank` and `host` are the rank that stopped making progress; these are the
    * ranks that noticed it, the collective operation they were in, its sequence number, and each

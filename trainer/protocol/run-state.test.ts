@@ -32,6 +32,15 @@ describe('durable run protocol', () => {
     expect(isTerminalRunState('queued')).toBe(false);
   });
 
+  it('one error shape (issue 24 item 5): a record of the shape written before (no hint) reads as it did; a hint is kept; a bad one is named', () => {
+    const before = { v: 1, runId: 'r', host: 'h1', role: 'leader', state: 'failed', agentPid: 12, startedAt: 1, updatedAt: 2, restarts: 0, error: { host: 'h1', rank: -1, message: 'slot 0 on h1 is busy', code: 'slots-busy' }, endedAt: 3 };
+    expect(decodeRunState(JSON.parse(JSON.stringify(before)))).toEqual(before);
+    expect(decodeRunState({ ...before, error: { host: 'h1', rank: 0, message: 'm' } }).error).toEqual({ host: 'h1', rank: 0, message: 'm' });
+    const hinted = { ...before, error: { ...before.error, hint: 'stop the run holding it' } };
+    expect(decodeRunState(hinted).error).toEqual({ host: 'h1', rank: -1, message: 'slot 0 on h1 is busy', code: 'slots-busy', hint: 'stop the run holding it' });
+    expect(() => decodeRunState({ ...before, error: { ...before.error, hint: 3 } })).toThrow(/state\.error.*hint|hint.*state\.error/);
+  });
+
   it('a Slurm record keeps its schedulerAttempt; a rendezvous names its job run and nodes (older files: run 0)', () => {
     const rec = { v: 1, runId: 'r', host: 'n1', role: 'leader', state: 'running', agentPid: 12, agentNode: 'n1', schedulerAttempt: 1, startedAt: 1, updatedAt: 2, restarts: 1 };
     expect(decodeRunState(rec)).toEqual(rec);

@@ -1,6 +1,6 @@
 // The on-host record of a durable run (`<workdir>/runs/<runId>/state.json`) and what the host
 // commands print (run-start, run-stop, run-status). Written by the host agent, read by clients.
-import type { ErrorInfo } from './errors';
+import type { ErrorFields, ErrorInfo } from './errors';
 import { FINISHED_STATUSES, isFinished } from './run-view';
 import { num, obj, oneOf, optNum, optStr, str, type Obj } from './validate';
 
@@ -10,12 +10,15 @@ export const TERMINAL_RUN_STATES: readonly HostRunState[] = FINISHED_STATUSES;
 /** isFinished (run-view.ts) for the hosts' record states. */
 export const isTerminalRunState = (s: HostRunState): boolean => isFinished(s);
 
-export interface RunStateError {
+/**
+ * The error in a host's state.json: the one error shape (ErrorFields, errors.ts) with its host and
+ * rank required. Since session 7 a `hint` there is read too (today's agents write none: the run's
+ * `error` event carries it); a record without one, as every record written before, reads as it did.
+ */
+export interface RunStateError extends ErrorFields {
   host: string;
   /** -1 when the failure is not a rank's (a host lost, a bad spec, busy slots). */
   rank: number;
-  message: string;
-  code?: string;
 }
 
 export interface RunStateRecord {
@@ -74,7 +77,8 @@ export function decodeRunState(value: unknown): RunStateRecord {
   if (o.error !== undefined) {
     const e: Obj = obj(o.error, 'state.error');
     const code = optStr(e, 'code', 'state.error');
-    r.error = { host: str(e, 'host', 'state.error'), rank: num(e, 'rank', 'state.error', { int: true, min: -1 }), message: str(e, 'message', 'state.error'), ...(code === undefined ? {} : { code }) };
+    const hint = optStr(e, 'hint', 'state.error');
+    r.error = { host: str(e, 'host', 'state.error'), rank: num(e, 'rank', 'state.error', { int: true, min: -1 }), message: str(e, 'message', 'state.error'), ...(code === undefined ? {} : { code }), ...(hint === undefined ? {} : { hint }) };
   }
   return r;
 }

@@ -5,7 +5,7 @@ import { DEFAULT_TIMINGS, SSH_KEEPALIVE_COUNT, TIMINGS, readTimings } from './ti
 
 describe('timings', () => {
   it('the production defaults, pinned once here (tests shorten them through the environment only)', () => {
-    expect(DEFAULT_TIMINGS).toEqual({ lifelineTimeoutMs: 20_000, heartbeatTimeoutMs: 20_000, hostWaitMs: 180_000, lostAfterMs: 60_000, queuePollMs: 500, rendezvousTimeoutMs: 60_000, loginCommandTimeoutMs: 30_000, sshConnectTimeoutMs: 10_000, sshKeepaliveMs: 5_000, silentFollowerMs: 5_000, slowRankWindows: 3, retryMaxMs: 4_000, followerConnectMs: 30_000, hangFloorMs: 10_000 });
+    expect(DEFAULT_TIMINGS).toEqual({ lifelineTimeoutMs: 20_000, heartbeatTimeoutMs: 20_000, hostWaitMs: 180_000, lostAfterMs: 60_000, queuePollMs: 500, rendezvousTimeoutMs: 60_000, loginCommandTimeoutMs: 30_000, sshConnectTimeoutMs: 10_000, sshKeepaliveMs: 5_000, silentFollowerMs: 5_000, slowRankWindows: 3, retryMaxMs: 4_000, followerConnectMs: 30_000, hangFloorMs: 10_000, stepPauseMs: 0 });
     expect(DEFAULT_TIMINGS.slowRankWindows).toBe(SLOW_RANK.windows);
     expect(SSH_KEEPALIVE_COUNT).toBe(3); // an SSH connection is dropped after 5 s × 3 unanswered
     expect(DEFAULT_TIMINGS.hostWaitMs).toBe(HOST_WAIT_MS);

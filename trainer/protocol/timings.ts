@@ -49,6 +49,8 @@ export const TIMINGS = {
   followerConnectMs: { env: 'COHORT_FOLLOWER_CONNECT_MS', defaultMs: 30_000, minMs: 1000, what: "how long a follower host's agent tries to reach its leader's agent at a run's start (the leader waits twice this for its followers)" },
   /** A rank takes a peer whose connection stays open but which sends nothing for this long (or 3 × its longest silence so far, if longer) for hung (HANG in trainer/collectives/hang.ts). */
   hangFloorMs: { env: 'COHORT_HANG_FLOOR_MS', defaultMs: 10_000, minMs: 100, what: "the shortest silence after which a rank takes a peer rank (its connection open, nothing sent) for hung" },
+  /** A rank sleeps this long between two steps (0: not at all, the production value; production never sets it). Tests' runs that only need to stay alive until a fault or a stop set it so that their ranks do not take the CPU; the pause is not counted in the step time or throughput a rank reports (train/step-pause.ts). */
+  stepPauseMs: { env: 'COHORT_STEP_PAUSE_MS', defaultMs: 0, minMs: 0, what: "how long a rank sleeps between two steps (0: never; for tests' runs that only need to stay alive until a fault or a stop, so that their ranks do not take the CPU; production never sets it)" },
 } as const satisfies Record<string, TimingKnob>;
 
 /** Unanswered keepalives (every `sshKeepaliveMs`) after which an SSH connection is taken for dropped. */

@@ -15,6 +15,7 @@ import { learningRate } from '../optim/schedule';
 import { allocBatch, fillBatch, type Batch } from '../data/dataset';
 import { DistributedSampler } from '../data/sampler';
 import { saveCheckpoint } from './checkpoint';
+import { pauseBetweenSteps } from './step-pause';
 import { openData, validate, type RankData } from './rank-data';
 import { resume } from './resume';
 import { planCacheFile, readCachedPlan, writeCachedPlan } from './compile-cache';
@@ -52,6 +53,8 @@ interface Setup {
   batchAt: (step: number) => Batch;
   /** A peer's failure, seen by the collective between steps. */
   peerFailure: () => Error | undefined;
+  /** COHORT_STEP_PAUSE_MS: ms slept between two steps, left out of the step time (step-pause.ts; 0 in production). */
+  stepPauseMs: number;
 }
 
 export async function runRank(env: NodeJS.ProcessEnv): Promise<number> {
@@ -187,7 +190,7 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
     const idx = trainSampler.indices(epoch).subarray(within * config.batchSize, (within + 1) * config.batchSize);
     return fillBatch(data.train, idx, batch, { augment: data.augment, epoch });
   };
-  return { config, backend, model, collective, optimizer, sampler, data, stepsPerEpoch, totalSteps, startStep, ckptDir, batchAt, peerFailure: () => peerFailure };
+  return { config, backend, model, collective, optimizer, sampler, data, stepsPerEpoch, totalSteps, startStep, ckptDir, batchAt, peerFailure: () => peerFailure, stepPauseMs: timings.stepPauseMs };
 }
 
 /**
@@ -240,9 +243,12 @@ async function trainLoop(ctx: RankContext, s: Setup): Promise<LoopResult> {
   let window = new ThroughputWindow(0, collective.bytesSent);
   let epochLoss = { sum: 0, n: 0, start: Date.now() };
   const warmupEnd = startStep + Math.min(config.warmupSteps, Math.max(0, totalSteps - startStep - 1));
-  const warmupStart = Date.now();
+  let warmupStart = Date.now();
   const phases = new PhaseTimes();
   for (let step = startStep; step < totalSteps; step++) {
+    const slept = step > startStep ? await pauseBetweenSteps(s.stepPauseMs) : 0; // not training time (step-pause.ts):
+    if (window.start) window.start += slept; // the open window, warm-up and the epoch start that much later
+    [warmupStart, epochLoss.start] = [warmupStart + slept, epochLoss.start + slept];
     const failure = s.peerFailure();
     if (failure) throw failure;
     const epoch = Math.floor(step / stepsPerEpoch);

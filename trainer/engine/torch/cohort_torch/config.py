@@ -20,6 +20,10 @@ RENDEZVOUS_TIMEOUT_S = 300.0  # waiting for every rank to start
 EXTRAS = os.environ.get("COHORT_TORCH_EXTRAS", "1") != "0"
 CHANNELS_LAST = EXTRAS and os.environ.get("COHORT_TORCH_CHANNELS_LAST", "1") != "0"
 MEMORY_FORMAT = torch.channels_last if CHANNELS_LAST else torch.contiguous_format
+# COHORT_STEP_PAUSE_MS (trainer/protocol/timings.ts stepPauseMs; 0 in production, which never sets it): seconds a
+# rank sleeps between two steps, for tests' runs that only need to stay alive. Not whole ms: 0, as readTimings keeps its default.
+_PAUSE = os.environ.get("COHORT_STEP_PAUSE_MS", "").strip()
+STEP_PAUSE_S = int(_PAUSE) / 1000 if _PAUSE.isdigit() else 0.0
 
 
 class ConfigError(ValueError):

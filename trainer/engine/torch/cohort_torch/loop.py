@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from . import checkpoint
-from .config import EXTRAS, MEMORY_FORMAT, learning_rate
+from .config import EXTRAS, MEMORY_FORMAT, STEP_PAUSE_S, learning_rate
 from .events import STATE, emit0, log
 from .metrics import MEMORY_FIELDS, gather, memory_entries, memory_row
 from .phases import rank_phases
@@ -42,6 +42,19 @@ def train_step(run, x, y, lr):
     run.scaler.update()
     clock.end_step(t0, t1, time.perf_counter())
     return loss.detach()
+
+
+def pause_between_steps():
+    """COHORT_STEP_PAUSE_MS (config.STEP_PAUSE_S; 0 in production): sleeps between two steps so that a test's run that
+    only has to stay alive until a fault or a stop does not keep a core busy (the tfjs rank: trainer/train/step-pause.ts).
+    The watchdog, hang and lifeline threads go on meanwhile (sleep releases the GIL); a stop's SIGTERM ends it as any
+    time. Returns the seconds slept: the caller leaves them out of the window, so the step time and throughput a paced
+    run reports are its steps', not its sleep (slow-rank detection compares work)."""
+    if STEP_PAUSE_S <= 0:
+        return 0.0
+    t = time.time()
+    time.sleep(STEP_PAUSE_S)
+    return time.time() - t
 
 
 def sync(run):
@@ -150,6 +163,9 @@ def train(run, start_step):
                     window = Window(run, t_end)
             if run.ckpt_dir and cfg["checkpointEvery"] and step % cfg["checkpointEvery"] == 0 and run.rank == 0:
                 checkpoint.save(run, step)
+            if step < total:
+                slept = pause_between_steps()  # not training time: the window, warm-up and epoch start that much later
+                window.t0, t_warm, t_epoch = window.t0 + slept, t_warm + slept, t_epoch + slept
             STATE["phase"] = "data"
             run.clock.mark()  # the next batch's wait starts here
         else:  # the epoch ran to its end
