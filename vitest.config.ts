@@ -37,7 +37,7 @@ export const SERIAL_TEST_FILES = [
 
 /**
  * Slow-tier files that mostly WAIT (Slurm's scheduler loops, production timeouts), not compute: the
- * `wait` project. They run beside the two busy files in a third worker and take no CPU token
+ * `wait` project. They run beside the busy files in a worker of their own and take no CPU token
  * (test/cpu-lane.ts: why tokens, not a project with its own maxWorkers). Chosen by CPU-seconds per
  * second of their quiet time (scripts/test-cpu.mjs). Measured (bench/results/suite.md, "session 6,
  * lanes"): 4 busy files + slurm-failures, back to back at load ~25: 366 s without the lane, 340 s with
@@ -49,13 +49,15 @@ export const WAIT_TEST_FILES = [
 ];
 
 /**
- * COHORT_TEST_FAST_WORKERS / COHORT_TEST_SLOW_WORKERS override them (to measure). Why 2 slow workers
- * (bench/results/suite.md, "session 5, suite-par"): on the quiet 2-core machine the slow tier took
- * 999 s at 2 workers and 1,262 s at 3 (same 82 files, both green); at 3 the CPUs were busy the whole
- * run (vmstat every 5 s: idle 1.0 % on average, user 67 %, system 31 %), so a third file only adds
- * contention: the files' summed time grew 1,781 → 3,230 s (1.81× for 1.5× the files at once).
- * The slow files are not waiting-bound here but CPU-bound (real ranks, sshd, Chromium, Slurm), so the
- * tier's time follows its CPU-seconds (scripts/test-cpu.mjs measures them per file), not its waits.
+ * COHORT_TEST_FAST_WORKERS / COHORT_TEST_SLOW_WORKERS override them (to measure). Busy slow files at once
+ * (the CPU tokens, test/cpu-lane.ts): **3 since session 7**, by measurement (bench/results/suite.md,
+ * "session 7, 3 busy files"): the same fresh clone, quiet, back to back: 2 tokens 1,025 s of vitest
+ * (slow tier 788 s, vmstat idle 27 % in it), 3 tokens 886 s (slow tier 664 s, idle 10 %; the files'
+ * summed time 1,439 → 1,719 s: contention, but the idle core-seconds are used). Session 5 had chosen 2
+ * (999 s at 2 workers against 1,262 s at 3, idle ~1 %): the tier was CPU-bound then, at full width;
+ * width 1/4 in the CLI and dashboard runs and the paced until-stopped runs (session 6–7) made it wait
+ * more than it computes. A file that cannot take a busier machine is fixed at its cause (a race), or
+ * goes to SERIAL_TEST_FILES with its reason.
  */
 const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
 // The slow group's pool: CPU_TOKENS busy files (COHORT_TEST_SLOW_WORKERS) + WAIT_LANE waiting ones

@@ -3,7 +3,7 @@
 // in a further worker beside them without a token. Why not a vitest project of their own with its own
 // maxWorkers: vitest 4 refuses two projects with different maxWorkers at one sequence.groupOrder
 // ("Projects "slow" and "wait" have different 'maxWorkers' but same 'sequence.groupOrder'"), and one
-// pool of 3 would run 3 busy files at once (measured worse: bench/results/suite.md, session 5).
+// pool of SLOW_WORKERS + 1 would run that many busy files at once (session 5: worse, when the tier was CPU-bound).
 // So the slow group's pool has SLOW_WORKERS + 1 workers and every busy file takes a token first.
 //
 // The tokens live in the main vitest process (test/global-setup.ts starts this server on a Unix
@@ -17,8 +17,8 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** Busy slow-tier files at once (COHORT_TEST_SLOW_WORKERS, default 2: why in vitest.config.ts). */
-export const CPU_TOKENS = Number(process.env.COHORT_TEST_SLOW_WORKERS ?? 2);
+/** Busy slow-tier files at once (COHORT_TEST_SLOW_WORKERS, default 3 since session 7: why in vitest.config.ts). */
+export const CPU_TOKENS = Number(process.env.COHORT_TEST_SLOW_WORKERS ?? 3);
 /** Waiting files at once beside them, without a token (COHORT_TEST_WAIT_LANE, default 1; 0: none). */
 export const WAIT_LANE = Number(process.env.COHORT_TEST_WAIT_LANE ?? 1);
 

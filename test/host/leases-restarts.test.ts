@@ -93,7 +93,11 @@ describe('slot leases', () => {
       const id = runId('stale');
       await start(wd, id, { steps: 1 });
       expect((await waitUntil('the run to end', () => terminal(wd, id))).state).toBe('ok');
-      expect([slotHolder(wd, 0), slotHolder(wd, 1)]).toEqual([undefined, undefined]); // taken over, then released
+      // Taken over, then released: the agent writes its end (the state above) before its exit effect
+      // releases the slots, so a reader may see `ok` a moment before the leases go (ci14's second run,
+      // 3 busy files at once). Waited for, then asserted.
+      await waitUntil('both slots released', () => slotHolder(wd, 0) === undefined && slotHolder(wd, 1) === undefined, 10_000).catch(() => undefined);
+      expect([slotHolder(wd, 0), slotHolder(wd, 1)]).toEqual([undefined, undefined]);
     } finally {
       process.kill(-holder.pid!, 'SIGKILL');
     }
