@@ -32,6 +32,12 @@ describe('compareRuns', () => {
     expect(c.rows[1]!.withinNoise).toBe(true);
     expect(c.summary[0]).toMatch(/^b and a are within run-to-run noise .*\[cancelled after 40 steps\]$/);
     expect(c.diff).toEqual([]);
+    // The cell's colour agrees with the headline: noise is neither green nor red (session 7: a "-46.0 % (noise)"
+    // cell was red while the headline said "within run-to-run noise").
+    expect(c.rows.map((r) => r.tone)).toEqual(['flat', 'flat']);
+    const slower = compareRuns([a, run('d', [50, 45, 55, 48, 52])])!;
+    expect(slower.rows.map((r) => r.tone)).toEqual(['flat', 'down']);
+    expect(compareRuns([a, run('e', [200, 190, 210, 195, 205])])!.rows[1]!.tone).toBe('up');
   });
 
   it('a run with no windows (a failed launch) is said to have nothing to compare', () => {

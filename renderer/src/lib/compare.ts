@@ -16,7 +16,11 @@ export interface CompareRow {
   withinNoise: boolean;
   /** Why it differs from the baseline (electron/common/compare-verdict.ts; absent on the baseline's row). */
   verdict?: Verdict;
+  /** The "vs baseline" cell's colour: up (faster), down (slower), flat (the baseline, no median, or within the noise: the headline says noise, so the cell must not say red or green). */
+  tone: 'up' | 'down' | 'flat';
 }
+
+const toneOf = (pct: number | null, noise: boolean): CompareRow['tone'] => (pct === null || noise || pct === 0 ? 'flat' : pct > 0 ? 'up' : 'down');
 
 export interface DiffRow {
   key: string;
@@ -81,9 +85,9 @@ export function compareRuns(runs: RunMeta[], baselineId?: string): Comparison | 
   // Where the runs ran is the machines' side of the rule, not a setting.
   const settings = all.filter((f) => f.key !== 'profile' && f.key !== 'hosts');
   const rows: CompareRow[] = runs.map((run) => {
-    if (run === baseline) return { run, throughput: runMedian(run), spread: run.throughput, speedupPct: runMedian(run) === null ? null : 0, withinNoise: false };
+    if (run === baseline) return { run, throughput: runMedian(run), spread: run.throughput, speedupPct: runMedian(run) === null ? null : 0, withinNoise: false, tone: 'flat' };
     const verdict = compareVerdict(side(run), side(baseline), settings.filter((f) => f.get(run) !== f.get(baseline)).map((f) => f.label));
-    return { run, throughput: runMedian(run), spread: run.throughput, speedupPct: verdict.pct, withinNoise: verdict.kind === 'noise', verdict };
+    return { run, throughput: runMedian(run), spread: run.throughput, speedupPct: verdict.pct, withinNoise: verdict.kind === 'noise', verdict, tone: toneOf(verdict.pct, verdict.kind === 'noise') };
   });
   const diff: DiffRow[] = [];
   for (const f of all) {
