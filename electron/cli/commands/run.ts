@@ -19,7 +19,7 @@ export const RUN_USAGE = `usage: cohort run --local [--ranks N] [options]
 training options (a profile's defaults apply under them; exactly one of --steps/--epochs is > 0):
 ${trainFlagUsage()}
 output: --json (events only, one per line; the first is a log event carrying runId, the last is done;
-         a failure ends with error, then done)  --verbose (every rank's log lines)
+         a failure ends with error, then done; refused by --check: no run, only error and done)  --verbose (every rank's log lines)
   --per-rank (one line per rank every window: data, compute, wait, exchange, optimizer)
   --system   (one line per host every window: CPU % of the host and of the run's ranks, load, net MB/s, memory, GPU %)
   --name NAME, --tag TAG (repeatable), --notes TEXT   recorded with the run (runs list/show, History)
