@@ -7,6 +7,7 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { PACED_HOST } from '../helpers/tiny';
 import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, type ServeProcess } from './serve-process';
 import { LAUNCH_ROWS } from '../../trainer/protocol';
@@ -44,7 +45,11 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     expect(await distinctColours(checker, png), `${name}.png looks blank`).toBeGreaterThan(50);
   }
 
-  const ui = useDashboard();
+  // Paced (PACED_HOST, 250 ms between steps; the pause is not in the step time or the rate): the 8-step
+  // run below must reach the chart through at least one partial chart, and at width 1/4 with 3 busy
+  // files (ci15) all 8 steps landed between two of the page's updates ("point counts seen: 0, 8");
+  // the 5,000-step run of "stops a run" and the reload case's run need not take the CPU either.
+  const ui = useDashboard({ env: { ...PACED_HOST } });
   beforeAll(async () => {
     ({ serve, ctx, page } = ui());
     checker = await ctx.newPage();
