@@ -4,6 +4,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventLineDecoder, type CohortEvent } from '../../trainer/protocol';
+import { until as untilHelper } from '../helpers/until';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const RESULTS = join(ROOT, 'bench', 'results');
@@ -95,13 +96,5 @@ export function cohortCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ cod
   });
 }
 
-/** Polls `fn` every 50 ms until it returns a value (not false/undefined), or throws after `ms`. */
-export async function until<T>(what: string, fn: () => T | undefined | false, ms = 180_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** Polls `fn` every 50 ms until it returns a value (not false/undefined), or throws after `ms`: test/helpers/until.ts's, with the benches' defaults. */
+export const until = <T>(what: string, fn: () => T | undefined | false, ms = 180_000): Promise<T> => untilHelper(what, fn, ms, 50);

@@ -5,9 +5,9 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ROOT } from '../helpers/cli';
 import { ERRNO_WORDING, ERROR_FAMILIES, ERROR_WORDING, NOTICE_CODES, cliWording, guiWording, hintFor, hintLines } from '../../electron/common';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 
 /**
  * Where a code is given to an error in the sources: an error class's code argument (a class's fixed

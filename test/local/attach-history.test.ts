@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { ErrorEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { until as untilHelper } from '../helpers/until';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -18,13 +19,7 @@ const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batc
 const lines = (p: string) => (existsSync(p) ? readFileSync(p, 'utf8').split('\n').filter(Boolean).length : 0);
 const json = (p: string) => JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown>;
 
-async function until(what: string, fn: () => boolean, ms = 180_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (!fn()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const until = (what: string, fn: () => boolean, ms = 180_000): Promise<true> => untilHelper(what, () => fn() || undefined, ms, 200);
 
 function hostEnded(data: string, runId: string): boolean {
   try {
