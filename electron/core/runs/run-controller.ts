@@ -92,7 +92,6 @@ export class RunController extends DisposableBase {
       over: () => this.finished,
       stopRequested: () => this.stopRequested,
       stopping: () => this.state.phase.k === 'stopping',
-      retireFollows: () => retireFollows(this.follows.splice(0)),
     });
   }
 
@@ -121,6 +120,15 @@ export class RunController extends DisposableBase {
         return this.relaunchLost(fx.hosts, this.relaunchWaitMs);
       case 'ask-job':
         return this.sched.askJob();
+      case 'ask-end':
+        return void setTimeout(() => void this.sched.ended().then((end) => this.dispatch({ t: 'job-end', ...(end ? { end } : {}), offsets: this.follows.map((f) => f.offset) })), fx.afterMs);
+      case 'requeued':
+        retireFollows(this.follows.splice(0)); // wait-job follows the job's next run from their offsets
+        this.leaderState = undefined;
+        for (const l of this.queueListeners) l({ jobId: fx.jobId, reason: fx.reason, restarting: fx.restarting });
+        return;
+      case 'error':
+        return this.emitError({ rank: -1, host: fx.host, message: fx.message, logTail: [], code: fx.code, ...(fx.hint ? { hint: fx.hint } : {}) });
       case 'stop-hosts':
         return this.sendStop(fx.reason, fx.force);
       case 'mark-stopped':
@@ -289,12 +297,9 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + 3000;
     while (this.follows.some((f) => !f.ended) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     for (const f of this.follows) f.cmd?.kill();
-    let status = recordOutcome(this.state, { ...(state ? { record: state.state } : {}), errored: !!this.firstError, recordGone: this.leaderRecordGone });
-    if (this.plan.scheduler && status !== 'ok' && !this.stopRequested && (await this.sched.followRequeued(state?.schedulerAttempt ?? 0))) return;
-    if (this.plan.scheduler && status !== 'ok') status = await this.sched.verdict(status);
-    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
-    this.leaderState = state;
-    this.dispatch({ t: 'leader-ended', status });
+    const status = recordOutcome(this.state, { ...(state ? { record: state.state } : {}), errored: !!this.firstError, recordGone: this.leaderRecordGone });
+    this.leaderState = state; // its error is told at the finish, after the scheduler's account (a scheduled run's job-ending)
+    this.dispatch({ t: 'leader-ended', status, ...(state?.schedulerAttempt !== undefined ? { attempt: state.schedulerAttempt } : {}) });
   }
 
   private handle(e: CohortEvent): void {
@@ -377,6 +382,7 @@ export class RunController extends DisposableBase {
     if (this.resolved) return;
     this.resolved = true;
     for (const f of this.follows) f.cmd?.kill();
+    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
     this.tellFollowerErrors();
     if (tellsDone) this.emit((this.doneEvent = makeEvent({ type: 'done', status: tellsDone, steps: this.lastStep, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: Date.now() - this.startedAt })));
     const result = { status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) };
