@@ -131,6 +131,22 @@ describe('client controller lifecycle: scheduled (Slurm) runs', () => {
     expect(r.state.phase).toEqual({ k: 'done', status: 'ok' });
   });
 
+  it("defect 2, the scheduler's answer read by the table: a job ended on its own is told with its id and state; cancelled already, still running or no answer: scancel", () => {
+    const over = walk(true, ['start', 'submitted', 'job-running', 'stop', 'job-state(over)']);
+    expect(over.effects.at(-1)).toEqual({ e: 'tell', level: 'info', message: 'Slurm job 7 had already ended (JobState=COMPLETED) before the stop: nothing to stop; its record tells how the run ended' });
+    expect(over.state.phase).toEqual({ k: 'following' });
+    for (const answer of ['job-state(cancelled)', 'job-state(running)', 'job-state(unknown)']) {
+      expect(walk(true, ['start', 'submitted', 'job-running', 'stop', answer]).effects.at(-1)).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false, settleMs: 3000 });
+    }
+  });
+
+  it('a stop of a job still queued (no node followed): scancel, and the stop is sent once it returns (no 3-s settle)', () => {
+    expect(walk(true, ['start', 'stop']).effects.at(-1)).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false, settleMs: 0 });
+    expect(walk(true, ['attach', 'stop', 'job-state(running)']).effects.at(-1)).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false, settleMs: 0 });
+    // the hosts followed (SSH, or the job's nodes): 3 s for a host that cannot confirm
+    expect(walk(false, ['attach', 'stop']).effects.at(-1)).toMatchObject({ settleMs: 3000 });
+  });
+
   it('a stop of a job that still runs: scancel, then cancelled; a forced stop does not ask', () => {
     expect(kinds(walk(true, ['attach', 'stop', 'job-state(running)', 'stop-sent']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'finish(cancelled)']);
     expect(kinds(walk(true, ['attach', 'stop', 'stop(force)']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'stop-following']);
@@ -199,7 +215,7 @@ describe('start() and attach() only feed the first input: submit, wait-job and s
     expect(kinds(r.effects)).toEqual(['start-hosts', 'tell']);
     r = walk(false, ['hosts-started', 'stop-sent'], r.state);
     expect(r.effects.map((e) => e.e)).toEqual(['follow-hosts', 'stop-hosts', 'finish']);
-    expect(r.effects[1]).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false });
+    expect(r.effects[1]).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false, settleMs: 3000 });
     expect(r.state.phase).toEqual({ k: 'done', status: 'cancelled' });
   });
 

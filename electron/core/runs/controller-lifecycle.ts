@@ -99,8 +99,8 @@ export type ControllerInput =
   /** A `done` event in the record (`event`), or a follower's state record ended / the stop question found a stop (`cancelled`: a stop reached it). */
   | { t: 'record-done'; status: RunStatus; event?: boolean }
   | { t: 'stop'; reason: string; force: boolean }
-  /** The scheduler's word on a job asked to stop: `over` when it had already ended (its own state, not cancelled). */
-  | { t: 'job-state'; over: boolean }
+  /** The scheduler's account of a job asked to stop (ask-job's answer; undefined: it said nothing). */
+  | { t: 'job-state'; end?: SlurmJobEnd }
   /** The stop commands have returned (or timed out). */
   | { t: 'stop-sent' }
   /** The leader's record is drained and its state read: the outcome (`attempt`: a scheduled job's run
@@ -135,7 +135,9 @@ export type ControllerEffect =
   | { e: 'requeued'; jobId: string; reason: string; restarting: string }
   /** An error the controller tells (the scheduler's account of an end: its code, host and words). */
   | { e: 'error'; host: string; message: string; code: string; hint?: string }
-  | { e: 'stop-hosts'; reason: string; force: boolean }
+  /** run-stop on every host (a scheduled run: scancel); stop-sent follows `settleMs` after they return
+   *  (a host that could not be reached cannot confirm; a job still queued has nothing to follow: at once). A forced stop: 2 s. */
+  | { e: 'stop-hosts'; reason: string; force: boolean; settleMs?: number }
   | { e: 'tell'; level: 'info' | 'warn'; message: string }
   | { e: 'stop-following' }
   /** run-stop on every host once more, after a stop another client sent: a host that was down then
@@ -226,7 +228,7 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
     case 'hosts-started':
       if (p.k === 'starting' && p.stop) {
         // The stop asked while they started: now that every run-start has returned, run-stop reaches each agent.
-        const stop: ControllerEffect = { e: 'stop-hosts', reason: p.stop.reason, force: p.stop.force };
+        const stop = stopHosts(s, p.stop.reason, p.stop.force);
         if (p.stop.force) return { state: { ...s, phase: { k: 'stopping', force: true }, hosts: i.hosts }, effects: [stop] };
         return { ...follow(s, i.hosts, {}, { k: 'stopping', force: false }), effects: [{ e: 'follow-hosts', offsets: {} }, stop] };
       }
@@ -267,21 +269,27 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
         if (p.stop && (p.stop.force || !i.force)) return same;
         return to({ k: 'starting', stop: { reason: i.reason, force: i.force } }, { e: 'tell', level: 'info', message: 'the stop is sent to the hosts once their agents have started (a stop sent sooner could miss an agent still starting)' });
       }
-      if (p.k === 'stopping') return i.force && !p.force ? to({ k: 'stopping', force: true }, { e: 'stop-hosts', reason: i.reason, force: true }, { e: 'stop-following' }) : same;
-      if (i.force) return to({ k: 'stopping', force: true }, { e: 'stop-hosts', reason: i.reason, force: true }, { e: 'stop-following' });
+      if (p.k === 'stopping') return i.force && !p.force ? to({ k: 'stopping', force: true }, stopHosts(s, i.reason, true), { e: 'stop-following' }) : same;
+      if (i.force) return to({ k: 'stopping', force: true }, stopHosts(s, i.reason, true), { e: 'stop-following' });
       if (p.k === 'checking-job') return same;
       // The record has ended: the scheduler's answer decides (a requeued job is cancelled, an ended one keeps its record's word).
       if (p.k === 'job-ending') return p.stop ? same : to({ ...p, stop: i.reason });
       // A scheduled run's job may have ended already: ask before calling it cancelled (defect 2).
       if (s.scheduled && p.k !== 'idle' && p.k !== 'submitting') return to({ k: 'checking-job', reason: i.reason }, { e: 'ask-job' });
-      return to({ k: 'stopping', force: false }, { e: 'stop-hosts', reason: i.reason, force: false });
-    case 'job-state':
+      return to({ k: 'stopping', force: false }, stopHosts(s, i.reason, false));
+    case 'job-state': {
       if (p.k !== 'checking-job') return same;
-      // Over: its record tells how the run ended. Followed already, or (the scheduler answered before
-      // the job's nodes were known: seen on the real Slurm cluster, `cohort stop` then waited for
-      // ever) back to waiting for the job's nodes, whose job-running starts the follows.
-      if (i.over) return to(s.hosts.length ? { k: 'following' } : { k: 'queued' }, { e: 'tell', level: 'info', message: 'the job had already ended before the stop: nothing to stop; its record tells how the run ended' });
-      return to({ k: 'stopping', force: false }, { e: 'stop-hosts', reason: p.reason, force: false });
+      // Over on its own (a JobState that left the queue, not a cancel): its record tells how the run
+      // ended. Followed already, or (the scheduler answered before the job's nodes were known: seen on
+      // the real Slurm cluster, `cohort stop` then waited for ever) back to waiting for the job's
+      // nodes, whose job-running starts the follows. Cancelled already, still running, no answer: scancel.
+      const end = i.end;
+      if (end && slurmJobOver(end.state) && end.state !== 'CANCELLED') {
+        const tell: ControllerEffect = { e: 'tell', level: 'info', message: `Slurm job ${end.jobId} had already ended (JobState=${end.state}) before the stop: nothing to stop; its record tells how the run ended` };
+        return to(s.hosts.length ? { k: 'following' } : { k: 'queued' }, tell);
+      }
+      return to({ k: 'stopping', force: false }, stopHosts(s, p.reason, false));
+    }
     case 'stop-sent':
       return p.k === 'stopping' ? endRun(s, 'cancelled') : same;
     case 'leader-ended': {
@@ -314,7 +322,7 @@ function jobEnd(s: ControllerState, p: Extract<ControllerPhase, { k: 'job-ending
   const end = i.end;
   if (!end) return endRun(s, p.status);
   if (end.restarts > p.attempt && !slurmJobOver(end.state)) {
-    if (p.stop) return { state: { ...s, phase: { k: 'stopping', force: false } }, effects: [{ e: 'stop-hosts', reason: p.stop, force: false }] };
+    if (p.stop) return { state: { ...s, phase: { k: 'stopping', force: false } }, effects: [stopHosts(s, p.stop, false)] };
     const reason = `Slurm requeued job ${end.jobId} (Restarts=${end.restarts}, JobState=${end.state}, Reason=${end.reason})`;
     return {
       state: { ...s, phase: { k: 'queued' }, hosts: [], follows: {}, resumeOffsets: i.offsets },
@@ -334,6 +342,14 @@ function jobEnd(s: ControllerState, p: Extract<ControllerPhase, { k: 'job-ending
   const hint = end.state === 'TIMEOUT' ? "a time limit is not restarted, even with --max-restarts: ask for a longer limit (the profile's scheduler.timeLimit, sbatch --time) and resume with --resume from the run's checkpoints" : undefined;
   const host = end.state === 'NODE_FAIL' ? end.nodes : (s.hosts[0] ?? 'slurm');
   return endRun(s, 'failed', { e: 'error', host, message, code: `slurm-${end.state.toLowerCase().replace(/_/g, '-')}`, ...(hint ? { hint } : {}) });
+}
+
+/** How long after the stop commands return the stop counts as sent. */
+export const STOP_SETTLE_MS = 3000;
+
+/** The stop-hosts effect: a scheduled job with no node followed yet (still queued) is gone once scancel returns. */
+function stopHosts(s: ControllerState, reason: string, force: boolean): ControllerEffect {
+  return force ? { e: 'stop-hosts', reason, force } : { e: 'stop-hosts', reason, force, settleMs: s.scheduled && !s.hosts.length ? 0 : STOP_SETTLE_MS };
 }
 
 /** Following the hosts from the given offsets: every host's follow starts afresh. */

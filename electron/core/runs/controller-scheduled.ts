@@ -6,7 +6,6 @@
 // transition decides (a requeue, the scheduler's own end in words, the record's word).
 import { makeEvent, type CohortEvent, type ErrorEvent, type SchedulerQueue } from '../../../trainer/protocol';
 import type { ControllerInput } from './controller-lifecycle';
-import { slurmJobOver } from './host-replies';
 import type { RunPlan, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
 export interface ScheduledContext {
@@ -82,14 +81,7 @@ export class ScheduledSide {
 
   /** The ask-job effect: had the job already ended (on its own) when the stop was asked? */
   askJob(): void {
-    void this.job
-      .ended()
-      .catch(() => undefined)
-      .then((end) => {
-        const over = !!end && slurmJobOver(end.state) && end.state !== 'CANCELLED';
-        if (over) this.c.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${end.jobId} had already ended (JobState=${end.state}) before the stop: nothing to stop; its record tells how the run ended` }));
-        this.c.dispatch({ t: 'job-state', over });
-      });
+    void this.ended().then((end) => this.c.dispatch({ t: 'job-state', ...(end ? { end } : {}) }));
   }
 
   private failed(err: unknown): void {

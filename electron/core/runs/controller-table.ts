@@ -81,8 +81,11 @@ export const CONTROLLER_INPUTS: Record<string, ControllerInput> = {
   'record-done(event cancelled)': { t: 'record-done', status: 'cancelled', event: true },
   stop: { t: 'stop', reason: 'stopped by the user', force: false },
   'stop(force)': { t: 'stop', reason: 'stopped (forced)', force: true },
-  'job-state(over)': { t: 'job-state', over: true },
-  'job-state(running)': { t: 'job-state', over: false },
+  /** The scheduler's account of a job asked to stop: ended on its own (COMPLETED), still running, cancelled already, or nothing. */
+  'job-state(over)': { t: 'job-state', end: jobEnd('COMPLETED', 0) },
+  'job-state(running)': { t: 'job-state', end: jobEnd('RUNNING', 0) },
+  'job-state(cancelled)': { t: 'job-state', end: jobEnd('CANCELLED', 0) },
+  'job-state(unknown)': { t: 'job-state' },
   'stop-sent': { t: 'stop-sent' },
   'leader-ended(ok)': { t: 'leader-ended', status: 'ok' },
   'leader-ended(cancelled)': { t: 'leader-ended', status: 'cancelled' },
@@ -119,7 +122,7 @@ const stateText = (s: ControllerState): string => `${phaseText(s.phase)}${s.stop
 function effectText(e: ControllerEffect): string {
   if (e.e === 'relaunch') return `relaunch(${e.hosts.join(',')})`;
   if (e.e === 'finish') return `finish(${e.status})${e.tellsDone ? ` tells done(${e.tellsDone})` : ''}`;
-  if (e.e === 'stop-hosts') return e.force ? 'stop-hosts(force)' : 'stop-hosts';
+  if (e.e === 'stop-hosts') return e.force ? 'stop-hosts(force)' : e.settleMs === 0 ? 'stop-hosts(queued: at once)' : 'stop-hosts';
   if (e.e === 'tell') return `tell(${e.level})`;
   if (e.e === 'follow-hosts') return Object.keys(e.offsets).length ? `follow-hosts(${Object.entries(e.offsets).map(([h, o]) => `${h}@${o}`).join(',')})` : 'follow-hosts';
   if (e.e === 'refollow') return `refollow(${e.host}, ${e.afterMs} ms)`;

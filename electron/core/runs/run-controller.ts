@@ -130,7 +130,7 @@ export class RunController extends DisposableBase {
       case 'error':
         return this.emitError({ rank: -1, host: fx.host, message: fx.message, logTail: [], code: fx.code, ...(fx.hint ? { hint: fx.hint } : {}) });
       case 'stop-hosts':
-        return this.sendStop(fx.reason, fx.force);
+        return this.sendStop(fx.reason, fx.force, fx.settleMs ?? 0);
       case 'mark-stopped':
         this.stopsInFlight = stopAll(this.stopCtx, 'stopped (another client stopped the run)', 1000);
         return;
@@ -148,7 +148,6 @@ export class RunController extends DisposableBase {
       case 'host-silent':
         return this.followOf(fx.host, (f) => tellSilent(f, fx.leader, this.followCtx));
       case 'tell':
-        if (fx.message.startsWith('the job had already ended')) return; // said with the job's id by ask-job
         return this.emit(makeEvent({ type: 'log', level: fx.level, message: fx.message }));
       case 'submit':
         this.starting = this.sched.submit(); // submitted (then wait-job) or job-failed
@@ -215,7 +214,7 @@ export class RunController extends DisposableBase {
   }
 
   /** The stop-hosts effect: run-stop on the hosts (or scancel), then the end (stop-sent). */
-  private sendStop(reason: string, force: boolean): void {
+  private sendStop(reason: string, force: boolean, settleMs: number): void {
     if (force) {
       this.emit(makeEvent({ type: 'log', level: 'warn', message: `forcing: not waiting for the hosts to confirm the stop of ${this.plan.runId}` }));
       this.stopsInFlight = stopAll(this.stopCtx, reason, 2000);
@@ -224,12 +223,8 @@ export class RunController extends DisposableBase {
     }
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
     this.stopsInFlight = stopAll(this.stopCtx, reason, this.plan.stopWaitMs ?? 10_000);
-    void this.stopsInFlight.then(() => {
-      // Still queued: nothing to follow, the job is gone.
-      if (this.plan.scheduler && this.follows.length === 0) return this.dispatch({ t: 'stop-sent' });
-      // A host that could not be reached cannot confirm; do not wait for it beyond the stop.
-      setTimeout(() => this.dispatch({ t: 'stop-sent' }), 3000).unref();
-    });
+    // settleMs (the transition's): a host that could not be reached cannot confirm; a job still queued is gone at once
+    void this.stopsInFlight.then(() => setTimeout(() => this.dispatch({ t: 'stop-sent' }), settleMs).unref());
   }
 
   /** Stops following (the run goes on on its hosts). */
