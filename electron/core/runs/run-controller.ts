@@ -224,7 +224,7 @@ export class RunController extends DisposableBase {
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
     this.stopsInFlight = stopAll(this.stopCtx, reason, this.plan.stopWaitMs ?? 10_000);
     // settleMs (the transition's): a host that could not be reached cannot confirm; a job still queued is gone at once
-    void this.stopsInFlight.then(() => setTimeout(() => this.dispatch({ t: 'stop-sent' }), settleMs).unref());
+    void this.stopsInFlight.then(() => (settleMs ? void setTimeout(() => this.dispatch({ t: 'stop-sent' }), settleMs).unref() : this.dispatch({ t: 'stop-sent' })));
   }
 
   /** Stops following (the run goes on on its hosts). */
