@@ -6,6 +6,7 @@ import { copyFileSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LogEvent } from '../../trainer/protocol';
 import { leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
 import { PACED_HOST, QUICK_CLIENT_SSH } from '../helpers/tiny';
@@ -86,10 +87,12 @@ describe.skipIf(SSHD_MISSING)('a run outlives its profile (issue 24 defect 8)', 
     expect((await importProfile('lab')).code).toBe(0);
     const runId = await startLive('lab');
     const exported = join(dir, 'lab-exported.json');
-    expect((await cli(['profiles', 'export', 'lab', exported])).code).toBe(0);
-    expect((await cli(['profiles', 'import', exported, '--name', 'lab-renamed'])).code).toBe(0);
-    expect((await cli(['profiles', 'rm', 'lab'])).code).toBe(0);
-    expect((await importProfile('lab', join(dir, 'elsewhere'))).code).toBe(0);
+    for (const args of [['export', 'lab', '--out', exported], ['import', exported, '--name', 'lab-renamed'], ['rm', 'lab']]) {
+      const r = await cli(['profiles', ...args]);
+      expect(r.code, `profiles ${args.join(' ')}: ${r.stderr}`).toBe(0);
+    }
+    const other = await importProfile('lab', join(dir, 'elsewhere'));
+    expect(other.code, other.stderr).toBe(0);
 
     const attach = runCli(['attach', runId, '--json'], { env, json: true });
     await attach.waitFor((e) => e.type === 'step', 60_000);
@@ -113,7 +116,7 @@ describe.skipIf(SSHD_MISSING)('attach and the local history over SSH (issue 24 d
     await first.waitFor((e) => e.type === 'step' && e.step >= 2, 180_000);
     first.child.kill('SIGKILL'); // the client dies; the run goes on on its host
     await first.exit;
-    const runId = first.events.find((e) => e.runId !== undefined)!.runId!;
+    const runId = first.events.find((e): e is LogEvent => e.type === 'log' && e.runId !== undefined)!.runId!; // the first line of run --json
     const history = join(dir, 'data', 'runs', runId, 'events.jsonl');
     const before = lines(history);
     expect(before).toBeGreaterThanOrEqual(3);
