@@ -33,11 +33,11 @@ beforeAll(async () => {
   expect((await importProfile('solo')).code).toBe(0);
 });
 
-/** Saves a profile NAME of the one host (paced: PACED_HOST), its workdir the host's unless given. */
-function importProfile(name: string, workdir = cluster.hosts[0]!.workdir) {
+/** Saves a profile NAME of the one host (paced: PACED_HOST); `host` overrides fields of its host entry. */
+function importProfile(name: string, host: Record<string, unknown> = {}) {
   const h = cluster.hosts[0]!;
   const file = join(dir, `${name}.json`);
-  writeFileSync(file, JSON.stringify({ name, hosts: [{ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir, env: { ...PACED_HOST } }] })); // until stopped: paced (PACED_HOST)
+  writeFileSync(file, JSON.stringify({ name, hosts: [{ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir, env: { ...PACED_HOST }, ...host }] })); // until stopped: paced (PACED_HOST)
   return cli(['profiles', 'import', file]);
 }
 
@@ -81,9 +81,11 @@ describe.skipIf(SSHD_MISSING)('a run outlives its profile (issue 24 defect 8)', 
   }, 300_000);
 
   // A rename (the CLI's: export, import under the new name, rm the old) with the old name then taken
-  // by another profile of the same host whose workdir holds no such run: stop and attach must reach
-  // the run where it runs (its own copy of the profile), not wherever the name points now.
-  it('after a rename and the old name reused for another workdir, the run is still attached to and stopped: cancelled, nothing left', async () => {
+  // by another cluster (another machine, h9, whose port answers nothing): stop and attach must reach
+  // the run where it runs (its own copy of the profile), not wherever the name points now. (Another
+  // workdir on the same host would not tell: the run's record names its workdir; the profile gives
+  // the way in.)
+  it('after a rename and the old name reused for another cluster, the run is still attached to and stopped: cancelled, nothing left', async () => {
     expect((await importProfile('lab')).code).toBe(0);
     const runId = await startLive('lab');
     const exported = join(dir, 'lab-exported.json');
@@ -91,7 +93,7 @@ describe.skipIf(SSHD_MISSING)('a run outlives its profile (issue 24 defect 8)', 
       const r = await cli(['profiles', ...args]);
       expect(r.code, `profiles ${args.join(' ')}: ${r.stderr}`).toBe(0);
     }
-    const other = await importProfile('lab', join(dir, 'elsewhere'));
+    const other = await importProfile('lab', { name: 'h9', port: 9, workdir: join(dir, 'elsewhere') });
     expect(other.code, other.stderr).toBe(0);
 
     const attach = runCli(['attach', runId, '--json'], { env, json: true });
@@ -131,10 +133,14 @@ describe.skipIf(SSHD_MISSING)('attach and the local history over SSH (issue 24 d
       const killer = setTimeout(() => blind.child.kill('SIGKILL'), 120_000); // a hang fails below, not at the test's timeout
       await blind.exit;
       clearTimeout(killer);
+      // Before the fix (seen here): 8 events → 2, meta rewritten from the empty replay (0 steps). Now the history
+      // stays whole and the run is `lost` from here (what this client knows: its leader is unreachable,
+      // as the local form says when the record is away), its steps kept.
       expect(lines(history), 'the local history shrank').toBeGreaterThanOrEqual(before);
       const m1 = meta(runId);
+      expect(m1, JSON.stringify(m1)).toMatchObject({ status: 'lost', errorCode: 'host-unreachable' });
+      expect(String(m1.error)).toMatch(/^h1: unreachable/);
       expect(m1.steps === undefined || (m1.steps as number) >= 2, `steps ${String(m1.steps)}`).toBe(true);
-      expect(m1.status, JSON.stringify(m1)).not.toBe('ok');
     } finally {
       await cluster.restartSshd(0);
     }
