@@ -34,8 +34,9 @@ function readmeRun(): string[] {
 // The README run's final weights (the `done` event's paramChecksum, the sha256 printed as "weights
 // sha256"), pinned (issue 24: "the README run's weights sha256 unchanged"). Training is deterministic
 // here: every rank runs wasm with 1 thread, data and weights come from the seed (default 42), the ring
-// sums in a fixed order. Measured 2026-11-27: two runs at once gave this same value (load 5-8), and
-// trainer-ab's seed-7 runs of the same shape gave one value from 2026-11-23 to 11-26 at load 1-31.
+// sums in a fixed order. Measured 2026-11-27: two runs at once gave this same value (load 5-8, 52 s
+// each), and so did 04f6507 (issue 24's start, same README command; load ~24, 121 s): unchanged by
+// issue 24. trainer-ab's seed-7 runs of the same shape gave one value from 2026-11-23 to 11-26 at load 1-31.
 // A change that legitimately alters training (the model, init, data order, optimizer, the reduction
 // order) changes it: run the README command, read `weights sha256` from `done:` (or paramChecksum in
 // --json) and put the new value here, saying in the commit why training changed.
