@@ -49,7 +49,7 @@ beforeAll(async () => {
 /** What the README says each `hpc` example does, as lines of its output (every example there must have one). */
 const HPC_EXPECT: Record<string, RegExp[]> = {
   // "Slurm version, partitions (state, nodes, time limit, gres), nodes, your accounts, and whether a compute node sees the workdir"
-  'cohort probe hpc': [/^login: Linux /m, /^  Slurm 22\.\d+/m, /^  partition debug \(default\): up, 2\/2 node\(s\) idle, time limit \S+/m, /^  partition one: up, 1\/1 node\(s\) idle/m, /^  node n1: idle, 2 CPU\(s\), \d+ MiB/m, /^  node n2: /m, /^  accounts: /m, /^  workdir: seen from a compute node \(v\d+/m],
+  'cohort probe hpc': [/^login: Linux /m, /^  Slurm 22\.\d+/m, /^  partition debug \(default\): up, 2\/2 node\(s\) idle, time limit \S+/m, /^  partition one: up, 1\/1 node\(s\) idle/m, /^  node n1: idle, 2 CPU\(s\), \d+ MiB/m, /^  node n2: /m, /^  accounts: /m, /^  workdir: seen from a compute node \(node v\d+/m],
   // "one sbatch job; queued → starting → running"
   'cohort run --profile hpc --steps 500': [/submitted Slurm job \d+/, /Slurm job \d+ runs on n1, n2/, /Step: 2\/2/],
 };

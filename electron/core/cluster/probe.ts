@@ -147,10 +147,10 @@ export function probeSummary(p: HostProbe): string {
 export function slurmLines(s: SlurmProbe): string[] {
   const gres = (g: string) => (g ? `gres ${g}` : 'no gres');
   return [
-    `  Slurm ${s.version.replace(/^slurm\s+/i, '')}`,
+    `  Slurm ${s.version.replace(/^slurm(-wlm)?\s+/i, '')}`,
     ...s.partitions.map((p) => `  partition ${p.name}${p.isDefault ? ' (default)' : ''}: ${p.avail}, ${p.idleNodes}/${p.nodes} node(s) idle, time limit ${p.timeLimit}, ${gres(p.gres)}`),
     ...s.nodes.map((n) => `  node ${n.name}: ${n.state}, ${n.cpus} CPU(s), ${n.memMiB} MiB, ${gres(n.gres)}`),
-    `  accounts: ${s.accounts ? s.accounts.join(', ') || 'none' : (s.accountsNote ?? 'unknown')}`,
+    `  accounts: ${s.accounts ? s.accounts.join(', ') || 'none' : `unknown${s.accountsNote ? ` (${s.accountsNote.replace(/^accounts unknown:\s*/, '')})` : ''}`}`,
     s.workdirShared === 'yes'
       ? `  workdir: seen from a compute node${s.computeNode ? ` (${s.computeNode})` : ''}`
       : `  workdir: ${s.workdirShared === 'no' ? 'NOT seen from the compute nodes' : 'unchecked'}${s.workdirNote ? `: ${s.workdirNote}` : ''}`,
