@@ -36,6 +36,12 @@ const SKIPPED: Record<string, string> = {
  * extracted). The `lab` checks run at the profile's defaults (LAB_DEFAULTS) under the flags typed.
  */
 const EXPECT: Record<string, RegExp[]> = {
+  // "OS, cores, RAM, Node, GPUs (nvidia-smi), tfjs bindings, PyTorch per host"
+  'cohort probe lab': [/^h1: Linux .*, \d+ cores, [\d.]+ GiB, node v\d+.*, CPU only, tfjs/m, /^h2: Linux /m],
+  // "uploads the trainer bundle once (content-hashed; a second deploy sends nothing)": deployed before,
+  // but `deploy lab --force` may be uploading to the same hosts at the same time (the examples run 3 at once)
+  'cohort deploy lab': [/^h1: (already deployed|deployed [\d.]+ MiB) at /m, /^h2: (already deployed|deployed [\d.]+ MiB) at /m],
+  'cohort deploy lab --force': [/^h1: deployed [\d.]+ MiB at /m, /^h2: deployed [\d.]+ MiB at /m],
   'cohort check lab': [/^  h1 \(\S+\): node v\d+/m, /^  h2 \(\S+\): node v\d+/m, /^links \(plain TCP between the hosts/m, /^  h1 → h2 /m, /^prediction for 2 rank\(s\):$/m, /^  bottleneck: \S/m, /^ok: nothing would make a run fail/m],
   'cohort check lab --batch-size 64': [/^prediction for 2 rank\(s\):$/m, /\(fp32 wire\)/, /^ok: nothing would make a run fail/m],
   'cohort check lab --batch-size 64 --fp16 --json | jq .prediction': [/^\{\n/, /^  "worldSize": 2,$/m, /^  "wire": "fp16",$/m, /^  "bottleneck": "\S/m],
