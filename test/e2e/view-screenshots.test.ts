@@ -75,6 +75,8 @@ describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes',
     await page.getByTestId('smoothing').fill('0.8');
     await page.getByTestId('chart-loss-log').check();
     await expect.poll(() => page.getByTestId('chart-loss').getAttribute('data-log-y')).toBe('true');
+    // A log axis over less than a decade still labels at least two ticks (it once labelled only its bottom one).
+    await expect.poll(() => page.getByTestId('chart-loss').getAttribute('data-y-ticks')).toMatch(/^[^|]+(\|[^|]+)+$/);
     await expect.poll(() => page.getByTestId('chart-throughput').getAttribute('data-smoothing')).toBe('0.8');
     await shoot('live-smoothed-log-y', true, DIALOG_SIZES);
     await page.getByTestId('chart-loss-log').uncheck();
