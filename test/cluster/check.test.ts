@@ -16,8 +16,9 @@ import { main } from '../../electron/cli/cli';
 import { runCli } from '../helpers/cli';
 import { runCheck } from '../helpers/check-cli';
 import { until } from '../helpers/until';
+import { tinyRun } from '../helpers/tiny';
 
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
+const TINY = tinyRun({ width: null, warmupSteps: null, logSteps: null });
 const netns = !SSHD_MISSING && (await harnessMode()) === 'netns';
 let cluster: SshdCluster;
 let dir: string;

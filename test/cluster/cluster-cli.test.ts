@@ -8,6 +8,7 @@ import type { CohortEvent, ErrorEvent, HelloEvent, StepEvent } from '../../train
 import { type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
 import { useCohortCluster } from '../helpers/cohort-cluster';
+import { tinyRun } from '../helpers/tiny';
 
 // pair: the profile names each host's Python (the engine choice's override, issue 13)
 const fx = useCohortCluster(3, {
@@ -23,7 +24,7 @@ beforeAll(() => {
   dirs = [fx().dir];
 });
 
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1'];
+const tiny = tinyRun({ logSteps: null });
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
 async function cli(args: string[], json = false) {

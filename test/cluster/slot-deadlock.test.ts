@@ -12,6 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { decodeRunState, type RunStateRecord } from '../../trainer/protocol';
 import { harnessMode, leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli, type CliRun } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
 
@@ -21,7 +22,7 @@ let env: NodeJS.ProcessEnv;
 const clients: CliRun[] = [];
 /** Runs started by the current test: a deadlock (the test failed) leaves them queued; stopped after it, so the next test starts clean. */
 const started: string[] = [];
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1'];
+const tiny = tinyRun({ warmupSteps: 0 });
 
 function cli(args: string[]): CliRun {
   const r = runCli(args, { env });
