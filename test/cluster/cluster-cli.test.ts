@@ -79,10 +79,7 @@ describe.skipIf(SSHD_MISSING)('cohort probe / deploy over SSH', () => {
   });
 
   it('a deploy failure exits 3 (a host problem, like a connection failure), not 1', async () => {
-    const h = cluster.hosts[0]!;
-    const file = join(dirs[0]!, 'badwd.json');
-    writeFileSync(file, JSON.stringify({ name: 'badwd', hosts: [{ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: '/etc/hostname/cohort' }] }));
-    expect((await cli(['profiles', 'import', file])).exit.code).toBe(0);
+    await fx().importProfile('badwd', [{ host: 0, workdir: '/etc/hostname/cohort' }]);
     const r = await cli(['deploy', 'badwd']);
     expect(r.stdout + r.stderr).toMatch(/cannot create/);
     expect(r.exit.code).toBe(3);
