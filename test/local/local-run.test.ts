@@ -7,7 +7,7 @@ import { encodeCifarRecords } from '../../trainer/data/cifar100';
 import { loadLatestCheckpoint } from '../../trainer/train/checkpoint';
 import type { CohortEvent, DoneEvent, ErrorEvent, HelloEvent, StepEvent } from '../../trainer/protocol';
 import { alive, runCli, tempDataDir } from '../helpers/cli';
-import { tinyRun } from '../helpers/tiny';
+import { PACED_HOST, tinyRun } from '../helpers/tiny';
 
 const dirs: string[] = [];
 const dataDir = () => {
@@ -119,7 +119,8 @@ describe('cohort run --local', () => {
 
   it('fails every rank within 10 s, non-zero, with an error naming the rank, when one rank is killed', async () => {
     const data = dataDir();
-    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', '--warmup-steps', '0', ...quarter, '--json'], { env: { COHORT_DATA_DIR: data }, json: true });
+    // until the kill: paced (PACED_HOST), its ranks idle while the test finds and kills rank 1
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', '--warmup-steps', '0', ...quarter, '--json'], { env: { COHORT_DATA_DIR: data, ...PACED_HOST }, json: true });
     await r.waitFor((e) => e.type === 'step');
     // Find rank 1's pid from the process table (it is a child of the agent, in its own group).
     const { execFileSync } = await import('node:child_process');
@@ -193,7 +194,8 @@ describe('cohort run --local: data, checkpoints, stop', () => {
 
   it('cohort stop RUN cancels a running run from another process', async () => {
     const env = { COHORT_DATA_DIR: dataDir() };
-    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', ...quarter, '--json'], { env, json: true });
+    // until stopped: paced (PACED_HOST in the CLI's env, which local ranks inherit), its ranks idle while `runs list` and `stop` start
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', ...quarter, '--json'], { env: { ...env, ...PACED_HOST }, json: true });
     await r.waitFor((e) => e.type === 'step');
     const runs = runCli(['runs', 'list', '--json'], { env });
     await runs.exit;
