@@ -13,9 +13,9 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from '../helpers/free-port';
 import { countOption, machine, median, ROOT, writeResults } from './bench-util';
 
 const ITERS = countOption('iters', 5); // timed iterations per case and round (after 2 warm-up)
@@ -23,16 +23,6 @@ const ROUNDS = countOption('rounds', 3); // interleaved rounds of every case
 const BYTES = countOption('mb', 100) * 1_000_000; // payload, bytes of float32
 const LEN = BYTES / 4;
 const PY = '/usr/bin/python3';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** Runs `n` processes (argv per rank) and returns rank 0's last stdout line parsed as JSON. */
 async function runRanks(n: number, cmd: string, args: string[], env: (rank: number) => Record<string, string>): Promise<unknown> {

@@ -25,9 +25,10 @@ import { chromium } from 'playwright-core';
 import { harnessMode, startHosts } from '../harness/sshd-hosts';
 import { CHROMIUM, CHROMIUM_ARGS, ensureRendererBuilt, startServe } from '../e2e/serve-process';
 import { ROOT, cohortCli, countOption, machine, median, until, writeResults } from './bench-util';
+import { tinyRun } from '../helpers/tiny';
 
 const trials = countOption('trials', 5);
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = tinyRun({ width: null });
 
 if ((await harnessMode()) !== 'netns') {
   writeResults('attach', { skipped: 'network namespaces unavailable (needs root and iproute2)' }, '## Attach\n\nskipped: network namespaces unavailable');

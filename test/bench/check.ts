@@ -16,8 +16,9 @@ import { EventLineDecoder, type StepEvent } from '../../trainer/protocol';
 import { harnessMode, startHosts } from '../harness/sshd-hosts';
 import { shapeHost } from '../harness/shape';
 import { RESULTS, cohortCli, countOption, machine, median, stringOption, writeResults } from './bench-util';
+import { tinyRun } from '../helpers/tiny';
 
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
+const TINY = tinyRun({ width: null, warmupSteps: null, logSteps: null });
 const rates = stringOption('rates', '100mbit,300mbit').split(',');
 const steps = countOption('steps', 4);
 const only = stringOption('only', 'all');

@@ -11,10 +11,11 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CohortEvent } from '../../trainer/protocol';
 import { ROOT, cohortRunAsync, countOption, machine, median, stringOption, writeResults } from './bench-util';
+import { tinyRun } from '../helpers/tiny';
 
 const baseDir = stringOption('base-dir', '');
 const rounds = countOption('rounds', 3);
-const tiny = ['--ranks', '3', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1', '--seed', '7', '--checkpoint-every', '2'];
+const tiny = ['--ranks', '3', ...tinyRun({ width: null, warmupSteps: 0, seed: 7 }), '--checkpoint-every', '2'];
 
 async function run(root: string, args: string[]): Promise<CohortEvent[]> {
   const { events, code, stderr } = await cohortRunAsync(args, root);

@@ -14,10 +14,11 @@ import { HostSession } from '../../electron/core/ssh';
 import { EventLineDecoder } from '../../trainer/protocol';
 import { harnessMode, startHosts, type SshdCluster, type SshdHost } from '../harness/sshd-hosts';
 import { ROOT, machine, median, writeResults } from './bench-util';
+import { tinyRun } from '../helpers/tiny';
 
 const execFileP = promisify(execFile);
 const RUNS = 3;
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1', '--steps', '1'];
+const tiny = tinyRun({ width: null, warmupSteps: 0, steps: 1 });
 
 if ((await harnessMode()) !== 'netns') {
   writeResults('cluster', { skipped: 'network namespaces unavailable (needs root and iproute2)' }, '### Cluster\n\nskipped: network namespaces unavailable');

@@ -13,10 +13,11 @@ import { join } from 'node:path';
 import type { CohortEvent } from '../../trainer/protocol';
 import { harnessMode, startHosts } from '../harness/sshd-hosts';
 import { cohortCli, countOption, machine, median, until, writeResults } from './bench-util';
+import { tinyRun } from '../helpers/tiny';
 
 const trials = countOption('trials', 3);
 const every = 3;
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1', '--checkpoint-every', String(every)];
+const tiny = [...tinyRun({ width: null }), '--checkpoint-every', String(every)];
 
 if ((await harnessMode()) !== 'netns') {
   writeResults('restart', { skipped: 'network namespaces unavailable (needs root and iproute2)' }, '## Restart\n\nskipped: network namespaces unavailable');

@@ -13,9 +13,10 @@ import { join } from 'node:path';
 import { EventLineDecoder } from '../../trainer/protocol';
 import { SLURM_MISSING, startSlurmCluster } from '../harness/slurm-cluster';
 import { ROOT, machine, median, writeResults } from './bench-util';
+import { tinyRun } from '../helpers/tiny';
 
 const RUNS = 3;
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1', '--steps', '1'];
+const tiny = tinyRun({ width: null, warmupSteps: 0, steps: 1 });
 
 if (SLURM_MISSING) {
   writeResults('slurm', { skipped: SLURM_MISSING }, `### Slurm\n\nskipped: ${SLURM_MISSING}`);

@@ -17,9 +17,10 @@ import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
 import { NFT_MISSING } from '../harness/shape';
 import { useCohortCluster } from '../helpers/cohort-cluster';
 import { runCheck } from '../helpers/check-cli';
+import { tinyRun } from '../helpers/tiny';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--no-compute'];
+const TINY = [...tinyRun({ warmupSteps: null, logSteps: null }), '--no-compute'];
 const fx = useCohortCluster(3, { enabled: NETNS, profiles: { 'duo-spare': [0, 1, { host: 2, spare: true }] } });
 const check = () => runCheck(['duo-spare', ...TINY], { ...fx().env, COHORT_CHECK_LINK_MS: '200' });
 

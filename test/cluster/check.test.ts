@@ -4,30 +4,41 @@
 // named; a stand-in nvidia-smi (the one fake: no GPU exists here) reporting ECC errors, a throttle
 // reason and a foreign process holding most of a GPU's memory gives warnings naming host and GPU.
 // Nothing is left running on the hosts afterwards.
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CheckResult } from '../../trainer/protocol/check';
-import { harnessMode, leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
+import { harnessMode, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { NFT_MISSING, firewallHost, shapeHost } from '../harness/shape';
 import { PassThrough } from 'node:stream';
 import { main } from '../../electron/cli/cli';
 import { runCli } from '../helpers/cli';
 import { runCheck } from '../helpers/check-cli';
+import { useCohortCluster } from '../helpers/cohort-cluster';
 import { until } from '../helpers/until';
+import { tinyRun } from '../helpers/tiny';
 
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
+const TINY = tinyRun({ width: null, warmupSteps: null, logSteps: null });
 const netns = !SSHD_MISSING && (await harnessMode()) === 'netns';
+// The stand-in nvidia-smi's folder (h2's PATH in trio-smi: the profile names it before the hosts start).
+const smiDir = mkdtempSync(join(tmpdir(), 'cohort-check-smi-'));
+// 2 s a link for the shaped-link case: long enough for the ±30% (tbf's 64 kB burst is ~1% of it).
+const fx = useCohortCluster(3, {
+  enabled: netns,
+  clientEnv: { COHORT_CHECK_LINK_MS: '2000' },
+  profiles: {
+    trio: [0, 1, 2],
+    'trio-smi': [0, { host: 1, env: { PATH: `${smiDir}:${process.env.PATH}` } }, 2],
+    // h2's Python has no torch (a pyenv interpreter): --engine auto picks torch on h1 and h3, tfjs on h2.
+    'trio-mixed': [{ host: 0, python: '/usr/bin/python3' }, { host: 1, python: '/root/.pyenv/versions/3.11.7/bin/python3' }, { host: 2, python: '/usr/bin/python3' }],
+    // h1 alone (no links, no ring): the host-key case checks one host three times.
+    solo: [0],
+  },
+});
 let cluster: SshdCluster;
 let dir: string;
 let env: NodeJS.ProcessEnv;
-
-function profile(name: string, extra: (i: number) => Record<string, unknown> = () => ({})): string {
-  const file = join(dir, `${name}.json`);
-  writeFileSync(file, JSON.stringify({ name, hosts: cluster.hosts.map((h, i) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir, ...extra(i) })) }));
-  return file;
-}
 
 /** The cases that assert nothing about link speeds stream each link this long (the CLI's minimum): their links only need to connect. */
 const LINK_MS_UNMEASURED = '200';
@@ -36,18 +47,13 @@ async function check(args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<
   return runCheck(args, { ...env, ...extraEnv });
 }
 
-beforeAll(async () => {
+beforeAll(() => {
   if (!netns) return;
-  cluster = await startHosts(3);
-  dir = mkdtempSync(join(tmpdir(), 'cohort-check-test-'));
-  const knownHosts = join(dir, 'known_hosts');
-  copyFileSync(cluster.knownHostsPath, knownHosts);
-  // 2 s a link for the shaped-link case: long enough for the ±30% (tbf's 64 kB burst is ~1% of it).
-  env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '', COHORT_CHECK_LINK_MS: '2000' };
+  ({ cluster, dir, env } = fx());
   // The stand-in nvidia-smi on h2 (PATH from the profile's host env): two H100s; GPU 0 throttled
   // by a hardware slowdown, GPU 1 with 3 uncorrected ECC errors and 70 GiB held by a python process
   // that is not Cohort's. Anything else it is asked fails, as a driver that does not know the field.
-  writeFileSync(join(dir, 'nvidia-smi'), `#!/bin/sh
+  writeFileSync(join(smiDir, 'nvidia-smi'), `#!/bin/sh
 case "$1" in
   --query-gpu=index,uuid,name,memory.total,memory.used,driver_version) printf '0, GPU-a0, NVIDIA H100 80GB HBM3, 81559, 1200, 550.54.15\\n1, GPU-b1, NVIDIA H100 80GB HBM3, 81559, 72000, 550.54.15\\n';;
   --query-gpu=index,compute_cap) printf '0, 9.0\\n1, 9.0\\n';;
@@ -59,31 +65,12 @@ case "$1" in
   *) exit 2;;
 esac
 `);
-  chmodSync(join(dir, 'nvidia-smi'), 0o755);
-  for (const [name, file] of [
-    ['trio', profile('trio')],
-    ['trio-smi', profile('trio-smi', (i) => (i === 1 ? { env: { PATH: `${dir}:${process.env.PATH}` } } : {}))],
-    // h2's Python has no torch (a pyenv interpreter): --engine auto picks torch on h1 and h3, tfjs on h2.
-    ['trio-mixed', profile('trio-mixed', (i) => ({ python: i === 1 ? '/root/.pyenv/versions/3.11.7/bin/python3' : '/usr/bin/python3' }))],
-    // h1 alone (no links, no ring): the host-key case checks one host three times.
-    ['solo', (() => {
-      const file = join(dir, 'solo.json');
-      const h = cluster.hosts[0]!;
-      writeFileSync(file, JSON.stringify({ name: 'solo', hosts: [{ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }] }));
-      return file;
-    })()],
-  ] as const) {
-    const r = runCli(['profiles', 'import', file], { env });
-    expect((await r.exit).code, `${name}: ${r.stderr}`).toBe(0);
-  }
-}, 120_000);
+  chmodSync(join(smiDir, 'nvidia-smi'), 0o755);
+});
 
 afterAll(async () => {
-  const id = cluster?.id;
-  if (cluster) expect(await trainerProcesses(cluster)).toEqual([]);
-  await cluster?.dispose();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
+  rmSync(smiDir, { recursive: true, force: true });
+  if (cluster) expect(await fx().trainerProcesses()).toEqual([]); // before the fixture's dispose (its afterAll runs after this one)
 });
 
 describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {

@@ -8,6 +8,7 @@ import type { CohortEvent, ErrorEvent, HelloEvent, StepEvent } from '../../train
 import { type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
 import { useCohortCluster } from '../helpers/cohort-cluster';
+import { tinyRun } from '../helpers/tiny';
 
 // pair: the profile names each host's Python (the engine choice's override, issue 13)
 const fx = useCohortCluster(3, {
@@ -23,7 +24,7 @@ beforeAll(() => {
   dirs = [fx().dir];
 });
 
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1'];
+const tiny = tinyRun({ logSteps: null });
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
 async function cli(args: string[], json = false) {
@@ -78,10 +79,7 @@ describe.skipIf(SSHD_MISSING)('cohort probe / deploy over SSH', () => {
   });
 
   it('a deploy failure exits 3 (a host problem, like a connection failure), not 1', async () => {
-    const h = cluster.hosts[0]!;
-    const file = join(dirs[0]!, 'badwd.json');
-    writeFileSync(file, JSON.stringify({ name: 'badwd', hosts: [{ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: '/etc/hostname/cohort' }] }));
-    expect((await cli(['profiles', 'import', file])).exit.code).toBe(0);
+    await fx().importProfile('badwd', [{ host: 0, workdir: '/etc/hostname/cohort' }]);
     const r = await cli(['deploy', 'badwd']);
     expect(r.stdout + r.stderr).toMatch(/cannot create/);
     expect(r.exit.code).toBe(3);

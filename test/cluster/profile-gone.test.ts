@@ -9,13 +9,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LogEvent } from '../../trainer/protocol';
 import { leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
-import { PACED_HOST, QUICK_CLIENT_SSH } from '../helpers/tiny';
+import { PACED_HOST, QUICK_CLIENT_SSH, tinyRun } from '../helpers/tiny';
 import { until } from '../helpers/until';
 
 let cluster: SshdCluster;
 let dir: string;
 let env: NodeJS.ProcessEnv;
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = tinyRun();
 
 async function cli(args: string[]) {
   const r = runCli(args, { env });

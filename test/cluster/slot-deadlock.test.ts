@@ -5,33 +5,29 @@
 //   - six --detach runs, started in pairs on two profiles over the same two hosts in the same order:
 //     queued runs split the hosts between them (four stayed queued with nothing running)
 // Both end with every run ok, one at a time (never two runs on a slot at once).
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { decodeRunState, type RunStateRecord } from '../../trainer/protocol';
-import { harnessMode, leftovers, startHosts, trainerProcesses, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
-import { runCli, type CliRun } from '../helpers/cli';
+import { harnessMode, SSHD_MISSING } from '../harness/sshd-hosts';
+import type { CliRun } from '../helpers/cli';
+import { useCohortCluster } from '../helpers/cohort-cluster';
+import { tinyRun } from '../helpers/tiny';
 
 const NETNS = !SSHD_MISSING && (await harnessMode()) === 'netns';
 
-let cluster: SshdCluster;
-let dir = '';
-let env: NodeJS.ProcessEnv;
-const clients: CliRun[] = [];
+// fwd and fwd2: h1 then h2; rev: h2 then h1 (one slot each)
+const fx = useCohortCluster(2, { enabled: NETNS, profiles: { fwd: [0, 1], fwd2: [0, 1], rev: [1, 0] }, deploy: 'fwd' });
 /** Runs started by the current test: a deadlock (the test failed) leaves them queued; stopped after it, so the next test starts clean. */
 const started: string[] = [];
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1'];
+const tiny = tinyRun({ warmupSteps: 0 });
 
-function cli(args: string[]): CliRun {
-  const r = runCli(args, { env });
-  clients.push(r);
-  return r;
-}
+const cli = (args: string[]): CliRun => fx().cli(args);
+const hostName = (host: number): string => fx().cluster.hosts[host]!.name;
 
 /** One run's record on one host (the hosts share this machine's filesystem). */
 function stateOn(host: number, runId: string): RunStateRecord | undefined {
-  const p = join(cluster.hosts[host]!.workdir, 'runs', runId, 'state.json');
+  const p = join(fx().cluster.hosts[host]!.workdir, 'runs', runId, 'state.json');
   if (!existsSync(p)) return undefined;
   try {
     return decodeRunState(JSON.parse(readFileSync(p, 'utf8')));
@@ -42,7 +38,7 @@ function stateOn(host: number, runId: string): RunStateRecord | undefined {
 
 /** When the run's ranks first started on a host: the agent's `env` event there (told as it starts them). */
 function firstRanAt(host: number, runId: string): number | undefined {
-  const p = join(cluster.hosts[host]!.workdir, 'runs', runId, 'events.jsonl');
+  const p = join(fx().cluster.hosts[host]!.workdir, 'runs', runId, 'events.jsonl');
   if (!existsSync(p)) return undefined;
   const hello = readFileSync(p, 'utf8')
     .split('\n')
@@ -67,7 +63,7 @@ async function allEnd(runIds: string[], ms: number): Promise<void> {
   for (;;) {
     if (runIds.every((id) => ended(stateOn(0, id)) && ended(stateOn(1, id)))) return;
     if (Date.now() > end) {
-      const where = runIds.map((id) => `${id}: ${[0, 1].map((h) => `${cluster.hosts[h]!.name} ${stateOn(h, id)?.state ?? '-'}${stateOn(h, id)?.queuedBehind ? ` behind ${stateOn(h, id)!.queuedBehind}` : ''}`).join(', ')}`);
+      const where = runIds.map((id) => `${id}: ${[0, 1].map((h) => `${hostName(h)} ${stateOn(h, id)?.state ?? '-'}${stateOn(h, id)?.queuedBehind ? ` behind ${stateOn(h, id)!.queuedBehind}` : ''}`).join(', ')}`);
       throw new Error(`runs still not ended after ${ms / 1000} s (a deadlock on the slots?):\n${where.join('\n')}`);
     }
     await new Promise((r) => setTimeout(r, 500));
@@ -76,43 +72,16 @@ async function allEnd(runIds: string[], ms: number): Promise<void> {
 
 /** Every run ok on both hosts, and no two of them ever ran at once (one slot per host). */
 function expectOkOneAtATime(runIds: string[]): void {
-  for (const id of runIds) for (const h of [0, 1]) expect(stateOn(h, id)?.state, `${id} on ${cluster.hosts[h]!.name}`).toBe('ok');
+  for (const id of runIds) for (const h of [0, 1]) expect(stateOn(h, id)?.state, `${id} on ${hostName(h)}`).toBe('ok');
   for (const h of [0, 1]) {
     const spans = runIds.map((id) => ({ id, from: firstRanAt(h, id)!, to: stateOn(h, id)!.endedAt! })).sort((a, b) => a.from - b.from);
-    for (let i = 1; i < spans.length; i++) expect(spans[i]!.from, `${spans[i]!.id} started on ${cluster.hosts[h]!.name} before ${spans[i - 1]!.id} ended there`).toBeGreaterThanOrEqual(spans[i - 1]!.to);
+    for (let i = 1; i < spans.length; i++) expect(spans[i]!.from, `${spans[i]!.id} started on ${hostName(h)} before ${spans[i - 1]!.id} ended there`).toBeGreaterThanOrEqual(spans[i - 1]!.to);
   }
 }
-
-beforeAll(async () => {
-  if (!NETNS) return;
-  cluster = await startHosts(2);
-  dir = mkdtempSync(join(tmpdir(), 'cohort-slot-deadlock-'));
-  const knownHosts = join(dir, 'known_hosts');
-  copyFileSync(cluster.knownHostsPath, knownHosts);
-  env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: knownHosts, SSH_AUTH_SOCK: '' };
-  const hosts = cluster.hosts.map((h) => ({ name: h.name, address: h.address, port: h.port, user: cluster.user, identityFile: cluster.clientKeyPath, slots: 1, workdir: h.workdir }));
-  for (const [name, list] of [['fwd', hosts], ['fwd2', hosts], ['rev', [hosts[1]!, hosts[0]!]]] as const) {
-    const file = join(dir, `${name}.json`);
-    writeFileSync(file, JSON.stringify({ name, hosts: list }));
-    const imported = cli(['profiles', 'import', file]);
-    expect((await imported.exit).code, imported.stderr).toBe(0);
-  }
-  const deployed = cli(['deploy', 'fwd']);
-  expect((await deployed.exit).code, deployed.stderr).toBe(0);
-}, 300_000);
 
 afterEach(async () => {
   const left = started.splice(0).filter((id) => !(ended(stateOn(0, id)) && ended(stateOn(1, id))));
   await Promise.all(left.map((id) => cli(['stop', id]).exit));
-});
-
-afterAll(async () => {
-  for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
-  // a deadlocked run (the test failed) keeps its agents: dispose() kills every process of the hosts' sessions
-  const id = cluster?.id;
-  await cluster?.dispose();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-  if (id) expect(await leftovers(id)).toEqual({ namespaces: [], links: [], processes: [] });
 });
 
 describe.skipIf(!NETNS)('GPU slots on 2 real SSH hosts: no deadlock', () => {
@@ -120,7 +89,7 @@ describe.skipIf(!NETNS)('GPU slots on 2 real SSH hosts: no deadlock', () => {
     const ids = await Promise.all([startDetached('fwd'), startDetached('rev')]);
     await allEnd(ids, 240_000);
     expectOkOneAtATime(ids);
-    expect(await trainerProcesses(cluster)).toEqual([]);
+    expect(await fx().trainerProcesses()).toEqual([]);
   }, 400_000);
 
   it('six --detach runs started in pairs on two profiles over the same two hosts in the same order all end ok, one at a time', async () => {
@@ -128,6 +97,6 @@ describe.skipIf(!NETNS)('GPU slots on 2 real SSH hosts: no deadlock', () => {
     for (let pair = 0; pair < 3; pair++) ids.push(...(await Promise.all([startDetached('fwd'), startDetached('fwd2')])));
     await allEnd(ids, 420_000);
     expectOkOneAtATime(ids);
-    expect(await trainerProcesses(cluster)).toEqual([]);
+    expect(await fx().trainerProcesses()).toEqual([]);
   }, 600_000);
 });

@@ -1,9 +1,9 @@
 // Spawns real rank processes (node --import tsx) on loopback and cleans every one up.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import type { Scenario } from './scenario';
 import { ROOT } from '../helpers/cli';
+import { freePort } from '../helpers/free-port';
 
 const WORKER = join(import.meta.dirname, 'rank-worker.ts');
 
@@ -23,17 +23,7 @@ export interface RankProc {
   waitFor(type: string, ms?: number): Promise<Line>;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      s.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 export class RankGroup {
   readonly procs: RankProc[] = [];

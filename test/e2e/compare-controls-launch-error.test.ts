@@ -14,8 +14,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { guiWording, type RunMeta } from '../../electron/common';
 import { fillLaunch, TINY_FORM, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM } from './serve-process';
+import { tinyRun } from '../helpers/tiny';
 
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--log-steps', '1', '--warmup-steps', '0', '--steps', '6'];
+const TINY = tinyRun({ batchSize: null, classes: null, warmupSteps: 0, steps: 6 });
 const SIZES = [
   [1280, 800],
   [1920, 1080],

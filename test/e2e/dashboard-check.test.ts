@@ -12,6 +12,7 @@ import { shapeHost } from '../harness/shape';
 import { runCli } from '../helpers/cli';
 import { useDashboard } from './open-dashboard';
 import { CHROMIUM, ROOT } from './serve-process';
+import { TINY_WIDTH } from '../helpers/tiny';
 
 const netns = existsSync('/usr/sbin/sshd') && (await harnessMode()) === 'netns';
 
@@ -38,7 +39,7 @@ esac
     writeFileSync(file, JSON.stringify({
       name: 'duo',
       hosts: hosts.hosts.map((h, i) => ({ name: h.name, address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir, ...(i === 1 ? { env: { PATH: `${dir}:${process.env.PATH}` } } : {}) })),
-      defaults: { stem: 'cifar', imageSize: 8, width: 0.25, batchSize: 2, classes: 10 },
+      defaults: { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, batchSize: 2, classes: 10 },
     }));
     const r = runCli(['profiles', 'import', file], { env });
     expect((await r.exit).code, r.stderr).toBe(0);

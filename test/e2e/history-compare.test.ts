@@ -14,6 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import { fillLaunch, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, ROOT, setTheme, type ServeProcess } from './serve-process';
+import { tinyRun } from '../helpers/tiny';
 
 /** One CSV line's cells (RFC 4180 quoting: the error column holds commas). */
 function csvCells(line: string): string[] {
@@ -22,7 +23,7 @@ function csvCells(line: string): string[] {
   for (let m = re.exec(line); m && m.index < line.length; m = re.exec(line)) out.push(m[1] !== undefined ? m[1].replace(/""/g, '"') : m[2]!);
   return out;
 }
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--log-steps', '1', '--warmup-steps', '0'];
+const TINY = tinyRun({ batchSize: null, classes: null, warmupSteps: 0 });
 
 describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => {
   let serve: ServeProcess;

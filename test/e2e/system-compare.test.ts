@@ -28,9 +28,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import { useDashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+import { tinyRun } from '../helpers/tiny';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
-const SAME = ['run', '--local', '--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '12', '--log-steps', '2', '--warmup-steps', '1'];
+const SAME = ['run', '--local', ...tinyRun({ width: null, steps: 12, logSteps: 2 })];
 const GiB = 2 ** 30;
 
 /** The cpu cgroup the runs and the hog share (the file's head says why); a fresh one per test process. */

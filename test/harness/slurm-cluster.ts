@@ -14,9 +14,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { chmod, mkdir, open, readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../helpers/free-port';
 import { cleanupStale, pidAlive, register, teardownSync, type Registration } from './netns';
 import { startHosts, SSHD_MISSING, type CommandResult, type SshdCluster, type SshdHost } from './sshd-hosts';
 
@@ -105,7 +105,7 @@ export async function startSlurmCluster(opts: SlurmClusterOptions = {}): Promise
     register(reg);
 
     const cpus = Number(/CPUs=(\d+)/.exec(execFileSync('/usr/sbin/slurmd', ['-C'], { encoding: 'utf8' }))?.[1] ?? 1);
-    const ctldPort = await freePort();
+    const ctldPort = await freePort('any');
     await writeFile(
       confPath,
       [
@@ -222,18 +222,6 @@ async function daemon(argv: string[], outPath: string): Promise<number> {
   child.unref();
   if (!child.pid) throw new Error(`could not start ${argv.join(' ')}`);
   return child.pid;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, () => {
-      const a = srv.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function readSafe(path: string): string {

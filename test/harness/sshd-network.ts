@@ -3,8 +3,8 @@
 // ports, and the client-path cut. Every namespace, link and route is registered (netns.ts) before it
 // is made, so a killed run's leftovers are removed at the next start.
 import { execFile } from 'node:child_process';
-import { createServer } from 'node:net';
 import { promisify } from 'node:util';
+import { freePort } from '../helpers/free-port';
 import { ip, register, reserveSubnets, type Registration } from './netns';
 
 const execFileP = promisify(execFile);
@@ -93,18 +93,6 @@ export async function loopbackAddresses(n: number): Promise<HostNetwork> {
     net.ports.push(await freePort(address));
   }
   return net;
-}
-
-async function freePort(address: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, address, () => {
-      const a = srv.address();
-      const port = typeof a === 'object' && a ? a.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /**

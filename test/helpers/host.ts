@@ -2,7 +2,6 @@
 // core does on a host: a child process with cwd = a workdir, the LaunchSpec on stdin.
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeEvent, decodeRunState, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../../trainer/protocol';
@@ -13,6 +12,7 @@ import { tinyConfig } from './tiny';
 import { until } from './until';
 
 export { tinyConfig };
+export { freePort } from './free-port';
 
 export const BUNDLE = join(ROOT, 'resources', 'trainer', 'cohort-trainer.mjs');
 
@@ -41,13 +41,6 @@ export function hostCmd(workdir: string, args: string[], opts: { stdin?: string;
 export const tempWorkdir = (): string => mkdtempSync(join(tmpdir(), 'cohort-host-'));
 export const removeDir = (d: string) => rmSync(d, { recursive: true, force: true });
 
-export async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((res) => s.listen(0, '127.0.0.1', res));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((res) => s.close(() => res()));
-  return port;
-}
 
 
 export function spec(p: Partial<Omit<LaunchSpec, 'config'>> & Pick<LaunchSpec, 'runId' | 'host' | 'ranks' | 'worldSize' | 'masterPort'> & { config: Record<string, unknown> }): string {

@@ -25,20 +25,40 @@
 export const TINY_WIDTH = 0.25;
 
 export interface TinyRunOptions {
-  batchSize?: number;
-  /** Steps before steps are told (default 1; 0 tells every step). */
-  warmupSteps?: number;
-  /** Every how many steps a step event is told (default 1). */
-  logSteps?: number;
+  /** `--batch-size` (default 2; null leaves the flag out: the product's 16). */
+  batchSize?: number | null;
+  /** `--classes` (default 10; null leaves the flag out: the product's 100). */
+  classes?: number | null;
+  /** Steps before steps are told (default 1; 0 tells every step; null leaves the flag out: the product's 2). */
+  warmupSteps?: number | null;
+  /** Every how many steps a step event is told (default 1; null leaves the flag out: the product's 10). */
+  logSteps?: number | null;
+  /** `--steps` (left out unless given). */
+  steps?: number;
   seed?: number;
-  /** `--width` (default 0.25: see above). */
-  width?: number;
+  /** `--width` (default 0.25: see above; null leaves the flag out: full width, where the step times or the full model are the subject). */
+  width?: number | null;
 }
 
-/** `--stem cifar --image-size 8 --width 0.25 --batch-size 2 --classes 10 --warmup-steps 1 --log-steps 1` (and `--seed` if given). */
+/**
+ * `--stem cifar --image-size 8 --width 0.25 --batch-size 2 --classes 10 --warmup-steps 1 --log-steps 1`,
+ * then `--steps` and `--seed` if given. An option set to null leaves its flag out (the product's default).
+ */
 export function tinyRun(o: TinyRunOptions = {}): string[] {
-  const flags = ['--stem', 'cifar', '--image-size', '8', '--width', String(o.width ?? TINY_WIDTH), '--batch-size', String(o.batchSize ?? 2), '--classes', '10', '--warmup-steps', String(o.warmupSteps ?? 1), '--log-steps', String(o.logSteps ?? 1)];
-  return o.seed === undefined ? flags : [...flags, '--seed', String(o.seed)];
+  const flag = (name: string, v: number | null | undefined, dflt?: number): string[] => {
+    const value = v === undefined ? dflt : v;
+    return value === null || value === undefined ? [] : [name, String(value)];
+  };
+  return [
+    '--stem', 'cifar', '--image-size', '8',
+    ...flag('--width', o.width, TINY_WIDTH),
+    ...flag('--batch-size', o.batchSize, 2),
+    ...flag('--classes', o.classes, 10),
+    ...flag('--warmup-steps', o.warmupSteps, 1),
+    ...flag('--log-steps', o.logSteps, 1),
+    ...flag('--steps', o.steps),
+    ...flag('--seed', o.seed),
+  ];
 }
 
 /** The same run's TrainConfig fields, for host-agent specs (test/helpers/host.ts `spec`). */

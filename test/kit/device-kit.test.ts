@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { LADDER_RUN_ORDER, SHAPE, standInGpu } from '../gpu/stand-in-gpu';
 import { ROOT } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const canNamespace = process.getuid?.() === 0 && spawnSync('unshare', ['-m', '-n', 'true']).status === 0;
@@ -67,7 +68,7 @@ function inNamespace(script: string, env: Record<string, string>, timeoutMs: num
 }
 
 const eventsOf = (stdout: string): CohortEvent[] => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => decodeEvent(JSON.parse(l)));
-const tiny = ['--ranks', '2', '--steps', '2', '--log-steps', '1', '--warmup-steps', '0', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'];
+const tiny = ['--ranks', '2', ...tinyRun({ width: null, batchSize: 4, steps: 2, warmupSteps: 0 }), '--json'];
 
 describe.skipIf(!canNamespace)('the device kit, offline, with the system Node hidden', () => {
   beforeAll(() => {

@@ -6,13 +6,14 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const data = tempDataDir();
 afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 it('start block, runs list and runs show say what the run applied', async () => {
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
-  const r = runCli(['run', '--local', '--engine', 'tfjs', '--fp16', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '2', '--log-steps', '1', '--warmup-steps', '0'], { env });
+  const r = runCli(['run', '--local', '--engine', 'tfjs', '--fp16', ...tinyRun({ steps: 2, warmupSteps: 0 })], { env });
   expect((await r.exit).code, r.stderr).toBe(0);
   // The start block: this run first, then what the host offers, under its own heading.
   expect(r.stderr).toContain('  this run: compile no, fp16 exchange only\n  available on this host (what the engine offers, used only when asked):\n');

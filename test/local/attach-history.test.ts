@@ -11,11 +11,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ErrorEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
 import { until as untilHelper } from '../helpers/until';
+import { tinyRun } from '../helpers/tiny';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = tinyRun();
 const lines = (p: string) => (existsSync(p) ? readFileSync(p, 'utf8').split('\n').filter(Boolean).length : 0);
 const json = (p: string) => JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown>;
 

@@ -3,7 +3,6 @@
 // and --json's error + done on a refused connection.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import { RunStore } from '../../electron/core/runs/run-store';
 import { COMMANDS } from '../../electron/cli/commands';
 import { allCommands } from '../../electron/cli/command-spec';
 import { COHORT, ROOT, runCli } from '../helpers/cli';
+import { freePort } from '../helpers/free-port';
 
 const dirs: string[] = [];
 const temp = (p: string) => {
@@ -147,10 +147,7 @@ describe('closed pipes', () => {
 describe('--json on a refused connection', () => {
   it('prints an error event, then done, on stdout', async () => {
     // A port nothing listens on: bind, note the port, close.
-    const srv = createServer();
-    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-    const port = (srv.address() as { port: number }).port;
-    await new Promise((r) => srv.close(r));
+    const port = await freePort();
     const e = env();
     const key = join(e.COHORT_CONFIG_DIR, 'id_ed25519');
     expect(spawnSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', key]).status).toBe(0);

@@ -3,16 +3,17 @@
 // then `done`. Real CLI, a real local rank; the failed launch is a real refused TCP connection (a
 // closed loopback port), so its run is recorded as failed and its id must still come first.
 import { rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { freePort } from '../helpers/free-port';
+import { tinyRun } from '../helpers/tiny';
 
 const data = tempDataDir();
 const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), COHORT_KNOWN_HOSTS: join(data, 'known_hosts'), SSH_AUTH_SOCK: '' };
 afterAll(() => rmSync(data, { recursive: true, force: true }));
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '2', '--log-steps', '1', '--warmup-steps', '0'];
+const TINY = tinyRun({ steps: 2, warmupSteps: 0 });
 
 async function recorded(): Promise<RunMeta[]> {
   const list = runCli(['runs', 'list', '--json'], { env });
@@ -41,12 +42,7 @@ it('a --detach --json run starts with the same event', async () => {
 
 it('a launch that fails (connection refused) starts with its runId, then error, then done', async () => {
   // A port that was free a moment ago: nothing listens there, so connecting is refused.
-  const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   const key = join(data, 'id_test');
   writeFileSync(key, 'not a key\n', { mode: 0o600 });
   const file = join(data, 'gone.json');

@@ -6,11 +6,12 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const data = tempDataDir();
 const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
 afterAll(() => rmSync(data, { recursive: true, force: true }));
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '2', '--log-steps', '1', '--warmup-steps', '0'];
+const TINY = tinyRun({ steps: 2, warmupSteps: 0 });
 
 async function cli(...args: string[]) {
   const r = runCli(args, { env });

@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const canMount = process.getuid?.() === 0;
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = tinyRun();
 
 describe.skipIf(!canMount)('the client\'s disk-full warning (issue 24 defect 13)', () => {
   it('cohort run prints it once, and that the record caught up when space returned', async () => {

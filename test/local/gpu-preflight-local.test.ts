@@ -14,6 +14,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import type { EnvEvent, ErrorEvent, LogEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const root = mkdtempSync(join(tmpdir(), 'cohort-bf16-'));
 const data = tempDataDir();
@@ -60,7 +61,7 @@ describe('agent pre-launch GPU check (local run)', () => {
   it('--require-gpu refuses to start a run that would train on the CPU: tfjs (wasm here) and torch (a CPU torch), each saying why', async () => {
     // No fake nvidia-smi and Debian's CPU torch: this machine as it is.
     const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), COHORT_PYTHON: '/usr/bin/python3' };
-    const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--steps', '2', '--warmup-steps', '1', '--log-steps', '1'];
+    const tiny = tinyRun({ width: null, steps: 2 });
     const [tfjs, torch] = [runCli(['run', '--local', '--engine', 'tfjs', '--require-gpu', ...tiny, '--json'], { env, json: true }), runCli(['run', '--local', '--engine', 'torch', '--require-gpu', ...tiny, '--json'], { env, json: true })];
     for (const [r, message] of [
       [tfjs, /^--require-gpu: this rank would run on the CPU \(backend (wasm|cpu) on .*\)\. Install @tensorflow\/tfjs-node-gpu/],
@@ -78,7 +79,7 @@ describe('agent pre-launch GPU check (local run)', () => {
 
   it('gives each tfjs rank its own GPU (one visible device, memory growth, PCI order) in a durable run', async () => {
     const envOf = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), PATH: `${root}:${process.env.PATH}`, SECOND_GPU: '1' };
-    const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+    const tiny = tinyRun({ width: null });
     const r = runCli(['run', '--local', '--engine', 'tfjs', '--ranks', '2', '--steps', '2', ...tiny, '--json'], { env: envOf, json: true });
     expect((await r.exit).code, r.stderr).toBe(0);
     const gpus = r.events.find((e): e is LogEvent => e.type === 'log' && e.message.includes('GPUs:'));

@@ -14,6 +14,7 @@ import type { ErrorEvent, StepEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
 import { leftovers, rankPid } from '../helpers/run-procs';
 import { PYTHON, torchUnavailableReason } from '../torch/engine-process';
+import { tinyRun } from '../helpers/tiny';
 
 const skip = torchUnavailableReason();
 const data = tempDataDir();
@@ -21,7 +22,7 @@ afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 describe.skipIf(skip !== undefined)(`hang location (torch)${skip ? ` (skipped: ${skip})` : ''}`, () => {
   it('phases per rank in every window; a stopped rank is named in the first error', async () => {
-    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1', COHORT_HANG_FLOOR_MS: undefined }, json: true });
+    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', ...tinyRun({ width: null, batchSize: 4, logSteps: 2, steps: 5000 }), '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1', COHORT_HANG_FLOOR_MS: undefined }, json: true });
     let pid: number | undefined;
     try {
       const step = (await r.waitFor((e) => e.type === 'step' && e.step >= 5, 300_000)) as StepEvent;

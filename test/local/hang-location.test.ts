@@ -10,13 +10,14 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { ErrorEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
 import { leftovers, rankPid } from '../helpers/run-procs';
+import { tinyRun } from '../helpers/tiny';
 
 const data = tempDataDir();
 afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 describe('hang location (tfjs)', () => {
   it('names the stopped rank in the first error, with the op, its sequence number and each rank\'s last phase', async () => {
-    const r = runCli(['run', '--local', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_HANG_FLOOR_MS: undefined }, json: true });
+    const r = runCli(['run', '--local', '--ranks', '3', ...tinyRun({ width: null, batchSize: 4, logSteps: 2, steps: 5000 }), '--json'], { env: { COHORT_DATA_DIR: data, COHORT_HANG_FLOOR_MS: undefined }, json: true });
     let pid: number | undefined;
     try {
       await r.waitFor((e) => e.type === 'step', 240_000);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
@@ -14,7 +15,7 @@ it('a detached run that ended unfollowed gets its measurements on the next runs 
   const data = tempDataDir();
   dirs.push(data);
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
-  const start = runCli(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--steps', '5', '--log-steps', '1', '--warmup-steps', '0', '--detach'], { env });
+  const start = runCli(['run', '--local', ...tinyRun({ classes: null, steps: 5, warmupSteps: 0 }), '--detach'], { env });
   expect((await start.exit).code, start.stderr).toBe(0);
   const runId = start.stdout.trim();
   const hostRecord = join(data, 'local', 'runs', runId, 'events.jsonl');

@@ -9,11 +9,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runCli, tempDataDir } from '../helpers/cli';
 import { leftovers, rankPid } from '../helpers/run-procs';
 import { until } from '../helpers/until';
+import { tinyRun } from '../helpers/tiny';
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '0', '--log-steps', '1', '--seed', '7'];
+const tiny = tinyRun({ warmupSteps: 0, seed: 7 });
 
 describe('the history from the run view (issue 24 item 2)', () => {
   it('a restart: meta says restarting while it restarts, then ok with restarts 1 and every step; runs show tells the restarts', async () => {

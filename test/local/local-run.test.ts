@@ -7,7 +7,7 @@ import { encodeCifarRecords } from '../../trainer/data/cifar100';
 import { loadLatestCheckpoint } from '../../trainer/train/checkpoint';
 import type { CohortEvent, DoneEvent, ErrorEvent, HelloEvent, StepEvent } from '../../trainer/protocol';
 import { alive, ROOT, runCli, tempDataDir } from '../helpers/cli';
-import { TINY_WIDTH } from '../helpers/tiny';
+import { PACED_HOST, tinyRun } from '../helpers/tiny';
 
 const dirs: string[] = [];
 const dataDir = () => {
@@ -17,11 +17,11 @@ const dataDir = () => {
 };
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10'];
+const tiny = tinyRun({ width: null, batchSize: 4, warmupSteps: null, logSteps: null });
 // The first test trains ResNet-50 at its published width (the README's run, the default); the rest
 // prove flags and lifecycles (compile, fp16, data, checkpoints, stop, a lost rank), the same code
 // paths at any width, at the tiny run's quarter width (test/helpers/tiny.ts says why: CPU-seconds).
-const quarter = [...tiny, '--width', String(TINY_WIDTH)];
+const quarter = tinyRun({ batchSize: 4, warmupSteps: null, logSteps: null });
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
 // The README's main command ("The two commands", step 1), read from README.md so the two cannot
@@ -114,7 +114,7 @@ describe('cohort run --local', () => {
   });
 
   it('computes the same update with 2 ranks as one process on the same global batch (frozen batch-norm)', async () => {
-    const common = ['--steps', '3', '--warmup-steps', '0', '--log-steps', '3', '--freeze-bn', '--optimizer', 'sgd', '--lr', '0.001', '--momentum', '0', '--weight-decay', '0', '--stem', 'cifar', '--image-size', '8', '--width', String(TINY_WIDTH), '--classes', '10', '--json'];
+    const common = ['--freeze-bn', '--optimizer', 'sgd', '--lr', '0.001', '--momentum', '0', '--weight-decay', '0', ...tinyRun({ batchSize: null, steps: 3, warmupSteps: 0, logSteps: 3 }), '--json'];
     const ck1 = dataDir();
     const ck2 = dataDir();
     const [one, two] = [
@@ -140,7 +140,8 @@ describe('cohort run --local', () => {
 
   it('fails every rank within 10 s, non-zero, with an error naming the rank, when one rank is killed', async () => {
     const data = dataDir();
-    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', '--warmup-steps', '0', ...quarter, '--json'], { env: { COHORT_DATA_DIR: data }, json: true });
+    // until the kill: paced (PACED_HOST), its ranks idle while the test finds and kills rank 1
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', '--warmup-steps', '0', ...quarter, '--json'], { env: { COHORT_DATA_DIR: data, ...PACED_HOST }, json: true });
     await r.waitFor((e) => e.type === 'step');
     // Find rank 1's pid from the process table (it is a child of the agent, in its own group).
     const { execFileSync } = await import('node:child_process');
@@ -168,7 +169,7 @@ describe('cohort run --local: data, checkpoints, stop', () => {
     const rec = (i: number) => ({ fine: i % 100, pixels: Uint8Array.from({ length: 3072 }, (_, k) => (i * 31 + k * 7) % 256) });
     writeFileSync(join(dir, 'train.bin'), encodeCifarRecords(Array.from({ length: 32 }, (_, i) => rec(i))));
     writeFileSync(join(dir, 'test.bin'), encodeCifarRecords(Array.from({ length: 16 }, (_, i) => rec(i + 1000))));
-    const r = runCli(['run', '--local', '--ranks', '2', '--epochs', '1', '--batch-size', '4', '--stem', 'cifar', '--image-size', '8', '--width', String(TINY_WIDTH), '--warmup-steps', '0', '--log-steps', '2', '--data', `cifar100:${dir}`, '--json'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
+    const r = runCli(['run', '--local', '--ranks', '2', '--epochs', '1', ...tinyRun({ batchSize: 4, classes: null, warmupSteps: 0, logSteps: 2 }), '--data', `cifar100:${dir}`, '--json'], { env: { COHORT_DATA_DIR: dataDir() }, json: true });
     expect((await r.exit).code, r.stderr).toBe(0);
     const plan = of(r.events, 'plan')[0]!;
     expect(plan).toMatchObject({ steps: 4, stepsPerEpoch: 4, epochs: 1 }); // 32 samples / (2 ranks × 4)
@@ -214,7 +215,8 @@ describe('cohort run --local: data, checkpoints, stop', () => {
 
   it('cohort stop RUN cancels a running run from another process', async () => {
     const env = { COHORT_DATA_DIR: dataDir() };
-    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', ...quarter, '--json'], { env, json: true });
+    // until stopped: paced (PACED_HOST in the CLI's env, which local ranks inherit), its ranks idle while `runs list` and `stop` start
+    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '100000', '--log-steps', '1', ...quarter, '--json'], { env: { ...env, ...PACED_HOST }, json: true });
     await r.waitFor((e) => e.type === 'step');
     const runs = runCli(['runs', 'list', '--json'], { env });
     await runs.exit;

@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CheckResult } from '../../trainer/protocol/check';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const NO_TORCH = '/root/.pyenv/versions/3.11.7/bin/python3';
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10'];
+const TINY = tinyRun({ warmupSteps: null, logSteps: null });
 const dirs: string[] = [];
 const env = () => {
   const d = tempDataDir();

@@ -6,13 +6,14 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const data = tempDataDir();
 afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 it('runs show (and runs export) of a detached run that ended on its host say ok, with what it measured', async () => {
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
-  const start = runCli(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '4', '--log-steps', '1', '--warmup-steps', '0', '--detach'], { env });
+  const start = runCli(['run', '--local', ...tinyRun({ steps: 4, warmupSteps: 0 }), '--detach'], { env });
   expect((await start.exit).code, start.stderr).toBe(0);
   const runId = start.stdout.trim();
   const hostRecord = join(data, 'local', 'runs', runId, 'events.jsonl');
@@ -30,7 +31,7 @@ it('runs show (and runs export) of a detached run that ended on its host say ok,
 
 it('runs export of a detached run that ended says ok too', async () => {
   const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config') };
-  const start = runCli(['run', '--local', '--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '3', '--log-steps', '1', '--warmup-steps', '0', '--detach'], { env });
+  const start = runCli(['run', '--local', ...tinyRun({ steps: 3, warmupSteps: 0 }), '--detach'], { env });
   expect((await start.exit).code, start.stderr).toBe(0);
   const runId = start.stdout.trim();
   const hostRecord = join(data, 'local', 'runs', runId, 'events.jsonl');

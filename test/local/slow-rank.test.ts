@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { LogEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
 import { rankPid, throttle } from '../helpers/run-procs';
+import { tinyRun } from '../helpers/tiny';
 
 const data = tempDataDir();
 afterAll(() => rmSync(data, { recursive: true, force: true }));
@@ -15,7 +16,7 @@ describe('slow-host warning', () => {
     // 4 slow step windows in a row name a rank here, not the product's 3 (COHORT_SLOW_RANK_WINDOWS, read by the
     // agent): proves the knob reaches the agent, and a stricter rule. (2 named rank 0's data phase once at load
     // ~40, issue 25: fewer windows buy ~2 s and a false positive.)
-    const r = runCli(['run', '--local', '--ranks', '2', '--steps', '2000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_SLOW_RANK_WINDOWS: '4' }, json: true });
+    const r = runCli(['run', '--local', '--ranks', '2', ...tinyRun({ width: null, batchSize: 4, logSteps: 2, steps: 2000 }), '--json'], { env: { COHORT_DATA_DIR: data, COHORT_SLOW_RANK_WINDOWS: '4' }, json: true });
     let pid: number | undefined;
     let stopThrottle = (): void => undefined;
     try {

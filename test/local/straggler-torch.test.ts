@@ -8,6 +8,7 @@ import type { LogEvent, StepEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
 import { leftovers, rankPid, throttle } from '../helpers/run-procs';
 import { PYTHON, torchUnavailableReason } from '../torch/engine-process';
+import { tinyRun } from '../helpers/tiny';
 
 const skip = torchUnavailableReason();
 const data = tempDataDir();
@@ -15,7 +16,7 @@ afterAll(() => rmSync(data, { recursive: true, force: true }));
 
 describe.skipIf(skip !== undefined)(`straggler (torch)${skip ? ` (skipped: ${skip})` : ''}`, () => {
   it('names the rank slowed for real, in the compute phase', async () => {
-    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', '--steps', '5000', '--log-steps', '2', '--warmup-steps', '1', '--stem', 'cifar', '--image-size', '8', '--batch-size', '4', '--classes', '10', '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' }, json: true });
+    const r = runCli(['run', '--local', '--engine', 'torch', '--ranks', '3', ...tinyRun({ width: null, batchSize: 4, logSteps: 2, steps: 5000 }), '--json'], { env: { COHORT_DATA_DIR: data, COHORT_PYTHON: PYTHON, COHORT_THREADS: '1' }, json: true });
     let pid: number | undefined;
     let stopThrottle = (): void => undefined;
     try {

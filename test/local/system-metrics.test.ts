@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { decodeEvent, type StepEvent } from '../../trainer/protocol';
 import { runCli, tempDataDir } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 const data = tempDataDir();
 const env = { COHORT_DATA_DIR: data, COHORT_CONFIG_DIR: join(data, 'config'), NO_COLOR: '1' };
@@ -16,7 +17,7 @@ afterAll(() => {
   for (const h of hogs) h.kill('SIGKILL');
   rmSync(data, { recursive: true, force: true });
 });
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--steps', '8', '--log-steps', '2', '--warmup-steps', '1'];
+const TINY = tinyRun({ steps: 8, logSteps: 2 });
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 it('records each window\'s CPU, ranks\' CPU, load, network and memory of the host, and --system prints them', async () => {

@@ -6,24 +6,19 @@
 // job is ever submitted anywhere. Then the CLI as a process refuses such a profile on import.
 import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SBATCH_OWNED_LONG, readSbatchWord, refusedSbatchWord } from '../../electron/common/sbatch-args';
 import { runCli } from '../helpers/cli';
+import { freePort } from '../helpers/free-port';
 
 const SBATCH = '/usr/bin/sbatch';
 const dir = mkdtempSync(join(tmpdir(), 'cohort-sbatch-args-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 beforeAll(async () => {
-  const port = await new Promise<number>((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
+  const port = await freePort();
   writeFileSync(join(dir, 'slurm.conf'), `ClusterName=cohortargs\nSlurmctldHost=localhost\nSlurmctldPort=${port}\nNodeName=n1 CPUs=1\nPartitionName=p Nodes=n1\n`);
   writeFileSync(join(dir, 'job.sh'), '#!/bin/sh\ntrue\n');
 });

@@ -13,8 +13,9 @@ import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmClust
 import { NFT_MISSING } from '../harness/shape';
 import { runCli } from '../helpers/cli';
 import { runCheck } from '../helpers/check-cli';
+import { tinyRun } from '../helpers/tiny';
 
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--batch-size', '2', '--classes', '10'];
+const TINY = tinyRun({ width: null, warmupSteps: null, logSteps: null });
 /** srun's ports (slurm.conf SrunPortRange) and, apart from them, the login node's ephemeral ports. */
 const SRUN_PORTS = '60001-60100';
 const EPHEMERAL = '40000 50000';

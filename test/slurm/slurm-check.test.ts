@@ -15,8 +15,9 @@ import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmClust
 import { NFT_MISSING } from '../harness/shape';
 import { runCli } from '../helpers/cli';
 import { runCheck } from '../helpers/check-cli';
+import { tinyRun } from '../helpers/tiny';
 
-const TINY = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10'];
+const TINY = tinyRun({ warmupSteps: null, logSteps: null });
 let c: SlurmCluster;
 let dir: string;
 let env: NodeJS.ProcessEnv;

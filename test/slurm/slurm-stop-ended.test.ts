@@ -11,11 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent } from '../../trainer/protocol';
 import { SLURM_MISSING, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { runCli } from '../helpers/cli';
+import { tinyRun } from '../helpers/tiny';
 
 let c: SlurmCluster;
 let dir: string;
 let env: NodeJS.ProcessEnv;
-const tiny = ['--stem', 'cifar', '--image-size', '8', '--width', '0.25', '--batch-size', '2', '--classes', '10', '--warmup-steps', '1', '--log-steps', '1'];
+const tiny = tinyRun();
 
 async function cli(args: string[], json = false) {
   const r = runCli(args, { env, json });
