@@ -17,7 +17,6 @@ const dataDir = () => {
 };
 afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-const tiny = tinyRun({ width: null, batchSize: 4, warmupSteps: null, logSteps: null });
 // The first test trains ResNet-50 at its published width (the README's run, the default); the rest
 // prove flags and lifecycles (compile, fp16, data, checkpoints, stop, a lost rank), the same code
 // paths at any width, at the tiny run's quarter width (test/helpers/tiny.ts says why: CPU-seconds).
