@@ -1,21 +1,28 @@
 // The Chromium e2e tests' common setup: the real `cohort serve` (private config, data and HOME
-// dirs), a headless Chromium with its own profile at 1280×800, and one page, whose uncaught errors
-// are logged. The page is not navigated: a test goes to `serve.url` (which carries the token) when
-// it is ready. dispose() kills the CLIs it started, closes the browser, stops the server and its
-// runs, and removes the profile. A test file takes it through useDashboard() (one per file):
+// dirs), a BrowserContext of the file's own at 1280×800 in the suite's one headless Chromium
+// (test/e2e/chromium-lane.ts: started once by the first file that asks, so a file no longer pays a
+// Chromium launch and close, ~2.3 s on the loaded machine: bench/results/suite.md, "session 8,
+// fixture costs"), and one page, whose uncaught errors are logged. The page is not navigated: a test
+// goes to `serve.url` (which carries the token) when it is ready. dispose() kills the CLIs it started,
+// closes the file's context (its pages, cookies, storage, permissions: nothing reaches the next file)
+// and disconnects, stops the server and its runs. `browser: 'own'` (or COHORT_TEST_SHARED_CHROMIUM=0,
+// or no lane: outside this repo's vitest config) launches a Chromium of the file's own with its own
+// profile dir instead: for a file that would crash or wedge the browser on purpose. A test file
+// takes it through useDashboard() (one per file):
 //
 //   const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: fx().cluster.knownHostsPath }) });
 //   it('…', async () => { const { page, serve } = ui(); await page.goto(serve.url); … });
 //
-// Everything it starts is private to the file (free port, temp dirs, its own Chromium profile), so
+// Everything it starts is private to the file (free port, temp dirs, its own browser context), so
 // two files can run at once (test/README.md).
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { runCli, type CliRun } from '../helpers/cli';
 import { TINY_WIDTH } from '../helpers/tiny';
+import { chromiumEndpoint } from './chromium-lane';
 import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
 
 export interface Dashboard {
@@ -30,11 +37,28 @@ export interface Dashboard {
   dispose(): Promise<void>;
 }
 
-/** `serveArgs` and `env` go to `cohort serve` (e.g. `{ env: { COHORT_KNOWN_HOSTS: path } }`). */
-export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<string, string> } = {}): Promise<Dashboard> {
+const VIEWPORT = { width: 1280, height: 800 };
+
+/** The suite's shared Chromium (test/e2e/chromium-lane.ts), or undefined when there is none to use. */
+function sharedLane(): string | undefined {
+  if (process.env.COHORT_TEST_SHARED_CHROMIUM === '0') return undefined;
+  try {
+    return inject('chromiumLane') || undefined;
+  } catch {
+    return undefined; // not inside a vitest worker
+  }
+}
+
+/**
+ * `serveArgs` and `env` go to `cohort serve` (e.g. `{ env: { COHORT_KNOWN_HOSTS: path } }`); `browser`:
+ * 'shared' (default: a fresh context in the suite's one Chromium) or 'own' (a Chromium of this file's own).
+ */
+export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<string, string>; browser?: 'shared' | 'own' } = {}): Promise<Dashboard> {
   ensureRendererBuilt();
   const serve = await startServe(opts.serveArgs ?? [], opts.env ? { env: opts.env } : {});
-  const profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-'));
+  const lane = opts.browser === 'own' ? undefined : sharedLane();
+  const profileDir = lane ? undefined : mkdtempSync(join(tmpdir(), 'cohort-chromium-'));
+  let connected: Browser | undefined;
   let ctx: BrowserContext | undefined;
   let disposed: Promise<void> | undefined;
   const clients: CliRun[] = [];
@@ -42,11 +66,15 @@ export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<s
     (disposed ??= (async () => {
       for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
       await ctx?.close();
+      await connected?.close(); // disconnects (the shared browser stays for the next file)
       await serve.dispose();
-      rmSync(profileDir, { recursive: true, force: true });
+      if (profileDir) rmSync(profileDir, { recursive: true, force: true });
     })());
   try {
-    ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+    if (lane) {
+      connected = await chromium.connect(await chromiumEndpoint(lane));
+      ctx = await connected.newContext({ viewport: VIEWPORT });
+    } else ctx = await chromium.launchPersistentContext(profileDir!, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: VIEWPORT });
     const browser = ctx;
     const open = async () => {
       const p = await browser.newPage();
@@ -78,6 +106,8 @@ export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<s
 export interface UseDashboardOptions {
   /** false: start nothing (the file's describe is skipped: no Chromium, no sshd...). */
   enabled?: boolean;
+  /** 'own': a Chromium of the file's own instead of a context in the shared one (a file that crashes or wedges the browser on purpose). */
+  browser?: 'shared' | 'own';
   serveArgs?: string[];
   /**
    * `cohort serve`'s extra env. A function is called in beforeAll, after the hooks registered before
@@ -105,7 +135,7 @@ export function useDashboard(opts: UseDashboardOptions = {}): () => Dashboard {
     if (opts.enabled === false) return;
     if (!existsSync(ARTIFACTS)) mkdirSync(ARTIFACTS, { recursive: true });
     const env = typeof opts.env === 'function' ? await opts.env() : opts.env;
-    dash = await openDashboard({ serveArgs: opts.serveArgs, env });
+    dash = await openDashboard({ serveArgs: opts.serveArgs, env, browser: opts.browser });
     if (opts.goto) await dash.page.goto(dash.serve.url);
   }, 120_000);
   if (opts.page === 'case')
