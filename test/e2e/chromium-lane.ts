@@ -16,6 +16,8 @@ import { CHROMIUM, CHROMIUM_ARGS } from './serve-process';
 
 export interface ChromiumLane {
   path: string;
+  /** The running browser's pid (leader of its session), or undefined before the first request. */
+  browserPid(): number | undefined;
   /** Ends the browser (if one was started); resolves to the pids of its session still alive after 5 s (should be none). */
   close(): Promise<number[]>;
 }
@@ -77,11 +79,12 @@ export async function startChromiumLane(): Promise<ChromiumLane> {
   const dir = mkdtempSync(join(tmpdir(), 'cohort-chromium-lane-'));
   const path = join(dir, 'chromium.sock');
   let browser: Promise<Browser> | undefined;
+  let current: Browser | undefined;
   const alive = async (): Promise<Browser> => {
     const b = await browser?.catch(() => undefined);
     if (b && b.child.exitCode === null && b.child.signalCode === null && sessionProcesses(b.pid).includes(b.pid)) return b;
     if (b) await end(b); // crashed: whatever is left of it goes before a new one starts
-    return await (browser = launch());
+    return (current = await (browser = launch()));
   };
   let queue: Promise<unknown> = Promise.resolve();
   const server = createServer((s) => {
@@ -97,6 +100,7 @@ export async function startChromiumLane(): Promise<ChromiumLane> {
   await new Promise<void>((res, rej) => server.once('error', rej).listen(path, () => res()));
   return {
     path,
+    browserPid: () => current?.pid,
     close: async () => {
       await new Promise<void>((res) => server.close(() => res()));
       await queue;
