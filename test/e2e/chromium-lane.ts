@@ -70,7 +70,13 @@ async function end(b: Browser): Promise<number[]> {
   }
   for (const t0 = Date.now(); Date.now() - t0 < 5000; await new Promise((r) => setTimeout(r, 100))) if (sessionProcesses(b.pid).length === 0) return [];
   const left = sessionProcesses(b.pid);
-  for (const pid of left) process.kill(pid, 'SIGKILL');
+  for (const pid of left) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* exited meanwhile */
+    }
+  }
   return left;
 }
 
