@@ -18,7 +18,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Download, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { runCli, type CliRun } from '../helpers/cli';
 import { TINY_WIDTH } from '../helpers/tiny';
@@ -153,6 +153,16 @@ export function useDashboard(opts: UseDashboardOptions = {}): () => Dashboard {
     if (!dash) throw new Error('the dashboard fixture is not started (use it inside a test or a hook after beforeAll)');
     return dash;
   };
+}
+
+/**
+ * A download's content as text. Not `download.path()`: a browser reached by connect() (the shared one)
+ * keeps the file on its side, so playwright has no local path; the stream works either way.
+ */
+export async function downloadText(d: Download): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of await d.createReadStream()) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The Launch form's fields, by the `launch-<name>` test id (profile, engine, stem, ranks, batch-size, …). */
