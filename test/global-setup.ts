@@ -37,8 +37,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const lane = await startCpuLane(CPU_TOKENS);
   project.provide('cpuLane', lane.path);
   // COHORT_TEST_SHARED_CHROMIUM=1: one Chromium for every e2e file, started by the first that asks.
-  // UNFINISHED, so off by default (each file its own Chromium): under it history-tools failed 2 of 3
-  // loaded runs, 0 of 3 without (bench/results/suite.md, "session 8, fixture costs"); cause not found.
+  // UNFINISHED, so off by default (each file its own Chromium): under it history-tools failed 2 of 5
+  // loaded runs, 0 of 3 without, and 3 files at once were not faster (bench/results/suite.md,
+  // "session 8, fixture costs"); cause not found.
   const chromium = process.env.COHORT_TEST_SHARED_CHROMIUM === '1' ? await startChromiumLane() : undefined;
   project.provide('chromiumLane', chromium?.path ?? '');
   return async () => {

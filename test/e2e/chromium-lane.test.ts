@@ -9,7 +9,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { chromiumEndpoint, sessionProcesses, startChromiumLane, type ChromiumLane } from './chromium-lane';
 import { CHROMIUM } from './serve-process';
 
-describe.skipIf(!existsSync(CHROMIUM))('the shared Chromium lane', () => {
+// Runs with COHORT_TEST_SHARED_CHROMIUM=1 only, like the lane itself (opt-in, UNFINISHED: test/README.md),
+// so the default suite pays nothing for a lane it does not use (~20 s on the loaded machine: two launches).
+describe.skipIf(!existsSync(CHROMIUM) || process.env.COHORT_TEST_SHARED_CHROMIUM !== '1')('the shared Chromium lane', () => {
   let lane: ChromiumLane | undefined;
   // A page on loopback to set and read cookies and localStorage on.
   const site = createServer((req, res) => {

@@ -1,7 +1,8 @@
 // One headless Chromium for the whole test run instead of one per e2e file (issue 25, shared fixtures;
 // measured: bench/results/suite.md, "session 8, fixture costs"). UNFINISHED, so only with
-// COHORT_TEST_SHARED_CHROMIUM=1: under it history-tools failed 2 of 3 loaded runs, 0 of 3 without
-// (cause not found; not rAF: pages in other contexts stay visible, 60 frames/s). test/global-setup.ts serves a Unix
+// COHORT_TEST_SHARED_CHROMIUM=1: under it history-tools failed 2 of 5 loaded runs, 0 of 3 without,
+// and 3 files at once were not faster (cause not found; not rAF: pages in other contexts stay
+// visible, 60 frames/s; perhaps the one browser and GPU process all pages then share). test/global-setup.ts serves a Unix
 // socket (the same pattern as the CPU tokens, test/cpu-lane.ts) and `provide`s its path; the first
 // file that asks starts the browser (test/e2e/chromium-server.mjs, a child process: so the fast tier,
 // which opens no page, never pays for it), and every file gets the same endpoint. Each file then

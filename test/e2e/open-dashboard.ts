@@ -7,8 +7,8 @@
 // its own in the run's one Chromium (test/e2e/chromium-lane.ts: saves the ~2.3 s a launch and close
 // cost a file on the loaded machine: bench/results/suite.md, "session 8, fixture costs"); its
 // cookies, storage, permissions and pages go with its context. UNFINISHED, so opt-in: under it
-// history-tools failed 2 of 3 loaded runs (a live chart or a run's end not seen in time), 0 of 3
-// without; the cause is not found. `browser: 'own'` keeps a file on a Chromium of its own either way.
+// history-tools failed 2 of 5 loaded runs (a live chart or a run's end not seen in time), 0 of 3
+// without, and 3 files at once were not faster; the cause is not found. `browser: 'own'` keeps a file on a Chromium of its own either way.
 // A test file takes it through useDashboard() (one per file):
 //
 //   const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: fx().cluster.knownHostsPath }) });
