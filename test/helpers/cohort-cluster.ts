@@ -6,8 +6,10 @@
 //   const fx = useCohortCluster(3, { profiles: { trio: [0, 1, 2] }, deploy: 'trio' });
 //   it('…', async () => { const run = fx().cli(['run', '--profile', 'trio', ...tinyRun()], { json: true }); … });
 //
-// Starting 3 hosts takes ~0.4 s (measured, bench/results/suite.md): each file starts its own, so
-// files never see each other's crashed hosts, cut links or stray runs.
+// Each file starts its own hosts, so files never see each other's crashed hosts, cut links or stray
+// runs. Measured (session 8, loaded: bench/results/suite.md, "session 8, fixture costs"): 3 hosts
+// 0.8–1.6 s, dispose 0.4–0.5 s, `cohort deploy` 3.3–3.6 s: sharing would need a reset between files
+// (runs, records, workdirs, sshd, links) costing about a start, for ~2 s a file: not built (test/README.md).
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
