@@ -292,7 +292,7 @@ export class RunController extends DisposableBase {
     let status = recordOutcome(this.state, { ...(state ? { record: state.state } : {}), errored: !!this.firstError, recordGone: this.leaderRecordGone });
     if (this.plan.scheduler && status !== 'ok' && !this.stopRequested && (await this.sched.followRequeued(state?.schedulerAttempt ?? 0))) return;
     if (this.plan.scheduler && status !== 'ok') status = await this.sched.verdict(status);
-    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
+    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}), ...(state.error.hint ? { hint: state.error.hint } : {}) });
     this.leaderState = state;
     this.dispatch({ t: 'leader-ended', status });
   }
