@@ -4,6 +4,7 @@
 // methods return Promises, `onXxx` subscriptions return a disposer.
 import { CohortError, toErrorInfo, type CheckResult, type CohortEvent, type ErrorInfo, type RunStatus, type TrainConfig } from '../../trainer/protocol';
 import { decodeProfile, type Profile, type ProfileHost } from './profile';
+import type { RunError } from './run-error';
 import type { RunSystemSummary } from './run-system';
 import { decodeRunUserFields, type RunSeries, type RunUserFields, type ThroughputSpread } from './run-history';
 import { DecodeError, arr, obj, optBool, optNum, optStr, str, strArr, type Obj } from '../../trainer/protocol/validate';
@@ -67,8 +68,12 @@ export interface RunMeta extends RunUserFields {
   steps?: number;
   /** Restarts told in the run's record (the run view's count, trainer/protocol/run-view.ts). */
   restarts?: number;
-  error?: string;
-  /** The error's code (e.g. ssh-auth-failed for a launch a host refused). */
+  /**
+   * Why the run failed or was lost: the one error shape (ErrorFields: code, message, hint, host,
+   * rank; run-error.ts). Before session 8 a string (RunStore reads those records in this shape).
+   */
+  error?: RunError;
+  /** Deprecated: error.code, still written beside it for scripts that read `errorCode` (e.g. ssh-auth for a launch a host refused). */
   errorCode?: string;
   /** The process that started the run (informational: stopping goes through the hosts, never a signal to it). */
   controllerPid?: number;

@@ -17,3 +17,4 @@ export * from './run-system';
 export * from './compare-verdict';
 export * from './stop-owed';
 export * from './check-spares';
+export * from './run-error';

@@ -172,9 +172,9 @@ describe.skipIf(!NETNS)('restart after a lost host, 3 real SSH hosts', () => {
       // the root cause the history keeps is h1 (the follower ranks' peer-lost copies are told after the restart, as consequences)
       const hist = cli(['runs', 'list', '--json']);
       expect((await hist.exit).code).toBe(0);
-      const meta = (JSON.parse(hist.stdout) as { status: string; error?: string; errorCode?: string }[]).find((m) => m.status === 'lost'); // the only lost run of this file
+      const meta = (JSON.parse(hist.stdout) as { status: string; error?: { code?: string; message: string; host?: string }; errorCode?: string }[]).find((m) => m.status === 'lost'); // the only lost run of this file
       expect(meta, hist.stdout).toMatchObject({ status: 'lost', errorCode: 'host-unreachable' });
-      expect(meta!.error).toMatch(/^h1: unreachable/);
+      expect(meta!.error).toMatchObject({ code: 'host-unreachable', host: 'h1', message: expect.stringMatching(/^h1: unreachable/) }); // the one error shape (issue 24 item 5)
       // the follower ranks' own errors (peer-lost, or rank-hung from the hang watcher) are consequences: told
       // (rank 2 on h3 at least, see brief-lead), and after the restart event, never before it
       const consequences = run.events.filter((e) => e.type === 'error' && (e.code === 'peer-lost' || e.code === 'rank-hung'));

@@ -139,7 +139,7 @@ describe.skipIf(SSHD_MISSING)('attach and the local history over SSH (issue 24 d
       expect(lines(history), 'the local history shrank').toBeGreaterThanOrEqual(before);
       const m1 = meta(runId);
       expect(m1, JSON.stringify(m1)).toMatchObject({ status: 'lost', errorCode: 'host-unreachable' });
-      expect(String(m1.error)).toMatch(/^h1: unreachable/);
+      expect(m1.error).toMatchObject({ code: 'host-unreachable', host: 'h1', message: expect.stringMatching(/^h1: unreachable/) }); // the one error shape (issue 24 item 5)
       expect(m1.steps === undefined || (m1.steps as number) >= 2, `steps ${String(m1.steps)}`).toBe(true);
     } finally {
       await cluster.restartSshd(0);

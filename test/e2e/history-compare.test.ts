@@ -104,7 +104,7 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     expect(existsSync(join(serve.dataDir, 'runs', ids.cancelled, 'series.json'))).toBe(true);
     const f = meta(ids.failed);
     expect(f).toMatchObject({ status: 'failed', profile: 'refused', worldSize: 1, steps: 0, errorCode: 'ssh-auth' });
-    expect(f.error).toMatch(/^launch failed on 127\.0\.0\.1: nobody@127\.0\.0\.1/); // the host that failed named once (its message no longer repeats it)
+    expect(f.error).toMatchObject({ code: 'ssh-auth', host: '127.0.0.1', message: expect.stringMatching(/^launch failed on 127\.0\.0\.1: nobody@127\.0\.0\.1/) }); // the host that failed named once (its message no longer repeats it); the one error shape (issue 24 item 5)
   });
 
   const row = (id: string) => page.locator(`[data-testid=history-row][data-run-id="${id}"]`);
@@ -355,7 +355,7 @@ describe.skipIf(!existsSync(CHROMIUM))('History and Compare in Chromium', () => 
     expect(j.baseline).toBe(ids.a);
     expect(j.runs.map((r) => r.status)).toEqual(['ok', 'ok', 'cancelled', 'failed']);
     expect(j.runs[2]!.throughput!.windows).toBeGreaterThanOrEqual(3);
-    expect(j.runs[3]!.error).toMatch(/launch failed/);
+    expect(j.runs[3]!.error?.message).toMatch(/launch failed/);
     expect(json.stdout).not.toContain('profileSnapshot');
     expect(cohort(['runs', 'export', ids.a, '--format', 'json', '--baseline', ids.b]).stderr).toMatch(/not one of the exported runs/);
   });

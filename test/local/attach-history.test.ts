@@ -56,7 +56,7 @@ describe('attach and the local history (issue 24)', () => {
     expect(lines(history)).toBeGreaterThanOrEqual(before);
     const m1 = json(join(data, 'runs', runId, 'meta.json'));
     expect(m1.status).toBe('lost');
-    expect(String(m1.error)).toMatch(/has no record of run/);
+    expect((m1.error as { message?: string } | undefined)?.message).toMatch(/has no record of run/); // the one error shape (issue 24 item 5)
     expect(m1.steps === undefined || (m1.steps as number) >= 2).toBe(true);
 
     // The record is back: the next attach replays it whole, ends ok, and the old error is gone.

@@ -84,8 +84,8 @@ describe.skipIf(SLURM_MISSING)('Slurm ends runs', () => {
     expect(errs[0]?.hint).toMatch(/a time limit is not restarted, even with --max-restarts: ask for a longer limit/);
     expect(of(timed.events, 'done')[0]).toMatchObject({ status: 'failed' });
     expect(of(timed.events, 'env')[0]?.ranks[0]?.switches).toMatchObject(PACED_HOST); // the login host's env reached the rank: it was paced
-    const hist = JSON.parse((await cli(['runs', 'list', '--json'])).stdout) as { profile: string; status: string; error?: string }[];
+    const hist = JSON.parse((await cli(['runs', 'list', '--json'])).stdout) as { profile: string; status: string; error?: { message: string } }[];
     expect(hist.find((h) => h.profile === 'short')).toMatchObject({ status: 'failed' });
-    expect(hist.find((h) => h.profile === 'short')?.error).toMatch(/time limit/);
+    expect(hist.find((h) => h.profile === 'short')?.error?.message).toMatch(/time limit/);
   }, 300_000);
 });

@@ -46,7 +46,7 @@ export abstract class LeaderRules {
   }
 
   protected abstract end(status: EndStatus, error?: RunStateError): void;
-  protected abstract fail(error: RunStateError & { logTail?: string[]; hint?: string }): void;
+  protected abstract fail(error: RunStateError & { logTail?: string[] }): void;
 
   // ---- leader: rendezvous and go ------------------------------------------------------
 

@@ -94,6 +94,19 @@ describe('host agent lifecycle: leader', () => {
     r = fold(cfg, waiting, { t: 'timer', name: 'host-wait' });
     expect(r.state.phase).toMatchObject({ k: 'stopping', status: 'failed', error: { host: 'h2', code: 'host-lost' } });
     expect(find(r.effects, 'event')[0]!.event.hint).toMatch(/bring h2 back/);
+    // the host's state.json keeps the hint too: the one error shape (issue 24 item 5), not the event's alone
+    r = fold(cfg, r.state, { t: 'stopped' });
+    expect(find(r.effects, 'record')[0]!.patch.error).toMatchObject({ host: 'h2', rank: -1, code: 'host-lost', hint: expect.stringMatching(/bring h2 back/) });
+  });
+
+  it("a rank's error with a hint, no restarts left: the record's error (restarting, then failed) keeps the rank's hint", () => {
+    const cfg = leader({ maxRestarts: 0 });
+    const hinted = errorEvent({ host: 'h1', rank: 0, message: 'rank 0 on h1: out of memory', code: 'oom', hint: 'lower --batch-size' });
+    let r = fold(cfg, sampleState('leader', 'running'), { t: 'rank-error', event: hinted, fromExit: false }, blame());
+    r = fold(cfg, r.state, { t: 'ranks-exited', attempt: 1, ok: false }, { t: 'follower-msg', host: 'h2', msg: { t: 'exited', attempt: 1, ok: false } }, { t: 'stopped' });
+    const errors = find(r.effects, 'record').map((e) => e.patch.error).filter(Boolean);
+    expect(errors.length).toBeGreaterThan(0);
+    for (const e of errors) expect(e).toMatchObject({ code: 'oom', hint: 'lower --batch-size' });
   });
 
   it('Slurm: a lost node with restarts left waits for the scheduler, whose SIGTERM ends it failed with the node as the story; not requeueable fails at once', () => {

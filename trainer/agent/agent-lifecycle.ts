@@ -305,11 +305,11 @@ class Machine extends LeaderRules {
     this.fx.push({ do: 'stderr', message: `agent on ${this.c.host}: could not write ${what} (${message}); the run goes on, its record lags until there is room` });
   }
 
-  fail(error: RunStateError & { logTail?: string[]; hint?: string }): void {
+  fail(error: RunStateError & { logTail?: string[] }): void {
     const event = errorEvent(error);
     this.fx.push({ do: 'event', event });
     if (!this.leader && this.s.connected) this.send('leader', { t: 'error', event: { ...event, logTail: [] } });
-    const { logTail: _t, hint: _h, ...e } = error;
+    const { logTail: _t, ...e } = error; // the record keeps the hint: the one error shape (issue 24 item 5)
     this.end('failed', e);
   }
 

@@ -98,7 +98,7 @@ export interface AgentState {
   overCause?: { cause: ErrorEvent; attempt: number; swap?: NodeSwap };
   spentSaid: boolean;
   /** Follower: a pre-launch refusal told to the leader once connected. */
-  refusal?: RunStateError & { hint?: string };
+  refusal?: RunStateError;
   connected: boolean;
   queuedBehind?: string;
   lastCheckpointStep: number;
@@ -120,7 +120,7 @@ export type AgentInput =
   /** `requeued.excluded`: the scheduler ran the job again without that node (`replacement` in its place); `rank`: the failed rank there. */
   | { t: 'begin'; requeued?: { restarts: number; host: string; reason: string; rank?: number; excluded?: string; replacement?: string }; relaunched?: { state: HostRunState; lastStep: number }; stopMarker?: boolean }
   | { t: 'prepared' }
-  | { t: 'refused'; error: RunStateError & { hint?: string } }
+  | { t: 'refused'; error: RunStateError }
   /** The agent cannot go on (a bad spec, the control port taken): the run fails with it. */
   | { t: 'fatal'; error: RunStateError }
   /** `warnings`: stale or damaged leases the claim took over (leases.ts), each logged. */
@@ -193,8 +193,8 @@ export function recordStateOf(p: Phase): HostRunState {
   }
 }
 
-export const errorOf = (e: ErrorEvent): RunStateError => ({ host: e.host, rank: e.rank, message: e.message, ...(e.code ? { code: e.code } : {}) });
-export const errorEvent = (e: RunStateError & { hint?: string; logTail?: string[] }, time = 0): ErrorEvent => ({
+export const errorOf = (e: ErrorEvent): RunStateError => ({ host: e.host, rank: e.rank, message: e.message, ...(e.code ? { code: e.code } : {}), ...(e.hint ? { hint: e.hint } : {}) });
+export const errorEvent = (e: RunStateError & { logTail?: string[] }, time = 0): ErrorEvent => ({
   v: 1,
   time,
   type: 'error',

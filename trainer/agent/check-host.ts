@@ -8,7 +8,7 @@ import { mkdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node
 import { cpus, hostname, totalmem } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { ENGINES, type Engine } from '../protocol';
+import { ENGINES, toErrorInfo, type Engine } from '../protocol';
 import type { HostCheckReport } from '../protocol/check';
 import { readGpuHealth } from '../util/gpu-health';
 import { chooseEngine, findPythons, pickPython, pythonCandidates, tfjsGpuInstalled } from './engine-choice';
@@ -37,7 +37,7 @@ export async function checkHost(argv: readonly string[], o: { trainerEntry: stri
   const [choice, pythons, smi] = await Promise.all([
     chooseEngine(engine, { enginesDir: o.enginesDir, workdir: o.workdir }).then(
       (c) => ({ name: c.name, reason: c.reason, ...(c.cuda !== undefined ? { cuda: c.cuda } : {}) }),
-      (e: Error & { hint?: string }) => ({ error: e.message, ...(e.hint ? { hint: e.hint } : {}) }),
+      (e: unknown) => ({ error: toErrorInfo(e, 'engine-unavailable') }),
     ),
     engine === 'tfjs' ? Promise.resolve(undefined) : findPythons(pythonCandidates(process.env, o.workdir), { timeoutMs: 30_000 }),
     readGpuHealth(runSmi, isCohortProcess).catch(() => ({ state: 'failed' as const, gpus: [] })),

@@ -198,7 +198,7 @@ export async function checkSlurmNode(argv: readonly string[], o: { trainerEntry:
     if (clock && 'offsetMs' in clock) break;
   }
   if (req.clock && !clock) clock = { error: { code: 'clock-unreachable', message: 'no address of the login node to reach (SLURM_SRUN_COMM_HOST unset)' } };
-  writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, jobId: process.env.SLURM_JOB_ID, ...(clock ? { clock } : {}), ...(ok ? { report } : { error: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}` }) }) + '\n');
+  writeFileAtomicSync(`${dir}/node-${i}.json`, JSON.stringify({ index: i, node, address, jobId: process.env.SLURM_JOB_ID, ...(clock ? { clock } : {}), ...(ok ? { report } : { error: { code: report?.error?.code ?? 'check-host-failed', message: `check-host failed (exit ${host.code}): ${report?.error?.message ?? (host.stderr.trim().split('\n').pop() || 'no answer')}`, ...(report?.error?.hint ? { hint: report.error.hint } : {}) } }) }) + '\n');
 
   // Links: every node listens (node 0 also serves the rendezvous connections of the middle nodes).
   if (n >= 2) {

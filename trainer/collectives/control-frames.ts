@@ -1,7 +1,8 @@
 // Control-plane framing: [u32 big-endian length][UTF-8 JSON]. Only small messages travel here
 // (rendezvous, heartbeats, barrier, gather, failure notices); gradients never do.
+import type { ErrorFields } from '../protocol/errors';
 import { arr, obj, num, optNum, optStr, str, type Obj } from '../protocol/validate';
-import { CollectiveError, type HangReport } from './errors';
+import { CollectiveError, type CollectiveErrorCode, type HangReport } from './errors';
 
 export const PROTOCOL_NAME = 'cohort-collective';
 /**
@@ -25,7 +26,12 @@ export interface PeerInfo {
 export type ControlMessage =
   | ({ t: 'hello'; proto: string; v: number; worldSize: number } & PeerInfo)
   | { t: 'table'; peers: PeerInfo[] }
-  | { t: 'reject'; message: string; code: string }
+  /**
+   * Rank 0 refuses a rank (or the rendezvous fails): the one error shape (ErrorFields, errors.ts),
+   * flat beside `t` with `code` required; `host`/`rank`: the refused rank. A v3 rank before session 8
+   * sent {t, message, code} and reads only those (rejectFrame, rejectedError).
+   */
+  | ({ t: 'reject'; code: string } & ErrorFields)
   | { t: 'ready' }
   | { t: 'go' }
   | { t: 'hb' }
@@ -92,8 +98,12 @@ export function decodeControl(value: unknown): ControlMessage {
       if (!Array.isArray(o.peers)) throw new CollectiveError('protocol', `${p}.peers: expected an array`);
       return { t, peers: o.peers.map((v, i) => peer(v, `${p}.peers[${i}]`)) };
     }
-    case 'reject':
-      return { t, message: str(o, 'message', p), code: str(o, 'code', p) };
+    case 'reject': {
+      const hint = optStr(o, 'hint', p);
+      const host = optStr(o, 'host', p);
+      const rank = optNum(o, 'rank', p, { int: true, min: 0 });
+      return { t, code: str(o, 'code', p), message: str(o, 'message', p), ...(hint === undefined ? {} : { hint }), ...(host === undefined ? {} : { host }), ...(rank === undefined ? {} : { rank }) };
+    }
     case 'ready':
     case 'go':
     case 'hb':
@@ -117,6 +127,19 @@ export function decodeControl(value: unknown): ControlMessage {
     default:
       throw new CollectiveError('protocol', `unknown control message type ${JSON.stringify(t)}`);
   }
+}
+
+/** The refusal frame of a collective error: its message without the hint CollectiveError appends, and the hint apart. */
+export function rejectFrame(err: CollectiveError, about?: { host: string; rank: number }): Extract<ControlMessage, { t: 'reject' }> {
+  const hint = err.hint;
+  const message = hint && err.message.endsWith(`; ${hint}`) ? err.message.slice(0, -(hint.length + 2)) : err.message;
+  return { t: 'reject', code: err.code, message, ...(hint ? { hint } : {}), ...(about ?? {}) };
+}
+
+/** The error a refused rank throws: the refusal's code (an unknown one reads as 'protocol'), message and hint. */
+export function rejectedError(m: Extract<ControlMessage, { t: 'reject' }>): CollectiveError {
+  const code: CollectiveErrorCode = m.code === 'rendezvous-mismatch' ? 'rendezvous-mismatch' : 'protocol';
+  return new CollectiveError(code, m.message, m.hint ? { hint: m.hint } : {});
 }
 
 /** Splits a byte stream into decoded control messages. */

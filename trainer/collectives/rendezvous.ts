@@ -13,7 +13,7 @@ import net, { type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ControlChannel } from './control-channel';
-import { encodeControl, PROTOCOL_NAME, PROTOCOL_VERSION, type ControlMessage, type PeerInfo } from './control-frames';
+import { encodeControl, rejectedError, rejectFrame, PROTOCOL_NAME, PROTOCOL_VERSION, type ControlMessage, type PeerInfo } from './control-frames';
 import { Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader } from './data-frames';
 import { abortedError, CollectiveError, errnoCode } from './errors';
 import type { RendezvousEnv } from './rendezvous-env';
@@ -172,7 +172,7 @@ class DataAcceptor {
 }
 
 function expectMessage<T extends ControlMessage['t']>(m: ControlMessage, t: T, from: string): Extract<ControlMessage, { t: T }> {
-  if (m.t === 'reject') throw new CollectiveError(m.code === 'rendezvous-mismatch' ? 'rendezvous-mismatch' : 'protocol', m.message);
+  if (m.t === 'reject') throw rejectedError(m);
   if (m.t !== t) throw new CollectiveError('protocol', `expected '${t}' from ${from} during the rendezvous, got '${m.t}'`);
   return m as Extract<ControlMessage, { t: T }>;
 }
@@ -296,7 +296,7 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
     };
     await new Promise<void>((resolve, reject) => {
       const fail = (err: CollectiveError): void => {
-        for (const ch of control.values()) ch.send({ t: 'reject', message: err.message, code: err.code });
+        for (const ch of control.values()) ch.send(rejectFrame(err));
         reject(err);
       };
       signal.addEventListener('abort', () => reject(abortedError('registration', signal)), { once: true });
@@ -306,14 +306,14 @@ export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): P
         ch.next(signal).then((m) => {
           if (m.t !== 'hello' || m.proto !== PROTOCOL_NAME) return void sock.destroy(); // not a Cohort rank
           const from = `rank ${m.rank} on ${m.host}`;
-          let problem: string | undefined;
-          if (m.v !== PROTOCOL_VERSION) problem = `${from} speaks collective protocol v${m.v} but rank 0 speaks v${PROTOCOL_VERSION}; deploy the same trainer build to every host`;
-          else if (m.worldSize !== n) problem = `${from} has WORLD_SIZE=${m.worldSize} but rank 0 has WORLD_SIZE=${n}; every rank must be launched with the same WORLD_SIZE`;
-          else if (m.rank === 0 || m.rank >= n) problem = `${from} registered with RANK=${m.rank}, outside 1..${n - 1} for WORLD_SIZE=${n}`;
-          else if (control.has(m.rank)) problem = `RANK=${m.rank} registered twice (from ${peers[m.rank]!.host} and ${m.host}); every rank needs a unique RANK`;
+          let problem: [string, string] | undefined; // what, and what to do (the error's hint)
+          if (m.v !== PROTOCOL_VERSION) problem = [`${from} speaks collective protocol v${m.v} but rank 0 speaks v${PROTOCOL_VERSION}`, 'deploy the same trainer build to every host'];
+          else if (m.worldSize !== n) problem = [`${from} has WORLD_SIZE=${m.worldSize} but rank 0 has WORLD_SIZE=${n}`, 'every rank must be launched with the same WORLD_SIZE'];
+          else if (m.rank === 0 || m.rank >= n) problem = [`${from} registered with RANK=${m.rank}, outside 1..${n - 1} for WORLD_SIZE=${n}`, `launch the ranks with RANK 0..${n - 1}, each once`];
+          else if (control.has(m.rank)) problem = [`RANK=${m.rank} registered twice (from ${peers[m.rank]!.host} and ${m.host})`, 'every rank needs a unique RANK'];
           if (problem) {
-            const err = new CollectiveError('rendezvous-mismatch', problem);
-            sock.write(encodeControl({ t: 'reject', message: problem, code: err.code }));
+            const err = new CollectiveError('rendezvous-mismatch', problem[0], { hint: problem[1] });
+            sock.write(encodeControl(rejectFrame(err, { host: m.host, rank: m.rank })));
             return fail(err);
           }
           control.set(m.rank, ch);

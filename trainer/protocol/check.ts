@@ -3,7 +3,7 @@
 // result document the CLI prints with --json, `cohort serve` and the desktop app show. Defined
 // once here: the bundle writes these, core reads them, the renderer draws them. A host's or the
 // scheduler's refusal travels as the one wire shape of an error, `ErrorInfo` (errors.ts).
-import type { ErrorInfo } from './errors';
+import type { ErrorFields, ErrorInfo } from './errors';
 
 /** One GPU as nvidia-smi's query interface describes it (fields the driver does not know are absent). */
 export interface GpuHealth {
@@ -50,8 +50,11 @@ export interface HostCheckReport {
    */
   bootId?: string;
   memBytes: number;
-  /** The engine the agent would pick for the planned run's --engine, or why none. */
-  engine: { name: 'tfjs' | 'torch'; reason: string; cuda?: boolean } | { error: string; hint?: string };
+  /**
+   * The engine the agent would pick for the planned run's --engine, or why none: the one error shape
+   * (since session 8; a check saved before has {error: message, hint}: upgradeCheckResult reads it).
+   */
+  engine: { name: 'tfjs' | 'torch'; reason: string; cuda?: boolean } | { error: ErrorInfo };
   /** tfjs: the backend `auto` loads on this host (tensorflow-gpu, tensorflow, wasm). */
   tfjsBackend: string;
   /** The interpreter the torch engine would use, with its library versions. */
@@ -85,12 +88,12 @@ export interface ComputeReport {
 
 // ---- the result document (`cohort check --json`) ----
 
-export interface CheckProblem {
+/** A problem the check found: the one error shape (ErrorFields, errors.ts) with code, host and hint required. */
+export interface CheckProblem extends ErrorFields {
   severity: 'error' | 'warning';
   /** A profile host name; '*' when the problem is the whole cluster's (a consistency row names its hosts in the message). */
   host: string;
   code: string;
-  message: string;
   hint: string;
 }
 
@@ -224,7 +227,8 @@ export type NodeClock = { offsetMs: number; rttMs: number } | { error: ErrorInfo
 /** `check-slurm`'s reply: every node's facts, the links between them, node 0's compute time. */
 export interface SlurmCheckReply {
   jobId?: string;
-  nodes: { index: number; node: string; address: string; report?: HostCheckReport; error?: string; clock?: NodeClock }[];
+  /** `error`: the node's check-host failed (no report). */
+  nodes: { index: number; node: string; address: string; report?: HostCheckReport; error?: ErrorInfo; clock?: NodeClock }[];
   links: { from: string; to: string; kind: 'ring' | 'rendezvous'; port: number; report: LinkSendReport }[];
   compute?: ComputeReport & { node: string; threads: number };
   /** The ranks that share one machine's cores, each measured while all of them computed at once (after `compute`, their one alone). */
@@ -233,4 +237,21 @@ export interface SlurmCheckReply {
   timeMs?: number;
   /** The allocation could not be had or the step failed: Slurm's own words. */
   error?: ErrorInfo;
+}
+
+/**
+ * A check result as saved on disk, read by this version: a host's engine refusal saved before session
+ * 8 as {error: message, hint} becomes the one error shape (code engine-unavailable). Pure; returns a copy only where it changed.
+ */
+export function upgradeCheckResult(r: CheckResult): CheckResult {
+  const old = (e: unknown): e is { error: string; hint?: unknown } => typeof e === 'object' && e !== null && typeof (e as { error?: unknown }).error === 'string';
+  if (!r.hosts?.some((h) => old(h.report?.engine))) return r;
+  return {
+    ...r,
+    hosts: r.hosts.map((h) => {
+      const e = h.report?.engine;
+      if (!h.report || !old(e)) return h;
+      return { ...h, report: { ...h.report, engine: { error: { code: 'engine-unavailable', message: e.error, ...(typeof e.hint === 'string' && e.hint ? { hint: e.hint } : {}) } } } };
+    }),
+  };
 }

@@ -12,8 +12,8 @@ export const isTerminalRunState = (s: HostRunState): boolean => isFinished(s);
 
 /**
  * The error in a host's state.json: the one error shape (ErrorFields, errors.ts) with its host and
- * rank required. Since session 7 a `hint` there is read too (today's agents write none: the run's
- * `error` event carries it); a record without one, as every record written before, reads as it did.
+ * rank required. The agent writes the failure's `hint` there as its `error` event carries it (since
+ * session 8); a record without one, as every record written before, reads as it did.
  */
 export interface RunStateError extends ErrorFields {
   host: string;

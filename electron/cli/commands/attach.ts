@@ -8,7 +8,7 @@ import { makeService } from '../service';
 import { parseCommandLine } from '../train-flags';
 import { exitCodeOf } from './run';
 import type { RunResult } from '../../core/runs/run-controller';
-import { followRun } from '../../common';
+import { followRun, runErrorText } from '../../common';
 import { resolveRun } from '../../core/runs/run-select';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
 
@@ -39,8 +39,8 @@ export async function attachCommand(args: string[], io: CliIo): Promise<number> 
     const a = f.attachment;
     const result = service.runResult(runId);
     if (!a.live || !result) {
-      if (!values.json) io.stderr.write(`run ${runId}: ${a.meta.status}${a.meta.error ? ` (${a.meta.error})` : ''}\n`);
-      return exitCodeOf({ status: a.meta.status as RunResult['status'], ...(a.meta.errorCode ? { error: { code: a.meta.errorCode } } : {}) });
+      if (!values.json) io.stderr.write(`run ${runId}: ${a.meta.status}${a.meta.error ? ` (${runErrorText(a.meta.error)})` : ''}\n`);
+      return exitCodeOf({ status: a.meta.status as RunResult['status'], ...(a.meta.error ? { error: a.meta.error } : {}) });
     }
     return exitCodeOf(await result);
   } finally {

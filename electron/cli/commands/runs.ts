@@ -1,6 +1,6 @@
 // `cohort runs list|show|export` and `cohort stop RUN`: the run history under the data dir.
 import { join } from 'node:path';
-import { DEFAULT_SORT, EMPTY_QUERY, stopOwedNote, queryToString, runMatches, appliedTokens, bf16Label, compileLabel, describeExpected, fp16Label, runDurationMs, runExpected, runMedian, type RunMeta } from '../../common';
+import { DEFAULT_SORT, EMPTY_QUERY, stopOwedNote, queryToString, runMatches, appliedTokens, bf16Label, compileLabel, describeExpected, fp16Label, runDurationMs, runErrorText, runExpected, runMedian, type RunMeta } from '../../common';
 import { resolvePaths } from '../../core/paths';
 import { runStepsCsv, runSummaryCsv, runSummaryJson } from '../../core/runs/run-csv';
 import { RunStore } from '../../core/runs/run-store';
@@ -81,7 +81,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
           `median throughput: ${spreadLine(meta)}; ${steps.length} step reports`,
           ...(meta.restarts ? [`restarts: ${meta.restarts} (from the last checkpoint)`] : []),
           ...(meta.worldSize > 1 ? [`expected vs achieved: ${describeExpected(runExpected(meta, store.list()))}`] : []),
-          ...(meta.error ? [`error: ${meta.error}`] : []),
+          ...(meta.error ? [`error: ${runErrorText(meta.error)}`] : []),
           `folder: ${join(store.runsDir, meta.id)}`,
           ...(meta.notes ? [`notes:\n${meta.notes.replace(/^/gm, '  ')}`] : []),
         ].join('\n') + '\n',

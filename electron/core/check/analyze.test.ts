@@ -17,7 +17,7 @@ describe('check analysis', () => {
   });
 
   it('workdir, disk, clock and engine problems name the host', () => {
-    const ps = hostProblems(host('h2', report({ workdirWritable: false, workdirError: 'EACCES', freeBytes: 2 ** 20, engine: { error: 'no torch', hint: 'install it' } }), 5000));
+    const ps = hostProblems(host('h2', report({ workdirWritable: false, workdirError: 'EACCES', freeBytes: 2 ** 20, engine: { error: { code: 'engine-unavailable', message: 'no torch', hint: 'install it' } } }), 5000));
     expect(ps.map((p) => [p.severity, p.code, p.host])).toEqual([
       ['error', 'workdir-not-writable', 'h2'],
       ['error', 'disk-low', 'h2'],
@@ -25,6 +25,8 @@ describe('check analysis', () => {
       ['error', 'engine-unavailable', 'h2'],
     ]);
     for (const p of ps) expect(p.message).toMatch(/^h2/);
+    // the engine's refusal arrives as the one error shape (issue 24 item 5): its message and hint are the problem's
+    expect(ps[3]).toMatchObject({ message: 'h2: no torch', hint: 'install it' });
   });
 
   it('GPU health: ECC, throttling, foreign memory are warnings naming host and GPU index', () => {

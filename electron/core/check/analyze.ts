@@ -26,7 +26,7 @@ export function hostProblems(h: CheckHost, need = DISK_NEEDED_BYTES): CheckProbl
   if (h.clockOffsetMs !== undefined && Math.abs(h.clockOffsetMs) > CLOCK_WARN_MS) {
     p('warning', 'clock-offset', `${h.host}: its clock is ${(h.clockOffsetMs / 1000).toFixed(1)} s ${h.clockOffsetMs > 0 ? 'ahead of' : 'behind'} this machine's`, `run NTP on ${h.host} (e.g. systemd-timesyncd or chrony): run records and timelines mix both clocks`);
   }
-  if ('error' in r.engine) p('error', 'engine-unavailable', `${h.host}: ${r.engine.error}`, r.engine.hint ?? `install what the engine needs on ${h.host}, or choose another --engine`);
+  if ('error' in r.engine) p('error', 'engine-unavailable', `${h.host}: ${r.engine.error.message}`, r.engine.error.hint ?? `install what the engine needs on ${h.host}, or choose another --engine`);
   if (r.smi === 'failed') p('warning', 'nvidia-smi-failed', `${h.host}: nvidia-smi is installed but did not answer (driver not loaded, or a GPU fell off the bus)`, `run nvidia-smi on ${h.host}; check dmesg for Xid errors; reload the driver or reboot the node`);
   for (const g of r.gpus) {
     const gpu = `${h.host} GPU ${g.index} (${g.name})`;

@@ -1,9 +1,12 @@
 // What a run records of the profile's last check (RunMeta.check): only a check that planned it
 // (same settings that change one rank's step, same world size).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_TRAIN_CONFIG } from '../../../trainer/protocol';
 import type { CheckResult } from '../../../trainer/protocol/check';
-import { checkForRun } from './check-store';
+import { CheckStore, checkForRun } from './check-store';
 import { computeKey } from './compute-source';
 
 const config = { ...DEFAULT_TRAIN_CONFIG, batchSize: 4 };
@@ -22,5 +25,20 @@ describe('checkForRun', () => {
     expect(checkForRun(result(), { ...config, fp16: !config.fp16 }, 3)).toBeUndefined();
     expect(checkForRun({ ...result(), prediction: undefined } as unknown as CheckResult, config, 3)).toBeUndefined();
     expect(checkForRun(undefined, config, 3)).toBeUndefined();
+  });
+});
+
+describe('CheckStore', () => {
+  it("reads a check saved before session 8: a host's engine refusal as {error: string, hint} becomes the one error shape", () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-checks-'));
+    try {
+      const old = { ...result(), hosts: [{ host: 'h1', address: 'h1', reachable: true, report: { v: 1, engine: { error: '--engine torch: no Python with PyTorch found', hint: 'install PyTorch' } } }, { host: 'h2', address: 'h2', reachable: true, report: { v: 1, engine: { name: 'tfjs', reason: 'default' } } }] };
+      writeFileSync(join(dir, 'p.json'), JSON.stringify(old));
+      const r = new CheckStore(dir).last('p')!;
+      expect(r.hosts[0]!.report!.engine).toEqual({ error: { code: 'engine-unavailable', message: '--engine torch: no Python with PyTorch found', hint: 'install PyTorch' } });
+      expect(r.hosts[1]!.report!.engine).toEqual({ name: 'tfjs', reason: 'default' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

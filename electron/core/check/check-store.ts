@@ -3,7 +3,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TrainConfig } from '../../../trainer/protocol';
-import type { CheckResult } from '../../../trainer/protocol/check';
+import { upgradeCheckResult, type CheckResult } from '../../../trainer/protocol/check';
 import { writeFileAtomic } from '../../../trainer/util/atomic-write';
 import type { RunCheckPrediction } from '../../common';
 import { configKey } from './compute-source';
@@ -20,7 +20,7 @@ export class CheckStore {
     if (!existsSync(f)) return undefined;
     try {
       const r = JSON.parse(readFileSync(f, 'utf8')) as CheckResult;
-      return r && r.v === 1 && r.profile === profile ? r : undefined;
+      return r && r.v === 1 && r.profile === profile ? upgradeCheckResult(r) : undefined;
     } catch {
       return undefined; // a damaged file is as good as none: the next check rewrites it
     }

@@ -93,7 +93,7 @@ export async function runSlurmCheck(profile: Profile, config: TrainConfig, deps:
   const loginOffsetMs = reply.timeMs === undefined ? undefined : reply.timeMs - received;
   const hosts: CheckHost[] = reply.nodes.map((n) => ({ host: n.node, address: n.address, reachable: true, ...(n.report ? { report: n.report } : {}), ...(n.clock && 'offsetMs' in n.clock && loginOffsetMs !== undefined ? { clockOffsetMs: Math.round(n.clock.offsetMs + loginOffsetMs) } : {}) }));
   for (const n of reply.nodes) {
-    if (n.error) problems.push({ severity: 'error', host: n.node, code: 'check-host-failed', message: `${n.node}: ${n.error}`, hint: `a run on ${n.node} would likely fail: look at the node (scontrol show node ${n.node}), or keep it out with --exclude=${n.node} in the profile's scheduler.extraArgs` });
+    if (n.error) problems.push({ severity: 'error', host: n.node, code: 'check-host-failed', message: `${n.node}: ${n.error.message}`, hint: `${n.error.hint ? `${n.error.hint}; ` : ''}a run on ${n.node} would likely fail: look at the node (scontrol show node ${n.node}), or keep it out with --exclude=${n.node} in the profile's scheduler.extraArgs` });
     if (n.clock && 'error' in n.clock) problems.push({ severity: 'warning', host: n.node, code: 'clock-unmeasured', message: `${n.node}: its clock could not be compared with the login node's: ${n.clock.error.message}`, hint: `the nodes reach the login node over TCP as srun's own I/O does; if that is blocked, check ${n.node}'s clock by hand (chronyc tracking, timedatectl)` });
   }
   for (const h of hosts) problems.push(...hostProblems(h));

@@ -5,7 +5,7 @@
 // run's record is the shared workdir's `slurm/<id>` (every node's record in it): its login node
 // removes it (`run-remove --scheduler slurm`), refusing while Slurm still queues or runs the job.
 import { posix } from 'node:path';
-import { HOST_CMD_EXIT, lastJson, type RunRemoveReply } from '../../../trainer/protocol';
+import { HOST_CMD_EXIT, lastJson, type HostCmdError, type RunRemoveReply } from '../../../trainer/protocol';
 import { LOCAL_PROFILE_NAME, toApiError, type HostRemoval, type RunMeta } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import type { ProfileStore } from '../profiles';
@@ -46,7 +46,7 @@ export async function removeHostRecords(meta: RunMeta, deps: RemoveHostDeps): Pr
       const r = await runHostCommand(link, args, { timeoutMs: deps.timeoutMs ?? 20_000 });
       if (r.code === null) return { host, outcome: 'unreachable', detail: `not reached: ${r.stderr.trim() || `the connection closed (${host})`}` };
       if (r.code === HOST_CMD_EXIT.noSuchRun) return { host, outcome: 'absent', detail: 'no record of this run there (already removed)' };
-      const parsed = lastJson<RunRemoveReply | { error: { code: string; message: string } }>(r.stdout);
+      const parsed = lastJson<RunRemoveReply | HostCmdError>(r.stdout);
       if (r.code === 0 && parsed && 'dir' in parsed) return { host, outcome: 'removed', detail: describe(parsed), reply: parsed };
       const error = parsed && 'error' in parsed ? parsed.error : undefined;
       if (error?.code === 'run-live') return { host, outcome: 'refused', detail: `kept: ${error.message}; stop it first ("cohort stop ${meta.id}")` };

@@ -377,7 +377,7 @@ export class RunController extends DisposableBase {
     if (this.resolved) return;
     this.resolved = true;
     for (const f of this.follows) f.cmd?.kill();
-    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
+    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}), ...(state.error.hint ? { hint: state.error.hint } : {}) });
     this.tellFollowerErrors();
     if (tellsDone) this.emit((this.doneEvent = makeEvent({ type: 'done', status: tellsDone, steps: this.lastStep, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: Date.now() - this.startedAt })));
     const result = { status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) };

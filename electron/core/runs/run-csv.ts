@@ -4,7 +4,7 @@
 //    summary|json`). Cancelled and failed runs are rows too, with what they measured;
 //  - runStepsCsv: one row per `step` event of each run (curves; `cohort runs export`).
 import type { CohortEvent } from '../../../trainer/protocol';
-import { runDurationMs, runMedian, type RunMeta, type RunSeries } from '../../common';
+import { runDurationMs, runErrorText, runMedian, type RunMeta, type RunSeries } from '../../common';
 
 
 const SUMMARY_COLUMNS = [
@@ -34,7 +34,7 @@ export function runSummaryCsv(runs: RunMeta[], baselineId?: string): string {
     const t = m.throughput;
     const dur = runDurationMs(m);
     return [
-      m.id, m.name ?? '', m.profile, m.startedAt, m.endedAt ?? '', dur === null ? '' : (dur / 1000).toFixed(1), m.status, m.error ?? '', c.engine, c.backend, c.batchSize, c.imageSize, c.stem, m.worldSize,
+      m.id, m.name ?? '', m.profile, m.startedAt, m.endedAt ?? '', dur === null ? '' : (dur / 1000).toFixed(1), m.status, m.error ? runErrorText(m.error) : '', c.engine, c.backend, c.batchSize, c.imageSize, c.stem, m.worldSize,
       c.batchSize * m.worldSize, c.fp16, c.compile, c.data, m.steps ?? '', fixed(runMedian(m)), baseline?.id ?? '', fixed(pct[i], 1),
       t?.windows ?? '', fixed(t?.min), fixed(t?.q1), fixed(t?.q3), fixed(t?.max),
       ...appliedCells(m),

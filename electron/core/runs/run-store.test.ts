@@ -127,3 +127,15 @@ it('an old record (no series.json, no spread, a cancelled run without a median) 
   writeFileSync(join(runDir, 'series.json'), JSON.stringify({ ...JSON.parse(readFileSync(join(runDir, 'series.json'), 'utf8')), windows: 1 }));
   expect(store.series('20261101-100000-old1')?.windows).toBe(3);
 });
+
+it("reads a run recorded before session 8 (error a string, its code in errorCode) in the one error shape; a patch writes that shape", () => {
+  dir = mkdtempSync(join(tmpdir(), 'run-store-'));
+  const store = new RunStore(join(dir, 'runs'));
+  mkdirSync(join(dir, 'runs', 'old1'), { recursive: true });
+  const old = { ...metaOf('old1'), status: 'failed', error: 'launch failed on h1: nobody@h1: all configured authentication methods failed (hint: load your key into ssh-agent)', errorCode: 'ssh-auth' };
+  writeFileSync(join(dir, 'runs', 'old1', 'meta.json'), JSON.stringify(old));
+  const want = { code: 'ssh-auth', message: 'launch failed on h1: nobody@h1: all configured authentication methods failed', hint: 'load your key into ssh-agent', host: 'h1' };
+  expect(store.meta('old1')).toMatchObject({ error: want, errorCode: 'ssh-auth' });
+  store.patch('old1', { steps: 0 });
+  expect(JSON.parse(readFileSync(join(dir, 'runs', 'old1', 'meta.json'), 'utf8'))).toMatchObject({ error: want, errorCode: 'ssh-auth' });
+});

@@ -18,7 +18,7 @@ import { existsSync, readFileSync, readdirSync, renameSync, rmSync } from 'node:
 import { join } from 'node:path';
 import { writeFileAtomicSync } from '../../../trainer/util/atomic-write';
 import { CohortError, DEFAULT_TRAIN_CONFIG, checkRunId, isFinished, isValidRunId, type CohortEvent } from '../../../trainer/protocol';
-import { checkRunName, checkRunNotes, checkRunTags, type RunMeta, type RunSeries } from '../../common';
+import { checkRunName, checkRunNotes, checkRunTags, decodeRunError, type RunMeta, type RunSeries } from '../../common';
 import { RunRecorder, decodeEventsFile, safe } from './run-recorder';
 import { decodeSeries, encodeSeries, seriesFromRecordText } from './run-series';
 import { writerLockHeld } from './writer-lock';
@@ -182,9 +182,11 @@ export class RunStore {
     }
     if (m.id !== id) return { problem: `it names run "${String(m.id)}" but lies in folder ${id}` };
     // The name is user.json's alone (a meta.json written from a read-back copy may carry an old one).
-    const { name: _stale, tags: _t, notes: _n, ...rest } = raw as RunMeta;
+    const { name: _stale, tags: _t, notes: _n, error: rawError, errorCode: _c, ...rest } = raw as RunMeta;
+    // The one error shape, also from a record written before it (error a string, errorCode beside it).
+    const error = decodeRunError(rawError, m.errorCode);
     // A record written before a setting existed (e.g. --width) ran at that setting's default.
-    return { meta: { ...rest, config: { ...DEFAULT_TRAIN_CONFIG, ...rest.config }, ...this.user(id) } };
+    return { meta: { ...rest, config: { ...DEFAULT_TRAIN_CONFIG, ...rest.config }, ...(error ? { error, ...(error.code ? { errorCode: error.code } : {}) } : {}), ...this.user(id) } };
   }
 
   /** What user.json says (name, tags, notes), each only when well-formed (a damaged file is as none: it is the user's, not the run's record). */

@@ -3,7 +3,7 @@
 // the hosts' record) in step with what the controller sees, and hand each recorded event, with its
 // seq, to the run's subscribers (RunEvents).
 import { CohortError, initialRunView, isFinished, makeEvent, reduceRunView, runSettings, runSwitches, runViewStatus, worldLayout, type KeyedEmitter, type TrainConfig } from '../../../trainer/protocol';
-import { isLocalProfile, profileWorldSize, resolveRunConfig, spreadOf, worldHosts, type DeployProgress, type Profile, type RunEventMessage, type RunMeta } from '../../common';
+import { isLocalProfile, profileWorldSize, resolveRunConfig, runErrorOf, spreadOf, worldHosts, type DeployProgress, type Profile, type RunEventMessage, type RunMeta } from '../../common';
 import { join } from 'node:path';
 import { CheckStore, checkForRun } from '../check/check-store';
 import { withSpares } from '../../common/check-spares';
@@ -180,8 +180,8 @@ function track(controller: RunController, recorder: RunRecorder, meta: RunMeta, 
         : {}),
       ...(result.status === 'lost' ? { lastSeenAt: new Date().toISOString() } : {}),
       // An earlier follow's error (a host unreachable then) is replaced by this one's, or cleared.
-      error: result.error ? `${result.error.rank >= 0 ? `rank ${result.error.rank} on ` : ''}${result.error.host}: ${result.error.message}` : undefined,
-      errorCode: result.error?.code,
+      error: result.error ? runErrorOf(result.error) : undefined,
+      errorCode: result.error?.code, // (deprecated mirror of error.code, RunMeta)
       stopOwed: result.stopOwed, // (absent: every host confirmed; an earlier stop's list is cleared)
     });
     recorder.close();
@@ -200,7 +200,6 @@ function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profil
   // "launch failed on h1: …", not "launch failed on h1: h1: …" (core's messages start with their host).
   const full = String(e.message ?? err);
   const message = host && full.startsWith(`${host}: `) ? full.slice(host.length + 2) : full;
-  const hint = typeof e.hint === 'string' && e.hint && !message.toLowerCase().includes(e.hint.toLowerCase()) ? ` (hint: ${e.hint})` : '';
   const local = isLocalProfile(o.profile);
   const world = worldHosts(o.profile); // spare hosts run no ranks
   const layout = worldLayout(local ? [{ name: 'local', slots: o.ranks ?? 1 }] : world);
@@ -220,7 +219,7 @@ function recordFailedLaunch(store: RunStore, o: { runId: string; profile: Profil
       steps: 0,
       medianGlobalSamplesPerSec: null,
       throughput: spreadOf([]),
-      error: `launch failed${host ? ` on ${host}` : ''}: ${message}${hint}`,
+      error: { ...(typeof e.code === 'string' ? { code: e.code } : {}), message: `launch failed${host ? ` on ${host}` : ''}: ${message}`, ...(typeof e.hint === 'string' && e.hint ? { hint: e.hint } : {}), ...(host ? { host } : {}) },
       ...(typeof e.code === 'string' ? { errorCode: e.code } : {}),
     });
     rec.close();

@@ -5,7 +5,7 @@
 // A stop that reached the other hosts while the leader was down, or one owed to a host that was down
 // when this client sent it (deliverOwedStops), reaches that host here too (issue 24 item 4).
 import { HOST_CMD_EXIT, decodeRunState, isTerminalRunState } from '../../../trainer/protocol';
-import { LOCAL_PROFILE_NAME, type RunMeta, type RunMetaStatus } from '../../common';
+import { LOCAL_PROFILE_NAME, runErrorOf, type RunMeta, type RunMetaStatus } from '../../common';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import type { ProfileStore } from '../profiles';
 import { HostQueries } from '../runs/controller-queries';
@@ -33,7 +33,7 @@ export async function refreshRunStatus(meta: RunMeta, deps: RefreshDeps): Promis
     const leader = plan?.hosts[0];
     if (!leader) return undefined;
     const r = await runHostCommand(leader.link, ['run-status', '--run', meta.id], { timeoutMs: 5000 });
-    if (r.code === HOST_CMD_EXIT.noSuchRun) return runs.patch(meta.id, { status: 'lost', error: `${leader.host} has no record of this run` }, { unlessFollowed: true });
+    if (r.code === HOST_CMD_EXIT.noSuchRun) return runs.patch(meta.id, { status: 'lost', error: { code: 'no-such-run', message: `${leader.host} has no record of this run`, host: leader.host }, errorCode: 'no-such-run' }, { unlessFollowed: true });
     const line = r.stdout.trim().split('\n').pop();
     if (r.code !== 0 || !line) return undefined; // unreachable: keep what the cache says
     const parsed = JSON.parse(line) as { agentAlive?: boolean };
@@ -46,7 +46,7 @@ export async function refreshRunStatus(meta: RunMeta, deps: RefreshDeps): Promis
       if (await stoppedElsewhere(ctx, leader, plan!.hosts.slice(1), new HostQueries())) return runs.patch(meta.id, { status: 'cancelled', lastSeenAt: new Date().toISOString() }, { unlessFollowed: true });
     }
     const status: RunMetaStatus = isTerminalRunState(st.state) ? st.state : parsed.agentAlive === false ? 'lost' : st.state;
-    return runs.patch(meta.id, { status, ...(st.lastStep !== undefined ? { steps: st.lastStep } : {}), lastSeenAt: new Date(st.updatedAt).toISOString(), ...(st.endedAt ? { endedAt: new Date(st.endedAt).toISOString() } : {}), ...(st.error ? { error: `${st.error.rank >= 0 ? `rank ${st.error.rank} on ` : ''}${st.error.host}: ${st.error.message}` } : {}) }, { unlessFollowed: true });
+    return runs.patch(meta.id, { status, ...(st.lastStep !== undefined ? { steps: st.lastStep } : {}), lastSeenAt: new Date(st.updatedAt).toISOString(), ...(st.endedAt ? { endedAt: new Date(st.endedAt).toISOString() } : {}), ...(st.error ? { error: runErrorOf(st.error), errorCode: st.error.code } : {}) }, { unlessFollowed: true });
   } catch {
     return undefined;
   }

@@ -2,7 +2,7 @@
 // Metrics go into columnar SeriesBuffers (not reactive: charts poll `version` once per frame);
 // only the small summary fields are reactive state.
 import { PROTOCOL_VERSION, initialRunView, isFinished, stepRunView, type CohortEvent, type ErrorEvent, type HelloEvent, type PlanEvent, type RestartEvent, type RunPhase, type RunView, type SchedulerQueue, type StepEvent } from '../../../trainer/protocol';
-import { followRun, type CohortApi, type RunMeta } from '../../../electron/common';
+import { followRun, type CohortApi, type RunError, type RunMeta } from '../../../electron/common';
 import { reloadHistory } from './history.svelte';
 import { SeriesBuffer } from '../lib/series-buffer';
 import { busyMs, recordRankWindow, resetRankWindows } from './rank-windows.svelte';
@@ -324,16 +324,12 @@ export function loadHistory(meta: RunMeta, events: CohortEvent[]): void {
   if (live.median === null) live.median = meta.medianGlobalSamplesPerSec ?? null;
   // A launch that failed before any host ran it has no events: its record's error is the banner's
   // (the failed launch's link, issue 22, lands here).
-  // The CLI's hint the record appends ("(hint: …)") gives way to the banner's GUI hint.
-  if (!live.error && meta.status === 'failed' && meta.error) live.error = recordedError(meta, meta.error.replace(/ \(hint: [^]*\)$/, ''));
+  if (!live.error && meta.status === 'failed' && meta.error) live.error = recordedError(meta, meta.error);
 }
 
-/** The error a run's record keeps, as the banner shows an error event. The host: the one core's
- *  failed-launch record names ("launch failed on HOST: …", start-run.ts recordFailedLaunch).
- *  UNFINISHED: read from the message's wording; a RunMeta field for the failed host would not be. */
-function recordedError(meta: RunMeta, message: string): ErrorEvent {
-  const host = /^launch failed on (\S+?):/.exec(message)?.[1] ?? '';
-  return { v: PROTOCOL_VERSION, type: 'error', time: Date.parse(meta.endedAt ?? meta.startedAt) || 0, rank: -1, host, message, logTail: [], ...(meta.errorCode ? { code: meta.errorCode } : {}) };
+/** The error a run's record keeps (the one error shape, run-error.ts), as the banner shows an error event (rank -1: the record's message names the rank). */
+function recordedError(meta: RunMeta, e: RunError): ErrorEvent {
+  return { v: PROTOCOL_VERSION, type: 'error', time: Date.parse(meta.endedAt ?? meta.startedAt) || 0, rank: -1, host: e.host ?? '', message: e.message, logTail: [], ...(e.code ? { code: e.code } : {}), ...(e.hint ? { hint: e.hint } : {}) };
 }
 
 // ---- re-attach (issue 12): a reload, a run opened from History, a second client --------------
