@@ -59,6 +59,16 @@ function hostState(runId: string): { state?: string; lastStep?: number } | undef
   }
 }
 
+/** Attaches to the live run (a step must arrive), stops it from another client: cancelled, the attach ends 130. */
+async function attachThenStop(runId: string): Promise<void> {
+    const attach = runCli(['attach', runId, '--json'], { env, json: true });
+    await attach.waitFor((e) => e.type === 'step', 60_000);
+    const stop = await cli(['stop', runId]);
+    expect(stop.code, stop.stderr).toBe(0);
+    expect(stop.stdout).toMatch(new RegExp(`run ${runId}: cancelled`));
+    expect((await attach.exit).code, attach.stderr).toBe(130);
+}
+
 afterAll(async () => {
   const id = cluster?.id;
   await cluster?.dispose();
@@ -71,12 +81,7 @@ describe.skipIf(SSHD_MISSING)('a run outlives its profile (issue 24 defect 8)', 
     const runId = await startLive('solo');
     expect((await cli(['profiles', 'rm', 'solo'])).code).toBe(0);
 
-    const attach = runCli(['attach', runId, '--json'], { env, json: true });
-    await attach.waitFor((e) => e.type === 'step', 60_000);
-    const stop = await cli(['stop', runId]);
-    expect(stop.code, stop.stderr).toBe(0);
-    expect(stop.stdout).toMatch(new RegExp(`run ${runId}: cancelled`));
-    expect((await attach.exit).code, attach.stderr).toBe(130);
+    await attachThenStop(runId);
     expect(await trainerProcesses(cluster)).toEqual([]);
   }, 300_000);
 
@@ -96,12 +101,7 @@ describe.skipIf(SSHD_MISSING)('a run outlives its profile (issue 24 defect 8)', 
     const other = await importProfile('lab', { name: 'h9', port: 9, workdir: join(dir, 'elsewhere') });
     expect(other.code, other.stderr).toBe(0);
 
-    const attach = runCli(['attach', runId, '--json'], { env, json: true });
-    await attach.waitFor((e) => e.type === 'step', 60_000);
-    const stop = await cli(['stop', runId]);
-    expect(stop.code, stop.stderr).toBe(0);
-    expect(stop.stdout).toMatch(new RegExp(`run ${runId}: cancelled`));
-    expect((await attach.exit).code, attach.stderr).toBe(130);
+    await attachThenStop(runId);
     expect(hostState(runId)?.state).toBe('cancelled');
     expect(await trainerProcesses(cluster)).toEqual([]);
   }, 300_000);
