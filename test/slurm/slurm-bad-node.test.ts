@@ -10,13 +10,18 @@
 //    allocation, on that node again.
 // (One failure kind per case: the leader's choice of node is the same for a hung and a killed rank,
 // agent-slurm-exclude.test.ts; the cases differ in what Slurm does.)
-// Nothing of either run is left on any node.
+// And before the first step (`cohort run --check`): a node of the check's allocation that drops
+// inbound TCP (nftables in its namespace, ssh and slurmd left open) has errors; the partition's
+// third node is usable, so the job is submitted with --exclude=<that node>, runs on the other two and
+// ends ok; its events and history say which node was left out and why.
+// Nothing of any run is left on any node.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { CohortEvent, DoneEvent, ErrorEvent, LogEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
 import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
+import { NFT_MISSING } from '../harness/shape';
 import { runCli } from '../helpers/cli';
 import { tinyRun } from '../helpers/tiny';
 
@@ -89,6 +94,33 @@ afterAll(async () => {
 });
 
 describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when the partition has an idle node', () => {
+  it.skipIf(!!NFT_MISSING)('run --check, errors on the second node of the check (it drops inbound TCP), the third usable: submitted with --exclude of that node, ok on the other two; events and history say why', async () => {
+    const n2 = c.nodes.find((n) => n.name === 'n2')!;
+    const on = await c.ssh.exec(n2.host, "nft add table inet cohort_bad_node_test && nft 'add chain inet cohort_bad_node_test in { type filter hook input priority 0; policy accept; }' && nft add rule inet cohort_bad_node_test in tcp dport != { 22, 6818 } ct state new drop");
+    expect(on.code, on.stderr).toBe(0);
+    try {
+      const run = runCli(['run', '--profile', 'pair', '--check', '--steps', '2', ...tinyRun({ seed: 7 }), '--json'], { env: { ...env, COHORT_CHECK_LINK_MS: '1000' }, json: true });
+      onTestFailed(() => printSlurm(run));
+      const exit = await run.exit;
+      expect(exit.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/ERROR \[n2\] port-blocked: node n2 does not accept TCP connections from node n1/);
+      expect(run.stderr).toContain('run: the check found errors on n2 (above): it is left out of this run; sbatch --exclude=n2: Slurm gives the run other nodes of the partition (usable at the check: n3)');
+      const placed = placements(run.events);
+      expect(placed.map((p) => p.nodes)).toEqual([['n1', 'n3']]);
+      expect((await c.login$(`scontrol show job -o ${placed[0]!.job}`)).stdout).toMatch(/ExcNodeList=n2\s/); // Slurm's own word
+      const why = /^n2 is left out of this run \(sbatch --exclude: Slurm places the run on other nodes of the partition\): cohort check found \d+ error\(s\) on it: port-blocked: node n2 does not accept TCP connections from node n1/;
+      expect((of(run.events, 'log') as LogEvent[]).filter((l) => why.test(l.message))).toHaveLength(1);
+      expect(of(run.events, 'done')[0]).toMatchObject({ status: 'ok', steps: 2 });
+      const runId = run.events.find((e): e is LogEvent & { runId: string } => e.type === 'log' && typeof (e as { runId?: unknown }).runId === 'string')!.runId;
+      const shown = runCli(['runs', 'show', runId], { env });
+      expect((await shown.exit).code, shown.stderr).toBe(0);
+      expect(shown.stdout).toMatch(/^left out: n2: cohort check found \d+ error\(s\) on it: port-blocked: node n2 does not accept/m);
+    } finally {
+      await c.ssh.exec(n2.host, 'nft delete table inet cohort_bad_node_test 2>/dev/null; true');
+    }
+    await nothingLeft();
+  }, 300_000);
+
   it('2 of 3 nodes, the rank on the second hung (SIGSTOP): the job runs again without that node, the restart names it and its replacement, ok', async () => {
     const run = runCli(['run', '--profile', 'pair', '--max-restarts', '1', ...train, '--json'], { env, json: true });
     onTestFailed(() => printSlurm(run));
