@@ -111,7 +111,7 @@ describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when
       const why = /^n2 is left out of this run \(sbatch --exclude: Slurm places the run on other nodes of the partition\): cohort check found \d+ error\(s\) on it: port-blocked: node n2 does not accept TCP connections from node n1/;
       expect((of(run.events, 'log') as LogEvent[]).filter((l) => why.test(l.message))).toHaveLength(1);
       expect(of(run.events, 'done')[0]).toMatchObject({ status: 'ok', steps: 2 });
-      const runId = run.events.find((e): e is LogEvent & { runId: string } => e.type === 'log' && typeof (e as { runId?: unknown }).runId === 'string')!.runId;
+      const runId = run.events.find((e): e is LogEvent => e.type === 'log' && typeof e.runId === 'string')!.runId!;
       const shown = runCli(['runs', 'show', runId], { env });
       expect((await shown.exit).code, shown.stderr).toBe(0);
       expect(shown.stdout).toMatch(/^left out: n2: cohort check found \d+ error\(s\) on it: port-blocked: node n2 does not accept/m);
