@@ -12,8 +12,9 @@
 // agent-slurm-exclude.test.ts; the cases differ in what Slurm does.)
 // And before the first step (`cohort run --check`): a node of the check's allocation that drops
 // inbound TCP (nftables in its namespace, ssh and slurmd left open) has errors; the partition's
-// third node is usable, so the job is submitted with --exclude=<that node>, runs on the other two and
-// ends ok; its events and history say which node was left out and why.
+// third node is usable, so the job is submitted with --exclude=<that node> and runs on the other two;
+// its events and history say which node was left out and why. A rank killed there then restarts
+// inside the allocation: the requeue keeps the job's ExcNodeList, so no node is idle for it.
 // Nothing of any run is left on any node.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -94,13 +95,18 @@ afterAll(async () => {
 });
 
 describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when the partition has an idle node', () => {
-  it.skipIf(!!NFT_MISSING)('run --check, errors on the second node of the check (it drops inbound TCP), the third usable: submitted with --exclude of that node, ok on the other two; events and history say why', async () => {
+  it.skipIf(!!NFT_MISSING)('run --check, errors on the second node of the check (it drops inbound TCP), the third usable: submitted with --exclude of that node, on the other two; a rank killed there restarts inside the allocation (the left-out node stays out); ok; events and history say why', async () => {
     const n2 = c.nodes.find((n) => n.name === 'n2')!;
     const on = await c.ssh.exec(n2.host, "nft add table inet cohort_bad_node_test && nft 'add chain inet cohort_bad_node_test in { type filter hook input priority 0; policy accept; }' && nft add rule inet cohort_bad_node_test in tcp dport != { 22, 6818 } ct state new drop");
     expect(on.code, on.stderr).toBe(0);
     try {
-      const run = runCli(['run', '--profile', 'pair', '--check', '--steps', '2', ...tinyRun({ seed: 7 }), '--json'], { env: { ...env, COHORT_CHECK_LINK_MS: '1000' }, json: true });
+      const run = runCli(['run', '--profile', 'pair', '--check', '--max-restarts', '1', ...train, '--json'], { env: { ...env, COHORT_CHECK_LINK_MS: '1000' }, json: true });
       onTestFailed(() => printSlurm(run));
+      await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 240_000);
+      expect(placements(run.events).map((p) => p.nodes)).toEqual([['n1', 'n3']]);
+      // The partition's only other node is the one left out: the requeue's ExcNodeList would have to
+      // keep it out (slurm-exclude.ts), so there is no idle node and the restart stays in place.
+      await signalRank('n3');
       const exit = await run.exit;
       expect(exit.code, run.stderr).toBe(0);
       expect(run.stderr).toMatch(/ERROR \[n2\] port-blocked: node n2 does not accept TCP connections from node n1/);
@@ -110,7 +116,12 @@ describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when
       expect((await c.login$(`scontrol show job -o ${placed[0]!.job}`)).stdout).toMatch(/ExcNodeList=n2\s/); // Slurm's own word
       const why = /^n2 is left out of this run \(sbatch --exclude: Slurm places the run on other nodes of the partition\): cohort check found \d+ error\(s\) on it: port-blocked: node n2 does not accept TCP connections from node n1/;
       expect((of(run.events, 'log') as LogEvent[]).filter((l) => why.test(l.message))).toHaveLength(1);
-      expect(of(run.events, 'done')[0]).toMatchObject({ status: 'ok', steps: 2 });
+      const restarts = of(run.events, 'restart') as RestartEvent[];
+      expect(restarts.length, JSON.stringify(restarts)).toBe(1);
+      expect(restarts[0]).toMatchObject({ attempt: 1, host: 'n3', rank: 1 });
+      expect((of(run.events, 'log') as LogEvent[]).map((l) => l.message)).toContain("restarting inside the allocation, on n3 again: no idle node in partition debug to take n3's place");
+      expect(placements(run.events)).toHaveLength(1); // one run of the job
+      endedOk(run.events, restarts[0]!);
       const runId = run.events.find((e): e is LogEvent => e.type === 'log' && typeof e.runId === 'string')!.runId!;
       const shown = runCli(['runs', 'show', runId], { env });
       expect((await shown.exit).code, shown.stderr).toBe(0);
