@@ -1,24 +1,26 @@
 // A scripted pass of the README's and every `--help`'s examples, as a new user types them (issue 22,
 // "Proof"): every `cohort …` line of README.md's code blocks and every command's `examples` (the
 // table `--help` prints) runs in bash, pipes and redirections included (`set -o pipefail`), against
-// a private config/data dir whose `lab` profile is 2 real sshd hosts, and must exit 0. A new example
-// runs by itself; one that cannot run here must be listed in SKIPPED with its reason, and one that
-// names a placeholder (RUN, A, B, a run id of the docs) in AS_TYPED with what a user types instead.
+// a private config/data dir whose `lab` profile is 2 real sshd hosts, and must exit 0 (and show what
+// EXPECT says the docs promise). A new example runs by itself; one that cannot run here must be
+// listed in SKIPPED with its reason; a placeholder (RUN, A, B, a run id of the docs) is typed as a
+// real run id (asTyped, test/helpers/doc-examples.ts). The examples naming the Slurm profile `hpc`
+// run as typed against a real Slurm cluster in test/slurm/slurm-run.test.ts (listed here as such).
+// `lab` has `defaults` (LAB_DEFAULTS: the tiny run), so an example that sets no run size (`cohort
+// check lab`) runs and measures that, in seconds, as a profile's defaults would for its owner.
 // Each example gets a fresh copy of the state (so `profiles rm lab` or `runs rm` never changes the
 // next one's world) in a fresh working directory holding lab.json, with a HOME holding
 // ~/.ssh/config (gpu1, gpu2) and ~/.ssh/id_ed25519. An unquoted glob character fails too (zsh, the
 // macOS shell, refuses a glob that matches nothing).
 import { spawn } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { COMMANDS } from '../../electron/cli/commands';
-import { allCommands } from '../../electron/cli/command-spec';
 import { SSHD_MISSING } from '../harness/sshd-hosts';
-import { COHORT, ROOT } from '../helpers/cli';
 import { useCohortCluster } from '../helpers/cohort-cluster';
-import { tinyRun } from '../helpers/tiny';
+import { SLURM_EXAMPLES_FILE, asTyped, cohortOnPath, docExamples, needsSlurm, type Example } from '../helpers/doc-examples';
+import { tinyConfig, tinyRun } from '../helpers/tiny';
 
 /** Examples that cannot run here, each with why (exact text as extracted). */
 const SKIPPED: Record<string, string> = {
@@ -27,60 +29,23 @@ const SKIPPED: Record<string, string> = {
   'cohort run --profile lab --batch-size 64 --image-size 224 --steps 500 --name "bs64 224px" --tag baseline': 'ResNet-50 at 224 px, batch 64: a GPU cluster\'s run; on these CPU sshd hosts tfjs-wasm would take hours (the same flags at a small size: the other run examples)',
   'cohort run --profile lab --batch-size 32 --epochs 1 --data cifar100:~/data/cifar-100-binary': 'needs the CIFAR-100 binary files under ~/data on the hosts (no download here); --data is covered by the trainer tests',
   'cohort provision lab': 'installs @tensorflow/tfjs-node(-gpu) on the hosts from the npm registry: no network beyond the test hosts',
-  'cohort check lab': "measures compute on both hosts at the default run settings: minutes on these shared CPU hosts; `cohort check` on sshd hosts is test/cluster/check.test.ts (`cohort check local` runs here)",
-  'cohort check lab --batch-size 64': 'as "cohort check lab", at batch 64',
-  'cohort check lab --batch-size 64 --fp16 --json | jq .prediction': 'as "cohort check lab", at batch 64',
-  'cohort probe hpc': 'a Slurm login node (test/slurm covers Slurm profiles against a real Slurm cluster)',
-  'cohort run --profile hpc --steps 500': 'a Slurm cluster (test/slurm)',
 };
 
-/** run ids in the docs and what a user types instead (the runs this file records first); steps cut short. */
-function asTyped(example: string, run1: string, run2: string): string {
-  const ids: [RegExp, string][] = [
-    [/\bRUN\.\.\./g, run1],
-    [/\b20261123-091200-ab12\b/g, run1],
-    [/\b20261123-0930\b/g, run2],
-    [/\b20261123-0912\b/g, run1],
-    [/\bRUN1\b/g, run1],
-    [/\bRUN2\b/g, run2],
-    [/\bRUN\b/g, run1],
-    [/^cohort runs export A B (.*)--baseline A\b/, `cohort runs export ${run1} ${run2} $1--baseline ${run1}`],
-  ];
-  let s = example.replace(/^node bin\/cohort\.mjs /, 'cohort '); // the same program (`npm link`'s cohort), from any directory
-  for (const [re, to] of ids) s = s.replace(re, to);
-  // A training example's length is not what is checked (its flags, profile and output are): 2 steps.
-  if (/^cohort run /.test(s)) s = s.replace(/--steps \d+/, '--steps 2');
-  return s;
-}
-
-interface Example {
-  text: string;
-  from: string;
-}
-
-/** `cohort …` commands of README.md's fenced code blocks (continuations joined, comments dropped). */
-function readmeExamples(): Example[] {
-  const lines = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n');
-  const out: Example[] = [];
-  let fenced = false;
-  for (let i = 0; i < lines.length; i++) {
-    if (/^\s*```/.test(lines[i]!)) {
-      fenced = !fenced;
-      continue;
-    }
-    if (!fenced) continue;
-    const at = i + 1;
-    let line = lines[i]!;
-    while (line.endsWith('\\') && i + 1 < lines.length) line = line.slice(0, -1) + lines[++i]!.trim();
-    for (const part of line.split('&&').map((p) => p.replace(/\s+#.*$/, '').trim())) {
-      const cmd = part.replace(/^[A-Z_]+=\S+\s+/, '');
-      if (/^(node bin\/cohort\.mjs|cohort) /.test(cmd) || cmd.startsWith('npm ') || cmd.startsWith('npx ')) out.push({ text: cmd, from: `README.md:${at}` });
-    }
-  }
-  return out;
-}
-
-const helpExamples = (): Example[] => allCommands(COMMANDS).flatMap((c) => (c.examples ?? []).map((text) => ({ text, from: `cohort ${c.name} --help` })));
+/**
+ * What each example's output must show, beyond exit 0: what the docs say it does (exact text as
+ * extracted). The `lab` checks run at the profile's defaults (LAB_DEFAULTS) under the flags typed.
+ */
+const EXPECT: Record<string, RegExp[]> = {
+  // "OS, cores, RAM, Node, GPUs (nvidia-smi), tfjs bindings, PyTorch per host"
+  'cohort probe lab': [/^h1: Linux .*, \d+ cores, [\d.]+ GiB, node v\d+.*, CPU only, tfjs/m, /^h2: Linux /m],
+  // "uploads the trainer bundle once (content-hashed; a second deploy sends nothing)": deployed before,
+  // but `deploy lab --force` may be uploading to the same hosts at the same time (the examples run 3 at once)
+  'cohort deploy lab': [/^h1: (already deployed|deployed [\d.]+ MiB) at /m, /^h2: (already deployed|deployed [\d.]+ MiB) at /m],
+  'cohort deploy lab --force': [/^h1: deployed [\d.]+ MiB at /m, /^h2: deployed [\d.]+ MiB at /m],
+  'cohort check lab': [/^  h1 \(\S+\): node v\d+/m, /^  h2 \(\S+\): node v\d+/m, /^links \(plain TCP between the hosts/m, /^  h1 → h2 /m, /^prediction for 2 rank\(s\):$/m, /^  bottleneck: \S/m, /^ok: nothing would make a run fail/m],
+  'cohort check lab --batch-size 64': [/^prediction for 2 rank\(s\):$/m, /\(fp32 wire\)/, /^ok: nothing would make a run fail/m],
+  'cohort check lab --batch-size 64 --fp16 --json | jq .prediction': [/^\{\n/, /^  "worldSize": 2,$/m, /^  "wire": "fp16",$/m, /^  "bottleneck": "\S/m],
+};
 
 /** The command without its quoted words (what the shell itself reads). */
 const unquoted = (s: string) => s.replace(/'[^']*'|"(?:[^"\\]|\\.)*"/g, '');
@@ -91,7 +56,10 @@ const makesProfile = (s: string) => /^cohort profiles (add|add-slurm|import|impo
 /** Destructive ones last (they run in copies, but stop/rm touch the hosts' shared record). */
 const order = (s: string) => (/^cohort (runs rm|stop) /.test(s) ? 1 : 0);
 
-const fx = useCohortCluster(2, { enabled: !SSHD_MISSING, profiles: { lab: [0, 1] }, deploy: 'lab' });
+/** `lab`'s run settings when a command does not give them: the tiny run of the other cluster tests. */
+const LAB_DEFAULTS = { ...tinyConfig, batchSize: 2, warmupSteps: 1 };
+
+const fx = useCohortCluster(2, { enabled: !SSHD_MISSING });
 let base = '';
 let run1 = '';
 let run2 = '';
@@ -99,6 +67,9 @@ let run2 = '';
 beforeAll(async () => {
   if (SSHD_MISSING) return;
   base = mkdtempSync(join(tmpdir(), 'cohort-doc-examples-'));
+  await fx().importProfile('lab', [0, 1], { defaults: LAB_DEFAULTS });
+  const deployed = fx().cli(['deploy', 'lab']);
+  expect((await deployed.exit).code, deployed.stderr).toBe(0);
   // Two ended runs on lab, for the examples that name a run.
   for (const i of [1, 2]) {
     const r = fx().cli(['run', '--profile', 'lab', ...tinyRun(), '--steps', '1', '--detach']);
@@ -108,10 +79,7 @@ beforeAll(async () => {
     if (i === 1) run1 = r.stdout.trim();
     else run2 = r.stdout.trim();
   }
-  const bin = join(base, 'bin');
-  mkdirSync(bin);
-  writeFileSync(join(bin, 'cohort'), `#!/bin/sh\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(COHORT)} "$@"\n`);
-  chmodSync(join(bin, 'cohort'), 0o755);
+  cohortOnPath(base);
   const home = join(base, 'home');
   mkdirSync(join(home, '.ssh'), { recursive: true, mode: 0o700 });
   copyFileSync(fx().cluster.clientKeyPath, join(home, '.ssh', 'id_ed25519'));
@@ -135,7 +103,9 @@ async function runExample(cmd: string, n: number): Promise<{ code: number | null
   cpSync(fxEnv.COHORT_DATA_DIR!, join(root, 'data'), { recursive: true });
   if (makesProfile(cmd)) mkdirSync(join(root, 'config'));
   else cpSync(fxEnv.COHORT_CONFIG_DIR!, join(root, 'config'), { recursive: true });
-  const env = { ...process.env, ...fxEnv, COHORT_CONFIG_DIR: join(root, 'config'), COHORT_DATA_DIR: join(root, 'data'), HOME: join(base, 'home'), PATH: `${join(base, 'bin')}:${process.env.PATH}`, NO_COLOR: '1' };
+  // COHORT_CHECK_LINK_MS: `cohort check lab`'s links stream 200 ms each, not 2 s (the CLI's minimum,
+  // as check.test's cases that assert no speeds): here they only need to connect and be listed.
+  const env = { ...process.env, ...fxEnv, COHORT_CONFIG_DIR: join(root, 'config'), COHORT_DATA_DIR: join(root, 'data'), HOME: join(base, 'home'), PATH: `${join(base, 'bin')}:${process.env.PATH}`, NO_COLOR: '1', COHORT_CHECK_LINK_MS: '200' };
   const serve = /^cohort serve\b/.test(cmd);
   const child = spawn('bash', ['-c', `set -o pipefail; ${cmd}`], { cwd, env, stdio: ['ignore', 'pipe', 'pipe'], detached: serve });
   let out = '';
@@ -156,17 +126,21 @@ async function runExample(cmd: string, n: number): Promise<{ code: number | null
 
 describe.skipIf(SSHD_MISSING)('README and --help examples, as typed', () => {
   it('every example runs, or is listed as skipped with its reason', async () => {
-    const seen = new Set<string>();
-    const examples = [...readmeExamples(), ...helpExamples()].filter((e) => !seen.has(e.text) && seen.add(e.text));
+    const examples = docExamples();
     expect(examples.length).toBeGreaterThan(30);
     const ran: string[] = [];
     const skipped: string[] = [];
+    const elsewhere: string[] = [];
     const failures: string[] = [];
     const todo = [...examples].sort((a, b) => order(a.text) - order(b.text));
     const runnable: { ex: Example; n: number }[] = [];
     for (const [n, ex] of todo.entries()) {
       if (SKIPPED[ex.text] !== undefined) {
         skipped.push(`${ex.text} (${ex.from}): ${SKIPPED[ex.text]}`);
+        continue;
+      }
+      if (needsSlurm(ex.text)) {
+        elsewhere.push(`${ex.text} (${ex.from}): runs as typed against a real Slurm cluster in ${SLURM_EXAMPLES_FILE}`);
         continue;
       }
       if (/^np[mx] /.test(ex.text)) {
@@ -189,7 +163,9 @@ describe.skipIf(SSHD_MISSING)('README and --help examples, as typed', () => {
       const typed = asTyped(ex.text, run1, run2);
       const t0 = Date.now();
       const r = await runExample(typed, n);
-      if (r.code === 0) ran.push(`${typed} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+      const missing = r.code === 0 ? (EXPECT[ex.text] ?? []).filter((re) => !re.test(r.out)) : [];
+      if (missing.length) failures.push(`${ex.text} (${ex.from})${typed !== ex.text ? `, typed as: ${typed}` : ''}\n  exit 0 but its output lacks ${missing.join(', ')}:\n  ${r.out.trim().split('\n').join('\n  ')}`);
+      else if (r.code === 0) ran.push(`${typed} (${((Date.now() - t0) / 1000).toFixed(1)} s)${EXPECT[ex.text] ? `: ${r.out.trim().split('\n').at(-1)}` : ''}`);
       else if (/port is taken/.test(r.out) && /--port \d+/.test(typed)) skipped.push(`${typed} (${ex.from}): its fixed port is taken on this shared machine`);
       else failures.push(`${ex.text} (${ex.from})${typed !== ex.text ? `, typed as: ${typed}` : ''}\n  exit ${r.code}: ${r.out.trim().split('\n').slice(-6).join('\n  ')}`);
     };
@@ -203,8 +179,11 @@ describe.skipIf(SSHD_MISSING)('README and --help examples, as typed', () => {
       for (let next = light.shift(); next; next = light.shift()) await one(next);
     }));
     for (const r of runnable.filter(({ ex }) => exclusive(ex))) await one(r);
-    console.log(`ran ${ran.length} examples:\n  ${ran.join('\n  ')}\nskipped ${skipped.length}:\n  ${skipped.join('\n  ')}`);
+    console.log(`ran ${ran.length} examples:\n  ${ran.join('\n  ')}\nskipped ${skipped.length}:\n  ${skipped.join('\n  ')}\nrun elsewhere ${elsewhere.length}:\n  ${elsewhere.join('\n  ')}`);
     expect(failures, `examples that failed:\n${failures.join('\n')}`).toEqual([]);
     expect(ran.length).toBeGreaterThan(20);
+    // Each output check names an example that exists and ran (a renamed example must not leave its check unused).
+    for (const text of Object.keys(EXPECT)) expect(examples.map((e) => e.text), `EXPECT names ${text}`).toContain(text);
+    expect(elsewhere.length, 'the hpc examples (probe, run)').toBeGreaterThanOrEqual(2);
   }, 1_200_000);
 });

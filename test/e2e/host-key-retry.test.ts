@@ -5,7 +5,7 @@
 //   notice over every other view;
 // - "Test connection" meets the unknown key, the dialog shows it (screenshots at 1280×800 and
 //   1920×1080), and "Trust and remember" tests the host again by itself: the red result gives way
-//   to "connected" without another click.
+//   to "connected" without another click (screenshots of that too, at both sizes).
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -86,6 +86,10 @@ describe.skipIf(!existsSync(CHROMIUM) || SSHD_MISSING)('unknown host key in the 
     await expect.poll(() => result.textContent(), { timeout: 30_000 }).toMatch(/connected/);
     expect(await result.getAttribute('class')).toContain('ok');
     expect(await page.getByTestId('test-hint-0').count()).toBe(0);
-    writeFileSync(join(ARTIFACTS, 'host-key-trusted-1280x800.png'), await page.screenshot());
+    for (const [w, h] of [[1280, 800], [1920, 1080]] as const) {
+      await page.setViewportSize({ width: w, height: h });
+      writeFileSync(join(ARTIFACTS, `host-key-trusted-${w}x${h}.png`), await page.screenshot());
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
   }, 120_000);
 });

@@ -141,17 +141,17 @@ export async function setTheme(page: import('playwright-core').Page, theme: 'lig
 }
 
 /**
- * Screenshots of what `page` shows now at each SHOT_SIZES size in both themes, as
+ * Screenshots of what `page` shows now at each SHOT_SIZES size (or `sizes`) in both themes, as
  * `<dir>/<name>-<w>x<h>-<theme>.png`. The theme is switched with the app's own toggle (setTheme),
  * so this works with a modal dialog open. Leaves the page at 1280×800 in its previous theme.
  */
-export async function screenshotsAllSizes(page: import('playwright-core').Page, dir: string, name: string, opts: { fullPage?: boolean; beforeShot?: () => Promise<void> } = {}): Promise<string[]> {
+export async function screenshotsAllSizes(page: import('playwright-core').Page, dir: string, name: string, opts: { fullPage?: boolean; beforeShot?: () => Promise<void>; sizes?: readonly (readonly [number, number])[] } = {}): Promise<string[]> {
   const { writeFileSync } = await import('node:fs');
   const before = await page.evaluate(() => (document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light'));
   const files: string[] = [];
   for (const theme of ['light', 'dark'] as const) {
     await setTheme(page, theme);
-    for (const [w, h] of SHOT_SIZES) {
+    for (const [w, h] of opts.sizes ?? SHOT_SIZES) {
       await page.setViewportSize({ width: w, height: h });
       await page.waitForTimeout(250); // charts resize and redraw on the next frames
       await opts.beforeShot?.();

@@ -6,14 +6,17 @@
 //     slots; since the global claim order, a refusal before any hello: a missing engine) kept its
 //     slots until its own connect timeout and ended `leader-unreachable`. Its lease check read the
 //     pre-issue-24 path `leases/slot-0.json` until session 7 (asserting nothing); it reads slotHolder now.
-// 12: a checkpoint temp file left by a write cut short stayed forever.
+// 12: a checkpoint temp file left by a write cut short stayed forever: a stale one written by hand
+//     before a start, and a real rank SIGKILLed mid-write (held there by a test-only hook) before a resume.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { slotHolder } from '../../trainer/agent/leases';
+import type { CheckpointEvent, DoneEvent, RestartEvent } from '../../trainer/protocol';
 import { alive } from '../helpers/cli';
-import { freePort, hostCmd, hostTestScope, readStateOf, spec, waitUntil } from '../helpers/host';
+import { eventsOf, freePort, hostCmd, hostTestScope, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
+import { PACED_HOST } from '../helpers/tiny';
 
 const { workdir, runId } = hostTestScope();
 const DEAD_PID = 4194305; // above Linux's default pid_max: never a live process
@@ -56,6 +59,50 @@ describe('host agent defects (issue 24)', () => {
     expect(readStateOf(wd, id)?.state).toBe('ok');
     expect(readdirSync(ckpt)).not.toContain(stale);
   });
+
+  it('defect 12 on a real rank: SIGKILLed in the middle of a checkpoint write, its partial temp file is removed when the agent resumes; the resumed run ends with the uninterrupted weights', async () => {
+    const wd = workdir();
+    const refWd = workdir();
+    const id = runId('mid-write');
+    const ref = runId('mid-write-ref');
+    const ckpt = join(wd, 'runs', id, 'checkpoints');
+    const hold = join(wd, 'hold-checkpoint-writes');
+    // Paced (PACED_HOST) so the test sets the hold between two checkpoints; the reference trains the
+    // same config with the same env but the hold, at the same time, in its own workdir.
+    const config = { steps: 8, checkpointEvery: 2, seed: 7, engine: 'tfjs' };
+    const one = { host: 'h1', worldSize: 1, ranks: [{ rank: 0, localRank: 0 }], config };
+    // COHORT_TEST_CHECKPOINT_HOLD: a test-only pause inside the real write (trainer/train/checkpoint.ts,
+    // testHoldMidWrite): the rank stops after the temp file's first chunk while the hold file exists,
+    // so the SIGKILL lands mid-write every time (a plain tiny checkpoint is written in microseconds).
+    const [a, b] = await Promise.all([
+      hostCmd(wd, ['run-start'], { stdin: spec({ ...one, runId: id, masterPort: await freePort(), maxRestarts: 1, env: { ...PACED_HOST, COHORT_TEST_CHECKPOINT_HOLD: hold } }) + '\n' }),
+      hostCmd(refWd, ['run-start'], { stdin: spec({ ...one, runId: ref, masterPort: await freePort(), env: { ...PACED_HOST } }) + '\n' }),
+    ]);
+    expect(a.code, a.stdout + a.stderr).toBe(0);
+    expect(b.code, b.stdout + b.stderr).toBe(0);
+    const saved = await waitUntil('a first checkpoint', () => eventsOf(wd, id).find((e): e is CheckpointEvent => e.type === 'checkpoint' && e.action === 'saved'), 180_000, 50);
+    writeFileSync(hold, '');
+    const temp = await waitUntil('a checkpoint write held mid-way', () => readdirSync(ckpt).find((f) => f.endsWith('.tmp')), 120_000, 50);
+    const [, heldStep, writer] = /^\.step-(\d+)\.ckpt\.(\d+)\.[0-9a-f]+\.tmp$/.exec(temp)!;
+    expect(ranksOf(id).map((p) => p.pid), 'the temp file names its writer, the rank').toContain(Number(writer));
+    // partial: the header is on disk, the weights are not
+    expect(statSync(join(ckpt, temp)).size).toBeLessThan(statSync(saved.path).size / 2);
+    process.kill(Number(writer), 'SIGKILL');
+    rmSync(hold); // the resumed rank writes freely
+    const end = await waitUntil('the run to end', () => (['ok', 'failed', 'cancelled'].includes(readStateOf(wd, id)?.state ?? '') ? readStateOf(wd, id) : undefined), 180_000, 200);
+    expect(end, JSON.stringify(end)).toMatchObject({ state: 'ok', restarts: 1 });
+    expect(readdirSync(ckpt).filter((f) => f.endsWith('.tmp')), 'a temp file of a write cut short is left').toEqual([]);
+    const ev = eventsOf(wd, id);
+    expect(ev.some((e) => e.type === 'log' && e.message === `removed ${temp}, a checkpoint write cut short`)).toBe(true);
+    const restart = ev.find((e): e is RestartEvent => e.type === 'restart')!;
+    expect(restart.resumeStep).toBe(Number(heldStep) - config.checkpointEvery); // the last whole checkpoint
+    expect(ev.some((e) => e.type === 'checkpoint' && e.action === 'resumed' && e.step === restart.resumeStep)).toBe(true);
+    const refEnd = await waitUntil('the reference run to end', () => (readStateOf(refWd, ref)?.state === 'ok' ? true : undefined), 180_000, 200);
+    expect(refEnd).toBe(true);
+    const sum = (w: string, r: string) => eventsOf(w, r).find((e): e is DoneEvent => e.type === 'done')?.paramChecksum;
+    expect(sum(wd, id)).toBe(sum(refWd, ref));
+    expect(sum(wd, id)).toMatch(/^[0-9a-f]{64}$/);
+  }, 400_000);
 
   it('defect 10: a follower that reaches its leader after the leader refused its start hears the end at once, not its connect timeout', async () => {
     const lw = workdir();

@@ -3,7 +3,8 @@
 // followed through the login node. Same weights as a local run of the same world size; a run
 // submitted while the partition is full waits as `queued` with Slurm's reason; stop = scancel and
 // nothing left on any node (another client attached meanwhile); bad input refused before anything
-// is submitted.
+// is submitted. The README's examples that name the Slurm profile `hpc` (`cohort probe hpc`, `cohort
+// run --profile hpc --steps 500`) run here as a user types them (test/helpers/doc-examples.ts).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, DoneEvent, ErrorEvent, LogEvent, StepEvent } from '../../trainer/protocol';
 import { SLURM_MISSING, nodeTrainerProcesses as nodeTrainerProcessesOf, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
 import { runCli } from '../helpers/cli';
-import { tinyRun } from '../helpers/tiny';
+import { asTyped, cohortOnPath, docExamples, needsSlurm, typeInBash } from '../helpers/doc-examples';
+import { tinyConfig, tinyRun } from '../helpers/tiny';
 
 let c: SlurmCluster;
 let dir: string;
@@ -20,10 +22,10 @@ let env: NodeJS.ProcessEnv;
 const tiny = tinyRun({ seed: 7 });
 const of = <T extends CohortEvent['type']>(events: CohortEvent[], t: T) => events.filter((e) => e.type === t) as Extract<CohortEvent, { type: T }>[];
 
-function importProfile(name: string, scheduler: Record<string, unknown>, workdir = join(c.sharedDir, 'work')): Promise<{ code: number | null; stderr: string }> {
+function importProfile(name: string, scheduler: Record<string, unknown>, workdir = join(c.sharedDir, 'work'), fields: Record<string, unknown> = {}): Promise<{ code: number | null; stderr: string }> {
   const file = join(dir, `${name}.json`);
   const h = c.login;
-  writeFileSync(file, JSON.stringify({ name, scheduler: { kind: 'slurm', ...scheduler }, hosts: [{ name: 'login', address: h.address, port: h.port, user: c.ssh.user, identityFile: c.ssh.clientKeyPath, workdir }] }));
+  writeFileSync(file, JSON.stringify({ name, ...fields, scheduler: { kind: 'slurm', ...scheduler }, hosts: [{ name: 'login', address: h.address, port: h.port, user: c.ssh.user, identityFile: c.ssh.clientKeyPath, workdir }] }));
   return cli(['profiles', 'import', file]);
 }
 
@@ -40,8 +42,17 @@ beforeAll(async () => {
   c = await startSlurmCluster({ nodes: 2, conf: ['PartitionName=one Nodes=n1 MaxTime=INFINITE State=UP'] });
   dir = mkdtempSync(join(tmpdir(), 'cohort-slurm-test-'));
   env = { COHORT_CONFIG_DIR: join(dir, 'config'), COHORT_DATA_DIR: join(dir, 'data'), COHORT_KNOWN_HOSTS: c.ssh.knownHostsPath, SSH_AUTH_SOCK: '' };
-  expect((await importProfile('hpc', { partition: 'debug', nodes: 2, tasksPerNode: 1 })).code).toBe(0);
+  // `defaults`: the tiny run, for the README's `cohort run --profile hpc` typed without run flags.
+  expect((await importProfile('hpc', { partition: 'debug', nodes: 2, tasksPerNode: 1 }, undefined, { defaults: { ...tinyConfig, batchSize: 2, warmupSteps: 1 } })).code).toBe(0);
 }, 90_000);
+
+/** What the README says each `hpc` example does, as lines of its output (every example there must have one). */
+const HPC_EXPECT: Record<string, RegExp[]> = {
+  // "Slurm version, partitions (state, nodes, time limit, gres), nodes, your accounts, and whether a compute node sees the workdir"
+  'cohort probe hpc': [/^login: Linux /m, /^  Slurm 22\.\d+/m, /^  partition debug \(default\): up, 2\/2 node\(s\) idle, time limit \S+/m, /^  partition one: up, 1\/1 node\(s\) idle/m, /^  node n1: idle, 2 CPU\(s\), \d+ MiB/m, /^  node n2: /m, /^  accounts: /m, /^  workdir: seen from a compute node \(node v\d+/m],
+  // "one sbatch job; queued → starting → running"
+  'cohort run --profile hpc --steps 500': [/submitted Slurm job \d+/, /Slurm job \d+ runs on n1, n2/, /Step: 2\/2/],
+};
 
 afterAll(async () => {
   await c?.dispose();
@@ -70,6 +81,20 @@ describe.skipIf(SLURM_MISSING)('Slurm runs through the login node', () => {
     expect(await nodeTrainerProcesses()).toEqual([]);
     const hist = JSON.parse((await cli(['runs', 'list', '--json'])).stdout) as { id: string; status: string; worldSize: number }[];
     expect(hist[0]).toMatchObject({ status: 'ok', worldSize: 2 });
+  }, 240_000);
+
+  it("the README's hpc examples as typed: probe shows Slurm's view, run is one sbatch job on both nodes", async () => {
+    const examples = docExamples().filter((e) => needsSlurm(e.text));
+    expect(examples.map((e) => e.text)).toEqual(expect.arrayContaining(Object.keys(HPC_EXPECT)));
+    const bin = cohortOnPath(dir);
+    for (const ex of examples) {
+      const typed = asTyped(ex.text, '', '');
+      const r = await typeInBash(typed, { cwd: dir, env, bin });
+      expect(r.code, `${typed} (${ex.from}):\n${r.out}`).toBe(0);
+      expect(HPC_EXPECT[ex.text], `${ex.text} (${ex.from}) has no output check here`).toBeDefined();
+      for (const re of HPC_EXPECT[ex.text]!) expect(r.out, `${typed} (${ex.from})`).toMatch(re);
+    }
+    expect((await c.login$(`squeue -h -o %i`)).stdout.trim()).toBe('');
   }, 240_000);
 
   it('refuses bad input before submitting: unknown partition, more nodes than the partition has', async () => {

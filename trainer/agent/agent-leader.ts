@@ -7,6 +7,12 @@ import type { Effect, RecordPatch } from './agent-effects';
 import { nextClaimer } from './agent-claim';
 import { BLAME_GRACE_MS, CONSEQUENCE, DECIDE_MS, SILENT_FOLLOWER_MS, errorEvent, errorOf, recordStateOf, type AgentConfig, type AgentInput, type AgentState, type EndStatus, type FollowerView, type LinkHealth, type Phase } from './agent-state';
 
+/** A host excluded from the run and the spare host that takes its ranks. */
+interface Swap {
+  excluded: string;
+  replacement: string;
+}
+
 export abstract class LeaderRules {
   readonly fx: Effect[] = [];
   constructor(
@@ -171,23 +177,15 @@ export abstract class LeaderRules {
   /**
    * Bad node out for a hung rank (issue 21 item 5): the rank-hung root names a follower host whose
    * agent is alive; with a spare left, that host is excluded as a lost one is: its agent is told to
-   * end (its ranks are halted already), a hello from it is refused, and the spare is waited for with
-   * its ranks. The leader's own host is never excluded (rank 0 and its checkpoints live there); no
-   * spare: the restart stays on the same hosts, as before.
+   * end (its ranks are halted already), and `excludeForSpare` does the rest. The leader's own host is
+   * never excluded (rank 0 and its checkpoints live there); no spare: the restart stays on the same
+   * hosts, as before. (A row of the agent table: leader+spare, halting with a rank-hung root, timer:blame.)
    */
   private excludeHung(e: ErrorEvent): void {
-    const p = this.s.phase;
     const spare = this.freeSpare();
-    if (p.k !== 'restarting' || e.host === this.c.host || !this.s.followers[e.host] || !spare) return;
-    const why = `rank ${e.rank} on ${e.host} hung: ${e.host} is excluded from run ${this.c.runId}, its ranks move to the spare host ${spare}`;
-    this.send(e.host, { t: 'end', state: 'failed', reason: why });
-    this.s.excluded.push(e.host);
-    delete this.s.followers[e.host];
-    p.waitingFor = [spare];
-    const waitMs = this.c.hostWaitMs;
-    this.tellRestart(e, { waitingFor: [spare], waitMs, excluded: e.host, replacement: spare });
-    this.log('warn', `${e.host} is excluded from the next attempt (rank ${e.rank} hung there): its ranks move to the spare host ${spare} (a client following the run starts its agent)`);
-    this.fx.push({ do: 'timer', name: 'host-wait', ms: waitMs });
+    if (this.s.phase.k !== 'restarting' || e.host === this.c.host || !this.s.followers[e.host] || !spare) return;
+    this.send(e.host, { t: 'end', state: 'failed', reason: `rank ${e.rank} on ${e.host} hung: ${e.host} is excluded from run ${this.c.runId}, its ranks move to the spare host ${spare}` });
+    this.excludeForSpare(e, [spare], [{ excluded: e.host, replacement: spare }], ` (rank ${e.rank} hung there)`);
   }
 
   /** Slurm would not run the job again without the failed node: restart inside the allocation, as without spares. */
@@ -215,20 +213,33 @@ export abstract class LeaderRules {
     // Bad node out (issue 21 item 5): a lost host's ranks go to a spare host of the profile when one
     // is left; the lost host is excluded from the run (a hello from it is refused), the spare waited for.
     // The profile's `spare: true` hosts (planRun); a client following the run starts the spare's agent (electron/core/runs/run-spare.ts).
-    const moved: { excluded: string; replacement: string }[] = [];
+    const moved: Swap[] = [];
     const waiting = hosts.map((h) => {
       const spare = this.freeSpare(moved.map((m) => m.replacement));
       if (!spare) return h;
       moved.push({ excluded: h, replacement: spare });
-      this.s.excluded.push(h);
-      delete this.s.followers[h];
       return spare;
     });
+    this.excludeForSpare(cause, waiting, moved, '', 'host-lost');
+  }
+
+  /**
+   * The restart waits for hosts: each `moved` host leaves the run for good (its ranks go to its
+   * replacement, a spare; a hello from it is refused) and `waiting` (spares and lost hosts that may
+   * come back) is waited for; the restart event names them and the first swap; who moved and who is
+   * awaited is logged; host-wait bounds the wait. The one place a lost host and a hung one are excluded.
+   */
+  private excludeForSpare(cause: ErrorEvent, waiting: string[], moved: Swap[], why: string, code?: string): void {
+    const p = this.s.phase;
+    if (p.k !== 'restarting') return;
+    for (const m of moved) {
+      this.s.excluded.push(m.excluded);
+      delete this.s.followers[m.excluded];
+    }
     p.waitingFor = waiting;
     const waitMs = this.c.hostWaitMs;
-    const swap = moved[0];
-    this.tellRestart(cause, { code: 'host-lost', waitingFor: waiting, waitMs, ...(swap ? swap : {}) });
-    for (const m of moved) this.log('warn', `${m.excluded} is excluded from the next attempt: its ranks move to the spare host ${m.replacement} (a client following the run starts its agent)`);
+    this.tellRestart(cause, { ...(code ? { code } : {}), waitingFor: waiting, waitMs, ...(moved[0] ?? {}) });
+    for (const m of moved) this.log('warn', `${m.excluded} is excluded from the next attempt${why}: its ranks move to the spare host ${m.replacement} (a client following the run starts its agent)`);
     const back = waiting.filter((h) => !moved.some((m) => m.replacement === h));
     if (back.length) this.log('warn', `waiting up to ${Math.round(waitMs / 1000)} s for ${back.join(', ')} to come back: a client attached to this run (cohort attach ${this.c.runId}) relaunches its agent`);
     this.fx.push({ do: 'timer', name: 'host-wait', ms: waitMs });

@@ -4,8 +4,9 @@
 // it back; the spare's agent joins in its place and the restart goes on; no spare: as before. A
 // follower host with a hung rank (the rank-hung root) is excluded the same way, its live agent told to end.
 import { describe, expect, it } from 'vitest';
-import { errorEvent, type AgentConfig, type AgentInput, type AgentState } from './agent-lifecycle';
-import { effectsOf, fold, sampleConfig, sampleState } from './agent-table';
+import { errorEvent, transition, type AgentConfig, type AgentInput, type AgentState } from './agent-lifecycle';
+import { AGENT_TABLE_ROWS } from './agent-table-rows';
+import { SAMPLE_INPUTS, effectsOf, fold, sampleConfig, sampleState, spareConfig, spareState } from './agent-table';
 
 const find = effectsOf;
 const lostH2: AgentInput[] = [
@@ -91,5 +92,23 @@ describe('bad node out: the leader moves a lost host\'s ranks to a spare host', 
       expect(find(r.effects, 'emit-restart')[0]).not.toHaveProperty('excluded');
       expect(r.effects).toContainEqual({ do: 'send', to: 'h2', msg: { t: 'go', attempt: 2, resume: true } });
     }
+  });
+
+  it("the hung exclusion is a row of the agent table (leader+spare, halting with a rank-hung root on h2, timer:blame), and the lost one beside it: one path (excludeForSpare)", () => {
+    const rowOf = (input: string) => AGENT_TABLE_ROWS.find((r) => r.role === 'leader+spare' && r.from === 'halting' && r.input === input);
+    expect(rowOf('timer:blame')).toEqual({ role: 'leader+spare', from: 'halting', input: 'timer:blame', to: 'restarting', effects: ['event rank-hung', 'record(state,error)', 'send end→h2', 'record(restarts)', 'emit-restart(h2 out, h3 in)', 'log', 'timer host-wait'] });
+    // the row, walked: the same state the lost host's exclusion leaves (h2 out, h3 awaited, the host-wait timer), only the cause and the words differ
+    const hung = transition(spareConfig(), spareState('halting'), SAMPLE_INPUTS['timer:blame']!);
+    const lost = transition(spareConfig(), spareState('halting'), SAMPLE_INPUTS['timer:blame:h2-lost']!);
+    for (const r of [hung, lost]) {
+      expect(r.state.phase).toMatchObject({ k: 'restarting', waitingFor: ['h3'], told: true });
+      expect(r.state.excluded).toEqual(['h2']);
+      expect(r.state.followers.h2).toBeUndefined();
+      expect(find(r.effects, 'timer')).toEqual([{ do: 'timer', name: 'host-wait', ms: 60_000 }]);
+    }
+    expect(find(hung.effects, 'emit-restart')[0]).toMatchObject({ code: 'rank-hung', rank: 1, excluded: 'h2', replacement: 'h3', waitingFor: ['h3'] });
+    expect(find(lost.effects, 'emit-restart')[0]).toMatchObject({ code: 'host-lost', excluded: 'h2', replacement: 'h3', waitingFor: ['h3'] });
+    expect(find(hung.effects, 'log').map((l) => l.message)).toEqual(['h2 is excluded from the next attempt (rank 1 hung there): its ranks move to the spare host h3 (a client following the run starts its agent)']);
+    expect(find(lost.effects, 'log').map((l) => l.message)).toEqual(['h2 is excluded from the next attempt: its ranks move to the spare host h3 (a client following the run starts its agent)']);
   });
 });

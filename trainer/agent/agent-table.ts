@@ -168,9 +168,11 @@ export function spareConfig(): AgentConfig {
   return { ...sampleConfig('leader'), spares: ['h3'] };
 }
 
-/** The leader's sample state; restarting: h2 was lost and excluded, its ranks moved to the spare h3 (waited for). */
+/** The leader's sample state; restarting: h2 was lost and excluded, its ranks moved to the spare h3 (waited for);
+ *  halting: rank 1 on h2 hung (the rank-hung root, h2's agent alive): the blame timer excludes h2 for h3. */
 export function spareState(k: PhaseName): AgentState {
   const s = sampleState('leader', k);
+  if (s.phase.k === 'halting') s.phase.failures = [{ error: { ...rankError, host: 'h2', rank: 1, message: 'rank 1 on h2 hung in allreduce #12', code: 'rank-hung' }, consequence: false }];
   if (s.phase.k === 'restarting') {
     s.phase.waitingFor = ['h3'];
     s.phase.told = true;

@@ -49,9 +49,25 @@ export function saveCheckpoint(dir: string, data: CheckpointData, keep = 2): str
   const parts: Uint8Array[] = [Buffer.from(headerText)];
   for (const a of Object.values(data.sections)) parts.push(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
   const path = checkpointPath(dir, data.step);
-  writeFileAtomicSync(path, parts);
+  writeFileAtomicSync(path, parts, { afterChunk: testHoldMidWrite(process.env.COHORT_TEST_CHECKPOINT_HOLD) });
   for (const old of listCheckpoints(dir).slice(0, -keep)) rmSync(old.path, { force: true });
   return path;
+}
+
+/**
+ * TEST-ONLY hook (never set in production): COHORT_TEST_CHECKPOINT_HOLD names a file; while it exists,
+ * the writer stops after each chunk of its temp file (the header first, so the file on disk is partial),
+ * blocking the rank's thread, as a slow disk would. It lets test/host/agent-defects.test.ts SIGKILL a real
+ * rank in the middle of a real checkpoint write (issue 24 defect 12), which a plain write is too fast to
+ * hit reliably. Bounded at 120 s so a forgotten hold file cannot hang a run.
+ */
+function testHoldMidWrite(holdFile: string | undefined): (() => void) | undefined {
+  if (!holdFile) return undefined;
+  return () => {
+    const until = Date.now() + 120_000;
+    const cell = new Int32Array(new SharedArrayBuffer(4));
+    while (existsSync(holdFile) && Date.now() < until) Atomics.wait(cell, 0, 0, 50);
+  };
 }
 
 export function listCheckpoints(dir: string): { step: number; path: string }[] {

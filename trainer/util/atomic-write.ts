@@ -9,7 +9,8 @@ import { basename, dirname, join } from 'node:path';
 
 /** Synchronous form, for writers that must finish before the process goes on (checkpoints, run meta). */
 /** `existingDir`: the directory must still be there (ENOENT otherwise): a writer that must not bring back a removed record. */
-export function writeFileAtomicSync(path: string, chunks: Uint8Array | string | (Uint8Array | string)[], opts: { mode?: number; existingDir?: boolean } = {}): void {
+/** `afterChunk`: called after each chunk is written, before the fsync and rename (a test's pause mid-write: checkpoint.ts). */
+export function writeFileAtomicSync(path: string, chunks: Uint8Array | string | (Uint8Array | string)[], opts: { mode?: number; existingDir?: boolean; afterChunk?: () => void } = {}): void {
   const dir = dirname(path);
   if (!opts.existingDir) mkdirSync(dir, { recursive: true });
   const tmp = join(dir, `.${basename(path)}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
@@ -19,6 +20,7 @@ export function writeFileAtomicSync(path: string, chunks: Uint8Array | string | 
       const bytes = typeof c === 'string' ? Buffer.from(c) : c;
       let off = 0;
       while (off < bytes.length) off += writeSync(fd, bytes, off, bytes.length - off);
+      opts.afterChunk?.();
     }
     fsyncSync(fd);
   } catch (err) {

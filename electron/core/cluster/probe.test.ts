@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseProbe, probeScript, probeSummary } from './probe';
+import type { HostProbe } from '../../common';
 
 describe('probe', () => {
   it('describes this machine', () => {
@@ -16,6 +17,20 @@ describe('probe', () => {
     expect(p.node?.version).toBe(process.version);
     expect(p.gpus).toEqual([]); // no GPU on the build machines
     expect(probeSummary(p)).toMatch(/CPU only/);
+  });
+
+  it("prints a Slurm login node's view under its host line (README: version, partitions, nodes, accounts, the workdir)", () => {
+    const login: HostProbe = { host: 'login', ok: true, probedAt: '', gpus: [], tfjsNode: false, tfjsNodeGpu: false, os: 'Linux 6.1', arch: 'x86_64', cores: 8, node: { version: 'v20.19.0', path: '/usr/bin/node', ok: true } };
+    const slurm = { version: 'slurm-wlm 22.05.8', partitions: [{ name: 'gpu', isDefault: true, avail: 'up', nodes: 4, idleNodes: 1, timeLimit: '2-00:00:00', gres: 'gpu:a100:4' }], nodes: [{ name: 'g1', state: 'mixed', cpus: 64, memMiB: 512000, gres: 'gpu:a100:4' }], workdirShared: 'no' as const, workdirNote: 'a compute node cannot read /home/me/w/.cohort-shared-1' };
+    expect(probeSummary({ ...login, slurm: { ...slurm, accounts: ['proj1', 'proj2'] } }).split('\n').slice(1)).toEqual([
+      '  Slurm 22.05.8',
+      '  partition gpu (default): up, 1/4 node(s) idle, time limit 2-00:00:00, gres gpu:a100:4',
+      '  node g1: mixed, 64 CPU(s), 512000 MiB, gres gpu:a100:4',
+      '  accounts: proj1, proj2',
+      '  workdir: NOT seen from the compute nodes: a compute node cannot read /home/me/w/.cohort-shared-1',
+    ]);
+    expect(probeSummary({ ...login, slurm: { ...slurm, accountsNote: 'accounts unknown: no accounting', workdirShared: 'yes', workdirNote: undefined, computeNode: 'node v20.19.0 · no-torch' } })).toMatch(/\n  accounts: unknown \(no accounting\)\n  workdir: seen from a compute node \(node v20\.19\.0 · no-torch\)$/);
+    expect(probeSummary(login)).not.toContain('\n'); // an SSH host: one line
   });
 
   it('parses GPUs, CUDA and torch', () => {

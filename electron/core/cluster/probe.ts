@@ -1,7 +1,7 @@
 // Probe: what a host offers (OS, cores, RAM, Node, GPUs, TensorFlow bindings, PyTorch), found by a
 // POSIX shell script run over one SSH exec. Shell, not Node, because a host without Node ≥ 20 must
 // still be described (and told how to fix it). Output is `key=value` lines; parseProbe reads them.
-import type { GpuInfo, HostProbe } from '../../common';
+import type { GpuInfo, HostProbe, SlurmProbe } from '../../common';
 import { BF16_RULE, bf16Native, parseComputeCapability } from '../../../trainer/util/compute-capability';
 
 export const MIN_NODE_MAJOR = 20;
@@ -139,7 +139,22 @@ export function probeSummary(p: HostProbe): string {
   const torch = p.torch ? `torch ${p.torch.version}${p.torch.cuda ? '+cuda' : ''} (${p.python?.path})` : 'no torch';
   const more = (p.pythons?.length ?? 0) > 1 ? ` [pythons: ${p.pythons!.map((x) => `${x.path} ${x.torch ? `torch ${x.torch} ${x.cuda ? `CUDA ${x.cudaVersion ?? '?'}` : 'CPU'}` : 'no torch'}`).join('; ')}]` : '';
   const tf = p.tfjsNodeGpu ? 'tfjs-node-gpu' : p.tfjsNode ? 'tfjs-node' : 'tfjs wasm only';
-  return `${p.host}: ${p.os ?? '?'} ${p.arch ?? ''}, ${p.cores ?? '?'} cores, ${p.memBytes ? (p.memBytes / 2 ** 30).toFixed(1) + ' GiB' : '?'}, node ${p.node?.version ?? 'missing'}, ${gpu}, ${tf}, ${torch}${more}${p.error ? ` — ${p.error.message}` : ''}`;
+  const line = `${p.host}: ${p.os ?? '?'} ${p.arch ?? ''}, ${p.cores ?? '?'} cores, ${p.memBytes ? (p.memBytes / 2 ** 30).toFixed(1) + ' GiB' : '?'}, node ${p.node?.version ?? 'missing'}, ${gpu}, ${tf}, ${torch}${more}${p.error ? ` — ${p.error.message}` : ''}`;
+  return p.slurm ? [line, ...slurmLines(p.slurm)].join('\n') : line;
+}
+
+/** A Slurm profile's login-node probe in a terminal's words: what the dashboard's Slurm panel shows (SlurmProbePanel.svelte). */
+export function slurmLines(s: SlurmProbe): string[] {
+  const gres = (g: string) => (g ? `gres ${g}` : 'no gres');
+  return [
+    `  Slurm ${s.version.replace(/^slurm(-wlm)?\s+/i, '')}`,
+    ...s.partitions.map((p) => `  partition ${p.name}${p.isDefault ? ' (default)' : ''}: ${p.avail}, ${p.idleNodes}/${p.nodes} node(s) idle, time limit ${p.timeLimit}, ${gres(p.gres)}`),
+    ...s.nodes.map((n) => `  node ${n.name}: ${n.state}, ${n.cpus} CPU(s), ${n.memMiB} MiB, ${gres(n.gres)}`),
+    `  accounts: ${s.accounts ? s.accounts.join(', ') || 'none' : `unknown${s.accountsNote ? ` (${s.accountsNote.replace(/^accounts unknown:\s*/, '')})` : ''}`}`,
+    s.workdirShared === 'yes'
+      ? `  workdir: seen from a compute node${s.computeNode ? ` (${s.computeNode})` : ''}`
+      : `  workdir: ${s.workdirShared === 'no' ? 'NOT seen from the compute nodes' : 'unchecked'}${s.workdirNote ? `: ${s.workdirNote}` : ''}`,
+  ];
 }
 
 /** "; bf16: GPU 0, 1 only" style note: which GPUs compute bf16 natively (the torch engine's and the agent's rule). */

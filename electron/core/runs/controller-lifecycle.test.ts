@@ -1,11 +1,12 @@
 // Scenario tests of the client controller's lifecycle (issue 24 item 1, client side), each in
 // milliseconds: the walks below visit every (run kind, phase, input) pair of the generated table
 // (the last test checks that), and name the defects they hold: 2 (a stop of an ended scheduled job
-// is not a cancel) and 6 (a stop seen in any host's record is final: no relaunch after it).
+// is not a cancel) and 6 (a stop seen in any host's record is final: no relaunch after it). The
+// scheduler's account of a job whose record ended not ok (a requeue, its own end) is rows too.
 import { afterAll, describe, expect, it } from 'vitest';
 import { CONTROLLER_TABLE_ROWS } from './controller-table-rows';
 import { CONTROLLER_INPUTS, sampleStates } from './controller-table';
-import { initialControllerState, recordOutcome, transition, type ControllerEffect, type ControllerState } from './controller-lifecycle';
+import { JOB_END_TRIES, initialControllerState, recordOutcome, transition, type ControllerEffect, type ControllerState } from './controller-lifecycle';
 
 const visited = new Set<string>();
 const nameOf = (s: ControllerState): string => {
@@ -14,6 +15,7 @@ const nameOf = (s: ControllerState): string => {
   if (s.phase.k === 'following' && s.follows.h2?.attempt === 4) return 'following+h2 4 re-follows';
   if (s.phase.k === 'following' && s.done === 'ok' && !s.stopSeen) return 'following+done(ok)';
   if (s.phase.k === 'starting' && s.phase.stop) return s.phase.stop.force ? 'starting+stop(force)' : 'starting+stop';
+  if (s.phase.k === 'job-ending') return s.phase.stop ? 'job-ending+stop' : s.phase.tries === JOB_END_TRIES ? 'job-ending(last try)' : 'job-ending';
   return s.phase.k === 'stopping' && s.phase.force ? 'stopping(force)' : s.phase.k;
 };
 
@@ -74,7 +76,8 @@ describe('client controller lifecycle: SSH and local runs', () => {
     expect(walk(false, ['follow-exit(h1 silent)'], seen).state.phase).toEqual({ k: 'done', status: 'cancelled' });
     // this client's own stop marked the hosts already; a scheduled run's stop is the scheduler's
     expect(kinds(walk(false, ['attach', 'stop', 'leader-ended(cancelled)']).effects)).toEqual(['follow-hosts', 'stop-hosts', 'finish(cancelled)']);
-    expect(kinds(walk(true, ['leader-ended(cancelled)'], { ...seen, scheduled: true }).effects)).toEqual(['finish(cancelled)']);
+    // (the scheduler is asked how the job ended: a preemption's SIGTERM also reads cancelled in the record; CANCELLED keeps it)
+    expect(kinds(walk(true, ['leader-ended(cancelled)', 'job-end(cancelled)'], { ...seen, scheduled: true }).effects)).toEqual(['ask-end', 'finish(cancelled)']);
   });
 
   it('stop: run-stop, then cancelled once the stop commands returned; a second stop forces; force stops following', () => {
@@ -105,8 +108,8 @@ describe('client controller lifecycle: SSH and local runs', () => {
 
 describe('client controller lifecycle: scheduled (Slurm) runs', () => {
   it('submit → queued → the job runs → following → ok; a requeue waits again', () => {
-    const r = walk(true, ['start', 'submitted', 'job-running', 'job-requeued', 'job-running', 'leader-ended(ok)']);
-    expect(kinds(r.effects)).toEqual(['submit', 'wait-job', 'follow-hosts', 'wait-job', 'follow-hosts', 'finish(ok)']);
+    const r = walk(true, ['start', 'submitted', 'job-running', 'leader-ended(failed)', 'job-end(requeued)', 'job-running', 'leader-ended(ok)']);
+    expect(kinds(r.effects)).toEqual(['submit', 'wait-job', 'follow-hosts', 'ask-end', 'requeued', 'tell', 'wait-job', 'follow-hosts', 'finish(ok)']);
   });
 
   it('the scheduler refuses or the job ends before its agents: failed; after a stop: cancelled', () => {
@@ -128,10 +131,78 @@ describe('client controller lifecycle: scheduled (Slurm) runs', () => {
     expect(r.state.phase).toEqual({ k: 'done', status: 'ok' });
   });
 
+  it("defect 2, the scheduler's answer read by the table: a job ended on its own is told with its id and state; cancelled already, still running or no answer: scancel", () => {
+    const over = walk(true, ['start', 'submitted', 'job-running', 'stop', 'job-state(over)']);
+    expect(over.effects.at(-1)).toEqual({ e: 'tell', level: 'info', message: 'Slurm job 7 had already ended (JobState=COMPLETED) before the stop: nothing to stop; its record tells how the run ended' });
+    expect(over.state.phase).toEqual({ k: 'following' });
+    for (const answer of ['job-state(cancelled)', 'job-state(running)', 'job-state(unknown)']) {
+      expect(walk(true, ['start', 'submitted', 'job-running', 'stop', answer]).effects.at(-1)).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false, settleMs: 3000 });
+    }
+  });
+
+  it('a stop of a job still queued (no node followed): scancel, and the stop is sent once it returns (no 3-s settle)', () => {
+    expect(walk(true, ['start', 'stop']).effects.at(-1)).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false, settleMs: 0 });
+    expect(walk(true, ['attach', 'stop', 'job-state(running)']).effects.at(-1)).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false, settleMs: 0 });
+    // the hosts followed (SSH, or the job's nodes): 3 s for a host that cannot confirm
+    expect(walk(false, ['attach', 'stop']).effects.at(-1)).toMatchObject({ settleMs: 3000 });
+  });
+
   it('a stop of a job that still runs: scancel, then cancelled; a forced stop does not ask', () => {
     expect(kinds(walk(true, ['attach', 'stop', 'job-state(running)', 'stop-sent']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'finish(cancelled)']);
     expect(kinds(walk(true, ['attach', 'stop', 'stop(force)']).effects)).toEqual(['wait-job', 'ask-job', 'stop-hosts', 'stop-following']);
     expect(kinds(walk(true, ['start', 'stop']).effects)).toEqual(['submit', 'stop-hosts']);
+  });
+});
+
+describe("client controller lifecycle: the scheduler's account of an end that was not ok (no longer decided outside the table)", () => {
+  const ended = (...inputs: string[]) => walk(true, ['start', 'submitted', 'job-running', 'leader-ended(failed)', ...inputs]);
+  it('the record ended failed, no stop asked: the scheduler is asked at once; an ok record or a stop asked first is not asked about', () => {
+    expect(ended().state.phase).toEqual({ k: 'job-ending', status: 'failed', attempt: 0, tries: 0 });
+    expect(ended().effects.at(-1)).toEqual({ e: 'ask-end', afterMs: 0 });
+    expect(kinds(walk(true, ['start', 'submitted', 'job-running', 'leader-ended(ok)']).effects).at(-1)).toBe('finish(ok)');
+    expect(walk(true, ['start', 'submitted', 'job-running', 'stop', 'leader-ended(failed)']).state.phase).toEqual({ k: 'done', status: 'failed' });
+    // an SSH run's record is the word: nothing to ask
+    expect(walk(false, ['attach', 'leader-ended(failed)']).state.phase).toEqual({ k: 'done', status: 'failed' });
+    // asked once: a second drained leader record changes nothing
+    expect(walk(true, ['leader-ended(failed)'], ended().state).effects).toEqual([]);
+  });
+
+  it("requeued by Slurm: the last run's follows retire, the queue hears it restarting, and its next run is waited for", () => {
+    const r = ended('job-end(requeued)');
+    expect(r.state).toMatchObject({ phase: { k: 'queued' }, hosts: [], resumeOffsets: [120, 80] });
+    expect(r.effects.slice(-3)).toEqual([
+      { e: 'requeued', jobId: '7', reason: 'BeginTime', restarting: 'Slurm requeued job 7 (Restarts=1, JobState=PENDING, Reason=BeginTime)' },
+      { e: 'tell', level: 'warn', message: 'restarting: Slurm requeued job 7 (Restarts=1, JobState=PENDING, Reason=BeginTime); the run resumes from its last checkpoint when the job runs again' },
+      { e: 'wait-job', requeue: { attempt: 1, reason: 'Slurm requeued job 7 (Restarts=1, JobState=PENDING, Reason=BeginTime)' } },
+    ]);
+    // the same run of the job (restarts not above the followed attempt) is no requeue
+    const same = walk(true, ['job-end(requeued)'], { ...ended().state, phase: { k: 'job-ending', status: 'failed', attempt: 1, tries: 0 } });
+    expect(same.state.phase).toEqual({ k: 'done', status: 'failed' });
+  });
+
+  it(`a job still finishing is asked again every 500 ms, ${JOB_END_TRIES} times at most, then the record's word`, () => {
+    const r = ended(...Array<string>(JOB_END_TRIES + 1).fill('job-end(completing)'));
+    expect(r.effects.filter((e) => e.e === 'ask-end')).toEqual([{ e: 'ask-end', afterMs: 0 }, ...Array(JOB_END_TRIES).fill({ e: 'ask-end', afterMs: 500 })]);
+    expect(r.state.phase).toEqual({ k: 'done', status: 'failed' });
+  });
+
+  it("the scheduler's own end is the run's error, in its words (a time limit with the hint to ask for more); other ends keep the record's word", () => {
+    const t = ended('job-end(timeout)');
+    expect(t.effects.slice(-2)).toEqual([
+      { e: 'error', host: 'n1', message: 'Slurm ended job 7: it reached its time limit (JobState=TIMEOUT, Reason=None)', code: 'slurm-timeout', hint: "a time limit is not restarted, even with --max-restarts: ask for a longer limit (the profile's scheduler.timeLimit, sbatch --time) and resume with --resume from the run's checkpoints" },
+      { e: 'finish', status: 'failed', tellsDone: 'failed' },
+    ]);
+    expect(ended('job-end(node-fail)').effects.at(-2)).toEqual({ e: 'error', host: 'n2', message: 'Slurm ended job 7: node n2 failed (JobState=NODE_FAIL, Reason=None)', code: 'slurm-node-fail' });
+    for (const end of ['job-end(cancelled)', 'job-end(unknown)']) expect(kinds(ended(end).effects).slice(3)).toEqual(['ask-end', 'finish(failed)']);
+  });
+
+  it('a stop asked while the scheduler is asked: a requeued job is stopped (scancel, then cancelled); an ended one keeps its record\'s word, with no error of the scheduler', () => {
+    const r = ended('stop', 'stop', 'job-end(requeued)', 'stop-sent');
+    expect(kinds(r.effects).slice(3)).toEqual(['ask-end', 'stop-hosts', 'finish(cancelled)']);
+    expect(kinds(ended('stop', 'job-end(timeout)').effects).slice(3)).toEqual(['ask-end', 'finish(failed)']);
+    expect(kinds(ended('stop', 'job-end(completing)').effects).slice(3)).toEqual(['ask-end', 'finish(failed)']);
+    // a forced stop does not wait for the answer
+    expect(kinds(ended('stop(force)', 'job-end(requeued)').effects).slice(3)).toEqual(['ask-end', 'stop-hosts', 'stop-following']);
   });
 });
 
@@ -144,7 +215,7 @@ describe('start() and attach() only feed the first input: submit, wait-job and s
     expect(kinds(r.effects)).toEqual(['start-hosts', 'tell']);
     r = walk(false, ['hosts-started', 'stop-sent'], r.state);
     expect(r.effects.map((e) => e.e)).toEqual(['follow-hosts', 'stop-hosts', 'finish']);
-    expect(r.effects[1]).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false });
+    expect(r.effects[1]).toEqual({ e: 'stop-hosts', reason: 'stopped by the user', force: false, settleMs: 3000 });
     expect(r.state.phase).toEqual({ k: 'done', status: 'cancelled' });
   });
 
@@ -158,8 +229,8 @@ describe('start() and attach() only feed the first input: submit, wait-job and s
   });
 
   it('scheduled: submit, then wait-job (a requeue waits for that run of the job: its attempt and reason ride on the effect)', () => {
-    const r = walk(true, ['start', 'submitted', 'job-running', 'job-requeued']);
-    expect(r.effects).toEqual([{ e: 'submit' }, { e: 'wait-job' }, { e: 'follow-hosts', offsets: {} }, { e: 'wait-job', requeue: { attempt: 1, reason: 'Slurm requeued job 7 (Restarts=1)' } }]);
+    const r = walk(true, ['start', 'submitted', 'job-running', 'leader-ended(failed)', 'job-end(requeued)']);
+    expect(r.effects.filter((e) => e.e !== 'tell' && e.e !== 'requeued')).toEqual([{ e: 'submit' }, { e: 'wait-job' }, { e: 'follow-hosts', offsets: {} }, { e: 'ask-end', afterMs: 0 }, { e: 'wait-job', requeue: { attempt: 1, reason: 'Slurm requeued job 7 (Restarts=1, JobState=PENDING, Reason=BeginTime)' } }]);
     expect(walk(true, ['attach']).effects).toEqual([{ e: 'wait-job' }]);
   });
 });
@@ -202,7 +273,7 @@ describe("each host's follow (issue 24 item 1: the bookkeeping the shell kept)",
   });
 
   it("a requeued job's next run follows each node index's record from where the last run's left off (its nodes may differ)", () => {
-    const r = walk(true, ['start', 'submitted', 'job-running', 'job-requeued', 'job-running']);
+    const r = walk(true, ['start', 'submitted', 'job-running', 'leader-ended(failed)', 'job-end(requeued)', 'job-running']);
     expect(r.effects.filter((e) => e.e === 'follow-hosts')).toEqual([
       { e: 'follow-hosts', offsets: {} },
       { e: 'follow-hosts', offsets: { n1: 120, n2: 80 } },

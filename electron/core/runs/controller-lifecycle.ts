@@ -13,6 +13,8 @@
 // for their `run-start`s to return (a `run-stop` racing a `run-start` finds no record and the agent
 // starts after it, orphaned), then stops them all.
 import { DEFAULT_TIMINGS, HOST_CMD_EXIT, isTerminalRunState, type HostRunState, type RunStatus } from '../../../trainer/protocol';
+import { slurmJobOver } from './host-replies';
+import type { SlurmJobEnd } from './run-plan';
 
 export type RunOutcome = RunStatus | 'lost';
 
@@ -30,6 +32,10 @@ export type ControllerPhase =
   | { k: 'awaiting-hosts'; waitingFor: string[] }
   /** A stop of a scheduled run waits for the scheduler's word: a job that already ended is not stopped. */
   | { k: 'checking-job'; reason: string }
+  /** A scheduled run's leader record ended not ok with no stop asked: the scheduler is asked how the
+   *  job ended (`status`: the record's word; `attempt`: the job's run that was followed; `tries`: asks
+   *  of a job still finishing so far; `stop`: a stop asked meanwhile, decided by the answer). */
+  | { k: 'job-ending'; status: RunOutcome; attempt: number; tries: number; stop?: string }
   /** Stop commands are in flight (run-stop, or scancel). */
   | { k: 'stopping'; force: boolean }
   | { k: 'done'; status: RunOutcome };
@@ -79,9 +85,9 @@ export type ControllerInput =
   | { t: 'job-failed' }
   /** The scheduled job runs: its nodes are known (leader first). */
   | { t: 'job-running'; hosts: string[] }
-  /** Slurm requeued the job: the run waits for its next run (`attempt`: Slurm's restart count, `reason`:
-   *  the requeue in words); `offsets`: where each node index's record was left off. */
-  | { t: 'job-requeued'; offsets: number[]; attempt: number; reason: string }
+  /** The scheduler's account of the job (ask-end's answer; undefined: it said nothing); `offsets`: where
+   *  each node index's record is followed to (a requeued job's next run goes on from there). */
+  | { t: 'job-end'; end?: SlurmJobEnd; offsets: number[] }
   | { t: 'hosts-started'; hosts: string[] }
   | { t: 'host-refused' }
   /** A restart in some host's record, naming the lost hosts it waits for (maybe none). */
@@ -93,12 +99,13 @@ export type ControllerInput =
   /** A `done` event in the record (`event`), or a follower's state record ended / the stop question found a stop (`cancelled`: a stop reached it). */
   | { t: 'record-done'; status: RunStatus; event?: boolean }
   | { t: 'stop'; reason: string; force: boolean }
-  /** The scheduler's word on a job asked to stop: `over` when it had already ended (its own state, not cancelled). */
-  | { t: 'job-state'; over: boolean }
+  /** The scheduler's account of a job asked to stop (ask-job's answer; undefined: it said nothing). */
+  | { t: 'job-state'; end?: SlurmJobEnd }
   /** The stop commands have returned (or timed out). */
   | { t: 'stop-sent' }
-  /** The leader's record is drained and its state read: the outcome. */
-  | { t: 'leader-ended'; status: RunOutcome }
+  /** The leader's record is drained and its state read: the outcome (`attempt`: a scheduled job's run
+   *  the record was written by, its state record's schedulerAttempt). */
+  | { t: 'leader-ended'; status: RunOutcome; attempt?: number }
   /** A host's `run-follow` ended (code: its exit code, null when the link dropped); `silent`: the host
    *  has not been heard from for lostAfterMs (the leader holds the outcome: the run is lost from here). */
   | { t: 'follow-exit'; host: string; leader: boolean; code: number | null; silent: boolean }
@@ -122,7 +129,15 @@ export type ControllerEffect =
   | { e: 'host-silent'; host: string; leader: boolean }
   | { e: 'relaunch'; hosts: string[] }
   | { e: 'ask-job' }
-  | { e: 'stop-hosts'; reason: string; force: boolean }
+  /** Ask the scheduler how the job ended, after `afterMs`; the answer is `job-end`. */
+  | { e: 'ask-end'; afterMs: number }
+  /** Slurm requeued the job: the last run's follows retire, the queue listeners hear it restarting. */
+  | { e: 'requeued'; jobId: string; reason: string; restarting: string }
+  /** An error the controller tells (the scheduler's account of an end: its code, host and words). */
+  | { e: 'error'; host: string; message: string; code: string; hint?: string }
+  /** run-stop on every host (a scheduled run: scancel); stop-sent follows `settleMs` after they return
+   *  (a host that could not be reached cannot confirm; a job still queued has nothing to follow: at once). A forced stop: 2 s. */
+  | { e: 'stop-hosts'; reason: string; force: boolean; settleMs?: number }
   | { e: 'tell'; level: 'info' | 'warn'; message: string }
   | { e: 'stop-following' }
   /** run-stop on every host once more, after a stop another client sent: a host that was down then
@@ -142,8 +157,22 @@ export const isOver = (s: ControllerState): boolean => s.phase.k === 'done';
 /** Whether a stop was asked (or the run is over): the shell then stops relaunching and re-following. */
 export const isStopping = (s: ControllerState): boolean => s.phase.k === 'stopping' || s.phase.k === 'done';
 
-/** A stop was asked (or is being checked with the scheduler, or waits for the hosts' starts). */
-export const stopAsked = (s: ControllerState): boolean => s.phase.k === 'stopping' || s.phase.k === 'checking-job' || (s.phase.k === 'starting' && !!s.phase.stop);
+/** A stop was asked (or is being checked with the scheduler, or waits for the hosts' starts or the scheduler's account of the end). */
+export const stopAsked = (s: ControllerState): boolean => s.phase.k === 'stopping' || s.phase.k === 'checking-job' || ((s.phase.k === 'starting' || s.phase.k === 'job-ending') && !!s.phase.stop);
+
+/** A job still finishing is asked again this often, this many times (Slurm counts a requeue before it signals the job's steps). */
+export const JOB_END_POLL_MS = 500;
+export const JOB_END_TRIES = 20;
+
+/** The scheduler's own ends, in words: a job so ended is `failed` with its reason even though its agents only saw a SIGTERM. */
+const SLURM_ENDS: Record<string, (end: SlurmJobEnd) => string> = {
+  TIMEOUT: () => 'it reached its time limit',
+  NODE_FAIL: (end) => `node ${end.nodes} failed`,
+  PREEMPTED: () => 'it was preempted',
+  OUT_OF_MEMORY: () => 'it ran out of memory',
+  BOOT_FAIL: () => 'a node failed to boot',
+  DEADLINE: () => 'it reached its deadline',
+};
 /** The run waits for this (lost) host. */
 export const waitsFor = (s: ControllerState, host: string): boolean => s.phase.k === 'awaiting-hosts' && s.phase.waitingFor.includes(host);
 
@@ -194,13 +223,12 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       // nodes are followed too (the job may have ended on its own).
       if (p.k !== 'queued' && p.k !== 'checking-job') return same;
       return follow(s, i.hosts, Object.fromEntries(i.hosts.flatMap((h, n) => (s.resumeOffsets[n] === undefined ? [] : [[h, s.resumeOffsets[n]]]))), p.k === 'checking-job' ? p : undefined);
-    case 'job-requeued':
-      if (p.k !== 'following' && p.k !== 'awaiting-hosts') return same;
-      return { state: { ...s, phase: { k: 'queued' }, hosts: [], follows: {}, resumeOffsets: i.offsets }, effects: [{ e: 'wait-job', requeue: { attempt: i.attempt, reason: i.reason } }] };
+    case 'job-end':
+      return p.k === 'job-ending' ? jobEnd(s, p, i) : same;
     case 'hosts-started':
       if (p.k === 'starting' && p.stop) {
         // The stop asked while they started: now that every run-start has returned, run-stop reaches each agent.
-        const stop: ControllerEffect = { e: 'stop-hosts', reason: p.stop.reason, force: p.stop.force };
+        const stop = stopHosts(s, p.stop.reason, p.stop.force);
         if (p.stop.force) return { state: { ...s, phase: { k: 'stopping', force: true }, hosts: i.hosts }, effects: [stop] };
         return { ...follow(s, i.hosts, {}, { k: 'stopping', force: false }), effects: [{ e: 'follow-hosts', offsets: {} }, stop] };
       }
@@ -241,19 +269,27 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
         if (p.stop && (p.stop.force || !i.force)) return same;
         return to({ k: 'starting', stop: { reason: i.reason, force: i.force } }, { e: 'tell', level: 'info', message: 'the stop is sent to the hosts once their agents have started (a stop sent sooner could miss an agent still starting)' });
       }
-      if (p.k === 'stopping') return i.force && !p.force ? to({ k: 'stopping', force: true }, { e: 'stop-hosts', reason: i.reason, force: true }, { e: 'stop-following' }) : same;
-      if (i.force) return to({ k: 'stopping', force: true }, { e: 'stop-hosts', reason: i.reason, force: true }, { e: 'stop-following' });
+      if (p.k === 'stopping') return i.force && !p.force ? to({ k: 'stopping', force: true }, stopHosts(s, i.reason, true), { e: 'stop-following' }) : same;
+      if (i.force) return to({ k: 'stopping', force: true }, stopHosts(s, i.reason, true), { e: 'stop-following' });
       if (p.k === 'checking-job') return same;
+      // The record has ended: the scheduler's answer decides (a requeued job is cancelled, an ended one keeps its record's word).
+      if (p.k === 'job-ending') return p.stop ? same : to({ ...p, stop: i.reason });
       // A scheduled run's job may have ended already: ask before calling it cancelled (defect 2).
       if (s.scheduled && p.k !== 'idle' && p.k !== 'submitting') return to({ k: 'checking-job', reason: i.reason }, { e: 'ask-job' });
-      return to({ k: 'stopping', force: false }, { e: 'stop-hosts', reason: i.reason, force: false });
-    case 'job-state':
+      return to({ k: 'stopping', force: false }, stopHosts(s, i.reason, false));
+    case 'job-state': {
       if (p.k !== 'checking-job') return same;
-      // Over: its record tells how the run ended. Followed already, or (the scheduler answered before
-      // the job's nodes were known: seen on the real Slurm cluster, `cohort stop` then waited for
-      // ever) back to waiting for the job's nodes, whose job-running starts the follows.
-      if (i.over) return to(s.hosts.length ? { k: 'following' } : { k: 'queued' }, { e: 'tell', level: 'info', message: 'the job had already ended before the stop: nothing to stop; its record tells how the run ended' });
-      return to({ k: 'stopping', force: false }, { e: 'stop-hosts', reason: p.reason, force: false });
+      // Over on its own (a JobState that left the queue, not a cancel): its record tells how the run
+      // ended. Followed already, or (the scheduler answered before the job's nodes were known: seen on
+      // the real Slurm cluster, `cohort stop` then waited for ever) back to waiting for the job's
+      // nodes, whose job-running starts the follows. Cancelled already, still running, no answer: scancel.
+      const end = i.end;
+      if (end && slurmJobOver(end.state) && end.state !== 'CANCELLED') {
+        const tell: ControllerEffect = { e: 'tell', level: 'info', message: `Slurm job ${end.jobId} had already ended (JobState=${end.state}) before the stop: nothing to stop; its record tells how the run ended` };
+        return to(s.hosts.length ? { k: 'following' } : { k: 'queued' }, tell);
+      }
+      return to({ k: 'stopping', force: false }, stopHosts(s, p.reason, false));
+    }
     case 'stop-sent':
       return p.k === 'stopping' ? endRun(s, 'cancelled') : same;
     case 'leader-ended': {
@@ -261,6 +297,10 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
       // say so: its host was down, its agent died with it): cancelled, and every host reachable now
       // gets the stop marker (defect 6). An ok end stands: the run finished before the stop landed.
       if (i.status !== 'ok' && s.stopSeen && !s.scheduled && p.k !== 'stopping') return endRun(s, 'cancelled', { e: 'mark-stopped' });
+      if (p.k === 'job-ending') return same; // asked already
+      // A scheduled run that did not end ok and no stop asked: the scheduler may have requeued the job
+      // (a node failure, a preemption with restarts left), or ended it itself (a time limit): ask it.
+      if (s.scheduled && i.status !== 'ok' && !stopAsked(s)) return to({ k: 'job-ending', status: i.status, attempt: i.attempt ?? 0, tries: 0 }, { e: 'ask-end', afterMs: 0 });
       // A stop asked and the record ended otherwise (ok before the stop landed): the record's word stands.
       return endRun(s, i.status);
     }
@@ -269,6 +309,47 @@ export function transition(s: ControllerState, i: ControllerInput): Transition {
     case 'detach':
       return to({ k: 'done', status: 'lost' }, { e: 'stop-following' });
   }
+}
+
+/**
+ * The scheduler's account of a job whose leader record ended not ok: requeued (a later run of the job
+ * than the one followed, not over) → wait for that run and follow it from the offsets, or, with a stop
+ * asked meanwhile, cancel it; still finishing → ask again (JOB_END_TRIES at most); ended by the
+ * scheduler itself (time limit, node failure, preemption...) → failed with its reason, unless a stop
+ * was asked; else the record's word.
+ */
+function jobEnd(s: ControllerState, p: Extract<ControllerPhase, { k: 'job-ending' }>, i: Extract<ControllerInput, { t: 'job-end' }>): Transition {
+  const end = i.end;
+  if (!end) return endRun(s, p.status);
+  if (end.restarts > p.attempt && !slurmJobOver(end.state)) {
+    if (p.stop) return { state: { ...s, phase: { k: 'stopping', force: false } }, effects: [stopHosts(s, p.stop, false)] };
+    const reason = `Slurm requeued job ${end.jobId} (Restarts=${end.restarts}, JobState=${end.state}, Reason=${end.reason})`;
+    return {
+      state: { ...s, phase: { k: 'queued' }, hosts: [], follows: {}, resumeOffsets: i.offsets },
+      effects: [
+        { e: 'requeued', jobId: end.jobId, reason: end.reason, restarting: reason },
+        { e: 'tell', level: 'warn', message: `restarting: ${reason}; the run resumes from its last checkpoint when the job runs again` },
+        { e: 'wait-job', requeue: { attempt: end.restarts, reason } },
+      ],
+    };
+  }
+  if (p.stop) return endRun(s, p.status);
+  if (/^(COMPLETING|RUNNING)$/.test(end.state) && p.tries < JOB_END_TRIES) return { state: { ...s, phase: { ...p, tries: p.tries + 1 } }, effects: [{ e: 'ask-end', afterMs: JOB_END_POLL_MS }] };
+  const said = SLURM_ENDS[end.state]?.(end);
+  if (!said) return endRun(s, p.status);
+  const message = `Slurm ended job ${end.jobId}: ${said} (JobState=${end.state}, Reason=${end.reason})`;
+  // A time limit is not a fault to restart from (the next run would hit it too): a longer limit is the fix.
+  const hint = end.state === 'TIMEOUT' ? "a time limit is not restarted, even with --max-restarts: ask for a longer limit (the profile's scheduler.timeLimit, sbatch --time) and resume with --resume from the run's checkpoints" : undefined;
+  const host = end.state === 'NODE_FAIL' ? end.nodes : (s.hosts[0] ?? 'slurm');
+  return endRun(s, 'failed', { e: 'error', host, message, code: `slurm-${end.state.toLowerCase().replace(/_/g, '-')}`, ...(hint ? { hint } : {}) });
+}
+
+/** How long after the stop commands return the stop counts as sent. */
+export const STOP_SETTLE_MS = 3000;
+
+/** The stop-hosts effect: a scheduled job with no node followed yet (still queued) is gone once scancel returns. */
+function stopHosts(s: ControllerState, reason: string, force: boolean): ControllerEffect {
+  return force ? { e: 'stop-hosts', reason, force } : { e: 'stop-hosts', reason, force, settleMs: s.scheduled && !s.hosts.length ? 0 : STOP_SETTLE_MS };
 }
 
 /** Following the hosts from the given offsets: every host's follow starts afresh. */

@@ -1,12 +1,12 @@
 // A scheduled (Slurm) run's side of the controller's shell (split from run-controller.ts, issue 24
 // item 7): submit the job, wait while it is queued (telling why and where), follow its nodes once it
-// runs, follow a requeued job's next run, ask the scheduler whether a job asked to stop had already
-// ended (defect 2), and the scheduler's account of an end that was not ok. Its inputs go to the
-// lifecycle (controller-lifecycle.ts) through `dispatch`.
+// runs (a requeued job's next run too), ask the scheduler whether a job asked to stop had already
+// ended (defect 2), and ask it how a job whose record ended not ok ended (`ended`). Only I/O: its
+// answers go to the lifecycle (controller-lifecycle.ts) through `dispatch` as inputs, and the
+// transition decides (a requeue, the scheduler's own end in words, the record's word).
 import { makeEvent, type CohortEvent, type ErrorEvent, type SchedulerQueue } from '../../../trainer/protocol';
-import type { ControllerInput, RunOutcome } from './controller-lifecycle';
-import { slurmJobOver } from './host-replies';
-import type { RunPlan, SchedulerQueueState } from './run-plan';
+import type { ControllerInput } from './controller-lifecycle';
+import type { RunPlan, SchedulerQueueState, SlurmJobEnd } from './run-plan';
 
 export interface ScheduledContext {
   plan: RunPlan;
@@ -19,8 +19,6 @@ export interface ScheduledContext {
   over(): boolean;
   stopRequested(): boolean;
   stopping(): boolean;
-  /** Stops following the last run's records; returns their offsets (node index order). */
-  retireFollows(): number[];
 }
 
 export class ScheduledSide {
@@ -75,57 +73,15 @@ export class ScheduledSide {
     }
   }
 
-  /**
-   * The leader's record ended, not ok, and no stop was asked for: did Slurm requeue the job (a node
-   * failure or a preemption of a run with --max-restarts)? Then wait for its next run and follow it.
-   */
-  async followRequeued(followedAttempt: number): Promise<boolean> {
-    // Slurm counts the requeue before it signals the job's steps; a still-finishing job gets a moment.
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const end = await this.job.ended().catch(() => undefined);
-      if (!end || this.c.stopRequested() || this.c.over()) return false;
-      if (end.restarts > followedAttempt && !slurmJobOver(end.state)) {
-        const offsets = this.c.retireFollows();
-        const reason = `Slurm requeued job ${end.jobId} (Restarts=${end.restarts}, JobState=${end.state}, Reason=${end.reason})`;
-        this.c.emit(makeEvent({ type: 'log', level: 'warn', message: `restarting: ${reason}; the run resumes from its last checkpoint when the job runs again` }));
-        this.c.queued({ jobId: end.jobId, reason: end.reason, restarting: reason });
-        this.c.dispatch({ t: 'job-requeued', offsets, attempt: end.restarts, reason }); // wait-job: follow() for that run
-        return true;
-      }
-      if (!/^(COMPLETING|RUNNING)$/.test(end.state) || Date.now() > deadline) return false;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+  /** The ask-end effect: the scheduler's account of the job (undefined: it said nothing). The
+   *  lifecycle decides what it means (a requeue, the scheduler's own end, the record's word). */
+  ended(): Promise<SlurmJobEnd | undefined> {
+    return this.job.ended().catch(() => undefined);
   }
 
   /** The ask-job effect: had the job already ended (on its own) when the stop was asked? */
   askJob(): void {
-    void this.job
-      .ended()
-      .catch(() => undefined)
-      .then((end) => {
-        const over = !!end && slurmJobOver(end.state) && end.state !== 'CANCELLED';
-        if (over) this.c.emit(makeEvent({ type: 'log', level: 'info', message: `Slurm job ${end.jobId} had already ended (JobState=${end.state}) before the stop: nothing to stop; its record tells how the run ended` }));
-        this.c.dispatch({ t: 'job-state', over });
-      });
-  }
-
-  /**
-   * A scheduled run that did not end ok: the scheduler's account wins where it says more. A job
-   * the scheduler ended (time limit, node failure, preemption) is `failed` with its reason even
-   * though its agents only saw a SIGTERM; a cancel we asked for stays `cancelled`.
-   */
-  async verdict(status: RunOutcome): Promise<RunOutcome> {
-    const end = await this.job.ended().catch(() => undefined);
-    if (!end || this.c.stopRequested()) return status;
-    const why: Record<string, string> = { TIMEOUT: 'it reached its time limit', NODE_FAIL: `node ${end.nodes} failed`, PREEMPTED: 'it was preempted', OUT_OF_MEMORY: 'it ran out of memory', BOOT_FAIL: 'a node failed to boot', DEADLINE: 'it reached its deadline' };
-    const said = why[end.state];
-    if (!said) return status;
-    const message = `Slurm ended job ${end.jobId}: ${said} (JobState=${end.state}, Reason=${end.reason})`;
-    // A time limit is not a fault to restart from (the next run would hit it too): a longer limit is the fix.
-    const hint = end.state === 'TIMEOUT' ? "a time limit is not restarted, even with --max-restarts: ask for a longer limit (the profile's scheduler.timeLimit, sbatch --time) and resume with --resume from the run's checkpoints" : undefined;
-    this.c.emitError({ rank: -1, host: end.state === 'NODE_FAIL' ? end.nodes : (this.c.plan.hosts[0]?.host ?? 'slurm'), message, logTail: [], code: `slurm-${end.state.toLowerCase().replace(/_/g, '-')}`, ...(hint ? { hint } : {}) });
-    return 'failed';
+    void this.ended().then((end) => this.c.dispatch({ t: 'job-state', ...(end ? { end } : {}) }));
   }
 
   private failed(err: unknown): void {

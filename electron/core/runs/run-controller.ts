@@ -92,7 +92,6 @@ export class RunController extends DisposableBase {
       over: () => this.finished,
       stopRequested: () => this.stopRequested,
       stopping: () => this.state.phase.k === 'stopping',
-      retireFollows: () => retireFollows(this.follows.splice(0)),
     });
   }
 
@@ -121,8 +120,17 @@ export class RunController extends DisposableBase {
         return this.relaunchLost(fx.hosts, this.relaunchWaitMs);
       case 'ask-job':
         return this.sched.askJob();
+      case 'ask-end':
+        return void setTimeout(() => void this.sched.ended().then((end) => this.dispatch({ t: 'job-end', ...(end ? { end } : {}), offsets: this.follows.map((f) => f.offset) })), fx.afterMs);
+      case 'requeued':
+        retireFollows(this.follows.splice(0)); // wait-job follows the job's next run from their offsets
+        this.leaderState = undefined;
+        for (const l of this.queueListeners) l({ jobId: fx.jobId, reason: fx.reason, restarting: fx.restarting });
+        return;
+      case 'error':
+        return this.emitError({ rank: -1, host: fx.host, message: fx.message, logTail: [], code: fx.code, ...(fx.hint ? { hint: fx.hint } : {}) });
       case 'stop-hosts':
-        return this.sendStop(fx.reason, fx.force);
+        return this.sendStop(fx.reason, fx.force, fx.settleMs ?? 0);
       case 'mark-stopped':
         this.stopsInFlight = stopAll(this.stopCtx, 'stopped (another client stopped the run)', 1000);
         return;
@@ -140,7 +148,6 @@ export class RunController extends DisposableBase {
       case 'host-silent':
         return this.followOf(fx.host, (f) => tellSilent(f, fx.leader, this.followCtx));
       case 'tell':
-        if (fx.message.startsWith('the job had already ended')) return; // said with the job's id by ask-job
         return this.emit(makeEvent({ type: 'log', level: fx.level, message: fx.message }));
       case 'submit':
         this.starting = this.sched.submit(); // submitted (then wait-job) or job-failed
@@ -207,7 +214,7 @@ export class RunController extends DisposableBase {
   }
 
   /** The stop-hosts effect: run-stop on the hosts (or scancel), then the end (stop-sent). */
-  private sendStop(reason: string, force: boolean): void {
+  private sendStop(reason: string, force: boolean, settleMs: number): void {
     if (force) {
       this.emit(makeEvent({ type: 'log', level: 'warn', message: `forcing: not waiting for the hosts to confirm the stop of ${this.plan.runId}` }));
       this.stopsInFlight = stopAll(this.stopCtx, reason, 2000);
@@ -216,12 +223,8 @@ export class RunController extends DisposableBase {
     }
     this.emit(makeEvent({ type: 'log', level: 'warn', message: `stopping the run on ${this.plan.hosts.length} host(s): ${reason}` }));
     this.stopsInFlight = stopAll(this.stopCtx, reason, this.plan.stopWaitMs ?? 10_000);
-    void this.stopsInFlight.then(() => {
-      // Still queued: nothing to follow, the job is gone.
-      if (this.plan.scheduler && this.follows.length === 0) return this.dispatch({ t: 'stop-sent' });
-      // A host that could not be reached cannot confirm; do not wait for it beyond the stop.
-      setTimeout(() => this.dispatch({ t: 'stop-sent' }), 3000).unref();
-    });
+    // settleMs (the transition's): a host that could not be reached cannot confirm; a job still queued is gone at once
+    void this.stopsInFlight.then(() => (settleMs ? void setTimeout(() => this.dispatch({ t: 'stop-sent' }), settleMs).unref() : this.dispatch({ t: 'stop-sent' })));
   }
 
   /** Stops following (the run goes on on its hosts). */
@@ -289,12 +292,9 @@ export class RunController extends DisposableBase {
     const deadline = Date.now() + 3000;
     while (this.follows.some((f) => !f.ended) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     for (const f of this.follows) f.cmd?.kill();
-    let status = recordOutcome(this.state, { ...(state ? { record: state.state } : {}), errored: !!this.firstError, recordGone: this.leaderRecordGone });
-    if (this.plan.scheduler && status !== 'ok' && !this.stopRequested && (await this.sched.followRequeued(state?.schedulerAttempt ?? 0))) return;
-    if (this.plan.scheduler && status !== 'ok') status = await this.sched.verdict(status);
-    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
-    this.leaderState = state;
-    this.dispatch({ t: 'leader-ended', status });
+    const status = recordOutcome(this.state, { ...(state ? { record: state.state } : {}), errored: !!this.firstError, recordGone: this.leaderRecordGone });
+    this.leaderState = state; // its error is told at the finish, after the scheduler's account (a scheduled run's job-ending)
+    this.dispatch({ t: 'leader-ended', status, ...(state?.schedulerAttempt !== undefined ? { attempt: state.schedulerAttempt } : {}) });
   }
 
   private handle(e: CohortEvent): void {
@@ -377,6 +377,7 @@ export class RunController extends DisposableBase {
     if (this.resolved) return;
     this.resolved = true;
     for (const f of this.follows) f.cmd?.kill();
+    if (state?.error && !this.firstError && status !== 'cancelled') this.emitError({ rank: state.error.rank, host: state.error.host, message: state.error.message, logTail: [], ...(state.error.code ? { code: state.error.code } : {}) });
     this.tellFollowerErrors();
     if (tellsDone) this.emit((this.doneEvent = makeEvent({ type: 'done', status: tellsDone, steps: this.lastStep, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: Date.now() - this.startedAt })));
     const result = { status, ...(this.firstError ? { error: this.firstError } : {}), done: this.doneEvent, lastStep: this.lastStep, ...(state ? { state } : {}) };
