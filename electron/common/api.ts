@@ -80,6 +80,11 @@ export interface RunMeta extends RunUserFields {
   profileSnapshot?: unknown;
   /** What ran, from the run's own hello/plan/compile events (config is what was asked for). */
   applied?: AppliedConfig;
+  /**
+   * Hosts (a spare in their place: `replacement`) or Slurm nodes (sbatch --exclude) left out before
+   * the first step, and why: `cohort run --check` found errors on them (issue 21 item 5, check-spares.ts).
+   */
+  excluded?: { host: string; reason: string; replacement?: string }[];
   /** The `cohort check` prediction this run was started under (its own --check, or the profile's last check of the same plan); absent: none. */
   check?: RunCheckPrediction;
 }
@@ -131,8 +136,9 @@ export interface StartRunRequest extends RunUserFields {
   /** Busy GPU slots: wait behind the run holding them (true, default) or fail at once (false). */
   queue?: boolean;
   /**
-   * Follower hosts of the profile to leave out, each replaced by one of its spare hosts (issue 21
-   * item 5: `cohort run --check` when the check found errors only on these; check-spares.ts).
+   * Follower hosts of the profile to leave out, each replaced by one of its spare hosts; on a Slurm
+   * profile, nodes of the partition to leave out (sbatch --exclude) (issue 21 item 5: `cohort run
+   * --check` when the check found errors only on these; check-spares.ts).
    */
   exclude?: string[];
 }

@@ -2,7 +2,7 @@
 // for the check's errors, and the profile the run then plans (check-spares.ts).
 import { describe, expect, it } from 'vitest';
 import type { CheckProblem } from '../../trainer/protocol/check';
-import { sparesFor, withSpares } from './check-spares';
+import { checkErrorsOn, sparesFor, withSpares } from './check-spares';
 import { ProfileError, type Profile, type ProfileHost } from './profile';
 
 const host = (name: string, extra: Partial<ProfileHost> = {}): ProfileHost => ({ name, address: `10.0.0.${name.slice(1)}`, port: 22, user: 'u', slots: 1, workdir: `/w/${name}`, env: {}, ...extra });
@@ -23,7 +23,34 @@ describe('sparesFor: the hosts a run with --check leaves out', () => {
     expect(sparesFor(trio, [err('h2'), err('h3')])).toBeUndefined();
     expect(sparesFor(trio, [err('h3'), err('h4', 'spare-unreachable')])).toBeUndefined();
     expect(sparesFor(profile([host('h1'), host('h2'), host('h3')]), [err('h3')])).toBeUndefined();
-    expect(sparesFor({ ...trio, scheduler: { kind: 'slurm', nodes: 2, tasksPerNode: 1 } } as Profile, [err('h3')])).toBeUndefined();
+    expect(sparesFor({ ...trio, scheduler: { kind: 'slurm', nodes: 2, tasksPerNode: 1 } } as Profile, [err('h3')])).toBeUndefined(); // h3: no node of an allocation
+  });
+});
+
+describe('sparesFor on a Slurm profile: the nodes left out with sbatch --exclude', () => {
+  const hpc = { name: 'hpc', hosts: [host('login')], scheduler: { kind: 'slurm', nodes: 2, tasksPerNode: 1, extraArgs: [] } } as unknown as Profile;
+  const alloc = (spares?: string[]) => ({ jobId: '7', nodes: ['n1', 'n2'], ...(spares ? { spares } : {}) });
+
+  it('errors only on nodes of the allocation, as many other usable nodes in the partition: those nodes out, no replacement named (Slurm places the run)', () => {
+    expect(sparesFor(hpc, [err('n2'), err('n2', 'check-host-failed'), warn('n1')], alloc(['n3']))).toEqual([{ excluded: 'n2' }]);
+    expect(sparesFor(hpc, [err('n1'), err('n2')], alloc(['n3', 'n4']))).toEqual([{ excluded: 'n1' }, { excluded: 'n2' }]); // node 0 too: Slurm picks another
+  });
+
+  it('refused (undefined): no spare node, fewer than the nodes out, spares unknown, an error on the login node or the whole allocation, no allocation', () => {
+    expect(sparesFor(hpc, [err('n2')], alloc([]))).toBeUndefined();
+    expect(sparesFor(hpc, [err('n1'), err('n2')], alloc(['n3']))).toBeUndefined();
+    expect(sparesFor(hpc, [err('n2')], alloc())).toBeUndefined();
+    expect(sparesFor(hpc, [err('n2'), err('login', 'slurm-no-allocation')], alloc(['n3']))).toBeUndefined();
+    expect(sparesFor(hpc, [err('n2'), err('*', 'mismatch-bundle')], alloc(['n3']))).toBeUndefined();
+    expect(sparesFor(hpc, [err('n2')])).toBeUndefined();
+    expect(sparesFor(hpc, [warn('n2')], alloc(['n3']))).toBeUndefined();
+  });
+});
+
+describe('checkErrorsOn: why a host is left out', () => {
+  it("the first error's code and message, and how many more; undefined without an error on it", () => {
+    expect(checkErrorsOn([warn('n2'), err('n2'), err('n2', 'check-host-failed'), err('n1')], 'n2')).toBe('cohort check found 2 error(s) on it: port-blocked: n2: port-blocked (and 1 more)');
+    expect(checkErrorsOn([warn('n2')], 'n2')).toBeUndefined();
   });
 });
 

@@ -96,7 +96,8 @@ describe.skipIf(!NETNS)('cohort check with a spare host, 3 sshd hosts', () => {
       const runId = run.events.find((e): e is LogEvent => e.type === 'log' && typeof e.runId === 'string')!.runId!;
       const show = fx().cli(['runs', 'show', runId, '--json']);
       expect((await show.exit).code, show.stderr).toBe(0);
-      const meta = (JSON.parse(show.stdout) as { meta: { hosts: { name: string; ranks: number[]; replaces?: string }[] } }).meta;
+      const meta = (JSON.parse(show.stdout) as { meta: { hosts: { name: string; ranks: number[]; replaces?: string }[]; excluded?: unknown } }).meta;
+      expect(meta.excluded).toEqual([{ host: 'h2', replacement: 'h3', reason: expect.stringMatching(/^cohort check found \d+ error\(s\) on it: port-blocked: /) }]);
       expect(meta.hosts).toEqual([
         { name: 'h1', ranks: [0] },
         { name: 'h3', ranks: [1], replaces: 'h2' },

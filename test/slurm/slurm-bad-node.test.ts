@@ -10,13 +10,19 @@
 //    allocation, on that node again.
 // (One failure kind per case: the leader's choice of node is the same for a hung and a killed rank,
 // agent-slurm-exclude.test.ts; the cases differ in what Slurm does.)
-// Nothing of either run is left on any node.
+// And before the first step (`cohort run --check`): a node of the check's allocation that drops
+// inbound TCP (nftables in its namespace, ssh and slurmd left open) has errors; the partition's
+// third node is usable, so the job is submitted with --exclude=<that node> and runs on the other two;
+// its events and history say which node was left out and why. A rank killed there then restarts
+// inside the allocation: the requeue keeps the job's ExcNodeList, so no node is idle for it.
+// Nothing of any run is left on any node.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 import type { CohortEvent, DoneEvent, ErrorEvent, LogEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
 import { SLURM_MISSING, nodeTrainerProcesses, startSlurmCluster, type SlurmCluster } from '../harness/slurm-cluster';
+import { NFT_MISSING } from '../harness/shape';
 import { runCli } from '../helpers/cli';
 import { tinyRun } from '../helpers/tiny';
 
@@ -89,6 +95,43 @@ afterAll(async () => {
 });
 
 describe.skipIf(SLURM_MISSING)('Slurm: a node whose rank failed is left out when the partition has an idle node', () => {
+  it.skipIf(!!NFT_MISSING)('run --check, errors on the second node of the check (it drops inbound TCP), the third usable: submitted with --exclude of that node, on the other two; a rank killed there restarts inside the allocation (the left-out node stays out); ok; events and history say why', async () => {
+    const n2 = c.nodes.find((n) => n.name === 'n2')!;
+    const on = await c.ssh.exec(n2.host, "nft add table inet cohort_bad_node_test && nft 'add chain inet cohort_bad_node_test in { type filter hook input priority 0; policy accept; }' && nft add rule inet cohort_bad_node_test in tcp dport != { 22, 6818 } ct state new drop");
+    expect(on.code, on.stderr).toBe(0);
+    try {
+      const run = runCli(['run', '--profile', 'pair', '--check', '--max-restarts', '1', ...train, '--json'], { env: { ...env, COHORT_CHECK_LINK_MS: '1000' }, json: true });
+      onTestFailed(() => printSlurm(run));
+      await run.waitFor((e) => e.type === 'checkpoint' && e.action === 'saved', 240_000);
+      expect(placements(run.events).map((p) => p.nodes)).toEqual([['n1', 'n3']]);
+      // The partition's only other node is the one left out: the requeue's ExcNodeList would have to
+      // keep it out (slurm-exclude.ts), so there is no idle node and the restart stays in place.
+      await signalRank('n3');
+      const exit = await run.exit;
+      expect(exit.code, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(/ERROR \[n2\] port-blocked: node n2 does not accept TCP connections from node n1/);
+      expect(run.stderr).toContain('run: the check found errors on n2 (above): it is left out of this run; sbatch --exclude=n2: Slurm gives the run other nodes of the partition (usable at the check: n3)');
+      const placed = placements(run.events);
+      expect(placed.map((p) => p.nodes)).toEqual([['n1', 'n3']]);
+      expect((await c.login$(`scontrol show job -o ${placed[0]!.job}`)).stdout).toMatch(/ExcNodeList=n2\s/); // Slurm's own word
+      const why = /^n2 is left out of this run \(sbatch --exclude: Slurm places the run on other nodes of the partition\): cohort check found \d+ error\(s\) on it: port-blocked: node n2 does not accept TCP connections from node n1/;
+      expect((of(run.events, 'log') as LogEvent[]).filter((l) => why.test(l.message))).toHaveLength(1);
+      const restarts = of(run.events, 'restart') as RestartEvent[];
+      expect(restarts.length, JSON.stringify(restarts)).toBe(1);
+      expect(restarts[0]).toMatchObject({ attempt: 1, host: 'n3', rank: 1 });
+      expect((of(run.events, 'log') as LogEvent[]).map((l) => l.message)).toContain("restarting inside the allocation, on n3 again: no idle node in partition debug to take n3's place");
+      expect(placements(run.events)).toHaveLength(1); // one run of the job
+      endedOk(run.events, restarts[0]!);
+      const runId = run.events.find((e): e is LogEvent => e.type === 'log' && typeof e.runId === 'string')!.runId!;
+      const shown = runCli(['runs', 'show', runId], { env });
+      expect((await shown.exit).code, shown.stderr).toBe(0);
+      expect(shown.stdout).toMatch(/^left out: n2: cohort check found \d+ error\(s\) on it: port-blocked: node n2 does not accept/m);
+    } finally {
+      await c.ssh.exec(n2.host, 'nft delete table inet cohort_bad_node_test 2>/dev/null; true');
+    }
+    await nothingLeft();
+  }, 300_000);
+
   it('2 of 3 nodes, the rank on the second hung (SIGSTOP): the job runs again without that node, the restart names it and its replacement, ok', async () => {
     const run = runCli(['run', '--profile', 'pair', '--max-restarts', '1', ...train, '--json'], { env, json: true });
     onTestFailed(() => printSlurm(run));

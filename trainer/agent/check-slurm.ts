@@ -27,6 +27,7 @@ import { coreSharing } from '../protocol/core-sharing';
 import { writeFileAtomicSync } from '../util/atomic-write';
 import { HostCmdFailure, firstStdinLine, parseFlags, replyLine, sleep } from './host-cmd';
 import { nodeAddress } from './slurm';
+import { spareNodes } from './slurm-spares';
 
 const execFileP = promisify(execFile);
 const checkJobName = (id: string): string => `cohort-check-${id}`;
@@ -102,7 +103,9 @@ export async function checkSlurm(argv: readonly string[], o: { trainerEntry: str
     const unavailable = /Unable to allocate resources|immediate|Requested node configuration is not available|not available/i.test(err);
     if (!reply.nodes.length || !words.length || unavailable) reply.error = { code: unavailable ? 'slurm-no-allocation' : 'slurm-check-failed', message: `srun ${code === null ? 'could not run' : `exited ${code}`}: ${words.slice(-3).join(' | ') || 'no output'}` };
   }
-  replyLine({ ...reply, ...(jobId ? { jobId } : {}), timeMs: Date.now() });
+  // The partition's other usable nodes now (bad node out: what could take a node's place, slurm-spares.ts).
+  const spares = reply.nodes.length && !reply.error ? await spareNodes(req.srunArgs, reply.nodes.map((n) => n.node)) : undefined;
+  replyLine({ ...reply, ...(jobId ? { jobId } : {}), ...(spares ? { spares } : {}), timeMs: Date.now() });
   return 0;
 }
 

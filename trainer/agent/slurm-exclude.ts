@@ -72,7 +72,8 @@ export async function requeueExcluding(o: { dir: string; jobId: string; restartC
   const partition = field(job.out, 'Partition');
   const mine = await hostnamesOf(field(job.out, 'NodeList'));
   const before = readExcludeNote(o.dir);
-  const nodes = [...new Set([...(before?.jobId === o.jobId ? before.nodes : []), node])];
+  // The job's own ExcNodeList too (nodes `cohort run --check` left out at submission): `update` replaces the list.
+  const nodes = [...new Set([...(await hostnamesOf(field(job.out, 'ExcNodeList'))), ...(before?.jobId === o.jobId ? before.nodes : []), node])];
   let idle: string[] = [];
   try {
     const out = (await execFileP('sinfo', ['-h', '-N', '-t', 'idle', ...(partition ? ['-p', partition] : []), '-o', '%N'], { encoding: 'utf8', timeout: 15_000 })).stdout;

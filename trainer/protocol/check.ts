@@ -171,8 +171,12 @@ export interface CheckResult {
   prediction?: CheckPrediction;
   /** true when no error: a run would start. */
   ok: boolean;
-  /** A Slurm profile: the check's own short allocation (released when the check ended). */
-  allocation?: { jobId: string; nodes: string[] };
+  /**
+   * A Slurm profile: the check's own short allocation (released when the check ended), and `spares`:
+   * the partition's other nodes a run could be given then (up, not drained; absent: unknown), which
+   * `cohort run --check` counts before it leaves a node with errors out (check-spares.ts).
+   */
+  allocation?: { jobId: string; nodes: string[]; spares?: string[] };
 }
 
 /**
@@ -233,6 +237,8 @@ export interface SlurmCheckReply {
   compute?: ComputeReport & { node: string; threads: number };
   /** The ranks that share one machine's cores, each measured while all of them computed at once (after `compute`, their one alone). */
   shared?: (ComputeReport & { node: string })[];
+  /** The partition's usable nodes besides the allocation, after it (trainer/agent/slurm-spares.ts); absent: unknown. */
+  spares?: string[];
   /** Date.now() on the login node when it wrote this reply (the client's offset to the login node). */
   timeMs?: number;
   /** The allocation could not be had or the step failed: Slurm's own words. */

@@ -90,3 +90,35 @@ export function decodeSlurmRendezvous(value: unknown): SlurmRendezvous {
     controlPort: num(o, 'controlPort', 'rendezvous', { int: true, min: 1, max: 65535 }),
   };
 }
+
+/**
+ * The nodes an sbatch/srun argument list leaves out (`--exclude=L`, `--exclude L`, `-x L`, `-xL`:
+ * Slurm host lists, unexpanded), the other arguments, and whether it pins nodes (`--nodelist`, `-w`).
+ */
+export function splitExcludeArgs(args: readonly string[]): { exclude: string[]; rest: string[]; pinsNodes: boolean } {
+  const exclude: string[] = [];
+  const rest: string[] = [];
+  let pinsNodes = false;
+  for (let i = 0; i < args.length; i++) {
+    const w = args[i]!;
+    if (w === '--exclude' || w === '-x') {
+      if (args[i + 1] !== undefined) exclude.push(args[++i]!);
+    } else if (w.startsWith('--exclude=')) exclude.push(w.slice('--exclude='.length));
+    else if (/^-x[^-]/.test(w)) exclude.push(w.slice(2));
+    else {
+      if (w === '-w' || w === '--nodelist' || w.startsWith('--nodelist=') || /^-w./.test(w)) pinsNodes = true;
+      rest.push(w);
+    }
+  }
+  return { exclude: exclude.filter(Boolean), rest, pinsNodes };
+}
+
+/**
+ * `args` leaving out `nodes` as well (issue 21 item 5: Slurm nodes the check found errors on): one
+ * `--exclude` with the profile's own list and these, since sbatch takes only the last one given.
+ */
+export function withExcludedNodes(args: readonly string[], nodes: readonly string[]): string[] {
+  if (!nodes.length) return [...args];
+  const { exclude, rest } = splitExcludeArgs(args);
+  return [...rest, `--exclude=${[...exclude, ...nodes].join(',')}`];
+}

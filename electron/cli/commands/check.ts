@@ -37,12 +37,15 @@ export async function checkBeforeRun(io: CliIo, profile: Profile, config: TrainC
   const result = await checkProfile(io, profile, config, { acceptNewHostKeys, noCompute: false, progress: true });
   io.stderr.write(formatCheck(result));
   if (result.ok) return { exclude: [] };
-  const moves = sparesFor(profile, result.problems);
+  const moves = sparesFor(profile, result.problems, result.allocation);
   if (moves) {
-    for (const m of moves) io.stderr.write(`run: the check found errors on ${m.excluded} (above): it is left out of this run; the spare host ${m.replacement} takes its ranks\n`);
+    const others = result.allocation?.spares?.filter((s) => !moves.some((m) => m.excluded === s));
+    for (const m of moves) io.stderr.write(`run: the check found errors on ${m.excluded} (above): it is left out of this run; ${m.replacement ? `the spare host ${m.replacement} takes its ranks` : `sbatch --exclude=${m.excluded}: Slurm gives the run other nodes of the partition (usable at the check: ${others?.join(', ')})`}\n`);
     return { exclude: moves.map((m) => m.excluded) };
   }
-  io.stderr.write('run: not started: the check found errors (above); fix them, or run without --check\n');
+  const bad = [...new Set(result.problems.filter((p) => p.severity === 'error').map((p) => p.host))];
+  const why = result.allocation && bad.every((b) => result.allocation!.nodes.includes(b)) ? ` (Slurm: the partition had ${result.allocation.spares ? `${result.allocation.spares.length} other usable node(s)${result.allocation.spares.length ? `, ${result.allocation.spares.join(', ')}` : ''}` : 'other usable nodes unknown'}, fewer than the ${bad.length} to leave out)` : '';
+  io.stderr.write(`run: not started: the check found errors on ${bad.join(', ')} (above)${why}; fix them, or run without --check\n`);
   return undefined;
 }
 

@@ -74,6 +74,7 @@ export async function runsCommand(args: string[], io: CliIo): Promise<number> {
           ...(meta.name ? [`name: ${meta.name}`] : []),
           ...(meta.tags?.length ? [`tags: ${meta.tags.join(', ')}`] : []),
           `run ${meta.id} (${meta.status}) on profile ${meta.profile}, ${meta.worldSize} rank(s): ${meta.hosts.map((h) => `${h.name}[${h.ranks.join(',')}]${h.replaces ? ` (spare, in place of ${h.replaces})` : ''}`).join(' ')}`,
+          ...(meta.excluded ?? []).map((x) => `left out: ${x.host}${x.replacement ? ` (the spare ${x.replacement} in its place)` : ''}: ${x.reason}`),
           ...(meta.stopOwed?.length ? [`stop owed: ${stopOwedNote(meta, 'cli')}`] : []),
           `started ${meta.startedAt}${meta.endedAt ? `, ended ${meta.endedAt}` : ''}`,
           `config: ${configSummary(meta)}`,

@@ -135,5 +135,5 @@ export async function runSlurmCheck(profile: Profile, config: TrainConfig, deps:
   }
   const worldSize = sched.nodes * sched.tasksPerNode;
   const prediction = compute ? { ...predict({ config, worldSize, computeMs: compute.ms, computeSource: compute.source, links, shared }), computeKey: key } : undefined;
-  return result(hosts, links, { phasesMs, consistency: table.rows, ...(prediction ? { prediction } : {}), ...(reply.jobId ? { allocation: { jobId: reply.jobId, nodes: reply.nodes.map((n) => n.node) } } : {}) });
+  return result(hosts, links, { phasesMs, consistency: table.rows, ...(prediction ? { prediction } : {}), ...(reply.jobId ? { allocation: { jobId: reply.jobId, nodes: reply.nodes.map((n) => n.node), ...(reply.spares ? { spares: reply.spares } : {}) } } : {}) });
 }

@@ -12,6 +12,8 @@ export interface PlanRunRequest extends RunSettings {
   acceptNewHostKeys?: boolean;
   onProgress?: (p: DeployProgress) => void;
   signal?: AbortSignal;
+  /** A Slurm profile: nodes to leave out (sbatch --exclude, with the profile's own; `cohort run --check`, check-spares.ts). */
+  exclude?: string[];
 }
 
 /** One host's answer to the leftover check; `error` when the host could not be checked. */

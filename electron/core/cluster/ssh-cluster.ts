@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { posix } from 'node:path';
 import { userInfo } from 'node:os';
-import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, runSettings, slurmJobName, slurmNodeWorkdir, worldLayout, type SlurmSubmit } from '../../../trainer/protocol';
+import { CohortError, DEFAULT_TIMINGS, DisposableBase, buildLaunchSpec, runSettings, slurmJobName, slurmNodeWorkdir, withExcludedNodes, worldLayout, type SlurmSubmit } from '../../../trainer/protocol';
 import { agentEnv, isLocalProfile, toApiError, type ConnectionResult, type DeployProgress, type DeployResult, type HostKeyInfo, type HostProbe, type HostRecordRef, type Profile, type ProfileHost } from '../../common';
 import { resolvePaths, type Env } from '../paths';
 import { HostSession, KeyRing, SshError, createLimiter, knownHostsName, resolveTarget, sshOptionsFromEnv, trustPresentedHostKey, type Limiter, type SshConnectOptions } from '../ssh';
@@ -217,7 +217,7 @@ export class SshCluster extends DisposableBase implements ClusterOps {
       nodes: sched.nodes,
       tasksPerNode: sched.tasksPerNode,
       ...(sched.gpusPerNode ? { gpusPerNode: sched.gpusPerNode } : {}),
-      sbatchArgs: [...(sched.partition ? [`--partition=${sched.partition}`] : []), ...(sched.timeLimit ? [`--time=${sched.timeLimit}`] : []), ...(sched.account ? [`--account=${sched.account}`] : []), ...sched.extraArgs],
+      sbatchArgs: withExcludedNodes([...(sched.partition ? [`--partition=${sched.partition}`] : []), ...(sched.timeLimit ? [`--time=${sched.timeLimit}`] : []), ...(sched.account ? [`--account=${sched.account}`] : []), ...sched.extraArgs], req.exclude ?? []),
       config: req.config,
       env: agentEnv(login),
       // Rank failures restart inside the allocation; node failures and preemptions through Slurm's requeue (agent-slurm).

@@ -6,7 +6,7 @@ import { CohortError, initialRunView, isFinished, makeEvent, reduceRunView, runS
 import { isLocalProfile, profileWorldSize, resolveRunConfig, runErrorOf, spreadOf, worldHosts, type DeployProgress, type Profile, type RunEventMessage, type RunMeta } from '../../common';
 import { join } from 'node:path';
 import { CheckStore, checkForRun } from '../check/check-store';
-import { withSpares } from '../../common/check-spares';
+import { checkErrorsOn, withSpares, type SpareMove } from '../../common/check-spares';
 import type { ClusterOps } from '../cluster/cluster-ops';
 import { applyEvent } from './applied-config';
 import { attachLocalPlan, localWorkdir, planLocalRun } from './local-run';
@@ -41,12 +41,13 @@ export async function startRun(o: {
   maxRestarts?: number;
   /** Busy slots: wait (default) or fail at once with slots-busy. */
   queue?: boolean;
-  /** Follower hosts left out, a spare host each in their place (check-spares.ts; `cohort run --check`): the history says `replaces`. */
+  /** Follower hosts left out, a spare host each in their place; on a Slurm profile, nodes left out with sbatch --exclude (check-spares.ts; `cohort run --check`): the history says `replaces` and `excluded`, with why. */
   exclude?: string[];
   events: RunEvents;
 }): Promise<StartedRun> {
   const runId = o.runId ?? newRunId();
-  const { profile, moves } = o.exclude?.length ? withSpares(o.profile, o.exclude) : { profile: o.profile, moves: [] };
+  const slurmExclude = o.profile.scheduler ? (o.exclude ?? []) : [];
+  const { profile, moves } = o.exclude?.length && !o.profile.scheduler ? withSpares(o.profile, o.exclude) : { profile: o.profile, moves: slurmExclude.map((excluded): SpareMove => ({ excluded })) };
   o = { ...o, profile };
   const config = resolveRunConfig(o.profile, o.overrides); // bad input: refused, not a run
   const startedAt = new Date().toISOString();
@@ -60,7 +61,7 @@ export async function startRun(o: {
       plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir), settings });
     } else {
       if (!o.cluster) throw new Error('cluster runs need the SSH layer (ClusterOps), which this client did not provide');
-      plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(onProgress ? { onProgress } : {}), ...settings });
+      plan = await o.cluster.planRun(o.profile, { runId, config, ...(o.acceptNewHostKeys ? { acceptNewHostKeys: true } : {}), ...(onProgress ? { onProgress } : {}), ...(slurmExclude.length ? { exclude: slurmExclude } : {}), ...settings });
     }
   } catch (err) {
     recordFailedLaunch(o.store, { runId, profile: o.profile, config, startedAt, ranks: o.ranks }, err);
@@ -70,7 +71,10 @@ export async function startRun(o: {
   }
   const worldSize = plan.scheduler ? profileWorldSize(o.profile) : (plan.hosts[0]?.spec?.worldSize ?? 0);
   // The profile's last check (`cohort run --check` has just stored its own) when it planned this run.
-  const check = checkForRun(new CheckStore(join(o.dataDir, 'checks')).last(o.profile.name), config, worldSize);
+  const lastCheck = new CheckStore(join(o.dataDir, 'checks')).last(o.profile.name);
+  const check = checkForRun(lastCheck, config, worldSize);
+  // What was left out before the first step, and why (issue 21 item 5): the check's errors on it.
+  const excluded = moves.map((m) => ({ host: m.excluded, reason: checkErrorsOn(lastCheck?.problems ?? [], m.excluded) ?? "asked for (the profile's last check found no error on it)", ...(m.replacement ? { replacement: m.replacement } : {}) }));
   const meta: RunMeta = {
     id: runId,
     profile: o.profile.name,
@@ -83,6 +87,7 @@ export async function startRun(o: {
     }),
     worldSize,
     ...(check ? { check } : {}),
+    ...(excluded.length ? { excluded } : {}),
     versions: { node: process.versions.node },
     controllerPid: process.pid,
     profileSnapshot: o.profile,
@@ -93,6 +98,10 @@ export async function startRun(o: {
     applied: { envSwitches: runSwitches(Object.assign({}, isLocalProfile(o.profile) ? process.env : {}, ...plan.hosts.map((h) => h.spec?.env ?? {}))) },
   };
   const recorder = o.store.create(meta);
+  for (const x of excluded) {
+    const event = makeEvent({ type: 'log', level: 'warn', message: `${x.host} is left out of this run (${x.replacement ? `the spare host ${x.replacement} takes its ranks` : 'sbatch --exclude: Slurm places the run on other nodes of the partition'}): ${x.reason}` });
+    o.events.fire(runId, { runId, seq: recorder.record(event), event });
+  }
   return track(new RunController(plan), recorder, meta, o.events);
 }
 
