@@ -141,6 +141,13 @@ export interface StartRunRequest extends RunUserFields {
    * --check` when the check found errors only on these; check-spares.ts).
    */
   exclude?: string[];
+  /**
+   * Refused before any host runs it (`cohort run --check` found errors no spare can absorb): the
+   * launch is recorded in the history as failed with this error, and startRun rejects with it,
+   * carrying the run id, as for a host that refused the connection. A script always gets a run id
+   * and `cohort runs show` says why (issue 22: every `run --json` stream leads with its runId).
+   */
+  refused?: ErrorInfo;
 }
 
 export interface RunEventMessage {
@@ -323,6 +330,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
     const maxRestarts = optNum(o, 'maxRestarts', 'request', { int: true, min: 0, max: 100 });
     const queue = optBool(o, 'queue', 'request');
     const exclude = o.exclude === undefined ? undefined : strArr(o, 'exclude', 'request');
+    const refused = o.refused === undefined ? undefined : obj(o.refused, 'request.refused');
     return [
       {
         profile: str(o, 'profile', 'request', { nonEmpty: true }),
@@ -332,6 +340,7 @@ export const API_ARGS: { [M in ApiMethod]: (args: unknown[]) => Parameters<Cohor
         ...(maxRestarts === undefined ? {} : { maxRestarts }),
         ...(queue === undefined ? {} : { queue }),
         ...(exclude?.length ? { exclude } : {}),
+        ...(refused ? { refused: { code: str(refused, 'code', 'request.refused', { nonEmpty: true }), message: str(refused, 'message', 'request.refused', { nonEmpty: true }), ...(typeof refused.hint === 'string' ? { hint: refused.hint } : {}), ...(typeof refused.host === 'string' ? { host: refused.host } : {}) } } : {}),
         ...decodeRunUserFields(o, 'request'),
       },
     ];

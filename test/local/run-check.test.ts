@@ -42,10 +42,16 @@ describe('cohort check local / run --check', () => {
     expect(exit.code, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/ERROR \[local\] engine-unavailable: local: --engine torch: no Python with PyTorch found/);
     expect(r.stderr).toContain('run: not started: the check found errors');
-    expect(r.events.map((x) => x.type)).toEqual(['error', 'done']);
-    const runs = runCli(["runs", "list", "--json"], { env: e });
+    // Refused like a refused connection (issue 22: every --json stream leads with its runId): the id,
+    // the error, done; the failed launch is in the history with the check's code, never started.
+    expect(r.events.map((x) => x.type)).toEqual(['log', 'error', 'done']);
+    const runId = (r.events[0] as { runId?: string }).runId;
+    expect(runId).toMatch(/^\d{8}-/);
+    expect(r.events[1]).toMatchObject({ type: 'error', code: 'check-failed', message: expect.stringContaining('cohort check found errors on local') });
+    const runs = runCli(['runs', 'list', '--json'], { env: e });
     await runs.exit;
-    expect(JSON.parse(runs.stdout || '[]')).toEqual([]);
+    const listed = JSON.parse(runs.stdout || '[]') as { id: string; status: string; steps: number; error?: { code?: string; host?: string } }[];
+    expect(listed.map((m) => [m.id, m.status, m.steps, m.error?.code, m.error?.host])).toEqual([[runId, 'failed', 0, 'check-failed', 'local']]);
   }, 180_000);
 
   it('run --check with a clean check starts the run', async () => {

@@ -2,7 +2,7 @@
 // (electron/core/check). Exit 0 when nothing would make a run fail (warnings allowed), 1 when
 // something would, 2 for usage errors. --json prints exactly one document (CheckResult).
 import { join } from 'node:path';
-import type { TrainConfig } from '../../../trainer/protocol';
+import type { ErrorInfo, TrainConfig } from '../../../trainer/protocol';
 import type { CheckResult } from '../../../trainer/protocol/check';
 import { localProfile, resolveRunConfig, sparesFor, type Profile } from '../../common';
 import { CheckStore } from '../../core/check/check-store';
@@ -31,9 +31,10 @@ export async function checkCommand({ values, positionals }: Parsed, io: CliIo): 
 /**
  * `cohort run --check`: the check first (printed on stderr). What to start: every host (`exclude`
  * empty), or, when the errors are all on follower hosts the profile's spare hosts can take the place
- * of (issue 21 item 5, check-spares.ts), without those hosts; undefined: not started (errors).
+ * of (issue 21 item 5, check-spares.ts), without those hosts; `refused`: not started (errors), the
+ * error the run's history records (startRun's `refused`: the refusal still gets a run id).
  */
-export async function checkBeforeRun(io: CliIo, profile: Profile, config: TrainConfig, acceptNewHostKeys: boolean): Promise<{ exclude: string[] } | undefined> {
+export async function checkBeforeRun(io: CliIo, profile: Profile, config: TrainConfig, acceptNewHostKeys: boolean): Promise<{ exclude: string[]; refused?: ErrorInfo }> {
   const result = await checkProfile(io, profile, config, { acceptNewHostKeys, noCompute: false, progress: true });
   io.stderr.write(formatCheck(result));
   if (result.ok) return { exclude: [] };
@@ -46,7 +47,7 @@ export async function checkBeforeRun(io: CliIo, profile: Profile, config: TrainC
   const bad = [...new Set(result.problems.filter((p) => p.severity === 'error').map((p) => p.host))];
   const why = result.allocation && bad.every((b) => result.allocation!.nodes.includes(b)) ? ` (Slurm: the partition had ${result.allocation.spares ? `${result.allocation.spares.length} other usable node(s)${result.allocation.spares.length ? `, ${result.allocation.spares.join(', ')}` : ''}` : 'other usable nodes unknown'}, fewer than the ${bad.length} to leave out)` : '';
   io.stderr.write(`run: not started: the check found errors on ${bad.join(', ')} (above)${why}; fix them, or run without --check\n`);
-  return undefined;
+  return { exclude: [], refused: { code: 'check-failed', message: `not started: cohort check found errors on ${bad.join(', ')}${why}`, ...(bad.length === 1 ? { host: bad[0]! } : {}) } };
 }
 
 async function checkProfile(io: CliIo, profile: Profile, config: TrainConfig, o: { acceptNewHostKeys: boolean; noCompute: boolean; progress: boolean }): Promise<CheckResult> {

@@ -1,7 +1,7 @@
 // `cohort run --local [--ranks N] [trainer flags] [--json]`: trains on this machine with the
 // same agent, events and run history as a cluster run.
 import { join } from 'node:path';
-import { makeEvent, type CohortEvent, type Disposable } from '../../../trainer/protocol';
+import { makeEvent, type CohortEvent, type Disposable, type ErrorInfo } from '../../../trainer/protocol';
 import { onProcessSignals } from '../../../trainer/util/node-lifecycle';
 import { checkRunUserFields, describeExpected, followRun, localProfile, resolveRunConfig, runExpected, type RunUserFields } from '../../common';
 import type { CohortService } from '../../core/service/cohort-service';
@@ -19,11 +19,12 @@ export const RUN_USAGE = `usage: cohort run --local [--ranks N] [options]
 training options (a profile's defaults apply under them; exactly one of --steps/--epochs is > 0):
 ${trainFlagUsage()}
 output: --json (events only, one per line; the first is a log event carrying runId, the last is done;
-         a failure ends with error, then done; refused by --check: no run, only error and done)  --verbose (every rank's log lines)
+         a failure ends with error, then done; refused by --check too: a failed launch in the history)  --verbose (every rank's log lines)
   --per-rank (one line per rank every window: data, compute, wait, exchange, optimizer)
   --system   (one line per host every window: CPU % of the host and of the run's ranks, load, net MB/s, memory, GPU %)
   --name NAME, --tag TAG (repeatable), --notes TEXT   recorded with the run (runs list/show, History)
   --check    run \`cohort check\` on the profile first (printed on stderr); refuse to start on errors
+             (recorded as a failed launch, code check-failed; errors a spare host or node absorbs: left out)
   --detach   start the run and return at once, printing its id (with --json: the first event
              carrying runId); the run lives on its hosts: "cohort attach RUN", "cohort stop RUN"
 A run outlives the CLI (killed, terminal closed, SSH link lost); Ctrl-C in the foreground stops
@@ -72,15 +73,9 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   const asked = resolveRunConfig(profile, overrides);
   // What the user says of the run, checked here too (a refused name is a usage error before any connection).
   const user = runUserFields(values.name, values.tag, values.notes);
-  const checked = values.check ? await checkBeforeRun(io, profile, asked, !!values['accept-new-host-key']) : { exclude: [] };
-  if (!checked) {
-    // --json's stream still ends with `done` (as for any failure before the run exists).
-    if (values.json) {
-      io.stdout.write(JSON.stringify(makeEvent({ type: 'error', rank: -1, host: profile.hosts[0]?.name ?? profile.name, code: 'check-failed', message: 'not started: cohort check found errors (on stderr)', logTail: [] })) + '\n');
-      io.stdout.write(JSON.stringify(makeEvent({ type: 'done', status: 'failed', steps: 0, medianGlobalSamplesPerSec: null, paramChecksum: '', durationMs: 0 })) + '\n');
-    }
-    return EXIT.trainingFailed;
-  }
+  // A check with errors no spare absorbs: the launch is refused, and recorded as a failed launch like a
+  // refused connection (startRun's `refused`), so --json still leads with its runId (below).
+  const checked: { exclude: string[]; refused?: ErrorInfo } = values.check ? await checkBeforeRun(io, profile, asked, !!values['accept-new-host-key']) : { exclude: [] };
 
   // The CLI is one more client of the one Api implementation (CohortService), as the dashboard is.
   const service = makeService(io);
@@ -96,9 +91,9 @@ export async function runCommand(args: string[], io: CliIo): Promise<number> {
   });
   const t0 = Date.now();
   try {
-    printer.status?.(local ? `starting ${ranks} local rank(s)` : `connecting to ${profile.hosts.length} host(s) of ${profile.name}`);
+    if (!checked.refused) printer.status?.(local ? `starting ${ranks} local rank(s)` : `connecting to ${profile.hosts.length} host(s) of ${profile.name}`);
     try {
-      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}), maxRestarts, ...(values['no-queue'] ? { queue: false } : {}), ...(checked.exclude.length ? { exclude: checked.exclude } : {}), ...user }));
+      ({ runId } = await service.startRun({ profile: profile.name, config: overrides, ...(local ? { ranks } : {}), ...(values['accept-new-host-key'] ? { acceptNewHostKeys: true } : {}), maxRestarts, ...(values['no-queue'] ? { queue: false } : {}), ...(checked.exclude.length ? { exclude: checked.exclude } : {}), ...(checked.refused ? { refused: checked.refused } : {}), ...user }));
     } catch (err) {
       // --json promises a stream that always ends with `done`: a failure before the run exists (a
       // refused connection, a failed deploy) is an `error` event, then `done`, then the exit code.

@@ -2,7 +2,7 @@
 // resolve the profile's config, plan local or cluster hosts, keep the local history (a cache of
 // the hosts' record) in step with what the controller sees, and hand each recorded event, with its
 // seq, to the run's subscribers (RunEvents).
-import { CohortError, initialRunView, isFinished, makeEvent, reduceRunView, runSettings, runSwitches, runViewStatus, worldLayout, type KeyedEmitter, type TrainConfig } from '../../../trainer/protocol';
+import { CohortError, initialRunView, isFinished, makeEvent, reduceRunView, runSettings, runSwitches, runViewStatus, worldLayout, type ErrorInfo, type KeyedEmitter, type TrainConfig } from '../../../trainer/protocol';
 import { isLocalProfile, profileWorldSize, resolveRunConfig, runErrorOf, spreadOf, worldHosts, type DeployProgress, type Profile, type RunEventMessage, type RunMeta } from '../../common';
 import { join } from 'node:path';
 import { CheckStore, checkForRun } from '../check/check-store';
@@ -43,6 +43,8 @@ export async function startRun(o: {
   queue?: boolean;
   /** Follower hosts left out, a spare host each in their place; on a Slurm profile, nodes left out with sbatch --exclude (check-spares.ts; `cohort run --check`): the history says `replaces` and `excluded`, with why. */
   exclude?: string[];
+  /** Refused before any host runs it (StartRunRequest.refused): recorded as a failed launch with this error, then thrown. */
+  refused?: ErrorInfo;
   events: RunEvents;
 }): Promise<StartedRun> {
   const runId = o.runId ?? newRunId();
@@ -57,6 +59,7 @@ export async function startRun(o: {
   const settings = runSettings(o);
   let plan: RunPlan;
   try {
+    if (o.refused) throw Object.assign(CohortError.fromInfo(o.refused), o.refused.host ? { host: o.refused.host } : {});
     if (isLocalProfile(o.profile)) {
       plan = await planLocalRun({ runId, ranks: o.ranks ?? 1, config, workdir: localWorkdir(o.dataDir), settings });
     } else {

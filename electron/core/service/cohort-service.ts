@@ -159,6 +159,7 @@ export class CohortService extends DisposableBase implements CohortApi {
         ...(req.maxRestarts !== undefined ? { maxRestarts: req.maxRestarts } : {}),
         ...(req.queue !== undefined ? { queue: req.queue } : {}),
         ...(req.exclude?.length ? { exclude: req.exclude } : {}),
+        ...(req.refused ? { refused: req.refused } : {}),
         onDeployProgress: (p) => this.deployEvents.fire(p),
         events: this.runEvents,
       });
