@@ -96,16 +96,18 @@ export function markerPrefix(id: string): string {
 
 /** Pids whose environment contains `needle` (e.g. `COHORT_SSHD_HOST=<id>/h1\0`). */
 export function markedProcesses(needle: string): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
+  return pidsWhere((pid) => {
     try {
-      if (readFileSync(`/proc/${d}/environ`, 'latin1').includes(needle)) out.push(Number(d));
+      return readFileSync(`/proc/${pid}/environ`, 'latin1').includes(needle);
     } catch {
-      /* exited meanwhile */
+      return false; // exited meanwhile
     }
-  }
-  return out;
+  });
+}
+
+/** The pids of /proc that pass `test` (one scan for markedProcesses and mentioning). */
+function pidsWhere(test: (pid: number) => boolean): number[] {
+  return readdirSync('/proc').filter((d) => /^\d+$/.test(d) && test(Number(d))).map(Number);
 }
 
 /** Does the process's command line or environment contain `needle`? */
@@ -143,7 +145,7 @@ export function unregister(id: string): void {
  */
 /** Pids whose command line or environment contains `needle`. */
 function mentioning(needle: string): number[] {
-  return readdirSync('/proc').filter((d) => /^\d+$/.test(d) && processMentions(Number(d), needle)).map(Number);
+  return pidsWhere((pid) => processMentions(pid, needle));
 }
 
 /** Waits (at most `ms`, blocking: teardownSync runs in exit handlers) until each pid has exited or is a zombie. */
