@@ -71,7 +71,8 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     fileParallelism: false,
-    reporters: ['default'],
+    // file-times: each file's whole time, hooks included (test/file-times-reporter.ts says why).
+    reporters: ['default', './test/file-times-reporter.ts'],
     globalSetup: ['test/global-setup.ts'],
     // Longest files first, by test/file-durations.json (why: test/longest-first.ts).
     sequence: { sequencer: LongestFirst },

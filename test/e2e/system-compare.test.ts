@@ -31,7 +31,7 @@ import { CHROMIUM, ROOT, type ServeProcess } from './serve-process';
 import { tinyRun } from '../helpers/tiny';
 
 const ARTIFACTS = join(ROOT, 'test-artifacts');
-const SAME = ['run', '--local', ...tinyRun({ width: null, steps: 12, logSteps: 2 })];
+const SAME = ['run', '--local', ...tinyRun({ steps: 12, logSteps: 2 })];
 const GiB = 2 ** 30;
 
 /** The cpu cgroup the runs and the hog share (the file's head says why); a fresh one per test process. */
