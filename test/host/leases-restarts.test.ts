@@ -1,23 +1,17 @@
 // Slot leases + queue and restarts from the last checkpoint (issue 12 host side), through the real
 // host commands of the built bundle on one temp workdir.
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { claimSlots, slotHolder } from '../../trainer/agent/leases';
 import type { DoneEvent, RestartEvent, StepEvent } from '../../trainer/protocol';
 import { eventsOf, freePort, hostCmd, hostTestScope, processesOf, ranksOf, readStateOf, spec, waitUntil } from '../helpers/host';
 import { PACED_HOST } from '../helpers/tiny';
+import { torchMissingReason } from '../helpers/torch';
 
 const { workdir, runId } = hostTestScope();
 /** A Python with torch where the engine's own search looks first; the torch restart test needs one. */
-const hasTorch = ['/usr/bin/python3', 'python3'].some((python) => {
-  try {
-    execFileSync(python, ['-c', 'import torch'], { stdio: 'ignore', timeout: 60_000 });
-    return true;
-  } catch {
-    return false;
-  }
-});
+const hasTorch = ['/usr/bin/python3', 'python3'].some((python) => torchMissingReason(python) === undefined);
 /** The torch engine's rank processes (python, `-X cohort_run=<id>` in their arguments). */
 const torchRanksOf = (id: string) => processesOf(id).filter((p) => p.args.includes(`cohort_run=${id}`));
 const twoRanks = [

@@ -15,10 +15,11 @@ import { decodeEvent, type CohortEvent } from '../../trainer/protocol';
 import { LADDER_RUN_ORDER, SHAPE, standInGpu } from '../gpu/stand-in-gpu';
 import { ROOT } from '../helpers/cli';
 import { tinyRun } from '../helpers/tiny';
+import { torchMissingReason } from '../helpers/torch';
 
 const SYSTEM_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 const canNamespace = process.getuid?.() === 0 && spawnSync('unshare', ['-m', '-n', 'true']).status === 0;
-const hasTorch = spawnSync('/usr/bin/python3', ['-c', 'import torch'], { stdio: 'ignore' }).status === 0;
+const hasTorch = torchMissingReason('/usr/bin/python3') === undefined;
 
 const work = mkdtempSync(join(tmpdir(), 'cohort-kit-test-'));
 const KIT = join(work, 'kit');

@@ -2,7 +2,8 @@
 // agent would give it (no agent, no SSH): the tests and the benchmark drive the script through
 // this. Every stdout line is decoded with the protocol's own decoder, so a line that does not
 // validate is recorded, never silently skipped.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { torchMissingReason } from '../helpers/torch';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,13 +15,8 @@ export const PYTHON = '/usr/bin/python3';
 /** The bundled copy (the suite's global setup builds it): it reads train-config.json, written beside it by the build. */
 export const ENGINE_SCRIPT = join(root, 'resources', 'trainer', 'engines', 'torch_engine.py');
 
-/** Why the torch tests cannot run here, or undefined when `import torch` works. */
-export function torchUnavailableReason(): string | undefined {
-  const r = spawnSync(PYTHON, ['-c', 'import torch'], { encoding: 'utf8', timeout: 60_000 });
-  if (r.error) return `${PYTHON} cannot be started (${r.error.message}); install python3-torch (apt) to run the torch engine tests`;
-  if (r.status !== 0) return `${PYTHON} -c 'import torch' failed (${r.stderr.trim().split('\n').pop() ?? ''}); install python3-torch (apt)`;
-  return undefined;
-}
+/** Why the torch tests cannot run here, or undefined when Debian's interpreter has torch (test/helpers/torch.ts). */
+export const torchUnavailableReason = (): string | undefined => torchMissingReason(PYTHON);
 
 /** A TCP port that was free a moment ago (test/helpers/host.ts). */
 export { freePort } from '../helpers/host';
