@@ -52,13 +52,16 @@ export function readStateOf(workdir: string, runId: string): RunStateRecord | un
   return existsSync(path) ? decodeRunState(JSON.parse(readFileSync(path, 'utf8'))) : undefined;
 }
 
+/** The whole lines of a file another process is appending to: a last line without its newline is not written out yet (read next time). */
+export function completeLines(text: string): string[] {
+  return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean);
+}
+
+/** A run's events as its host record holds them so far (a live run's: only whole lines; ci20 saw a half-written one fail JSON.parse). */
 export function eventsOf(workdir: string, runId: string): CohortEvent[] {
   const path = join(workdir, 'runs', runId, 'events.jsonl');
   if (!existsSync(path)) return [];
-  return readFileSync(path, 'utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => decodeEvent(JSON.parse(l)));
+  return completeLines(readFileSync(path, 'utf8')).map((l) => decodeEvent(JSON.parse(l)));
 }
 
 /** until() (test/helpers/until.ts) polling every 50 ms. */
