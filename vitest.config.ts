@@ -19,8 +19,12 @@ export const FAST_TEST_FILES = [
 ];
 
 /**
- * Slow-tier files that must have the machine to themselves, each with why. They run in the `serial`
- * project, after the slow tier, one at a time.
+ * Slow-tier files that must not run beside the slow tier's busy files, each with why. They run in the
+ * `serial` project, after the slow tier, SERIAL_WORKERS at a time (2 since session 9: alone they left
+ * the machine ~57 % idle, ci20: 113 s; two at a time 67–71 s in 3 runs of the tier, every detection as
+ * before: hangs named 10.1–10.9 s after SIGSTOP, stragglers after 3 windows; bench/results/suite.md
+ * "session 9"). Two of these files are 2–4 ranks each, not three busy files' clusters, Chromiums and
+ * restarts. COHORT_TEST_SERIAL_WORKERS=1: one at a time, as before.
  */
 export const SERIAL_TEST_FILES = [
   // A straggler is made by SIGSTOP/SIGCONT (throttle()) and told by comparing the ranks' step times:
@@ -60,6 +64,7 @@ export const WAIT_TEST_FILES = [
  * goes to SERIAL_TEST_FILES with its reason.
  */
 const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
+const SERIAL_WORKERS = Number(process.env.COHORT_TEST_SERIAL_WORKERS ?? 2);
 // The slow group's pool: CPU_TOKENS busy files (COHORT_TEST_SLOW_WORKERS) + WAIT_LANE waiting ones
 // (COHORT_TEST_WAIT_LANE=0: none; then the wait files queue with the busy ones, as before session 6).
 const SLOW_POOL = CPU_TOKENS + WAIT_LANE;
@@ -85,7 +90,7 @@ export default defineConfig({
       { extends: true, test: { name: 'fast', include: [...BESIDE_THE_CODE, ...FAST_TEST_FILES], sequence: { groupOrder: 0 }, fileParallelism: FAST_WORKERS > 1, maxWorkers: FAST_WORKERS } },
       { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: [...FAST_TEST_FILES, ...SERIAL_TEST_FILES, ...WAIT_TEST_FILES], setupFiles: ['test/cpu-lane-setup.ts'], sequence: { groupOrder: 1 }, fileParallelism: SLOW_POOL > 1, maxWorkers: SLOW_POOL } },
       { extends: true, test: { name: 'wait', include: WAIT_TEST_FILES, sequence: { groupOrder: 1 }, fileParallelism: SLOW_POOL > 1, maxWorkers: SLOW_POOL } },
-      { extends: true, test: { name: 'serial', include: SERIAL_TEST_FILES, sequence: { groupOrder: 2 } } },
+      { extends: true, test: { name: 'serial', include: SERIAL_TEST_FILES, sequence: { groupOrder: 2 }, fileParallelism: SERIAL_WORKERS > 1, maxWorkers: SERIAL_WORKERS } },
     ],
   },
 });
