@@ -23,7 +23,7 @@ export const FAST_TEST_FILES = [
  * `serial` project, after the slow tier, SERIAL_WORKERS at a time (2 since session 9: alone they left
  * the machine ~57 % idle, ci20: 113 s; two at a time 67–71 s in 3 runs of the tier, every detection as
  * before: hangs named 10.1–10.9 s after SIGSTOP, stragglers after 3 windows; bench/results/suite.md
- * "session 9"). Two of these files are 2–4 ranks each, not three busy files' clusters, Chromiums and
+ * "session 9"). Two of these files are 2–4 ranks each, not four busy files' clusters, Chromiums and
  * restarts. COHORT_TEST_SERIAL_WORKERS=1: one at a time, as before.
  */
 export const SERIAL_TEST_FILES = [
@@ -46,7 +46,7 @@ export const SERIAL_TEST_FILES = [
  * second of their quiet time (scripts/test-cpu.mjs). Measured (bench/results/suite.md, "session 6,
  * lanes"): 4 busy files + slurm-failures, back to back at load ~25: 366 s without the lane, 340 s with
  * it (slurm-failures 127 → 126 s, the busy files +11 %). A file belongs here only if it stays at
- * ~0.3 CPU-s/s: a busy file here would make three busy files at once (session 5: worse).
+ * ~0.3 CPU-s/s: a busy file here would make one busy file more than the tokens allow.
  */
 export const WAIT_TEST_FILES = [
   'test/slurm/slurm-failures.test.ts', // 0.30 CPU-s per second (session 5); not stretched at 3 workers
@@ -54,7 +54,9 @@ export const WAIT_TEST_FILES = [
 
 /**
  * COHORT_TEST_FAST_WORKERS / COHORT_TEST_SLOW_WORKERS override them (to measure). Busy slow files at once
- * (the CPU tokens, test/cpu-lane.ts): **3 since session 7**, by measurement (bench/results/suite.md,
+ * (the CPU tokens, test/cpu-lane.ts): **4 since session 9**: the slow tier (with wait and serial) on main,
+ * quiet, 4 tokens: slow 630 s for 2,506 s of file time, vmstat idle 5 % in it, against ci20's 694 s for
+ * 2,051 s at 3 tokens (idle 11 %) the same day (bench/results/suite.md, "session 9"). Before: **3 since session 7**, by measurement (bench/results/suite.md,
  * "session 7, 3 busy files"): the same fresh clone, quiet, back to back: 2 tokens 1,025 s of vitest
  * (slow tier 788 s, vmstat idle 27 % in it), 3 tokens 886 s (slow tier 664 s, idle 10 %; the files'
  * summed time 1,439 → 1,719 s: contention, but the idle core-seconds are used). Session 5 had chosen 2

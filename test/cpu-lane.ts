@@ -17,8 +17,8 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** Busy slow-tier files at once (COHORT_TEST_SLOW_WORKERS, default 3 since session 7: why in vitest.config.ts). */
-export const CPU_TOKENS = Number(process.env.COHORT_TEST_SLOW_WORKERS ?? 3);
+/** Busy slow-tier files at once (COHORT_TEST_SLOW_WORKERS, default 4 since session 9: why in vitest.config.ts). */
+export const CPU_TOKENS = Number(process.env.COHORT_TEST_SLOW_WORKERS ?? 4);
 /** Waiting files at once beside them, without a token (COHORT_TEST_WAIT_LANE, default 1; 0: none). */
 export const WAIT_LANE = Number(process.env.COHORT_TEST_WAIT_LANE ?? 1);
 

@@ -137,7 +137,7 @@ describe.skipIf(!hasChromium)('dashboard in Chromium against cohort serve', () =
     expect(counts.some((n) => n > 0 && n < steps), `point counts seen: ${counts.join(', ')}`).toBe(true);
     // A finished run's charts stop polling every frame (LineChart's idle mode: an idle Live view kept
     // Chromium at ~0.1 core); the partial chart above shows they still took each point as it came.
-    for (const id of ['chart-throughput', 'chart-loss', 'chart-steptime', 'chart-memory']) await expect.poll(() => page.getByTestId(id).getAttribute('data-idle'), { timeout: 10_000 }).toBe('true');
+    for (const id of ['chart-throughput', 'chart-loss', 'chart-steptime', 'chart-memory']) await expect.poll(() => page.getByTestId(id).getAttribute('data-idle'), { timeout: 20_000, message: `${id} idle` }).toBe('true');
     // Issue 21 item 3: expected vs achieved, the one-rank rate and the prediction from the check above.
     await expect.poll(() => page.getByTestId('expected').textContent({ timeout: 1000 }).catch(() => ''), { timeout: 30_000 }).toMatch(/^scaling \d+\.\d\d \(one rank [\d.]+ samples\/s, from check of \d{4}-\d\d-\d\d \d\d:\d\d UTC\) vs predicted \d+\.\d\d \(step [\d.]+ m?s, check of /);
   }, 300_000);
