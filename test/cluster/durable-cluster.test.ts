@@ -163,15 +163,18 @@ describe.skipIf(!NETNS)('durable runs on 3 real SSH hosts', () => {
           /* gone already */
         }
       }
+      // The deadline's timer is cleared once the race is settled: left running, it fired 180 s later inside
+      // whatever file the worker ran next (seen with vitest's isolate off), on a workdir gone by then.
+      let deadline: ReturnType<typeof setTimeout> | undefined;
       const exit = await Promise.race([
         attach.exit,
         new Promise<never>((_, reject) =>
-          setTimeout(() => {
+          (deadline = setTimeout(() => {
             const state = (i: number) => readFileSync(join(fx().cluster.hosts[i]!.workdir, 'runs', runId, 'state.json'), 'utf8');
             reject(new Error(`the attached client did not end within 180 s of ${victim.name}'s death; its last events:\n${attach.events.slice(-15).map((e) => JSON.stringify(e)).join('\n')}\nstderr: ${attach.stderr.slice(-1500)}\nh1 state: ${state(0)}\nh2 state: ${state(1)}`));
-          }, 180_000),
+          }, 180_000)),
         ),
-      ]);
+      ]).finally(() => clearTimeout(deadline));
       const ms = Date.now() - t0;
       process.stderr.write(`host killed -> attached client ended (failed) in ${ms} ms\n`);
       expect(exit.code, attach.stderr).toBe(1);
