@@ -4,7 +4,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { decodeEvent, decodeRunState, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../../trainer/protocol';
+import { EventLineDecoder, decodeRunState, type CohortEvent, type LaunchSpec, type RunStateRecord } from '../../trainer/protocol';
 import { afterAll } from 'vitest';
 import { ROOT } from './cli';
 import { slowCommandNode } from './slow-host';
@@ -52,16 +52,18 @@ export function readStateOf(workdir: string, runId: string): RunStateRecord | un
   return existsSync(path) ? decodeRunState(JSON.parse(readFileSync(path, 'utf8'))) : undefined;
 }
 
-/** The whole lines of a file another process is appending to: a last line without its newline is not written out yet (read next time). */
-export function completeLines(text: string): string[] {
-  return text.slice(0, text.lastIndexOf('\n') + 1).split('\n').filter(Boolean);
-}
-
-/** A run's events as its host record holds them so far (a live run's: only whole lines; ci20 saw a half-written one fail JSON.parse). */
+/**
+ * A run's events as its host record holds them so far. The protocol's own line decoder: `push` gives
+ * only whole lines, so a live record's half-written last line waits for the next read (ci20 saw one
+ * fail JSON.parse). A line that is not a known, valid event throws, as before.
+ */
 export function eventsOf(workdir: string, runId: string): CohortEvent[] {
   const path = join(workdir, 'runs', runId, 'events.jsonl');
   if (!existsSync(path)) return [];
-  return completeLines(readFileSync(path, 'utf8')).map((l) => decodeEvent(JSON.parse(l)));
+  return new EventLineDecoder().push(readFileSync(path, 'utf8')).map((r) => {
+    if (r.kind === 'event') return r.event;
+    throw new Error(`${path}: ${r.kind === 'invalid' ? `line ${r.line}: ${r.error}: ${r.text}` : `unknown event type ${r.eventType}`}`);
+  });
 }
 
 /** until() (test/helpers/until.ts) polling every 50 ms. */

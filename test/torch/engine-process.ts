@@ -3,11 +3,11 @@
 // this. Every stdout line is decoded with the protocol's own decoder, so a line that does not
 // validate is recorded, never silently skipped.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { torchMissingReason } from '../helpers/torch';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EventLineDecoder, type CohortEvent, type LineResult, type TrainConfig } from '../../trainer/protocol';
+import { torchMissingReason } from '../helpers/torch';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Debian's interpreter: the `python3` on PATH here is a pyenv build without torch. */
