@@ -1,7 +1,8 @@
 // Builds what runs outside the repo's TypeScript sources:
 //   resources/trainer/  the trainer bundle deployed to hosts: cohort-trainer.mjs (agent + ranks,
-//                       tfjs and the collectives inside), wasm/ (tfjs wasm binaries), engines/
-//                       (the PyTorch engine script and train-config.json, its defaults from the
+//                       tfjs and the collectives inside) and its chunks (*-HASH.mjs, one per
+//                       host command and shared ones), wasm/ (tfjs wasm binaries), engines/ (the
+//                       PyTorch engine script and train-config.json, its defaults from the
 //                       run-configuration table) and manifest.json (content hash for deploy)
 //   dist/cli.mjs        the `cohort` CLI (bin/cohort.mjs loads it)
 // The renderer (Svelte) has its own Vite build.
@@ -29,9 +30,17 @@ const banner = {
 
 rmSync(out, { recursive: true, force: true });
 mkdirSync(join(out, 'wasm'), { recursive: true });
+// Split into chunks beside the entry: each host command imports its own code when it runs
+// (trainer/main.ts), and with one 2.2-MB file every short command (run-follow, run-status,
+// check-*, several per run and per dashboard poll) parsed tfjs and the engine first: ~0.20 CPU-s
+// a start against ~0.10 split (session 10). Deploy uploads every file of the manifest, so the
+// chunks travel with the entry; they stay in this folder (import.meta.url-relative paths and the
+// banner's __dirname mean the same folder in every chunk).
 await build({
-  entryPoints: [join(root, 'trainer', 'main.ts')],
-  outfile: join(out, 'cohort-trainer.mjs'),
+  entryPoints: { 'cohort-trainer': join(root, 'trainer', 'main.ts') },
+  outdir: out,
+  outExtension: { '.js': '.mjs' },
+  splitting: true,
   bundle: true,
   platform: 'node',
   format: 'esm',

@@ -1,5 +1,6 @@
 // The node_modules a device kit needs: the packages the built CLI imports at run time (its bare
-// top-level `import ... from "x"` lines: dist/cli.mjs is bundled with packages external) and what they depend on,
+// top-level `import ... from "x"` lines: dist/cli.mjs is bundled with packages external; and the
+// ones lazy-packages.ts requires on first use) and what they depend on,
 // copied from the repository's node_modules. JavaScript only: native addons (*.node, build/ and the
 // optional packages that exist only to compile one, like cpu-features) are left out, because
 // they were compiled here for this machine; ssh2 then runs its pure-JS crypto, as it does wherever
@@ -24,6 +25,9 @@ const roots = new Set();
 // esbuild writes an external package as a top-level `import ... from "x";` (or `import "x";`) line.
 // Dynamic imports are left out on purpose: those are the optional bindings (tfjs-node) a host brings.
 for (const m of source.matchAll(/^import\s+(?:[^"';]*?\s+from\s+)?["']([^"']+)["'];?\s*$/gm)) if (bare(m[1])) roots.add(pkgName(m[1]));
+// ssh2 and ws are loaded on first use (electron/core/lazy-packages.ts: `requireHere("ssh2")`, a
+// digit added if esbuild renamed it), not imported at the top; they go in as if they were.
+for (const m of source.matchAll(/\brequireHere\d*\(\s*["']([^"']+)["']\s*\)/g)) if (bare(m[1])) roots.add(pkgName(m[1]));
 
 /** The folder of package `name` as Node resolves it from `from` (a package folder or the repo). */
 function locate(name, from) {

@@ -11,9 +11,10 @@ import { stat } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { extname, join, normalize, sep } from 'node:path';
-import { WebSocketServer, type WebSocket } from 'ws';
+import type { WebSocket, WebSocketServer } from 'ws';
 import { CohortError, DisposableStore, type Disposable } from '../../trainer/protocol';
 import { CSP, decodeListenRequest, isListenRequest, type CohortApi } from '../common';
+import { loadWs } from '../core/lazy-packages';
 import { ListenTable, handleCallMessage } from '../core/service/dispatch';
 
 export interface WebServerOptions {
@@ -91,7 +92,7 @@ export class WebServer implements Disposable {
         res.end(`500: ${err instanceof Error ? err.message : String(err)}\n`);
       });
     });
-    this.wss = new WebSocketServer({ noServer: true, maxPayload: this.limits.maxMessageBytes });
+    this.wss = new (loadWs().WebSocketServer)({ noServer: true, maxPayload: this.limits.maxMessageBytes });
     this.http.on('upgrade', (req, socket, head) => {
       const url = parseRequestUrl(req.url);
       if (!url || url.pathname !== '/ws' || !this.tokenOk(url.searchParams.get('token')) || !this.sameOrigin(req)) {

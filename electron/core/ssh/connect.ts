@@ -2,7 +2,8 @@
 // and jump chains built from them. The host key is checked against known_hosts before
 // authentication; every failure comes back as an SshError naming the host and what failed.
 import type { Duplex } from 'node:stream';
-import ssh2, { type AuthHandlerMiddleware, type AuthenticationType, type Client, type ClientChannel, type ParsedKey } from 'ssh2';
+import type { AuthHandlerMiddleware, AuthenticationType, Client, ClientChannel, ParsedKey } from 'ssh2';
+import { loadSsh2 } from '../lazy-packages';
 import { access } from 'node:fs/promises';
 import { KeyRing, agentPublicBlobs, inspectIdentity, type IdentityInfo } from './keys';
 import { addKnownHost, checkHostKey, fingerprintSha256, keyTypeOf, knownHostsName, knownKeyTypes, preferredHostKeyAlgorithms, readKnownHosts } from './known-hosts';
@@ -97,7 +98,7 @@ export async function connectOne(endpoint: SshEndpoint, opts: SshConnectOptions,
 
   // Ask for the key type known_hosts already vouches for (OpenSSH's order_hostkeyalgs).
   const hostKeyAlgorithms = preferredHostKeyAlgorithms(knownKeyTypes(await readKnownHosts(opts.knownHostsPath), knownHostsName(endpoint.address, endpoint.port)));
-  const client = new ssh2.Client();
+  const client = new (loadSsh2().Client)();
   const state = { connected: false, ready: false, hostKeyError: undefined as SshError | undefined, agentError: undefined as unknown, lastError: undefined as unknown };
   const tried: string[] = [];
   let serverMethods: string[] = [];

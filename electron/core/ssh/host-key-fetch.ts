@@ -1,7 +1,7 @@
 // Reads the host key a server presents, without authenticating (the handshake is cut right after
 // the key arrives). Used to record a key the user confirmed in the dashboard: the key is written
 // to known_hosts only if its fingerprint equals the one the user saw.
-import ssh2 from 'ssh2';
+import { loadSsh2 } from '../lazy-packages';
 import { addKnownHost, checkHostKey, fingerprintSha256, keyTypeOf, knownHostsName, readKnownHosts } from './known-hosts';
 import { SshError, classifySshError } from './ssh-error';
 
@@ -14,7 +14,7 @@ export interface PresentedHostKey {
 export function fetchHostKey(address: string, port: number, opts: { name?: string; timeoutMs?: number } = {}): Promise<PresentedHostKey> {
   const name = opts.name ?? address;
   return new Promise((resolve, reject) => {
-    const client = new ssh2.Client();
+    const client = new (loadSsh2().Client)();
     let got: PresentedHostKey | undefined;
     const done = (err?: unknown) => {
       client.removeAllListeners();

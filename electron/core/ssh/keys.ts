@@ -2,7 +2,8 @@
 // (the CLI prompts on a TTY, the GUI shows a dialog); passphrases and decrypted keys are never
 // written anywhere. A KeyRing caches decrypted keys for the process so ten hosts sharing one key
 // prompt once, and serialises prompts for the same file.
-import ssh2, { type ParsedKey } from 'ssh2';
+import type { ParsedKey } from 'ssh2';
+import { loadSsh2 } from '../lazy-packages';
 import { BoundedReadError, formatBytes, readBounded } from '../fs/read-bounded';
 import { SshError } from './ssh-error';
 
@@ -85,7 +86,7 @@ async function publicBlobBeside(path: string): Promise<Buffer | undefined> {
 export function agentPublicBlobs(socket: string): Promise<Buffer[]> {
   return new Promise((resolve) => {
     const timer = setTimeout(() => resolve([]), 3_000);
-    new ssh2.OpenSSHAgent(socket).getIdentities((err, keys) => {
+    new (loadSsh2().OpenSSHAgent)(socket).getIdentities((err, keys) => {
       clearTimeout(timer);
       resolve(err || !keys ? [] : keys.flatMap((k) => ('getPublicSSH' in k ? [k.getPublicSSH()] : [])));
     });
@@ -154,6 +155,6 @@ export class KeyRing {
 }
 
 function parse(data: Buffer, passphrase: string | undefined): ParsedKey | Error {
-  const r = ssh2.utils.parseKey(data, passphrase);
+  const r = loadSsh2().utils.parseKey(data, passphrase);
   return Array.isArray(r) ? (r[0] as ParsedKey) : r;
 }
