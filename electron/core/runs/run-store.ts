@@ -42,6 +42,11 @@ export class RunStore {
     return new RunRecorder(this.runsDir, meta, { rewrite: true });
   }
 
+  /** Whether a live process keeps this run's history (its writer: the client that launched it, or one following it). */
+  writerAlive(id: string): boolean {
+    return writerLockHeld(join(this.runsDir, id));
+  }
+
   /** Patches a run's meta.json; no-op for an unknown run. */
   patch(id: string, patch: Partial<RunMeta>, opts: { unlessFollowed?: boolean } = {}): RunMeta | undefined {
     const m = this.meta(id);

@@ -38,7 +38,7 @@ import { deleteRuns, type DeletedRun, type DeleteRunsOptions } from '../runs/del
 import type { PassphrasePrompts } from './passphrase-prompts';
 import type { CheckResult } from '../../../trainer/protocol/check';
 import { ProfileChecks } from './profile-checks';
-import { deliverOwedStops, refreshRunStatus } from './refresh-run-status';
+import { deliverOwedStops, refreshRunStatus, untilLaunched, type RefreshDeps } from './refresh-run-status';
 
 export interface CohortServiceOptions {
   paths: CohortPaths;
@@ -228,6 +228,10 @@ export class CohortService extends DisposableBase implements CohortApi {
 
   /** Starts following a run this process does not control; undefined when it has ended. */
   private async follow(runId: string): Promise<StartedRun | undefined> {
+    if (isFinished(this.meta(runId).status)) return undefined;
+    // Another client still launching it: its hosts' record may not be there yet (untilLaunched).
+    await untilLaunched(runId, this.refreshDeps());
+    if (this.active.has(runId)) return this.active.get(runId); // followed meanwhile (another call here)
     const meta = this.meta(runId);
     if (isFinished(meta.status)) return undefined;
     // No run-status first (one command fewer before the first event): the follow itself finds out,
@@ -275,6 +279,11 @@ export class CohortService extends DisposableBase implements CohortApi {
     return this.runs.list();
   }
 
+  /** What asking a run's hosts needs (refresh-run-status.ts). */
+  private refreshDeps(): RefreshDeps {
+    return { runs: this.runs, profiles: this.profiles, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}) };
+  }
+
   /** A run the cache thinks is still going and no client here follows: its hosts know better. */
   private unsettled(m: RunMeta): boolean {
     return !isFinished(m.status) && !this.active.has(m.id);
@@ -283,7 +292,7 @@ export class CohortService extends DisposableBase implements CohortApi {
   /** The hosts' word on an unsettled run (run-status), and what it measured if it has ended; an ended
    *  run's stop owed to a host that was down when it was sent is delivered (issue 24 item 4). */
   private async settle(m: RunMeta): Promise<void> {
-    const deps = { runs: this.runs, profiles: this.profiles, dataDir: this.opts.paths.dataDir, ...(this.opts.cluster ? { cluster: this.opts.cluster } : {}) };
+    const deps = this.refreshDeps();
     if (!this.unsettled(m)) return void (await deliverOwedStops(m, deps));
     const now = await refreshRunStatus(m, deps);
     if (now && isFinished(now.status)) await this.replayEnded(now); // (the settled meta: a replay never writes it back to running)

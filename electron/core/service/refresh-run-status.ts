@@ -52,6 +52,38 @@ export async function refreshRunStatus(meta: RunMeta, deps: RefreshDeps): Promis
   }
 }
 
+/** How long a follow waits for another client's launch to create the host record: run-start's own
+ *  limit on the leader (30 s, controller-start.ts) and a margin; past it the follow goes ahead. */
+export const LAUNCH_WAIT_MS = 35_000;
+const LAUNCH_POLL_MS = 300;
+
+/**
+ * Resolves once the run's leader has its record, or once waiting is pointless. A client launching a
+ * run writes the history (`starting`) before run-start creates the hosts' record: another client
+ * following it in between (the dashboard's Live view opening a run the CLI has just started) read
+ * "no record" as the run's end and called it failed (ci30: history-tools.test). So while the history
+ * says `starting` and a live process keeps it (the launcher's writer lock), the leader is asked
+ * (run-status) until it knows the run. Not waited for: an ended or running run, a launcher that is
+ * gone (a `--detach` launch has returned; a crashed one never will), a host that does not answer (the
+ * follow itself says so), LAUNCH_WAIT_MS.
+ */
+export async function untilLaunched(runId: string, deps: RefreshDeps, opts: { timeoutMs?: number; everyMs?: number } = {}): Promise<void> {
+  const deadline = Date.now() + (opts.timeoutMs ?? LAUNCH_WAIT_MS);
+  for (;;) {
+    const meta = deps.runs.meta(runId);
+    if (!meta || meta.status !== 'starting' || !deps.runs.writerAlive(runId) || Date.now() > deadline) return;
+    try {
+      const leader = (await planOf(meta, deps))?.hosts[0];
+      if (!leader) return;
+      const r = await runHostCommand(leader.link, ['run-status', '--run', runId], { timeoutMs: 5000 });
+      if (r.code !== HOST_CMD_EXIT.noSuchRun) return;
+    } catch {
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, opts.everyMs ?? LAUNCH_POLL_MS));
+  }
+}
+
 /** The plan of a run in the history (its hosts' links), or undefined when it cannot be reached from here. */
 async function planOf(meta: RunMeta, { profiles, dataDir, cluster }: RefreshDeps): Promise<RunPlan | undefined> {
   if (meta.profile === LOCAL_PROFILE_NAME) return attachLocalPlan(meta.id, meta.record?.[0]?.workdir ?? localWorkdir(dataDir));
