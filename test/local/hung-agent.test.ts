@@ -78,9 +78,23 @@ except BlockingIOError:
 print(f"fd {n}: {sent} bytes")
 `;
 
-/** Fills rank `pid`'s stdout (FILL_STDOUT); what it did, for the log. */
-function fillStdout(pid: number): string {
-  return execFileSync('python3', ['-c', FILL_STDOUT, String(pid)], { encoding: 'utf8', timeout: 30_000 }).trim();
+/** Fills rank `pid`'s stdout (FILL_STDOUT); what it did, for the log. When it cannot, the error says where
+ *  the rank stood and what the run's record says (ci32, session 10: rank 0 had no fds at all right after the
+ *  agent's SIGSTOP, most likely already exited; why is not known yet, and the temp dir was gone). */
+function fillStdout(pid: number, runDir: string): string {
+  try {
+    return execFileSync('python3', ['-c', FILL_STDOUT, String(pid)], { encoding: 'utf8', timeout: 30_000 }).trim();
+  } catch (err) {
+    const read = (path: string, lines = 0) => {
+      try {
+        const text = readFileSync(path, 'utf8');
+        return lines ? text.trim().split('\n').slice(-lines).join('\n') : text.trim();
+      } catch (e) {
+        return `(${(e as Error).message})`;
+      }
+    };
+    throw new Error(`${(err as Error).message}\nrank ${pid}'s /proc stat: ${read(`/proc/${pid}/stat`)}\nstate.json: ${read(join(runDir, 'state.json'))}\nevents.jsonl, last 15 lines:\n${read(join(runDir, 'events.jsonl'), 15)}`, { cause: err });
+  }
 }
 
 async function hungAgent(engine: 'tfjs' | 'torch'): Promise<void> {
@@ -108,7 +122,7 @@ async function hungAgent(engine: 'tfjs' | 'torch'): Promise<void> {
   // What fast steps do in 5 s, made certain on a loaded machine (slower steps fill it later or not at all):
   // each rank's stdout filled to the brim now, so its next event write waits and its report cannot be
   // written there. Before issue 24's fix the record then said rank-exited, not agent-silent.
-  for (const pid of ranks) console.log(`hung agent (${engine}): rank pid ${pid}'s stdout filled with test filler (${fillStdout(pid!)})`);
+  for (const pid of ranks) console.log(`hung agent (${engine}): rank pid ${pid}'s stdout filled with test filler (${fillStdout(pid!, runDir)})`);
   await until('both ranks to stop themselves while their agent is stopped', () => ranks.every((p) => exited(p!)), 120_000, 50);
   console.log(`hung agent (${engine}, 2 local ranks, lifeline timeout ${LIFELINE_MS} ms): both ranks gone ${((Date.now() - stoppedAt) / 1000).toFixed(1)} s after SIGSTOP of the agent`);
   expect(state().state).toBe('running'); // the stopped agent has not written anything yet
