@@ -228,7 +228,6 @@ export class CohortService extends DisposableBase implements CohortApi {
 
   /** Starts following a run this process does not control; undefined when it has ended. */
   private async follow(runId: string): Promise<StartedRun | undefined> {
-    if (isFinished(this.meta(runId).status)) return undefined;
     // Another client still launching it: its hosts' record may not be there yet (untilLaunched).
     await untilLaunched(runId, this.refreshDeps());
     if (this.active.has(runId)) return this.active.get(runId); // followed meanwhile (another call here)

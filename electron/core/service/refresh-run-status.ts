@@ -69,11 +69,12 @@ const LAUNCH_POLL_MS = 300;
  */
 export async function untilLaunched(runId: string, deps: RefreshDeps, opts: { timeoutMs?: number; everyMs?: number } = {}): Promise<void> {
   const deadline = Date.now() + (opts.timeoutMs ?? LAUNCH_WAIT_MS);
+  let leader: RunPlan['hosts'][number] | undefined; // planned once: each poll asks the same link
   for (;;) {
     const meta = deps.runs.meta(runId);
     if (!meta || meta.status !== 'starting' || !deps.runs.writerAlive(runId) || Date.now() > deadline) return;
     try {
-      const leader = (await planOf(meta, deps))?.hosts[0];
+      leader ??= (await planOf(meta, deps))?.hosts[0];
       if (!leader) return;
       const r = await runHostCommand(leader.link, ['run-status', '--run', runId], { timeoutMs: 5000 });
       if (r.code !== HOST_CMD_EXIT.noSuchRun) return;
