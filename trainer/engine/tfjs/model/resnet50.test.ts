@@ -29,10 +29,20 @@ function relErr(a: Float32Array, b: Float32Array): number {
   return num / (den || 1);
 }
 
+/**
+ * The width of the models these cases build and run (issue 25): a quarter, as the multi-process tests'
+ * tiny run (test/helpers/tiny.ts). Every layer, kernel and code path is the same at any width (the
+ * width case below checks that every layer is kept); at full width the file's cases took ~80 s of the
+ * fast tier, ~24 s of it three steps on tfjs's pure-JS cpu backend. The full model stays pinned where
+ * it is the subject: the parameter count and layout (spec only, no tensors) here, the README run's
+ * weights sha256 in test/local/local-run.test.ts.
+ */
+const MODEL_WIDTH = 0.25;
+
 describe('ResNet-50 (tfjs, wasm)', () => {
   const models: TfjsResNetInternals[] = [];
   const make = (o: Partial<Parameters<typeof createResNet50>[0]> = {}): TfjsResNetInternals => {
-    const m = createResNet50({ classes: 10, stem: 'cifar', imageSize: 8, seed: 7, freezeBn: false, ...o });
+    const m = createResNet50({ classes: 10, stem: 'cifar', imageSize: 8, seed: 7, freezeBn: false, width: MODEL_WIDTH, ...o });
     models.push(m);
     return m;
   };
@@ -105,15 +115,16 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     c.getParams(pc);
     expect(same(pa, pb)).toBe(true);
     expect(same(pa, pc)).toBe(false);
-    // kaiming normal fan_out: conv1 of layer4 (1×1, 1024→512) has std √(2/512).
-    const slot = a.layout.find((s) => s.name === 'layer4.0.conv1.weight')!;
+    // kaiming normal fan_out: conv2 of layer4 (3×3, 128→128 at width 1/4) has std √(2/(3·3·128)).
+    const slot = a.layout.find((s) => s.name === 'layer4.0.conv2.weight')!;
+    expect(slot.shape).toEqual([3, 3, 128, 128]);
     const w = pa.subarray(slot.offset, slot.offset + slot.size);
     const std = Math.sqrt(w.reduce((s, v) => s + v * v, 0) / w.length);
-    expect(std).toBeCloseTo(Math.sqrt(2 / 512), 3);
+    expect(std).toBeCloseTo(Math.sqrt(2 / (3 * 3 * 128)), 3);
   });
 
   it('draws the same initial parameters on worker threads as in this thread, from the same streams as streamRng()', async () => {
-    const spec = resnet50Spec('cifar', 8, 10);
+    const spec = resnet50Spec('cifar', 8, 10, MODEL_WIDTH);
     const serial = initialParams(spec, 5);
     // runInitJobsInWorkers rejects instead of falling back, so this checks the worker path itself.
     expect(same(await runInitJobsInWorkers(spec.paramCount, initJobs(spec), 5, 3), serial)).toBe(true);
@@ -141,7 +152,7 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     const s = m.getBnState().map((_, i) => 1 + (i % 13));
     m.setBnState(s);
     expect(same(m.getBnState(), s)).toBe(true);
-    expect(() => m.setParams(new Float32Array(5))).toThrow(/expected 23\d+ floats/);
+    expect(() => m.setParams(new Float32Array(5))).toThrow(new RegExp(`expected ${m.paramCount} floats`));
   });
 
   it('does not leak tensors across steps', () => {
@@ -228,7 +239,7 @@ function setParamsSuite(backend: 'wasm' | 'cpu'): void {
   describe(`setParams after steps (${backend})`, () => {
     const models: TfjsResNetInternals[] = [];
     const make = (seed: number, stock: boolean): TfjsResNetInternals => {
-      const m = createResNet50({ classes: 10, stem: 'imagenet', imageSize: 16, seed, freezeBn: false });
+      const m = createResNet50({ classes: 10, stem: 'imagenet', imageSize: 16, seed, freezeBn: false, width: MODEL_WIDTH });
       models.push(m);
       // The stock kernels (tf.conv2d forward everywhere) are the ones with per-filter caches.
       const stockImpl = (k: number): ConvImpl => ({ fwd: 'conv2d', dx: k === 1 ? 'matmul' : 'rot-conv', dw: k === 1 ? 'matmul' : 'conv-t' });
@@ -242,9 +253,9 @@ function setParamsSuite(backend: 'wasm' | 'cpu'): void {
       for (const m of models) m.dispose();
     });
 
-    // Three ResNet-50 steps on tfjs's pure-JS cpu backend: 16 s on a quiet 2-core machine, 185-195 s
-    // when the fast tier's two workers share it with other load (seen in CI: over vitest's 120 s). The
-    // limit only catches a hang; it is not a speed assertion.
+    // Three ResNet-50 steps on tfjs's pure-JS cpu backend: at full width 16 s on a quiet 2-core machine,
+    // 185-195 s when the fast tier's two workers shared it with other load (seen in CI: over vitest's
+    // 120 s); at MODEL_WIDTH a fraction. The limit only catches a hang; it is not a speed assertion.
     const limitMs = backend === 'cpu' ? 600_000 : undefined;
     for (const stock of backend === 'wasm' ? [true, false] : [true]) {
       it(`equals a fresh model with the same weights (${stock ? 'stock' : 'default'} conv kernels)`, { timeout: limitMs }, () => {
