@@ -4,7 +4,8 @@
 // a private config/data dir whose `lab` profile is 2 real sshd hosts, and must exit 0 (and show what
 // EXPECT says the docs promise). A new example runs by itself; one that cannot run here must be
 // listed in SKIPPED with its reason; a placeholder (RUN, A, B, a run id of the docs) is typed as a
-// real run id (asTyped, test/helpers/doc-examples.ts). The examples naming the Slurm profile `hpc`
+// real run id, a training example's length as 2 steps and a local one's model at the tiny width
+// (asTyped, test/helpers/doc-examples.ts, says why; the typed line is what the log prints). The examples naming the Slurm profile `hpc`
 // run as typed against a real Slurm cluster in test/slurm/slurm-run.test.ts (listed here as such).
 // `lab` has `defaults` (LAB_DEFAULTS: the tiny run), so an example that sets no run size (`cohort
 // check lab`) runs and measures that, in seconds, as a profile's defaults would for its owner.
