@@ -36,54 +36,67 @@ function exited(pid: number): boolean {
   }
 }
 
-// Fills a rank's stdout to the brim from outside, as ~5 s of fast step events do while its agent is stopped.
-// A rank's stdio are socketpairs from its agent (Node's spawn), which /proc cannot open, so the socket is
-// borrowed with pidfd_getfd (Linux ≥ 5.6; python3's ctypes, as the suite's root) and sent plain text lines
-// with MSG_DONTWAIT until it takes no more (the rank's descriptor flags untouched). Its stdout socket: the
-// AF_UNIX one made by its agent (SO_PEERCRED: a socketpair's creator; the tfjs ranks' own local links are
-// AF_UNIX too) that is neither its stdin's nor its stderr's (a torch rank writes events on a dup of fd 1,
-// fd 1 itself then being stderr: events.py). Prints the descriptor and the bytes sent.
-const FILL_STDOUT = `
-import ctypes, os, socket, struct, sys
-pid = int(sys.argv[1])
-agent = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+// Stops the agent and fills every rank's stdout to the brim from outside in the same instant, as ~5 s of
+// fast step events do while an agent is stopped. A rank's stdio are socketpairs from its agent (Node's
+// spawn), which /proc cannot open, so each socket is borrowed with pidfd_getfd (Linux >= 5.6; python3's
+// ctypes, as the suite's root) and sent plain text lines with MSG_DONTWAIT until it takes no more (the
+// rank's descriptor flags untouched). Its stdout socket: the AF_UNIX one made by its agent (SO_PEERCRED:
+// a socketpair's creator; the tfjs ranks' own local links are AF_UNIX too) that is neither its stdin's
+// nor its stderr's (a torch rank writes events on a dup of fd 1, fd 1 itself then being stderr: events.py).
+// Every socket is borrowed BEFORE the SIGSTOP, and the fills follow it at once: the ranks stop themselves
+// COHORT_LIFELINE_TIMEOUT_MS after the agent's last beat, and a python3 started per rank after the stop
+// (as before) took longer than that on a loaded machine: the rank not yet filled had already, rightly,
+// stopped itself (ci32: "found fds []", its /proc stat a zombie killed by signal 9; reproduced 3 of 8
+// times beside the six files ci32 ran beside it, the agent in state T 3 s into the ranks' silence).
+// Prints {"stoppedAt": ms, "filled": [[pid, fd, bytes], ...]}.
+const STOP_AND_FILL = `
+import ctypes, json, os, signal, socket, struct, sys, time
+agent = int(sys.argv[1])
 libc = ctypes.CDLL(None, use_errno=True)
-def link(fd):
-    try: return os.readlink(f"/proc/{pid}/fd/{fd}")
-    except OSError: return None
-skip = {link(0), link(2)}
-pidfd = libc.syscall(434, pid, 0)  # pidfd_open
-if pidfd < 0: sys.exit(f"pidfd_open({pid}): {os.strerror(ctypes.get_errno())}")
-found = []
-for name in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
-    l = link(name)
-    if not l or not l.startswith("socket:") or l in skip: continue
-    fd = libc.syscall(438, pidfd, int(name), 0)  # pidfd_getfd
-    if fd < 0: sys.exit(f"pidfd_getfd({pid}, {name}): {os.strerror(ctypes.get_errno())}")
-    s = socket.socket(fileno=fd)
-    peer = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0] if s.family == socket.AF_UNIX else 0
-    if peer == agent: found.append((int(name), s))
-    else: s.close()
-if len(found) != 1: sys.exit(f"rank pid {pid}: expected one stdout socket from its agent {agent} besides fds 0 and 2, found fds {[n for n, _ in found]}")
-n, s = found[0]
+borrowed = []
+for pid in map(int, sys.argv[2:]):
+    ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+    if ppid != agent: sys.exit(f"rank pid {pid}: its parent is {ppid}, not the agent {agent}")
+    def link(fd):
+        try: return os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError: return None
+    skip = {link(0), link(2)}
+    pidfd = libc.syscall(434, pid, 0)  # pidfd_open
+    if pidfd < 0: sys.exit(f"pidfd_open({pid}): {os.strerror(ctypes.get_errno())}")
+    found = []
+    for name in sorted(os.listdir(f"/proc/{pid}/fd"), key=int):
+        l = link(name)
+        if not l or not l.startswith("socket:") or l in skip: continue
+        fd = libc.syscall(438, pidfd, int(name), 0)  # pidfd_getfd
+        if fd < 0: sys.exit(f"pidfd_getfd({pid}, {name}): {os.strerror(ctypes.get_errno())}")
+        s = socket.socket(fileno=fd)
+        peer = struct.unpack("3i", s.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[0] if s.family == socket.AF_UNIX else 0
+        if peer == agent: found.append((int(name), s))
+        else: s.close()
+    if len(found) != 1: sys.exit(f"rank pid {pid}: expected one stdout socket from its agent {agent} besides fds 0 and 2, found fds {[n for n, _ in found]}")
+    borrowed.append((pid, *found[0]))
+os.kill(agent, signal.SIGSTOP)
+stopped_at = time.time()
 line = ("test filler (hung-agent.test.ts): what fast step events do to a rank's stdout while its agent is stopped " + "." * 800 + "\\n").encode()
-sent = 0
-try:
-    while True:
-        k = s.send(line, socket.MSG_DONTWAIT)
-        sent += k
-        if k < len(line): break
-except BlockingIOError:
-    pass
-print(f"fd {n}: {sent} bytes")
+filled = []
+for pid, n, s in borrowed:
+    sent = 0
+    try:
+        while True:
+            k = s.send(line, socket.MSG_DONTWAIT)
+            sent += k
+            if k < len(line): break
+    except BlockingIOError:
+        pass
+    filled.append([pid, n, sent])
+print(json.dumps({"stoppedAt": stopped_at * 1000, "filled": filled}))
 `;
 
-/** Fills rank `pid`'s stdout (FILL_STDOUT); what it did, for the log. When it cannot, the error says where
- *  the rank stood and what the run's record says (ci32, session 10: rank 0 had no fds at all right after the
- *  agent's SIGSTOP, most likely already exited; why is not known yet, and the temp dir was gone). */
-function fillStdout(pid: number, runDir: string): string {
+/** Stops the agent and fills the ranks' stdout (STOP_AND_FILL). When it cannot, the error says where each
+ *  rank stood and what the run's record says. */
+function stopAndFill(agentPid: number, ranks: number[], runDir: string): { stoppedAt: number; filled: [number, number, number][] } {
   try {
-    return execFileSync('python3', ['-c', FILL_STDOUT, String(pid)], { encoding: 'utf8', timeout: 30_000 }).trim();
+    return JSON.parse(execFileSync('python3', ['-c', STOP_AND_FILL, String(agentPid), ...ranks.map(String)], { encoding: 'utf8', timeout: 30_000 })) as { stoppedAt: number; filled: [number, number, number][] };
   } catch (err) {
     const read = (path: string, lines = 0) => {
       try {
@@ -93,7 +106,7 @@ function fillStdout(pid: number, runDir: string): string {
         return `(${(e as Error).message})`;
       }
     };
-    throw new Error(`${(err as Error).message}\nrank ${pid}'s /proc stat: ${read(`/proc/${pid}/stat`)}\nstate.json: ${read(join(runDir, 'state.json'))}\nevents.jsonl, last 15 lines:\n${read(join(runDir, 'events.jsonl'), 15)}`, { cause: err });
+    throw new Error(`${(err as Error).message}\n${ranks.map((pid) => `rank ${pid}'s /proc stat: ${read(`/proc/${pid}/stat`)}`).join('\n')}\nagent ${agentPid}'s /proc stat: ${read(`/proc/${agentPid}/stat`)}\nstate.json: ${read(join(runDir, 'state.json'))}\nevents.jsonl, last 15 lines:\n${read(join(runDir, 'events.jsonl'), 15)}`, { cause: err });
   }
 }
 
@@ -116,13 +129,13 @@ async function hungAgent(engine: 'tfjs' | 'torch'): Promise<void> {
   cli.child.kill('SIGKILL');
   await cli.exit;
 
-  process.kill(agentPid, 'SIGSTOP');
+  // The agent stopped, and what fast steps do in 5 s made certain on a loaded machine (slower steps fill it
+  // later or not at all): each rank's stdout filled to the brim at the same instant, so its next event
+  // write waits and its report cannot be written there. Before issue 24's fix the record then said
+  // rank-exited, not agent-silent.
   stopped.push(agentPid);
-  const stoppedAt = Date.now();
-  // What fast steps do in 5 s, made certain on a loaded machine (slower steps fill it later or not at all):
-  // each rank's stdout filled to the brim now, so its next event write waits and its report cannot be
-  // written there. Before issue 24's fix the record then said rank-exited, not agent-silent.
-  for (const pid of ranks) console.log(`hung agent (${engine}): rank pid ${pid}'s stdout filled with test filler (${fillStdout(pid!, runDir)})`);
+  const { stoppedAt, filled } = stopAndFill(agentPid, ranks as number[], runDir);
+  for (const [pid, fd, bytes] of filled) console.log(`hung agent (${engine}): rank pid ${pid}'s stdout (fd ${fd}) filled with ${bytes} bytes of test filler`);
   await until('both ranks to stop themselves while their agent is stopped', () => ranks.every((p) => exited(p!)), 120_000, 50);
   console.log(`hung agent (${engine}, 2 local ranks, lifeline timeout ${LIFELINE_MS} ms): both ranks gone ${((Date.now() - stoppedAt) / 1000).toFixed(1)} s after SIGSTOP of the agent`);
   expect(state().state).toBe('running'); // the stopped agent has not written anything yet
