@@ -6,7 +6,7 @@
 //   COHORT_TRAIN_CONFIG='{"steps":10,"imageSize":32}' node resources/trainer/cohort-trainer.mjs rank
 import { availableParallelism, hostname } from 'node:os';
 import { PeerLostError, connectCollective, rendezvousEnvFromProcess, type Collective, type RendezvousEnv } from '../collectives';
-import { TensorBytesPeak, applyCompilePlan, compileTrainStep, createResNet50, initBackend, initialParamsParallel, resnet50Spec, tfjsCapabilities, type BackendInfo, type CompileReport, type TfjsResNet } from '../engine/tfjs';
+import { TensorBytesPeak, applyCompilePlan, compileTrainStep, createResNet50, initBackend, initThreads, initialParamsParallel, resnet50Spec, tfjsCapabilities, type BackendInfo, type CompileReport, type TfjsResNet } from '../engine/tfjs';
 import { CACHE_DIR_ENV, CONFIG_ENV, HOST_ENV, RUN_DIR_ENV, CohortError, decodeTrainConfig, readTimings, splitWait, toErrorInfo, type RankPhases, type TrainConfig } from '../protocol';
 import { createOptimizer, type Optimizer } from '../optim/optimizer';
 import { exchangeAndUpdate, gatherOptimizerState } from './exchange';
@@ -104,9 +104,11 @@ function rankContext(env: NodeJS.ProcessEnv): RankContext {
 async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessEnv, owned: { dispose(): void }[]): Promise<Setup> {
   const { rdv, host, isMaster, log, emit } = ctx;
   // Rank 0 draws the initial weights on worker threads (~1 s of one core for ResNet-50) while this
-  // thread sets up; the other ranks skip it: they get rank 0's weights by the broadcast below.
+  // thread sets up, or in this thread for a small model (initThreads: workers cost more to start than
+  // it takes to draw); the other ranks skip it: they get rank 0's weights by the broadcast below.
+  const spec = resnet50Spec(config.stem, config.imageSize, config.classes, config.width);
   const initialWeights = isMaster
-    ? initialParamsParallel(resnet50Spec(config.stem, config.imageSize, config.classes, config.width), config.seed, Math.min(8, availableParallelism()), (err) =>
+    ? initialParamsParallel(spec, config.seed, initThreads(spec.paramCount, availableParallelism()), (err) =>
         log(`weight init: worker threads failed (${err instanceof Error ? err.message : String(err)}); drawing the weights on the main thread`),
       )
     : undefined;

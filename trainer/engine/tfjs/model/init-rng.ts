@@ -46,6 +46,20 @@ export function runInitJobs(out: Float32Array, jobs: readonly InitJob[], seed: n
 const rngSource = `(() => {\n${mulberry32.toString()}\n${fnv1a.toString()}\nreturn ${streamRng.toString()};\n})()`;
 
 /**
+ * The smallest model (parameters) whose weights are worth drawing on worker threads. Two workers cost
+ * ~0.15-0.2 CPU-s just to start (measured, session 11, CPU of the whole process on this 2-core machine,
+ * one thread vs two: width 1/4 (1.5 M) 108-147 vs 292-321 ms, width 1/2 (5.9 M) 422-459 vs 548-611 ms,
+ * full width (23.5 M) 1,398-1,514 vs 1,532-1,563 ms): below this one thread draws sooner than two start,
+ * and the rank beside it keeps the other core. Full-width ResNet-50 (23.5 M) stays on workers.
+ */
+export const PARALLEL_INIT_MIN_PARAMS = 8_000_000;
+
+/** The worker threads to draw `params` initial weights on: none (1) for a small model, else up to 8 of the host's. */
+export function initThreads(params: number, parallelism: number): number {
+  return params >= PARALLEL_INIT_MIN_PARAMS ? Math.min(8, parallelism) : 1;
+}
+
+/**
  * `runInitJobs` into a new array of `count` floats, the jobs shared out by size over `threads`
  * worker threads (in this thread when `threads` < 2, or if a worker fails: `onFallback` hears why).
  * Resolves when done; this thread is free meanwhile.

@@ -5,7 +5,7 @@ import { createResNet50, initJobs, initialParams, initialParamsParallel, type Tf
 import type { ConvImpl } from '../conv/conv-kernels';
 import { resnet50Spec } from './resnet50-spec';
 import { streamRng } from '../../../data/rng';
-import { runInitJobsInWorkers } from './init-rng';
+import { initThreads, runInitJobsInWorkers } from './init-rng';
 
 function batchOf(n: number, size: number, classes: number, seed: number): { images: Float32Array; labels: Int32Array } {
   const u = streamRng(seed, 'test-data');
@@ -133,6 +133,16 @@ describe('ResNet-50 (tfjs, wasm)', () => {
     const u = streamRng(5, 'fc.weight');
     const bound = 1 / Math.sqrt(spec.features);
     for (let i = 0; i < 100; i++) expect(serial[fc.offset + i]).toBe(Math.fround((2 * u() - 1) * bound));
+  });
+
+  it('draws a small model in this thread and full-width ResNet-50 on up to 8 worker threads (initThreads)', () => {
+    const full = resnet50Spec('imagenet', 224, 100).paramCount;
+    const quarter = resnet50Spec('cifar', 8, 10, MODEL_WIDTH).paramCount;
+    expect(initThreads(quarter, 16)).toBe(1); // the tiny runs: two workers cost more to start than drawing 1.5 M weights
+    expect(initThreads(resnet50Spec('cifar', 32, 100, 0.5).paramCount, 16)).toBe(1);
+    expect(initThreads(full, 16)).toBe(8);
+    expect(initThreads(full, 2)).toBe(2);
+    expect(initThreads(full, 1)).toBe(1);
   });
 
   it("init 'zeros' skips the seeded initialisation (every parameter 0)", () => {
