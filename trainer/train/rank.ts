@@ -106,8 +106,8 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   // Rank 0 draws the initial weights on worker threads (~1 s of one core for ResNet-50) while this
   // thread sets up, or in this thread for a small model (initThreads: workers cost more to start than
   // it takes to draw); the other ranks skip it: they get rank 0's weights by the broadcast below.
-  const spec = resnet50Spec(config.stem, config.imageSize, config.classes, config.width);
-  const initialWeights = isMaster
+  const spec = isMaster ? resnet50Spec(config.stem, config.imageSize, config.classes, config.width) : undefined;
+  const initialWeights = spec
     ? initialParamsParallel(spec, config.seed, initThreads(spec.paramCount, availableParallelism()), (err) =>
         log(`weight init: worker threads failed (${err instanceof Error ? err.message : String(err)}); drawing the weights on the main thread`),
       )
