@@ -46,8 +46,8 @@ function exited(pid: number): boolean {
 // Every socket is borrowed BEFORE the SIGSTOP, and the fills follow it at once: the ranks stop themselves
 // COHORT_LIFELINE_TIMEOUT_MS after the agent's last beat, and a python3 started per rank after the stop
 // (as before) took longer than that on a loaded machine: the rank not yet filled had already, rightly,
-// stopped itself (ci32: "found fds []", its /proc stat a zombie killed by signal 9; reproduced 3 of 8
-// times beside the six files ci32 ran beside it, the agent in state T 3 s into the ranks' silence).
+// stopped itself (ci32: "found fds []", its /proc stat a zombie killed by signal 9; reproduced in 4 of 12
+// rounds beside the six files ci32 ran beside it, the agent in state T 3 s into the ranks' silence).
 // Prints {"stoppedAt": ms, "filled": [[pid, fd, bytes], ...]}.
 const STOP_AND_FILL = `
 import ctypes, json, os, signal, socket, struct, sys, time
