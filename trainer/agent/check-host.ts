@@ -14,19 +14,9 @@ import { readGpuHealth } from '../util/gpu-health';
 import { chooseEngine, findPythons, pickPython, pythonCandidates, tfjsGpuInstalled } from './engine-choice';
 import { HostCmdFailure, parseFlags, replyLine } from './host-cmd';
 
-const VERSIONS_PY = `import json
-out = {}
-try:
-    import torch
-    out["cudnn"] = str(torch.backends.cudnn.version() or "")
-    try:
-        v = torch.cuda.nccl.version()
-        out["nccl"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
-    except Exception:
-        pass
-except Exception:
-    pass
-print(json.dumps(out))`;
+
+/** How long each Python may take to say which torch it has (a first `import torch` with CUDA can take long). */
+const PYTHON_TIMEOUT_MS = 30_000;
 
 export async function checkHost(argv: readonly string[], o: { trainerEntry: string; enginesDir: string; workdir: string }): Promise<number> {
   const flags = parseFlags(argv, ['engine', 'python'], 'check-host');
@@ -34,16 +24,17 @@ export async function checkHost(argv: readonly string[], o: { trainerEntry: stri
   if (flags.python) process.env.COHORT_PYTHON = flags.python;
   const engine = (flags.engine ?? 'tfjs') as Engine;
   if (!ENGINES.includes(engine)) throw new HostCmdFailure('usage', `check-host: --engine must be one of ${ENGINES.join(', ')}`, 3);
+  // The engine choice and the list ask the same interpreters at once: findPythons starts each once.
   const [choice, pythons, smi] = await Promise.all([
-    chooseEngine(engine, { enginesDir: o.enginesDir, workdir: o.workdir }).then(
+    chooseEngine(engine, { enginesDir: o.enginesDir, workdir: o.workdir, pythonTimeoutMs: PYTHON_TIMEOUT_MS }).then(
       (c) => ({ name: c.name, reason: c.reason, ...(c.cuda !== undefined ? { cuda: c.cuda } : {}) }),
       (e: unknown) => ({ error: toErrorInfo(e, 'engine-unavailable') }),
     ),
-    engine === 'tfjs' ? Promise.resolve(undefined) : findPythons(pythonCandidates(process.env, o.workdir), { timeoutMs: 30_000 }),
+    engine === 'tfjs' ? Promise.resolve(undefined) : findPythons(pythonCandidates(process.env, o.workdir), { timeoutMs: PYTHON_TIMEOUT_MS }),
     readGpuHealth(runSmi, isCohortProcess).catch(() => ({ state: 'failed' as const, gpus: [] })),
   ]);
   const chosen = pythons ? pickPython(pythons).chosen : undefined;
-  const libs = chosen?.torch ? await pythonLibs(chosen.python) : {};
+  const libs = { ...(chosen?.cudnn ? { cudnn: chosen.cudnn } : {}), ...(chosen?.nccl ? { nccl: chosen.nccl } : {}) };
   const smiState = smi.state === 'failed' && !(await smiPresent()) ? 'missing' : smi.state;
   const report: HostCheckReport = {
     v: 1,
@@ -133,18 +124,4 @@ function runSmi(args: string[]): Promise<string | undefined> {
 
 function smiPresent(): Promise<boolean> {
   return new Promise((resolve) => execFile('nvidia-smi', ['-h'], { timeout: 10_000 }, (err) => resolve(!(err && (err as NodeJS.ErrnoException).code === 'ENOENT'))));
-}
-
-function pythonLibs(python: string): Promise<{ cudnn?: string; nccl?: string }> {
-  return new Promise((resolve) =>
-    execFile(python, ['-c', VERSIONS_PY], { timeout: 30_000 }, (err, out) => {
-      if (err) return resolve({});
-      try {
-        const j = JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as { cudnn?: string; nccl?: string };
-        resolve({ ...(j.cudnn ? { cudnn: j.cudnn } : {}), ...(j.nccl ? { nccl: j.nccl } : {}) });
-      } catch {
-        resolve({});
-      }
-    }),
-  );
 }

@@ -1,7 +1,7 @@
 // The thin boundary: fake interpreters (small shell scripts printing what a Python would answer to
 // the engine choice's query). Discovery, de-duplication, preference and the reason are the real code.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -105,3 +105,42 @@ describe.skipIf(!sysVersion)('a venv whose python is a symlink to the system int
   });
 });
 
+
+// Every ask is an `import torch` (1.3–2 CPU-s on a real host). On most hosts `/usr/bin/python3` and
+// the `python3` PATH finds are one file, and `check-host` asks for the engine choice and the list at
+// the same time: each interpreter must still be started once.
+describe('each interpreter is started once', () => {
+  const counted = (name: string, answer: object): { path: string; starts: () => number } => {
+    const dir = join(root, 'counted', name);
+    mkdirSync(dir, { recursive: true });
+    const log = join(dir, 'starts.log');
+    const path = join(dir, 'python3');
+    writeFileSync(path, `#!/bin/sh\necho started >> '${log}'\necho '${JSON.stringify(answer)}'\n`);
+    chmodSync(path, 0o755);
+    return { path, starts: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean).length : 0) };
+  };
+
+  it('a path and a bare name PATH finds at the same file: one start, listed once under the first name', async () => {
+    const py = counted('same-file', { version: '3.11.2', prefix: '/usr', torch: '2.1.2', cuda: false, cudaVersion: '', gpus: 0 });
+    const path = process.env.PATH;
+    process.env.PATH = `${join(py.path, '..')}:${path ?? ''}`;
+    try {
+      const found = await findPythons([py.path, 'python3', join(root, 'missing/python')]);
+      expect(found.map((p) => p.python)).toEqual([py.path]);
+      expect(py.starts()).toBe(1);
+    } finally {
+      process.env.PATH = path;
+    }
+  });
+
+  it('asks in flight at once with the same candidates share one start; a later ask starts it again', async () => {
+    const py = counted('in-flight', { version: '3.11.2', prefix: '/opt/cu', torch: '2.3.1+cu121', cuda: true, cudaVersion: '12.1', gpus: 1, cudnn: '8902', nccl: '2.18.1' });
+    const [a, b] = await Promise.all([findPythons([py.path]), findPythons([py.path])]);
+    expect(a).toEqual(b);
+    expect(py.starts()).toBe(1);
+    // cuDNN and NCCL come with the same answer (`cohort check` reports them; no second `import torch`)
+    expect(a[0]).toMatchObject({ torch: '2.3.1+cu121', cudnn: '8902', nccl: '2.18.1' });
+    await findPythons([py.path]);
+    expect(py.starts()).toBe(2);
+  });
+});

@@ -7,7 +7,7 @@
 // Debian's CPU torch and a CUDA torch in a venv must train on the GPU). The profile's `python`
 // for a host (COHORT_PYTHON in its environment) overrides the search.
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, realpathSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +33,9 @@ export interface PythonInfo {
   gpus?: number;
   /** Why the interpreter has no torch (its import error), when it has none. */
   error?: string;
+  /** torch.backends.cudnn.version() and torch.cuda.nccl.version(), where torch has them (`cohort check` reports them). */
+  cudnn?: string;
+  nccl?: string;
 }
 
 export interface TorchInfo {
@@ -69,6 +72,12 @@ r = {"version": sys.version.split()[0], "prefix": sys.prefix}
 try:
     import torch
     r.update(torch=torch.__version__, cuda=bool(torch.cuda.is_available()), cudaVersion=torch.version.cuda or "", gpus=torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    try:
+        r["cudnn"] = str(torch.backends.cudnn.version() or "")
+        v = torch.cuda.nccl.version()
+        r["nccl"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+    except Exception:
+        pass
 except Exception as e:
     r["error"] = type(e).__name__ + ": " + str(e)
 print(json.dumps(r))`;
@@ -77,10 +86,33 @@ print(json.dumps(r))`;
  * Asks every candidate (in parallel) which Python and torch it is; missing interpreters are left out,
  * duplicates once: the same real file AND the same sys.prefix (a venv's python links to the system's
  * interpreter but is another environment).
+ *
+ * Each interpreter is started once: candidates that name the same file (`/usr/bin/python3` and a
+ * `python3` that PATH finds there, as on most hosts) share one answer, and calls in flight at the
+ * same time with the same candidates share theirs (`check-host` asks for the engine choice and for
+ * the list at once). Every ask is an `import torch`, 1.3–2 CPU-seconds, which the host's ranks or
+ * neighbours wait for. The answers are not kept after the call: a later ask sees a torch installed since.
  */
-export async function findPythons(candidates: string[], opts: { timeoutMs?: number } = {}): Promise<PythonInfo[]> {
-  const timeoutMs = opts.timeoutMs ?? QUERY_TIMEOUT_MS;
-  const answers = await Promise.all(candidates.map(async (python) => ({ python, answer: await run(python, ['-c', QUERY], timeoutMs) })));
+const asking = new Map<string, Promise<PythonInfo[]>>();
+
+export function findPythons(candidates: string[], opts: { timeoutMs?: number } = {}): Promise<PythonInfo[]> {
+  const key = JSON.stringify([candidates, opts.timeoutMs ?? QUERY_TIMEOUT_MS]);
+  const inFlight = asking.get(key);
+  if (inFlight) return inFlight;
+  const asked = askPythons(candidates, opts.timeoutMs ?? QUERY_TIMEOUT_MS).finally(() => asking.delete(key));
+  asking.set(key, asked);
+  return asked;
+}
+
+async function askPythons(candidates: string[], timeoutMs: number): Promise<PythonInfo[]> {
+  const runs = new Map<string, ReturnType<typeof run>>();
+  const answers = await Promise.all(
+    candidates.map(async (python) => {
+      const file = commandPath(python) ?? python;
+      if (!runs.has(file)) runs.set(file, run(python, ['-c', QUERY], timeoutMs));
+      return { python, answer: await runs.get(file)! };
+    }),
+  );
   const seen = new Set<string>();
   const firstTime = (key: string): boolean => !seen.has(key) && Boolean(seen.add(key));
   const found: PythonInfo[] = [];
@@ -101,6 +133,8 @@ export async function findPythons(candidates: string[], opts: { timeoutMs?: numb
         version: typeof j.version === 'string' ? j.version : '',
         ...(typeof j.torch === 'string' ? { torch: j.torch, cuda: j.cuda === true, gpus: typeof j.gpus === 'number' ? j.gpus : 0, ...(j.cudaVersion ? { cudaVersion: String(j.cudaVersion) } : {}) } : {}),
         ...(typeof j.error === 'string' ? { error: j.error } : {}),
+        ...(typeof j.cudnn === 'string' && j.cudnn ? { cudnn: j.cudnn } : {}),
+        ...(typeof j.nccl === 'string' && j.nccl ? { nccl: j.nccl } : {}),
       });
     } catch {
       if (!firstTime(`${realPath(python)}\0?`)) continue;
@@ -125,9 +159,9 @@ export function describePython(p: PythonInfo): string {
 }
 
 /** The Python with torch that the engine would use (COHORT_PYTHON alone when set). */
-export async function findTorch(env: NodeJS.ProcessEnv = process.env, workdir?: string): Promise<(TorchInfo & { explanation: string; tried: string[] }) | undefined> {
+export async function findTorch(env: NodeJS.ProcessEnv = process.env, workdir?: string, opts: { timeoutMs?: number } = {}): Promise<(TorchInfo & { explanation: string; tried: string[] }) | undefined> {
   const tried = pythonCandidates(env, workdir);
-  const { chosen, explanation } = pickPython(await findPythons(tried));
+  const { chosen, explanation } = pickPython(await findPythons(tried, opts));
   return chosen?.torch ? { python: chosen.python, torch: chosen.torch, cuda: chosen.cuda === true, explanation, tried } : undefined;
 }
 
@@ -142,11 +176,12 @@ export function tfjsGpuInstalled(env: NodeJS.ProcessEnv = process.env): boolean 
   }
 }
 
-export async function chooseEngine(engine: Engine, opts: { enginesDir: string; workdir?: string; env?: NodeJS.ProcessEnv }): Promise<EngineChoice> {
+/** `pythonTimeoutMs`: how long each interpreter may take to answer (findPythons). */
+export async function chooseEngine(engine: Engine, opts: { enginesDir: string; workdir?: string; env?: NodeJS.ProcessEnv; pythonTimeoutMs?: number }): Promise<EngineChoice> {
   const env = opts.env ?? process.env;
   const script = join(opts.enginesDir, 'torch_engine.py');
   if (engine === 'tfjs') return { name: 'tfjs', reason: '--engine tfjs, the default' };
-  const torch = existsSync(script) ? await findTorch(env, opts.workdir) : undefined;
+  const torch = existsSync(script) ? await findTorch(env, opts.workdir, opts.pythonTimeoutMs === undefined ? {} : { timeoutMs: opts.pythonTimeoutMs }) : undefined;
   const pinned = env.COHORT_PYTHON ? ` (COHORT_PYTHON / the profile's python: ${env.COHORT_PYTHON})` : '';
   if (engine === 'torch') {
     if (!existsSync(script)) throw new CohortError('engine-unavailable', `--engine torch: the engine script ${script} is missing from the deployed bundle`, { hint: 'redeploy: cohort deploy --force' });
@@ -174,6 +209,26 @@ function realPath(p: string): string {
     }
   }
   return p;
+}
+
+/**
+ * The file a command name starts, as execFile finds it: a path as given, a bare name in the first
+ * PATH folder that has it executable (no symlink followed: a venv's python is another interpreter).
+ * undefined when none has it.
+ */
+function commandPath(cmd: string): string | undefined {
+  if (cmd.includes('/')) return cmd;
+  for (const dir of (process.env.PATH ?? '').split(':')) {
+    if (!dir) continue;
+    const file = join(dir, cmd);
+    try {
+      accessSync(file, constants.X_OK);
+      if (statSync(file).isFile()) return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
 }
 
 /**
