@@ -66,6 +66,18 @@ export const WAIT_TEST_FILES = [
  * goes to SERIAL_TEST_FILES with its reason.
  */
 const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
+/**
+ * The fast tier's workers keep their modules from one file to the next (`isolate: false`): each of
+ * its ~140 files paid vitest's worker start and its imports again (tfjs, the engine, core), most of
+ * them small unit files. Measured alone, the same tree, back to back (bench/results/suite.md,
+ * "session 12"): 279 → 221 CPU-s, 159 → 129 s. What that asks of a fast file: leave no process-wide
+ * state behind (env, timers, a tfjs backend it set); the slow tier stays isolated (its files start
+ * hosts, servers and timers, and one leaked timer fired in the next file when it was tried, session 9).
+ * COHORT_TEST_FAST_ISOLATE=1: isolated, as before. The workers get V8's relaxed-SIMD flag at start, as
+ * the ranks do (relaxedSimdNodeFlags): a file setting it with setFlagsFromString came too late once
+ * another file had asked whether V8 has it (the answer is kept per process).
+ */
+const FAST_ISOLATE = process.env.COHORT_TEST_FAST_ISOLATE === '1';
 const SERIAL_WORKERS = Number(process.env.COHORT_TEST_SERIAL_WORKERS ?? 2);
 // The slow group's pool: CPU_TOKENS busy files (COHORT_TEST_SLOW_WORKERS) + WAIT_LANE waiting ones
 // (COHORT_TEST_WAIT_LANE=0: none; then the wait files queue with the busy ones, as before session 6).
@@ -89,7 +101,7 @@ export default defineConfig({
     // (test/harness), its own temp and data dirs, and leftover checks that count only its own processes
     // (by cluster marker, run id or COHORT_DATA_DIR).
     projects: [
-      { extends: true, test: { name: 'fast', include: [...BESIDE_THE_CODE, ...FAST_TEST_FILES], sequence: { groupOrder: 0 }, fileParallelism: FAST_WORKERS > 1, maxWorkers: FAST_WORKERS } },
+      { extends: true, test: { name: 'fast', include: [...BESIDE_THE_CODE, ...FAST_TEST_FILES], sequence: { groupOrder: 0 }, fileParallelism: FAST_WORKERS > 1, maxWorkers: FAST_WORKERS, isolate: FAST_ISOLATE, execArgv: ['--experimental-wasm-relaxed-simd'] } },
       { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: [...FAST_TEST_FILES, ...SERIAL_TEST_FILES, ...WAIT_TEST_FILES], setupFiles: ['test/cpu-lane-setup.ts'], sequence: { groupOrder: 1 }, fileParallelism: SLOW_POOL > 1, maxWorkers: SLOW_POOL } },
       { extends: true, test: { name: 'wait', include: WAIT_TEST_FILES, sequence: { groupOrder: 1 }, fileParallelism: SLOW_POOL > 1, maxWorkers: SLOW_POOL } },
       { extends: true, test: { name: 'serial', include: SERIAL_TEST_FILES, sequence: { groupOrder: 2 }, fileParallelism: SERIAL_WORKERS > 1, maxWorkers: SERIAL_WORKERS } },
