@@ -1,6 +1,6 @@
 // The probe script is run for real by /bin/sh on this machine (the SSH tests run it on sshd hosts).
 import { execFileSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -120,6 +120,35 @@ esac`);
       expect(p.pythons?.find((x) => x.path === py)).toEqual({ path: py, version: expect.stringMatching(/^\d+\.\d+\.\d+/), torch: '2.3.1+cu121', cuda: true, cudaVersion: '12.1', gpus: 4 });
       expect(p.pythons?.filter((x) => x.path === '/usr/bin/python3')).toHaveLength(1);
       expect(p.python?.path).toBe(py);
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it.skipIf(!existsSync('/usr/bin/python3'))('reads a CPU-only torch from torch/version.py without importing it; a CUDA build is imported and asked', () => {
+    // Stand-in torch packages on PYTHONPATH, each noting in a file when it is imported (an import is
+    // 1.3–2 CPU-s a host for the real one). A CPU build has no GPU to find; a CUDA build must be asked.
+    const root = mkdtempSync(join(tmpdir(), 'cohort-probe-torch-'));
+    try {
+      const imported = join(root, 'imported.log');
+      const torchPackage = (dir: string, version: string, cuda: string | null): string => {
+        mkdirSync(join(dir, 'torch'), { recursive: true });
+        writeFileSync(join(dir, 'torch', 'version.py'), `__version__ = '${version}'\ndebug = False\ncuda = ${cuda === null ? 'None' : `'${cuda}'`}\nhip = None\n`);
+        writeFileSync(
+          join(dir, 'torch', '__init__.py'),
+          `open(${JSON.stringify(imported)}, 'a').write('${version}\\n')\n__version__ = '${version}'\nclass cuda:\n    is_available = staticmethod(lambda: ${cuda === null ? 'False' : 'True'})\n    device_count = staticmethod(lambda: 2)\nclass version:\n    cuda = ${cuda === null ? 'None' : `'${cuda}'`}\n`,
+        );
+        return dir;
+      };
+      const probe = (pythonPath: string) => {
+        const out = execFileSync('/bin/sh', ['-c', probeScript(join(root, 'wd'))], { encoding: 'utf8', env: { ...process.env, COHORT_PYTHON: '/usr/bin/python3', PYTHONPATH: pythonPath } });
+        return parseProbe('here', out).pythons?.find((x) => x.path === '/usr/bin/python3');
+      };
+      const importedAs = () => (existsSync(imported) ? readFileSync(imported, 'utf8').split('\n').filter(Boolean) : []);
+      expect(probe(torchPackage(join(root, 'cpu'), '2.4.0+cpu', null))).toEqual({ path: '/usr/bin/python3', version: expect.stringMatching(/^\d+\.\d+\.\d+/), torch: '2.4.0+cpu', cuda: false, gpus: 0 });
+      expect(importedAs()).toEqual([]);
+      expect(probe(torchPackage(join(root, 'cu'), '2.3.1+cu121', '12.1'))).toEqual({ path: '/usr/bin/python3', version: expect.stringMatching(/^\d+\.\d+\.\d+/), torch: '2.3.1+cu121', cuda: true, cudaVersion: '12.1', gpus: 2 });
+      expect(importedAs()).toContain('2.3.1+cu121');
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

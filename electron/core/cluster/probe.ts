@@ -32,6 +32,10 @@ done
 # workdir, conda. Each says its torch and CUDA; the agent prefers a CUDA torch (engine-choice.ts).
 # The same interpreter twice is asked once: same real file in the same folder. Not the real file
 # alone: a venv's bin/python links to the system's interpreter, yet is another environment.
+# A torch built without CUDA or ROCm (torch/version.py: cuda and hip None) has no GPU to find:
+# its version is read from that file, not by importing torch (1.3-2 CPU-s a host). A build with
+# CUDA or ROCm is imported and asked. A CPU torch that fails to import is listed with its version;
+# the engine choice (the agent, \`cohort check\`) imports it and names the error.
 SEEN=" "
 for P in "$COHORT_PYTHON" /usr/bin/python3 python3 python "$WD"/*/bin/python "$WD"/runtime/*/bin/python "$CONDA_PREFIX/bin/python" "$HOME/miniconda3/bin/python" "$HOME/anaconda3/bin/python" "$HOME/miniforge3/bin/python" /opt/conda/bin/python; do
   [ -n "$P" ] || continue
@@ -39,9 +43,22 @@ for P in "$COHORT_PYTHON" /usr/bin/python3 python3 python "$WD"/*/bin/python "$W
   R="$(dirname "$Q")|$(readlink -f "$Q" 2>/dev/null || echo "$Q")"
   case "$SEEN" in *" $R "*) continue;; esac
   SEEN="$SEEN$R "
-  OUT=$("$Q" -c 'import sys; v=sys.version.split()[0]
+  OUT=$("$Q" -c 'import sys, os; v=sys.version.split()[0]
 try:
-    import torch; c=torch.cuda.is_available(); print("|".join([v, torch.__version__, str(c), torch.version.cuda or "", str(torch.cuda.device_count() if c else 0)]))
+    import importlib.util
+    spec = importlib.util.find_spec("torch")
+    if spec is None:
+        raise ImportError("no torch")
+    meta = {}
+    try:
+        with open(os.path.join(list(spec.submodule_search_locations)[0], "version.py")) as f:
+            exec(f.read(), meta)
+    except Exception:
+        meta = {}
+    if isinstance(meta.get("__version__"), str) and meta.get("cuda") is None and meta.get("hip") is None:
+        print("|".join([v, meta["__version__"], "False", "", "0"]))
+    else:
+        import torch; c=torch.cuda.is_available(); print("|".join([v, torch.__version__, str(c), torch.version.cuda or "", str(torch.cuda.device_count() if c else 0)]))
 except Exception:
     print(v + "||||")' 2>/dev/null)
   [ -n "$OUT" ] || continue

@@ -79,13 +79,20 @@ export async function probeSlurm(shell: LoginShell, o: { workdir: string; partit
 }
 
 /**
+ * python3's torch version on a compute node, read from torch/version.py (what `torch.__version__`
+ * is) without importing torch: 1.3–2 CPU-s on a node, for a version string. A torch laid out
+ * otherwise is imported as before.
+ */
+const TORCH_VERSION = `python3 -c 'import importlib.util, os; s = importlib.util.find_spec("torch"); m = {}; exec(open(os.path.join(list(s.submodule_search_locations)[0], "version.py")).read(), m); print(m["__version__"])' 2>/dev/null || python3 -c 'import torch; print(torch.__version__)' 2>/dev/null`;
+
+/**
  * Whether a compute node sees the workdir: a marker written here, read by a 1-node srun that
  * starts only if the partition has room now (--immediate); otherwise `unchecked`, said so.
  */
 export async function workdirSeenByComputeNode(shell: LoginShell, workdir: string, partition?: string): Promise<Pick<SlurmProbe, 'workdirShared' | 'workdirNote' | 'computeNode'>> {
   const marker = `${workdir.replace(/\/+$/, '')}/.cohort-shared-${Date.now().toString(36)}`;
   const part = partition ? `-p ${shellQuote(partition)}` : '';
-  const r = await shell.run(`mkdir -p ${shellQuote(workdir)} && echo ok > ${shellQuote(marker)} && timeout 60 srun -N1 -n1 ${part} --immediate=5 --time=1 sh -c ${shellQuote(`cat ${shellQuote(marker)} 2>&1; command -v node >/dev/null && node --version || echo no-node; python3 -c 'import torch; print(torch.__version__)' 2>/dev/null || echo no-torch`)} 2>&1; rc=$?; rm -f ${shellQuote(marker)}; echo "srun-exit=$rc"`, { timeoutMs: 75_000 });
+  const r = await shell.run(`mkdir -p ${shellQuote(workdir)} && echo ok > ${shellQuote(marker)} && timeout 60 srun -N1 -n1 ${part} --immediate=5 --time=1 sh -c ${shellQuote(`cat ${shellQuote(marker)} 2>&1; command -v node >/dev/null && node --version || echo no-node; ${TORCH_VERSION} || echo no-torch`)} 2>&1; rc=$?; rm -f ${shellQuote(marker)}; echo "srun-exit=$rc"`, { timeoutMs: 75_000 });
   const lines = r.stdout.trim().split('\n');
   const rc = Number(/srun-exit=(\d+)/.exec(r.stdout)?.[1] ?? -1);
   if (rc === 0 && lines[0] === 'ok') {
