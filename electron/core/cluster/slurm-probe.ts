@@ -92,15 +92,21 @@ const TORCH_VERSION = `python3 -c 'import importlib.util, os; s = importlib.util
 export async function workdirSeenByComputeNode(shell: LoginShell, workdir: string, partition?: string): Promise<Pick<SlurmProbe, 'workdirShared' | 'workdirNote' | 'computeNode'>> {
   const marker = `${workdir.replace(/\/+$/, '')}/.cohort-shared-${Date.now().toString(36)}`;
   const part = partition ? `-p ${shellQuote(partition)}` : '';
-  const r = await shell.run(`mkdir -p ${shellQuote(workdir)} && echo ok > ${shellQuote(marker)} && timeout 60 srun -N1 -n1 ${part} --immediate=5 --time=1 sh -c ${shellQuote(`cat ${shellQuote(marker)} 2>&1; command -v node >/dev/null && node --version || echo no-node; ${TORCH_VERSION} || echo no-torch`)} 2>&1; rc=$?; rm -f ${shellQuote(marker)}; echo "srun-exit=$rc"`, { timeoutMs: 75_000 });
+  // Each answer on its own keyed line: srun's own messages share the output (2>&1), e.g. "srun: job 12
+  // queued and waiting for resources" before the step starts on a busy partition, which line 0 once was.
+  const r = await shell.run(`mkdir -p ${shellQuote(workdir)} && echo ok > ${shellQuote(marker)} && timeout 60 srun -N1 -n1 ${part} --immediate=5 --time=1 sh -c ${shellQuote(`echo "seen=$(cat ${shellQuote(marker)} 2>&1)"; command -v node >/dev/null && echo "node=$(node --version)" || echo node=no-node; echo "torch=$(${TORCH_VERSION} || echo no-torch)"`)} 2>&1; rc=$?; rm -f ${shellQuote(marker)}; echo "srun-exit=$rc"`, { timeoutMs: 75_000 });
   const lines = r.stdout.trim().split('\n');
+  const value = (key: string) => lines.find((l) => l.startsWith(`${key}=`))?.slice(key.length + 1);
   const rc = Number(/srun-exit=(\d+)/.exec(r.stdout)?.[1] ?? -1);
-  if (rc === 0 && lines[0] === 'ok') {
+  const seen = value('seen');
+  if (rc === 0 && seen === 'ok') {
     // What the engines need there: Node for every run (tfjs is in the bundle), python3 with torch for --engine torch.
-    const node = lines[1] === 'no-node' ? 'no node on the PATH of the compute nodes' : `node ${lines[1] ?? '?'}`;
-    const torch = lines[2] === undefined || lines[2] === 'no-torch' ? 'no torch on python3 (--engine torch unavailable; tfjs runs)' : `torch ${lines[2]} (python3)`;
+    const nodeVersion = value('node');
+    const torchVersion = value('torch');
+    const node = nodeVersion === 'no-node' ? 'no node on the PATH of the compute nodes' : `node ${nodeVersion ?? '?'}`;
+    const torch = torchVersion === undefined || torchVersion === 'no-torch' || torchVersion === '' ? 'no torch on python3 (--engine torch unavailable; tfjs runs)' : `torch ${torchVersion} (python3)`;
     return { workdirShared: 'yes', computeNode: `${node} · ${torch}` };
   }
-  if (rc === 0) return { workdirShared: 'no', workdirNote: `a compute node cannot read ${marker} (${lines[0]}): the workdir must be on a filesystem the compute nodes see (e.g. /scratch, or a home directory on a shared filesystem)` };
+  if (rc === 0) return { workdirShared: 'no', workdirNote: `a compute node cannot read ${marker} (${seen ?? lines.filter((l) => !l.startsWith('srun-exit=')).join(' | ').slice(0, 300)}): the workdir must be on a filesystem the compute nodes see (e.g. /scratch, or a home directory on a shared filesystem)` };
   return { workdirShared: 'unchecked', workdirNote: `not checked: the test srun did not run (${lines.slice(-3, -1).join(' | ').slice(0, 300)})` };
 }
