@@ -200,15 +200,13 @@ export async function chooseEngine(engine: Engine, opts: { enginesDir: string; w
 
 /** The file an interpreter name runs (bare names looked up on PATH), for telling duplicates apart. */
 function realPath(p: string): string {
-  const candidates = p.includes('/') ? [p] : (process.env.PATH ?? '').split(':').filter(Boolean).map((d) => join(d, p));
-  for (const c of candidates) {
-    try {
-      return realpathSync(c);
-    } catch {
-      // not there
-    }
+  const file = commandPath(p);
+  if (file === undefined) return p;
+  try {
+    return realpathSync(file);
+  } catch {
+    return p; // not there
   }
-  return p;
 }
 
 /**
