@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend } from '../backend';
 import { candidates, convBackpropFilter, convBackpropInput, convForward } from './conv-kernels';
 import { convGeometry, type ConvGeometry } from './conv-geometry';
-import { convCase, relErr, uniform } from '../test-support/conv-fixtures';
+import { WASM_CONV_KERNELS, convCase, relErr, uniform } from '../test-support/conv-fixtures';
 import { forceGemmFma } from '../kernels/gemm-kernels';
 import { registerStockGradients } from '../test-support/stock-gradients';
 
@@ -20,7 +20,6 @@ setFlagsFromString('--experimental-wasm-relaxed-simd'); // vitest workers lack t
 
 const TOL = 1e-4;
 const rand = (n: number, stream: string): Float32Array => uniform(7, n, stream);
-const WASM_IMPLS = ['gemm', 'winograd', 'winograd4', 'taps'] as const;
 
 const GEOMETRIES: [string, ConvGeometry, number][] = [
   ['1×1 s1', convGeometry(5, 16, 8, 1, 1, 0), 2],
@@ -44,7 +43,7 @@ const GEOMETRIES: [string, ConvGeometry, number][] = [
 ];
 
 /** Every pass of `impl` that the geometry offers it for matches the reference. */
-function expectMatches(g: ConvGeometry, cc: ReturnType<typeof convCase>, ref: Float32Array[], impl: (typeof WASM_IMPLS)[number], only?: ReturnType<typeof candidates>): void {
+function expectMatches(g: ConvGeometry, cc: ReturnType<typeof convCase>, ref: Float32Array[], impl: (typeof WASM_CONV_KERNELS)[number], only?: ReturnType<typeof candidates>): void {
   tf.tidy(() => {
     const [x, w, dy] = [cc.x(), cc.w(), cc.dy()];
     if (!only || only.fwd.includes(impl)) expect(relErr(convForward(x, w, g, impl), ref[0]!)).toBeLessThan(TOL);
@@ -83,7 +82,7 @@ describe('conv wasm implementations (\'gemm\', \'winograd\', \'winograd4\', \'ta
       for (const pass of [c.fwd, c.dx, c.dw] as string[][]) for (const impl of ['winograd', 'winograd4']) expect(pass.includes(impl)).toBe(winograd);
       // taps exactly on 2×2 inputs of such convs.
       for (const pass of [c.fwd, c.dx, c.dw] as string[][]) expect(pass.includes('taps')).toBe(winograd && g.inSize === 2);
-      for (const impl of WASM_IMPLS) expectMatches(g, cc, ref, impl, c);
+      for (const impl of WASM_CONV_KERNELS) expectMatches(g, cc, ref, impl, c);
     });
 
     it('on the cpu backend: no wasm implementation is a candidate, and a plan naming one falls back to the stock ops', async () => {
@@ -93,7 +92,7 @@ describe('conv wasm implementations (\'gemm\', \'winograd\', \'winograd4\', \'ta
         expect([...c.fwd, ...c.dx, ...c.dw]).not.toContain('gemm');
         expect([...c.fwd, ...c.dx, ...c.dw]).not.toContain('winograd');
         expect([...c.fwd, ...c.dx, ...c.dw]).not.toContain('taps');
-        for (const impl of WASM_IMPLS) expectMatches(g, cc, ref, impl);
+        for (const impl of WASM_CONV_KERNELS) expectMatches(g, cc, ref, impl);
       } finally {
         await tf.setBackend('wasm');
       }

@@ -8,7 +8,7 @@ import { bnBackward, bnForwardStats, bnTrainRelu, reluGradAdd } from './batch-no
 import { setFusedKernelsEnabled } from '../kernels/fused-kernels';
 import { candidates, convBackpropFilter, convBackpropInput, convForward } from '../conv/conv-kernels';
 import { convGeometry, type ConvGeometry } from '../conv/conv-geometry';
-import { convCase, relErr, uniform } from '../test-support/conv-fixtures';
+import { WASM_CONV_KERNELS, convCase, relErr, uniform } from '../test-support/conv-fixtures';
 import { softmaxCrossEntropy } from './loss';
 import { maxPoolBackward, maxPoolForward } from './max-pool';
 import { registerStockGradients } from '../test-support/stock-gradients';
@@ -44,10 +44,9 @@ async function reference(f: () => tf.Tensor[]): Promise<Float32Array[]> {
  * whether the file before it in the same fast-tier worker (isolate: false) had made one — 182 tests
  * in one run, 214 in the next.
  */
-const WASM_KERNELS: readonly string[] = ['gemm', 'winograd', 'winograd4', 'taps'];
 function stockCandidates(g: ConvGeometry): ReturnType<typeof candidates> {
   const c = candidates(g);
-  const stock = <T extends string>(impls: T[]): T[] => impls.filter((i) => !WASM_KERNELS.includes(i));
+  const stock = <T extends string>(impls: T[]): T[] => impls.filter((i) => !(WASM_CONV_KERNELS as readonly string[]).includes(i));
   return { fwd: stock(c.fwd), dx: stock(c.dx), dw: stock(c.dw) };
 }
 

@@ -6,6 +6,9 @@ import * as tf from '@tensorflow/tfjs-core';
 import type { ConvGeometry } from '../conv/conv-geometry';
 import { streamRng } from '../../../data/rng';
 
+/** The conv implementations that exist only on the wasm backend (conv-kernels.ts `candidates` offers them once one is made). */
+export const WASM_CONV_KERNELS = ['gemm', 'winograd', 'winograd4', 'taps'] as const;
+
 /** n values uniform in [offset − scale, offset + scale), a pure function of (seed, stream). */
 export function uniform(seed: number, n: number, stream: string, scale = 1, offset = 0): Float32Array {
   const u = streamRng(seed, stream);
