@@ -19,12 +19,14 @@ import { useCohortCluster } from '../helpers/cohort-cluster';
 import { until } from '../helpers/until';
 import { tinyRun } from '../helpers/tiny';
 
-// Width 1/4 (test/helpers/tiny.ts): the first case's compute is measured at it; the link stays the bottleneck (a 1/4-width gradient, ~6 MB, over 50 Mbit/s).
+// Width 1/4 (test/helpers/tiny.ts): the first case's compute is measured at it; the link stays the bottleneck (a 1/4-width gradient,
+// ~6 MB, over 10 Mbit/s: ~6.6 s of exchange for 3 ranks). At 50 Mbit/s (1.3 s) a loaded CI machine measured 3 ranks' compute
+// at once above it (stop 34's CI: 1.3 s for 2 ranks in dashboard-check), and the bottleneck became compute.
 const TINY = tinyRun({ warmupSteps: null, logSteps: null });
 const netns = !SSHD_MISSING && (await harnessMode()) === 'netns';
 // The stand-in nvidia-smi's folder (h2's PATH in trio-smi: the profile names it before the hosts start).
 const smiDir = mkdtempSync(join(tmpdir(), 'cohort-check-smi-'));
-// 2 s a link for the shaped-link case: long enough for the ±30% (tbf's 64 kB burst is ~1% of it).
+// 2 s a link for the shaped-link case: long enough for the ±30% (tbf's 64 kB burst is ~3% of 2 s at 10 Mbit/s).
 const fx = useCohortCluster(3, {
   enabled: netns,
   clientEnv: { COHORT_CHECK_LINK_MS: '2000' },
@@ -75,8 +77,8 @@ afterAll(async () => {
 });
 
 describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
-  it('names the link shaped to 50 Mbit/s and measures it within ±30%; exit 0', async () => {
-    await shapeHost(cluster, 2, '50mbit');
+  it('names the link shaped to 10 Mbit/s and measures it within ±30%; exit 0', async () => {
+    await shapeHost(cluster, 2, '10mbit');
     try {
       const { code, result, stderr } = await check(['trio', ...TINY]);
       expect(code, stderr).toBe(0);
@@ -87,8 +89,8 @@ describe.skipIf(!netns)('cohort check on 3 sshd hosts in namespaces', () => {
       expect(h).toEqual(['h1', 'h2', 'h3']);
       // h3's link is shaped both ways: h2→h3 and h3→h1 cross it, h1→h2 does not.
       for (const l of s.filter((l) => l.to === 'h3' || l.from === 'h3')) {
-        expect(l.mbps, JSON.stringify(l)).toBeGreaterThan(35);
-        expect(l.mbps, JSON.stringify(l)).toBeLessThan(65);
+        expect(l.mbps, JSON.stringify(l)).toBeGreaterThan(7);
+        expect(l.mbps, JSON.stringify(l)).toBeLessThan(13);
       }
       expect(s.find((l) => l.from === 'h1')!.mbps).toBeGreaterThan(200);
       expect(result.links.filter((l) => l.kind === 'rendezvous').map((l) => `${l.from}>${l.to}`)).toEqual(['h2>h1']);
