@@ -6,6 +6,14 @@ import { CPU_TOKENS, WAIT_LANE } from './test/cpu-lane';
 // runs the fast one before each commit: every *.test.ts beside the code lands there by itself, plus the
 // small real-process files of test/ listed here. Everything else in test/ (clusters, Slurm, Chromium,
 // restarts, real training runs) is the `slow` tier.
+// Node reads and parses the bundle NODE_EXTRA_CA_CERTS names at the start of every process. These
+// machines set it (the system bundle, ~140 certificates): `node -e 0` takes 0.13 CPU-s with it and 0.04
+// without (session 14, bench/results/suite.md), and the suite starts thousands of Node processes (the
+// CLI, `cohort serve`, agents, ranks, run-follow, vitest's own workers). Nothing the suite starts makes
+// a TLS connection (SSH, HTTP and WebSocket on loopback only), so the suite's processes start without
+// it; the vitest process itself has read it already. The product is unchanged.
+delete process.env.NODE_EXTRA_CA_CERTS;
+
 const BESIDE_THE_CODE = ['trainer/**/*.test.ts', 'electron/**/*.test.ts', 'renderer/**/*.test.ts'];
 export const FAST_TEST_FILES = [
   'test/build/**/*.test.ts',
