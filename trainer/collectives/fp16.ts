@@ -44,11 +44,18 @@ function buildDecodeTable(): Float32Array {
   return table;
 }
 
-/** f16 bits → f32 value. */
-export const F16_TO_F32: Float32Array = buildDecodeTable();
+let decodeTable: Float32Array | undefined;
+
+/**
+ * The f16 bits → f32 value table, built on first use: every rank and helper process loads this module,
+ * and only fp16 exchange needs it (building it took 10–31 ms of a tiny rank's start, session 14).
+ */
+export function f16DecodeTable(): Float32Array {
+  return (decodeTable ??= buildDecodeTable());
+}
 
 export function f16ToF32(bits: number): number {
-  return F16_TO_F32[bits & 0xffff]!;
+  return f16DecodeTable()[bits & 0xffff]!;
 }
 
 /** dst[dstOff + i] = f16(src[srcOff + i]) for i < count. `srcBits` is a Uint32Array view of the f32 data. */
@@ -57,18 +64,18 @@ export function encodeF16(srcBits: Uint32Array, srcOff: number, dst: Uint16Array
 }
 
 export function decodeF16(src: Uint16Array, srcOff: number, dst: Float32Array, dstOff: number, count: number): void {
-  const t = F16_TO_F32;
+  const t = f16DecodeTable();
   for (let i = 0; i < count; i++) dst[dstOff + i] = t[src[srcOff + i]!]!;
 }
 
 /** dst[dstOff + i] += f32(src[srcOff + i]): the wire carries halves, the sum stays f32. */
 export function addF16Into(src: Uint16Array, srcOff: number, dst: Float32Array, dstOff: number, count: number): void {
-  const t = F16_TO_F32;
+  const t = f16DecodeTable();
   for (let i = 0; i < count; i++) dst[dstOff + i]! += t[src[srcOff + i]!]!;
 }
 
 /** Round every value of `buf[off, off+count)` through binary16 in place (what a receiver would see). */
 export function roundThroughF16(bits: Uint32Array, buf: Float32Array, off: number, count: number): void {
-  const t = F16_TO_F32;
+  const t = f16DecodeTable();
   for (let i = 0; i < count; i++) buf[off + i] = t[encodeBits(bits[off + i]!)]!;
 }

@@ -11,7 +11,7 @@
 // f32 add 6 ms; f16 accumulate 8.6 ms (15), the segment owner's accumulate + average + encode +
 // round 26 ms (42), decode 6.9 ms (13.7), encode 10 ms (17.8). Without SIMD wasm the scalar code
 // in fp16.ts is used (identical results bit for bit: reduce-kernel.test.ts checks both).
-import { decodeF16, encodeF16, F16_TO_F32 } from './fp16';
+import { decodeF16, encodeF16, f16DecodeTable } from './fp16';
 import { instantiate, wasmApi, type WasmMemory } from '../util/wasm-asm';
 import { simdModuleBytes } from './simd-module';
 
@@ -65,7 +65,7 @@ export function createJsReduceKernel(pieceElems: number): ReduceKernel {
       divide(dst, off, count, divisor);
     },
     addF16(dst, off, count, opts = {}) {
-      const t = F16_TO_F32;
+      const t = f16DecodeTable();
       for (let i = 0; i < count; i++) dst[off + i]! += t[f16[i]!]!;
       divide(dst, off, count, opts.divisor);
       if (!opts.out) return;
