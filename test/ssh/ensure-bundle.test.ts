@@ -7,10 +7,11 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { decodeProfile, type Profile } from '../../electron/common';
 import { remoteBundleDir } from '../../electron/core/cluster/deploy';
 import { SshCluster } from '../../electron/core/cluster/ssh-cluster';
+import { HostSession } from '../../electron/core/ssh';
 import type { HostLink } from '../../electron/core/runs/host-link';
 import { locateTrainerBundle, type TrainerBundle } from '../../electron/core/trainer-bundle';
 import { leftovers, startHosts, type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
@@ -67,6 +68,23 @@ describe.skipIf(SSHD_MISSING)('HostLink.ensureBundle over SSH', () => {
     writeFileSync(entry, readFileSync(entry).subarray(0, 1000)); // truncated, as a full disk leaves it
     expect(await link.ensureBundle!()).toMatchObject({ redeployed: true, bytesSent: total });
     expect(sha(entry)).toBe(bundle.files.find((f) => f.path === 'cohort-trainer.mjs')!.sha256);
+  });
+
+  it('a deploy runs a handful of commands on the host, not one for each of the bundle\'s files (their directories: one mkdir -p)', async () => {
+    // Counted on the real session (a spy that calls through): each command is an sshd session, a
+    // shell and a process on the host. Before session 14 each uploaded file ran its own `mkdir -p`.
+    expect(bundle.files.length).toBeGreaterThan(20);
+    const run = vi.spyOn(HostSession.prototype, 'run');
+    try {
+      const [d] = await client().deploy(profile, { force: true });
+      expect(d?.ok, JSON.stringify(d?.error)).toBe(true);
+      expect(d?.bytesSent).toBe(bundle.files.reduce((s, f) => s + f.bytes, 0));
+      expect(run.mock.calls.length, run.mock.calls.map((c) => String(c[0]).slice(0, 80)).join('\n')).toBeLessThanOrEqual(8);
+    } finally {
+      run.mockRestore();
+    }
+    const dir = remoteBundleDir(cluster.hosts[0]!.workdir, bundle.hash);
+    for (const f of bundle.files) expect(sha(join(dir, f.path)), f.path).toBe(f.sha256);
   });
 
   it("a client with another bundle version: the run's intact bundle is accepted as is; a missing one is refused with bundle-mismatch, naming the host", async () => {

@@ -13,8 +13,9 @@ export function deployTarget(s: HostSession): DeployTarget {
       return { code: r.code, stdout: r.stdout, stderr: r.stderr };
     },
     upload: async (local, remote, opts) => {
-      // The whole bundle is checked with one sha256sum on the host after the upload (deploy.ts).
-      await s.upload(local, remote, { skipIfSame: false, verify: false, ...(opts?.onProgress ? { onProgress: (sent: number) => opts.onProgress!(sent) } : {}), ...(opts?.signal ? { signal: opts.signal } : {}) });
+      // The whole bundle is checked with one sha256sum on the host after the upload, and its
+      // directories are made with one mkdir -p before it (deploy.ts).
+      await s.upload(local, remote, { skipIfSame: false, verify: false, makeDir: false, ...(opts?.onProgress ? { onProgress: (sent: number) => opts.onProgress!(sent) } : {}), ...(opts?.signal ? { signal: opts.signal } : {}) });
     },
   };
 }

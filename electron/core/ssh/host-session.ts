@@ -73,6 +73,12 @@ export interface UploadOptions {
    * caller that verifies a whole directory itself can turn it off to save one round trip per file.
    */
   verify?: boolean;
+  /**
+   * Create the remote file's directory first (`mkdir -p`, one command on the host). Default true; a
+   * caller that made every directory itself (deploy.ts: one `mkdir -p` for the whole bundle) turns it
+   * off: one command per file was ~45 sshd sessions per host per deploy.
+   */
+  makeDir?: boolean;
   signal?: AbortSignal;
 }
 
@@ -233,7 +239,7 @@ export class HostSession extends DisposableBase {
       return { bytes: size, sha256, skipped: true };
     }
     const dir = posix.dirname(remotePath);
-    if (dir !== '.' && dir !== '/') await this.mkdirp(dir, opts);
+    if (opts.makeDir !== false && dir !== '.' && dir !== '/') await this.mkdirp(dir, opts);
     const sftp = await this.sftp(opts);
     const part = `${remotePath}.part-${process.pid}-${Date.now().toString(36)}`;
     await this.track<void>(opts.signal, (resolve, reject) => {
