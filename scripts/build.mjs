@@ -52,7 +52,10 @@ await build({
   legalComments: 'none',
 });
 const wasmDist = join(dirname(require.resolve('@tensorflow/tfjs-backend-wasm/package.json')), 'dist');
-for (const f of readdirSync(wasmDist).filter((f) => f.endsWith('.wasm'))) copyFileSync(join(wasmDist, f), join(out, 'wasm', f));
+// Not the threaded build: tfjs-backend-wasm never picks it under Node (WASM_HAS_MULTITHREAD_SUPPORT is
+// false when IS_NODE), so it was 435 KB of every deploy to every host that no rank loads. The ranks
+// load the plain and the SIMD build (WASM_FILES, trainer/engine/tfjs/backend.ts).
+for (const f of readdirSync(wasmDist).filter((f) => f.endsWith('.wasm') && !f.includes('threaded'))) copyFileSync(join(wasmDist, f), join(out, 'wasm', f));
 // The PyTorch engine (trainer/engine/torch: torch_engine.py and its package), Python sources only.
 copyPython(join(root, 'trainer', 'engine', 'torch'), join(out, 'engines'));
 // The torch engine's run-configuration defaults, from the one table in trainer/protocol.
