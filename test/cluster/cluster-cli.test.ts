@@ -9,6 +9,11 @@ import { type SshdCluster, SSHD_MISSING } from '../harness/sshd-hosts';
 import { runCli } from '../helpers/cli';
 import { useCohortCluster } from '../helpers/cohort-cluster';
 import { tinyRun } from '../helpers/tiny';
+import { bundleArchive } from '../../electron/core/cluster/bundle-archive';
+import { locateTrainerBundle } from '../../electron/core/trainer-bundle';
+
+/** What a deploy sends a host: the bundle as one gzipped tar (electron/core/cluster/bundle-archive.ts). */
+const ARCHIVE_BYTES = bundleArchive(locateTrainerBundle()).length;
 
 // pair: the profile names each host's Python (the engine choice's override, issue 13)
 const fx = useCohortCluster(3, {
@@ -53,7 +58,7 @@ describe.skipIf(SSHD_MISSING)('cohort probe / deploy over SSH', () => {
     const first = await cli(['deploy', 'trio', '--json']);
     expect(first.exit.code, first.stderr).toBe(0);
     const a = JSON.parse(first.stdout) as { host: string; ok: boolean; cached: boolean; bytesSent: number; remoteDir: string }[];
-    expect(a.every((d) => d.ok && !d.cached && d.bytesSent > 1_000_000)).toBe(true);
+    expect(a.every((d) => d.ok && !d.cached && d.bytesSent === ARCHIVE_BYTES)).toBe(true);
     const check = await cluster.exec(0, `cd ${a[0]!.remoteDir} && sha256sum -c --quiet .sha256 && test -f .complete && echo verified`);
     expect(check.stdout.trim()).toBe('verified');
     const second = await cli(['deploy', 'trio', '--json']);
@@ -70,7 +75,7 @@ describe.skipIf(SSHD_MISSING)('cohort probe / deploy over SSH', () => {
     expect(repaired.exit.code, repaired.stderr).toBe(0);
     const r = JSON.parse(repaired.stdout) as { host: string; cached: boolean; bytesSent: number }[];
     expect(r[0]).toMatchObject({ cached: false });
-    expect(r[0]!.bytesSent).toBeGreaterThan(1_000_000);
+    expect(r[0]!.bytesSent).toBe(ARCHIVE_BYTES);
     expect(r[1]).toMatchObject({ cached: true, bytesSent: 0 });
     const check = await cluster.exec(0, `cd ${dir} && sha256sum -c --quiet .sha256 && echo verified; ls -d ${dir}.partial-* 2>/dev/null | wc -l`);
     expect(check.stdout.trim().split('\n')).toEqual(['verified', '0']);

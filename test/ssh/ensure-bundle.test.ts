@@ -9,6 +9,7 @@ import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { decodeProfile, type Profile } from '../../electron/common';
+import { bundleArchive } from '../../electron/core/cluster/bundle-archive';
 import { remoteBundleDir } from '../../electron/core/cluster/deploy';
 import { SshCluster } from '../../electron/core/cluster/ssh-cluster';
 import { HostSession } from '../../electron/core/ssh';
@@ -60,7 +61,7 @@ describe.skipIf(SSHD_MISSING)('HostLink.ensureBundle over SSH', () => {
     expect(await link.ensureBundle!()).toEqual({ redeployed: false, bytesSent: 0, remoteDir: dir });
 
     rmSync(join(cluster.hosts[0]!.workdir, 'trainer'), { recursive: true, force: true });
-    const total = bundle.files.reduce((s, f) => s + f.bytes, 0);
+    const total = bundleArchive(bundle).length; // the bytes sent: the bundle as one gzipped tar
     expect(await link.ensureBundle!()).toEqual({ redeployed: true, bytesSent: total, remoteDir: dir });
     for (const f of bundle.files) expect(sha(join(dir, f.path)), f.path).toBe(f.sha256);
 
@@ -70,15 +71,17 @@ describe.skipIf(SSHD_MISSING)('HostLink.ensureBundle over SSH', () => {
     expect(sha(entry)).toBe(bundle.files.find((f) => f.path === 'cohort-trainer.mjs')!.sha256);
   });
 
-  it('a deploy runs a handful of commands on the host, not one for each of the bundle\'s files (their directories: one mkdir -p)', async () => {
+  it('a deploy runs a handful of commands on the host, not one for each of the bundle\'s files (one upload: the bundle as a gzipped tar)', async () => {
     // Counted on the real session (a spy that calls through): each command is an sshd session, a
-    // shell and a process on the host. Before session 14 each uploaded file ran its own `mkdir -p`.
+    // shell and a process on the host. Before session 14 each uploaded file ran its own `mkdir -p`, and
+    // each file was its own SFTP upload.
     expect(bundle.files.length).toBeGreaterThan(20);
     const run = vi.spyOn(HostSession.prototype, 'run');
     try {
       const [d] = await client().deploy(profile, { force: true });
       expect(d?.ok, JSON.stringify(d?.error)).toBe(true);
-      expect(d?.bytesSent).toBe(bundle.files.reduce((s, f) => s + f.bytes, 0));
+      expect(d?.bytesSent).toBe(bundleArchive(bundle).length);
+      expect(bundleArchive(bundle).length, 'gzipped').toBeLessThan(bundle.files.reduce((s, f) => s + f.bytes, 0) / 2);
       expect(run.mock.calls.length, run.mock.calls.map((c) => String(c[0]).slice(0, 80)).join('\n')).toBeLessThanOrEqual(8);
     } finally {
       run.mockRestore();

@@ -2,14 +2,18 @@
 // (resources/trainer/manifest.json) names the directory, so a second deploy of the same bundle
 // finds it there and transfers nothing, after checking on the host that every file in it still
 // has its manifest sha256 (a corrupted or truncated bundle is removed and uploaded again; `force`
-// always uploads). Files go to a temporary sibling (`<dir>.partial-<pid>-<ms>`) first, their
-// sha256 is checked on the host, then one `mv` publishes the directory: a half upload is never
-// mistaken for a deployed bundle. A failed upload removes its partial directory; partial
-// directories older than an hour (a deploy killed mid-way) are removed by the next deploy.
+// always uploads). The files travel as one gzipped tar (bundle-archive.ts says why), unpacked into
+// a temporary sibling (`<dir>.partial-<pid>-<ms>`); every file's sha256 is checked on the host,
+// then one `mv` publishes the directory: a half upload is never mistaken for a deployed bundle. A
+// failed upload removes its partial directory; partial directories older than an hour (a deploy
+// killed mid-way) are removed by the next deploy.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { CohortError } from '../../../trainer/protocol';
 import type { DeployProgress, DeployResult } from '../../common';
 import type { TrainerBundle } from '../trainer-bundle';
+import { bundleArchive, untarCommand } from './bundle-archive';
 import { shellQuote } from './probe';
 
 /** The part of an SSH session deploy needs (core/ssh's HostSession provides it). */
@@ -44,7 +48,8 @@ export async function resolveRemoteWorkdir(target: DeployTarget, workdir: string
 }
 
 export async function deployBundle(target: DeployTarget, bundle: TrainerBundle, workdir: string, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; force?: boolean } = {}): Promise<DeployResult> {
-  const total = bundle.files.reduce((s, f) => s + f.bytes, 0);
+  const archive = bundleArchive(bundle);
+  const total = archive.length; // what goes over the wire
   const progress = (phase: DeployProgress['phase'], bytes: number, message?: string) => opts.onProgress?.({ host: target.name, phase, bytes, totalBytes: total, ...(message ? { message } : {}) });
   const wd = await resolveRemoteWorkdir(target, workdir);
   const dir = remoteBundleDir(wd, bundle.hash);
@@ -70,15 +75,20 @@ export async function deployBundle(target: DeployTarget, bundle: TrainerBundle, 
   const mk = await target.exec(`mkdir -p ${dirs.map(shellQuote).join(' ')}`, opts);
   if (mk.code !== 0) throw new DeployError(`${target.name}: cannot create ${tmp}: ${mk.stderr.trim()}`, "check the profile's workdir and its permissions");
   let sent = 0;
+  const local = mkdtempSync(join(tmpdir(), 'cohort-deploy-'));
   try {
-    for (const f of bundle.files) {
-      const before = sent;
-      await target.upload(join(bundle.dir, f.path), posix.join(tmp, f.path), {
-        onProgress: (b) => progress('upload', before + b),
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
-      sent += f.bytes;
-      progress('upload', sent);
+    const localArchive = join(local, 'bundle.tar.gz');
+    writeFileSync(localArchive, archive);
+    const remoteArchive = posix.join(tmp, '.bundle.tar.gz');
+    await target.upload(localArchive, remoteArchive, {
+      onProgress: (b) => progress('upload', b),
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
+    sent = archive.length;
+    progress('upload', sent);
+    const unpack = await target.exec(`cd ${shellQuote(tmp)} && ${untarCommand('.bundle.tar.gz', shellQuote)}`, opts);
+    if (unpack.code !== 0) {
+      throw new DeployError(`${target.name}: could not unpack the trainer bundle in ${tmp} (${(unpack.stdout + unpack.stderr).trim().slice(0, 300)})`, 'the host needs tar and gzip (every Linux and macOS has them); check free space in the workdir');
     }
     progress('verify', sent);
     const verify = await target.exec(`cd ${shellQuote(tmp)} && printf '%s\\n' ${shellQuote(sums)} > .sha256 && ${sumCheck}`, opts);
@@ -92,6 +102,8 @@ export async function deployBundle(target: DeployTarget, bundle: TrainerBundle, 
   } catch (err) {
     await target.exec(`rm -rf ${shellQuote(tmp)}`).catch(() => undefined); // no partial upload left behind
     throw err;
+  } finally {
+    rmSync(local, { recursive: true, force: true });
   }
   progress('done', sent, `${repaired ? 'repaired' : 'deployed to'} ${dir}`);
   return { host: target.name, ok: true, cached: false, bytesSent: sent, remoteDir: dir };
