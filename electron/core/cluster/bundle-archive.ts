@@ -1,8 +1,8 @@
 // The trainer bundle as ONE gzipped tar for deploy (deploy.ts): one SFTP upload and one `tar -xzf` on
 // the host instead of one upload per file. Why: the bundle is ~45 files, and each file's upload is
-// ~4 SFTP round trips (open, write, close, rename) done one after another: over a 100 ms link that is
-// ~18 s before a byte of training, and its ~3 MB of JavaScript and wasm compress ~4× (gzip). Measured
-// on loopback sshd hosts: bench/results/suite.md, "session 14, deploy".
+// ~4 SFTP round trips (open, write, close, rename) done one after another (over a 100 ms link, ~18 s
+// of waiting by that count: estimated, not measured), and its ~3 MB of JavaScript and wasm compress
+// ~4× with gzip. Measured on loopback sshd hosts: bench/results/suite.md, "session 14".
 // The archive is plain POSIX ustar (GNU tar, bsdtar and BusyBox tar all read it), files only, each
 // 0644 owned by uid/gid 0 with no owner names (extracted with -o: owned by whoever extracts) and no
 // mtime (extracted with -m: the deploy's time, as an upload gave): the same bundle gives the same bytes. What
