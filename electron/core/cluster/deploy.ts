@@ -48,8 +48,10 @@ export async function resolveRemoteWorkdir(target: DeployTarget, workdir: string
 }
 
 export async function deployBundle(target: DeployTarget, bundle: TrainerBundle, workdir: string, opts: { onProgress?: (p: DeployProgress) => void; signal?: AbortSignal; force?: boolean } = {}): Promise<DeployResult> {
-  const archive = bundleArchive(bundle);
-  const total = archive.length; // what goes over the wire
+  // The bundle's size while checking and when it is already there; the archive's once uploading (what
+  // goes over the wire). The archive is made only for an upload: most deploys (every launch after the
+  // first) find the bundle present, and gzipping ~3 MB there would be CPU for nothing.
+  let total = bundle.files.reduce((s, f) => s + f.bytes, 0);
   const progress = (phase: DeployProgress['phase'], bytes: number, message?: string) => opts.onProgress?.({ host: target.name, phase, bytes, totalBytes: total, ...(message ? { message } : {}) });
   const wd = await resolveRemoteWorkdir(target, workdir);
   const dir = remoteBundleDir(wd, bundle.hash);
@@ -74,6 +76,8 @@ export async function deployBundle(target: DeployTarget, bundle: TrainerBundle, 
   const dirs = [...new Set(bundle.files.map((f) => posix.dirname(posix.join(tmp, f.path))))];
   const mk = await target.exec(`mkdir -p ${dirs.map(shellQuote).join(' ')}`, opts);
   if (mk.code !== 0) throw new DeployError(`${target.name}: cannot create ${tmp}: ${mk.stderr.trim()}`, "check the profile's workdir and its permissions");
+  const archive = bundleArchive(bundle);
+  total = archive.length;
   let sent = 0;
   const local = mkdtempSync(join(tmpdir(), 'cohort-deploy-'));
   try {
