@@ -17,6 +17,8 @@ describe('cohort serve (CLI)', () => {
       await s.dispose();
     }
     expect({ code: s.child.exitCode, signal: s.child.signalCode, stderr: s.stderr() }).toMatchObject({ code: 0, signal: null }); // SIGTERM: stopped cleanly
+    // It says what happens to runs: they go on (a client going away never stops one); it once said it cancelled them.
+    expect(s.stderr()).toContain('cohort serve: stopping; active runs go on on their hosts');
   });
 
   it('warns when --host is not loopback', async () => {

@@ -77,7 +77,7 @@ export async function startServe(args: string[] = [], opts: { timeoutMs?: number
   const dispose = () =>
     (disposed ??= (async () => {
       if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM'); // serve cancels its runs and exits
+        child.kill('SIGTERM'); // serve stops following its runs and exits (the runs go on: a file stops its own)
         const t = setTimeout(() => {
           try {
             process.kill(-child.pid!, 'SIGKILL');

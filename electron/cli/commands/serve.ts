@@ -73,7 +73,8 @@ export async function serveCommand(
   } finally {
     handlers.dispose();
   }
-  io.stderr.write('cohort serve: stopping (cancelling active runs)\n');
+  // A client going away never stops a run (CohortService.dispose): say so, so nobody takes Ctrl-C for a stop.
+  io.stderr.write('cohort serve: stopping; active runs go on on their hosts (cohort runs list; cohort attach RUN follows one, cohort stop RUN stops it)\n');
   await server.dispose();
   service.dispose();
   return EXIT.ok;
