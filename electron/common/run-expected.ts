@@ -15,7 +15,7 @@ import { runMedian } from './run-history';
 export type CheckPrediction = Pick<RunCheckPrediction, 'oneRankSamplesPerSec' | 'scaling' | 'checkedAt'> & Partial<RunCheckPrediction>;
 
 /** Settings that change one rank's rate: a one-rank run is the same configuration when all of these match. */
-const SAME = ['engine', 'backend', 'batchSize', 'imageSize', 'stem', 'width', 'classes', 'fp16', 'bf16', 'compile', 'data', 'optimizer'] as const;
+const SAME = ['engine', 'backend', 'batchSize', 'imageSize', 'stem', 'width', 'depth', 'classes', 'fp16', 'bf16', 'compile', 'data', 'optimizer'] as const;
 
 function sameConfig(a: RunMeta, b: RunMeta): boolean {
   const ca = a.config as unknown as Record<string, unknown>;
@@ -55,7 +55,7 @@ export function runExpected(run: RunMeta, history: RunMeta[], rate: number | nul
   const baseline = check ? { samplesPerSec: check.oneRankSamplesPerSec, source: 'check' as const } : one ? { samplesPerSec: runMedian(one)!, source: 'history' as const, fromRun: one.id } : undefined;
   const scaling = rate === null || run.worldSize < 2 ? { scaling: null, oneRankSamplesPerSec: baseline?.samplesPerSec ?? null, source: baseline?.source ?? ('unknown' as const) } : scalingEfficiency(rate, run.worldSize, baseline);
   const onGpu = !!run.applied?.device && /cuda|gpu/i.test(run.applied.device) && !run.applied.gpuFellBack;
-  const mfu = onGpu && rate !== null ? mfuEstimate({ device: run.applied!.device!, gpus: run.worldSize, dtype: computeDtype(run), samplesPerSec: rate, imageSize: run.config.imageSize, stem: run.config.stem, classes: run.config.classes, width: run.config.width }) : undefined;
+  const mfu = onGpu && rate !== null ? mfuEstimate({ device: run.applied!.device!, gpus: run.worldSize, dtype: computeDtype(run), samplesPerSec: rate, imageSize: run.config.imageSize, stem: run.config.stem, classes: run.config.classes, width: run.config.width, depth: run.config.depth }) : undefined;
   return { scaling, predictedScaling: check?.scaling ?? null, checkedAt: check?.checkedAt ?? null, predictedStepMs: check?.stepMs ?? null, mfu };
 }
 

@@ -17,7 +17,7 @@ import { NFT_MISSING, firewallHost, shapeHost } from '../harness/shape';
 import { runCli } from '../helpers/cli';
 import { TINY_FORM, fillLaunch, useDashboard } from './open-dashboard';
 import { CHROMIUM, ROOT } from './serve-process';
-import { TINY_WIDTH } from '../helpers/tiny';
+import { TINY_DEPTH, TINY_WIDTH } from '../helpers/tiny';
 
 const netns = existsSync('/usr/sbin/sshd') && (await harnessMode()) === 'netns';
 
@@ -44,12 +44,12 @@ esac
     writeFileSync(file, JSON.stringify({
       name: 'duo',
       hosts: hosts.hosts.slice(0, 2).map((h, i) => ({ name: h.name, address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir, ...(i === 1 ? { env: { PATH: `${dir}:${process.env.PATH}` } } : {}) })),
-      defaults: { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, batchSize: 2, classes: 10 },
+      defaults: { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, depth: TINY_DEPTH, batchSize: 2, classes: 10 },
     }));
     const r = runCli(['profiles', 'import', file], { env });
     expect((await r.exit).code, r.stderr).toBe(0);
     const spared = join(dir, 'spared.json');
-    writeFileSync(spared, JSON.stringify({ name: 'spared', hosts: hosts.hosts.map((h, i) => ({ name: h.name, address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir, ...(i === 2 ? { spare: true } : {}) })), defaults: { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, batchSize: 2, classes: 10 } }));
+    writeFileSync(spared, JSON.stringify({ name: 'spared', hosts: hosts.hosts.map((h, i) => ({ name: h.name, address: h.address, port: h.port, user: hosts.user, identityFile: hosts.clientKeyPath, slots: 1, workdir: h.workdir, ...(i === 2 ? { spare: true } : {}) })), defaults: { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, depth: TINY_DEPTH, batchSize: 2, classes: 10 } }));
     const s = runCli(['profiles', 'import', spared], { env });
     expect((await s.exit).code, s.stderr).toBe(0);
   }, 120_000);

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Download, type Page } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { runCli, type CliRun } from '../helpers/cli';
-import { TINY_WIDTH } from '../helpers/tiny';
+import { TINY_DEPTH, TINY_WIDTH } from '../helpers/tiny';
 import { chromiumEndpoint } from './chromium-lane';
 import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
 
@@ -171,12 +171,12 @@ export type LaunchFields = Record<string, string | number | boolean>;
 
 /**
  * The settings a tiny test run needs beyond batch, image size and steps: the cifar stem (an 8 px
- * image), the tiny runs' width (1/4, TINY_WIDTH: why, and the files that keep width 1, in
+ * image), the tiny runs' width (1/4, TINY_WIDTH) and depth (14, TINY_DEPTH: why, and the files that keep the full model, in
  * test/helpers/tiny.ts), 10 classes, a step event every step, 1 warm-up step. The form starts from
  * the profile's resolved config (the CLI's defaults: imagenet stem, width 1, log every 10), so a
  * test sets these itself.
  */
-export const TINY_FORM: LaunchFields = { stem: 'cifar', width: TINY_WIDTH, classes: 10, 'log-steps': 1, 'warmup-steps': 1 };
+export const TINY_FORM: LaunchFields = { stem: 'cifar', width: TINY_WIDTH, depth: TINY_DEPTH, classes: 10, 'log-steps': 1, 'warmup-steps': 1 };
 
 /**
  * Types the Launch form, field by field in the order given (a profile first: it sets which fields

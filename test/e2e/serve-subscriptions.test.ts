@@ -8,7 +8,7 @@ import type { CohortEvent, TrainConfig } from '../../trainer/protocol';
 import { followRun } from '../../electron/common';
 import { createWsApi, type WsApi } from '../../renderer/src/api/ws-client';
 import { startServe, type ServeProcess } from './serve-process';
-import { TINY_WIDTH } from '../helpers/tiny';
+import { TINY_DEPTH, TINY_WIDTH } from '../helpers/tiny';
 
 /** Every frame each socket received, by the socket's URL tag (what the server really sent). */
 const frames = new Map<string, string[]>();
@@ -24,7 +24,7 @@ class RecordingWebSocket extends NodeWebSocket {
   }
 }
 
-const CONFIG: Partial<TrainConfig> = { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, batchSize: 2, classes: 10, steps: 100_000, warmupSteps: 0 };
+const CONFIG: Partial<TrainConfig> = { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, depth: TINY_DEPTH, batchSize: 2, classes: 10, steps: 100_000, warmupSteps: 0 };
 
 describe('cohort serve: each dashboard gets only the run it follows', () => {
   let serve: ServeProcess;

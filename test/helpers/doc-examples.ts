@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { COMMANDS } from '../../electron/cli/commands';
 import { allCommands } from '../../electron/cli/command-spec';
 import { COHORT, ROOT } from './cli';
-import { TINY_WIDTH } from './tiny';
+import { TINY_DEPTH, TINY_WIDTH } from './tiny';
 
 export interface Example {
   text: string;
@@ -59,7 +59,7 @@ export const SLURM_EXAMPLES_FILE = 'test/slurm/slurm-run.test.ts';
  * What a user types for an example: `node bin/cohort.mjs` as `cohort` (the same program), run ids
  * of the docs as ids that exist, a training example's `--steps N` as `--steps 2` (its length is
  * not what is checked: its flags, profile and output are), and a local training example that names
- * no `--width` (`cohort run --local …`, `cohort check local …`) at the tiny run's width (TINY_WIDTH,
+ * no `--width` (`cohort run --local …`, `cohort check local …`) at the tiny run's width and depth (TINY_WIDTH, TINY_DEPTH,
  * the model's size is not what is checked either; every flag it types is kept). Why (issue 25): at
  * full width the four local run examples and `check local` took ~150 s of this file's ~250 s, one
  * after another (ci33: the `--stem cifar` one alone 58 s for 2 steps). The `lab` examples train at
@@ -81,8 +81,8 @@ export function asTyped(example: string, run1: string, run2: string): string {
   for (const [re, to] of ids) s = s.replace(re, to);
   if (/^cohort run /.test(s)) s = s.replace(/--steps \d+/, '--steps 2');
   if (!/--width\b/.test(s)) {
-    if (/^cohort run (.* )?--local\b/.test(s)) s = s.replace(/^cohort run /, `cohort run --width ${TINY_WIDTH} `);
-    else if (/^cohort check local\b/.test(s)) s = s.replace(/^cohort check local\b/, `cohort check local --width ${TINY_WIDTH}`);
+    if (/^cohort run (.* )?--local\b/.test(s)) s = s.replace(/^cohort run /, `cohort run --width ${TINY_WIDTH} --depth ${TINY_DEPTH} `);
+    else if (/^cohort check local\b/.test(s)) s = s.replace(/^cohort check local\b/, `cohort check local --width ${TINY_WIDTH} --depth ${TINY_DEPTH}`);
   }
   return s;
 }

@@ -24,6 +24,18 @@
 /** The tiny run's channel width (see above). */
 export const TINY_WIDTH = 0.25;
 
+/**
+ * The tiny run's depth (`--depth 14`, a product setting: ResNet-50's stem, stages, strides,
+ * downsamples and classifier with one bottleneck block a stage instead of 3, 4, 6, 3). Why: a tiny
+ * step is per-layer overhead, not arithmetic, so at width 1/4 a rank's steps and start (building,
+ * drawing and sending 161 tensors) still cost in proportion to the layers: a 1-rank 2-step run took
+ * 1.21 CPU-s at depth 50 and 0.83 at 14, 12 steps 1.94 and 1.16 (bench/results/suite.md, "session 15").
+ * Every kind of layer, kernel, collective and checkpoint path is still there, so the lifecycles these
+ * files prove are the same. Wherever the width stays 1 (`width: null`: the full model's own subjects,
+ * listed above) the depth stays 50 too.
+ */
+export const TINY_DEPTH = '14' as const;
+
 export interface TinyRunOptions {
   /** `--batch-size` (default 2; null leaves the flag out: the product's 16). */
   batchSize?: number | null;
@@ -38,20 +50,23 @@ export interface TinyRunOptions {
   seed?: number;
   /** `--width` (default 0.25: see above; null leaves the flag out: full width, where the step times or the full model are the subject). */
   width?: number | null;
+  /** `--depth` (default TINY_DEPTH, or none when `width` is null: the full model; null leaves the flag out: the product's 50). */
+  depth?: string | null;
 }
 
 /**
- * `--stem cifar --image-size 8 --width 0.25 --batch-size 2 --classes 10 --warmup-steps 1 --log-steps 1`,
+ * `--stem cifar --image-size 8 --width 0.25 --depth 14 --batch-size 2 --classes 10 --warmup-steps 1 --log-steps 1`,
  * then `--steps` and `--seed` if given. An option set to null leaves its flag out (the product's default).
  */
 export function tinyRun(o: TinyRunOptions = {}): string[] {
-  const flag = (name: string, v: number | null | undefined, dflt?: number): string[] => {
+  const flag = (name: string, v: number | string | null | undefined, dflt?: number | string): string[] => {
     const value = v === undefined ? dflt : v;
     return value === null || value === undefined ? [] : [name, String(value)];
   };
   return [
     '--stem', 'cifar', '--image-size', '8',
     ...flag('--width', o.width, TINY_WIDTH),
+    ...flag('--depth', o.depth, o.width === null ? undefined : TINY_DEPTH),
     ...flag('--batch-size', o.batchSize, 2),
     ...flag('--classes', o.classes, 10),
     ...flag('--warmup-steps', o.warmupSteps, 1),
@@ -62,7 +77,7 @@ export function tinyRun(o: TinyRunOptions = {}): string[] {
 }
 
 /** The same run's TrainConfig fields, for host-agent specs (test/helpers/host.ts `spec`). */
-export const tinyConfig = { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, batchSize: 4, classes: 10, warmupSteps: 0, logSteps: 1 };
+export const tinyConfig = { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, depth: TINY_DEPTH, batchSize: 4, classes: 10, warmupSteps: 0, logSteps: 1 };
 
 /**
  * Host env that shortens a run's waits (trainer/protocol/timings.ts) so fault tests take seconds:

@@ -22,12 +22,12 @@ it('start block, runs list and runs show say what the run applied', async () => 
   const list = runCli(['runs', 'list'], { env });
   expect((await list.exit).code, list.stderr).toBe(0);
   const row = list.stdout.split('\n')[1]!;
-  expect(row).toContain('tfjs bs2 8px cifar width0.25 fp16:exchange-only synthetic');
+  expect(row).toContain('tfjs bs2 8px cifar width0.25 resnet14 fp16:exchange-only synthetic');
   expect(row).not.toMatch(/ fp16 /);
 
   const runId = row.split(' ')[0]!;
   const show = runCli(['runs', 'show', runId], { env });
   expect((await show.exit).code, show.stderr).toBe(0);
-  expect(show.stdout).toContain('config: tfjs bs2 8px cifar width0.25 fp16:exchange-only synthetic');
+  expect(show.stdout).toContain('config: tfjs bs2 8px cifar width0.25 resnet14 fp16:exchange-only synthetic');
   expect(show.stdout).toMatch(/applied: engine tfjs\/\w+, compile no, fp16 exchange only/);
 }, 180_000);

@@ -10,11 +10,11 @@ import { SshCluster } from '../../electron/core/cluster/ssh-cluster';
 import { resolvePaths } from '../../electron/core/paths';
 import { CohortService } from '../../electron/core/service/cohort-service';
 import { tempDataDir } from '../helpers/cli';
-import { TINY_WIDTH } from '../helpers/tiny';
+import { TINY_DEPTH, TINY_WIDTH } from '../helpers/tiny';
 
 const dir = tempDataDir();
 const env = { COHORT_DATA_DIR: join(dir, 'data'), COHORT_CONFIG_DIR: join(dir, 'config'), HOME: dir };
-const TINY = { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, batchSize: 2, classes: 10 } as const;
+const TINY = { stem: 'cifar', imageSize: 8, width: TINY_WIDTH, depth: TINY_DEPTH, batchSize: 2, classes: 10 } as const;
 const services: CohortService[] = [];
 const service = (withCluster = true) => {
   const s = new CohortService({ paths: resolvePaths(env), ...(withCluster ? { cluster: new SshCluster({ env }) } : {}) });

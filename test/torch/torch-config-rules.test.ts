@@ -8,7 +8,7 @@
 // `--steps` over a config giving epochs failed there while the CLI accepted it.
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_TRAIN_CONFIG, decodeTrainConfig, overlayTrainConfig, resnet50ParamCount, type TrainConfig } from '../../trainer/protocol';
+import { ConfigError, DEFAULT_TRAIN_CONFIG, RESNET_DEPTHS, decodeTrainConfig, overlayTrainConfig, resnet50ParamCount, type ResNetDepth, type TrainConfig } from '../../trainer/protocol';
 import { learningRate } from '../../trainer/optim/schedule';
 import { ENGINE_SCRIPT, PYTHON, torchUnavailableReason } from './engine-process';
 
@@ -116,23 +116,24 @@ describe.skipIf(!!skipReason)('torch engine config rules agree with the table (t
     expect(drift).toEqual([]);
   });
 
-  it('--width: the engine builds the network the table describes (the same parameter count as trainer/protocol/resnet50-shape.ts)', () => {
-    const widths = [1, 0.25, 0.3, 2];
+  it('--width and --depth: the engine builds the network the table describes (the same parameter count as trainer/protocol/resnet50-shape.ts)', () => {
+    // [width, depth]: the widths at depth 50, then every depth at width 1 (torchvision's nets at 50/101/152)
+    const shapes: [number, ResNetDepth][] = [[1, '50'], [0.25, '50'], [0.3, '50'], [2, '50'], ...RESNET_DEPTHS.map((d): [number, ResNetDepth] => [1, d]), [0.25, '14']];
     const probe = `
 import json, os, sys
 sys.path.insert(0, os.path.dirname(sys.argv[1]))
 from cohort_torch import events
 from cohort_torch.model import build_model
 out = []
-for w in json.loads(sys.stdin.read()):
+for w, d in json.loads(sys.stdin.read()):
     for stem in ("cifar", "imagenet"):
-        m, _ = build_model({"classes": 10, "stem": stem, "width": w})
+        m, _ = build_model({"classes": 10, "stem": stem, "width": w, "depth": d})
         out.append(sum(p.numel() for p in m.parameters()))
 events._event_out.write(json.dumps(out) + "\\n")
 `;
-    const r = spawnSync(PYTHON, ['-c', probe, ENGINE_SCRIPT], { input: JSON.stringify(widths), encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(PYTHON, ['-c', probe, ENGINE_SCRIPT], { input: JSON.stringify(shapes), encoding: 'utf8', timeout: 120_000 });
     expect(r.status, r.stderr).toBe(0);
-    const want = widths.flatMap((width) => (['cifar', 'imagenet'] as const).map((stem) => resnet50ParamCount({ stem, classes: 10, width })));
+    const want = shapes.flatMap(([width, depth]) => (['cifar', 'imagenet'] as const).map((stem) => resnet50ParamCount({ stem, classes: 10, width, depth })));
     expect(JSON.parse(r.stdout.trim().split('\n').pop()!)).toEqual(want);
   });
 });

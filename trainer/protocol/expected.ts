@@ -3,11 +3,11 @@
 // ResNet-50 training FLOPs per image at the run's image size × images/s ÷ the GPUs' peak for the
 // dtype the run computed in (table below, with sources). Clients (Live, History, Compare, CLI) show
 // these; nothing here measures.
-import { resnet50Convs } from './resnet50-shape';
+import { resnet50Convs, type ResNetDepth } from './resnet50-shape';
 
-/** Multiply-accumulates of one forward pass of one image at channel width `width` (convolutions and the classifier; BN, ReLU, pooling are < 1% and left out). */
-export function resnet50ForwardMacs(imageSize: number, stem: 'imagenet' | 'cifar', classes: number, width: number): number {
-  const { convs, features } = resnet50Convs(stem, imageSize, width);
+/** Multiply-accumulates of one forward pass of one image at channel width `width` and depth `depth` (convolutions and the classifier; BN, ReLU, pooling are < 1% and left out). */
+export function resnet50ForwardMacs(imageSize: number, stem: 'imagenet' | 'cifar', classes: number, width: number, depth: ResNetDepth = '50'): number {
+  const { convs, features } = resnet50Convs(stem, imageSize, width, depth);
   return convs.reduce((m, c) => m + c.outSize * c.outSize * c.cin * c.cout * c.k * c.k, 0) + features * classes;
 }
 
@@ -16,8 +16,8 @@ export function resnet50ForwardMacs(imageSize: number, stem: 'imagenet' | 'cifar
  * the forward's cost) = 3 × forward, 2 FLOPs per multiply-accumulate. At 224 px with 1000 classes
  * the forward is 4.1 GMACs, the figure torchvision's model card gives (4.09 GFLOPS, counted as MACs).
  */
-export function resnet50TrainFlopsPerImage(imageSize: number, stem: 'imagenet' | 'cifar', classes: number, width: number): number {
-  return 3 * 2 * resnet50ForwardMacs(imageSize, stem, classes, width);
+export function resnet50TrainFlopsPerImage(imageSize: number, stem: 'imagenet' | 'cifar', classes: number, width: number, depth: ResNetDepth = '50'): number {
+  return 3 * 2 * resnet50ForwardMacs(imageSize, stem, classes, width, depth);
 }
 
 export type ComputeDtype = 'fp32' | 'tf32' | 'fp16' | 'bf16';
@@ -56,11 +56,11 @@ export interface MfuEstimate {
 }
 
 /** MFU over `gpus` devices of one model (device string as the engine reports it); undefined when the GPU or its dtype peak is not in the table. */
-export function mfuEstimate(o: { device: string; gpus: number; dtype: ComputeDtype; samplesPerSec: number; imageSize: number; stem: 'imagenet' | 'cifar'; classes: number; width: number }): MfuEstimate | undefined {
+export function mfuEstimate(o: { device: string; gpus: number; dtype: ComputeDtype; samplesPerSec: number; imageSize: number; stem: 'imagenet' | 'cifar'; classes: number; width: number; depth?: ResNetDepth }): MfuEstimate | undefined {
   const row = GPU_PEAK_TFLOPS.find((g) => g.match.test(o.device));
   const peak = row?.peak[o.dtype] ?? (o.dtype === 'tf32' ? row?.peak.fp32 : undefined);
   if (!row || !peak || o.gpus < 1) return undefined;
-  const achievedTflops = (o.samplesPerSec * resnet50TrainFlopsPerImage(o.imageSize, o.stem, o.classes, o.width)) / 1e12;
+  const achievedTflops = (o.samplesPerSec * resnet50TrainFlopsPerImage(o.imageSize, o.stem, o.classes, o.width, o.depth)) / 1e12;
   return { mfu: achievedTflops / (peak * o.gpus), gpu: row.name, dtype: row.peak[o.dtype] ? o.dtype : 'fp32', peakTflopsPerGpu: peak, achievedTflops };
 }
 

@@ -2,6 +2,7 @@
 // defaults all describe. Defined once here; the CLI maps flags onto it, the trainer receives it
 // as JSON, and every field's error names the flag a user would fix.
 import { CohortError } from './errors';
+import { RESNET_DEPTHS } from './resnet50-shape';
 import { DecodeError, bool as decodeBool, num, obj, oneOf, str, type Obj } from './validate';
 
 export const ENGINES = ['tfjs', 'torch', 'auto'] as const;
@@ -77,6 +78,12 @@ export const TRAIN_CONFIG_TABLE = {
     default: 1,
     help: "ResNet-50's channel width: every layer's channels × W (1: ResNet-50 as published; 2: SimCLR's ResNet-50 (2×); below 1 keeps every layer with about W² of the parameters, for quick checks of a cluster's plumbing)",
     gui: { label: 'Width (× channels)' },
+  }),
+  depth: choice(RESNET_DEPTHS, {
+    flag: '--depth',
+    default: '50',
+    help: 'ResNet depth, bottleneck blocks a stage (50: ResNet-50 as published, 3,4,6,3; 101 and 152: the deeper ResNets; 26 and 14: 2 and 1 blocks a stage, every kind of layer at ~1/2 and ~1/4 of the work, for quick checks of a cluster\'s plumbing)',
+    gui: { label: 'Depth (ResNet-N)' },
   }),
   classes: int(2, 100000, { flag: '--classes', arg: 'C', default: 100, help: 'output classes (CIFAR-100 needs 100)', gui: { label: 'Classes' } }),
   steps: int(0, undefined, { flag: '--steps', arg: 'K', default: 30, help: 'optimizer steps to run (0: run --epochs instead)', gui: { label: 'Steps (0 = epochs)' } }),

@@ -27,11 +27,13 @@ export interface PlanKey {
   classes: number;
   /** --width (channel multiplier): other widths are other shapes. */
   width: number;
+  /** --depth: other depths have other layers ('50' when absent). */
+  depth?: string;
 }
 
 export function planCacheFile(dir: string, key: PlanKey): string {
   const device = createHash('sha256').update(key.device).digest('hex').slice(0, 12);
-  return join(dir, `compile-v${PLAN_FORMAT}-${key.backend}-${device}-${key.stem}-${key.imageSize}px-b${key.batchSize}-c${key.classes}${key.width === 1 ? '' : `-w${key.width}`}.json`); // width 1 keeps the name plans were cached under before --width
+  return join(dir, `compile-v${PLAN_FORMAT}-${key.backend}-${device}-${key.stem}-${key.imageSize}px-b${key.batchSize}-c${key.classes}${key.width === 1 ? '' : `-w${key.width}`}${(key.depth ?? '50') === '50' ? '' : `-d${key.depth}`}.json`); // width 1 and depth 50 keep the name plans were cached under before --width and --depth
 }
 
 export function readCachedPlan(file: string): CachedPlan | undefined {

@@ -106,7 +106,7 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
   // Rank 0 draws the initial weights on worker threads (~1 s of one core for ResNet-50) while this
   // thread sets up, or in this thread for a small model (initThreads: workers cost more to start than
   // it takes to draw); the other ranks skip it: they get rank 0's weights by the broadcast below.
-  const spec = isMaster ? resnet50Spec(config.stem, config.imageSize, config.classes, config.width) : undefined;
+  const spec = isMaster ? resnet50Spec(config.stem, config.imageSize, config.classes, config.width, config.depth) : undefined;
   const initialWeights = spec
     ? initialParamsParallel(spec, config.seed, initThreads(spec.paramCount, availableParallelism()), (err) =>
         log(`weight init: worker threads failed (${err instanceof Error ? err.message : String(err)}); drawing the weights on the main thread`),
@@ -123,7 +123,7 @@ async function setUp(ctx: RankContext, config: TrainConfig, env: NodeJS.ProcessE
     throw new CohortError('bad-config', `--batch-size ${config.batchSize} × ${rdv.worldSize} ranks is larger than the dataset (${data.train.size} samples)`, { hint: 'use a smaller --batch-size or fewer ranks' });
   }
   const totalSteps = config.steps > 0 ? config.steps : config.epochs * stepsPerEpoch;
-  const model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, width: config.width, seed: config.seed, freezeBn: config.freezeBn, init: 'zeros' });
+  const model = createResNet50({ classes: config.classes, stem: config.stem, imageSize: config.imageSize, width: config.width, depth: config.depth, seed: config.seed, freezeBn: config.freezeBn, init: 'zeros' });
   owned.push(model);
   const peak = new TensorBytesPeak(); // every allocation counted, not the largest sample
   owned.push(peak);
@@ -206,7 +206,7 @@ async function compileKernels(ctx: RankContext, s: Setup, env: NodeJS.ProcessEnv
   let report: CompileReport | undefined;
   if (ctx.isMaster) {
     const t0 = Date.now();
-    const cacheFile = env[CACHE_DIR_ENV] ? planCacheFile(env[CACHE_DIR_ENV], { backend: s.backend.name, device: s.backend.gpuDevice?.name ?? s.backend.device, stem: config.stem, imageSize: config.imageSize, batchSize: config.batchSize, classes: config.classes, width: config.width }) : undefined;
+    const cacheFile = env[CACHE_DIR_ENV] ? planCacheFile(env[CACHE_DIR_ENV], { backend: s.backend.name, device: s.backend.gpuDevice?.name ?? s.backend.device, stem: config.stem, imageSize: config.imageSize, batchSize: config.batchSize, classes: config.classes, width: config.width, depth: config.depth }) : undefined;
     const cached = cacheFile ? readCachedPlan(cacheFile) : undefined;
     if (cached && tryApplyPlan(m, cached.report.plan)) {
       report = { ...cached.report, durationMs: Date.now() - t0, detail: `reused the plan measured on this host at ${cached.measuredAt} (${cacheFile}): ${cached.report.detail}` };

@@ -183,7 +183,7 @@ export async function stopCommand(args: string[], io: CliIo): Promise<number> {
 /** The run's setup, compile/fp16/bf16 as applied (`fp16:exchange-only`, `compile:failed`), not as asked. */
 function configSummary(m: RunMeta): string {
   const c = m.config;
-  return [m.applied?.engine ?? c.engine, `bs${c.batchSize}`, `${c.imageSize}px`, c.stem, ...(c.width === 1 ? [] : [`width${c.width}`]), ...appliedTokens(m), c.data].join(' ');
+  return [m.applied?.engine ?? c.engine, `bs${c.batchSize}`, `${c.imageSize}px`, c.stem, ...(c.width === 1 ? [] : [`width${c.width}`]), ...(c.depth === '50' ? [] : [`resnet${c.depth}`]), ...appliedTokens(m), c.data].join(' ');
 }
 
 /** Median with the spread over the run's windows: `116.2 samples/s (IQR 112.0–118.4, min–max 98.1–121.0, 40 windows)`. */

@@ -7,7 +7,7 @@ import type { HostCheckReport } from '../../../trainer/protocol/check';
 import type { Profile, RunMeta } from '../../common';
 
 /** The settings that change one rank's step time (not steps, seeds, learning rate...). */
-const COMPUTE_FIELDS = ['engine', 'backend', 'batchSize', 'imageSize', 'stem', 'width', 'classes', 'compile', 'compileMode', 'fp16', 'bf16', 'data', 'optimizer', 'freezeBn'] as const;
+const COMPUTE_FIELDS = ['engine', 'backend', 'batchSize', 'imageSize', 'stem', 'width', 'depth', 'classes', 'compile', 'compileMode', 'fp16', 'bf16', 'data', 'optimizer', 'freezeBn'] as const;
 
 export function configKey(c: Partial<TrainConfig>): string {
   return COMPUTE_FIELDS.map((f) => `${f}=${String(c[f])}`).join(' ');

@@ -3,10 +3,10 @@
 import { describe, expect, it } from 'vitest';
 import type { CheckLink } from '../../../trainer/protocol/check';
 import { resnet50Spec } from '../../../trainer/engine/tfjs';
-import { resnet50ParamCount as paramCount } from '../../../trainer/protocol';
+import { RESNET_DEPTHS, resnet50ParamCount as paramCount } from '../../../trainer/protocol';
 import { predict, ringBytesPerRank } from './predict';
 
-const cfg = { stem: 'cifar' as const, imageSize: 8, classes: 10, width: 1, fp16: false, engine: 'tfjs' as const };
+const cfg = { stem: 'cifar' as const, imageSize: 8, classes: 10, width: 1, depth: '50' as const, fp16: false, engine: 'tfjs' as const };
 const links: CheckLink[] = [
   { from: 'h1', to: 'h2', mbps: 3000, latencyMs: 0.2, kind: 'ring' },
   { from: 'h2', to: 'h3', mbps: 48, latencyMs: 2, kind: 'ring' },
@@ -18,6 +18,15 @@ describe('check prediction', () => {
   it("the parameter count equals the tfjs model spec's, for both stems, several class counts and widths; torchvision's at width 1", () => {
     for (const stem of ['cifar', 'imagenet'] as const) for (const classes of [2, 10, 100, 1000]) for (const width of [0.25, 0.3, 1, 2]) expect(paramCount({ stem, classes, width })).toBe(resnet50Spec(stem, 64, classes, width).paramCount);
     expect(paramCount({ stem: 'imagenet', classes: 1000, width: 1 })).toBe(25_557_032);
+  });
+
+  it("every --depth: the count equals the tfjs model spec's; torchvision's resnet50/101/152 and ResNet(Bottleneck, [1,1,1,1] / [2,2,2,2]) at width 1", () => {
+    for (const depth of RESNET_DEPTHS) for (const stem of ['cifar', 'imagenet'] as const) for (const width of [0.25, 1]) expect(paramCount({ stem, classes: 10, width, depth })).toBe(resnet50Spec(stem, 64, 10, width, depth).paramCount);
+    // torchvision 0.14, summed over model.parameters() (1000 classes, imagenet stem)
+    const torchvision = { '14': 10_064_936, '26': 15_995_176, '50': 25_557_032, '101': 44_549_160, '152': 60_192_808 };
+    for (const depth of RESNET_DEPTHS) expect(paramCount({ stem: 'imagenet', classes: 1000, width: 1, depth }), `depth ${depth}`).toBe(torchvision[depth]);
+    expect(paramCount({ stem: 'imagenet', classes: 1000, width: 1 })).toBe(paramCount({ stem: 'imagenet', classes: 1000, width: 1, depth: '50' })); // the default
+    expect(() => resnet50Spec('cifar', 8, 10, 1, '34' as never)).toThrow(/--depth/);
   });
 
   it('ResNet-50 (cifar stem, 10 classes) has about 23.5 M parameters; a ring of 3 sends 4/3 of them per rank', () => {

@@ -18,7 +18,7 @@ export function ringBytesPerRank(params: number, worldSize: number, fp16: boolea
   return worldSize < 2 ? 0 : Math.round((2 * (worldSize - 1) * params * (fp16 ? 2 : 4)) / worldSize);
 }
 
-export function predict(o: { config: Pick<TrainConfig, 'stem' | 'imageSize' | 'classes' | 'width' | 'fp16' | 'engine'>; worldSize: number; computeMs: number; computeSource: string; links: CheckLink[]; shared?: { ms: number; ratio?: number; sharing: string } | undefined }): CheckPrediction {
+export function predict(o: { config: Pick<TrainConfig, 'stem' | 'imageSize' | 'classes' | 'width' | 'depth' | 'fp16' | 'engine'>; worldSize: number; computeMs: number; computeSource: string; links: CheckLink[]; shared?: { ms: number; ratio?: number; sharing: string } | undefined }): CheckPrediction {
   const params = resnet50ParamCount(o.config); // the one shape (trainer/protocol/resnet50-shape.ts): core does not load the engine
   const fp16 = o.config.fp16 && o.config.engine !== 'torch'; // torch --fp16 is autocast; its gradients cross as fp32
   const bytes = ringBytesPerRank(params, o.worldSize, fp16);

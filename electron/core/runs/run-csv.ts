@@ -14,8 +14,8 @@ const SUMMARY_COLUMNS = [
   'windows', 'minSamplesPerSec', 'q1SamplesPerSec', 'q3SamplesPerSec', 'maxSamplesPerSec',
   // what ran (RunMeta.applied), next to what was asked above
   'appliedEngine', 'appliedBackend', 'device', 'gpuFellBack', 'fp16Compute', 'fp16Transport', 'bf16Compute', 'compileApplied', 'envSwitches',
-  // --width (ResNet-50's channel multiplier; 1 = as published): last, so the columns before keep their places
-  'width',
+  // --width (ResNet-50's channel multiplier; 1 = as published) and --depth (50 = as published): last, so the columns before keep their places
+  'width', 'depth',
 ] as const;
 
 /** The baseline run (by id; default the first) and each run's speedup over it, in percent (null when either has no throughput). */
@@ -38,7 +38,7 @@ export function runSummaryCsv(runs: RunMeta[], baselineId?: string): string {
       c.batchSize * m.worldSize, c.fp16, c.compile, c.data, m.steps ?? '', fixed(runMedian(m)), baseline?.id ?? '', fixed(pct[i], 1),
       t?.windows ?? '', fixed(t?.min), fixed(t?.q1), fixed(t?.q3), fixed(t?.max),
       ...appliedCells(m),
-      c.width,
+      c.width, c.depth,
     ];
   });
   return [SUMMARY_COLUMNS.join(','), ...rows.map((r) => r.map(csvCell).join(','))].join('\n') + '\n';

@@ -3,7 +3,7 @@
 // and its order, so the flat layout reads like `model.state_dict()` (only shapes differ: HWIO
 // filters, fc weight as [in, out]).
 import type { Stem } from '../../../protocol/train-config';
-import { RESNET50_EXPANSION, RESNET50_STAGES, RESNET50_STEM_CHANNELS, scaledChannels } from '../../../protocol/resnet50-shape';
+import { RESNET50_EXPANSION, RESNET50_STEM_CHANNELS, resnetStages, scaledChannels, type ResNetDepth } from '../../../protocol/resnet50-shape';
 import { convGeometry, type ConvGeometry } from '../conv/conv-geometry';
 
 export interface ParamSlot {
@@ -52,8 +52,8 @@ export interface NetSpec {
   bns: { name: string; c: number }[];
 }
 
-/** The network at channel width `width` (1: ResNet-50 as published; the stages and the rule are trainer/protocol/resnet50-shape.ts). */
-export function resnet50Spec(stemKind: Stem, imageSize: number, classes: number, width = 1): NetSpec {
+/** The network at channel width `width` and depth `depth` (1 and 50: ResNet-50 as published; the stages and the rule are trainer/protocol/resnet50-shape.ts). */
+export function resnet50Spec(stemKind: Stem, imageSize: number, classes: number, width = 1, depth: ResNetDepth = '50'): NetSpec {
   if (!Number.isInteger(classes) || classes < 1) throw new Error(`classes must be a positive integer (--classes), got ${classes}`);
   if (!Number.isInteger(imageSize) || imageSize < 1) throw new Error(`imageSize must be a positive integer (--image-size), got ${imageSize}`);
   if (!(width > 0)) throw new Error(`width must be positive (--width), got ${width}`);
@@ -87,7 +87,7 @@ export function resnet50Spec(stemKind: Stem, imageSize: number, classes: number,
 
   const blocks: BlockSpec[] = [];
   let inC = stemC;
-  RESNET50_STAGES.forEach((st, si) => {
+  resnetStages(depth).forEach((st, si) => {
     for (let b = 0; b < st.blocks; b++) {
       const name = `layer${si + 1}.${b}`;
       const stride = b === 0 ? st.stride : 1;

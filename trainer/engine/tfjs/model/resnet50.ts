@@ -3,6 +3,7 @@
 // eval. The backend must be initialised first (initBackend in backend.ts).
 import * as tf from '@tensorflow/tfjs-core';
 import type { Stem } from '../../../protocol/train-config';
+import type { ResNetDepth } from '../../../protocol/resnet50-shape';
 import { CohortError } from '../../../protocol/errors';
 import { toDisposable } from '../../../protocol/lifecycle';
 import { BN_MOMENTUM } from './batch-norm';
@@ -22,6 +23,8 @@ export interface ResNetOptions {
   imageSize: number;
   /** Channel width multiplier (`--width`; default 1: ResNet-50 as published). */
   width?: number;
+  /** `--depth` (default '50': ResNet-50 as published). */
+  depth?: ResNetDepth;
   seed: number;
   /** Train with running statistics (eval-mode BN): data-parallel then equals one process exactly. */
   freezeBn: boolean;
@@ -99,7 +102,7 @@ function checkImages(images: Float32Array, batch: number, size: number): void {
 }
 
 export function createResNet50(opts: ResNetOptions): TfjsResNetInternals {
-  const spec = resnet50Spec(opts.stem, opts.imageSize, opts.classes, opts.width ?? 1);
+  const spec = resnet50Spec(opts.stem, opts.imageSize, opts.classes, opts.width ?? 1, opts.depth ?? '50');
   const slots = new Map(spec.layout.map((s) => [s.name, s]));
   const params = new Map<string, tf.Tensor>();
   const runMean = new Map<string, tf.Tensor1D>();

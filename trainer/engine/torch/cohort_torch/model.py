@@ -1,7 +1,9 @@
 """ResNet-50: torchvision's, or the same network defined here when torchvision is absent (same
 module names, shapes and init, so parameter counts and checkpoints match). At --width W != 1 the
 network is always the one defined here, every layer's channels scaled by the rule of
-trainer/protocol/resnet50-shape.ts (round half up, at least 1): torchvision has no such multiplier."""
+trainer/protocol/resnet50-shape.ts (round half up, at least 1): torchvision has no such multiplier.
+--depth picks the blocks per stage (RESNET_STAGE_BLOCKS there): 50, 101 and 152 are torchvision's
+resnet50/101/152 at width 1; 14 and 26 (1 and 2 blocks a stage) are always the one defined here."""
 import math
 import os
 
@@ -35,8 +37,12 @@ def scaled_channels(c, width):
     return max(1, math.floor(c * width + 0.5))
 
 
+# trainer/protocol/resnet50-shape.ts RESNET_STAGE_BLOCKS (test/torch checks the parameter counts agree).
+STAGE_BLOCKS = {"14": (1, 1, 1, 1), "26": (2, 2, 2, 2), "50": (3, 4, 6, 3), "101": (3, 4, 23, 3), "152": (3, 8, 36, 3)}
+
+
 class ResNet50(nn.Module):
-    def __init__(self, num_classes, width=1.0):
+    def __init__(self, num_classes, width=1.0, depth="50"):
         super().__init__()
         stem_c = scaled_channels(64, width)
         self.conv1 = nn.Conv2d(3, stem_c, 7, stride=2, padding=3, bias=False)
@@ -44,7 +50,7 @@ class ResNet50(nn.Module):
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(3, stride=2, padding=1)
         inplanes, layers = stem_c, []
-        for base, blocks, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+        for base, blocks, stride in zip((64, 128, 256, 512), STAGE_BLOCKS[depth], (1, 2, 2, 2)):
             planes = scaled_channels(base, width)
             down = None
             if stride != 1 or inplanes != planes * 4:
@@ -72,17 +78,22 @@ class ResNet50(nn.Module):
 def build_model(cfg):
     """Returns (model, description). The cifar stem is SC20's: 3x3 stride-1 conv1, no maxpool."""
     width = float(cfg.get("width", 1))
-    source = "built-in ResNet-50" if width == 1 else f"built-in ResNet-50 at width {width:g}"
+    depth = str(cfg.get("depth", "50"))
+    if depth not in STAGE_BLOCKS:
+        raise ValueError(f"--depth must be one of {', '.join(STAGE_BLOCKS)}, got {depth}")
+    source = f"built-in ResNet-{depth}" + ("" if width == 1 else f" at width {width:g}")
     try:
         if width != 1:
             raise ImportError(f"--width {width:g}: torchvision has no channel multiplier")
+        if depth not in ("50", "101", "152"):
+            raise ImportError(f"--depth {depth}: torchvision has no resnet{depth}")
         if os.environ.get("COHORT_TORCH_BUILTIN_RESNET") == "1":
             raise ImportError("COHORT_TORCH_BUILTIN_RESNET=1")
         import torchvision
-        model = torchvision.models.resnet50(num_classes=cfg["classes"])
-        source = "torchvision.models.resnet50"
+        model = getattr(torchvision.models, f"resnet{depth}")(num_classes=cfg["classes"])
+        source = f"torchvision.models.resnet{depth}"
     except ImportError as err:
-        model = ResNet50(cfg["classes"], width)
+        model = ResNet50(cfg["classes"], width, depth)
         source += f" (torchvision not used: {err})"
     if cfg["stem"] == "cifar":
         model.conv1 = nn.Conv2d(3, scaled_channels(64, width), 3, stride=1, padding=1, bias=False)
