@@ -11,6 +11,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { PACED_HOST } from '../helpers/tiny';
 import { TINY_FORM, fillLaunch, useDashboard, type Dashboard } from './open-dashboard';
 import { CHROMIUM, ROOT, SHOT_SIZES, screenshotsAllSizes } from './serve-process';
 
@@ -25,7 +26,10 @@ describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes',
   let page: Page;
   let dash: Dashboard | undefined;
 
-  const ui = useDashboard();
+  // Paced (PACED_HOST, 250 ms between steps, left out of the step time and rate): the first run is shot
+  // while it trains and then stopped from the page, so it must outlast the shots; an unpaced 400-step run
+  // did at depth 50 and ended before the Stop click at depth 14 (ci44). Now it runs until stopped, idle.
+  const ui = useDashboard({ env: { ...PACED_HOST } });
   beforeAll(async () => {
     mkdirSync(SHOTS, { recursive: true });
     dash = ui();
@@ -67,7 +71,7 @@ describe.skipIf(!existsSync(CHROMIUM))('every view at two sizes in both themes',
   }, 120_000);
 
   it('Live during a run and after it', async () => {
-    await launch(400, 2);
+    await launch(100_000, 2); // until stopped below
     await expect.poll(() => page.getByTestId('chart-throughput').getAttribute('data-points'), { timeout: 180_000 }).toMatch(/^([3-9]|\d\d+)$/);
     expect(await page.getByTestId('phase').textContent()).toBe('training');
     await shoot('live-running', true);
