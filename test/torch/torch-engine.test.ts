@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CohortEvent, TrainConfig } from '../../trainer/protocol';
 import { resnet50ParamCount } from '../../trainer/protocol/resnet50-shape';
-import { TINY_WIDTH } from '../helpers/tiny';
+import { TINY_DEPTH, TINY_WIDTH } from '../helpers/tiny';
 import { EngineRank, freePort, ofType, pidAlive, torchUnavailableReason, type RankOptions } from './engine-process';
 
 const skipReason = torchUnavailableReason();
@@ -17,11 +17,11 @@ if (skipReason) console.warn(`torch engine tests skipped: ${skipReason}`);
 const TINY: Partial<TrainConfig> = { imageSize: 32, batchSize: 4, steps: 4, logSteps: 2, warmupSteps: 1 };
 // The case whose subject is the network (its parameter count, torchvision's against the built-in)
 // trains it at its published width; the others (the protocol and capabilities, DDP over gloo, data
-// and checkpoints, a lost or hung peer) prove the same code paths at the tiny run's quarter width
-// (test/helpers/tiny.ts says why), on the engine's built-in ResNet-50 (torchvision has no width:
+// and checkpoints, a lost or hung peer) prove the same code paths at the tiny run's quarter width and
+// depth 14 (test/helpers/tiny.ts says why), on the engine's built-in ResNet (torchvision has no width:
 // model.py).
-const QUARTER: Partial<TrainConfig> = { ...TINY, width: TINY_WIDTH };
-const QUARTER_PARAMS_100 = resnet50ParamCount({ stem: 'imagenet', classes: 100, width: TINY_WIDTH });
+const QUARTER: Partial<TrainConfig> = { ...TINY, width: TINY_WIDTH, depth: TINY_DEPTH };
+const QUARTER_PARAMS_100 = resnet50ParamCount({ stem: 'imagenet', classes: 100, width: TINY_WIDTH, depth: TINY_DEPTH });
 const RESNET50_PARAMS_100 = 23_712_932;
 
 const live = new Set<EngineRank>();
@@ -133,7 +133,7 @@ describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (
     writeFileSync(join(dir, 'train.bin'), fakeCifar(16, 1));
     writeFileSync(join(dir, 'test.bin'), fakeCifar(10, 2));
     const ckpt = join(dir, 'ckpt');
-    const base = { data: `cifar100:${dir}`, stem: 'cifar' as const, imageSize: 8, width: TINY_WIDTH, batchSize: 4, logSteps: 2, warmupSteps: 1, checkpointDir: ckpt };
+    const base = { data: `cifar100:${dir}`, stem: 'cifar' as const, imageSize: 8, width: TINY_WIDTH, depth: TINY_DEPTH, batchSize: 4, logSteps: 2, warmupSteps: 1, checkpointDir: ckpt };
     const [first] = await runRanks(1, { ...base, steps: 0, epochs: 1, checkpointEvery: 4 });
     expectCleanStream(first!);
     expect(one(first!, 'plan')).toMatchObject({ stepsPerEpoch: 4, steps: 4, epochs: 1 });

@@ -8,14 +8,14 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TrainConfig } from '../../trainer/protocol';
-import { TINY_WIDTH } from '../helpers/tiny';
+import { TINY_DEPTH, TINY_WIDTH } from '../helpers/tiny';
 import { EngineRank, PYTHON, freePort, ofType, torchUnavailableReason, type RankOptions } from './engine-process';
 
 const skipReason = torchUnavailableReason();
 const SPY = join(import.meta.dirname, 'fixtures', 'spy');
 // At the tiny run's quarter width (test/helpers/tiny.ts): these fixes are about rendezvous, timeouts
 // and warm-up, the same at any width (the engine's built-in net: torchvision has no width).
-const TINY: Partial<TrainConfig> = { imageSize: 32, width: TINY_WIDTH, batchSize: 2, steps: 2, logSteps: 1, warmupSteps: 1 };
+const TINY: Partial<TrainConfig> = { imageSize: 32, width: TINY_WIDTH, depth: TINY_DEPTH, batchSize: 2, steps: 2, logSteps: 1, warmupSteps: 1 };
 
 const live = new Set<EngineRank>();
 const stores = new Set<ChildProcess>();
