@@ -7,6 +7,9 @@
 #
 # Knobs: IMG=224 BS=256 STEPS=50 LOG=10 WARM=10 PYTHON=python3 BUDGET_S=450 SKIP_TFJS=1 SKIP_CLI=1
 #        OUT=DIR (raw files; default a temp directory, printed) RESULTS_DIR=DIR (default bench/results)
+#        ONLY="compile probe" runs only the parts named (rungs: fp32 channels-last fp16 bf16 compile all;
+#        product: cli-auto check bf16-cli probe tfjs), e.g. what one call's budget skipped, in a second
+#        call; the others say "skipped: not in ONLY" in the table.
 #
 # Needs: nvidia-smi, a Python (PYTHON, default python3) with torch >= 2 built with CUDA, and
 # torchvision. Node >= 20 and the built CLI for the parts that go through `cohort` (skipped, and
@@ -43,6 +46,14 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L 2>/dev/null | grep
   exit 77
 fi
 SECONDS=0
+
+# ---- ONLY: the parts to run (all by default); a name it does not know stops here, before any GPU work
+PARTS="fp32 channels-last fp16 bf16 compile all cli-auto check bf16-cli probe tfjs"
+ONLY=$(echo "${ONLY:-}" | tr ',' ' ' | xargs)
+for p in $ONLY; do
+  [[ " $PARTS " == *" $p "* ]] || { echo "gpu-acceptance: ONLY names '$p', which is not a part; the parts: $PARTS"; exit 2; }
+done
+wanted() { [ -z "$ONLY" ] || [[ " $ONLY " == *" $1 "* ]]; }
 
 PY=${PYTHON:-python3}
 IMG=${IMG:-224} BS=${BS:-256} STEPS=${STEPS:-50} LOG=${LOG:-10} WARM=${WARM:-10} BUDGET_S=${BUDGET_S:-450}
@@ -107,6 +118,11 @@ rung() { # rung NAME EST EXTRAS(0|1) ENGINE_FLAGS -- REFERENCE_FLAGS; one line p
   while [ $# -gt 0 ] && [ "$1" != -- ]; do eflags+=("$1"); shift; done
   [ $# -gt 0 ] && shift
   rflags=("$@")
+  if ! wanted "$name"; then
+    echo "rung $name: skipped: not in ONLY=\"$ONLY\""
+    printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$extras" "${eflags[*]}" "${rflags[*]}" "skipped: not in ONLY=\"$ONLY\"" >> "$OUT/rungs.tsv"
+    return
+  fi
   if ! fits "$est"; then
     echo "rung $name: skipped: time budget ($(left) s left of BUDGET_S=$BUDGET_S, the rung needs ~$est s)"
     printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$extras" "${eflags[*]}" "${rflags[*]}" "skipped: time budget ($(left) s left, ~$est s needed)" >> "$OUT/rungs.tsv"
@@ -143,6 +159,7 @@ cli_check() {
 }
 part() { # part EST NAME FUNCTION: runs FUNCTION when the CLI is there and it fits the budget
   if [ "$HAVE_CLI" != 1 ]; then return; fi
+  if ! wanted "$2"; then echo "skipped: not in ONLY=\"$ONLY\"" > "$OUT/$2.skipped"; echo "$2: $(cat "$OUT/$2.skipped")"; return; fi
   if fits "$1"; then "$3"; else echo "skipped: time budget ($(left) s left, ~$1 s needed)" > "$OUT/$2.skipped"; echo "$2: $(cat "$OUT/$2.skipped")"; fi
 }
 cli_probe() { echo "cohort probe local [$SECONDS s]"; COHORT_PYTHON=$PY capped node "$CLI" probe local > "$OUT/probe.txt" 2>&1; }
@@ -166,6 +183,7 @@ part "$EST_PROBE" probe cli_probe
 TFJS_SHAPE=(--image-size 64 --batch-size 32 --steps 20 --log-steps 5 --warmup-steps 2)
 if [ -n "${COHORT_KIT:-}" ]; then echo "skipped: the device kit runs offline, and tfjs-node-gpu installs from the npm registry and downloads libtensorflow (CUDA 11.2, no Hopper kernels)" > "$OUT/tfjs.skipped"
 elif [ "${SKIP_TFJS:-0}" = 1 ]; then echo "skipped (SKIP_TFJS=1)" > "$OUT/tfjs.skipped"
+elif ! wanted tfjs; then echo "skipped: not in ONLY=\"$ONLY\"" > "$OUT/tfjs.skipped"
 elif [ "$HAVE_CLI" != 1 ]; then echo "skipped: needs Node >= 20 and a built clone (ELECTRON_SKIP_BINARY_DOWNLOAD=1 npm install), and not SKIP_CLI=1" > "$OUT/tfjs.skipped"
 elif ! fits 120; then echo "skipped: time budget ($(left) s left, ~120 s needed)" > "$OUT/tfjs.skipped"
 elif ! { mkdir -p "$OUT/runtime" && echo '{"private":true}' > "$OUT/runtime/package.json" &&

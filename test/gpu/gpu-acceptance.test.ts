@@ -102,6 +102,38 @@ describe('gpu-acceptance.sh on a (stand-in) 1-GPU machine', () => {
       expect(md).toMatch(/- SKIP all: engine ran: skipped: time budget/);
       expect(readFileSync(join(out, 'cli-auto.skipped'), 'utf8')).toMatch(/^skipped: time budget \(-?\d+ s left, ~40 s needed\)/);
       expect(readFileSync(join(out, 'probe.skipped'), 'utf8')).toMatch(/^skipped: time budget \(-?\d+ s left, ~15 s needed\)/);
+      // A part the budget skipped is a SKIP that says why, never a FAIL (the probe's check read a missing probe.txt as a FAIL before).
+      expect(md).toMatch(/^- SKIP cohort probe shows the compute capability: skipped: time budget/m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  it('ONLY runs the parts named (a second call for what the first one skipped), and refuses a name it does not know', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-gpu-acc-only-'));
+    try {
+      const gpu = standInGpu(dir);
+      const out = join(dir, 'out');
+      const env = { PATH: `${dir}:${process.env.PATH}`, HOME: dir, PYTHON: gpu.python, OUT: out, RESULTS_DIR: out };
+      const bad = spawnSync('/bin/bash', [script], { encoding: 'utf8', env: { ...env, ONLY: 'compile,warp' }, timeout: 30_000 });
+      expect(bad.status).toBe(2);
+      expect(bad.stdout).toBe("gpu-acceptance: ONLY names 'warp', which is not a part; the parts: fp32 channels-last fp16 bf16 compile all cli-auto check bf16-cli probe tfjs\n");
+      expect(existsSync(join(dir, 'calls'))).toBe(false); // refused before the stand-in python was asked anything
+
+      const r = spawnSync('/bin/bash', [script], { encoding: 'utf8', env: { ...env, ONLY: 'compile, probe' }, timeout: 60_000 });
+      expect([0, 1], r.stdout + r.stderr).toContain(r.status);
+      const ladder = gpu.calls().filter((c) => /torch_engine|reference/.test(c[0]!));
+      expect(ladder.map((c) => [c[0]!.split('/').pop(), c[1]])).toEqual([['torch_engine.py', '0'], ['reference.py', '']]);
+      expect(ladder[0]![2]).toMatch(/ --compile$/);
+      expect(r.stdout).toMatch(/^rung fp32: skipped: not in ONLY="compile probe"$/m);
+      expect(r.stdout).toMatch(/^cli-auto: skipped: not in ONLY="compile probe"$/m);
+      expect(r.stdout).toMatch(/^cohort probe local \[/m); // the probe ran (through the CLI, on the stand-in)
+      const md = readFileSync(join(out, 'gpu-nvidia-h100-80gb-hbm3.md'), 'utf8');
+      expect(md).toMatch(/^\| all \| `--fp16 --extras --compile` \| skipped: not in ONLY="compile probe" \|/m);
+      expect(md).toMatch(/^- SKIP fp32: engine ran: skipped: not in ONLY="compile probe"$/m);
+      expect(md).toMatch(/^- SKIP cohort check local finds nothing wrong: skipped: not in ONLY="compile probe"$/m);
+      expect(md).toMatch(/^- SKIP tfjs engine: skipped: not in ONLY="compile probe"$/m);
+      expect(md).not.toMatch(/^- SKIP compile: engine ran/m);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
