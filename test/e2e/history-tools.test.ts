@@ -13,13 +13,13 @@ import type { RunMeta } from '../../electron/common';
 import { ranksOf } from '../helpers/host';
 import { tinyRun } from '../helpers/tiny';
 import { useDashboard } from './open-dashboard';
-import { ARTIFACTS, CHROMIUM, ROOT, type ServeProcess } from './serve-process';
+import { ARTIFACTS, CHROMIUM_FULL, ROOT, type ServeProcess } from './serve-process';
 
 // At width 1/4 the 60-step "short one" below ends in ~3 s, between two of Live's looks at the run list:
 // Live must still show it (the latest run). Seen failing in a fresh-clone CI before router.svelte.ts knew it.
 const TINY = tinyRun({ warmupSteps: 0 });
 
-describe.skipIf(!existsSync(CHROMIUM))('History tools and chart controls in Chromium', () => {
+describe.skipIf(!existsSync(CHROMIUM_FULL))('History tools and chart controls in Chromium', () => {
   let serve: ServeProcess;
   let page: Page;
   let env: NodeJS.ProcessEnv;
@@ -39,7 +39,8 @@ describe.skipIf(!existsSync(CHROMIUM))('History tools and chart controls in Chro
   const list = () => JSON.parse(cohort(['runs', 'list', '--json']).stdout) as RunMeta[];
   const notes = () => page.evaluate(() => (window as unknown as { __notes: { title: string; body: string }[] }).__notes);
 
-  const ui = useDashboard();
+  // The full browser: the headless shell answers Notification.permission 'denied' whatever was granted.
+  const ui = useDashboard({ browser: 'full' });
   beforeAll(async () => {
     const dash = ui();
     ({ serve, page } = dash);

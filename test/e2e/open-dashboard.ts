@@ -24,7 +24,7 @@ import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { runCli, type CliRun } from '../helpers/cli';
 import { TINY_DEPTH, TINY_WIDTH } from '../helpers/tiny';
 import { chromiumEndpoint } from './chromium-lane';
-import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
+import { ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, CHROMIUM_FULL, ensureRendererBuilt, startServe, type ServeProcess } from './serve-process';
 
 export interface Dashboard {
   serve: ServeProcess;
@@ -51,13 +51,14 @@ function sharedLane(): string | undefined {
 
 /**
  * `serveArgs` and `env` go to `cohort serve` (e.g. `{ env: { COHORT_KNOWN_HOSTS: path } }`); `browser`:
- * 'shared' (default: a fresh context in the run's one Chromium when there is one, COHORT_TEST_SHARED_CHROMIUM=1)
- * or 'own' (a Chromium of this file's own, always).
+ * 'shared' (default: a fresh context in the run's one Chromium when there is one, COHORT_TEST_SHARED_CHROMIUM=1),
+ * 'own' (a Chromium of this file's own, always) or 'full' (one of its own, the full browser rather
+ * than the headless shell: serve-process.ts, CHROMIUM_FULL).
  */
-export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<string, string>; browser?: 'shared' | 'own' } = {}): Promise<Dashboard> {
+export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<string, string>; browser?: 'shared' | 'own' | 'full' } = {}): Promise<Dashboard> {
   ensureRendererBuilt();
   const serve = await startServe(opts.serveArgs ?? [], opts.env ? { env: opts.env } : {});
-  const lane = opts.browser === 'own' ? undefined : sharedLane();
+  const lane = opts.browser === 'own' || opts.browser === 'full' ? undefined : sharedLane();
   const profileDir = lane ? undefined : mkdtempSync(join(tmpdir(), 'cohort-chromium-'));
   let connected: Browser | undefined;
   let ctx: BrowserContext | undefined;
@@ -75,7 +76,7 @@ export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<s
     if (lane) {
       connected = await chromium.connect(await chromiumEndpoint(lane));
       ctx = await connected.newContext({ viewport: VIEWPORT });
-    } else ctx = await chromium.launchPersistentContext(profileDir!, { executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: VIEWPORT });
+    } else ctx = await chromium.launchPersistentContext(profileDir!, { executablePath: opts.browser === 'full' ? CHROMIUM_FULL : CHROMIUM, headless: true, args: CHROMIUM_ARGS, viewport: VIEWPORT });
     const browser = ctx;
     const open = async () => {
       const p = await browser.newPage();
@@ -107,8 +108,12 @@ export async function openDashboard(opts: { serveArgs?: string[]; env?: Record<s
 export interface UseDashboardOptions {
   /** false: start nothing (the file's describe is skipped: no Chromium, no sshd...). */
   enabled?: boolean;
-  /** 'own': a Chromium of the file's own instead of a context in the shared one (a file that crashes or wedges the browser on purpose). */
-  browser?: 'shared' | 'own';
+  /**
+   * 'own': a Chromium of the file's own instead of a context in the shared one (a file that crashes or
+   * wedges the browser on purpose); 'full': the same, the full browser instead of the headless shell
+   * (what the shell lacks: desktop notifications' permission).
+   */
+  browser?: 'shared' | 'own' | 'full';
   serveArgs?: string[];
   /**
    * `cohort serve`'s extra env. A function is called in beforeAll, after the hooks registered before

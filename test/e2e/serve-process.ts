@@ -8,7 +8,23 @@ import { join } from 'node:path';
 import { ROOT } from '../helpers/cli';
 
 export { ROOT };
-export const CHROMIUM = '/usr/bin/chromium';
+/**
+ * The browser the UI tests drive: Chromium's headless shell (Debian package chromium-headless-shell,
+ * the same Chromium release as the chromium package: Blink, V8, the compositor; what Playwright
+ * itself runs for headless tests), without the full browser's UI layer that new-style `--headless`
+ * still starts (a WebUI renderer, the browser's window machinery). Measured on live-charts alone,
+ * quiet, 2 rounds each (bench/results/suite.md, "session 16"): Chromium's processes 8.8–9.0 → 5.4–5.6
+ * CPU-s, the file 14.5–15.5 → 13.2 s. Where it is not installed, the full browser, as before; the
+ * tests are the same. What the shell lacks, a file asks the full browser for (CHROMIUM_FULL).
+ */
+export const CHROMIUM_HEADLESS_SHELL = '/usr/lib/chromium/chromium-headless-shell';
+/**
+ * The full browser (Debian package chromium), new-style headless: for what the headless shell lacks.
+ * Seen: the shell answers Notification.permission 'denied' whatever the context was granted, so the
+ * alerts' permission flow (history-tools) runs here (`useDashboard({ browser: 'full' })`).
+ */
+export const CHROMIUM_FULL = '/usr/bin/chromium';
+export const CHROMIUM = existsSync(CHROMIUM_HEADLESS_SHELL) ? CHROMIUM_HEADLESS_SHELL : CHROMIUM_FULL;
 /** Where the e2e tests put their screenshots (useDashboard makes it). */
 export const ARTIFACTS = join(ROOT, 'test-artifacts');
 /** ../shared/ENV-NOTES.md: without the resolver rule Chromium still looks up Google hosts. */
