@@ -2,6 +2,7 @@
 // the rendezvous environment the host agent gives them: one rank, two ranks over gloo, honest
 // capability reports on this CPU-only PyTorch 1.13, CIFAR-100 epochs with checkpoint/resume, and
 // a killed peer failing the survivor fast with nothing left running.
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { CohortEvent, TrainConfig } from '../../trainer/protocol';
 import { resnet50ParamCount } from '../../trainer/protocol/resnet50-shape';
 import { TINY_DEPTH, TINY_WIDTH } from '../helpers/tiny';
-import { EngineRank, freePort, ofType, pidAlive, torchUnavailableReason, type RankOptions } from './engine-process';
+import { EngineRank, freePort, ofType, pidAlive, PYTHON, torchUnavailableReason, type RankOptions } from './engine-process';
 
 const skipReason = torchUnavailableReason();
 if (skipReason) console.warn(`torch engine tests skipped: ${skipReason}`);
@@ -46,6 +47,12 @@ async function runRanks(worldSize: number, config: Partial<TrainConfig>, env: Re
   return ranks;
 }
 
+/** torchvision's version as its installed metadata says (no import), or 'absent'. */
+function installedTorchvision(): string {
+  const r = spawnSync(PYTHON, ['-c', 'import importlib.metadata as m\ntry:\n    print(m.version("torchvision"))\nexcept m.PackageNotFoundError:\n    print("absent")'], { encoding: 'utf8' });
+  return r.stdout.trim();
+}
+
 /** Every stdout line must be a valid protocol event. */
 function expectCleanStream(r: EngineRank): void {
   expect(r.invalid, `stdout lines that do not decode:\n${r.lines.join('\n')}`).toEqual([]);
@@ -60,12 +67,17 @@ function one<K extends CohortEvent['type']>(r: EngineRank, type: K): Extract<Coh
 
 describe.skipIf(skipReason !== undefined)(`torch engine script${skipReason ? ` (skipped: ${skipReason})` : ''}`, () => {
   it('one rank: the protocol in order, with fp16 and compile reported unavailable (never silently ignored)', async () => {
-    const [r] = await runRanks(1, { ...QUARTER, fp16: true, compile: true });
+    // PYTHONPROFILEIMPORTTIME: Python's own record of every module the rank imported (stderr).
+    const [r] = await runRanks(1, { ...QUARTER, fp16: true, compile: true }, { PYTHONPROFILEIMPORTTIME: '1' });
     expectCleanStream(r!);
     expect(r!.events.map((e) => e.type)).toEqual(['hello', 'plan', 'compile', 'warmup', 'step', 'step', 'done']);
     const hello = one(r!, 'hello');
     expect(hello).toMatchObject({ engine: 'torch', backend: 'cpu', worldSize: 1, params: QUARTER_PARAMS_100, host: 'localhost' });
     expect(hello.versions.torch).toMatch(/^\d+\.\d+/);
+    // torchvision's version without importing it (the model at depth 14 is built here): 0.3-0.5 CPU-s a rank.
+    expect(hello.versions.torchvision).toBe(installedTorchvision());
+    expect(r!.stderr).toMatch(/^import time: +\d+ \| +\d+ \| +torch$/m);
+    expect(r!.stderr).not.toMatch(/^import time: .*\| +torchvision$/m);
     expect(hello.capabilities.fp16!.available).toBe(false);
     expect(hello.capabilities.fp16!.detail).toMatch(/needs a CUDA GPU.*requested but not applied/);
     expect(hello.capabilities.channelsLast!.available).toBe(true);

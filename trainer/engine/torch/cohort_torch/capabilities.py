@@ -1,8 +1,11 @@
 """What this host can do and what is on (hello's capabilities and versions). Anything asked for
 but unavailable says why here, and the run continues without it."""
+import importlib.util
 import inspect
 import os
 import platform
+import re
+import sys
 
 import torch
 
@@ -76,6 +79,27 @@ def versions(device):
 
 
 def torchvision_version():
+    """torchvision's version for hello.versions. Imported only if the model imported it: a model built
+    here (--width below 1, --depth 14/26, no torchvision) would pay 0.3-0.5 CPU-s after torch's import for a
+    string. Otherwise the first line of the package's own version.py (`__version__ = '0.14.1a0'`; the
+    file then imports torchvision.extension, so it is read, never run), found as the import would find
+    it; imported as before when that file says nothing."""
+    loaded = sys.modules.get("torchvision")
+    if loaded is not None:
+        return loaded.__version__
+    try:
+        spec = importlib.util.find_spec("torchvision")
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        return "absent"
+    try:
+        with open(os.path.join(list(spec.submodule_search_locations)[0], "version.py")) as f:
+            found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", f.read(), re.M)
+        if found:
+            return found.group(1)
+    except (OSError, TypeError, IndexError):
+        pass
     try:
         import torchvision
         return torchvision.__version__
