@@ -144,12 +144,22 @@ describe('host agent lifecycle: leader', () => {
 
   it("rank 0's done: recorded as the run's end; a failed attempt's `done failed` while a restart replaces it is rank 0's log line only", () => {
     const cfg = leader();
-    // running: the done is the run's (ok or failed), and counts for the attempt's exit
+    // running: the done is the run's (ok or failed), and counts for the attempt's exit; it is recorded
+    // once this host's ranks have all exited, before anything else the exit brings, so the other ranks'
+    // last output lines (read after rank 0's done) go into the record before it (seen: durable-run)
     for (const status of ['ok', 'failed'] as const) {
       const r = transition(cfg, sampleState('leader', 'running'), { t: 'rank-done', event: done(status) });
-      expect(r.effects).toEqual([{ do: 'record-done', event: done(status) }]);
+      expect(r.effects).toEqual([]);
       expect(r.state.doneAttempt).toBe(1);
+      expect(r.state.heldDone).toEqual(done(status));
+      const exited = transition(cfg, r.state, { t: 'ranks-exited', attempt: 1, ok: status === 'ok' });
+      expect(exited.effects[0]).toEqual({ do: 'record-done', event: done(status) });
+      expect(find(exited.effects, 'record-done')).toHaveLength(1);
+      expect(exited.state.heldDone).toBeUndefined();
     }
+    // no rank running (the ranks' exit was seen first): recorded at once
+    const after = transition(cfg, { ...sampleState('leader', 'running'), ranksUp: false }, { t: 'rank-done', event: done('ok') });
+    expect(after.effects).toEqual([{ do: 'record-done', event: done('ok') }]);
     // the torch engine's rank 0 says `done failed` after its error: the attempt is halting, then restarting
     let r = fold(cfg, sampleState('leader', 'running'), { t: 'rank-error', event: rankErr, fromExit: false }, { t: 'rank-done', event: done('failed') });
     expect(r.state.phase.k).toBe('halting');
@@ -162,7 +172,10 @@ describe('host agent lifecycle: leader', () => {
     // no restart left: the failed attempt is the run's end, its done recorded
     r = fold(leader({ maxRestarts: 0 }), sampleState('leader', 'running'), { t: 'rank-error', event: rankErr, fromExit: false }, blame(), { t: 'rank-done', event: done('failed') });
     expect(r.state.phase.k).toBe('stopping');
-    expect(find(r.effects, 'record-done')).toEqual([{ do: 'record-done', event: done('failed') }]);
+    expect(find(r.effects, 'record-done')).toEqual([]); // held: the ranks are being stopped
+    const stopped = transition(leader({ maxRestarts: 0 }), r.state, { t: 'stopped' });
+    expect(stopped.effects.map((e) => e.do).slice(0, 2)).toEqual(['record-done', 'record']); // the done, then the terminal state
+    expect(find(stopped.effects, 'record-done')).toEqual([{ do: 'record-done', event: done('failed') }]);
   });
 
   it('rank 0 exiting 0 without a done event is a failure (no-done)', () => {

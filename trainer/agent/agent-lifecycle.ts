@@ -184,13 +184,27 @@ class Machine extends LeaderRules {
    */
   protected rankDone(e: DoneEvent): void {
     if (e.status !== 'ok' && isReplacingAttempt(this.s)) return void this.fx.push({ do: 'rank-line', rank: 0, text: `(attempt ${this.s.attempt}'s done ${e.status} not recorded: the run restarts)` });
-    this.fx.push({ do: 'record-done', event: e });
+    this.holdOrRecordDone(e);
     this.s.doneAttempt = this.s.attempt;
+  }
+
+  /** Rank 0's `done`: recorded now when no rank of this host runs, else held until they have all exited (AgentState.heldDone). */
+  protected holdOrRecordDone(e: DoneEvent): void {
+    if (this.s.ranksUp) this.s.heldDone = e;
+    else this.fx.push({ do: 'record-done', event: e });
+  }
+
+  /** The held `done`, recorded: the ranks have all exited (their output is in the record), or the agent is about to exit. */
+  protected recordHeldDone(): void {
+    if (!this.s.heldDone) return;
+    this.fx.push({ do: 'record-done', event: this.s.heldDone });
+    delete this.s.heldDone;
   }
 
   protected ranksExited(attempt: number, ok: boolean, noDone?: ErrorEvent): void {
     if (attempt !== this.s.attempt || !this.s.ranksUp) return;
     this.s.ranksUp = false;
+    this.recordHeldDone();
     const failing = this.failing();
     if (ok && noDone && this.s.doneAttempt !== attempt && !failing) {
       // Exit 0 is not success by itself: rank 0 ends every run with a `done` event (both engines).
@@ -324,15 +338,19 @@ class Machine extends LeaderRules {
   protected whileEnding(i: AgentInput): void {
     const p = this.s.phase as Extract<Phase, { k: 'stopping' | 'done' }>;
     if (i.t === 'stopped' && p.k === 'stopping') {
+      this.recordHeldDone(); // before the terminal state: a follower of the record stops once the state is terminal and the file drained
       this.s.phase = { k: 'done', status: p.status, ...(p.error ? { error: p.error } : {}) };
       this.record({ state: p.status, ...(p.error ? { error: p.error } : {}), ended: true });
       // A leader whose first start failed lingers for the followers still to say hello (defect 10); a relaunched one does not.
       const linger = this.leader && this.c.followerRanks > 0 && p.status === 'failed' && this.s.attempt === 0 && !this.s.relaunched;
       return void this.fx.push({ do: 'exit', status: p.status, ...(linger ? { linger } : {}) });
     }
-    if (i.t === 'ranks-exited' && i.attempt === this.s.attempt) this.s.ranksUp = false;
+    if (i.t === 'ranks-exited' && i.attempt === this.s.attempt) {
+      this.s.ranksUp = false;
+      this.recordHeldDone();
+    }
     // A `done` while ending (the ranks finishing as they are stopped) is the run's record all the same.
-    if (i.t === 'rank-done') this.fx.push({ do: 'record-done', event: i.event });
+    if (i.t === 'rank-done') this.holdOrRecordDone(i.event);
     // A follower that says hello after the run ended (a start the leader refused; the shell lingers for
     // them): told at once, so it releases its slots now, not at its connect timeout (issue 24 defect 10).
     if (i.t === 'hello' && this.leader && i.tokenOk && i.host && !this.s.followers[i.host]) {

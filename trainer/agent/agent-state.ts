@@ -91,6 +91,12 @@ export interface AgentState {
   claiming: boolean;
   /** The attempt in which rank 0 reported `done` (-1: none yet). */
   doneAttempt: number;
+  /**
+   * Rank 0's `done`, held while this host's ranks still run: recorded when they have all exited, so
+   * their last output lines (read from their pipes after rank 0's `done`) go into the record before it,
+   * and a record, like a `--json` stream, ends with `done` (seen: rank 1's last stderr line after it).
+   */
+  heldDone?: DoneEvent;
   /** Leader: this host's ranks of the attempt all ended ok. */
   ownOk: boolean;
   followers: Record<string, FollowerView>;

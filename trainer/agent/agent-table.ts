@@ -119,6 +119,11 @@ export const SAMPLE_INPUTS: Record<string, AgentInput> = {
 };
 
 /** The table as the code behaves: every role × phase × input over the samples, ignored pairs left out. */
+/** Rank 0's `done` held until the host's ranks have exited (AgentState.heldDone): state, not an effect, shown in the table as one. */
+function held(before: AgentState, after: AgentState): string[] {
+  return !before.heldDone && after.heldDone ? [`hold-done ${after.heldDone.status}`] : [];
+}
+
 export function deriveRows(): TableRow[] {
   const rows: TableRow[] = [];
   for (const role of ['leader', 'follower'] as const) {
@@ -127,8 +132,9 @@ export function deriveRows(): TableRow[] {
         const s = sampleState(role, from);
         const r = transition(sampleConfig(role), s, i);
         const to = r.state.phase.k === from ? '=' : r.state.phase.k;
-        if (to === '=' && r.effects.length === 0) continue;
-        rows.push({ role, from, input, to, effects: r.effects.map(describe) });
+        const effects = [...held(s, r.state), ...r.effects.map(describe)];
+        if (to === '=' && effects.length === 0) continue;
+        rows.push({ role, from, input, to, effects });
       }
     }
   }
@@ -141,8 +147,9 @@ export function deriveRows(): TableRow[] {
   for (const [role, cfg, state] of variants) {
     for (const from of ROLE_PHASES.leader) {
       for (const [input, i] of Object.entries(SAMPLE_INPUTS)) {
-        const r = transition(cfg, state(from), i);
-        const row: TableRow = { role, from, input, to: r.state.phase.k === from ? '=' : r.state.phase.k, effects: r.effects.map(describe) };
+        const s = state(from);
+        const r = transition(cfg, s, i);
+        const row: TableRow = { role, from, input, to: r.state.phase.k === from ? '=' : r.state.phase.k, effects: [...held(s, r.state), ...r.effects.map(describe)] };
         const plain = rows.find((x) => x.role === 'leader' && x.from === from && x.input === input) ?? { to: '=', effects: [] };
         if (row.to !== plain.to || row.effects.join() !== plain.effects.join()) rows.push(row);
       }
