@@ -4,7 +4,7 @@
 // Then the whole script on a stand-in 1-GPU machine (./stand-in-gpu.ts), to check what it runs (no
 // GPU exists here); report.py and checks.py run on the real Python over what it wrote. The figures
 // are the stand-in's, not measurements. test/kit/ runs the same from the device kit.
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -42,14 +42,28 @@ describe('gpu-acceptance.sh without a GPU', () => {
   });
 });
 
+/**
+ * One case on a stand-in 1-GPU machine (./stand-in-gpu.ts) in a temp dir of its own, removed after `fn`:
+ * `acceptance(env)` runs the script there, raw files and the table in `out` unless `env` says otherwise.
+ */
+function onStandIn(name: string, fn: (m: { dir: string; out: string; gpu: ReturnType<typeof standInGpu>; acceptance: (env?: Record<string, string>, timeout?: number) => SpawnSyncReturns<string> }) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), `cohort-gpu-acc-${name}-`));
+  try {
+    const gpu = standInGpu(dir);
+    const out = join(dir, 'out');
+    const acceptance = (env: Record<string, string> = {}, timeout = 60_000) =>
+      spawnSync('/bin/bash', [script], { encoding: 'utf8', env: { PATH: `${dir}:${process.env.PATH}`, HOME: dir, PYTHON: gpu.python, OUT: out, RESULTS_DIR: out, ...env }, timeout });
+    fn({ dir, out, gpu, acceptance });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 describe('gpu-acceptance.sh on a (stand-in) 1-GPU machine', () => {
   it("runs the seeds' ladder at 224², batch 256 on the engine and on the plain script (the same step per rung), after a preflight, and writes the table with MFU", () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cohort-gpu-acc-run-'));
-    try {
-      const gpu = standInGpu(dir);
-      const out = join(dir, 'out');
+    onStandIn('run', ({ dir, gpu, acceptance }) => {
       const results = join(dir, 'results');
-      const r = spawnSync('/bin/bash', [script], { encoding: 'utf8', env: { PATH: `${dir}:${process.env.PATH}`, HOME: dir, PYTHON: gpu.python, OUT: out, RESULTS_DIR: results, SKIP_CLI: '1' }, timeout: 60_000 });
+      const r = acceptance({ RESULTS_DIR: results, SKIP_CLI: '1' });
       expect([0, 1], r.stdout + r.stderr).toContain(r.status); // 1: the stand-in's events fail most checks, as they should
       const lines = r.stdout.split('\n');
       expect(lines[4]).toMatch(/^preflight: c compiler (gcc|cc|none)/); // this machine's own
@@ -82,17 +96,12 @@ describe('gpu-acceptance.sh on a (stand-in) 1-GPU machine', () => {
       expect(md).toMatch(/- SKIP tfjs engine: skipped: needs Node >= 20 .*and not SKIP_CLI=1/);
       expect(md).toMatch(/^The acceptance took \d+ s after the GPU check\.$/m);
       expect(md).toMatch(/^\d+ passed, \d+ failed, \d+ skipped$/m);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }, 90_000);
 
   it('keeps to its time budget: a part that no longer fits is skipped, and the table says so', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cohort-gpu-acc-budget-'));
-    try {
-      const gpu = standInGpu(dir);
-      const out = join(dir, 'out');
-      const r = spawnSync('/bin/bash', [script], { encoding: 'utf8', env: { PATH: `${dir}:${process.env.PATH}`, HOME: dir, PYTHON: gpu.python, OUT: out, RESULTS_DIR: out, BUDGET_S: '14' }, timeout: 60_000 });
+    onStandIn('budget', ({ out, gpu, acceptance }) => {
+      const r = acceptance({ BUDGET_S: '14' });
       expect([0, 1], r.stdout + r.stderr).toContain(r.status);
       // BUDGET_S=14: no part fits (the smallest, cohort probe, needs ~15 s), so none runs, and each says why.
       expect(r.stdout).toMatch(/^rung fp32: skipped: time budget \(-?\d+ s left of BUDGET_S=14, the rung needs ~40 s\)$/m);
@@ -104,23 +113,17 @@ describe('gpu-acceptance.sh on a (stand-in) 1-GPU machine', () => {
       expect(readFileSync(join(out, 'probe.skipped'), 'utf8')).toMatch(/^skipped: time budget \(-?\d+ s left, ~15 s needed\)/);
       // A part the budget skipped is a SKIP that says why, never a FAIL (the probe's check read a missing probe.txt as a FAIL before).
       expect(md).toMatch(/^- SKIP cohort probe shows the compute capability: skipped: time budget/m);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }, 90_000);
 
   it('ONLY runs the parts named (a second call for what the first one skipped), and refuses a name it does not know', () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cohort-gpu-acc-only-'));
-    try {
-      const gpu = standInGpu(dir);
-      const out = join(dir, 'out');
-      const env = { PATH: `${dir}:${process.env.PATH}`, HOME: dir, PYTHON: gpu.python, OUT: out, RESULTS_DIR: out };
-      const bad = spawnSync('/bin/bash', [script], { encoding: 'utf8', env: { ...env, ONLY: 'compile,warp' }, timeout: 30_000 });
+    onStandIn('only', ({ dir, out, gpu, acceptance }) => {
+      const bad = acceptance({ ONLY: 'compile,warp' }, 30_000);
       expect(bad.status).toBe(2);
       expect(bad.stdout).toBe("gpu-acceptance: ONLY names 'warp', which is not a part; the parts: fp32 channels-last fp16 bf16 compile all cli-auto check bf16-cli probe tfjs\n");
       expect(existsSync(join(dir, 'calls'))).toBe(false); // refused before the stand-in python was asked anything
 
-      const r = spawnSync('/bin/bash', [script], { encoding: 'utf8', env: { ...env, ONLY: 'compile, probe' }, timeout: 60_000 });
+      const r = acceptance({ ONLY: 'compile, probe' });
       expect([0, 1], r.stdout + r.stderr).toContain(r.status);
       const ladder = gpu.calls().filter((c) => /torch_engine|reference/.test(c[0]!));
       expect(ladder.map((c) => [c[0]!.split('/').pop(), c[1]])).toEqual([['torch_engine.py', '0'], ['reference.py', '']]);
@@ -134,8 +137,6 @@ describe('gpu-acceptance.sh on a (stand-in) 1-GPU machine', () => {
       expect(md).toMatch(/^- SKIP cohort check local finds nothing wrong: skipped: not in ONLY="compile probe"$/m);
       expect(md).toMatch(/^- SKIP tfjs engine: skipped: not in ONLY="compile probe"$/m);
       expect(md).not.toMatch(/^- SKIP compile: engine ran/m);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }, 90_000);
 });
