@@ -51,6 +51,24 @@ await build({
   logLevel: 'warning',
   legalComments: 'none',
 });
+// The rank apart, as one CommonJS file: trainer/main.ts compiles it with V8's code cache
+// (trainer/util/code-cache.ts: Node 20 caches bytecode only for vm.Script, not for ES modules). It
+// must not use import(): a vm.Script has no module loader behind it (tfjs-node is loaded with require).
+await build({
+  entryPoints: [join(root, 'trainer', 'train', 'rank.ts')],
+  outfile: join(out, 'rank.cjs'),
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  // tfjs-backend-wasm's CommonJS build finds its .wasm by __dirname; the engine's own import.meta.url (package lookup) gets this file's URL.
+  banner: { js: "const __cohortImportMetaUrl = require('node:url').pathToFileURL(__filename).href;" },
+  define: { 'import.meta.url': '__cohortImportMetaUrl' },
+  external: ['@tensorflow/tfjs-node', '@tensorflow/tfjs-node-gpu'],
+  logLevel: 'warning',
+  legalComments: 'none',
+});
+if (/[^\w.$]import\(/.test(readFileSync(join(out, 'rank.cjs'), 'utf8'))) throw new Error('rank.cjs calls import(): a vm.Script cannot (trainer/util/code-cache.ts); load CommonJS with require');
 const wasmDist = join(dirname(require.resolve('@tensorflow/tfjs-backend-wasm/package.json')), 'dist');
 // Not the threaded build: tfjs-backend-wasm never picks it under Node (WASM_HAS_MULTITHREAD_SUPPORT is
 // false when IS_NODE), so it was 435 KB of every deploy to every host that no rank loads. The ranks

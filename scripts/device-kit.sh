@@ -87,6 +87,8 @@ chmod +x "$STAGE/bin/cohort" "$STAGE/bin/node" "$STAGE/gpu-acceptance.sh"
 cp "$REPO/dist/cli.mjs" "$STAGE/dist/"
 cp -R "$REPO/resources/trainer" "$STAGE/resources/trainer"
 find "$STAGE/resources" -name __pycache__ -type d -prune -exec rm -rf {} +
+# The ranks' V8 code cache of local runs here (trainer/util/code-cache.ts): for this machine's Node, not the kit's.
+find "$STAGE/resources/trainer" -maxdepth 1 -name '*.v8cache' -delete
 cp "$REPO/scripts/gpu-acceptance.sh" "$STAGE/scripts/"
 cp "$REPO"/bench/gpu/*.py "$STAGE/bench/gpu/"
 # The CLI is ESM (.mjs); package.json names the kit for Node's resolver and for whoever opens it.

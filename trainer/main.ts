@@ -9,7 +9,7 @@
 //   node cohort-trainer.mjs agent-run --run ID  the detached agent itself (started by run-start)
 //   node cohort-trainer.mjs slurm-submit        Slurm run: SlurmSubmit line on stdin → sbatch (login node)
 //   node cohort-trainer.mjs agent-slurm --run ID   one node's agent inside the job's srun
-//   node cohort-trainer.mjs rank                one data-parallel rank (started by an agent)
+//   node cohort-trainer.mjs rank                one data-parallel rank (started by an agent; its code is rank.cjs)
 //   node cohort-trainer.mjs check-host|check-link|check-compute   `cohort check`'s short host commands
 //   node cohort-trainer.mjs check-slurm | check-slurm-node --dir D   the same inside a short Slurm allocation
 // The host commands run with cwd = the host's workdir, or COHORT_WORKDIR set.
@@ -17,6 +17,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostCommand, parseFlags } from './agent/host-cmd';
 import { holdLifeline } from './train/lifeline';
+import { requireWithCodeCache } from './util/code-cache';
 
 // Each command's code is imported when that command runs: the bundle inlines them all, and esbuild
 // defers a dynamically imported module's evaluation until then, so a short host command (check-*,
@@ -64,7 +65,9 @@ async function main(): Promise<number> {
     case 'rank':
       process.env.COHORT_WASM_DIR ??= join(here, 'wasm');
       holdLifeline(process.env);
-      return (await import('./train/rank')).runRank(process.env);
+      // Bundled apart as CommonJS (rank.cjs, scripts/build.mjs) and compiled with V8's code cache
+      // (util/code-cache.ts says why); not imported here, so the ESM chunks carry no copy of it.
+      return requireWithCodeCache<typeof import('./train/rank')>(join(here, 'rank.cjs')).exports.runRank(process.env);
     default:
       process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|run-remove|run-spec|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
       return 2;

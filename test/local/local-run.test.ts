@@ -1,6 +1,6 @@
 // End-to-end local runs through the real CLI: real rank processes, real TCP allreduce, the real
 // wasm backend. Small shapes keep each run to a few seconds.
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeCifarRecords } from '../../trainer/data/cifar100';
@@ -101,6 +101,26 @@ describe('cohort run --local', () => {
     const steps = of(r.events, 'step') as StepEvent[];
     const fp16BytesPerStep = steps[1]!.commBytes! / (steps[1]!.step - steps[0]!.step);
     expect(fp16BytesPerStep / (hello.params * 4)).toBeCloseTo(0.5, 2); // half of the float32 bytes above
+  });
+
+  it('the ranks compile from the bundle’s V8 code cache: the first run writes it beside rank.cjs, the next run’s ranks take it as it is and train to the same weights', async () => {
+    // A copy of the bundle of its own (COHORT_TRAINER_DIR), so no other test's run has written its cache yet.
+    const bundle = dataDir();
+    cpSync(join(ROOT, 'resources', 'trainer'), bundle, { recursive: true, filter: (src) => !src.endsWith('.v8cache') });
+    const env = { COHORT_TRAINER_DIR: bundle };
+    const args = ['run', '--local', '--ranks', '2', ...tinyRun({ steps: 2, seed: 5 }), '--json'];
+    const first = runCli(args, { env: { ...env, COHORT_DATA_DIR: dataDir() }, json: true });
+    expect((await first.exit).code, first.stderr).toBe(0);
+    const caches = readdirSync(bundle).filter((f) => /^\.rank\.cjs\.[0-9a-f]{12}\.v8cache$/.test(f));
+    expect(caches).toHaveLength(1); // both ranks wrote it (the same bytes under one name), one after the other
+    const written = statSync(join(bundle, caches[0]!)).mtimeMs;
+    const second = runCli(args, { env: { ...env, COHORT_DATA_DIR: dataDir() }, json: true });
+    expect((await second.exit).code, second.stderr).toBe(0);
+    // Taken, not refused: a refused or unreadable cache would have been written again at the ranks' exit.
+    expect(statSync(join(bundle, caches[0]!)).mtimeMs).toBe(written);
+    const sum = (r: typeof first) => (of(r.events, 'done')[0] as DoneEvent).paramChecksum;
+    expect(sum(second)).toBe(sum(first));
+    expect(readdirSync(bundle).filter((f) => f.endsWith('.tmp'))).toEqual([]);
   });
 
   it('prints the seeds human format by default', async () => {

@@ -10,7 +10,6 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Capability } from '../../protocol/events';
 import { gemmInfo } from './kernels/gemm-kernels';
 import type { BackendChoice } from '../../protocol/train-config';
@@ -104,7 +103,8 @@ async function tryTensorflow(runtimeDir: string | undefined, log: (m: string) =>
     }
     try {
       // Loading registers the 'tensorflow' backend in tfjs's global registry, which every copy of tfjs-core shares.
-      const mod: unknown = await import(pathToFileURL(resolved).href);
+      // require, not import(): tfjs-node is CommonJS, and the rank runs as a vm.Script (trainer/util/code-cache.ts), which has no import().
+      const mod: unknown = createRequire(import.meta.url)(resolved);
       if (!(await tf.setBackend('tensorflow'))) throw new Error(`${pkg} loaded but the 'tensorflow' backend did not initialise`);
       await tf.ready();
       const versions: Record<string, string> = { 'tfjs-core': tf.version_core, node: process.versions.node };
