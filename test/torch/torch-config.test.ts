@@ -2,7 +2,7 @@
 // writes train-config.json beside the bundled script, and Python's DEFAULTS, types and flags must
 // agree with the table row by row. Without the JSON the engine refuses to start, saying why.
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -75,5 +75,27 @@ describe.skipIf(!!skipReason)('torch engine config: the table is the source', ()
     const err = events.find((e) => e.type === 'error');
     expect(err).toMatchObject({ type: 'error', code: 'config' });
     expect(err && 'message' in err ? err.message : '').toMatch(/train-config\.json.*npm run build/);
+  });
+});
+
+// The agent takes a CPU-only torch on its files' word (trainer/agent/engine-choice.ts, enginesReportImport),
+// so the engine is where a torch that does not import is reported: an error event, not a bare traceback.
+// A stand-in torch package whose import fails as a missing shared library would; no real torch needed.
+describe.skipIf(!existsSync(PYTHON))('torch engine: a torch that does not import', () => {
+  it('is an engine-unavailable error event naming the interpreter, the import error and what to do; exit 1', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cohort-torch-broken-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'torch'));
+    writeFileSync(join(dir, 'torch', '__init__.py'), "raise ImportError('libtorch_cpu.so: cannot open shared object file: No such file or directory')\n");
+    const r = spawnSync(PYTHON, [ENGINE_SCRIPT, '--steps', '1'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, PYTHONPATH: dir, COHORT_TRAIN_CONFIG: '' } });
+    expect(r.status, r.stderr).toBe(1);
+    const lines = r.stdout.trim().split('\n').filter(Boolean);
+    expect(lines).toHaveLength(1);
+    const err = decodeEvent(JSON.parse(lines[0]!));
+    expect(err).toMatchObject({ type: 'error', code: 'engine-unavailable', rank: 0 });
+    const e = err as Extract<typeof err, { type: 'error' }>;
+    expect(e.message).toBe(`--engine torch: ${PYTHON} cannot import torch (ImportError: libtorch_cpu.so: cannot open shared object file: No such file or directory)`);
+    expect(e.hint).toMatch(/fix or reinstall PyTorch for \/usr\/bin\/python3 .*-c 'import torch' shows the error/);
+    expect(r.stderr).toMatch(/Traceback[\s\S]*ImportError: libtorch_cpu\.so/); // the whole traceback in the rank's log
   });
 });

@@ -16,7 +16,7 @@ export async function prepareHost(spec: LaunchSpec, role: 'leader' | 'follower',
   const env = { ...process.env, ...spec.env };
   let engine: EngineChoice;
   try {
-    engine = await chooseEngine(spec.config.engine, { enginesDir: opts.enginesDir, workdir: opts.workdir, env });
+    engine = await chooseEngine(spec.config.engine, { enginesDir: opts.enginesDir, workdir: opts.workdir, env, enginesReportImport: true });
   } catch (err) {
     return { ok: false, error: { host, rank: -1, message: (err as Error).message, code: 'engine-unavailable' }, notes: [] };
   }

@@ -35,7 +35,7 @@ export async function checkCompute(argv: readonly string[], o: { trainerEntry: s
 }
 
 async function measure(config: TrainConfig, o: { trainerEntry: string; enginesDir: string; workdir: string; threads: string | undefined; timeoutMs: number }): Promise<ComputeReport> {
-  const engine = await chooseEngine(config.engine, { enginesDir: o.enginesDir, workdir: o.workdir });
+  const engine = await chooseEngine(config.engine, { enginesDir: o.enginesDir, workdir: o.workdir, enginesReportImport: true });
   const runDir = mkdtempSync(join(o.workdir, '.check-compute-'));
   const runId = `check-${process.pid}`;
   try {

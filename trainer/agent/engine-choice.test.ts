@@ -5,7 +5,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, sy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { chooseEngine, findPythons, pickPython, pythonCandidates } from './engine-choice';
+import { chooseEngine, cpuTorchImportNeeded, findPythons, pickPython, pythonCandidates } from './engine-choice';
 
 const root = mkdtempSync(join(tmpdir(), 'cohort-pythons-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -142,5 +142,82 @@ describe('each interpreter is started once', () => {
     expect(a[0]).toMatchObject({ torch: '2.3.1+cu121', cudnn: '8902', nccl: '2.18.1' });
     await findPythons([py.path]);
     expect(py.starts()).toBe(2);
+  });
+});
+
+// A CPU-only torch (its version.py: cuda and hip None) has no GPU to find. Where the caller starts the
+// engine next (the agent, `cohort check`'s computed step: enginesReportImport), it is not imported only
+// to be imported again by the ranks; the engine names a torch that fails to import (torch_engine.py,
+// test/torch/torch-config.test.ts). It is still imported where the choice depends on it. The real
+// interpreter runs the real query; the torch packages are stand-ins that note each import in a file.
+describe.skipIf(!sysVersion)('a CPU-only torch is taken from its files where the engine will name a failed import', () => {
+  const dir = join(root, 'files-first');
+  const imported = join(dir, 'imported.log');
+  const engines = join(dir, 'engines');
+  mkdirSync(engines, { recursive: true });
+  writeFileSync(join(engines, 'torch_engine.py'), '');
+  /** An interpreter (the system's, run through a script) whose only torch is a stand-in: cuda null = a CPU build; broken: its import fails. */
+  const pythonWith = (name: string, version: string, cuda: string | null, broken = false): string => {
+    const site = join(dir, name, 'site');
+    mkdirSync(join(site, 'torch'), { recursive: true });
+    writeFileSync(join(site, 'torch', 'version.py'), `__version__ = '${version}'\ncuda = ${cuda === null ? 'None' : `'${cuda}'`}\nhip = None\n`);
+    writeFileSync(
+      join(site, 'torch', '__init__.py'),
+      `open(${JSON.stringify(imported)}, 'a').write('${name}\\n')\n${broken ? "raise ImportError('libtorch_cpu.so: cannot open shared object file')\n" : ''}__version__ = '${version}'\nclass cuda:\n    is_available = staticmethod(lambda: ${cuda === null ? 'False' : 'True'})\n    device_count = staticmethod(lambda: 2)\nclass version:\n    cuda = ${cuda === null ? 'None' : `'${cuda}'`}\n`,
+    );
+    const py = join(dir, name, 'bin', 'python');
+    mkdirSync(join(py, '..'), { recursive: true });
+    writeFileSync(py, `#!/bin/sh\nPYTHONPATH='${site}' exec ${SYSTEM} "$@"\n`);
+    chmodSync(py, 0o755);
+    return py;
+  };
+  const importsSince = (() => {
+    let seen = 0;
+    return () => {
+      const all = existsSync(imported) ? readFileSync(imported, 'utf8').split('\n').filter(Boolean) : [];
+      const fresh = all.slice(seen);
+      seen = all.length;
+      return fresh;
+    };
+  })();
+  const cpu = pythonWith('cpu', '2.4.0+cpu', null);
+  const brokenCpu = pythonWith('broken-cpu', '2.4.0+cpu', null, true);
+  const cudaPy = pythonWith('cuda', '2.3.1+cu121', '12.1');
+  // COHORT_PYTHON: the one interpreter asked (the search would find the system's real torch too).
+  const choose = (engine: 'torch' | 'auto', python: string, enginesReportImport: boolean) => chooseEngine(engine, { enginesDir: engines, env: { COHORT_PYTHON: python }, enginesReportImport });
+
+  it('--engine torch, the one torch a CPU build: chosen without importing it where the engine reports imports; imported for the host report', async () => {
+    importsSince();
+    expect(await choose('torch', cpu, true)).toMatchObject({ name: 'torch', python: cpu, cuda: false });
+    expect(importsSince()).toEqual([]);
+    expect((await choose('torch', cpu, true)).reason).toMatch(/\(torch 2\.4\.0\+cpu, CPU only\)/);
+    // `cohort check`'s host report (no enginesReportImport): imported, as before
+    expect(await choose('torch', cpu, false)).toMatchObject({ name: 'torch', python: cpu });
+    expect(importsSince()).toEqual(['cpu']);
+    // A broken CPU torch is taken on its files' word too: its ranks will say it does not import
+    expect(await choose('torch', brokenCpu, true)).toMatchObject({ name: 'torch', python: brokenCpu });
+    expect(importsSince()).toEqual([]);
+    await expect(choose('torch', brokenCpu, false)).rejects.toThrow(/no Python with PyTorch found on this host/);
+  });
+
+  it('--engine torch with two Pythons that have torch, one of them a CPU build known from its files: every CPU torch is imported (one that imports must win)', async () => {
+    const fromFiles = { python: cpu, version: '3.11.2', torch: '2.4.0+cpu', cuda: false, unimported: true };
+    const other = { python: brokenCpu, version: '3.11.2', torch: '2.4.0+cpu', cuda: false, unimported: true };
+    const noTorch = { python: '/opt/py/bin/python', version: '3.12.1', error: 'ModuleNotFoundError' };
+    expect(cpuTorchImportNeeded('torch', fromFiles, [fromFiles, other], {})).toBe(true);
+    expect(cpuTorchImportNeeded('torch', fromFiles, [fromFiles, noTorch], {})).toBe(false);
+    expect(cpuTorchImportNeeded('torch', fromFiles, [fromFiles], {})).toBe(false);
+    // auto prefers a CPU torch to tfjs only when no TensorFlow GPU binding is installed: then it must import
+    expect(cpuTorchImportNeeded('auto', fromFiles, [fromFiles], { COHORT_RUNTIME_DIR: join(dir, 'no-runtime') })).toBe(true);
+  });
+
+  it('auto: a CUDA torch is always imported and asked; a CPU torch is imported before auto prefers it to tfjs, and a broken one leaves tfjs', async () => {
+    importsSince();
+    expect(await choose('auto', cudaPy, true)).toMatchObject({ name: 'torch', cuda: true });
+    expect(importsSince()).toEqual(['cuda']);
+    expect(await choose('auto', cpu, true)).toMatchObject({ name: 'torch', python: cpu, cuda: false });
+    expect(importsSince()).toEqual(['cpu']);
+    expect(await choose('auto', brokenCpu, true)).toMatchObject({ name: 'tfjs' });
+    expect(importsSince()).toEqual(['broken-cpu']);
   });
 });

@@ -36,6 +36,11 @@ export interface PythonInfo {
   /** torch.backends.cudnn.version() and torch.cuda.nccl.version(), where torch has them (`cohort check` reports them). */
   cudnn?: string;
   nccl?: string;
+  /**
+   * torch's version was read from its files, not imported (findPythons' `cpuTorchFromFiles`): a build
+   * without CUDA or ROCm, so `cuda` is false for certain, but whether it imports is not known yet.
+   */
+  unimported?: boolean;
 }
 
 export interface TorchInfo {
@@ -66,10 +71,28 @@ export function pythonCandidates(env: NodeJS.ProcessEnv, workdir?: string): stri
 }
 
 // sys.prefix tells environments apart: a venv's bin/python is a symlink to the system interpreter
-// (same real file) but has its own prefix and site-packages.
-const QUERY = `import json, sys
+// (same real file) but has its own prefix and site-packages. With the argument `files`, a torch built
+// without CUDA or ROCm (its version.py: cuda and hip None) is answered from that file, as `cohort
+// probe` does (electron/core/cluster/probe.ts): it has no GPU to find, and importing it costs 1.3-2.3
+// CPU-s; a CUDA or ROCm build is imported and asked.
+const QUERY = `import json, os, sys
 r = {"version": sys.version.split()[0], "prefix": sys.prefix}
 try:
+    meta = {}
+    if sys.argv[1:] == ["files"]:
+        import importlib.util
+        spec = importlib.util.find_spec("torch")
+        if spec is None:
+            raise ModuleNotFoundError("No module named 'torch'")
+        try:
+            with open(os.path.join(list(spec.submodule_search_locations)[0], "version.py")) as f:
+                exec(f.read(), meta)
+        except Exception:
+            meta = {}
+    if isinstance(meta.get("__version__"), str) and meta.get("cuda") is None and meta.get("hip") is None:
+        r.update(torch=meta["__version__"], cuda=False, cudaVersion="", gpus=0, unimported=True)
+        print(json.dumps(r))
+        sys.exit(0)
     import torch
     r.update(torch=torch.__version__, cuda=bool(torch.cuda.is_available()), cudaVersion=torch.version.cuda or "", gpus=torch.cuda.device_count() if torch.cuda.is_available() else 0)
     try:
@@ -95,21 +118,22 @@ print(json.dumps(r))`;
  */
 const asking = new Map<string, Promise<PythonInfo[]>>();
 
-export function findPythons(candidates: string[], opts: { timeoutMs?: number } = {}): Promise<PythonInfo[]> {
-  const key = JSON.stringify([candidates, opts.timeoutMs ?? QUERY_TIMEOUT_MS]);
+/** `cpuTorchFromFiles`: a CPU-only torch is answered from its files, not imported (QUERY's `files`; PythonInfo.unimported). */
+export function findPythons(candidates: string[], opts: { timeoutMs?: number; cpuTorchFromFiles?: boolean } = {}): Promise<PythonInfo[]> {
+  const key = JSON.stringify([candidates, opts.timeoutMs ?? QUERY_TIMEOUT_MS, opts.cpuTorchFromFiles === true]);
   const inFlight = asking.get(key);
   if (inFlight) return inFlight;
-  const asked = askPythons(candidates, opts.timeoutMs ?? QUERY_TIMEOUT_MS).finally(() => asking.delete(key));
+  const asked = askPythons(candidates, opts.timeoutMs ?? QUERY_TIMEOUT_MS, opts.cpuTorchFromFiles === true).finally(() => asking.delete(key));
   asking.set(key, asked);
   return asked;
 }
 
-async function askPythons(candidates: string[], timeoutMs: number): Promise<PythonInfo[]> {
+async function askPythons(candidates: string[], timeoutMs: number, cpuTorchFromFiles: boolean): Promise<PythonInfo[]> {
   const runs = new Map<string, ReturnType<typeof run>>();
   const answers = await Promise.all(
     candidates.map(async (python) => {
       const file = commandPath(python) ?? python;
-      if (!runs.has(file)) runs.set(file, run(python, ['-c', QUERY], timeoutMs));
+      if (!runs.has(file)) runs.set(file, run(python, ['-c', QUERY, ...(cpuTorchFromFiles ? ['files'] : [])], timeoutMs));
       return { python, answer: await runs.get(file)! };
     }),
   );
@@ -135,6 +159,7 @@ async function askPythons(candidates: string[], timeoutMs: number): Promise<Pyth
         ...(typeof j.error === 'string' ? { error: j.error } : {}),
         ...(typeof j.cudnn === 'string' && j.cudnn ? { cudnn: j.cudnn } : {}),
         ...(typeof j.nccl === 'string' && j.nccl ? { nccl: j.nccl } : {}),
+        ...(j.unimported === true && typeof j.torch === 'string' && j.cuda === false ? { unimported: true } : {}),
       });
     } catch {
       if (!firstTime(`${realPath(python)}\0?`)) continue;
@@ -158,10 +183,25 @@ export function describePython(p: PythonInfo): string {
   return `${p.python} (torch ${p.torch}, ${p.cuda ? `CUDA ${p.cudaVersion || '?'}, ${p.gpus ?? 0} GPU(s)` : 'CPU only'})`;
 }
 
-/** The Python with torch that the engine would use (COHORT_PYTHON alone when set). */
-export async function findTorch(env: NodeJS.ProcessEnv = process.env, workdir?: string, opts: { timeoutMs?: number } = {}): Promise<(TorchInfo & { explanation: string; tried: string[] }) | undefined> {
+/**
+ * The Python with torch that the engine would use (COHORT_PYTHON alone when set). `cpuTorchFromFiles`:
+ * a CPU-only torch is taken on its files' word (not imported) where nothing else depends on whether it
+ * imports; `needsImport(chosen, found)` says where something does, and then every CPU torch is imported.
+ */
+export async function findTorch(
+  env: NodeJS.ProcessEnv = process.env,
+  workdir?: string,
+  opts: { timeoutMs?: number; cpuTorchFromFiles?: boolean; needsImport?: (chosen: PythonInfo, found: PythonInfo[]) => boolean } = {},
+): Promise<(TorchInfo & { explanation: string; tried: string[] }) | undefined> {
   const tried = pythonCandidates(env, workdir);
-  const { chosen, explanation } = pickPython(await findPythons(tried, opts));
+  const ask = { ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }) };
+  let found = await findPythons(tried, { ...ask, cpuTorchFromFiles: opts.cpuTorchFromFiles === true });
+  let picked = pickPython(found);
+  if (picked.chosen?.unimported && opts.needsImport?.(picked.chosen, found) !== false) {
+    found = await findPythons(tried, ask);
+    picked = pickPython(found);
+  }
+  const { chosen, explanation } = picked;
   return chosen?.torch ? { python: chosen.python, torch: chosen.torch, cuda: chosen.cuda === true, explanation, tried } : undefined;
 }
 
@@ -176,12 +216,34 @@ export function tfjsGpuInstalled(env: NodeJS.ProcessEnv = process.env): boolean 
   }
 }
 
-/** `pythonTimeoutMs`: how long each interpreter may take to answer (findPythons). */
-export async function chooseEngine(engine: Engine, opts: { enginesDir: string; workdir?: string; env?: NodeJS.ProcessEnv; pythonTimeoutMs?: number }): Promise<EngineChoice> {
+/**
+ * Whether a choice that found `chosen` (a CPU torch known from its files, not imported) depends on
+ * whether it imports: `auto` about to prefer it to tfjs (no CUDA torch, no TensorFlow GPU binding), or
+ * `--engine torch` with more than one Python that has torch (one that imports must win).
+ */
+export function cpuTorchImportNeeded(engine: Engine, chosen: PythonInfo, found: PythonInfo[], env: NodeJS.ProcessEnv): boolean {
+  if (engine === 'auto') return !chosen.cuda && !tfjsGpuInstalled(env);
+  return found.filter((p) => p.torch).length > 1;
+}
+
+/**
+ * `pythonTimeoutMs`: how long each interpreter may take to answer (findPythons).
+ * `enginesReportImport`: the caller starts the chosen engine next (the agent, `cohort check`'s computed
+ * step), and the torch engine reports a torch that fails to import as an `engine-unavailable` error
+ * naming the interpreter (torch_engine.py). Then a CPU-only torch is not imported here only to be
+ * imported again by the ranks (1.3-2.3 CPU-s a host and run), unless the choice depends on it:
+ * `auto` about to pick CPU torch over tfjs, or `--engine torch` with several Pythons that have torch
+ * (one that imports must win over one that does not). Without it (`cohort check`'s host report), every
+ * torch is imported, as the report names what fails.
+ */
+export async function chooseEngine(engine: Engine, opts: { enginesDir: string; workdir?: string; env?: NodeJS.ProcessEnv; pythonTimeoutMs?: number; enginesReportImport?: boolean }): Promise<EngineChoice> {
   const env = opts.env ?? process.env;
   const script = join(opts.enginesDir, 'torch_engine.py');
   if (engine === 'tfjs') return { name: 'tfjs', reason: '--engine tfjs, the default' };
-  const torch = existsSync(script) ? await findTorch(env, opts.workdir, opts.pythonTimeoutMs === undefined ? {} : { timeoutMs: opts.pythonTimeoutMs }) : undefined;
+  const needsImport = (chosen: PythonInfo, found: PythonInfo[]) => cpuTorchImportNeeded(engine, chosen, found, env);
+  const torch = existsSync(script)
+    ? await findTorch(env, opts.workdir, { ...(opts.pythonTimeoutMs === undefined ? {} : { timeoutMs: opts.pythonTimeoutMs }), cpuTorchFromFiles: opts.enginesReportImport === true, needsImport })
+    : undefined;
   const pinned = env.COHORT_PYTHON ? ` (COHORT_PYTHON / the profile's python: ${env.COHORT_PYTHON})` : '';
   if (engine === 'torch') {
     if (!existsSync(script)) throw new CohortError('engine-unavailable', `--engine torch: the engine script ${script} is missing from the deployed bundle`, { hint: 'redeploy: cohort deploy --force' });

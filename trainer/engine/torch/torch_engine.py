@@ -32,6 +32,17 @@ import sys
 import traceback
 
 from cohort_torch.events import exit_now, fail, remember  # first: it takes fd 1 before torch loads
+
+try:  # a torch that does not import (a missing library, a broken install) is named, not a bare traceback
+    import torch  # noqa: E402, F401
+except Exception as err:  # noqa: BLE001 (ImportError, OSError from a shared library, ...)
+    remember(traceback.format_exc().rstrip().splitlines()[-12:])
+    print(traceback.format_exc(), file=sys.stderr)
+    # The agent chose this Python from torch's files without importing it (trainer/agent/engine-choice.ts,
+    # enginesReportImport): this event is where a broken torch is reported.
+    fail(f"--engine torch: {sys.executable} cannot import torch ({type(err).__name__}: {err})", "engine-unavailable",
+         hint=f"fix or reinstall PyTorch for {sys.executable} ({sys.executable} -c 'import torch' shows the error), or set the host's python in the profile")
+
 from cohort_torch import checkpoint, distributed, loop, run as runs  # noqa: E402
 from cohort_torch.config import ConfigError, load_config  # noqa: E402
 from cohort_torch.gpu import GpuMemory  # noqa: E402

@@ -67,10 +67,11 @@ def write_last_words(line):
         _tail.append(f"[rank {RANK}] could not write its last words to {path}: {err}")
 
 
-def fail(message, code=None, exit_code=1, about=None, last_words=False):
+def fail(message, code=None, exit_code=1, about=None, last_words=False, hint=None):
     """Reports this rank's failure once (main thread and watchdog may race) and exits at once:
     a clean interpreter shutdown could block in a process group whose peer is gone. `about`: the
     error is another rank's (a hung peer: its rank and host, reportedBy, collective, seq, lastPhases).
+    `hint`: what to do next, when this side knows.
     `last_words`: the agent may not be reading stdout and stderr (agent-silent): the report goes to
     the last-words file first, before anything that could block on a full one."""
     global _error_sent
@@ -78,7 +79,7 @@ def fail(message, code=None, exit_code=1, about=None, last_words=False):
         if not _error_sent:
             _error_sent = True
             tail = (list(_tail) + [f"[rank {RANK}] {message}"])[-20:]
-            event = {"rank": RANK, "host": HOST, "message": message, "logTail": tail, **(about or {}), **({"code": code} if code else {})}
+            event = {"rank": RANK, "host": HOST, "message": message, "logTail": tail, **(about or {}), **({"code": code} if code else {}), **({"hint": hint} if hint else {})}
             if last_words:
                 write_last_words(_line("error", **event))
             log(message)
