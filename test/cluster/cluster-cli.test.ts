@@ -2,6 +2,7 @@
 // probe, deploy (twice: the second transfers nothing), multi-host data-parallel runs whose rank 0
 // reports every rank's memory, a rank killed on one host, and Ctrl-C leaving nothing behind.
 import { existsSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CohortEvent, ErrorEvent, HelloEvent, StepEvent } from '../../trainer/protocol';
@@ -139,6 +140,9 @@ describe.skipIf(SSHD_MISSING)('cohort run --profile over SSH', () => {
     const hello = of(r.events, 'hello')[0] as HelloEvent;
     expect(hello).toMatchObject({ engine: 'torch', worldSize: 2 });
     expect(hello.reason).toMatch(/COHORT_PYTHON \/ the profile's python: \/usr\/bin\/python3\)/); // the profile's `python` reached the host's agent
+    // The two hosts are network namespaces of this one machine (one kernel boot id): their ranks share its
+    // cores, so each takes half of them (distributed.py), not all of them as a rank alone on its machine would.
+    expect(hello.device).toContain(`(${Math.max(1, Math.floor(availableParallelism() / 2))} threads)`);
     const steps = of(r.events, 'step') as StepEvent[];
     expect(steps.at(-1)!.memory.map((m) => m.host).sort()).toEqual([cluster.hosts[0]!.name, cluster.hosts[1]!.name].sort());
     expect(await trainerProcesses()).toEqual([]);

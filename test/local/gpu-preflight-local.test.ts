@@ -92,6 +92,8 @@ describe('agent pre-launch GPU check (local run)', () => {
     expect((await list.exit).code, list.stderr).toBe(0);
     const ran = (JSON.parse(list.stdout) as RunMeta[]).find((m) => m.status === 'ok'); // this file's only run that trains
     expect(ran?.applied, list.stdout).toMatchObject({ envFromHosts: true, envSwitches: { CUDA_VISIBLE_DEVICES: '0 | 1', CUDA_DEVICE_ORDER: 'PCI_BUS_ID', TF_FORCE_GPU_ALLOW_GROWTH: 'true' } });
-    expect(ran!.applied!.envSwitches!.COHORT_THREADS).toMatch(/^\d+$/);
+    // No thread count of the agent's own (it was cores ÷ this host's ranks, meaningless to tfjs's one-thread
+    // wasm): the torch engine takes its share itself, per machine (hello's device says how many).
+    expect(ran!.applied!.envSwitches!.COHORT_THREADS).toBeUndefined();
   }, 180_000);
 });

@@ -12,7 +12,6 @@
 import { MAX_LOG_LINE_BYTES, boundedLines } from './bounded-lines';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { cpus } from 'node:os';
 import { join } from 'node:path';
 import {
   CACHE_DIR_ENV,
@@ -220,7 +219,6 @@ function relayLastWords(p: RankProc, host: string, sink: RankSink): void {
 }
 
 function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainerEntry: string, runDir: string, sink: RankSink, lifeline: Record<string, string>): RankProc {
-  const threads = Math.max(1, Math.floor(cpus().length / spec.ranks.length));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     ...spec.env,
@@ -236,8 +234,10 @@ function startRank(r: AgentRank, spec: LaunchSpec, engine: EngineChoice, trainer
     [CACHE_DIR_ENV]: join(runDir, '..', '..', 'cache'),
     ...lifeline,
     COHORT_ENGINE_REASON: engine.reason,
-    // The profile's host env, then the host's own environment (a local run: the user's), then a fair share of the cores.
-    COHORT_THREADS: spec.env.COHORT_THREADS ?? process.env.COHORT_THREADS ?? String(threads),
+    // No COHORT_THREADS of the agent's own: the profile's host env or the host's (a local run: the user's)
+    // come in above, else the torch engine takes its fair share itself, the cores this rank may use ÷ the
+    // job's ranks on this machine, which it knows once every rank has joined (hosts with one kernel boot id,
+    // such as containers or network namespaces of one box, share the cores: distributed.py).
   };
   // The run id in every rank's arguments lets `cohort` find leftovers of a run with ps (python: -X accepts any key).
   // tfjs ranks get relaxed SIMD (FMA in the wasm GEMM kernels) where this Node has it behind a flag (Node 20).

@@ -89,16 +89,32 @@ def setup(gpu_memory):
     watcher.start()
 
     me = {"rank": rank, "host": HOST, "localRank": local_rank, **gpu.plan_fields()}  # what this rank really uses
+    machine = machine_id()
     peers = [me]
+    machines = [machine]
     if world > 1:
         peers = [None] * world
         dist.all_gather_object(peers, me, group=meta_group)
         beats.peers = peers
-    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "0")) or [p["host"] for p in peers].count(HOST)
+        machines = [None] * world
+        dist.all_gather_object(machines, machine, group=meta_group)
+    # The ranks on this machine share its cores: hosts with one kernel boot id are one machine (containers,
+    # network namespaces; `cohort check` counts them the same way, trainer/protocol/core-sharing.ts).
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "0")) or machines.count(machine)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     threads = int(os.environ.get("COHORT_THREADS") or max(1, cores // local_ranks))
     torch.set_num_threads(threads)
     return Dist(rank, world, local_rank, device, backend, why, meta_group, watch_group, peers, threads, stop, watcher), gpu
+
+
+def machine_id():
+    """This machine's kernel boot id (one per booted kernel, the same in every container and network
+    namespace on it), or this host's name where there is none."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip() or f"host {HOST}"
+    except OSError:
+        return f"host {HOST}"
 
 
 def teardown(d):
