@@ -12,6 +12,7 @@ import { createRequire } from 'node:module';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { CohortError, type Engine } from '../protocol';
+import { CPU_TORCH_VERSION_PY } from '../util/torch-files';
 
 export interface EngineChoice {
   name: 'tfjs' | 'torch';
@@ -75,22 +76,13 @@ export function pythonCandidates(env: NodeJS.ProcessEnv, workdir?: string): stri
 // without CUDA or ROCm (its version.py: cuda and hip None) is answered from that file, as `cohort
 // probe` does (electron/core/cluster/probe.ts): it has no GPU to find, and importing it costs 1.3-2.3
 // CPU-s; a CUDA or ROCm build is imported and asked.
-const QUERY = `import json, os, sys
+const QUERY = `import json, sys
+${CPU_TORCH_VERSION_PY}
 r = {"version": sys.version.split()[0], "prefix": sys.prefix}
 try:
-    meta = {}
-    if sys.argv[1:] == ["files"]:
-        import importlib.util
-        spec = importlib.util.find_spec("torch")
-        if spec is None:
-            raise ModuleNotFoundError("No module named 'torch'")
-        try:
-            with open(os.path.join(list(spec.submodule_search_locations)[0], "version.py")) as f:
-                exec(f.read(), meta)
-        except Exception:
-            meta = {}
-    if isinstance(meta.get("__version__"), str) and meta.get("cuda") is None and meta.get("hip") is None:
-        r.update(torch=meta["__version__"], cuda=False, cudaVersion="", gpus=0, unimported=True)
+    cpu = cpu_torch_version() if sys.argv[1:] == ["files"] else None
+    if cpu is not None:
+        r.update(torch=cpu, cuda=False, cudaVersion="", gpus=0, unimported=True)
         print(json.dumps(r))
         sys.exit(0)
     import torch

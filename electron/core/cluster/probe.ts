@@ -3,6 +3,7 @@
 // still be described (and told how to fix it). Output is `key=value` lines; parseProbe reads them.
 import type { GpuInfo, HostProbe, SlurmProbe } from '../../common';
 import { BF16_RULE, bf16Native, parseComputeCapability } from '../../../trainer/util/compute-capability';
+import { CPU_TORCH_VERSION_PY } from '../../../trainer/util/torch-files';
 
 export const MIN_NODE_MAJOR = 20;
 
@@ -43,20 +44,12 @@ for P in "$COHORT_PYTHON" /usr/bin/python3 python3 python "$WD"/*/bin/python "$W
   R="$(dirname "$Q")|$(readlink -f "$Q" 2>/dev/null || echo "$Q")"
   case "$SEEN" in *" $R "*) continue;; esac
   SEEN="$SEEN$R "
-  OUT=$("$Q" -c 'import sys, os; v=sys.version.split()[0]
+  OUT=$("$Q" -c 'import sys; v=sys.version.split()[0]
+${CPU_TORCH_VERSION_PY}
 try:
-    import importlib.util
-    spec = importlib.util.find_spec("torch")
-    if spec is None:
-        raise ImportError("no torch")
-    meta = {}
-    try:
-        with open(os.path.join(list(spec.submodule_search_locations)[0], "version.py")) as f:
-            exec(f.read(), meta)
-    except Exception:
-        meta = {}
-    if isinstance(meta.get("__version__"), str) and meta.get("cuda") is None and meta.get("hip") is None:
-        print("|".join([v, meta["__version__"], "False", "", "0"]))
+    cpu = cpu_torch_version()
+    if cpu is not None:
+        print("|".join([v, cpu, "False", "", "0"]))
     else:
         import torch; c=torch.cuda.is_available(); print("|".join([v, torch.__version__, str(c), torch.version.cuda or "", str(torch.cuda.device_count() if c else 0)]))
 except Exception:
