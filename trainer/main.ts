@@ -17,7 +17,6 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostCommand, parseFlags } from './agent/host-cmd';
 import { holdLifeline } from './train/lifeline';
-import { requireWithCodeCache } from './util/code-cache';
 
 // Each command's code is imported when that command runs: the bundle inlines them all, and esbuild
 // defers a dynamically imported module's evaluation until then, so a short host command (check-*,
@@ -67,7 +66,7 @@ async function main(): Promise<number> {
       holdLifeline(process.env);
       // Bundled apart as CommonJS (rank.cjs, scripts/build.mjs) and compiled with V8's code cache
       // (util/code-cache.ts says why); not imported here, so the ESM chunks carry no copy of it.
-      return requireWithCodeCache<typeof import('./train/rank')>(join(here, 'rank.cjs')).exports.runRank(process.env);
+      return (await import('./util/code-cache')).requireWithCodeCache<typeof import('./train/rank')>(join(here, 'rank.cjs')).exports.runRank(process.env);
     default:
       process.stderr.write('usage: cohort-trainer.mjs run-start|run-rejoin|run-follow|run-stop|run-status|run-remove|run-spec|slurm-submit|agent-run|agent-slurm|rank|check-host|check-link|check-compute|check-slurm|check-slurm-node\n');
       return 2;

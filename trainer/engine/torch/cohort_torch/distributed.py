@@ -93,11 +93,11 @@ def setup(gpu_memory):
     peers = [me]
     machines = [machine]
     if world > 1:
-        peers = [None] * world
-        dist.all_gather_object(peers, me, group=meta_group)
+        gathered = [None] * world
+        dist.all_gather_object(gathered, (me, machine), group=meta_group)  # one round: plan entry and machine
+        peers = [p for p, _ in gathered]
+        machines = [m for _, m in gathered]
         beats.peers = peers
-        machines = [None] * world
-        dist.all_gather_object(machines, machine, group=meta_group)
     # The ranks on this machine share its cores: hosts with one kernel boot id are one machine (containers,
     # network namespaces; `cohort check` counts them the same way, trainer/protocol/core-sharing.ts).
     local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "0")) or machines.count(machine)
