@@ -18,8 +18,17 @@
 // a cgroup is scheduled inside it, not by autogroup, and the agent and rank stay in it across their
 // setsid. In it the rank and the eight loops have equal weights (the rank gets 1/9 of what the
 // cgroup gets), and the cgroup as a whole gets CPU 0's fair share against the neighbours in both
-// runs alike: the hog divides the rank's CPU by about 9 however loaded the machine is. Without a
-// writable cpu cgroup (not root, cgroup v2 only) the file is skipped.
+// runs alike: the hog divides the rank's CPU by about 9 however loaded the machine is.
+// Not alike, though, when the neighbours change between the two runs: CI's stop 38 failed with "within
+// run-to-run noise (median 8.4 vs 12.1 samples/s)": the QUIET run had got a third of its usual speed.
+// Reproduced here with six busy loops in sessions of their own pinned to CPU 0 while the quiet run
+// trained (gone when the hog started): the cgroup weighed 1024 against their 6 × 1024, so the quiet
+// rank got 6 % of the machine against the hogged one's 10 %, and Compare said "74.5 % faster" the
+// wrong way round. So the cgroup weighs v1's maximum (cpu.shares 262144, ~98 % of CPU 0 against
+// six such neighbours): CPU 0 is the cgroup's in both runs and only the hog tells them apart (same
+// adversary, 3 of 3 green: quiet 35–46 samples/s, ranks 44–46 %; hogged 11–15, ranks 10–12 %). The
+// neighbours lose only CPU 0, for the ~10 s of the two runs. Without a writable cpu cgroup (not root,
+// cgroup v2 only) the file is skipped.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -63,6 +72,9 @@ describe.skipIf(!existsSync(CHROMIUM) || !CAN_CGROUP)('system metrics in Compare
     const env = { ...serve.env, NO_COLOR: '1' };
     // Both runs on CPU 0 in the cgroup (the agent and rank inherit both), the hog below beside them there.
     mkdirSync(CGROUP);
+    // The cgroup's weight far above any neighbour's (v1's maximum; a neighbour group or task weighs 1024):
+    // CPU 0 is the cgroup's in both runs, whatever else was put on it meanwhile (see the file's head).
+    writeFileSync(join(CGROUP, 'cpu.shares'), '262144');
     const cohort = (args: string[]) => spawnSync(...inCgroup([process.execPath, join(ROOT, 'bin', 'cohort.mjs'), ...args]), { env, encoding: 'utf8', timeout: 240_000 });
     const idOf = (stderr: string) => /run (\S+) recorded in/.exec(stderr)?.[1] ?? '';
     const a = cohort(SAME);
