@@ -87,6 +87,18 @@ const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
  */
 const FAST_ISOLATE = process.env.COHORT_TEST_FAST_ISOLATE === '1';
 const SERIAL_WORKERS = Number(process.env.COHORT_TEST_SERIAL_WORKERS ?? 2);
+/**
+ * The slow tier's workers keep their modules from one file to the next too (since session 18): each
+ * of its ~105 files paid a fresh worker and its imports (Playwright, the harness, core): 12 files that
+ * only import what an e2e or cluster file imports, 3 rounds each way: 12.4–12.9 CPU-s isolated,
+ * 5.7–6.0 not, ~0.55 CPU-s a file; the whole suite then 857 s (slow tier 645 s, 1,570 busy CPU-s)
+ * against ci52's 907 (690, 1,671), every file and test the same (bench/results/suite.md "session 18").
+ * Setup files still run per file (a CPU token each, test/cpu-lane-setup.ts). What it asks of a slow
+ * file: test/README.md "The fast and slow tiers share their workers' modules". The wait and serial
+ * projects stay isolated (one and six files: nothing to gain; serial files time ranks against each
+ * other). COHORT_TEST_SLOW_ISOLATE=1: isolated, as before.
+ */
+const SLOW_ISOLATE = process.env.COHORT_TEST_SLOW_ISOLATE === '1';
 // The slow group's pool: CPU_TOKENS busy files (COHORT_TEST_SLOW_WORKERS) + WAIT_LANE waiting ones
 // (COHORT_TEST_WAIT_LANE=0: none; then the wait files queue with the busy ones, as before session 6).
 const SLOW_POOL = CPU_TOKENS + WAIT_LANE;
@@ -110,7 +122,7 @@ export default defineConfig({
     // (by cluster marker, run id or COHORT_DATA_DIR).
     projects: [
       { extends: true, test: { name: 'fast', include: [...BESIDE_THE_CODE, ...FAST_TEST_FILES], sequence: { groupOrder: 0 }, fileParallelism: FAST_WORKERS > 1, maxWorkers: FAST_WORKERS, isolate: FAST_ISOLATE, execArgv: ['--experimental-wasm-relaxed-simd'] } },
-      { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: [...FAST_TEST_FILES, ...SERIAL_TEST_FILES, ...WAIT_TEST_FILES], setupFiles: ['test/cpu-lane-setup.ts'], sequence: { groupOrder: 1 }, fileParallelism: SLOW_POOL > 1, maxWorkers: SLOW_POOL } },
+      { extends: true, test: { name: 'slow', include: ['test/**/*.test.ts'], exclude: [...FAST_TEST_FILES, ...SERIAL_TEST_FILES, ...WAIT_TEST_FILES], setupFiles: ['test/cpu-lane-setup.ts'], sequence: { groupOrder: 1 }, fileParallelism: SLOW_POOL > 1, maxWorkers: SLOW_POOL, isolate: SLOW_ISOLATE } },
       { extends: true, test: { name: 'wait', include: WAIT_TEST_FILES, sequence: { groupOrder: 1 }, fileParallelism: SLOW_POOL > 1, maxWorkers: SLOW_POOL } },
       { extends: true, test: { name: 'serial', include: SERIAL_TEST_FILES, sequence: { groupOrder: 2 }, fileParallelism: SERIAL_WORKERS > 1, maxWorkers: SERIAL_WORKERS } },
     ],
