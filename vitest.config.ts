@@ -73,7 +73,13 @@ export const WAIT_TEST_FILES = [
  * more than it computes. A file that cannot take a busier machine is fixed at its cause (a race), or
  * goes to SERIAL_TEST_FILES with its reason.
  */
-const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 2);
+/**
+ * Fast files at once: **3 since session 18** (2 before). Its files wait on real processes here and
+ * there (sshd, ranks, the CLI), which left the tier ~12 % idle at 2 (ci50–ci52). Measured alone, the
+ * same tree, quiet, alternating (bench/results/suite.md "session 18"): 3 workers 98.9 / 103.0 s,
+ * 2 workers 117.2 / 112.7 s, 983 tests passed every time.
+ */
+const FAST_WORKERS = Number(process.env.COHORT_TEST_FAST_WORKERS ?? 3);
 /**
  * The fast tier's workers keep their modules from one file to the next (`isolate: false`): each of
  * its ~140 files paid vitest's worker start and its imports again (tfjs, the engine, core), most of
