@@ -21,8 +21,8 @@
 // runs alike: the hog divides the rank's CPU by about 9 however loaded the machine is.
 // Not alike, though, when the neighbours change between the two runs: CI's stop 38 failed with "within
 // run-to-run noise (median 8.4 vs 12.1 samples/s)": the QUIET run had got a third of its usual speed.
-// Reproduced here with six busy loops in sessions of their own pinned to CPU 0 while the quiet run
-// trained (gone when the hog started): the cgroup weighed 1024 against their 6 × 1024, so the quiet
+// Reproduced (scripts/cpu0-neighbours.sh) with six busy loops in sessions of their own pinned to CPU 0
+// while the quiet run trained (gone when the hog started): the cgroup weighed 1024 against their 6 × 1024, so the quiet
 // rank got 6 % of the machine against the hogged one's 10 %, and Compare said "74.5 % faster" the
 // wrong way round. So the cgroup weighs v1's maximum (cpu.shares 262144, ~98 % of CPU 0 against
 // six such neighbours): CPU 0 is the cgroup's in both runs and only the hog tells them apart (same
