@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { ENGINES, toErrorInfo, type Engine } from '../protocol';
 import type { HostCheckReport } from '../protocol/check';
+import { readBootId } from '../util/boot-id';
 import { readGpuHealth } from '../util/gpu-health';
 import { chooseEngine, findPythons, pickPython, pythonCandidates, tfjsGpuInstalled } from './engine-choice';
 import { HostCmdFailure, parseFlags, replyLine } from './host-cmd';
@@ -61,12 +62,8 @@ export async function checkHost(argv: readonly string[], o: { trainerEntry: stri
 
 /** The kernel's boot id (Linux): hosts that report the same one are one machine (namespaces, containers) and share its cores. */
 function bootId(): { bootId?: string } {
-  try {
-    const id = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-    return id ? { bootId: id } : {};
-  } catch {
-    return {}; // not Linux: each host counts as its own machine
-  }
+  const id = readBootId();
+  return id ? { bootId: id } : {}; // none (not Linux): each host counts as its own machine
 }
 
 function bundleHash(entry: string): string {

@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, rmdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { LaunchSpec } from '../protocol';
+import { readBootId } from '../util/boot-id';
 import { agentAlive } from './run-record';
 
 export interface Lease {
@@ -28,11 +29,7 @@ export interface Lease {
 }
 
 export function bootId(): string {
-  try {
-    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  } catch {
-    return 'unknown';
-  }
+  return readBootId() ?? 'unknown';
 }
 
 const leasesDir = (workdir: string) => join(workdir, 'leases');

@@ -8,7 +8,6 @@
 //
 // The control connections stay open for the whole run (gather, barrier, heartbeats, failures).
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import net, { type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +17,7 @@ import { Dtype, encodeHeader, HEADER_BYTES, Kind, readHeader } from './data-fram
 import { abortedError, CollectiveError, errnoCode } from './errors';
 import type { RendezvousEnv } from './rendezvous-env';
 import type { RingEngine } from './ring-engine';
+import { readBootId } from '../util/boot-id';
 
 export interface RendezvousOptions {
   timeoutMs: number;
@@ -179,13 +179,7 @@ function expectMessage<T extends ControlMessage['t']>(m: ControlMessage, t: T, f
 
 /** Identifies this machine (boot id) for this host name; equal ids can share Unix sockets. */
 function machineId(host: string): string {
-  let boot = '';
-  try {
-    boot = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
-  } catch {
-    boot = 'no-boot-id';
-  }
-  return `${host}|${boot}`;
+  return `${host}|${readBootId() ?? 'no-boot-id'}`;
 }
 
 export async function rendezvous(env: RendezvousEnv, opts: RendezvousOptions): Promise<RingSetup> {

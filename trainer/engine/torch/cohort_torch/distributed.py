@@ -109,7 +109,7 @@ def setup(gpu_memory):
 
 def machine_id():
     """This machine's kernel boot id (one per booted kernel, the same in every container and network
-    namespace on it), or this host's name where there is none."""
+    namespace on it), or this host's name where there is none. The trainer's own reader: trainer/util/boot-id.ts."""
     try:
         with open("/proc/sys/kernel/random/boot_id") as f:
             return f.read().strip() or f"host {HOST}"
